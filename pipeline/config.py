@@ -1,0 +1,174 @@
+"""Typed config schemas (one dataclass per config group option) and their validation.
+
+Hydra checks types and unknown keys when it composes the config (struct mode, from these
+schemas); ``validate`` then checks values, naming the full key of a bad one. The YAML files in
+``conf/`` extend these schemas through their defaults lists
+(``- /schema/<group>/<name>@_here_``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+
+class ConfigError(ValueError):
+    """A config value is out of range; the message starts with the full key."""
+
+
+def _require(ok: bool, key: str, message: str, value: Any) -> None:
+    if not ok:
+        raise ConfigError(f"{key}: {message}, found {value!r}")
+
+
+# --- dataset -----------------------------------------------------------------------------------
+
+
+@dataclass
+class DatasetConfig:
+    name: str = MISSING
+
+
+@dataclass
+class AdultDatasetConfig(DatasetConfig):
+    """The paper's Adult instance (SPEC section 1)."""
+
+    name: str = "adult"
+    #: Directory holding adult.data and adult.test; null means $ADULT_DATA_DIR, then the cache.
+    data_dir: Optional[str] = None
+    cache_dir: str = "~/.cache/oracle-dp/adult"
+    download: bool = True
+    url: str = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
+    verify_checksum: bool = True
+    balance_seed: int = 0
+
+    def check(self) -> None:
+        _require(bool(self.url), "url", "must not be empty", self.url)
+
+
+@dataclass
+class SyntheticDatasetConfig(DatasetConfig):
+    """Seeded linear-threshold data (pipeline.data.synthetic)."""
+
+    name: str = "synthetic"
+    n: int = 400
+    n_continuous: int = 3
+    groups: list[int] = field(default_factory=lambda: [3, 2])
+    label_noise: float = 0.1
+    levels: Optional[int] = 5
+    seed: int = 0
+
+    def check(self) -> None:
+        _require(self.n >= 2, "n", "must be >= 2", self.n)
+        _require(self.n_continuous >= 0, "n_continuous", "must be >= 0", self.n_continuous)
+        _require(all(g >= 2 for g in self.groups), "groups", "sizes must be >= 2", self.groups)
+        _require(0 <= self.label_noise <= 0.5, "label_noise", "must be in [0, 0.5]",
+                 self.label_noise)  # fmt: skip
+        _require(self.levels is None or self.levels >= 2, "levels", "must be >= 2 or null",
+                 self.levels)  # fmt: skip
+
+
+# --- sweep, tracking, cluster ------------------------------------------------------------------
+
+
+@dataclass
+class SweepConfig:
+    """A grid of runs: every (mechanism, epsilon, seed)."""
+
+    name: str = MISSING
+    mechanisms: list[str] = field(default_factory=list)
+    epsilons: list[float] = field(default_factory=list)
+    #: Runs per (mechanism, epsilon).
+    seeds: int = 1
+    #: Seed of the whole sweep; each run's generator derives from it (and its key).
+    sweep_seed: int = 0
+    #: privacy delta; null means 1/n^2 (SPEC section 9).
+    privacy_delta: Optional[float] = None
+
+    def check(self) -> None:
+        _require(len(self.epsilons) > 0, "epsilons", "must list at least one epsilon",
+                 self.epsilons)  # fmt: skip
+        for eps in self.epsilons:
+            _require(math.isfinite(eps) and eps > 0, "epsilons", "every epsilon must be > 0",
+                     list(self.epsilons))  # fmt: skip
+        _require(self.seeds >= 1, "seeds", "must be >= 1", self.seeds)
+        if self.privacy_delta is not None:
+            _require(0 < self.privacy_delta < 1, "privacy_delta", "must be in (0, 1) or null",
+                     self.privacy_delta)  # fmt: skip
+
+
+@dataclass
+class TrackingConfig:
+    #: MLflow tracking URI; null means a sqlite database under the run's output directory.
+    tracking_uri: Optional[str] = None
+    experiment: str = "oracle-dp"
+
+
+@dataclass
+class ClusterConfig:
+    #: Ray address; null starts a local Ray.
+    address: Optional[str] = None
+    #: CPUs for a local Ray; null means all of this machine's.
+    num_cpus: Optional[int] = None
+
+    def check(self) -> None:
+        _require(self.num_cpus is None or self.num_cpus >= 1, "num_cpus",
+                 "must be >= 1 or null", self.num_cpus)  # fmt: skip
+
+
+# --- root --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    dataset: DatasetConfig = MISSING
+    sweep: Optional[SweepConfig] = None
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    #: Margin mu of the threshold rule h_w(x) = +1 iff <w, x> >= mu (SPEC section 2).
+    margin: float = 1e-4
+    #: Where results go; null means Hydra's run directory. Made absolute before use (under
+    #: `ray job submit` the driver runs in a temporary copy of the working directory).
+    output_dir: Optional[str] = None
+
+    def check(self) -> None:
+        _require(math.isfinite(self.margin) and self.margin > 0, "margin", "must be > 0",
+                 self.margin)  # fmt: skip
+
+
+def register() -> None:
+    """Store the schemas where the YAML files' defaults lists find them."""
+    cs = ConfigStore.instance()
+    cs.store(name="base_config", node=Config)
+    # Schemas live under schema/<group> so that they are not offered as options of <group>.
+    cs.store(group="schema/dataset", name="adult", node=AdultDatasetConfig, package="dataset")
+    cs.store(group="schema/dataset", name="synthetic", node=SyntheticDatasetConfig,
+             package="dataset")  # fmt: skip
+    cs.store(group="schema/sweep", name="sweep", node=SweepConfig, package="sweep")
+    cs.store(group="schema/tracking", name="tracking", node=TrackingConfig, package="tracking")
+    cs.store(group="schema/cluster", name="cluster", node=ClusterConfig, package="cluster")
+
+def _check_tree(obj: Any, prefix: str) -> None:
+    for f in fields(obj):
+        child = getattr(obj, f.name)
+        if is_dataclass(child):
+            _check_tree(child, f"{prefix}{f.name}.")
+    check = getattr(obj, "check", None)
+    if check is not None:
+        try:
+            check()
+        except ConfigError as e:
+            raise ConfigError(f"{prefix}{e}") from None
+
+
+def validate(cfg: DictConfig) -> Config:
+    """The composed config as typed objects, with every value checked; errors name the key."""
+    obj = OmegaConf.to_object(cfg)
+    if not isinstance(obj, Config):
+        raise ConfigError(f"the composed config is not a Config, found {type(obj).__name__}")
+    _check_tree(obj, "")
+    return obj

@@ -1,0 +1,32 @@
+"""Datasets: the frozen record, the Adult loader and the synthetic generator."""
+
+from __future__ import annotations
+
+from pipeline.data.record import DataError, Dataset
+
+__all__ = ["DataError", "Dataset", "load_dataset"]
+
+
+def load_dataset(cfg) -> tuple[Dataset, Dataset | None]:
+    """(training set, test set or None) for a dataset config node (pipeline.config)."""
+    if cfg.name == "adult":
+        from pipeline.data.adult import load_adult
+
+        splits = load_adult(
+            cfg.data_dir,
+            balance_seed=cfg.balance_seed,
+            cache_dir=cfg.cache_dir,
+            download=cfg.download,
+            url=cfg.url,
+            verify_checksum=cfg.verify_checksum,
+        )
+        return splits.train, splits.test
+    if cfg.name == "synthetic":
+        from pipeline.data.synthetic import make_linear_threshold
+
+        train = make_linear_threshold(
+            cfg.n, cfg.n_continuous, groups=tuple(cfg.groups), label_noise=cfg.label_noise,
+            levels=cfg.levels, seed=cfg.seed,
+        )  # fmt: skip
+        return train, None
+    raise ValueError(f"dataset.name: unknown dataset {cfg.name!r}")

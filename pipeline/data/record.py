@@ -1,0 +1,79 @@
+"""The frozen dataset record every loader returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from oracles.objective import MergedRows
+
+
+class DataError(ValueError):
+    """A data file is missing, corrupt or malformed; the message says which and how to fix it."""
+
+
+def _readonly(a: np.ndarray, dtype) -> np.ndarray:
+    a = np.array(a, dtype=dtype, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Features, labels in {-1, +1}, feature names and where the data came from.
+
+    The arrays are read-only copies, so a record cannot change after it is made.
+    """
+
+    features: np.ndarray
+    labels: np.ndarray
+    feature_names: tuple[str, ...]
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        X = _readonly(self.features, float)
+        y = _readonly(self.labels, np.int8)
+        if X.ndim != 2:
+            raise ValueError(f"features must be 2-D, found shape {X.shape}")
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"labels must have shape ({X.shape[0]},), found {y.shape}")
+        if not np.isin(y, (-1, 1)).all():
+            raise ValueError("labels must be -1 or +1")
+        if len(self.feature_names) != X.shape[1]:
+            raise ValueError(
+                f"{len(self.feature_names)} feature names for {X.shape[1]} feature columns"
+            )
+        if not np.isfinite(X).all():
+            raise ValueError("features must be finite")
+        object.__setattr__(self, "features", X)
+        object.__setattr__(self, "labels", y)
+        object.__setattr__(self, "feature_names", tuple(self.feature_names))
+        object.__setattr__(self, "provenance", dict(self.provenance))
+
+    @property
+    def n(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.features.shape[1])
+
+    def merged(self) -> MergedRows:
+        """Identical rows merged into (distinct x, count of +1, count of -1) (SPEC section 2)."""
+        return MergedRows.from_xy(self.features, self.labels)
+
+    def summary(self) -> dict[str, Any]:
+        merged = self.merged()
+        return {
+            "n": self.n,
+            "d": self.d,
+            "positives": int((self.labels == 1).sum()),
+            "negatives": int((self.labels == -1).sum()),
+            "distinct_rows": merged.n_distinct,
+            "distinct_rows_with_both_labels": int(((merged.pos > 0) & (merged.neg > 0)).sum()),
+            "best_possible_accuracy": 1.0 - merged.min_possible_loss() / self.n,
+            "feature_min": float(self.features.min()),
+            "feature_max": float(self.features.max()),
+        }

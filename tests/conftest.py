@@ -1,0 +1,36 @@
+"""Shared fixtures: the Adult data directory and the loaded Adult splits."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def adult_data_dir() -> Path | None:
+    """$ADULT_DATA_DIR, else ../shared/data/adult beside the checkout."""
+    for candidate in (os.environ.get("ADULT_DATA_DIR"), REPO.parent / "shared" / "data" / "adult"):
+        if candidate and (Path(candidate) / "adult.data").is_file():
+            return Path(candidate)
+    return None
+
+
+@pytest.fixture(scope="session")
+def adult_dir() -> Path:
+    found = adult_data_dir()
+    if found is None:
+        message = "Adult files not found: set ADULT_DATA_DIR to a directory with adult.data/test"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # CI always has ../shared: a missing directory is a failure
+        pytest.skip(message)
+    return found
+
+
+@pytest.fixture(scope="session")
+def adult(adult_dir):
+    from pipeline.data.adult import load_adult
+
+    return load_adult(adult_dir, balance_seed=0)

@@ -1,0 +1,84 @@
+"""Config composition: the schemas reject bad types, unknown keys and bad values by name."""
+
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ConfigAttributeError, ValidationError
+
+from pipeline.cli import CONFIG_DIR
+from pipeline.config import AdultDatasetConfig, Config, ConfigError, SyntheticDatasetConfig, validate
+
+
+def _compose(overrides):
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        return compose(config_name="config", overrides=overrides)
+
+
+def test_default_config_is_adult_without_sweep():
+    config = validate(_compose([]))
+    assert isinstance(config, Config)
+    assert isinstance(config.dataset, AdultDatasetConfig)
+    assert config.sweep is None
+
+
+def test_smoke_sweep_switches_to_synthetic():
+    config = validate(_compose(["+sweep=smoke"]))
+    assert isinstance(config.dataset, SyntheticDatasetConfig)
+    assert config.sweep.name == "smoke" and config.sweep.seeds >= 1
+
+
+def test_adult_sweep_is_the_paper_grid():
+    config = validate(_compose(["+sweep=adult"]))
+    assert isinstance(config.dataset, AdultDatasetConfig)
+    assert config.sweep.epsilons == [0.1, 0.3, 0.5, 0.7, 1.0]
+    assert config.sweep.seeds == 15
+    assert config.sweep.privacy_delta is None  # 1/n^2, SPEC section 9
+
+
+def test_overrides_reach_the_typed_config():
+    config = validate(_compose(["+sweep=smoke", "dataset.n=123", "sweep.epsilons=[0.2]"]))
+    assert config.dataset.n == 123 and config.sweep.epsilons == [0.2]
+
+
+def test_wrong_type_names_the_field():
+    with pytest.raises(ConfigCompositionException) as err:
+        _compose(["+sweep=smoke", "dataset.n=abc"])
+    cause = err.value.__cause__
+    assert isinstance(cause, ValidationError)
+    assert "Value 'abc' of type 'str' could not be converted to Integer" in str(cause)
+    assert "full_key: dataset.n" in str(cause)
+
+
+def test_unknown_key_names_the_field():
+    with pytest.raises(ConfigCompositionException) as err:
+        _compose(["dataset.nn=3"])
+    assert isinstance(err.value.__cause__, ConfigAttributeError)
+    assert "full_key: dataset.nn" in str(err.value.__cause__)
+    assert "Key 'nn' not in 'AdultDatasetConfig'" in str(err.value.__cause__)
+
+
+def test_unknown_option_lists_the_options():
+    with pytest.raises(Exception) as err:
+        _compose(["dataset=nope"])
+    assert "Could not find 'dataset/nope'" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["+sweep=smoke", "sweep.epsilons=[0.5,-1]"],
+         "sweep.epsilons: every epsilon must be > 0, found [0.5, -1.0]"),
+        (["+sweep=smoke", "sweep.epsilons=[]"], "sweep.epsilons: must list at least one epsilon"),
+        (["+sweep=smoke", "sweep.seeds=0"], "sweep.seeds: must be >= 1, found 0"),
+        (["+sweep=smoke", "sweep.privacy_delta=1.5"], "sweep.privacy_delta: must be in (0, 1)"),
+        (["+sweep=smoke", "dataset.label_noise=0.9"], "dataset.label_noise: must be in [0, 0.5]"),
+        (["margin=0"], "margin: must be > 0, found 0.0"),
+        (["cluster.num_cpus=0"], "cluster.num_cpus: must be >= 1 or null, found 0"),
+    ],
+)  # fmt: skip
+def test_bad_values_name_the_field(overrides, message):
+    with pytest.raises(ConfigError) as err:
+        validate(_compose(overrides))
+    assert str(err.value).startswith(message)
