@@ -1,0 +1,176 @@
+"""What every mechanism returns: a frozen release record with its privacy claim.
+
+A release says, in one place, what was published (the weights), how it was made (the noise
+parameters and the mechanism's parameters), every oracle certificate it rests on, how long it
+took, and whether its privacy guarantee holds. OPDisc and RSPM are private only when every oracle
+call was certified optimal (SPEC section 8); DP-SGD's guarantee is the accountant's epsilon.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from oracles.base import Certificate
+from oracles.objective import DEFAULT_MARGIN, predict
+
+
+class PrivacyLeakWarning(RuntimeWarning):
+    """A choice was read off the private data without being accounted for (as in diffprivlib)."""
+
+
+class PrivacyError(RuntimeError):
+    """A privacy guarantee would be broken; nothing is released."""
+
+
+# --- validation (the one place it lives) -------------------------------------------------------
+
+
+def check_epsilon_delta(epsilon: Any, delta: Any, *, allow_zero_delta: bool = True) -> None:
+    """TypeError for a wrong type, ValueError for a wrong value; messages quote the value."""
+    for name, value in (("epsilon", epsilon), ("delta", delta)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a real number, found {value!r}")
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be finite and > 0, found {epsilon!r}")
+    low_ok = delta >= 0 if allow_zero_delta else delta > 0
+    if not (low_ok and delta < 1):
+        bound = "[0, 1)" if allow_zero_delta else "(0, 1)"
+        raise ValueError(f"delta must be in {bound}, found {delta!r}")
+
+
+def check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Features (n, d), finite; labels (n,) in {-1, +1}. Returns them as arrays."""
+    X = np.asarray(X)
+    y = np.asarray(y)
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"X must be a non-empty 2-D array, found shape {X.shape}")
+    if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
+        raise ValueError("X must hold finite numbers")
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},), found {y.shape}")
+    if not np.isin(y, (-1, 1)).all():
+        bad = np.unique(y[~np.isin(y, (-1, 1))])[:5]
+        raise ValueError(f"labels must be -1 or +1, found {bad.tolist()}")
+    return X.astype(float), y.astype(np.int8)
+
+
+def check_rng(rng: Any) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"rng must be a numpy.random.Generator (explicit, never global), found {type(rng)}"
+        )
+    return rng
+
+
+def warn_data_dependent(what: str) -> None:
+    warnings.warn(f"{what} is read off the private data and not accounted for",
+                  PrivacyLeakWarning, stacklevel=3)  # fmt: skip
+
+
+# --- the privacy claim and the release ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrivacyClaim:
+    """(epsilon, delta) as claimed, and whether the guarantee actually holds for this release.
+
+    ``holds`` is False when an oracle call the proof needs was not certified; ``reason`` says why
+    either way. ``accounted_epsilon`` is an accountant's epsilon where there is one (DP-SGD).
+    """
+
+    epsilon: float
+    delta: float
+    holds: bool
+    reason: str
+    accounted_epsilon: float | None = None
+
+    @classmethod
+    def from_certificates(
+        cls, epsilon: float, delta: float, certificates: Sequence[Certificate], *, needs: str
+    ) -> "PrivacyClaim":
+        """Holds iff every certificate proves what the mechanism's proof ``needs``."""
+        failed = [c for c in certificates if not c.certified]
+        if not certificates:
+            return cls(epsilon, delta, False, "no oracle certificate")
+        if failed:
+            first = failed[0]
+            return cls(
+                epsilon, delta, False,
+                f"{len(failed)} of {len(certificates)} oracle calls not certified ({needs}); "
+                f"first: {first.backend} {first.status.value}, gap {first.gap:.6g}",
+            )  # fmt: skip
+        return cls(epsilon, delta, True, f"all {len(certificates)} oracle calls certified ({needs})")
+
+    def to_params(self) -> dict[str, Any]:
+        return {
+            "privacy_epsilon": self.epsilon,
+            "privacy_delta": self.delta,
+            "privacy_holds": self.holds,
+            "privacy_reason": self.reason,
+            "accounted_epsilon": self.accounted_epsilon,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """One run of a mechanism: what is published and everything needed to judge it."""
+
+    mechanism: str
+    w: np.ndarray
+    privacy: PrivacyClaim
+    noise: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)
+    certificates: tuple[Certificate, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    margin: float = DEFAULT_MARGIN
+
+    def __post_init__(self) -> None:
+        w = np.array(self.w, dtype=float, copy=True)
+        w.setflags(write=False)
+        object.__setattr__(self, "w", w)
+        object.__setattr__(self, "noise", dict(self.noise))
+        object.__setattr__(self, "params", dict(self.params))
+        object.__setattr__(self, "certificates", tuple(self.certificates))
+        object.__setattr__(self, "timings", dict(self.timings))
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return predict(X, self.w, self.margin)
+
+    def accuracy(self, X: np.ndarray, y: np.ndarray) -> float:
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+    @property
+    def oracle_seconds(self) -> float:
+        return float(sum(c.seconds for c in self.certificates))
+
+    @property
+    def max_gap(self) -> float:
+        return max((c.gap for c in self.certificates), default=0.0)
+
+    def to_params(self) -> dict[str, Any]:
+        """Flat, MLflow-friendly parameters: mechanism params, noise parameters, the claim."""
+        out: dict[str, Any] = {"mechanism": self.mechanism, "margin": self.margin}
+        out.update({f"param.{k}": v for k, v in self.params.items()})
+        out.update({f"noise.{k}": v for k, v in self.noise.items() if np.ndim(v) == 0})
+        out.update(self.privacy.to_params())
+        backends = sorted({c.backend for c in self.certificates})
+        out["oracle_backends"] = ",".join(backends)
+        out["oracle_calls"] = len(self.certificates)
+        out["oracle_fallbacks"] = ";".join(sorted({c.fallback for c in self.certificates
+                                                     if c.fallback}))  # fmt: skip
+        return out
+
+    def to_metrics(self) -> dict[str, float]:
+        out = {f"time.{k}": float(v) for k, v in self.timings.items()}
+        out["oracle_seconds"] = self.oracle_seconds
+        out["oracle_max_gap"] = self.max_gap
+        out["oracle_certified_fraction"] = (
+            float(np.mean([c.certified for c in self.certificates])) if self.certificates else 0.0
+        )
+        out["privacy_holds"] = float(self.privacy.holds)
+        return out

@@ -1,0 +1,321 @@
+"""The oracle contract: what is minimized, over what, and the certificate that comes back.
+
+Every oracle minimizes one family of objectives (SPEC sections 3 to 5) over a domain W:
+
+    F(w) = sum_u pos_u 1[<w, x_u> < mu] + neg_u 1[<w, x_u> >= mu]      (weighted 0/1 loss)
+           + <linear, w>                                                (linear perturbation)
+           + norm_coef * sqrt(D^2 - ||w||^2)                            (OPDisc's last coordinate)
+
+* OPDisc: pos/neg are the merged label counts, linear = -eta[:d] / D, norm_coef = -eta[d] / D
+  (L(D, w) - <eta, pi(w)>, SPEC section 3).
+* RSPM: the separator examples are extra rows whose weights are the Gaussian or Laplace noise
+  (negative weights allowed, SPEC section 4); no linear or norm term.
+* OPSamp with the 0/1 loss: linear = -sigma, over the continuous box (SPEC section 5).
+
+The weights are real numbers, so one problem record serves all three. A solver's answer is never
+trusted as is: ``certify`` re-evaluates F at the returned w with the exact rule of SPEC section 2
+and refuses the certificate when the two disagree.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from oracles.objective import DEFAULT_MARGIN, MergedRows
+
+#: Two objective values closer than this are equal (SPEC-independent numerical tolerance).
+OBJECTIVE_TOL = 1e-6
+
+
+def _frozen(a, dtype=float) -> np.ndarray:
+    a = np.array(a, dtype=dtype, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+# --- domains -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IntegerGrid:
+    """W_tau = { w in tau * Z^d : |w_j| <= B tau... } as in SPEC section 3.
+
+    Coordinates are ``step * k`` with integer k in [-bound, bound]; when ``norm_sq_max`` is set,
+    also ||w||_2^2 <= norm_sq_max (D^2). RSPM's {-1, 0, 1}^d is step 1, bound 1, no norm bound.
+    """
+
+    d: int
+    bound: int
+    step: float = 1.0
+    norm_sq_max: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.d < 1 or self.bound < 1:
+            raise ValueError(f"d and bound must be >= 1, found d={self.d}, bound={self.bound}")
+        if not (self.step > 0 and math.isfinite(self.step)):
+            raise ValueError(f"step must be > 0, found {self.step!r}")
+        if self.norm_sq_max is not None and self.norm_sq_max < 0:
+            raise ValueError(f"norm_sq_max must be >= 0, found {self.norm_sq_max!r}")
+
+    @property
+    def values(self) -> np.ndarray:
+        """The values one coordinate can take."""
+        return self.step * np.arange(-self.bound, self.bound + 1, dtype=float)
+
+    @property
+    def size_upper_bound(self) -> int:
+        return (2 * self.bound + 1) ** self.d
+
+    def contains(self, w: np.ndarray, tol: float = 1e-9) -> bool:
+        w = np.asarray(w, dtype=float)
+        k = w / self.step
+        ok = w.shape == (self.d,) and np.allclose(k, np.round(k), atol=tol)
+        ok = ok and bool(np.all(np.abs(np.round(k)) <= self.bound))
+        if ok and self.norm_sq_max is not None:
+            ok = float(w @ w) <= self.norm_sq_max + tol
+        return bool(ok)
+
+
+@dataclass(frozen=True)
+class Box:
+    """The continuous box [lower, upper]^d (OPSamp, SPEC section 5)."""
+
+    d: int
+    lower: float = -1.0
+    upper: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.d < 1 or not self.lower < self.upper:
+            raise ValueError(f"need d >= 1 and lower < upper, found {self}")
+
+    def contains(self, w: np.ndarray, tol: float = 1e-7) -> bool:
+        w = np.asarray(w, dtype=float)
+        return w.shape == (self.d,) and bool(
+            np.all(w >= self.lower - tol) and np.all(w <= self.upper + tol)
+        )
+
+
+Domain = IntegerGrid | Box
+
+
+# --- the problem -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """min over ``domain`` of F(w) (module docstring). Built by the mechanisms, solved by oracles.
+
+    ``norm_radius_sq`` is D^2 of the norm term; it must not be smaller than the domain's norm
+    bound so that sqrt(D^2 - ||w||^2) is real on the domain.
+    """
+
+    points: np.ndarray
+    pos: np.ndarray
+    neg: np.ndarray
+    domain: Domain
+    linear: np.ndarray | None = None
+    norm_coef: float = 0.0
+    norm_radius_sq: float | None = None
+    margin: float = DEFAULT_MARGIN
+    #: Free-form description carried into certificates (mechanism, epsilon, ...).
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        points = _frozen(self.points)
+        if points.ndim != 2 or points.shape[1] != self.domain.d:
+            raise ValueError(
+                f"points must be (u, {self.domain.d}) for a {self.domain.d}-dimensional domain, "
+                f"found {points.shape}"
+            )
+        pos, neg = _frozen(self.pos), _frozen(self.neg)
+        if pos.shape != (len(points),) or neg.shape != (len(points),):
+            raise ValueError(f"pos and neg must have shape ({len(points)},)")
+        if not (np.isfinite(points).all() and np.isfinite(pos).all() and np.isfinite(neg).all()):
+            raise ValueError("points and weights must be finite")
+        linear = _frozen(np.zeros(self.domain.d) if self.linear is None else self.linear)
+        if linear.shape != (self.domain.d,) or not np.isfinite(linear).all():
+            raise ValueError(f"linear must be a finite vector of length {self.domain.d}")
+        if not math.isfinite(self.norm_coef):
+            raise ValueError(f"norm_coef must be finite, found {self.norm_coef!r}")
+        if self.norm_coef != 0.0:
+            if not isinstance(self.domain, IntegerGrid) or self.domain.norm_sq_max is None:
+                raise ValueError("a norm term needs an IntegerGrid domain with a norm bound")
+            if self.norm_radius_sq is None or self.norm_radius_sq < self.domain.norm_sq_max:
+                raise ValueError(
+                    f"norm_radius_sq must be >= the domain's norm bound "
+                    f"{self.domain.norm_sq_max}, found {self.norm_radius_sq!r}"
+                )
+        if not (math.isfinite(self.margin) and self.margin > 0):
+            raise ValueError(f"margin must be > 0, found {self.margin!r}")
+        object.__setattr__(self, "points", points)
+        object.__setattr__(self, "pos", pos)
+        object.__setattr__(self, "neg", neg)
+        object.__setattr__(self, "linear", linear)
+
+    @classmethod
+    def from_rows(cls, rows: MergedRows, domain: Domain, **kwargs: Any) -> "Problem":
+        return cls(rows.points, rows.pos, rows.neg, domain, **kwargs)
+
+    @property
+    def d(self) -> int:
+        return self.domain.d
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.points.shape[0])
+
+    def with_rows(self, points: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> "Problem":
+        """The same problem with extra weighted rows appended (RSPM's separator examples)."""
+        return replace(
+            self,
+            points=np.vstack([self.points, points]),
+            pos=np.concatenate([self.pos, pos]),
+            neg=np.concatenate([self.neg, neg]),
+        )
+
+    def objective(self, w: np.ndarray) -> np.ndarray | float:
+        """F(w) by the exact rule of SPEC section 2; ``w`` may be (d,) or a batch (k, d)."""
+        W = np.atleast_2d(np.asarray(w, dtype=float))
+        positive = (self.points @ W.T) >= self.margin  # (u, k)
+        value = self.neg @ positive + self.pos @ ~positive + W @ self.linear
+        if self.norm_coef != 0.0:
+            slack = np.maximum(self.norm_radius_sq - np.einsum("kd,kd->k", W, W), 0.0)
+            value = value + self.norm_coef * np.sqrt(slack)
+        return float(value[0]) if np.ndim(w) == 1 else value
+
+
+# --- the certificate ---------------------------------------------------------------------------
+
+
+class Status(str, enum.Enum):
+    """How a solve ended. Only OPTIMAL certifies an exact argmin."""
+
+    OPTIMAL = "optimal"
+    TIME_LIMIT = "time_limit"  # stopped with a feasible w and a bound that does not meet it
+    NO_SOLUTION = "no_solution"  # stopped without any feasible w
+    INCONSISTENT = "inconsistent"  # the solver claimed optimality but the exact check disagreed
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What an oracle can prove about its answer (SPEC section 8).
+
+    ``objective`` is F at the returned w, evaluated exactly; ``bound`` is a proven lower bound on
+    min F over the domain; ``gap`` = objective - bound (absolute). ``fallback`` says why another
+    backend than the one asked for solved it (for example Gurobi's licence limit).
+    """
+
+    status: Status
+    objective: float
+    bound: float
+    seconds: float
+    backend: str
+    threads: int = 1
+    fallback: str | None = None
+    message: str = ""
+    solver_objective: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float:
+        return float(self.objective - self.bound)
+
+    @property
+    def certified(self) -> bool:
+        """True only for a proven exact minimizer: the privacy of OPDisc and RSPM rests on it."""
+        return self.status is Status.OPTIMAL and self.gap <= OBJECTIVE_TOL
+
+    def to_params(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "objective": self.objective,
+            "bound": self.bound,
+            "gap": self.gap,
+            "seconds": self.seconds,
+            "backend": self.backend,
+            "threads": self.threads,
+            "fallback": self.fallback,
+            "certified": self.certified,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Solution:
+    w: np.ndarray
+    certificate: Certificate
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "w", _frozen(self.w))
+
+
+@runtime_checkable
+class Oracle(Protocol):
+    """Minimizes a Problem. One module per backend absorbs that solver's quirks."""
+
+    name: str
+
+    def solve(self, problem: Problem) -> Solution: ...
+
+
+class OracleError(RuntimeError):
+    """The backend cannot take this problem (wrong domain, too large, solver missing)."""
+
+
+def certify(
+    problem: Problem,
+    w: np.ndarray,
+    *,
+    status: Status,
+    bound: float,
+    seconds: float,
+    backend: str,
+    threads: int = 1,
+    solver_objective: float | None = None,
+    fallback: str | None = None,
+    message: str = "",
+    extra: dict[str, Any] | None = None,
+) -> Solution:
+    """Build a Solution whose objective is re-evaluated exactly at ``w``.
+
+    A solver that claims OPTIMAL is believed only if ``w`` lies in the domain and the exact
+    objective matches the solver's to OBJECTIVE_TOL and meets its bound; otherwise the status is
+    downgraded to INCONSISTENT and the release it supports is not private.
+    """
+    w = np.asarray(w, dtype=float)
+    if isinstance(problem.domain, IntegerGrid):
+        w = problem.domain.step * np.round(w / problem.domain.step)
+    exact = float(problem.objective(w))
+    notes = [message] if message else []
+    if status is Status.OPTIMAL:
+        problems = []
+        if not problem.domain.contains(w):
+            problems.append("w is outside the domain")
+        if solver_objective is not None and abs(exact - solver_objective) > OBJECTIVE_TOL:
+            problems.append(f"exact objective {exact!r} != solver objective {solver_objective!r}")
+        if exact - bound > OBJECTIVE_TOL:
+            problems.append(f"exact objective {exact!r} exceeds the proven bound {bound!r}")
+        if problems:
+            status = Status.INCONSISTENT
+            notes.append("; ".join(problems))
+    return Solution(
+        w,
+        Certificate(
+            status=status,
+            objective=exact,
+            bound=float(bound),
+            seconds=float(seconds),
+            backend=backend,
+            threads=threads,
+            fallback=fallback,
+            message=" | ".join(notes),
+            solver_objective=solver_objective,
+            extra=dict(extra or {}),
+        ),
+    )
