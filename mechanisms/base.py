@@ -27,6 +27,15 @@ class PrivacyError(RuntimeError):
     """A privacy guarantee would be broken; nothing is released."""
 
 
+def noise_parameters(noise: Mapping[str, Any]) -> dict[str, Any]:
+    """The scalar noise parameters (sigma, m, ...) of a noise dict, never the draws themselves.
+
+    A release that carried eta beside w would leak the data through the argmin: only the
+    parameters are recorded (the draws are reproducible from the run's seed, which is secret).
+    """
+    return {k: v for k, v in noise.items() if np.ndim(v) == 0}
+
+
 # --- validation (the one place it lives) -------------------------------------------------------
 
 

@@ -1,0 +1,125 @@
+"""RSPM: Report Separator-Perturbed Min (paper, Appendix Algorithm 3; SPEC section 4).
+
+Domain W = {-1, 0, 1}^d. Separator set U: the 2d examples (e_j, +1) and (-e_j, +1). Under the
+rule h_w(x) = +1 iff <w, x> >= mu (0 < mu < 1), (e_j, +1) has loss 1 iff w_j <= 0 and
+(-e_j, +1) has loss 1 iff w_j >= 0, which tells -1, 0 and 1 apart, so any two distinct w differ
+in loss on some element of U. m = |U| = 2d.
+
+The release is argmin_{w in W} sum_i l_i(w) + sum_k eta_k l_{u_k}(w), with one weight per
+separator element (m weights, not d + 1):
+
+* Gaussian, (epsilon, delta)-DP: eta_k ~ N(0, sigma^2), sigma = 7 sqrt(m ln(1/delta)) / epsilon;
+* Laplace, epsilon-DP: eta_k ~ Lap(2m / epsilon) (a replaced record changes a loss difference
+  by at most 2; shifting every separator weight by 2 restores the minimizer; l1 norm 2m).
+
+Weights may be negative. Privacy needs the exact argmin (SPEC section 8).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Sequence
+
+import numpy as np
+
+from mechanisms.base import PrivacyClaim, Release, check_epsilon_delta, noise_parameters
+from oracles.base import IntegerGrid, Problem, Solution
+from oracles.objective import DEFAULT_MARGIN, MergedRows
+
+
+def separator_set(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """U = {(e_j, +1)} then {(-e_j, +1)}: points (2d, d) and labels (2d,) (SPEC section 4)."""
+    eye = np.eye(d)
+    return np.vstack([eye, -eye]), np.ones(2 * d, dtype=np.int8)
+
+
+def rspm_gaussian_sigma(epsilon: float, delta: float, m: int) -> float:
+    """sigma = 7 sqrt(m ln(1/delta)) / epsilon (SPEC section 4, Gaussian RSPM)."""
+    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
+    return 7.0 * math.sqrt(m * math.log(1.0 / delta)) / epsilon
+
+
+def rspm_laplace_scale(epsilon: float, m: int) -> float:
+    """Laplace scale 2m / epsilon (SPEC section 4, Laplace RSPM: pure epsilon-DP)."""
+    check_epsilon_delta(epsilon, 0.0)
+    return 2.0 * m / epsilon
+
+
+@dataclass(frozen=True)
+class RSPMParams:
+    epsilon: float
+    delta: float = 0.0
+    noise: Literal["gaussian", "laplace"] = "gaussian"
+    margin: float = DEFAULT_MARGIN
+
+    def __post_init__(self) -> None:
+        if self.noise not in ("gaussian", "laplace"):
+            raise ValueError(f"noise must be 'gaussian' or 'laplace', found {self.noise!r}")
+        check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=self.noise == "laplace")
+        if not (math.isfinite(self.margin) and 0 < self.margin < 1):
+            # the separator argument needs 0 < mu < 1 (SPEC section 4)
+            raise ValueError(f"margin must be in (0, 1) for RSPM, found {self.margin!r}")
+
+
+@dataclass(frozen=True)
+class RSPM:
+    params: RSPMParams
+
+    @property
+    def name(self) -> str:
+        return f"rspm_{self.params.noise}"
+
+    def calibrate(self, n: int, d: int) -> dict[str, float]:
+        m = 2 * d
+        if self.params.noise == "gaussian":
+            return {"m": m, "sigma": rspm_gaussian_sigma(self.params.epsilon, self.params.delta, m)}
+        return {"m": m, "laplace_scale": rspm_laplace_scale(self.params.epsilon, m)}
+
+    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
+        cal = self.calibrate(n, d)
+        if self.params.noise == "gaussian":
+            eta = rng.normal(0.0, cal["sigma"], size=cal["m"])
+        else:
+            eta = rng.laplace(0.0, cal["laplace_scale"], size=cal["m"])
+        return {**cal, "eta": eta}
+
+    def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Problem]:
+        return [rspm_problem(rows, noise["eta"], margin=self.params.margin, label=self.name)]
+
+    def finish(
+        self,
+        rows: MergedRows,
+        noise: dict[str, Any],
+        solutions: Sequence[Solution],
+        rng: np.random.Generator,
+        timings: dict[str, float],
+    ) -> Release:
+        (solution,) = solutions
+        claim = PrivacyClaim.from_certificates(
+            self.params.epsilon, self.params.delta, [solution.certificate],
+            needs="RSPM needs the exact argmin",
+        )  # fmt: skip
+        return Release(
+            mechanism=self.name, w=solution.w, privacy=claim, noise=noise_parameters(noise),
+            params=asdict(self.params), certificates=(solution.certificate,),
+            timings=timings | {"total": sum(timings.values())}, margin=self.params.margin,
+        )  # fmt: skip
+
+
+def rspm_problem(
+    rows: MergedRows, eta: np.ndarray, *, margin: float = DEFAULT_MARGIN, label: str = "rspm"
+) -> Problem:
+    """sum_i l_i(w) + sum_k eta_k l_{u_k}(w) over {-1, 0, 1}^d as a Problem.
+
+    Every separator example has label +1, so its loss is 1 iff h_w(u_k) = -1: it enters as a
+    row with pos weight eta_k and neg weight 0.
+    """
+    d = rows.d
+    points, _ = separator_set(d)
+    eta = np.asarray(eta, dtype=float)
+    if eta.shape != (2 * d,):
+        raise ValueError(f"eta must have one weight per separator element (2d = {2 * d}), "
+                         f"found shape {eta.shape}")  # fmt: skip
+    base = Problem.from_rows(rows, IntegerGrid(d=d, bound=1), margin=margin, label=label)
+    return base.with_rows(points, eta, np.zeros(2 * d))
