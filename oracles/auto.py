@@ -1,0 +1,80 @@
+"""Auto backend: Gurobi when its licence takes the model, HiGHS otherwise (SPEC section 8).
+
+``AutoOracle`` tries its backends in the order of ``prefer``. A backend that cannot run here
+raises ``SolverUnavailableError`` (gurobipy missing, no licence, the pip licence's size limit of
+2,000 variables and 2,000 constraints): the next backend then solves, and the certificate's
+``fallback`` records why, e.g.
+
+    gurobi: errno 10010 (licence limit: 2105 vars, 4202 constraints) -> highs
+
+Only that error falls back. A backend that ran and did not certify (time limit, numerical
+trouble) is reported as it is: retrying elsewhere would make which answer is released depend on
+the data through the failures (SPEC section 8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from oracles.base import Oracle, Problem, Solution
+from oracles.gurobi import GurobiOracle
+from oracles.highs import HighsOracle
+from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError, check_solver_options
+
+#: The MIP backends AutoOracle can chain, by name.
+BACKENDS = {"gurobi": GurobiOracle, "highs": HighsOracle}
+
+
+@dataclass(frozen=True)
+class AutoOracle:
+    """The first backend of ``prefer`` that can run; the fallback chain goes in the certificate.
+
+    Args:
+        time_limit, threads, strict_eps: passed to every backend (``oracles.mip``).
+        prefer: backend names from ``BACKENDS``, in the order to try them.
+    """
+
+    time_limit: float = 600.0
+    threads: int = 1
+    prefer: tuple[str, ...] = ("gurobi", "highs")
+    strict_eps: float = DEFAULT_STRICT_EPS
+    name: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_solver_options(self.time_limit, self.threads, self.strict_eps)
+        prefer = tuple(self.prefer) if not isinstance(self.prefer, str) else (self.prefer,)
+        unknown = [p for p in prefer if p not in BACKENDS]
+        if not prefer or unknown or len(set(prefer)) != len(prefer):
+            raise ValueError(
+                f"prefer must be distinct names from {sorted(BACKENDS)}, found {self.prefer!r}"
+            )
+        object.__setattr__(self, "prefer", prefer)
+
+    def backends(self) -> list[Oracle]:
+        """The backends to try, in order, with this oracle's options."""
+        return [
+            BACKENDS[name](time_limit=self.time_limit, threads=self.threads,
+                           strict_eps=self.strict_eps)
+            for name in self.prefer
+        ]  # fmt: skip
+
+    def solve(self, problem: Problem) -> Solution:
+        reasons: list[str] = []
+        last_error: SolverUnavailableError | None = None
+        for backend in self.backends():
+            try:
+                solution = backend.solve(problem)
+            except SolverUnavailableError as err:
+                reasons.append(f"{backend.name}: {err}")
+                last_error = err
+                continue
+            if not reasons:
+                return solution
+            fallback = " -> ".join([*reasons, backend.name])
+            return Solution(solution.w, replace(solution.certificate, fallback=fallback))
+        raise SolverUnavailableError(
+            f"no backend of {self.prefer!r} could run: {'; '.join(reasons)}"
+        ) from last_error
+
+
+__all__ = ["AutoOracle", "BACKENDS"]

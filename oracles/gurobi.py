@@ -1,0 +1,198 @@
+"""Gurobi backend: the reference formulation (``oracles.mip``) solved by ``gurobipy``.
+
+Quirks absorbed here:
+
+* ``gurobipy`` is imported inside ``solve`` and the environment and model are built there and
+  disposed before returning: Gurobi objects cannot be pickled, and the pipeline ships oracles
+  to Ray tasks. The oracle itself is a frozen record of options.
+* The pip package's licence is size-limited (at most 2,000 variables and 2,000 constraints,
+  SPEC section 8): a larger model raises GurobiError errno 10010, and a missing licence errno
+  10009. Both become ``LicenceLimitError``, carrying the errno and the model's size, so that
+  ``AutoOracle`` can fall back to a free solver and say so in the certificate. A missing
+  gurobipy is a ``SolverUnavailableError`` too.
+* Status map (SPEC section 8): OPTIMAL -> OPTIMAL with bound = ObjBound; a limit (time, nodes,
+  iterations, solutions, work, memory, interrupt, objective limit) -> TIME_LIMIT with a
+  solution, else NO_SOLUTION; infeasible or unbounded -> ERROR (the domain is never empty);
+  NUMERIC, SUBOPTIMAL and the rest -> ERROR. Every answer goes through ``certify``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from oracles.base import OracleError, Problem, Solution, Status, certify
+from oracles.mip import (
+    DEFAULT_FEASIBILITY_TOL,
+    DEFAULT_MIP_ABS_GAP,
+    DEFAULT_STRICT_EPS,
+    Milp,
+    SolverUnavailableError,
+    build_milp,
+    check_solver_options,
+    default_point,
+)
+
+#: GurobiError errno of a model too large for a size-limited licence, and of no licence.
+ERRNO_SIZE_LIMIT = 10010
+ERRNO_NO_LICENSE = 10009
+LICENCE_ERRNOS = {ERRNO_SIZE_LIMIT: "licence limit", ERRNO_NO_LICENSE: "no licence"}
+
+# Gurobi's status codes (gurobipy.GRB.Status), spelled out so that mapping needs no gurobipy.
+_OPTIMAL = 2
+_LIMIT_CODES = {6: "CUTOFF", 7: "ITERATION_LIMIT", 8: "NODE_LIMIT", 9: "TIME_LIMIT",
+                10: "SOLUTION_LIMIT", 11: "INTERRUPTED", 15: "USER_OBJ_LIMIT",
+                16: "WORK_LIMIT", 17: "MEM_LIMIT"}  # fmt: skip
+_INFEASIBLE_CODES = {3: "INFEASIBLE", 4: "INF_OR_UNBD", 5: "UNBOUNDED"}
+
+
+class LicenceLimitError(SolverUnavailableError):
+    """Gurobi's licence refused the model (errno 10010: too large; 10009: no licence).
+
+    ``str(err)`` is ``errno 10010 (licence limit: N vars, M constraints)``, the text that
+    ``AutoOracle`` records as the fallback reason; Gurobi's own message is ``detail``.
+    """
+
+    def __init__(self, errno: int, n_vars: int, n_constraints: int, detail: str = "") -> None:
+        self.errno, self.n_vars, self.n_constraints = int(errno), int(n_vars), int(n_constraints)
+        self.detail = detail
+        kind = LICENCE_ERRNOS.get(self.errno, "licence error")
+        super().__init__(
+            f"errno {self.errno} ({kind}: {self.n_vars} vars, {self.n_constraints} constraints)"
+        )
+
+    def __reduce__(self):  # keep the fields across pickling (Ray re-raises remote errors)
+        return (type(self), (self.errno, self.n_vars, self.n_constraints, self.detail))
+
+
+def map_status(code: int, sol_count: int) -> tuple[Status, str]:
+    """(Status, message) for a Gurobi status code and solution count (module docstring)."""
+    if code == _OPTIMAL:
+        if sol_count > 0:
+            return Status.OPTIMAL, ""
+        return Status.ERROR, "Gurobi reported OPTIMAL without a solution"
+    if code in _LIMIT_CODES:
+        status = Status.TIME_LIMIT if sol_count > 0 else Status.NO_SOLUTION
+        return status, f"Gurobi stopped at a limit: {_LIMIT_CODES[code]}"
+    if code in _INFEASIBLE_CODES:
+        return Status.ERROR, (
+            f"Gurobi reported {_INFEASIBLE_CODES[code]} although the domain is never empty: "
+            "a formulation or numerical failure"
+        )
+    return Status.ERROR, f"Gurobi ended with status code {code}"
+
+
+def _constraint_rows(milp: Milp) -> list[tuple[np.ndarray, str, np.ndarray]]:
+    """(row indices, sense, right-hand side) blocks: equalities, then each finite side."""
+    lo, hi = milp.row_lower, milp.row_upper
+    equal = np.flatnonzero(lo == hi)
+    upper = np.flatnonzero((lo != hi) & np.isfinite(hi))
+    lower = np.flatnonzero((lo != hi) & np.isfinite(lo))
+    return [(equal, "=", hi[equal]), (upper, "<", hi[upper]), (lower, ">", lo[lower])]
+
+
+@dataclass(frozen=True)
+class GurobiOracle:
+    """Exact minimization of F over W by Gurobi on the reference MILP (``oracles.mip``).
+
+    Args:
+        time_limit: Gurobi's TimeLimit in seconds (TIME_LIMIT, uncertified, when reached).
+        threads: Gurobi's Threads.
+        strict_eps: eps of ``z_u = 0 => <w, x_u> <= mu - eps`` (``oracles.mip``, limitation).
+        mip_abs_gap: MIPGapAbs (MIPGap is 0).
+        feasibility_tol: FeasibilityTol and IntFeasTol (Gurobi's minimum is 1e-9).
+    """
+
+    time_limit: float = 600.0
+    threads: int = 1
+    strict_eps: float = DEFAULT_STRICT_EPS
+    mip_abs_gap: float = DEFAULT_MIP_ABS_GAP
+    feasibility_tol: float = DEFAULT_FEASIBILITY_TOL
+    name: str = "gurobi"
+
+    def __post_init__(self) -> None:
+        check_solver_options(self.time_limit, self.threads, self.strict_eps)
+        if not (math.isfinite(self.mip_abs_gap) and self.mip_abs_gap > 0):
+            raise ValueError(f"mip_abs_gap must be finite and > 0, found {self.mip_abs_gap!r}")
+        if not (1e-9 <= self.feasibility_tol <= 1e-2):
+            raise ValueError(
+                f"feasibility_tol must be in Gurobi's range [1e-9, 1e-2], "
+                f"found {self.feasibility_tol!r}"
+            )
+
+    def solve(self, problem: Problem) -> Solution:
+        start = time.perf_counter()
+        try:
+            import gurobipy as gp
+        except ImportError as err:
+            raise SolverUnavailableError(f"gurobipy is not importable ({err})") from err
+        milp = build_milp(problem, strict_eps=self.strict_eps)
+        blocks = _constraint_rows(milp)
+        n_constraints = sum(len(rows) for rows, _, _ in blocks)
+        try:
+            with gp.Env(empty=True) as env:
+                env.setParam("OutputFlag", 0)
+                env.start()
+                with gp.Model(env=env) as model:
+                    result = self._optimize(gp, model, milp, blocks)
+        except gp.GurobiError as err:
+            if err.errno in LICENCE_ERRNOS:
+                raise LicenceLimitError(err.errno, milp.n_cols, n_constraints, str(err)) from err
+            raise OracleError(f"Gurobi failed with errno {err.errno}: {err}") from err
+        code, sol_count, x, solver_objective, bound, solver_seconds = result
+        status, message = map_status(code, sol_count)
+        extra = {**milp.stats(), "n_constraints": n_constraints, "solver_status": code,
+                 "solver_seconds": solver_seconds}  # fmt: skip
+        if x is not None:
+            w = milp.decode_w(x)
+            extra["max_violation"] = milp.max_violation(x)
+        else:
+            w, solver_objective = default_point(problem), None
+        if status is Status.ERROR or not math.isfinite(bound):
+            bound = -math.inf
+        return certify(
+            problem, w, status=status, bound=bound, seconds=time.perf_counter() - start,
+            backend=self.name, threads=self.threads, solver_objective=solver_objective,
+            message=message, extra=extra,
+        )  # fmt: skip
+
+    def _optimize(self, gp, model, milp: Milp, blocks):
+        """Load the Milp into ``model``, optimize, and read the answer back as plain values."""
+        for param, value in (
+            ("TimeLimit", float(self.time_limit)),
+            ("Threads", int(self.threads)),
+            ("MIPGap", 0.0),
+            ("MIPGapAbs", float(self.mip_abs_gap)),
+            ("FeasibilityTol", float(self.feasibility_tol)),
+            ("IntFeasTol", float(self.feasibility_tol)),
+        ):
+            model.setParam(param, value)
+        vtype = np.where(milp.integer, gp.GRB.INTEGER, gp.GRB.CONTINUOUS)
+        x = model.addMVar(milp.n_cols, lb=milp.col_lower, ub=milp.col_upper, vtype=vtype)
+        for rows, sense, rhs in blocks:
+            if len(rows):
+                model.addMConstr(milp.matrix[rows], x, sense, rhs)
+        model.setMObjective(None, milp.cost, milp.offset, sense=gp.GRB.MINIMIZE)
+        solve_start = time.perf_counter()
+        model.optimize()
+        solver_seconds = time.perf_counter() - solve_start
+        code, sol_count = int(model.Status), int(model.SolCount)
+        values = np.asarray(x.X, dtype=float) if sol_count > 0 else None
+        objective = float(model.ObjVal) if sol_count > 0 else None
+        try:
+            bound = float(model.ObjBound)
+        except gp.GurobiError:  # no bound available (e.g. stopped before the root)
+            bound = -math.inf
+        return code, sol_count, values, objective, bound, solver_seconds
+
+
+__all__ = [
+    "ERRNO_NO_LICENSE",
+    "ERRNO_SIZE_LIMIT",
+    "GurobiOracle",
+    "LicenceLimitError",
+    "map_status",
+]

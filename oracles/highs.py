@@ -1,0 +1,189 @@
+"""HiGHS backend: the reference formulation (``oracles.mip``) solved by ``highspy``.
+
+Quirks absorbed here:
+
+* ``highspy`` is imported inside ``solve``: it cannot share a process with OR-Tools, and a
+  module that merely names this oracle (the registry, a config) must not load it.
+* HiGHS reads its ``threads`` option ONCE per process, when its global task scheduler starts;
+  later values are ignored. ``_THREADS_IN_FORCE`` remembers the first value set through this
+  module, every certificate records the thread count actually in force, and a solve that asked
+  for another count says so in its message. (HiGHS run earlier in the same process by other
+  code, not through this module, would go unnoticed; the pipeline runs one oracle per task.)
+* Status map (SPEC section 8): kOptimal -> OPTIMAL with bound = mip_dual_bound (the LP
+  optimum when the model has no integer column: HiGHS then leaves mip_dual_bound at 0); a limit
+  (time, iterations, solutions, interrupt, memory) -> TIME_LIMIT with a feasible point, else
+  NO_SOLUTION; infeasible or unbounded -> ERROR (the domain is never empty, so either is a
+  formulation or solver failure); anything else -> ERROR. Every answer goes through
+  ``certify``, which re-evaluates F exactly and refuses a false optimum.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from oracles.base import OracleError, Problem, Solution, Status, certify
+from oracles.mip import (
+    DEFAULT_FEASIBILITY_TOL,
+    DEFAULT_MIP_ABS_GAP,
+    DEFAULT_STRICT_EPS,
+    Milp,
+    SolverUnavailableError,
+    build_milp,
+    check_solver_options,
+    default_point,
+)
+
+#: The HiGHS thread count fixed by the first solve in this process (None before it).
+_THREADS_IN_FORCE: int | None = None
+
+#: HiGHS model statuses (by name) that mean "stopped at a limit", not "failed".
+_LIMIT_STATUSES = frozenset(
+    {"kTimeLimit", "kIterationLimit", "kSolutionLimit", "kInterrupt", "kHighsInterrupt",
+     "kMemoryLimit", "kObjectiveBound", "kObjectiveTarget"}
+)  # fmt: skip
+_INFEASIBLE_STATUSES = frozenset({"kInfeasible", "kUnboundedOrInfeasible", "kUnbounded"})
+
+
+def map_status(model_status: str, has_solution: bool) -> tuple[Status, str]:
+    """(Status, message) for a HiGHS model status name (module docstring)."""
+    if model_status == "kOptimal":
+        if has_solution:
+            return Status.OPTIMAL, ""
+        return Status.ERROR, "HiGHS reported kOptimal without a primal solution"
+    if model_status in _LIMIT_STATUSES:
+        status = Status.TIME_LIMIT if has_solution else Status.NO_SOLUTION
+        return status, f"HiGHS stopped at a limit: {model_status}"
+    if model_status in _INFEASIBLE_STATUSES:
+        return Status.ERROR, (
+            f"HiGHS reported {model_status} although the domain is never empty: "
+            "a formulation or numerical failure"
+        )
+    return Status.ERROR, f"HiGHS ended with model status {model_status}"
+
+
+def _threads_for(requested: int) -> tuple[int, str]:
+    """The thread count in force after this call, and a note when it is not ``requested``."""
+    global _THREADS_IN_FORCE
+    if _THREADS_IN_FORCE is None:
+        _THREADS_IN_FORCE = requested
+    if _THREADS_IN_FORCE != requested:
+        return _THREADS_IN_FORCE, (
+            f"asked for threads={requested} but HiGHS fixed threads={_THREADS_IN_FORCE} "
+            "at its first solve in this process"
+        )
+    return requested, ""
+
+
+@dataclass(frozen=True)
+class HighsOracle:
+    """Exact minimization of F over W by HiGHS on the reference MILP (``oracles.mip``).
+
+    Args:
+        time_limit: seconds HiGHS may run (TIME_LIMIT, uncertified, when reached).
+        threads: HiGHS threads; only the first solve in a process can set it (module docstring).
+        strict_eps: eps of ``z_u = 0 => <w, x_u> <= mu - eps`` (``oracles.mip``, limitation).
+        mip_abs_gap: HiGHS's absolute gap (the relative gap is 0).
+        feasibility_tol: HiGHS's mip and primal feasibility tolerances.
+    """
+
+    time_limit: float = 600.0
+    threads: int = 1
+    strict_eps: float = DEFAULT_STRICT_EPS
+    mip_abs_gap: float = DEFAULT_MIP_ABS_GAP
+    feasibility_tol: float = DEFAULT_FEASIBILITY_TOL
+    name: str = "highs"
+
+    def __post_init__(self) -> None:
+        check_solver_options(self.time_limit, self.threads, self.strict_eps)
+        for field_name in ("mip_abs_gap", "feasibility_tol"):
+            value = getattr(self, field_name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{field_name} must be finite and > 0, found {value!r}")
+
+    def solve(self, problem: Problem) -> Solution:
+        start = time.perf_counter()
+        try:
+            import highspy
+        except ImportError as err:  # pragma: no cover - highspy is a dependency
+            raise SolverUnavailableError(f"highspy is not importable ({err})") from err
+        milp = build_milp(problem, strict_eps=self.strict_eps)
+        threads, thread_note = _threads_for(self.threads)
+
+        h = highspy.Highs()
+        for option, value in (
+            ("output_flag", False),
+            ("threads", threads),
+            ("time_limit", float(self.time_limit)),
+            ("mip_rel_gap", 0.0),
+            ("mip_abs_gap", float(self.mip_abs_gap)),
+            ("mip_feasibility_tolerance", float(self.feasibility_tol)),
+            ("primal_feasibility_tolerance", float(self.feasibility_tol)),
+        ):
+            if h.setOptionValue(option, value) != highspy.HighsStatus.kOk:
+                raise OracleError(f"HiGHS refused option {option}={value!r}")
+        if h.passModel(_highs_lp(highspy, milp)) == highspy.HighsStatus.kError:
+            raise OracleError(f"HiGHS refused the model ({milp.stats()})")
+        solve_start = time.perf_counter()
+        h.run()
+        solver_seconds = time.perf_counter() - solve_start
+
+        model_status = h.modelStatusToString(h.getModelStatus())
+        status_name = h.getModelStatus().name
+        info = h.getInfo()
+        has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
+        status, message = map_status(status_name, has_solution)
+        extra = {**milp.stats(), "solver_status": model_status, "solver_seconds": solver_seconds}
+        if has_solution:
+            x = np.asarray(h.getSolution().col_value, dtype=float)
+            w = milp.decode_w(x)
+            solver_objective = float(info.objective_function_value)
+            extra["max_violation"] = milp.max_violation(x)
+        else:
+            w, solver_objective = default_point(problem), None
+        bound = _proven_bound(milp, status, info)
+        return certify(
+            problem, w, status=status, bound=bound, seconds=time.perf_counter() - start,
+            backend=self.name, threads=threads, solver_objective=solver_objective,
+            message=" | ".join(m for m in (message, thread_note) if m), extra=extra,
+        )  # fmt: skip
+
+
+def _proven_bound(milp: Milp, status: Status, info) -> float:
+    """HiGHS's proven lower bound, or -inf.
+
+    A model without integer columns (a Box whose every row is decided by the domain) is solved
+    by HiGHS's LP solver, which leaves ``mip_dual_bound`` at 0: the bound of an LP solved to
+    optimality is its optimal value (strong duality), so that is used instead.
+    """
+    if status is Status.ERROR:
+        return -math.inf
+    if not milp.integer.any():
+        lp_bound = info.objective_function_value if status is Status.OPTIMAL else -math.inf
+        return float(lp_bound)
+    bound = float(info.mip_dual_bound)
+    return bound if math.isfinite(bound) else -math.inf
+
+
+def _highs_lp(highspy, milp: Milp):
+    """The Milp as a highspy.HighsLp (row-wise matrix)."""
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = milp.n_cols, milp.n_rows
+    lp.col_cost_ = milp.cost
+    lp.offset_ = milp.offset
+    lp.col_lower_, lp.col_upper_ = milp.col_lower, milp.col_upper
+    lp.row_lower_, lp.row_upper_ = milp.row_lower, milp.row_upper
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = milp.n_cols, milp.n_rows
+    lp.a_matrix_.start_ = milp.matrix.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = milp.matrix.indices.astype(np.int32)
+    lp.a_matrix_.value_ = milp.matrix.data.astype(float)
+    kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
+    lp.integrality_ = [kinds[int(flag)] for flag in milp.integer]
+    return lp
+
+
+__all__ = ["HighsOracle", "map_status"]

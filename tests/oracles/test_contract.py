@@ -1,0 +1,79 @@
+"""The oracle contract (``contract.py``) run against every backend, and checks of the suite.
+
+``TestEnumerate`` runs the suite against the reference itself, which proves that the suite's
+instances are solvable and its assertions consistent; the instance checks below prove that the
+instances cover what the contract claims (both norm signs, negative weights, repeated rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oracles.base import IntegerGrid
+from oracles.registry import make_oracle
+from tests.oracles.contract import KINDS, N_INSTANCES, OracleContract, make_instance
+
+
+class TestEnumerate(OracleContract):
+    supports_box = False
+    supports_time_limit = False
+
+    @classmethod
+    def make_oracle(cls, **options):
+        return make_oracle("enumerate", **options)
+
+
+class TestHighs(OracleContract):
+    @classmethod
+    def make_oracle(cls, **options):
+        return make_oracle("highs", **options)
+
+
+class TestGurobi(OracleContract):
+    """Every contract instance fits the pip licence (2,000 variables, 2,000 constraints)."""
+
+    @classmethod
+    def make_oracle(cls, **options):
+        pytest.importorskip("gurobipy")
+        return make_oracle("gurobi", **options)
+
+
+class TestAuto(OracleContract):
+    @classmethod
+    def make_oracle(cls, **options):
+        return make_oracle("auto", **options)
+
+
+# --- the suite's instances cover what it claims ------------------------------------------------
+
+
+def test_instances_cover_both_norm_signs_negative_weights_and_repeats():
+    problems = [make_instance(seed) for seed in range(N_INSTANCES)]
+    opdisc = [p for p in problems if p.label == "opdisc"]
+    assert {p.label for p in problems} == {"opdisc", "rspm", "mixed"} == set(KINDS)
+    assert any(p.norm_coef > 0 for p in opdisc) and any(p.norm_coef < 0 for p in opdisc)
+    assert sum(np.any(p.pos < 0) for p in problems if p.label == "rspm") >= 10
+    assert any(np.any(p.neg < 0) for p in problems)
+    assert all(isinstance(p.domain, IntegerGrid) for p in problems)
+    assert max(p.d for p in problems) == 4
+    assert all(p.domain.size_upper_bound <= 2401 for p in problems)
+    # repeated feature vectors: merged counts above 1, or equal points in separate rows
+    merged_counts = sum(np.any(p.pos + p.neg > 1) for p in opdisc)
+    repeated_points = sum(
+        len(np.unique(p.points, axis=0)) < p.n_rows for p in problems if p.label != "opdisc"
+    )
+    assert merged_counts >= 10 and repeated_points >= 10
+    # one-hot columns appear
+    assert any(
+        p.d >= 2 and np.all(np.isin(p.points[:, :2], (0.0, 1.0)))
+        and np.all(p.points[:, :2].sum(axis=1) <= 1)
+        for p in problems
+    )  # fmt: skip
+
+
+def test_instances_are_reproducible():
+    a, b = make_instance(5), make_instance(5)
+    np.testing.assert_array_equal(a.points, b.points)
+    np.testing.assert_array_equal(a.pos, b.pos)
+    assert a.norm_coef == b.norm_coef

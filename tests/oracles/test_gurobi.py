@@ -1,0 +1,98 @@
+"""Gurobi-specific behaviour: the pip licence's size limit, the status map (SPEC section 8)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from oracles.auto import AutoOracle
+from oracles.base import IntegerGrid, Problem, Status
+from oracles.enumerate import EnumerationOracle
+from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError, map_status
+from oracles.mip import SolverUnavailableError, build_milp
+
+
+def over_the_licence() -> Problem:
+    """1,100 separable rows over {-1,0,1}^2: 2,204 constraints > 2,000, easy for HiGHS."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1100, 2))
+    positive = X @ np.array([1.0, -1.0]) >= 1e-4
+    return Problem(X, positive.astype(float), (~positive).astype(float), IntegerGrid(2, 1))
+
+
+@pytest.fixture(scope="module")
+def gurobipy():
+    return pytest.importorskip("gurobipy")
+
+
+def test_a_model_above_the_licence_raises_licence_limit(gurobipy):
+    problem = over_the_licence()
+    milp = build_milp(problem)
+    try:
+        GurobiOracle().solve(problem)
+    except LicenceLimitError as err:
+        assert err.errno == ERRNO_SIZE_LIMIT
+        assert err.n_vars == milp.n_cols and err.n_constraints == milp.n_rows > 2000
+        assert str(err) == (
+            f"errno 10010 (licence limit: {milp.n_cols} vars, {milp.n_rows} constraints)"
+        )
+        assert "size-limited" in err.detail
+        assert isinstance(err, SolverUnavailableError)
+    else:  # pragma: no cover - only with an unrestricted licence installed
+        pytest.skip("an unrestricted Gurobi licence is installed: no size limit to test")
+
+
+def test_auto_falls_back_to_highs_and_records_why(gurobipy):
+    problem = over_the_licence()
+    milp = build_milp(problem)
+    solution = AutoOracle(time_limit=60.0).solve(problem)
+    cert = solution.certificate
+    if cert.backend == "gurobi":  # pragma: no cover - unrestricted licence
+        pytest.skip("an unrestricted Gurobi licence is installed: nothing to fall back from")
+    assert cert.backend == "highs"
+    assert cert.fallback == (
+        f"gurobi: errno 10010 (licence limit: {milp.n_cols} vars, {milp.n_rows} constraints)"
+        " -> highs"
+    )
+    assert cert.to_params()["fallback"] == cert.fallback
+    assert cert.status is Status.OPTIMAL and cert.certified
+    assert cert.objective == pytest.approx(EnumerationOracle().solve(problem).certificate.objective)
+
+
+def test_licence_error_survives_pickling():
+    """Ray re-raises a task's exception in the driver: the fields must cross the boundary."""
+    err = LicenceLimitError(10010, 2105, 4202, "Model too large")
+    clone = pickle.loads(pickle.dumps(err))
+    assert (clone.errno, clone.n_vars, clone.n_constraints, clone.detail) == (
+        10010, 2105, 4202, "Model too large",
+    )  # fmt: skip
+    assert str(clone) == "errno 10010 (licence limit: 2105 vars, 4202 constraints)"
+    assert str(LicenceLimitError(10009, 1, 2)) == "errno 10009 (no licence: 1 vars, 2 constraints)"
+
+
+@pytest.mark.parametrize(
+    "code, sol_count, expected",
+    [
+        (2, 1, Status.OPTIMAL),
+        (2, 0, Status.ERROR),
+        (9, 3, Status.TIME_LIMIT),
+        (9, 0, Status.NO_SOLUTION),
+        (8, 1, Status.TIME_LIMIT),
+        (11, 0, Status.NO_SOLUTION),
+        (3, 0, Status.ERROR),
+        (4, 0, Status.ERROR),
+        (12, 1, Status.ERROR),
+        (13, 1, Status.ERROR),
+    ],
+)
+def test_status_map(code, sol_count, expected):
+    status, message = map_status(code, sol_count)
+    assert status is expected
+    assert (message == "") == (expected is Status.OPTIMAL)
+
+
+def test_feasibility_tolerance_must_be_in_gurobis_range():
+    with pytest.raises(ValueError, match="1e-10"):
+        GurobiOracle(feasibility_tol=1e-10)

@@ -1,0 +1,85 @@
+"""HiGHS-specific behaviour: status map, thread quirk, time limit (SPEC section 8)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import oracles.highs as highs_module
+from oracles.base import IntegerGrid, Problem, Status, certify
+from oracles.highs import HighsOracle, map_status
+from tests.oracles.contract import hard_instance, make_instance
+
+
+@pytest.mark.parametrize(
+    "model_status, has_solution, expected",
+    [
+        ("kOptimal", True, Status.OPTIMAL),
+        ("kOptimal", False, Status.ERROR),
+        ("kTimeLimit", True, Status.TIME_LIMIT),
+        ("kTimeLimit", False, Status.NO_SOLUTION),
+        ("kInterrupt", True, Status.TIME_LIMIT),
+        ("kMemoryLimit", False, Status.NO_SOLUTION),
+        ("kInfeasible", False, Status.ERROR),
+        ("kUnboundedOrInfeasible", False, Status.ERROR),
+        ("kSolveError", True, Status.ERROR),
+    ],
+)
+def test_status_map(model_status, has_solution, expected):
+    status, message = map_status(model_status, has_solution)
+    assert status is expected
+    assert (message == "") == (expected is Status.OPTIMAL)
+    if expected is not Status.OPTIMAL:
+        assert model_status in message
+
+
+def test_tiny_time_limit_is_neither_optimal_nor_certified():
+    problem = hard_instance()
+    solution = HighsOracle(time_limit=0.01).solve(problem)
+    cert = solution.certificate
+    assert cert.status in (Status.NO_SOLUTION, Status.TIME_LIMIT), cert
+    assert not cert.certified and "kTimeLimit" in cert.message
+    assert problem.domain.contains(solution.w)
+    if cert.status is Status.NO_SOLUTION:
+        assert cert.solver_objective is None and cert.bound == -np.inf
+
+
+def test_threads_are_fixed_by_the_first_solve_and_recorded():
+    HighsOracle(threads=1).solve(make_instance(0))
+    in_force = highs_module._THREADS_IN_FORCE
+    assert in_force is not None
+    same = HighsOracle(threads=in_force).solve(make_instance(0)).certificate
+    assert same.threads == in_force and "threads" not in same.message
+    other = HighsOracle(threads=in_force + 1).solve(make_instance(0)).certificate
+    assert other.threads == in_force
+    assert f"asked for threads={in_force + 1}" in other.message
+    assert other.certified  # the note does not change the certificate
+
+
+def test_a_false_optimum_becomes_inconsistent():
+    """certify refuses a solver objective that disagrees with the exact F (SPEC section 8)."""
+    problem = make_instance(0)
+    honest = HighsOracle().solve(problem)
+    cert = honest.certificate
+    lying = certify(
+        problem, honest.w, status=Status.OPTIMAL, bound=cert.bound - 1.0, seconds=0.0,
+        backend="highs", solver_objective=cert.objective - 1.0,
+    )  # fmt: skip
+    assert lying.certificate.status is Status.INCONSISTENT
+    assert not lying.certificate.certified
+    assert "solver objective" in lying.certificate.message
+
+
+def test_a_w_that_misses_its_bound_becomes_inconsistent():
+    problem = Problem(np.array([[1.0]]), [1.0], [0.0], IntegerGrid(1, 1))
+    # w = -1 predicts -1 and pays 1; claiming a bound of 0 is false
+    solution = certify(problem, np.array([-1.0]), status=Status.OPTIMAL, bound=0.0, seconds=0.0,
+                       backend="highs", solver_objective=1.0)  # fmt: skip
+    assert solution.certificate.status is Status.INCONSISTENT
+    assert "exceeds the proven bound" in solution.certificate.message
+
+
+@pytest.mark.parametrize("field, value", [("mip_abs_gap", 0.0), ("feasibility_tol", -1e-9)])
+def test_bad_tolerances_are_refused(field, value):
+    with pytest.raises(ValueError, match=field):
+        HighsOracle(**{field: value})

@@ -1,0 +1,43 @@
+"""make_oracle: names to oracles, options passed through, unknown names refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from oracles.auto import AutoOracle
+from oracles.enumerate import EnumerationOracle
+from oracles.gurobi import GurobiOracle
+from oracles.highs import HighsOracle
+from oracles.registry import FACTORIES, make_oracle
+
+
+def test_known_names():
+    assert set(FACTORIES) >= {"enumerate", "highs", "gurobi", "auto"}
+    assert isinstance(make_oracle("enumerate"), EnumerationOracle)
+    assert isinstance(make_oracle("highs"), HighsOracle)
+    assert isinstance(make_oracle("gurobi"), GurobiOracle)
+    assert isinstance(make_oracle("auto"), AutoOracle)
+    for name in ("enumerate", "highs", "gurobi", "auto"):
+        assert make_oracle(name).name == name
+
+
+def test_options_are_passed_through():
+    oracle = make_oracle("highs", time_limit=30.0, threads=2, strict_eps=1e-5)
+    assert (oracle.time_limit, oracle.threads, oracle.strict_eps) == (30.0, 2, 1e-5)
+    assert make_oracle("enumerate", time_limit=5.0, max_points=10).max_points == 10
+    assert make_oracle("auto", prefer=("highs",)).prefer == ("highs",)
+
+
+def test_unknown_name_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown oracle 'cplex'; known: \['auto', 'enumerate'"):
+        make_oracle("cplex")
+
+
+def test_unknown_option_is_a_type_error():
+    with pytest.raises(TypeError):
+        make_oracle("highs", gap=0.1)
+
+
+def test_bad_option_value_is_refused():
+    with pytest.raises(ValueError, match="time_limit"):
+        make_oracle("gurobi", time_limit=-1.0)
