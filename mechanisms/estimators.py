@@ -147,3 +147,31 @@ class ExpMechClassifier(_PrivateLinearClassifier):
 
     def _release(self, X, y, delta, rng) -> Release:
         return run_expmech(X, y, ExpMechParams(self.epsilon, margin=self.margin), rng)
+
+
+class DPSGDClassifier(_PrivateLinearClassifier):
+    """DP-SGD logistic regression (SPEC section 6); noise calibrated with dp-accounting."""
+
+    def __init__(self, epsilon: float = 1.0, delta: float | None = None, *,
+                 clip_norm: float = 2.0, batch_size: int = 64, learning_rate: float = 2.0,
+                 epochs: int = 5, **kwargs: Any) -> None:  # fmt: skip
+        super().__init__(epsilon, delta, **kwargs)
+        self.clip_norm, self.batch_size = clip_norm, batch_size
+        self.learning_rate, self.epochs = learning_rate, epochs
+
+    def _release(self, X, y, delta, rng) -> Release:
+        from mechanisms.dpsgd import DPSGDParams, run_dpsgd
+
+        params = DPSGDParams(self.epsilon, delta, clip_norm=self.clip_norm,
+                             batch_size=self.batch_size, learning_rate=self.learning_rate,
+                             epochs=self.epochs)  # fmt: skip
+        return run_dpsgd(X, y, params, rng)
+
+
+class LogisticRegressionClassifier(_PrivateLinearClassifier):
+    """Non-private logistic regression without intercept (SPEC section 7)."""
+
+    def _release(self, X, y, delta, rng) -> Release:
+        from mechanisms.logistic import fit_logistic
+
+        return fit_logistic(X, y, margin=self.margin)

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from oracles.auto import AutoOracle
 from oracles.base import Oracle
+from oracles.convex import ConvexOracle
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
@@ -32,6 +33,7 @@ FACTORIES: dict[str, OracleFactory] = {
     "highs": HighsOracle,
     "gurobi": GurobiOracle,
     "auto": AutoOracle,
+    "convex": ConvexOracle,
 }
 
 

@@ -72,6 +72,131 @@ class SyntheticDatasetConfig(DatasetConfig):
                  self.levels)  # fmt: skip
 
 
+# --- mechanisms --------------------------------------------------------------------------------
+
+
+@dataclass
+class MechanismConfig:
+    name: str = MISSING
+
+
+@dataclass
+class OPDiscConfig(MechanismConfig):
+    """OPDisc (SPEC section 3); B and D null mean the paper's floor(sqrt(d)) and sqrt(d)."""
+
+    name: str = "opdisc"
+    tau: float = 1.0
+    B: Optional[float] = None
+    D: Optional[float] = None
+
+    def check(self) -> None:
+        _require(self.tau > 0, "tau", "must be > 0", self.tau)
+        for key in ("B", "D"):
+            value = getattr(self, key)
+            _require(value is None or value > 0, key, "must be > 0 or null", value)
+
+
+@dataclass
+class RSPMConfig(MechanismConfig):
+    """RSPM over {-1, 0, 1}^d (SPEC section 4)."""
+
+    name: str = "rspm_gaussian"
+    noise: str = "gaussian"
+
+    def check(self) -> None:
+        _require(self.noise in ("gaussian", "laplace"), "noise", "must be gaussian or laplace",
+                 self.noise)  # fmt: skip
+
+
+@dataclass
+class OPSampConfig(MechanismConfig):
+    """OPSamp (SPEC section 5) over the box [lower, upper]^d."""
+
+    name: str = "opsamp"
+    loss: str = "logistic"
+    beta: float = 0.05
+    alpha: float = 1e-4
+    lower: float = -1.0
+    upper: float = 1.0
+    x_max: float = 1.0
+
+    def check(self) -> None:
+        _require(self.loss in ("logistic", "zero_one"), "loss", "must be logistic or zero_one",
+                 self.loss)  # fmt: skip
+        _require(0 < self.beta < 1, "beta", "must be in (0, 1)", self.beta)
+        _require(self.alpha >= 0, "alpha", "must be >= 0", self.alpha)
+        _require(self.lower < self.upper, "upper", "must exceed lower", self.upper)
+        _require(self.x_max > 0, "x_max", "must be > 0", self.x_max)
+
+
+@dataclass
+class DPSGDConfig(MechanismConfig):
+    """DP-SGD logistic regression (SPEC section 6)."""
+
+    name: str = "dpsgd_lr"
+    clip_norm: float = 2.0
+    batch_size: int = 64
+    learning_rate: float = 2.0
+    epochs: int = 5
+    #: Choose (clip_norm, batch_size, learning_rate) on the data, as the paper did. Not private
+    #: unless ``tune_accounted`` (a PrivacyLeakWarning says so).
+    tune: bool = False
+    tune_accounted: bool = False
+
+    def check(self) -> None:
+        _require(self.clip_norm > 0, "clip_norm", "must be > 0", self.clip_norm)
+        _require(self.batch_size >= 1, "batch_size", "must be >= 1", self.batch_size)
+        _require(self.learning_rate > 0, "learning_rate", "must be > 0", self.learning_rate)
+        _require(self.epochs >= 1, "epochs", "must be >= 1", self.epochs)
+
+
+@dataclass
+class ExactERMConfig(MechanismConfig):
+    """Non-private exact 0/1 ERM over OPDisc's grid (SPEC section 7)."""
+
+    name: str = "erm_01"
+
+
+@dataclass
+class LogisticConfig(MechanismConfig):
+    """Non-private logistic regression without intercept (SPEC section 7)."""
+
+    name: str = "logistic_regression"
+
+
+@dataclass
+class ExpMechConfig(MechanismConfig):
+    """The exponential mechanism over OPDisc's grid (small d only)."""
+
+    name: str = "expmech"
+    max_points: int = 5_000_000
+
+
+# --- oracles -----------------------------------------------------------------------------------
+
+
+@dataclass
+class OracleConfig:
+    """The solver behind OPDisc, RSPM and the exact ERM (OPSamp's logistic loss uses convex)."""
+
+    name: str = "auto"
+    time_limit: float = 600.0
+    threads: int = 1
+
+    def check(self) -> None:
+        _require(self.name in ("auto", "highs", "gurobi", "enumerate"), "name",
+                 "must be auto, highs, gurobi or enumerate", self.name)  # fmt: skip
+        _require(self.time_limit > 0, "time_limit", "must be > 0", self.time_limit)
+        _require(self.threads >= 1, "threads", "must be >= 1", self.threads)
+
+
+MECHANISM_SCHEMAS = {
+    "opdisc": OPDiscConfig, "rspm_gaussian": RSPMConfig, "rspm_laplace": RSPMConfig,
+    "opsamp": OPSampConfig, "dpsgd_lr": DPSGDConfig, "erm_01": ExactERMConfig,
+    "logistic_regression": LogisticConfig, "expmech": ExpMechConfig,
+}  # fmt: skip
+
+
 # --- sweep, tracking, cluster ------------------------------------------------------------------
 
 
@@ -90,6 +215,10 @@ class SweepConfig:
     privacy_delta: Optional[float] = None
 
     def check(self) -> None:
+        for name in self.mechanisms:
+            _require(name in MECHANISM_SCHEMAS, "mechanisms",
+                     f"unknown mechanism {name!r}; known: {sorted(MECHANISM_SCHEMAS)}",
+                     list(self.mechanisms))  # fmt: skip
         _require(len(self.epsilons) > 0, "epsilons", "must list at least one epsilon",
                  self.epsilons)  # fmt: skip
         for eps in self.epsilons:
@@ -126,6 +255,9 @@ class ClusterConfig:
 @dataclass
 class Config:
     dataset: DatasetConfig = MISSING
+    #: Settings of every mechanism, by name; a sweep picks which ones run.
+    mechanisms: dict[str, MechanismConfig] = field(default_factory=dict)
+    oracle: OracleConfig = field(default_factory=OracleConfig)
     sweep: Optional[SweepConfig] = None
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
@@ -138,6 +270,10 @@ class Config:
     def check(self) -> None:
         _require(math.isfinite(self.margin) and self.margin > 0, "margin", "must be > 0",
                  self.margin)  # fmt: skip
+        if self.sweep is not None:
+            missing = [m for m in self.sweep.mechanisms if m not in self.mechanisms]
+            _require(not missing, "sweep.mechanisms", "no settings under mechanisms.<name> for",
+                     missing)  # fmt: skip
 
 
 def register() -> None:
@@ -149,6 +285,9 @@ def register() -> None:
     cs.store(group="schema/dataset", name="synthetic", node=SyntheticDatasetConfig,
              package="dataset")  # fmt: skip
     cs.store(group="schema/sweep", name="sweep", node=SweepConfig, package="sweep")
+    cs.store(group="schema/oracle", name="oracle", node=OracleConfig, package="oracle")
+    for name, schema in MECHANISM_SCHEMAS.items():
+        cs.store(group="schema/mechanism", name=name, node=schema)
     cs.store(group="schema/tracking", name="tracking", node=TrackingConfig, package="tracking")
     cs.store(group="schema/cluster", name="cluster", node=ClusterConfig, package="cluster")
 
@@ -157,6 +296,10 @@ def _check_tree(obj: Any, prefix: str) -> None:
         child = getattr(obj, f.name)
         if is_dataclass(child):
             _check_tree(child, f"{prefix}{f.name}.")
+        elif isinstance(child, dict):
+            for key, value in child.items():
+                if is_dataclass(value):
+                    _check_tree(value, f"{prefix}{f.name}.{key}.")
     check = getattr(obj, "check", None)
     if check is not None:
         try:

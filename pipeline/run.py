@@ -1,9 +1,17 @@
-"""What ``python -m pipeline`` does with a validated config."""
+"""What ``python -m pipeline`` does with a validated config.
+
+Without a sweep: load, encode and summarize the dataset (``summary.json``). With a sweep: run
+it on Ray, record it in MLflow and write its report (pipeline.sweep, pipeline.tracking,
+pipeline.report). Every path is made absolute first: under ``ray job submit`` the driver runs
+in a temporary copy of the working directory.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +26,7 @@ def summarize(config: Config) -> dict[str, Any]:
     """Load and encode the configured dataset and describe it."""
     start = time.perf_counter()
     train, test = load_dataset(config.dataset)
-    summary: dict[str, Any] = {
+    return {
         "dataset": config.dataset.name,
         "train": train.summary(),
         "test": test.summary() if test is not None else None,
@@ -26,7 +34,82 @@ def summarize(config: Config) -> dict[str, Any]:
         "provenance": dict(train.provenance),
         "load_seconds": round(time.perf_counter() - start, 3),
     }
-    return summary
+
+
+def _write_json(path: Path, content: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".json.part")
+    tmp.write_text(json.dumps(content, indent=2, default=str))
+    tmp.replace(path)
+
+
+def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
+    """Result rows of the sweep's FINISHED children (the runs done before a resume)."""
+    children = tracker.client.search_runs(
+        [tracker.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{tracker.parent_id}'",
+        max_results=50_000,
+    )
+    rows = []
+    for child in children:
+        if child.info.status != "FINISHED":
+            continue
+        p, m, t = child.data.params, child.data.metrics, child.data.tags
+        rows.append({
+            "key": t.get("run_key"), "mechanism": t.get("mechanism"),
+            "epsilon": float(p.get("epsilon", "nan").replace("Infinity", "inf")),
+            "run_index": int(p.get("run_index", 0)),
+            "privacy_delta": float(p.get("privacy_delta", "nan")),
+            "privacy_holds": t.get("privacy_holds") == "yes",
+            "privacy_reason": p.get("privacy_reason", ""),
+            "train_accuracy": m.get("train_accuracy", math.nan),
+            "test_accuracy": m.get("test_accuracy", math.nan),
+            "wall_seconds": m.get("wall_seconds", math.nan),
+            "oracle_seconds": m.get("oracle_seconds", 0.0),
+            "oracle_calls": int(p.get("oracle_calls", 0)),
+            "oracle_max_gap": m.get("oracle_max_gap", 0.0),
+            "oracle_backends": t.get("backend", ""),
+            "oracle_fallbacks": t.get("oracle_fallback", ""),
+            "node": t.get("node", ""),
+        })  # fmt: skip
+    return rows
+
+
+def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
+    from pipeline.report import write_report
+    from pipeline.sweep import run_sweep
+    from pipeline.tracking import SweepTracker, default_tracking_uri, sweep_id
+
+    train, test = load_dataset(config.dataset)
+    uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
+    # database and experiment exist before anything fans out
+    tracker = SweepTracker(uri, config.tracking.experiment, output_dir / "mlartifacts")
+    resolved = dataclasses.asdict(config)
+    sid = sweep_id(resolved)
+    parent = tracker.start_parent(config.sweep.name, sid, resolved)
+    log.info("MLflow: %s, experiment %r, sweep run %s (sweep_id %s)",
+             uri, config.tracking.experiment, parent, sid)  # fmt: skip
+    status = "FAILED"
+    try:
+        _, failures = run_sweep(config, train, test, output_dir, tracker)
+        status = "FINISHED" if failures == 0 else "FAILED"
+    finally:
+        rows = rows_from_mlflow(tracker)
+        paths = write_report(rows, output_dir, f"Sweep {config.sweep.name} ({sid})")
+        private = [r for r in rows if math.isfinite(r["epsilon"])]
+        metrics = {
+            "runs": float(len(rows)),
+            "private_runs_not_certified": float(sum(not r["privacy_holds"] for r in private)),
+        }
+        tracker.finish_parent(paths, metrics, status=status)
+    return {
+        "sweep_id": sid,
+        "parent_run_id": parent,
+        "tracking_uri": uri,
+        "runs": len(rows),
+        "failures": failures,
+        "private_runs_not_certified": int(metrics["private_runs_not_certified"]),
+        "report": [str(p) for p in paths],
+    }
 
 
 def run(config: Config) -> dict[str, Any]:
@@ -40,15 +123,8 @@ def run(config: Config) -> dict[str, Any]:
         t["distinct_rows"], t["best_possible_accuracy"],
     )  # fmt: skip
     if config.sweep is not None:
-        summary["sweep"] = {
-            "name": config.sweep.name,
-            "epsilons": list(config.sweep.epsilons),
-            "seeds": config.sweep.seeds,
-            "mechanisms": list(config.sweep.mechanisms),
-        }
-    path = output_dir / "summary.json"
-    tmp = path.with_suffix(".json.part")
-    tmp.write_text(json.dumps(summary, indent=2, default=str))
-    tmp.replace(path)
-    log.info("summary written to %s", path)
+        summary["sweep"] = run_sweep_and_report(config, output_dir)
+        log.info("sweep done: %s", json.dumps(summary["sweep"], default=str))
+    _write_json(output_dir / "summary.json", summary)
+    log.info("summary written to %s", output_dir / "summary.json")
     return summary

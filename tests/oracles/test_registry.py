@@ -17,7 +17,7 @@ def test_known_names():
     assert isinstance(make_oracle("highs"), HighsOracle)
     assert isinstance(make_oracle("gurobi"), GurobiOracle)
     assert isinstance(make_oracle("auto"), AutoOracle)
-    for name in ("enumerate", "highs", "gurobi", "auto"):
+    for name in ("enumerate", "highs", "gurobi", "auto", "convex"):
         assert make_oracle(name).name == name
 
 
@@ -29,7 +29,7 @@ def test_options_are_passed_through():
 
 
 def test_unknown_name_lists_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown oracle 'cplex'; known: \['auto', 'enumerate'"):
+    with pytest.raises(ValueError, match=r"unknown oracle 'cplex'; known: \['auto', 'convex', 'enumerate'"):
         make_oracle("cplex")
 
 

@@ -1,0 +1,27 @@
+"""A one-line description of the machine a benchmark ran on."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+
+def describe_machine() -> str:
+    cpu = platform.processor() or "unknown cpu"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    memory = "unknown"
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+            memory = f"{kb / 2**20:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return (f"{platform.node()}: {cpu}, {os.cpu_count()} cores, {memory} RAM, "
+            f"{platform.system()} {platform.release()}, Python {platform.python_version()}")

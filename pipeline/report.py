@@ -1,0 +1,131 @@
+"""The sweep's report: results table, Figure 1a and 1b (SPEC section 9), a short summary."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pipeline.tasks import NON_PRIVATE
+
+
+def results_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame(list(rows))
+    if frame.empty:
+        return frame
+    return frame.sort_values(["mechanism", "epsilon", "run_index"]).reset_index(drop=True)
+
+
+def aggregate(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (mechanism, epsilon): runs, mean/sd accuracy, time, and how many were private."""
+    grouped = frame.groupby(["mechanism", "epsilon"], dropna=False)
+    out = grouped.agg(
+        runs=("train_accuracy", "size"),
+        train_acc_mean=("train_accuracy", "mean"),
+        train_acc_sd=("train_accuracy", lambda s: float(np.std(s, ddof=1)) if len(s) > 1 else 0.0),
+        test_acc_mean=("test_accuracy", "mean"),
+        wall_median=("wall_seconds", "median"),
+        wall_max=("wall_seconds", "max"),
+        private=("privacy_holds", "sum"),
+    )
+    return out.reset_index()
+
+
+def figure_1a(frame: pd.DataFrame, path: Path) -> Path:
+    """Training accuracy against epsilon: mean and sd per mechanism; references as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    agg = aggregate(frame)
+    styles = iter([("black", "--"), ("gray", ":"), ("black", "-."), ("gray", "--")])
+    for name, part in agg.groupby("mechanism"):
+        if name in NON_PRIVATE:
+            color, style = next(styles)
+            ax.axhline(part["train_acc_mean"].iloc[0], color=color, linestyle=style,
+                       linewidth=1.2, label=f"{name} (non-private)")  # fmt: skip
+            continue
+        part = part.sort_values("epsilon")
+        ax.errorbar(part["epsilon"], part["train_acc_mean"], yerr=part["train_acc_sd"],
+                    marker="o", capsize=3, label=name)  # fmt: skip
+    uncertified = frame[(~frame["privacy_holds"].astype(bool))
+                        & ~frame["mechanism"].isin(NON_PRIVATE)]  # fmt: skip
+    if len(uncertified):
+        ax.scatter(uncertified["epsilon"], uncertified["train_accuracy"], marker="x",
+                   color="red", zorder=5, label="privacy does not hold")  # fmt: skip
+    ax.set_xlabel("epsilon")
+    ax.set_ylabel("training accuracy (0/1)")
+    ax.set_title("Figure 1a: accuracy against epsilon (mean ± sd over runs)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def figure_1b(frame: pd.DataFrame, path: Path) -> Path:
+    """Histogram of run times (wall seconds) per mechanism, log-scaled bins."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    private = frame[~frame["mechanism"].isin(NON_PRIVATE)]
+    times = private["wall_seconds"].clip(lower=1e-3)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if len(times):
+        low, high = math.log10(times.min()), math.log10(times.max())
+        bins = np.logspace(low, high + 1e-9 if high > low else low + 1, 25)
+        for name, part in private.groupby("mechanism"):
+            ax.hist(part["wall_seconds"].clip(lower=1e-3), bins=bins, alpha=0.55, label=name)
+        ax.set_xscale("log")
+    ax.set_xlabel("run time (seconds, log scale)")
+    ax.set_ylabel("runs")
+    ax.set_title("Figure 1b: run times per mechanism")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def summary_text(frame: pd.DataFrame, title: str) -> str:
+    agg = aggregate(frame)
+    lines = [f"# {title}", "", f"{len(frame)} runs.", ""]
+    lines.append("| mechanism | epsilon | runs | train acc (mean ± sd) | test acc | private | "
+                 "median s | max s |")  # fmt: skip
+    lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in agg.itertuples():
+        eps = "-" if math.isinf(r.epsilon) else f"{r.epsilon:g}"
+        lines.append(
+            f"| {r.mechanism} | {eps} | {r.runs} | {r.train_acc_mean:.4f} ± {r.train_acc_sd:.4f}"
+            f" | {r.test_acc_mean:.4f} | {int(r.private)}/{r.runs} | {r.wall_median:.2f} | "
+            f"{r.wall_max:.2f} |"
+        )
+    not_private = frame[(~frame["privacy_holds"].astype(bool))
+                        & ~frame["mechanism"].isin(NON_PRIVATE)]  # fmt: skip
+    lines += ["", f"Private-mechanism runs whose privacy does NOT hold: {len(not_private)}."]
+    for r in not_private.head(10).itertuples():
+        lines.append(f"- {r.key}: {r.privacy_reason}")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(rows: Sequence[dict[str, Any]], output_dir: Path, title: str) -> list[Path]:
+    """results.csv, fig1a.png, fig1b.png and summary.md in ``output_dir``."""
+    frame = results_frame(rows)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    paths = [output_dir / "results.csv"]
+    frame.to_csv(paths[0], index=False)
+    if not frame.empty:
+        paths.append(figure_1a(frame, output_dir / "fig1a_accuracy.png"))
+        paths.append(figure_1b(frame, output_dir / "fig1b_runtime.png"))
+    summary = output_dir / "summary.md"
+    summary.write_text(summary_text(frame, title) if not frame.empty else f"# {title}\n\nno runs\n")
+    paths.append(summary)
+    return paths

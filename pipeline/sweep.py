@@ -1,0 +1,218 @@
+"""The sweep on Ray: every (mechanism, epsilon, run) as a task, OPSamp's m oracle calls too.
+
+The driver composes the runs, puts the dataset into the object store once, and submits:
+
+* one task per run for OPDisc, RSPM, DP-SGD, the references (``run_task``);
+* for OPSamp, m tasks per run (``opsamp_call_task``), one per oracle call. The driver
+  draws the run's noise from the run's own generator, and each task rebuilds only its own
+  problem from the shared dataset; the driver then finishes the release when all m are in.
+
+Results are taken as they complete (``ray.wait``) and logged to MLflow by the driver alone.
+Solver threads equal the CPUs the task holds. A task whose worker dies is retried
+(``max_retries``). Runs already FINISHED in MLflow for the same sweep are skipped (resume).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.config import Config
+from pipeline.data.record import Dataset
+from pipeline.tasks import RunKey, build_mechanism, privacy_delta, run_generator, run_one, sweep_keys
+
+log = logging.getLogger(__name__)
+
+#: Retries of a task whose worker process or node died (not of a Python exception).
+MAX_RETRIES = 3
+
+
+class Progress:
+    """A console progress line: done / total, elapsed, ETA (one line per update off a TTY)."""
+
+    def __init__(self, total: int, stream=sys.stderr) -> None:
+        self.total, self.done, self.start, self.stream = total, 0, time.perf_counter(), stream
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def update(self, label: str) -> None:
+        self.done += 1
+        elapsed = time.perf_counter() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        width = 30
+        filled = int(width * self.done / max(self.total, 1))
+        line = (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                f"elapsed {elapsed:5.0f}s eta {eta:5.0f}s  {label}")  # fmt: skip
+        if self.tty:
+            self.stream.write("\r" + line[:150].ljust(150))
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _assigned_cpus() -> int:
+    import ray
+
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+    return max(1, int(round(cpus)))
+
+
+def _node_id() -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
+def _remote_functions(solver_cpus: int):
+    import ray
+
+    @ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)
+    def run_task(config: Config, key: RunKey, train: Dataset, test: Dataset | None):
+        row, release = run_one(config, key, train, test, threads=_assigned_cpus())
+        row["node"] = _node_id()
+        return row, release
+
+    @ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)
+    def opsamp_call_task(config: Config, key: RunKey, k: int, train: Dataset):
+        """Oracle call k of an OPSamp run: redraws the run's noise, solves problem k only."""
+        from pipeline.tasks import make_oracle
+
+        mechanism = build_mechanism(config.mechanisms[key.mechanism], key.epsilon,
+                                    privacy_delta(config, train.n), config.margin)  # fmt: skip
+        rows = train.merged()
+        noise = mechanism.draw_noise(run_generator(_sweep_seed(config), key), rows.n, rows.d)
+        one = {**noise, "sigmas": noise["sigmas"][k:k + 1]}
+        (problem,) = mechanism.problems(rows, one)
+        if config.mechanisms[key.mechanism].loss == "logistic":
+            from oracles.registry import make_oracle as make
+
+            oracle = make("convex")
+        else:
+            oracle = make_oracle(config.oracle, _assigned_cpus())
+        return k, oracle.solve(problem), _node_id()
+
+    return run_task, opsamp_call_task
+
+
+def _sweep_seed(config: Config) -> int:
+    return config.sweep.sweep_seed if config.sweep is not None else 0
+
+
+def init_ray(config: Config) -> None:
+    import ray
+
+    if ray.is_initialized():
+        return
+    address = config.cluster.address
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        # None connects to $RAY_ADDRESS when set (ray job submit), else starts a local Ray
+        ray.init(num_cpus=config.cluster.num_cpus, log_to_driver=False,
+                 include_dashboard=False)  # fmt: skip
+
+
+def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: Path,
+              tracker) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+    """Run every run not yet FINISHED; returns (rows of this call's runs, failures)."""
+    import ray
+
+    keys = sweep_keys(config)
+    done = tracker.finished_keys()
+    todo = [k for k in keys if str(k) not in done]
+    log.info("sweep %s: %d runs, %d already finished, %d to run",
+             config.sweep.name, len(keys), len(keys) - len(todo), len(todo))  # fmt: skip
+    if not todo:
+        return [], 0
+    init_ray(config)
+    run_task, opsamp_call_task = _remote_functions(config.oracle.threads)
+    train_ref = ray.put(train)  # the dataset goes into the object store once
+    test_ref = ray.put(test)
+
+    pending: dict[Any, tuple[str, RunKey]] = {}
+    opsamp: dict[RunKey, dict[str, Any]] = {}
+    for key in todo:
+        cfg = config.mechanisms[key.mechanism]
+        if cfg.name == "opsamp":
+            mechanism = build_mechanism(cfg, key.epsilon, privacy_delta(config, train.n),
+                                        config.margin)  # fmt: skip
+            rows = train.merged()
+            rng = run_generator(_sweep_seed(config), key)
+            start = time.perf_counter()
+            noise = mechanism.draw_noise(rng, rows.n, rows.d)
+            opsamp[key] = {"mechanism": mechanism, "rows": rows, "noise": noise, "rng": rng,
+                           "solutions": {}, "nodes": set(), "start": start}  # fmt: skip
+            for k in range(noise["m"]):
+                pending[opsamp_call_task.remote(config, key, k, train_ref)] = ("call", key)
+        else:
+            pending[run_task.remote(config, key, train_ref, test_ref)] = ("run", key)
+
+    progress = Progress(len(todo))
+    results: list[dict[str, Any]] = []
+    failures = 0
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        ref = ready[0]
+        kind, key = pending.pop(ref)
+        try:
+            value = ray.get(ref)
+        except Exception as e:  # a task failed for good: record, go on, redo on the next run
+            failures += 1
+            log.error("run %s failed: %s", key, e)
+            if key in opsamp:
+                for other in [r for r, (_, k) in pending.items() if k == key]:
+                    ray.cancel(other)
+                    pending.pop(other)
+                del opsamp[key]
+            progress.update(f"{key} FAILED")
+            continue
+        if kind == "run":
+            row, release = value
+        else:
+            state = opsamp[key]
+            k, solution, node = value
+            state["solutions"][k] = solution
+            state["nodes"].add(node)
+            if len(state["solutions"]) < state["noise"]["m"]:
+                continue
+            row, release = _finish_opsamp(key, state, train, test)
+            del opsamp[key]
+        tracker.log_child(row, release, dataclasses.asdict(config.mechanisms[key.mechanism]))
+        results.append(row)
+        progress.update(f"{key}: acc {row['train_accuracy']:.3f}, "
+                        f"private {'yes' if row['privacy_holds'] else 'NO'}")  # fmt: skip
+    return results, failures
+
+
+def _finish_opsamp(key: RunKey, state: dict[str, Any], train: Dataset, test: Dataset | None):
+    mechanism, rows, noise = state["mechanism"], state["rows"], state["noise"]
+    solutions = [state["solutions"][k] for k in range(noise["m"])]
+    solve_seconds = sum(s.certificate.seconds for s in solutions)
+    release = mechanism.finish(rows, noise, solutions, state["rng"],
+                               {"solve": solve_seconds})  # fmt: skip
+    wall = time.perf_counter() - state["start"]
+    row = {
+        "key": str(key), "mechanism": key.mechanism, "epsilon": key.epsilon,
+        "run_index": key.run_index, "privacy_delta": release.privacy.delta,
+        "privacy_holds": release.privacy.holds, "privacy_reason": release.privacy.reason,
+        "train_accuracy": release.accuracy(train.features, train.labels),
+        "test_accuracy": (release.accuracy(test.features, test.labels) if test is not None
+                          else float("nan")),
+        "wall_seconds": wall, "oracle_seconds": release.oracle_seconds,
+        "oracle_calls": len(release.certificates), "oracle_max_gap": release.max_gap,
+        "oracle_backends": ",".join(sorted({c.backend for c in release.certificates})),
+        "oracle_fallbacks": ";".join(sorted({c.fallback for c in release.certificates
+                                             if c.fallback})),
+        "node": ",".join(sorted(state["nodes"])),
+    }  # fmt: skip
+    return row, release
+
+
+__all__ = ["Progress", "init_ray", "run_sweep", "np"]

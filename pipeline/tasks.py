@@ -1,0 +1,168 @@
+"""One run of the sweep: (mechanism, epsilon, run index) on a dataset, as a plain function.
+
+Kept free of Ray and MLflow so that it runs the same in a test, a loop, or a Ray task. The
+noise of a run comes from a generator derived from (sweep seed, mechanism, epsilon, run
+index), so any run can be reproduced alone.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from mechanisms.base import Release
+from pipeline.config import Config, MechanismConfig, OracleConfig
+from pipeline.data.record import Dataset
+
+#: Mechanisms that are references, not private: they run once per sweep, not per epsilon.
+NON_PRIVATE = frozenset({"erm_01", "logistic_regression"})
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """Identifies a run; its string form is the resume key of the sweep."""
+
+    mechanism: str
+    epsilon: float
+    run_index: int
+
+    def __str__(self) -> str:
+        return f"{self.mechanism}/eps={self.epsilon:g}/run={self.run_index}"
+
+
+def run_generator(sweep_seed: int, key: RunKey) -> np.random.Generator:
+    """A generator derived from (sweep seed, mechanism, epsilon, run index) alone."""
+    entropy = [
+        int(sweep_seed),
+        zlib.crc32(key.mechanism.encode()),
+        # epsilon in units of 1e-9; the non-private references (epsilon = inf) get 2**63
+        int(round(key.epsilon * 1e9)) if math.isfinite(key.epsilon) else 2**63,
+        int(key.run_index),
+    ]
+    return np.random.default_rng(np.random.SeedSequence(entropy))
+
+
+def sweep_keys(config: Config) -> list[RunKey]:
+    """Every run of the sweep; the non-private references once each (epsilon recorded as inf)."""
+    sweep = config.sweep
+    if sweep is None:
+        return []
+    keys = []
+    for name in sweep.mechanisms:
+        if name in NON_PRIVATE:
+            keys.append(RunKey(name, math.inf, 0))
+            continue
+        for eps in sweep.epsilons:
+            keys += [RunKey(name, float(eps), i) for i in range(sweep.seeds)]
+    return keys
+
+
+def make_oracle(cfg: OracleConfig, threads: int | None = None) -> Any:
+    from oracles.registry import make_oracle as _make
+
+    if cfg.name == "enumerate":
+        return _make("enumerate")
+    return _make(cfg.name, time_limit=cfg.time_limit, threads=threads or cfg.threads)
+
+
+def build_mechanism(cfg: MechanismConfig, epsilon: float, delta: float, margin: float):
+    """The mechanism object for an oracle-based mechanism (runner protocol)."""
+    from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
+    from mechanisms.opsamp import OPSamp, OPSampParams
+    from mechanisms.rspm import RSPM, RSPMParams
+
+    if cfg.name == "opdisc":
+        return OPDisc(OPDiscParams(epsilon, delta, tau=cfg.tau, B=cfg.B, D=cfg.D, margin=margin))
+    if cfg.name in ("rspm_gaussian", "rspm_laplace"):
+        laplace = cfg.noise == "laplace"
+        return RSPM(RSPMParams(epsilon, 0.0 if laplace else delta, noise=cfg.noise,
+                               margin=margin))  # fmt: skip
+    if cfg.name == "opsamp":
+        return OPSamp(OPSampParams(epsilon, delta, loss=cfg.loss, beta=cfg.beta, alpha=cfg.alpha,
+                                   lower=cfg.lower, upper=cfg.upper, x_max=cfg.x_max,
+                                   margin=margin))  # fmt: skip
+    if cfg.name == "erm_01":
+        return ExactERM(margin=margin)
+    raise ValueError(f"{cfg.name!r} is not an oracle-based mechanism")
+
+
+def privacy_delta(config: Config, n: int) -> float:
+    """The sweep's delta, 1/n^2 by default (SPEC section 9)."""
+    sweep_delta = config.sweep.privacy_delta if config.sweep is not None else None
+    return sweep_delta if sweep_delta is not None else 1.0 / n**2
+
+
+SolveMany = Callable[[Any, Sequence[Any]], list]
+
+
+def run_release(
+    config: Config, key: RunKey, train: Dataset, *, solve_many: SolveMany | None = None,
+    threads: int | None = None,
+) -> Release:  # fmt: skip
+    """The release of one run (no I/O)."""
+    from mechanisms.runner import run, solve_sequentially
+
+    cfg = config.mechanisms[key.mechanism]
+    rng = run_generator(config.sweep.sweep_seed if config.sweep else 0, key)
+    delta = privacy_delta(config, train.n)
+    X, y = train.features, train.labels
+    if cfg.name == "dpsgd_lr":
+        from mechanisms.dpsgd import DPSGDParams, run_dpsgd, tune_dpsgd
+
+        if cfg.tune:
+            return tune_dpsgd(X, y, key.epsilon, delta, rng=rng, accounted=cfg.tune_accounted)
+        params = DPSGDParams(key.epsilon, delta, clip_norm=cfg.clip_norm,
+                             batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
+                             epochs=cfg.epochs)  # fmt: skip
+        return run_dpsgd(X, y, params, rng)
+    if cfg.name == "logistic_regression":
+        from mechanisms.logistic import fit_logistic
+
+        return fit_logistic(X, y)
+    if cfg.name == "expmech":
+        from mechanisms.expmech import ExpMechParams, run_expmech
+
+        return run_expmech(X, y, ExpMechParams(key.epsilon, margin=config.margin,
+                                               max_points=cfg.max_points), rng)  # fmt: skip
+    mechanism = build_mechanism(cfg, key.epsilon, delta, config.margin)
+    if cfg.name == "opsamp" and cfg.loss == "logistic":
+        from oracles.registry import make_oracle as _make
+
+        oracle = _make("convex")
+    else:
+        oracle = make_oracle(config.oracle, threads)
+    return run(mechanism, X, y, oracle, rng, solve_many=solve_many or solve_sequentially)
+
+
+def run_one(
+    config: Config, key: RunKey, train: Dataset, test: Dataset | None, **kwargs: Any
+) -> tuple[dict[str, Any], Release]:
+    """Run one (mechanism, epsilon, run index) and summarize it as a flat result row."""
+    start = time.perf_counter()
+    release = run_release(config, key, train, **kwargs)
+    wall = time.perf_counter() - start
+    row = {
+        "key": str(key),
+        "mechanism": key.mechanism,
+        "epsilon": key.epsilon,
+        "run_index": key.run_index,
+        "privacy_delta": release.privacy.delta,
+        "privacy_holds": release.privacy.holds,
+        "privacy_reason": release.privacy.reason,
+        "train_accuracy": release.accuracy(train.features, train.labels),
+        "test_accuracy": (release.accuracy(test.features, test.labels)
+                          if test is not None else float("nan")),  # fmt: skip
+        "wall_seconds": wall,
+        "oracle_seconds": release.oracle_seconds,
+        "oracle_calls": len(release.certificates),
+        "oracle_max_gap": release.max_gap,
+        "oracle_backends": ",".join(sorted({c.backend for c in release.certificates})),
+        "oracle_fallbacks": ";".join(sorted({c.fallback for c in release.certificates
+                                             if c.fallback})),  # fmt: skip
+    }
+    return row, release

@@ -1,0 +1,161 @@
+"""MLflow records of a sweep: one parent run per sweep, one child run per (mechanism, eps, run).
+
+Only the driver writes to MLflow. Ray tasks return releases and the driver logs them as they
+complete, so a sqlite store never sees concurrent writers. The database and the experiment are
+created before anything fans out.
+
+A child run is created, filled and set FINISHED in one step when its result arrives, so a sweep
+killed half-way leaves finished children and at most one unfinished one. A rerun of the same sweep
+(same ``sweep_id``) finds the parent, skips keys that already have a FINISHED child, and
+deletes unfinished ones, so nothing is duplicated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+from mechanisms.base import Release
+
+FINISHED = "FINISHED"
+MAX_PARAM = 6000  # MLflow's limit on a parameter value
+
+
+def default_tracking_uri(output_dir: Path) -> str:
+    """A sqlite database under the output directory, as an absolute URI."""
+    return f"sqlite:///{(Path(output_dir).resolve() / 'mlflow.db').as_posix()}"
+
+
+def sweep_id(resolved: dict[str, Any]) -> str:
+    """A deterministic id of a sweep's content (not of where its outputs go)."""
+    content = {k: v for k, v in resolved.items() if k not in ("tracking", "cluster", "output_dir")}
+    blob = json.dumps(content, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _param(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text[:MAX_PARAM]
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = value
+
+
+class SweepTracker:
+    """The MLflow side of a sweep, used by the driver only."""
+
+    def __init__(self, tracking_uri: str, experiment: str, artifact_dir: Path | None) -> None:
+        import mlflow
+        from mlflow import MlflowClient
+
+        self.uri = tracking_uri
+        mlflow.set_tracking_uri(tracking_uri)
+        self.client = MlflowClient(tracking_uri)
+        found = self.client.get_experiment_by_name(experiment)
+        if found is None:
+            location = None
+            if artifact_dir is not None and tracking_uri.startswith("sqlite:"):
+                location = Path(artifact_dir).resolve().as_uri()
+            self.experiment_id = self.client.create_experiment(experiment, location)
+        else:
+            self.experiment_id = found.experiment_id
+        self.parent_id: str | None = None
+
+    def start_parent(self, sweep_name: str, sid: str, resolved: dict[str, Any]) -> str:
+        """The parent run of this sweep: the existing one for the same sweep_id, else new."""
+        existing = self.client.search_runs(
+            [self.experiment_id],
+            filter_string=f"tags.sweep_id = '{sid}' and tags.role = 'sweep'",
+            max_results=1,
+        )
+        if existing:
+            self.parent_id = existing[0].info.run_id
+            self.client.update_run(self.parent_id, status="RUNNING")
+            return self.parent_id
+        run = self.client.create_run(
+            self.experiment_id, run_name=f"sweep-{sweep_name}",
+            tags={"sweep_id": sid, "role": "sweep", "sweep_name": sweep_name},
+        )  # fmt: skip
+        self.parent_id = run.info.run_id
+        flat: dict[str, Any] = {}
+        _flatten("", resolved, flat)
+        self._log_params(self.parent_id, flat)
+        return self.parent_id
+
+    def finished_keys(self) -> set[str]:
+        """Keys with a FINISHED child; unfinished children are deleted (they will be redone)."""
+        done: set[str] = set()
+        children = self.client.search_runs(
+            [self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{self.parent_id}'",
+            max_results=50_000,
+        )  # fmt: skip
+        for child in children:
+            key = child.data.tags.get("run_key")
+            if child.info.status == FINISHED and key and key not in done:
+                done.add(key)
+            else:
+                self.client.delete_run(child.info.run_id)
+        return done
+
+    def log_child(self, row: dict[str, Any], release: Release, mechanism_cfg: dict[str, Any]) -> str:
+        """One child run, created and finished in one step."""
+        holds = bool(row["privacy_holds"])
+        backends = row.get("oracle_backends") or "none"
+        tags = {
+            "mlflow.parentRunId": self.parent_id,
+            "run_key": row["key"],
+            "mechanism": row["mechanism"],
+            "privacy_holds": "yes" if holds else "no",
+            "backend": backends,
+            "node": str(row.get("node", "")),
+        }
+        if row.get("oracle_fallbacks"):
+            tags["oracle_fallback"] = row["oracle_fallbacks"]
+        run = self.client.create_run(self.experiment_id, run_name=row["key"], tags=tags)
+        run_id = run.info.run_id
+        params = {f"config.{k}": v for k, v in mechanism_cfg.items()}
+        params.update(release.to_params())
+        params["epsilon"] = row["epsilon"]
+        params["run_index"] = row["run_index"]
+        self._log_params(run_id, params)
+        metrics = {k: float(v) for k, v in release.to_metrics().items()}
+        for name in ("train_accuracy", "test_accuracy", "wall_seconds", "oracle_seconds",
+                     "oracle_max_gap"):  # fmt: skip
+            value = float(row[name])
+            if math.isfinite(value):
+                metrics[name] = value
+        self._log_metrics(run_id, metrics)
+        self.client.set_terminated(run_id, status=FINISHED)
+        return run_id
+
+    def finish_parent(self, artifacts: Iterable[Path], metrics: dict[str, float],
+                      status: str = FINISHED) -> None:  # fmt: skip
+        for path in artifacts:
+            self.client.log_artifact(self.parent_id, str(path))
+        self._log_metrics(self.parent_id, metrics)
+        self.client.set_terminated(self.parent_id, status=status)
+
+    def _log_params(self, run_id: str, params: dict[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k[:250], _param(v)) for k, v in params.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i:i + 100])
+
+    def _log_metrics(self, run_id: str, metrics: dict[str, float]) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(k, float(v), now, 0) for k, v in metrics.items() if math.isfinite(v)]
+        for i in range(0, len(items), 500):
+            self.client.log_batch(run_id, metrics=items[i:i + 500])
