@@ -21,11 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from pipeline.config import Config
 from pipeline.data.record import Dataset
-from pipeline.tasks import RunKey, build_mechanism, privacy_delta, run_generator, run_one, sweep_keys
+from pipeline.tasks import (RunKey, build_mechanism, make_oracle, privacy_delta, registry_oracle,
+                            run_generator, run_one, sweep_keys)
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +81,6 @@ def _remote_functions(solver_cpus: int):
     @ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)
     def opsamp_call_task(config: Config, key: RunKey, k: int, train: Dataset):
         """Oracle call k of an OPSamp run: redraws the run's noise, solves problem k only."""
-        from pipeline.tasks import make_oracle
-
         mechanism = build_mechanism(config.mechanisms[key.mechanism], key.epsilon,
                                     privacy_delta(config, train.n), config.margin)  # fmt: skip
         rows = train.merged()
@@ -91,9 +88,7 @@ def _remote_functions(solver_cpus: int):
         one = {**noise, "sigmas": noise["sigmas"][k:k + 1]}
         (problem,) = mechanism.problems(rows, one)
         if config.mechanisms[key.mechanism].loss == "logistic":
-            from oracles.registry import make_oracle as make
-
-            oracle = make("convex")
+            oracle = registry_oracle("convex")
         else:
             oracle = make_oracle(config.oracle, _assigned_cpus())
         return k, oracle.solve(problem), _node_id()
@@ -215,4 +210,3 @@ def _finish_opsamp(key: RunKey, state: dict[str, Any], train: Dataset, test: Dat
     return row, release
 
 
-__all__ = ["Progress", "init_ray", "run_sweep", "np"]

@@ -15,7 +15,18 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+# Imported here, at load time, not lazily: a driver must have its code loaded before it connects
+# to Ray (on a one-machine test cluster a second node re-extracts the job's working directory into
+# the same place while the driver runs). None of these imports a solver backend.
 from mechanisms.base import Release
+from mechanisms.dpsgd import DPSGDParams, run_dpsgd, tune_dpsgd
+from mechanisms.expmech import ExpMechParams, run_expmech
+from mechanisms.logistic import fit_logistic
+from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
+from mechanisms.opsamp import OPSamp, OPSampParams
+from mechanisms.rspm import RSPM, RSPMParams
+from mechanisms.runner import run, solve_sequentially
+from oracles.registry import make_oracle as registry_oracle
 from pipeline.config import Config, MechanismConfig, OracleConfig
 from pipeline.data.record import Dataset
 
@@ -63,19 +74,13 @@ def sweep_keys(config: Config) -> list[RunKey]:
 
 
 def make_oracle(cfg: OracleConfig, threads: int | None = None) -> Any:
-    from oracles.registry import make_oracle as _make
-
     if cfg.name == "enumerate":
-        return _make("enumerate")
-    return _make(cfg.name, time_limit=cfg.time_limit, threads=threads or cfg.threads)
+        return registry_oracle("enumerate")
+    return registry_oracle(cfg.name, time_limit=cfg.time_limit, threads=threads or cfg.threads)
 
 
 def build_mechanism(cfg: MechanismConfig, epsilon: float, delta: float, margin: float):
     """The mechanism object for an oracle-based mechanism (runner protocol)."""
-    from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
-    from mechanisms.opsamp import OPSamp, OPSampParams
-    from mechanisms.rspm import RSPM, RSPMParams
-
     if cfg.name == "opdisc":
         return OPDisc(OPDiscParams(epsilon, delta, tau=cfg.tau, B=cfg.B, D=cfg.D, margin=margin))
     if cfg.name in ("rspm_gaussian", "rspm_laplace"):
@@ -105,15 +110,11 @@ def run_release(
     threads: int | None = None,
 ) -> Release:  # fmt: skip
     """The release of one run (no I/O)."""
-    from mechanisms.runner import run, solve_sequentially
-
     cfg = config.mechanisms[key.mechanism]
     rng = run_generator(config.sweep.sweep_seed if config.sweep else 0, key)
     delta = privacy_delta(config, train.n)
     X, y = train.features, train.labels
     if cfg.name == "dpsgd_lr":
-        from mechanisms.dpsgd import DPSGDParams, run_dpsgd, tune_dpsgd
-
         if cfg.tune:
             return tune_dpsgd(X, y, key.epsilon, delta, rng=rng, accounted=cfg.tune_accounted)
         params = DPSGDParams(key.epsilon, delta, clip_norm=cfg.clip_norm,
@@ -121,19 +122,13 @@ def run_release(
                              epochs=cfg.epochs)  # fmt: skip
         return run_dpsgd(X, y, params, rng)
     if cfg.name == "logistic_regression":
-        from mechanisms.logistic import fit_logistic
-
         return fit_logistic(X, y)
     if cfg.name == "expmech":
-        from mechanisms.expmech import ExpMechParams, run_expmech
-
         return run_expmech(X, y, ExpMechParams(key.epsilon, margin=config.margin,
                                                max_points=cfg.max_points), rng)  # fmt: skip
     mechanism = build_mechanism(cfg, key.epsilon, delta, config.margin)
     if cfg.name == "opsamp" and cfg.loss == "logistic":
-        from oracles.registry import make_oracle as _make
-
-        oracle = _make("convex")
+            oracle = registry_oracle("convex")
     else:
         oracle = make_oracle(config.oracle, threads)
     return run(mechanism, X, y, oracle, rng, solve_many=solve_many or solve_sequentially)

@@ -10,7 +10,7 @@ import sys
 from tests.conftest import REPO
 
 
-def _run(args, tmp_path, env_extra=None, timeout=120):
+def _run(args, tmp_path, env_extra=None, timeout=600):
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run(
         [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={tmp_path / 'out'}"],

@@ -1,0 +1,154 @@
+"""What is audited: each mechanism's claim, its sampler, its pairs; and ``run_audit``."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from pipeline.audit.core import NeighbouringPair, audit_pair
+from pipeline.audit.pairs import (dpsgd_pairs, expmech_pairs, opdisc_pairs, opsamp_pairs,
+                                  rspm_pairs)  # fmt: skip
+from pipeline.audit.report import CORRECT, AuditReport
+from pipeline.audit.samplers import (DPSGDSampler, ExpMechSampler, GridArgminSampler,
+                                     OPSampSampler, ReleaseSampler)  # fmt: skip
+from pipeline.audit.stats import check_confidence
+
+#: Claimed privacy of every audited mechanism (tiny instances, so the test has power).
+EPSILON = 1.0
+DELTA = 1e-5
+
+
+@dataclass(frozen=True)
+class MechanismAudit:
+    """A mechanism under audit: its parameters (hence its claim), sampler and pairs.
+
+    ``make_sampler(params)`` builds the sampler of the mechanism as implemented; mutants
+    (tests/audit/mutants.py) build theirs from the same ``params``. A pair's ``settings``
+    replace fields of ``params`` for that pair (DP-SGD's batch size and steps).
+    """
+
+    name: str
+    params: Any
+    epsilon: float
+    delta: float
+    claim_relation: str
+    make_sampler: Callable[[Any], ReleaseSampler]
+    pairs: Callable[[], list[NeighbouringPair]]
+    #: Samples per dataset of the default audit (CI) and of the slow one.
+    default_samples: int
+    slow_samples: int
+
+    def params_for(self, pair: NeighbouringPair) -> Any:
+        return dataclasses.replace(self.params, **pair.settings) if pair.settings else self.params
+
+
+def _opdisc() -> MechanismAudit:
+    from mechanisms.opdisc import OPDisc, OPDiscParams
+
+    return MechanismAudit("opdisc", OPDiscParams(EPSILON, DELTA), EPSILON, DELTA, "replace",
+                          lambda p: GridArgminSampler(OPDisc(p)), opdisc_pairs,
+                          200_000, 4_000_000)  # fmt: skip
+
+
+def _rspm(noise: str) -> MechanismAudit:
+    from mechanisms.rspm import RSPM, RSPMParams
+
+    delta = DELTA if noise == "gaussian" else 0.0
+    return MechanismAudit(f"rspm_{noise}", RSPMParams(EPSILON, delta, noise=noise), EPSILON,
+                          delta, "replace", lambda p: GridArgminSampler(RSPM(p)), rspm_pairs,
+                          200_000, 4_000_000)  # fmt: skip
+
+
+def _expmech() -> MechanismAudit:
+    from mechanisms.expmech import ExpMechParams
+
+    return MechanismAudit("expmech", ExpMechParams(EPSILON), EPSILON, 0.0, "replace",
+                          ExpMechSampler, expmech_pairs, 400_000, 10_000_000)  # fmt: skip
+
+
+def _dpsgd() -> MechanismAudit:
+    from mechanisms.dpsgd import DPSGDParams
+
+    params = DPSGDParams(EPSILON, DELTA, clip_norm=1.0, batch_size=50, learning_rate=1.0, steps=1)
+    return MechanismAudit("dpsgd_lr", params, EPSILON, DELTA, "add_remove", DPSGDSampler,
+                          dpsgd_pairs, 1_000_000, 5_000_000)  # fmt: skip
+
+
+def _opsamp() -> MechanismAudit:
+    from mechanisms.opsamp import OPSamp, OPSampParams
+
+    return MechanismAudit("opsamp", OPSampParams(EPSILON, DELTA), EPSILON, DELTA, "replace",
+                          lambda p: OPSampSampler(OPSamp(p)), opsamp_pairs,
+                          100_000, 1_000_000)  # fmt: skip
+
+
+AUDITS: dict[str, Callable[[], MechanismAudit]] = {
+    "opdisc": _opdisc,
+    "rspm_gaussian": lambda: _rspm("gaussian"),
+    "rspm_laplace": lambda: _rspm("laplace"),
+    "expmech": _expmech,
+    "dpsgd_lr": _dpsgd,
+    "opsamp": _opsamp,
+}
+
+
+def mechanism_audit(name: str) -> MechanismAudit:
+    if name not in AUDITS:
+        raise ValueError(f"unknown mechanism {name!r}; known: {sorted(AUDITS)}")
+    return AUDITS[name]()
+
+
+def load_mutants() -> tuple[Any, ...]:
+    """``MUTANTS`` of tests/audit/mutants.py (they live in the test tree, not in mechanisms/)."""
+    try:
+        module = importlib.import_module("tests.audit.mutants")
+    except ImportError:
+        path = Path(__file__).resolve().parents[2] / "tests" / "audit" / "mutants.py"
+        if not path.is_file():
+            raise RuntimeError(
+                f"include_mutants needs the test tree: {path} not found (run from a checkout)"
+            ) from None
+        spec = importlib.util.spec_from_file_location("_audit_mutants", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return tuple(module.MUTANTS)
+
+
+def audit_variant(audit: MechanismAudit, variant: str, make_sampler: Callable[[Any], Any], *,
+                  samples: int, confidence: float, seed: int) -> list[AuditReport]:  # fmt: skip
+    """Every pair of ``audit`` against one variant (the mechanism or a mutant)."""
+    return [
+        audit_pair(
+            make_sampler(audit.params_for(pair)), pair, mechanism=audit.name, variant=variant,
+            epsilon=audit.epsilon, delta=audit.delta, samples=samples, confidence=confidence,
+            seed=seed, claim_relation=audit.claim_relation,
+        )  # fmt: skip
+        for pair in audit.pairs()
+    ]
+
+
+def run_audit(mechanism: str, *, samples: int, confidence: float, seed: int,
+              include_mutants: bool = False) -> list[AuditReport]:  # fmt: skip
+    """Audit ``mechanism`` (a key of AUDITS) on all its pairs; mutants after it if asked.
+
+    ``samples`` releases per dataset and pair (half choose the events, half bound epsilon);
+    each pair's two bounds hold at once with probability >= ``confidence``; ``seed`` fixes
+    every draw (each (variant, pair) gets its own generator derived from it).
+    """
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 4:
+        raise ValueError(f"samples must be an integer >= 4, found {samples!r}")
+    check_confidence(confidence)
+    audit = mechanism_audit(mechanism)
+    options = {"samples": samples, "confidence": confidence, "seed": seed}
+    reports = audit_variant(audit, CORRECT, audit.make_sampler, **options)
+    if include_mutants:
+        for mutant in load_mutants():
+            if mutant.mechanism == mechanism:
+                reports += audit_variant(audit, mutant.name, mutant.make, **options)
+    return reports
