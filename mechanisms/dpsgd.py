@@ -9,11 +9,13 @@ Loss log(1 + exp(-y <w, x>)), no intercept. Each of T steps:
 normalized by the EXPECTED batch size b (so the noisy sum's sensitivity stays C). The output is
 the average of the iterates w_1..w_T (post-processing).
 
-Accounting: dp-accounting's RDP accountant (``RdpAccountant``, neighbouring relation
-ADD_OR_REMOVE_ONE, its default orders) over ``SelfComposedDpEvent(PoissonSampledDpEvent(q,
-GaussianDpEvent(z)), T)``. ``calibrate_noise_multiplier`` is the smallest z (bisection on log z,
-to a relative epsilon precision of 1e-3) whose accounted epsilon is <= the target. The rate
-q = b / n treats n as public, as DP-SGD always does.
+Accounting: dp-accounting's RDP accountant (``RdpAccountant``, ADD_OR_REMOVE_ONE, its default
+orders) over ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), T)``, turned
+into a REPLACE-ONE guarantee by group privacy (``event_epsilon``): the project's neighbouring
+relation is replacement (SPEC section 2), as for OPDisc and RSPM, so n and q = b / n are
+public. (The privacy audit found the add/remove claim with q from the private n broken.)
+``calibrate_noise_multiplier`` is the smallest z (bisection on log z, to a relative epsilon
+precision of 1e-3) whose accounted replace-one epsilon is <= the target.
 
 Hyperparameters (C, b, lr) are chosen per (epsilon, delta) by grid search, as in the paper
 (``tune_dpsgd``). Selecting by training accuracy reads the private data: that mode warns
@@ -53,7 +55,7 @@ DEFAULT_EPOCHS = 5.0
 CALIBRATION_REL_TOL = 1e-3
 #: Noise multipliers searched: [_Z_MIN, _Z_MAX].
 _Z_MIN, _Z_MAX = 1e-3, 1e6
-ACCOUNTANT = "rdp (dp_accounting.rdp.RdpAccountant, add-or-remove-one)"
+ACCOUNTANT = "rdp (dp_accounting.rdp.RdpAccountant, add-or-remove-one, to replace-one by group privacy)"
 
 
 # --- validation of the numbers this module takes ------------------------------------------------
@@ -142,7 +144,38 @@ def dpsgd_event(noise_multiplier: float, sampling_rate: float, steps: int) -> dp
 
 
 def event_epsilon(event: dp_event.DpEvent, delta: float) -> float:
-    """Epsilon at ``delta`` of ``event`` by the RDP accountant (the one ``ACCOUNTANT`` names)."""
+    """Epsilon at ``delta`` of ``event`` under REPLACE-ONE neighbours (SPEC section 2).
+
+    dp-accounting's RDP accountant gives the add-or-remove-one guarantee (eps', delta'(eps'))
+    of a Poisson-subsampled Gaussian; it has no replace-one accounting for it. Replacing a record
+    is removing it and adding another, so by group privacy (eps', delta')-DP under add/remove
+    gives (2 eps', (1 + e^eps') delta')-DP under replacement. This returns 2 eps' for the
+    smallest eps' (by bisection, to 1e-6) with (1 + e^eps') delta'(eps') <= delta. n, and so
+    q = b / n, is public under replacement, as for every mechanism here.
+    """
+    accountant = rdp.RdpAccountant()
+    accountant.compose(event)
+
+    def meets(eps_ar: float) -> bool:
+        return (1.0 + math.exp(eps_ar)) * accountant.get_delta(eps_ar) <= delta
+
+    hi = max(float(accountant.get_epsilon(delta / 2.0)), 1e-6)
+    while not meets(hi):
+        hi *= 2.0
+        if hi > 1e4:
+            raise ValueError(f"no finite epsilon at delta={delta!r} for this event")
+    lo = 0.0
+    while hi - lo > 1e-6 * max(hi, 1e-3):
+        mid = 0.5 * (lo + hi)
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    return 2.0 * hi
+
+
+def add_or_remove_epsilon(event: dp_event.DpEvent, delta: float) -> float:
+    """The accountant's own add-or-remove-one epsilon at ``delta`` (for comparison only)."""
     accountant = rdp.RdpAccountant()
     accountant.compose(event)
     return float(accountant.get_epsilon(delta))
@@ -527,6 +560,7 @@ def _tune_repeat_and_select(X, y, epsilon, delta, grid, rng, *, mean_runs, shape
 
 __all__ = [
     "ACCOUNTANT", "DEFAULT_EPOCHS", "DPSGDGrid", "DPSGDParams", "accounted_epsilon", "add_noise",
+    "add_or_remove_epsilon", "event_epsilon",
     "calibrate", "calibrate_noise_multiplier", "clip_and_sum", "draw_repetitions", "dpsgd_event",
     "event_epsilon", "per_example_gradients", "repeat_and_select_event", "run_dpsgd",
     "train_dpsgd", "tune_dpsgd",

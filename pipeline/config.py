@@ -249,6 +249,28 @@ class ClusterConfig:
                  "must be >= 1 or null", self.num_cpus)  # fmt: skip
 
 
+@dataclass
+class AuditConfig:
+    """Statistical privacy audit of one mechanism (pipeline.audit.run_audit)."""
+
+    mechanism: str = MISSING
+    #: Releases per dataset and pair.
+    samples: int = 200_000
+    #: Confidence of each pair's lower bound on epsilon (both directions).
+    confidence: float = 0.95
+    seed: int = 0
+    #: Also audit the deliberately broken variants of tests/audit/mutants.py.
+    include_mutants: bool = False
+
+    def check(self) -> None:
+        from pipeline.audit import AUDITS
+
+        _require(self.mechanism in AUDITS, "mechanism", f"must be one of {sorted(AUDITS)}",
+                 self.mechanism)  # fmt: skip
+        _require(self.samples >= 4, "samples", "must be >= 4", self.samples)
+        _require(0 < self.confidence < 1, "confidence", "must be in (0, 1)", self.confidence)
+
+
 # --- root --------------------------------------------------------------------------------------
 
 
@@ -259,6 +281,7 @@ class Config:
     mechanisms: dict[str, MechanismConfig] = field(default_factory=dict)
     oracle: OracleConfig = field(default_factory=OracleConfig)
     sweep: Optional[SweepConfig] = None
+    audit: Optional[AuditConfig] = None
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     #: Margin mu of the threshold rule h_w(x) = +1 iff <w, x> >= mu (SPEC section 2).
@@ -286,6 +309,7 @@ def register() -> None:
              package="dataset")  # fmt: skip
     cs.store(group="schema/sweep", name="sweep", node=SweepConfig, package="sweep")
     cs.store(group="schema/oracle", name="oracle", node=OracleConfig, package="oracle")
+    cs.store(group="schema/audit", name="audit", node=AuditConfig, package="audit")
     for name, schema in MECHANISM_SCHEMAS.items():
         cs.store(group="schema/mechanism", name=name, node=schema)
     cs.store(group="schema/tracking", name="tracking", node=TrackingConfig, package="tracking")

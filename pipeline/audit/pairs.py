@@ -126,38 +126,28 @@ def rspm_pairs() -> list[NeighbouringPair]:
 
 # --- DP-SGD ------------------------------------------------------------------------------------
 
-DPSGD_N_DEPENDENCE = (
-    "run_dpsgd takes q = b / n and calibrates z from the private n: under add/remove the two "
-    "datasets get different noise multipliers (q = 1 vs 2/3 here), which the accountant does "
-    "not cover"
-)
-DPSGD_REPLACEMENT = (
-    "the claim is add/remove (RdpAccountant ADD_OR_REMOVE_ONE); a replacement moves the clipped "
-    "sum by 2C, so under SPEC section 2's relation the epsilon is about twice the claim"
-)
-
-
 def dpsgd_pairs() -> list[NeighbouringPair]:
-    # 10,000 zero-feature rows: zero gradient, so they add no noise of their own, and n so large
-    # that q = b / n barely moves when a row is added (see DPSGD_N_DEPENDENCE)
+    """Replace-one pairs (DP-SGD's claim is replace-one by group privacy, mechanisms.dpsgd).
+
+    The audit first ran add/remove pairs against an add/remove claim and found it broken (q = b/n
+    and z calibrated from the private n: n = 2 -> 3 measured eps_lb 3.19 against 1), and found
+    that a replacement moves the clipped sum by 2C (eps_lb 1.45 against 1). DP-SGD now claims
+    replace-one, with n public: add/remove pairs are not neighbours of that claim.
+    """
+    # zero-feature rows have zero gradient, so they add no signal of their own
     pad = [((0.0,), 1, 10_000)]
     return [
-        add_pair("add_large_norm", pad, ((10.0,), 1),
-                 "an example of norm 10 (gradient 5 at w = 0, clipped to C = 1) added; q = 1 "
-                 "on D, T = 1: the Gaussian mechanism itself",
-                 settings={"batch_size": 10_000, "steps": 1}),
-        add_pair("add_large_norm_subsampled", pad, ((10.0,), 1),
-                 "the same example with Poisson sampling q = 1/2 and T = 4 averaged iterates",
-                 settings={"batch_size": 5_000, "steps": 4}),
-        add_pair("add_duplicated_rows", pad + [((3.0,), 1, 5)], ((3.0,), 1),
-                 "a 6th duplicate of a clipped example (gradient 1.5 at w = 0), T = 2",
-                 settings={"batch_size": 10_005, "steps": 2}),
-        add_pair("add_small_n", [((0.0,), 1, 2)], ((10.0,), 1),
-                 "n = 2 -> 3: " + DPSGD_N_DEPENDENCE, finding=DPSGD_N_DEPENDENCE,
-                 settings={"batch_size": 2, "steps": 1}),
         replace_pair("replace_large_norm_flip", [((0.0,), 1, 50)], ((10.0,), 1), ((10.0,), -1),
-                     "the norm-10 example's label flipped: the clipped gradient goes -C -> +C",
-                     finding=DPSGD_REPLACEMENT, settings={"batch_size": 51, "steps": 1}),
+                     "the norm-10 example's label flipped: the clipped gradient goes -C -> +C; "
+                     "q = 1, T = 1: the Gaussian mechanism with sensitivity 2C",
+                     settings={"batch_size": 51, "steps": 1}),
+        replace_pair("replace_zero_with_large_norm", pad, ((0.0,), 1), ((10.0,), 1),
+                     "a zero row replaced by an example of norm 10 (gradient clipped to C); "
+                     "Poisson sampling q = 1/2 and T = 4 averaged iterates",
+                     settings={"batch_size": 5_000, "steps": 4}),
+        replace_pair("replace_with_duplicate", pad + [((3.0,), 1, 5)], ((0.0,), 1), ((3.0,), 1),
+                     "a zero row replaced by a 6th duplicate of a clipped example, T = 2",
+                     settings={"batch_size": 10_005, "steps": 2}),
     ]  # fmt: skip
 
 

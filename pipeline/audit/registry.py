@@ -75,7 +75,7 @@ def _dpsgd() -> MechanismAudit:
     from mechanisms.dpsgd import DPSGDParams
 
     params = DPSGDParams(EPSILON, DELTA, clip_norm=1.0, batch_size=50, learning_rate=1.0, steps=1)
-    return MechanismAudit("dpsgd_lr", params, EPSILON, DELTA, "add_remove", DPSGDSampler,
+    return MechanismAudit("dpsgd_lr", params, EPSILON, DELTA, "replace", DPSGDSampler,
                           dpsgd_pairs, 1_000_000, 5_000_000)  # fmt: skip
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -51,6 +51,28 @@ class ReleaseSampler(Protocol):
                rng: np.random.Generator) -> np.ndarray: ...  # fmt: skip
 
     # discrete samplers also offer grid(d) -> (k, d): the point of each cell index
+
+
+@dataclass(frozen=True)
+class FunctionSampler:
+    """Any ``function(X, y, size, rng) -> outputs`` as a sampler; discrete outputs are cell
+    indices into ``grid_function(d)``."""
+
+    function: Callable[..., np.ndarray]
+    kind: str = "continuous"
+    grid_function: Callable[[int], np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("discrete", "continuous"):
+            raise ValueError(f"kind must be 'discrete' or 'continuous', found {self.kind!r}")
+        if self.kind == "discrete" and self.grid_function is None:
+            raise ValueError("a discrete FunctionSampler needs grid_function")
+
+    def sample(self, X, y, size, rng) -> np.ndarray:
+        return np.asarray(self.function(X, y, size, rng))
+
+    def grid(self, d: int) -> np.ndarray:
+        return self.grid_function(d)
 
 
 # --- batched noise ------------------------------------------------------------------------------
@@ -378,5 +400,5 @@ class OPSampSampler:
 
 __all__ = [
     "AffineObjective", "AuditError", "BatchedGenerator", "DPSGDSampler", "ExpMechSampler",
-    "GridArgminSampler", "OPSampSampler", "ReleaseSampler", "affine_objective",
+    "FunctionSampler", "GridArgminSampler", "OPSampSampler", "ReleaseSampler", "affine_objective",
 ]  # fmt: skip

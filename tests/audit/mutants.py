@@ -1,0 +1,167 @@
+"""Deliberately broken variants of the mechanisms: the audit must catch them.
+
+Each mutant changes exactly one thing of the real mechanism (a subclass overriding one step,
+or the real function called with one wrong argument) and keeps the real mechanism's privacy
+claim, which it violates by a known factor. They live in the test tree, never in mechanisms/.
+``pipeline.audit.run_audit(..., include_mutants=True)`` loads ``MUTANTS`` from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from mechanisms.expmech import ExpMechParams
+from mechanisms.opdisc import OPDisc
+from mechanisms.opsamp import OPSamp
+from mechanisms.rspm import RSPM, rspm_problem
+from pipeline.audit.samplers import (DPSGDSampler, ExpMechSampler, GridArgminSampler,
+                                     OPSampSampler)  # fmt: skip
+
+# --- OPDisc ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OPDiscPlainEta(OPDisc):
+    """<eta, w> instead of <eta, pi(w)>: linear = -eta[:d], no norm term (eta[d] unused).
+
+    Without the normalization, w = 0 gets no noise at all, so whether it wins is decided by the
+    data alone in part of the noise space: the privacy loss is unbounded (SPEC section 3).
+    """
+
+    name: str = "opdisc_plain_eta"
+
+    def problems(self, rows, noise):
+        (problem,) = super().problems(rows, noise)
+        eta = np.asarray(noise["eta"], dtype=float)
+        return [dataclasses.replace(problem, linear=-eta[: rows.d], norm_coef=0.0)]
+
+
+@dataclass(frozen=True)
+class OPDiscSigmaThird(OPDisc):
+    """sigma / 3: the privacy proof's epsilon for this noise is 3 times the claim."""
+
+    name: str = "opdisc_sigma_third"
+
+    def calibrate(self, n, d):
+        cal = super().calibrate(n, d)
+        return {**cal, "sigma": cal["sigma"] / 3.0}
+
+
+# --- RSPM -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RSPMSigmaThird(RSPM):
+    """Gaussian RSPM with sigma / 3 (3x the claimed epsilon by the proof)."""
+
+    def calibrate(self, n, d):
+        cal = super().calibrate(n, d)
+        return {**cal, "sigma": cal["sigma"] / 3.0}
+
+
+@dataclass(frozen=True)
+class RSPMDropSeparators(RSPM):
+    """The separator elements (-e_j, +1) dropped (their weights set to 0, i.e. not added).
+
+    What is left, {(e_j, +1)}, does not separate {-1, 0, 1}^d: w_j = -1 and w_j = 0 get the same
+    noise, so the choice between them is made by the data alone (unbounded privacy loss).
+    """
+
+    def problems(self, rows, noise):
+        eta = np.array(noise["eta"], dtype=float)
+        eta[rows.d:] = 0.0  # (-e_j, +1) are the last d elements of separator_set
+        return [rspm_problem(rows, eta, margin=self.params.margin, label=self.name)]
+
+
+@dataclass(frozen=True)
+class RSPMLaplaceQuarter(RSPM):
+    """Laplace RSPM with scale m / epsilon / 2, a quarter of 2m / epsilon (4x the claim)."""
+
+    def calibrate(self, n, d):
+        cal = super().calibrate(n, d)
+        return {**cal, "laplace_scale": cal["m"] / self.params.epsilon / 2.0}
+
+
+# --- OPSamp ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OPSampNoOutputNoise(OPSamp):
+    """OPSamp without its final Lap(lambda / epsilon)^d (the output noise drawn, then zeroed)."""
+
+    name: str = "opsamp_no_output_noise"
+
+    def draw_noise(self, rng, n, d):
+        noise = super().draw_noise(rng, n, d)
+        return {**noise, "output_laplace": np.zeros_like(noise["output_laplace"])}
+
+
+# --- DP-SGD and ExpMech ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DPSGDNoClipping(DPSGDSampler):
+    """DP-SGD without per-example clipping; the noise is still z * C for the nominal C."""
+
+    @staticmethod
+    def clip_factors(norms, clip_norm):
+        return np.ones_like(norms)
+
+
+def expmech_without_half(params: ExpMechParams) -> ExpMechSampler:
+    """exp(-epsilon L) instead of exp(-epsilon L / 2): run_expmech at 2 epsilon, claimed epsilon."""
+    return ExpMechSampler(dataclasses.replace(params, epsilon=2.0 * params.epsilon))
+
+
+# --- the registry run_audit reads -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """``make(params)`` builds the mutant's sampler from the audited mechanism's parameters.
+
+    ``factor`` says how far the claim is off by the privacy proof. ``undetectable``, when set,
+    says why the mutant is in fact still within the claim on every instance the audit can run
+    (tests/audit/test_audit.py computes the exact epsilon): it is reported, not caught.
+    """
+
+    mechanism: str
+    name: str
+    make: Callable[[Any], Any]
+    factor: str
+    undetectable: str = ""
+
+
+SIGMA_THIRD_PRIVATE = (
+    "on d = 1 the release is a post-processing of eta + v with a shift |v| <= {v} (exact, "
+    "tests/audit/exact.py): with sigma / 3 that is the Gaussian mechanism with mu <= {mu}, "
+    "(0.641, 1e-5)-DP at most, inside the claim (1, 1e-5); the proof's constant 7 D^2 leaves "
+    "more than a factor 3 of slack (the d = 2 pairs measure at most 0.39 at 4e6 samples)"
+)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("opdisc", "plain_eta", lambda p: GridArgminSampler(OPDiscPlainEta(p)),
+           "unbounded (w = 0 gets no noise)"),
+    Mutant("opdisc", "sigma_third", lambda p: GridArgminSampler(OPDiscSigmaThird(p)), "3x",
+           undetectable=SIGMA_THIRD_PRIVATE.format(v="sqrt(2)", mu="0.179")),
+    Mutant("rspm_gaussian", "sigma_third", lambda p: GridArgminSampler(RSPMSigmaThird(p)), "3x",
+           undetectable=SIGMA_THIRD_PRIVATE.format(v="2", mu="0.179")),
+    Mutant("rspm_gaussian", "drop_separators",
+           lambda p: GridArgminSampler(RSPMDropSeparators(p)), "unbounded (not a separator)"),
+    Mutant("rspm_laplace", "quarter_scale", lambda p: GridArgminSampler(RSPMLaplaceQuarter(p)),
+           "4x"),
+    Mutant("rspm_laplace", "drop_separators",
+           lambda p: GridArgminSampler(RSPMDropSeparators(p)), "unbounded (not a separator)"),
+    Mutant("expmech", "without_half", expmech_without_half, "2x"),
+    Mutant("dpsgd_lr", "no_clipping", lambda p: DPSGDNoClipping(p),
+           "||grad|| / C = 5 for the norm-10 example"),
+    Mutant("opsamp", "no_output_noise",
+           lambda p: OPSampSampler(OPSampNoOutputNoise(p)), "unbounded (atom at the corner)"),
+)  # fmt: skip
+
+__all__ = ["MUTANTS", "Mutant"]
