@@ -101,16 +101,20 @@ def _sweep_seed(config: Config) -> int:
 
 
 def init_ray(config: Config) -> None:
+    """Connect to ``cluster.address``, else to $RAY_ADDRESS (set by ``ray job submit``), else start
+    a Ray of our own: never join, unasked, a cluster someone started on this machine."""
+    import os
+
     import ray
 
     if ray.is_initialized():
         return
-    address = config.cluster.address
-    if address:
-        ray.init(address=address, log_to_driver=False)
+    if config.cluster.address:
+        ray.init(address=config.cluster.address, log_to_driver=False)
+    elif os.environ.get("RAY_ADDRESS"):
+        ray.init(log_to_driver=False)
     else:
-        # None connects to $RAY_ADDRESS when set (ray job submit), else starts a local Ray
-        ray.init(num_cpus=config.cluster.num_cpus, log_to_driver=False,
+        ray.init(address="local", num_cpus=config.cluster.num_cpus, log_to_driver=False,
                  include_dashboard=False)  # fmt: skip
 
 
