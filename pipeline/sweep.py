@@ -81,6 +81,7 @@ def _remote_functions(solver_cpus: int):
     @ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)
     def opsamp_call_task(config: Config, key: RunKey, k: int, train: Dataset):
         """Oracle call k of an OPSamp run: redraws the run's noise, solves problem k only."""
+        start = time.perf_counter()
         mechanism = build_mechanism(config.mechanisms[key.mechanism], key.epsilon,
                                     privacy_delta(config, train.n), config.margin)  # fmt: skip
         rows = train.merged()
@@ -91,7 +92,8 @@ def _remote_functions(solver_cpus: int):
             oracle = registry_oracle("convex")
         else:
             oracle = make_oracle(config.oracle, _assigned_cpus())
-        return k, oracle.solve(problem), _node_id()
+        solution = oracle.solve(problem)
+        return k, solution, _node_id(), time.perf_counter() - start
 
     return run_task, opsamp_call_task
 
@@ -144,10 +146,9 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
                                         config.margin)  # fmt: skip
             rows = train.merged()
             rng = run_generator(_sweep_seed(config), key)
-            start = time.perf_counter()
             noise = mechanism.draw_noise(rng, rows.n, rows.d)
             opsamp[key] = {"mechanism": mechanism, "rows": rows, "noise": noise, "rng": rng,
-                           "solutions": {}, "nodes": set(), "start": start}  # fmt: skip
+                           "solutions": {}, "nodes": set(), "task_seconds": 0.0}  # fmt: skip
             for k in range(noise["m"]):
                 pending[opsamp_call_task.remote(config, key, k, train_ref)] = ("call", key)
         else:
@@ -176,9 +177,10 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
             row, release = value
         else:
             state = opsamp[key]
-            k, solution, node = value
+            k, solution, node, seconds = value
             state["solutions"][k] = solution
             state["nodes"].add(node)
+            state["task_seconds"] += seconds
             if len(state["solutions"]) < state["noise"]["m"]:
                 continue
             row, release = _finish_opsamp(key, state, train, test)
@@ -196,7 +198,9 @@ def _finish_opsamp(key: RunKey, state: dict[str, Any], train: Dataset, test: Dat
     solve_seconds = sum(s.certificate.seconds for s in solutions)
     release = mechanism.finish(rows, noise, solutions, state["rng"],
                                {"solve": solve_seconds})  # fmt: skip
-    wall = time.perf_counter() - state["start"]
+    # the run's time is what its m tasks took, summed: the compute it cost, not how long its
+    # tasks waited in the queue behind other runs
+    wall = state["task_seconds"]
     row = {
         "key": str(key), "mechanism": key.mechanism, "epsilon": key.epsilon,
         "run_index": key.run_index, "privacy_delta": release.privacy.delta,
