@@ -13,13 +13,14 @@ certified it (SPEC section 8). The non-private reference is the same argmin with
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, Release, check_epsilon_delta, noise_parameters
+from mechanisms.base import PrivacyClaim, Release, check_epsilon_delta
 from oracles.base import IntegerGrid, Problem, Solution
+from mechanisms.runner import exact_argmin_release
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 
 
@@ -97,17 +98,8 @@ class OPDisc:
         rng: np.random.Generator,
         timings: dict[str, float],
     ) -> Release:
-        (solution,) = solutions
-        claim = PrivacyClaim.from_certificates(
-            self.params.epsilon, self.params.delta, [solution.certificate],
-            needs="OPDisc needs the exact argmin",
-        )  # fmt: skip
-        return Release(
-            mechanism=self.name, w=solution.w, privacy=claim,
-            noise=noise_parameters(noise),
-            params=asdict(self.params), certificates=(solution.certificate,),
-            timings=timings | {"total": sum(timings.values())}, margin=self.params.margin,
-        )  # fmt: skip
+        return exact_argmin_release(self.name, self.params, noise, solutions, timings,
+                                    needs="OPDisc needs the exact argmin")
 
 
 def opdisc_problem(

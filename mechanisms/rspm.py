@@ -18,13 +18,14 @@ Weights may be negative. Privacy needs the exact argmin (SPEC section 8).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, Release, check_epsilon_delta, noise_parameters
+from mechanisms.base import Release, check_epsilon_delta
 from oracles.base import IntegerGrid, Problem, Solution
+from mechanisms.runner import exact_argmin_release
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 
 
@@ -95,16 +96,8 @@ class RSPM:
         rng: np.random.Generator,
         timings: dict[str, float],
     ) -> Release:
-        (solution,) = solutions
-        claim = PrivacyClaim.from_certificates(
-            self.params.epsilon, self.params.delta, [solution.certificate],
-            needs="RSPM needs the exact argmin",
-        )  # fmt: skip
-        return Release(
-            mechanism=self.name, w=solution.w, privacy=claim, noise=noise_parameters(noise),
-            params=asdict(self.params), certificates=(solution.certificate,),
-            timings=timings | {"total": sum(timings.values())}, margin=self.params.margin,
-        )  # fmt: skip
+        return exact_argmin_release(self.name, self.params, noise, solutions, timings,
+                                    needs="RSPM needs the exact argmin")
 
 
 def rspm_problem(

@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from mechanisms.base import Release, check_data, check_rng
+from mechanisms.base import PrivacyClaim, Release, check_data, check_rng, noise_parameters
 from oracles.base import Solution
 from oracles.objective import MergedRows
 
@@ -67,3 +67,24 @@ def run(
     timings = {"prepare": built - start, "solve": solved - built}
     release = mechanism.finish(rows, noise, solutions, rng, timings)
     return release
+
+
+def exact_argmin_release(
+    name: str, params: Any, noise: dict[str, Any], solutions: Sequence[Solution],
+    timings: dict[str, float], *, needs: str,
+) -> Release:  # fmt: skip
+    """The release of a mechanism whose privacy rests on one exact argmin (OPDisc, RSPM).
+
+    ``params`` is the mechanism's frozen params record (epsilon, delta, margin, ...); the claim
+    holds only if the one oracle call was certified optimal (SPEC section 8).
+    """
+    from dataclasses import asdict
+
+    (solution,) = solutions
+    claim = PrivacyClaim.from_certificates(params.epsilon, params.delta,
+                                           [solution.certificate], needs=needs)  # fmt: skip
+    return Release(
+        mechanism=name, w=solution.w, privacy=claim, noise=noise_parameters(noise),
+        params=asdict(params), certificates=(solution.certificate,),
+        timings=timings | {"total": sum(timings.values())}, margin=params.margin,
+    )  # fmt: skip

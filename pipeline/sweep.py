@@ -24,7 +24,7 @@ from typing import Any
 from pipeline.config import Config
 from pipeline.data.record import Dataset
 from pipeline.tasks import (RunKey, build_mechanism, make_oracle, privacy_delta, registry_oracle,
-                            run_generator, run_one, sweep_keys)
+                            result_row, run_generator, run_one, sweep_keys)
 
 log = logging.getLogger(__name__)
 
@@ -201,20 +201,8 @@ def _finish_opsamp(key: RunKey, state: dict[str, Any], train: Dataset, test: Dat
     # the run's time is what its m tasks took, summed: the compute it cost, not how long its
     # tasks waited in the queue behind other runs
     wall = state["task_seconds"]
-    row = {
-        "key": str(key), "mechanism": key.mechanism, "epsilon": key.epsilon,
-        "run_index": key.run_index, "privacy_delta": release.privacy.delta,
-        "privacy_holds": release.privacy.holds, "privacy_reason": release.privacy.reason,
-        "train_accuracy": release.accuracy(train.features, train.labels),
-        "test_accuracy": (release.accuracy(test.features, test.labels) if test is not None
-                          else float("nan")),
-        "wall_seconds": wall, "oracle_seconds": release.oracle_seconds,
-        "oracle_calls": len(release.certificates), "oracle_max_gap": release.max_gap,
-        "oracle_backends": ",".join(sorted({c.backend for c in release.certificates})),
-        "oracle_fallbacks": ";".join(sorted({c.fallback for c in release.certificates
-                                             if c.fallback})),
-        "node": ",".join(sorted(state["nodes"])),
-    }  # fmt: skip
+    row = result_row(key, release, train, test, wall)
+    row["node"] = ",".join(sorted(state["nodes"]))
     return row, release
 
 

@@ -140,8 +140,14 @@ def run_one(
     """Run one (mechanism, epsilon, run index) and summarize it as a flat result row."""
     start = time.perf_counter()
     release = run_release(config, key, train, **kwargs)
-    wall = time.perf_counter() - start
-    row = {
+    return result_row(key, release, train, test, time.perf_counter() - start), release
+
+
+def result_row(key: RunKey, release: Release, train: Dataset, test: Dataset | None,
+               wall_seconds: float) -> dict[str, Any]:  # fmt: skip
+    """One run summarized as a flat row of the results table."""
+    certificates = release.certificates
+    return {
         "key": str(key),
         "mechanism": key.mechanism,
         "epsilon": key.epsilon,
@@ -152,12 +158,10 @@ def run_one(
         "train_accuracy": release.accuracy(train.features, train.labels),
         "test_accuracy": (release.accuracy(test.features, test.labels)
                           if test is not None else float("nan")),  # fmt: skip
-        "wall_seconds": wall,
+        "wall_seconds": wall_seconds,
         "oracle_seconds": release.oracle_seconds,
-        "oracle_calls": len(release.certificates),
+        "oracle_calls": len(certificates),
         "oracle_max_gap": release.max_gap,
-        "oracle_backends": ",".join(sorted({c.backend for c in release.certificates})),
-        "oracle_fallbacks": ";".join(sorted({c.fallback for c in release.certificates
-                                             if c.fallback})),  # fmt: skip
+        "oracle_backends": ",".join(sorted({c.backend for c in certificates})),
+        "oracle_fallbacks": ";".join(sorted({c.fallback for c in certificates if c.fallback})),
     }
-    return row, release
