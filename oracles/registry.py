@@ -16,6 +16,7 @@ from oracles.convex import ConvexOracle
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
+from oracles.structured import StructuredOracle
 
 OracleFactory = Callable[..., Oracle]
 
@@ -34,6 +35,7 @@ FACTORIES: dict[str, OracleFactory] = {
     "gurobi": GurobiOracle,
     "auto": AutoOracle,
     "convex": ConvexOracle,
+    "structured": StructuredOracle,
 }
 
 

@@ -12,12 +12,12 @@ from oracles.registry import FACTORIES, make_oracle
 
 
 def test_known_names():
-    assert set(FACTORIES) >= {"enumerate", "highs", "gurobi", "auto"}
+    assert set(FACTORIES) >= {"enumerate", "highs", "gurobi", "auto", "structured"}
     assert isinstance(make_oracle("enumerate"), EnumerationOracle)
     assert isinstance(make_oracle("highs"), HighsOracle)
     assert isinstance(make_oracle("gurobi"), GurobiOracle)
     assert isinstance(make_oracle("auto"), AutoOracle)
-    for name in ("enumerate", "highs", "gurobi", "auto", "convex"):
+    for name in ("enumerate", "highs", "gurobi", "auto", "convex", "structured"):
         assert make_oracle(name).name == name
 
 
