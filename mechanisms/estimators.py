@@ -1,6 +1,6 @@
 """Scikit-learn style estimators over the mechanisms (fit / predict / score / ``coef_``).
 
-    clf = OPDiscClassifier(epsilon=1.0, oracle="highs", random_state=0).fit(X, y)
+    clf = OPDiscClassifier(epsilon=1.0, random_state=0).fit(X, y)   # oracle="structured"
     clf.score(X_test, y_test); clf.coef_; clf.release_.privacy.holds
 
 ``delta`` defaults to 1/n^2 (SPEC section 9; n is public under replace-one neighbouring).
@@ -81,7 +81,7 @@ class _PrivateLinearClassifier:
 
 class _OracleClassifier(_PrivateLinearClassifier):
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, *,
-                 oracle: Any = "auto", time_limit: float = 600.0, threads: int = 1,
+                 oracle: Any = "structured", time_limit: float = 600.0, threads: int = 1,
                  margin: float = DEFAULT_MARGIN, random_state: Any = None) -> None:  # fmt: skip
         super().__init__(epsilon, delta, margin=margin, random_state=random_state)
         self.oracle = oracle

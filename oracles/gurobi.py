@@ -26,7 +26,6 @@ import numpy as np
 
 from oracles.base import OracleError, Problem, Solution, Status, certify
 from oracles.mip import (
-    DEFAULT_FEASIBILITY_TOL,
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
     Milp,
@@ -34,6 +33,7 @@ from oracles.mip import (
     build_milp,
     check_solver_options,
     default_point,
+    feasibility_tol_for,
 )
 
 #: GurobiError errno of a model too large for a size-limited licence, and of no licence.
@@ -103,21 +103,22 @@ class GurobiOracle:
         threads: Gurobi's Threads.
         strict_eps: eps of ``z_u = 0 => <w, x_u> <= mu - eps`` (``oracles.mip``, limitation).
         mip_abs_gap: MIPGapAbs (MIPGap is 0).
-        feasibility_tol: FeasibilityTol and IntFeasTol (Gurobi's minimum is 1e-9).
+        feasibility_tol: FeasibilityTol and IntFeasTol (Gurobi's minimum is 1e-9); None (the
+            default) picks them by domain (``oracles.mip.feasibility_tol_for``).
     """
 
     time_limit: float = 600.0
     threads: int = 1
     strict_eps: float = DEFAULT_STRICT_EPS
     mip_abs_gap: float = DEFAULT_MIP_ABS_GAP
-    feasibility_tol: float = DEFAULT_FEASIBILITY_TOL
+    feasibility_tol: float | None = None
     name: str = "gurobi"
 
     def __post_init__(self) -> None:
         check_solver_options(self.time_limit, self.threads, self.strict_eps)
         if not (math.isfinite(self.mip_abs_gap) and self.mip_abs_gap > 0):
             raise ValueError(f"mip_abs_gap must be finite and > 0, found {self.mip_abs_gap!r}")
-        if not (1e-9 <= self.feasibility_tol <= 1e-2):
+        if self.feasibility_tol is not None and not (1e-9 <= self.feasibility_tol <= 1e-2):
             raise ValueError(
                 f"feasibility_tol must be in Gurobi's range [1e-9, 1e-2], "
                 f"found {self.feasibility_tol!r}"
@@ -166,8 +167,8 @@ class GurobiOracle:
             ("Threads", int(self.threads)),
             ("MIPGap", 0.0),
             ("MIPGapAbs", float(self.mip_abs_gap)),
-            ("FeasibilityTol", float(self.feasibility_tol)),
-            ("IntFeasTol", float(self.feasibility_tol)),
+            ("FeasibilityTol", feasibility_tol_for(milp.problem, self.feasibility_tol)),
+            ("IntFeasTol", feasibility_tol_for(milp.problem, self.feasibility_tol)),
         ):
             model.setParam(param, value)
         vtype = np.where(milp.integer, gp.GRB.INTEGER, gp.GRB.CONTINUOUS)

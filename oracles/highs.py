@@ -14,7 +14,9 @@ Quirks absorbed here:
   (time, iterations, solutions, interrupt, memory) -> TIME_LIMIT with a feasible point, else
   NO_SOLUTION; infeasible or unbounded -> ERROR (the domain is never empty, so either is a
   formulation or solver failure); anything else -> ERROR. Every answer goes through
-  ``certify``, which re-evaluates F exactly and refuses a false optimum.
+  ``certify``, which re-evaluates F exactly and refuses a point whose value is not the
+  solver's. (It cannot refute a claim that nothing better exists: that rests on the solver,
+  hence the tolerances chosen in ``oracles.mip.feasibility_tol_for``.)
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import numpy as np
 
 from oracles.base import OracleError, Problem, Solution, Status, certify
 from oracles.mip import (
-    DEFAULT_FEASIBILITY_TOL,
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
     Milp,
@@ -35,6 +36,7 @@ from oracles.mip import (
     build_milp,
     check_solver_options,
     default_point,
+    feasibility_tol_for,
 )
 
 #: The HiGHS thread count fixed by the first solve in this process (None before it).
@@ -87,20 +89,23 @@ class HighsOracle:
         threads: HiGHS threads; only the first solve in a process can set it (module docstring).
         strict_eps: eps of ``z_u = 0 => <w, x_u> <= mu - eps`` (``oracles.mip``, limitation).
         mip_abs_gap: HiGHS's absolute gap (the relative gap is 0).
-        feasibility_tol: HiGHS's mip and primal feasibility tolerances.
+        feasibility_tol: HiGHS's mip and primal feasibility tolerances; None (the default)
+            picks them by domain (``oracles.mip.feasibility_tol_for``: tighter is not safer).
     """
 
     time_limit: float = 600.0
     threads: int = 1
     strict_eps: float = DEFAULT_STRICT_EPS
     mip_abs_gap: float = DEFAULT_MIP_ABS_GAP
-    feasibility_tol: float = DEFAULT_FEASIBILITY_TOL
+    feasibility_tol: float | None = None
     name: str = "highs"
 
     def __post_init__(self) -> None:
         check_solver_options(self.time_limit, self.threads, self.strict_eps)
         for field_name in ("mip_abs_gap", "feasibility_tol"):
             value = getattr(self, field_name)
+            if value is None and field_name == "feasibility_tol":
+                continue
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{field_name} must be finite and > 0, found {value!r}")
 
@@ -112,6 +117,7 @@ class HighsOracle:
             raise SolverUnavailableError(f"highspy is not importable ({err})") from err
         milp = build_milp(problem, strict_eps=self.strict_eps)
         threads, thread_note = _threads_for(self.threads)
+        tol = feasibility_tol_for(problem, self.feasibility_tol)
 
         h = highspy.Highs()
         for option, value in (
@@ -120,8 +126,8 @@ class HighsOracle:
             ("time_limit", float(self.time_limit)),
             ("mip_rel_gap", 0.0),
             ("mip_abs_gap", float(self.mip_abs_gap)),
-            ("mip_feasibility_tolerance", float(self.feasibility_tol)),
-            ("primal_feasibility_tolerance", float(self.feasibility_tol)),
+            ("mip_feasibility_tolerance", tol),
+            ("primal_feasibility_tolerance", tol),
         ):
             if h.setOptionValue(option, value) != highspy.HighsStatus.kOk:
                 raise OracleError(f"HiGHS refused option {option}={value!r}")
@@ -136,7 +142,8 @@ class HighsOracle:
         info = h.getInfo()
         has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
         status, message = map_status(status_name, has_solution)
-        extra = {**milp.stats(), "solver_status": model_status, "solver_seconds": solver_seconds}
+        extra = {**milp.stats(), "solver_status": model_status, "solver_seconds": solver_seconds,
+                 "feasibility_tol": tol}  # fmt: skip
         if has_solution:
             x = np.asarray(h.getSolution().col_value, dtype=float)
             w = milp.decode_w(x)

@@ -66,10 +66,20 @@ from oracles.base import Box, IntegerGrid, OracleError, Problem
 #: Default eps of ``z_u = 0 => <w, x_u> <= mu - eps`` (module docstring: the known limitation).
 DEFAULT_STRICT_EPS = 1e-6
 #: Default g of ``z_u = 1 => <w, x_u> >= mu + g`` on a Box (module docstring). It is larger than
-#: the tolerances below times any big-M of a unit-scale instance, so the exact rule agrees.
+#: BOX_FEASIBILITY_TOL times any big-M of a unit-scale instance, so the exact rule agrees.
 BOX_POSITIVE_GUARD = 1e-7
-#: Solver tolerances the MIP backends set (feasibility, integrality) and their absolute gap.
-DEFAULT_FEASIBILITY_TOL = 1e-9
+#: Feasibility and integrality tolerances the MIP backends set, by domain
+#: (``feasibility_tol_for``). On an IntegerGrid a solution is exact once its binaries are
+#: rounded, so the tolerances only steer the search, and tight ones break it: with 1e-9, HiGHS
+#: 1.15 CERTIFIED FALSE OPTIMA of this formulation (measured on Adult, balanced n = 4,000,
+#: OPDisc eps = 0.5, seeds 0 and 1: "optimal" -4012.65 and -2680.19 where feasible points of
+#: -4016.31 and -2716.95 exist; ``tests/oracles/test_structured.py``), and ``certify`` cannot
+#: see that, since the point it is given is evaluated correctly. With 1e-6 (the solvers' own
+#: default for integrality) it finds the true optimum. A looser tolerance can only make the
+#: MIP accept a point whose labels are wrong, which ``certify`` does catch (INCONSISTENT).
+GRID_FEASIBILITY_TOL = 1e-6
+#: On a Box the positive guard above needs tolerances well below it.
+BOX_FEASIBILITY_TOL = 1e-9
 DEFAULT_MIP_ABS_GAP = 1e-9
 #: ||w||^2 <= norm_sq_max is checked with this slack, as ``IntegerGrid.contains`` does.
 NORM_TOL = 1e-9
@@ -85,6 +95,14 @@ class SolverUnavailableError(OracleError):
     ``AutoOracle`` falls back to its next backend on this error (and only on it); its message
     is the reason recorded in the certificate's ``fallback``.
     """
+
+
+def feasibility_tol_for(problem: Problem, override: float | None = None) -> float:
+    """The feasibility and integrality tolerance for ``problem`` (``GRID_FEASIBILITY_TOL``,
+    ``BOX_FEASIBILITY_TOL``), unless the caller chose one."""
+    if override is not None:
+        return float(override)
+    return BOX_FEASIBILITY_TOL if isinstance(problem.domain, Box) else GRID_FEASIBILITY_TOL
 
 
 def check_solver_options(time_limit: float, threads: int, strict_eps: float) -> None:
@@ -397,8 +415,10 @@ def default_point(problem: Problem) -> np.ndarray:
 
 __all__ = [
     "BOX_POSITIVE_GUARD",
-    "DEFAULT_FEASIBILITY_TOL",
+    "BOX_FEASIBILITY_TOL",
+    "GRID_FEASIBILITY_TOL",
     "DEFAULT_MIP_ABS_GAP",
+    "feasibility_tol_for",
     "DEFAULT_STRICT_EPS",
     "FormulationError",
     "Milp",

@@ -216,8 +216,9 @@ def solve_subproblem(
         ("mip_rel_gap", 0.0),
         ("mip_abs_gap", 1e-9),
         # feasibility tolerances stay at HiGHS's defaults: every coefficient is a small
-        # integer, so a solution is exact once rounded; and HiGHS has certified false optima
-        # of the reference formulation with tolerances of 1e-9 (measured, Adult n = 4,000)
+        # integer, so a solution is exact once rounded; and tight tolerances (1e-9) made
+        # HiGHS certify false optima of the reference formulation (``oracles.mip``,
+        # GRID_FEASIBILITY_TOL)
     ):
         h.setOptionValue(option, value)
     if cutoff is not None:

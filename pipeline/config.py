@@ -175,17 +175,24 @@ class ExpMechConfig(MechanismConfig):
 # --- oracles -----------------------------------------------------------------------------------
 
 
+#: The oracles a config may name (``oracles.registry``; ``convex`` is OPSamp's own).
+ORACLE_NAMES = ("structured", "auto", "highs", "gurobi", "enumerate")
+
+
 @dataclass
 class OracleConfig:
     """The solver behind OPDisc, RSPM and the exact ERM (OPSamp's logistic loss uses convex)."""
 
-    name: str = "auto"
+    #: ``structured`` (the default) is exact and falls back to the reference formulation on
+    #: HiGHS when the data do not have its shape; ``auto`` is the reference on Gurobi when the
+    #: licence allows, else HiGHS.
+    name: str = "structured"
     time_limit: float = 600.0
     threads: int = 1
 
     def check(self) -> None:
-        _require(self.name in ("auto", "highs", "gurobi", "enumerate"), "name",
-                 "must be auto, highs, gurobi or enumerate", self.name)  # fmt: skip
+        _require(self.name in ORACLE_NAMES, "name", "must be " + ", ".join(ORACLE_NAMES),
+                 self.name)  # fmt: skip
         _require(self.time_limit > 0, "time_limit", "must be > 0", self.time_limit)
         _require(self.threads >= 1, "threads", "must be >= 1", self.threads)
 

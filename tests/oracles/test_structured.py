@@ -5,11 +5,12 @@ not fit.
 * 50 random instances with one-hot groups and continuous columns
   (``pipeline.data.synthetic.make_linear_threshold``), shaped as OPDisc (both signs of
   eta_(d+1), SPEC section 3) and as RSPM (separator rows with Gaussian, hence negative,
-  weights, SPEC section 4): 40 small ones against brute-force enumeration and the reference
-  formulation (``HighsOracle``), 10 medium ones (d = 7 to 10, 100 to 200 distinct rows)
-  against the reference; same optimal objective to 1e-6. (The reference is not infallible:
-  HiGHS has certified false optima of the reference formulation with presolve on; a
-  disagreement here is to be settled by enumeration or by evaluating both answers exactly.)
+  weights, SPEC section 4): 40 small ones (d = 5 to 7, 18 to 74 rows) against brute-force
+  enumeration and the reference formulation (``HighsOracle``), 10 medium ones (d = 7 to 10,
+  75 to 215 rows) against the reference; same optimal objective to 1e-6. (The reference is not
+  infallible: with HighsOracle's feasibility tolerances of 1e-9, HiGHS has certified false
+  optima of the reference formulation; a disagreement here is to be settled by enumeration or
+  by evaluating both answers exactly.)
 * The shape read off the data, the tables against ``Problem.objective`` point by point, scores
   exactly at the margin, and the fallbacks.
 """

@@ -35,6 +35,18 @@ def test_adult_sweep_is_the_paper_grid():
     assert config.sweep.epsilons == [0.1, 0.3, 0.5, 0.7, 1.0]
     assert config.sweep.seeds == 15
     assert config.sweep.privacy_delta is None  # 1/n^2, SPEC section 9
+    # issue 6: the paper's instance is certified by the structured oracle, not the reference
+    assert config.oracle.name == "structured"
+
+
+@pytest.mark.parametrize("name", ["structured", "auto", "highs", "gurobi", "enumerate"])
+def test_every_oracle_option_composes_and_builds(name):
+    from pipeline.tasks import make_oracle
+
+    config = validate(_compose([f"oracle={name}", "oracle.time_limit=5"]))
+    assert config.oracle.name == name
+    oracle = make_oracle(config.oracle)
+    assert oracle.name == name
 
 
 def test_overrides_reach_the_typed_config():
@@ -76,6 +88,8 @@ def test_unknown_option_lists_the_options():
         (["+sweep=smoke", "dataset.label_noise=0.9"], "dataset.label_noise: must be in [0, 0.5]"),
         (["margin=0"], "margin: must be > 0, found 0.0"),
         (["cluster.num_cpus=0"], "cluster.num_cpus: must be >= 1 or null, found 0"),
+        (["oracle.name=cplex"],
+         "oracle.name: must be structured, auto, highs, gurobi, enumerate, found 'cplex'"),
     ],
 )  # fmt: skip
 def test_bad_values_name_the_field(overrides, message):
