@@ -1,13 +1,16 @@
-"""Benchmark the structured oracle on the Adult instance, beside the reference when asked.
+"""Benchmark an oracle on the Adult instance, beside the reference formulation when asked.
 
     python -m pipeline.bench.fast_oracle [--mechanism opdisc|rspm] [--epsilons 0.1 0.5 1.0] \
-        [--seeds 0 1 2 3 4] [--subsample N] [--reference] [--time-limit S] [--threads 1]
+        [--seeds 0 1 2 3 4] [--subsample N] [--reference] [--oracle structured] \
+        [--time-limit S] [--threads 1]
 
 For each (epsilon, seed) it draws the mechanism's noise from numpy.random.default_rng(seed)
 (OPDisc: eta over d + 1 coordinates, SPEC section 3; Gaussian RSPM: one weight per separator
-row, SPEC section 4; delta = 1/n^2), builds the one Problem and solves it with the structured
-oracle (``oracles.structured``) and, with ``--reference``, with the reference formulation
-(``oracles.highs.HighsOracle``) on the same Problem. One row per solve: instance, n, distinct
+row, SPEC section 4; delta = 1/n^2), builds the one Problem and solves it with ``--oracle``
+(a name of ``oracles.registry``; default the structured oracle, ``oracles.structured``) and,
+with ``--reference``, with the reference formulation (``oracles.highs.HighsOracle``) on the
+same Problem. ``--subsample N`` takes a balanced subsample of N training rows (seeded by
+``--subsample-seed``), the sizes where the reference finishes. One row per solve: instance, n, distinct
 rows, epsilon, seed, method, status, objective, bound, wall seconds and CPU seconds of this
 process (the machine may be shared: CPU seconds do not count time spent waiting for a core).
 
@@ -16,7 +19,7 @@ certificate is refuted: the other method's w is a feasible point with a lower ex
 
 The summary gives, per method, how many solves certified and the median and max time to a
 certificate (uncertified solves count with their full time and are marked), then the ratio
-reference / structured on the same instances (per instance, median, and of the totals; a
+reference / measured oracle on the same instances (per instance, median, and of the totals; a
 reference that hit its limit gives a ratio that is only a lower bound, marked >=), and the
 machine with its load average before and after the run.
 """
@@ -37,7 +40,6 @@ from mechanisms.rspm import RSPM, RSPMParams
 from oracles.base import OBJECTIVE_TOL
 from oracles.objective import MergedRows
 from pipeline.bench.machine import describe_machine
-from pipeline.bench.opdisc_oracle import balanced_subsample
 
 
 @dataclass
@@ -52,6 +54,19 @@ class Run:
     seconds: float
     cpu: float
     w: np.ndarray
+
+
+def balanced_subsample(X: np.ndarray, y: np.ndarray, n: int, seed: int):
+    """n rows of (X, y), half of each label (the extra one negative when n is odd), seeded."""
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == -1)
+    half = n // 2
+    if not 2 <= n or n - half > min(len(pos), len(neg)):
+        raise ValueError(f"a balanced subsample of {n} rows needs 2 <= n <= "
+                         f"{2 * min(len(pos), len(neg))}")  # fmt: skip
+    keep = np.sort(np.concatenate([rng.choice(pos, half, replace=False),
+                                   rng.choice(neg, n - half, replace=False)]))  # fmt: skip
+    return X[keep], y[keep]
 
 
 def make_mechanism(name: str, epsilon: float, n: int):
@@ -97,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--subsample", type=int, default=None)
     parser.add_argument("--subsample-seed", type=int, default=0)
+    parser.add_argument("--oracle", default="structured",
+                        help="the oracle to measure (oracles.registry name; default structured)")
     parser.add_argument("--reference", action="store_true",
                         help="also solve every instance with the reference (HighsOracle)")
     parser.add_argument("--time-limit", type=float, default=600.0)
@@ -106,13 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     import highspy  # noqa: F401 - imported once here, so that no solve pays the import
 
     from oracles.highs import HighsOracle
-    from oracles.structured import StructuredOracle
+    from oracles.registry import make_oracle
     from pipeline.data.adult import load_adult
 
     train = load_adult(args.data_dir).train
     X, y = train.features, train.labels
     if args.subsample:
-        X, y = balanced_subsample(X, y, args.subsample, args.subsample_seed)
+        try:
+            X, y = balanced_subsample(X, y, args.subsample, args.subsample_seed)
+        except ValueError as err:
+            parser.error(f"--subsample: {err}")
     rows = MergedRows.from_xy(X, y)
     n, d = rows.n, rows.d
     instance = "adult" if not args.subsample else f"adult-sub{args.subsample}s{args.subsample_seed}"
@@ -121,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"instance: {instance}, mechanism {args.mechanism}, n={n}, distinct rows="
           f"{rows.n_distinct}, d={d}, delta=1/n^2, time limit {args.time_limit:g}s, threads "
           f"{args.threads}")  # fmt: skip
-    oracles = [("structured", StructuredOracle(time_limit=args.time_limit, threads=args.threads))]
+    try:
+        measured = make_oracle(args.oracle, time_limit=args.time_limit, threads=args.threads)
+    except ValueError as err:
+        parser.error(f"--oracle: {err}")
+    oracles = [(args.oracle, measured)]
     if args.reference:
         oracles.append(("reference", HighsOracle(time_limit=args.time_limit, threads=args.threads)))
     header = (f"{'instance':<18} {'n':>6} {'distinct':>8} {'eps':>5} {'seed':>4} "
@@ -159,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{statistics.median(r.cpu for r in mine):.2f}s, max "
               f"{max(r.cpu for r in mine):.2f}s{flag}")  # fmt: skip
     if args.reference:
-        fast = [r for r in runs if r.method == "structured"]
+        fast = [r for r in runs if r.method == args.oracle]
         ref = [r for r in runs if r.method == "reference"]
         ratios = [b.seconds / a.seconds for a, b in zip(fast, ref)]
         lower_only = any(not b.certified for b in ref)
@@ -168,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         of_medians = (statistics.median(r.seconds for r in ref)
                       / statistics.median(r.seconds for r in fast))  # fmt: skip
         of_totals = sum(r.seconds for r in ref) / sum(r.seconds for r in fast)
-        print(f"ratio reference/structured (wall seconds, same instances, same run): median "
+        print(f"ratio reference/{args.oracle} (wall seconds, same instances, same run): median "
               f"{mark}{statistics.median(ratios):.1f}x, min {min(ratios):.1f}x, of medians "
               f"{mark}{of_medians:.1f}x, of totals {mark}{of_totals:.1f}x")  # fmt: skip
         print(f"per instance: {per}")

@@ -88,7 +88,7 @@ def test_full_adult_exact_erm_is_certified(adult_rows):
 def test_reference_agrees_where_tight_tolerances_certified_a_false_optimum(adult, seed):
     from oracles.highs import HighsOracle
     from oracles.mip import build_milp
-    from pipeline.bench.opdisc_oracle import balanced_subsample
+    from pipeline.bench.fast_oracle import balanced_subsample
 
     X, y = balanced_subsample(adult.train.features, adult.train.labels, 4000, 0)
     rows = MergedRows.from_xy(X, y)
