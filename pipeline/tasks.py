@@ -128,7 +128,7 @@ def run_release(
                                                max_points=cfg.max_points), rng)  # fmt: skip
     mechanism = build_mechanism(cfg, key.epsilon, delta, config.margin)
     if cfg.name == "opsamp" and cfg.loss == "logistic":
-            oracle = registry_oracle("convex")
+        oracle = registry_oracle("convex")
     else:
         oracle = make_oracle(config.oracle, threads)
     return run(mechanism, X, y, oracle, rng, solve_many=solve_many or solve_sequentially)
