@@ -86,8 +86,12 @@ def warn_data_dependent(what: str) -> None:
 
 @dataclass(frozen=True)
 class PrivacyClaim:
-    """(epsilon, delta) as claimed, and whether the guarantee actually holds for this release.
+    """The (epsilon, delta) proven for this release, and whether the guarantee actually holds.
 
+    ``epsilon`` and ``delta`` are what SPEC section 10's arguments prove for the noise actually
+    drawn, never merely what was asked for: a release calibrated with a paper's constant records
+    the larger epsilon that its noise proves, and ``requested_epsilon`` / ``requested_delta``
+    what the user asked for (the sweep's grid point). ``calibration`` names the rule used.
     ``holds`` is False when an oracle call the proof needs was not certified; ``reason`` says why
     either way. ``accounted_epsilon`` is an accountant's epsilon where there is one (DP-SGD).
     """
@@ -97,23 +101,32 @@ class PrivacyClaim:
     holds: bool
     reason: str
     accounted_epsilon: float | None = None
+    requested_epsilon: float | None = None
+    requested_delta: float | None = None
+    calibration: str | None = None
 
     @classmethod
     def from_certificates(
-        cls, epsilon: float, delta: float, certificates: Sequence[Certificate], *, needs: str
-    ) -> "PrivacyClaim":
-        """Holds iff every certificate proves what the mechanism's proof ``needs``."""
+        cls, epsilon: float, delta: float, certificates: Sequence[Certificate], *, needs: str,
+        **provenance: Any,
+    ) -> "PrivacyClaim":  # fmt: skip
+        """Holds iff every certificate proves what the mechanism's proof ``needs``.
+
+        ``provenance``: requested_epsilon, requested_delta, calibration (recorded as given).
+        """
         failed = [c for c in certificates if not c.certified]
         if not certificates:
-            return cls(epsilon, delta, False, "no oracle certificate")
+            return cls(epsilon, delta, False, "no oracle certificate", **provenance)
         if failed:
             first = failed[0]
             return cls(
                 epsilon, delta, False,
                 f"{len(failed)} of {len(certificates)} oracle calls not certified ({needs}); "
                 f"first: {first.backend} {first.status.value}, gap {first.gap:.6g}",
+                **provenance,
             )  # fmt: skip
-        return cls(epsilon, delta, True, f"all {len(certificates)} oracle calls certified ({needs})")
+        return cls(epsilon, delta, True,
+                   f"all {len(certificates)} oracle calls certified ({needs})", **provenance)
 
     def to_params(self) -> dict[str, Any]:
         return {
@@ -122,6 +135,9 @@ class PrivacyClaim:
             "privacy_holds": self.holds,
             "privacy_reason": self.reason,
             "accounted_epsilon": self.accounted_epsilon,
+            "requested_epsilon": self.requested_epsilon,
+            "requested_delta": self.requested_delta,
+            "calibration": self.calibration,
         }
 
 

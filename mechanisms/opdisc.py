@@ -4,7 +4,13 @@ Domain W_tau = { w in tau Z^d : |w_j| <= B, ||w||_2 <= D }, normalization
 pi(w) = (w, sqrt(D^2 - ||w||^2)) / D, and the release
 
     argmin_{w in W_tau}  L(D, w) - <eta, pi(w)>,      eta ~ N(0, sigma^2)^(d+1),
-    sigma = 7 G D^2 sqrt(ln(1/delta)) / (tau epsilon),   G = 1/tau.
+    sigma: the smallest with SPEC 10.1's delta(epsilon; sigma) <= delta (default).
+
+sigma is calibrated by ``calibration``: ``proven`` (default) is SPEC 10.1's, whose proof is
+written out there; ``paper`` is Algorithm 1's 7 G D^2 sqrt(ln(1/delta)) / (tau epsilon) and
+``paper_code`` half of it (what the paper's published code ran). Their proofs fall short, so a
+release made with them records the epsilon SPEC 10.1 proves for that sigma at the same delta,
+never the requested one (mechanisms.calibration).
 
 (epsilon, delta)-DP holds only if the argmin is exact: the release records whether the oracle
 certified it (SPEC section 8). The non-private reference is the same argmin with eta = 0.
@@ -19,23 +25,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from mechanisms.base import PrivacyClaim, Release, check_epsilon_delta
+from mechanisms.calibration import (
+    check_calibration, opdisc_epsilon, opdisc_sigma, opdisc_sigma_paper,
+)  # fmt: skip
 from oracles.base import IntegerGrid, Problem, Solution
 from mechanisms.runner import exact_argmin_release
 from oracles.objective import DEFAULT_MARGIN, MergedRows
-
-
-def opdisc_sigma(epsilon: float, delta: float, tau: float, D: float) -> float:
-    """sigma = 7 G D^2 sqrt(ln(1/delta)) / (tau epsilon) with G = 1/tau (SPEC section 3).
-
-    Algorithm 1's value (not Lemma 3's G^2, nor the appendix's extra 2): the proof of Lemma 4
-    needs a shift of norm 4 G D^2 / tau, and 3.5 x that x sqrt(ln(1/delta)) / epsilon is this.
-    Adult, epsilon = 1, delta = 1/n^2, tau = 1, D^2 = 23: about 708.
-    """
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
-    if not (tau > 0 and D > 0):
-        raise ValueError(f"tau and D must be > 0, found tau={tau!r}, D={D!r}")
-    G = 1.0 / tau  # Lipschitz constant of the 0/1 loss over W_tau (SPEC section 3)
-    return 7.0 * G * D**2 * math.sqrt(math.log(1.0 / delta)) / (tau * epsilon)
 
 
 def opdisc_domain(d: int, tau: float = 1.0, B: float | None = None, D: float | None = None):
@@ -58,9 +53,12 @@ class OPDiscParams:
     B: float | None = None
     D: float | None = None
     margin: float = DEFAULT_MARGIN
+    #: ``proven`` (SPEC 10.1), ``paper`` (Algorithm 1) or ``paper_code`` (half of it).
+    calibration: str = "proven"
 
     def __post_init__(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
+        check_calibration(self.calibration)
         if not (math.isfinite(self.tau) and self.tau > 0):
             raise ValueError(f"tau must be finite and > 0, found {self.tau!r}")
         for name in ("B", "D"):
@@ -78,10 +76,22 @@ class OPDisc:
     params: OPDiscParams
     name: str = "opdisc"
 
-    def calibrate(self, n: int, d: int) -> dict[str, float]:
-        domain, D = opdisc_domain(d, self.params.tau, self.params.B, self.params.D)
-        sigma = opdisc_sigma(self.params.epsilon, self.params.delta, self.params.tau, D)
-        return {"sigma": sigma, "D": D, "B": domain.bound * domain.step, "tau": domain.step}
+    def calibrate(self, n: int, d: int) -> dict[str, Any]:
+        """sigma by the configured calibration, and the (epsilon, delta) proven for it."""
+        p = self.params
+        domain, D = opdisc_domain(d, p.tau, p.B, p.D)
+        tau = domain.step
+        if p.calibration == "proven":
+            sigma = opdisc_sigma(p.epsilon, p.delta, d=d, D=D, tau=tau)
+            proven = p.epsilon  # sigma was chosen so that delta(epsilon; sigma) <= delta
+        else:
+            sigma = opdisc_sigma_paper(p.epsilon, p.delta, tau, D)
+            if p.calibration == "paper_code":
+                sigma /= 2.0  # the paper's published code divides Algorithm 1's sigma by 2
+            proven = opdisc_epsilon(sigma, p.delta, d=d, D=D, tau=tau)
+        return {"sigma": sigma, "D": D, "B": domain.bound * domain.step, "tau": tau,
+                "calibration": p.calibration, "proven_epsilon": proven,
+                "proven_delta": p.delta}  # fmt: skip
 
     def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
         cal = self.calibrate(n, d)

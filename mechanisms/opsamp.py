@@ -3,13 +3,18 @@
 For a G-Lipschitz (w.r.t. l1) loss with values in [0, 1] over the box W = [lower, upper]^d
 (l_inf diameter D_inf = upper - lower, l2 diameter D_2 = D_inf sqrt(d)):
 
-    gamma  = min( sqrt(epsilon / n) d^(5/4) sqrt(D_2), 1 )
+    gamma  = min( sqrt(epsilon / n) d^(5/4) sqrt(D_2), 1 )   (or the user's gamma, or m)
     m      = ceil( ln(4d / delta) / (2 gamma^2) )
     eta    = sqrt( D_2 sqrt(2d) epsilon / (250 G^2 d^2 D_inf^2 (1 + ln(2/beta)) n) )
     sigma^k ~ Exp(rate eta)^d  (numpy scale 1/eta),                         k = 1..m
     w_k    = an alpha-approximate argmin of (L(D, w) - <sigma^k, w>) / n over W
-    lambda = 4 D_inf gamma + 250 eta G d^2 D_inf^2 + alpha / (10 G)
+    lambda = 2 d D_inf gamma + 250 eta G d^2 D_inf^2 + alpha / (10 G)     (SPEC 10.3)
     output (1/m) sum_k w_k + Lap(lambda / epsilon)^d
+
+lambda is an l1 sensitivity bound of the average. The paper's first term, 4 D_inf gamma, bounds
+only its l_inf norm (SPEC 10.3): ``calibration: paper`` uses it to reproduce the paper, and its
+release records the epsilon that the Laplace scale actually proves, lambda_proven / scale. A
+smaller gamma (``gamma`` or ``m``) buys a smaller first term with m ~ 1 / gamma^2 oracle calls.
 
 The m oracle calls are independent given the noise: ``problems`` returns them as a batch for
 the pipeline to fan out. Every random draw, the final Laplace noise included, happens in
@@ -37,6 +42,9 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from mechanisms.base import PrivacyClaim, Release, check_epsilon_delta, noise_parameters
+from mechanisms.calibration import (
+    check_calibration, opsamp_epsilon, opsamp_eta, opsamp_gamma_m, opsamp_lambda,
+)  # fmt: skip
 from oracles.base import Box, Problem, Solution
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 
@@ -55,9 +63,24 @@ class OPSampParams:
     #: Public bound on the features: every entry in [0, x_max] (Adult's encoding: 1).
     x_max: float = 1.0
     margin: float = DEFAULT_MARGIN
+    #: ``proven`` (lambda's first term 2 d D_inf gamma, SPEC 10.3) or ``paper`` (4 D_inf gamma).
+    calibration: str = "proven"
+    #: Hoeffding accuracy gamma in (0, 1]; None: the paper's, capped at 1. Or give m instead.
+    gamma: float | None = None
+    #: Number of oracle calls; None: from gamma. gamma = sqrt(ln(4d / delta) / (2 m)).
+    m: int | None = None
 
     def __post_init__(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
+        check_calibration(self.calibration, allowed=("proven", "paper"))
+        if self.gamma is not None and self.m is not None:
+            raise ValueError(f"give gamma or m, not both (found gamma={self.gamma!r}, "
+                             f"m={self.m!r})")  # fmt: skip
+        if self.gamma is not None and not (math.isfinite(self.gamma) and 0 < self.gamma <= 1):
+            raise ValueError(f"gamma must be in (0, 1], found {self.gamma!r}")
+        if self.m is not None and (isinstance(self.m, bool) or int(self.m) != self.m
+                                   or self.m < 1):  # fmt: skip
+            raise ValueError(f"m must be an integer >= 1, found {self.m!r}")
         if self.loss not in ("logistic", "zero_one"):
             raise ValueError(f"loss must be 'logistic' or 'zero_one', found {self.loss!r}")
         if not 0 < self.beta < 1:
@@ -86,28 +109,32 @@ def lipschitz_constant(params: OPSampParams, d: int) -> float:
 
 def opsamp_calibration(
     epsilon: float, delta: float, n: int, d: int, *, G: float, beta: float, alpha: float,
-    D_inf: float,
-) -> dict[str, float]:  # fmt: skip
-    """gamma, m, eta, lambda of Algorithm 2 as SPEC section 5 gives them.
+    D_inf: float, calibration: str = "proven", gamma: float | None = None,
+    m: int | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """gamma, m, eta, lambda (and its terms) and the (epsilon, delta) proven (SPEC 5, 10.3).
 
     m uses ln(4d / delta), not Algorithm 2's ln(2d / delta): the Hoeffding union bound over d
     coordinates, two sides and the two neighbouring datasets then sums to delta. gamma is capped
-    at 1 (Lemma 9), and lambda uses the gamma actually used.
+    at 1 (Lemma 9), and lambda uses the gamma actually used. ``lambda`` is the one that sets the
+    Laplace scale; ``lambda_proven`` the l1 bound SPEC 10.3 proves; the release's epsilon is
+    lambda_proven / (lambda / epsilon).
     """
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
-    if n < 1 or d < 1:
-        raise ValueError(f"n and d must be >= 1, found n={n!r}, d={d!r}")
-    D_2 = D_inf * math.sqrt(d)
-    gamma_raw = math.sqrt(epsilon / n) * d**1.25 * math.sqrt(D_2)
-    gamma = min(gamma_raw, 1.0)
-    m = math.ceil(math.log(4 * d / delta) / (2 * gamma**2))
-    eta = math.sqrt(
-        D_2 * math.sqrt(2 * d) * epsilon
-        / (250 * G**2 * d**2 * D_inf**2 * (1 + math.log(2 / beta)) * n)
-    )  # fmt: skip
-    lam = 4 * D_inf * gamma + 250 * eta * G * d**2 * D_inf**2 + alpha / (10 * G)
-    return {"gamma_raw": gamma_raw, "gamma": gamma, "m": m, "eta": eta, "lambda": lam,
-            "G": G, "D_inf": D_inf, "D_2": D_2}  # fmt: skip
+    check_calibration(calibration, allowed=("proven", "paper"))
+    gamma_raw, gamma, m = opsamp_gamma_m(epsilon, delta, n, d, D_inf, gamma=gamma, m=m)
+    eta = opsamp_eta(epsilon, n, d, G=G, beta=beta, D_inf=D_inf)
+    used = opsamp_lambda(d, gamma=gamma, eta=eta, G=G, D_inf=D_inf, alpha=alpha,
+                         calibration=calibration)  # fmt: skip
+    proven = opsamp_lambda(d, gamma=gamma, eta=eta, G=G, D_inf=D_inf, alpha=alpha)
+    scale = used.total / epsilon
+    return {"gamma_raw": gamma_raw, "gamma": gamma, "m": m, "eta": eta, "lambda": used.total,
+            "lambda_sampling": used.sampling, "lambda_stability": used.stability,
+            "lambda_oracle": used.oracle, "lambda_proven": proven.total, "laplace_scale": scale,
+            "G": G, "D_inf": D_inf, "D_2": D_inf * math.sqrt(d), "calibration": calibration,
+            # 'proven': the scale is lambda_proven / epsilon by construction
+            "proven_epsilon": (epsilon if calibration == "proven"
+                               else opsamp_epsilon(scale, proven.total)),
+            "proven_delta": delta}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -119,13 +146,13 @@ class OPSamp:
         p = self.params
         return opsamp_calibration(
             p.epsilon, p.delta, n, d, G=lipschitz_constant(p, d), beta=p.beta, alpha=p.alpha,
-            D_inf=p.upper - p.lower,
+            D_inf=p.upper - p.lower, calibration=p.calibration, gamma=p.gamma, m=p.m,
         )  # fmt: skip
 
     def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
         cal = self.calibrate(n, d)
         sigmas = rng.exponential(scale=1.0 / cal["eta"], size=(cal["m"], d))  # rate eta
-        laplace = rng.laplace(0.0, cal["lambda"] / self.params.epsilon, size=d)
+        laplace = rng.laplace(0.0, cal["laplace_scale"], size=d)
         return {**cal, "sigmas": sigmas, "output_laplace": laplace}
 
     def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Any]:
@@ -168,18 +195,22 @@ class OPSamp:
         bad = [i for i, (s, g) in enumerate(zip(solutions, gaps))
                if s.certificate.status.value in ("no_solution", "error", "inconsistent")
                or not g <= p.alpha + 1e-12]  # fmt: skip
+        proof = {"requested_epsilon": p.epsilon, "requested_delta": p.delta,
+                 "calibration": noise["calibration"]}
+        eps, delta = noise["proven_epsilon"], noise["proven_delta"]
         if p.loss == "zero_one":
-            claim = PrivacyClaim(p.epsilon, p.delta, False,
+            claim = PrivacyClaim(eps, delta, False,
                                  "the 0/1 loss is not Lipschitz: OPSamp's privacy proof needs a "
-                                 "G-Lipschitz loss (SPEC section 5)")  # fmt: skip
+                                 "G-Lipschitz loss (SPEC section 5)", **proof)  # fmt: skip
         elif bad:
-            claim = PrivacyClaim(p.epsilon, p.delta, False,
+            claim = PrivacyClaim(eps, delta, False,
                                  f"{len(bad)} of {len(solutions)} oracle calls did not certify "
-                                 f"gap <= alpha = {p.alpha} (largest {max(gaps):.3g})")  # fmt: skip
+                                 f"gap <= alpha = {p.alpha} (largest {max(gaps):.3g})",
+                                 **proof)  # fmt: skip
         else:
-            claim = PrivacyClaim(p.epsilon, p.delta, True,
+            claim = PrivacyClaim(eps, delta, True,
                                  f"all {len(solutions)} oracle calls certified gap <= alpha = "
-                                 f"{p.alpha} (largest {max(gaps):.3g})")  # fmt: skip
+                                 f"{p.alpha} (largest {max(gaps):.3g})", **proof)  # fmt: skip
         record = noise_parameters(noise)
         return Release(
             mechanism=self.name, w=w, privacy=claim, noise=record | {"max_gap": max(gaps)},

@@ -8,7 +8,10 @@ in loss on some element of U. m = |U| = 2d.
 The release is argmin_{w in W} sum_i l_i(w) + sum_k eta_k l_{u_k}(w), with one weight per
 separator element (m weights, not d + 1):
 
-* Gaussian, (epsilon, delta)-DP: eta_k ~ N(0, sigma^2), sigma = 7 sqrt(m ln(1/delta)) / epsilon;
+* Gaussian, (epsilon, delta)-DP: eta_k ~ N(0, sigma^2), sigma the smallest with SPEC 10.2's
+  delta(epsilon; sigma) <= delta (``calibration: proven``, default), or the paper's
+  7 sqrt(m ln(1/delta)) / epsilon (``paper``), whose release records the epsilon SPEC 10.2
+  proves for it at the same delta;
 * Laplace, epsilon-DP: eta_k ~ Lap(2m / epsilon) (a replaced record changes a loss difference
   by at most 2; shifting every separator weight by 2 restores the minimizer; l1 norm 2m).
 
@@ -24,6 +27,10 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from mechanisms.base import Release, check_epsilon_delta
+from mechanisms.calibration import (
+    check_calibration, rspm_gaussian_epsilon, rspm_gaussian_sigma, rspm_gaussian_sigma_paper,
+    rspm_laplace_scale,
+)  # fmt: skip
 from oracles.base import IntegerGrid, Problem, Solution
 from mechanisms.runner import exact_argmin_release
 from oracles.objective import DEFAULT_MARGIN, MergedRows
@@ -35,28 +42,19 @@ def separator_set(d: int) -> tuple[np.ndarray, np.ndarray]:
     return np.vstack([eye, -eye]), np.ones(2 * d, dtype=np.int8)
 
 
-def rspm_gaussian_sigma(epsilon: float, delta: float, m: int) -> float:
-    """sigma = 7 sqrt(m ln(1/delta)) / epsilon (SPEC section 4, Gaussian RSPM)."""
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
-    return 7.0 * math.sqrt(m * math.log(1.0 / delta)) / epsilon
-
-
-def rspm_laplace_scale(epsilon: float, m: int) -> float:
-    """Laplace scale 2m / epsilon (SPEC section 4, Laplace RSPM: pure epsilon-DP)."""
-    check_epsilon_delta(epsilon, 0.0)
-    return 2.0 * m / epsilon
-
-
 @dataclass(frozen=True)
 class RSPMParams:
     epsilon: float
     delta: float = 0.0
     noise: Literal["gaussian", "laplace"] = "gaussian"
     margin: float = DEFAULT_MARGIN
+    #: ``proven`` (SPEC 10.2) or ``paper`` (SPEC section 4); Laplace RSPM is the same for both.
+    calibration: str = "proven"
 
     def __post_init__(self) -> None:
         if self.noise not in ("gaussian", "laplace"):
             raise ValueError(f"noise must be 'gaussian' or 'laplace', found {self.noise!r}")
+        check_calibration(self.calibration, allowed=("proven", "paper"))
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=self.noise == "laplace")
         if not (math.isfinite(self.margin) and 0 < self.margin < 1):
             # the separator argument needs 0 < mu < 1 (SPEC section 4)
@@ -71,11 +69,21 @@ class RSPM:
     def name(self) -> str:
         return f"rspm_{self.params.noise}"
 
-    def calibrate(self, n: int, d: int) -> dict[str, float]:
+    def calibrate(self, n: int, d: int) -> dict[str, Any]:
+        """The noise scale by the configured calibration, and the (epsilon, delta) proven."""
+        p = self.params
         m = 2 * d
-        if self.params.noise == "gaussian":
-            return {"m": m, "sigma": rspm_gaussian_sigma(self.params.epsilon, self.params.delta, m)}
-        return {"m": m, "laplace_scale": rspm_laplace_scale(self.params.epsilon, m)}
+        common = {"m": m, "calibration": p.calibration, "proven_delta": p.delta}
+        if p.noise == "laplace":  # pure DP; its proof holds as written (SPEC 10.2)
+            return common | {"laplace_scale": rspm_laplace_scale(p.epsilon, m),
+                             "proven_epsilon": p.epsilon}  # fmt: skip
+        if p.calibration == "proven":
+            sigma = rspm_gaussian_sigma(p.epsilon, p.delta, m)
+            proven = p.epsilon  # sigma was chosen so that delta(epsilon; sigma) <= delta
+        else:
+            sigma = rspm_gaussian_sigma_paper(p.epsilon, p.delta, m)
+            proven = rspm_gaussian_epsilon(sigma, p.delta, m=m)
+        return common | {"sigma": sigma, "proven_epsilon": proven}
 
     def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
         cal = self.calibrate(n, d)

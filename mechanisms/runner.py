@@ -76,13 +76,18 @@ def exact_argmin_release(
     """The release of a mechanism whose privacy rests on one exact argmin (OPDisc, RSPM).
 
     ``params`` is the mechanism's frozen params record (epsilon, delta, margin, ...); the claim
-    holds only if the one oracle call was certified optimal (SPEC section 8).
+    holds only if the one oracle call was certified optimal (SPEC section 8). The claim's
+    (epsilon, delta) is the one proven for the noise used (``noise["proven_epsilon"]``, SPEC
+    section 10), with the requested one beside it.
     """
     from dataclasses import asdict
 
     (solution,) = solutions
-    claim = PrivacyClaim.from_certificates(params.epsilon, params.delta,
-                                           [solution.certificate], needs=needs)  # fmt: skip
+    claim = PrivacyClaim.from_certificates(
+        noise["proven_epsilon"], noise["proven_delta"], [solution.certificate], needs=needs,
+        requested_epsilon=params.epsilon, requested_delta=params.delta,
+        calibration=noise["calibration"],
+    )  # fmt: skip
     return Release(
         mechanism=name, w=solution.w, privacy=claim, noise=noise_parameters(noise),
         params=asdict(params), certificates=(solution.certificate,),

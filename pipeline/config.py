@@ -15,6 +15,8 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from mechanisms.calibration import CALIBRATIONS
+
 
 class ConfigError(ValueError):
     """A config value is out of range; the message starts with the full key."""
@@ -88,9 +90,13 @@ class OPDiscConfig(MechanismConfig):
     tau: float = 1.0
     B: Optional[float] = None
     D: Optional[float] = None
+    #: proven (SPEC 10.1), paper (Algorithm 1) or paper_code (half of it, as the paper's code)
+    calibration: str = "proven"
 
     def check(self) -> None:
         _require(self.tau > 0, "tau", "must be > 0", self.tau)
+        _require(self.calibration in CALIBRATIONS, "calibration",
+                 f"must be one of {', '.join(CALIBRATIONS)}", self.calibration)  # fmt: skip
         for key in ("B", "D"):
             value = getattr(self, key)
             _require(value is None or value > 0, key, "must be > 0 or null", value)
@@ -102,10 +108,14 @@ class RSPMConfig(MechanismConfig):
 
     name: str = "rspm_gaussian"
     noise: str = "gaussian"
+    #: proven (SPEC 10.2) or paper (SPEC section 4); the same for Laplace noise
+    calibration: str = "proven"
 
     def check(self) -> None:
         _require(self.noise in ("gaussian", "laplace"), "noise", "must be gaussian or laplace",
                  self.noise)  # fmt: skip
+        _require(self.calibration in ("proven", "paper"), "calibration",
+                 "must be proven or paper", self.calibration)  # fmt: skip
 
 
 @dataclass
@@ -119,10 +129,22 @@ class OPSampConfig(MechanismConfig):
     lower: float = -1.0
     upper: float = 1.0
     x_max: float = 1.0
+    #: proven (lambda's first term 2 d D_inf gamma, SPEC 10.3) or paper (4 D_inf gamma)
+    calibration: str = "proven"
+    #: Hoeffding accuracy in (0, 1]; null: the paper's gamma capped at 1. Smaller gamma: smaller
+    #: lambda, m ~ 1/gamma^2 oracle calls (SPEC 10.3). Or set m (number of calls) instead.
+    gamma: Optional[float] = None
+    m: Optional[int] = None
 
     def check(self) -> None:
         _require(self.loss in ("logistic", "zero_one"), "loss", "must be logistic or zero_one",
                  self.loss)  # fmt: skip
+        _require(self.calibration in ("proven", "paper"), "calibration",
+                 "must be proven or paper", self.calibration)  # fmt: skip
+        _require(self.gamma is None or 0 < self.gamma <= 1, "gamma", "must be in (0, 1] or null",
+                 self.gamma)  # fmt: skip
+        _require(self.m is None or self.m >= 1, "m", "must be >= 1 or null", self.m)
+        _require(self.gamma is None or self.m is None, "m", "set gamma or m, not both", self.m)
         _require(0 < self.beta < 1, "beta", "must be in (0, 1)", self.beta)
         _require(self.alpha >= 0, "alpha", "must be >= 0", self.alpha)
         _require(self.lower < self.upper, "upper", "must exceed lower", self.upper)

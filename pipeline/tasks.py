@@ -82,15 +82,17 @@ def make_oracle(cfg: OracleConfig, threads: int | None = None) -> Any:
 def build_mechanism(cfg: MechanismConfig, epsilon: float, delta: float, margin: float):
     """The mechanism object for an oracle-based mechanism (runner protocol)."""
     if cfg.name == "opdisc":
-        return OPDisc(OPDiscParams(epsilon, delta, tau=cfg.tau, B=cfg.B, D=cfg.D, margin=margin))
+        return OPDisc(OPDiscParams(epsilon, delta, tau=cfg.tau, B=cfg.B, D=cfg.D, margin=margin,
+                                   calibration=cfg.calibration))  # fmt: skip
     if cfg.name in ("rspm_gaussian", "rspm_laplace"):
         laplace = cfg.noise == "laplace"
         return RSPM(RSPMParams(epsilon, 0.0 if laplace else delta, noise=cfg.noise,
-                               margin=margin))  # fmt: skip
+                               margin=margin, calibration=cfg.calibration))  # fmt: skip
     if cfg.name == "opsamp":
         return OPSamp(OPSampParams(epsilon, delta, loss=cfg.loss, beta=cfg.beta, alpha=cfg.alpha,
                                    lower=cfg.lower, upper=cfg.upper, x_max=cfg.x_max,
-                                   margin=margin))  # fmt: skip
+                                   margin=margin, calibration=cfg.calibration,
+                                   gamma=cfg.gamma, m=cfg.m))  # fmt: skip
     if cfg.name == "erm_01":
         return ExactERM(margin=margin)
     raise ValueError(f"{cfg.name!r} is not an oracle-based mechanism")
@@ -152,7 +154,10 @@ def result_row(key: RunKey, release: Release, train: Dataset, test: Dataset | No
         "mechanism": key.mechanism,
         "epsilon": key.epsilon,
         "run_index": key.run_index,
+        # the guarantee proven for the noise used (SPEC section 10), not the grid's target
+        "privacy_epsilon": release.privacy.epsilon,
         "privacy_delta": release.privacy.delta,
+        "calibration": release.privacy.calibration or "",
         "privacy_holds": release.privacy.holds,
         "privacy_reason": release.privacy.reason,
         "train_accuracy": release.accuracy(train.features, train.labels),

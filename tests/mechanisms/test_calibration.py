@@ -1,4 +1,8 @@
-"""Noise calibration against SPEC's formulas, with figures worked out by hand for Adult."""
+"""The papers' noise calibrations against SPEC's formulas, with figures worked out by hand.
+
+These are the constants a ``calibration: paper`` release uses; the proven calibrations of SPEC
+section 10 are tested in test_calibration_proven.py.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mechanisms.opdisc import opdisc_domain, opdisc_sigma
+from mechanisms.calibration import opdisc_sigma_paper as opdisc_sigma
+from mechanisms.calibration import rspm_gaussian_sigma_paper as rspm_gaussian_sigma
+from mechanisms.calibration import rspm_laplace_scale
+from mechanisms.opdisc import opdisc_domain
 from mechanisms.opsamp import OPSamp, OPSampParams, opsamp_calibration, surrogate_scale
-from mechanisms.rspm import rspm_gaussian_sigma, rspm_laplace_scale
 
 N_ADULT, D_ADULT = 15_682, 23
 DELTA_ADULT = 1 / N_ADULT**2
@@ -52,12 +58,12 @@ def test_rspm_calibration_on_adult():
         (0.1, 0.3939182, 0.3939182, 77, 2.974412e-4, 9.992724),
     ],
 )
-def test_opsamp_calibration_on_adult(eps, gamma_raw, gamma, m, eta, lam):
+def test_opsamp_paper_calibration_on_adult(eps, gamma_raw, gamma, m, eta, lam):
     # Box [-1, 1]^23, scaled logistic loss: R = 23, S = log(1 + e^23), G = 1/S; beta = 0.05,
-    # alpha = 1e-4 (SPEC section 5)
+    # alpha = 1e-4 (SPEC section 5); lambda's first term the paper's 4 D_inf gamma
     R, S = surrogate_scale(D_ADULT, -1.0, 1.0, 1.0)
     assert R == 23.0 and S == pytest.approx(23.0, abs=1e-9)
-    cal = OPSamp(OPSampParams(eps, DELTA_ADULT)).calibrate(N_ADULT, D_ADULT)
+    cal = OPSamp(OPSampParams(eps, DELTA_ADULT, calibration="paper")).calibrate(N_ADULT, D_ADULT)
     assert cal["gamma_raw"] == pytest.approx(gamma_raw, rel=1e-6)
     assert cal["gamma"] == pytest.approx(gamma, rel=1e-6)
     assert cal["m"] == m

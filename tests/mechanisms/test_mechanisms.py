@@ -7,6 +7,8 @@ import itertools
 import math
 
 import numpy as np
+
+from mechanisms.calibration import rspm_gaussian_sigma
 import pytest
 from scipy import stats
 
@@ -129,7 +131,9 @@ def test_release_records_round_trip(small):
                   np.random.default_rng(2))  # fmt: skip
     params, metrics = release.to_params(), release.to_metrics()
     assert params["mechanism"] == "rspm_gaussian" and params["param.epsilon"] == 0.7
-    assert params["noise.sigma"] == pytest.approx(7 * math.sqrt(10 * math.log(1e5)) / 0.7)
+    # the proven calibration (SPEC 10.2), m = 2d = 10
+    assert params["noise.sigma"] == pytest.approx(rspm_gaussian_sigma(0.7, 1e-5, 10))
+    assert params["noise.calibration"] == "proven" and params["privacy_epsilon"] == 0.7
     assert params["privacy_holds"] is True and params["oracle_backends"] == "enumerate"
     assert all(isinstance(v, float) for v in metrics.values())
     rebuilt = Release(release.mechanism, release.w, release.privacy, release.noise,
