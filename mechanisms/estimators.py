@@ -101,38 +101,53 @@ class _OracleClassifier(_PrivateLinearClassifier):
 
 
 class OPDiscClassifier(_OracleClassifier):
-    """OPDisc (SPEC section 3) over the paper's W_tau."""
+    """OPDisc (SPEC section 3) over the paper's W_tau; ``calibration`` as in OPDiscParams."""
+
+    def __init__(self, epsilon: float = 1.0, delta: float | None = None, *,
+                 calibration: str = "proven", **kwargs: Any) -> None:  # fmt: skip
+        super().__init__(epsilon, delta, **kwargs)
+        self.calibration = calibration
 
     def _mechanism(self, delta):
-        return OPDisc(OPDiscParams(self.epsilon, delta, margin=self.margin))
+        return OPDisc(OPDiscParams(self.epsilon, delta, margin=self.margin,
+                                   calibration=self.calibration))  # fmt: skip
 
 
 class RSPMClassifier(_OracleClassifier):
     """RSPM over {-1, 0, 1}^d (SPEC section 4); ``noise`` is 'gaussian' or 'laplace'."""
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, *,
-                 noise: str = "gaussian", **kwargs: Any) -> None:  # fmt: skip
+                 noise: str = "gaussian", calibration: str = "proven",
+                 **kwargs: Any) -> None:  # fmt: skip
         super().__init__(epsilon, delta, **kwargs)
         self.noise = noise
+        self.calibration = calibration
 
     def _mechanism(self, delta):
         return RSPM(RSPMParams(self.epsilon, delta if self.noise == "gaussian" else 0.0,
-                               noise=self.noise, margin=self.margin))  # fmt: skip
+                               noise=self.noise, margin=self.margin,
+                               calibration=self.calibration))  # fmt: skip
 
 
 class OPSampClassifier(_OracleClassifier):
     """OPSamp (SPEC section 5); ``loss`` 'logistic' (convex oracle) or 'zero_one' (MIP)."""
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, *,
-                 loss: str = "logistic", alpha: float = 1e-4, **kwargs: Any) -> None:  # fmt: skip
+                 loss: str = "logistic", alpha: float = 1e-4, calibration: str = "proven",
+                 gamma: float | None = None, m: int | None = None,
+                 **kwargs: Any) -> None:  # fmt: skip
         kwargs.setdefault("oracle", "convex" if loss == "logistic" else "auto")
         super().__init__(epsilon, delta, **kwargs)
         self.loss = loss
         self.alpha = alpha
+        self.calibration = calibration
+        self.gamma = gamma
+        self.m = m
 
     def _mechanism(self, delta):
         return OPSamp(OPSampParams(self.epsilon, delta, loss=self.loss, alpha=self.alpha,
-                                   margin=self.margin))  # fmt: skip
+                                   margin=self.margin, calibration=self.calibration,
+                                   gamma=self.gamma, m=self.m))  # fmt: skip
 
 
 class ExactERMClassifier(_OracleClassifier):
