@@ -60,7 +60,8 @@ def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
             "run_index": int(p.get("run_index", 0)),
             "privacy_epsilon": float(p.get("privacy_epsilon", "nan").replace("Infinity", "inf")),
             "privacy_delta": float(p.get("privacy_delta", "nan")),
-            "calibration": p.get("calibration", "") if p.get("calibration") != "None" else "",
+            "calibration": ("" if p.get("calibration") in (None, "None", "null")
+                            else p["calibration"]),
             "privacy_holds": t.get("privacy_holds") == "yes",
             "privacy_reason": p.get("privacy_reason", ""),
             "train_accuracy": m.get("train_accuracy", math.nan),
