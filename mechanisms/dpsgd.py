@@ -422,7 +422,8 @@ def run_dpsgd(X: Any, y: Any, params: DPSGDParams, rng: np.random.Generator) -> 
         params.epsilon, params.delta, True,
         f"{ACCOUNTANT_DESCRIPTIONS[PLD_REPLACE_ONE]}, value discretization "
         f"{discretization:.3g}: {steps} Poisson-subsampled Gaussian steps, q={q:.6g}, z={z:.6g}",
-        accounted_epsilon=eps,
+        accounted_epsilon=eps, requested_epsilon=params.epsilon, requested_delta=params.delta,
+        calibration=PLD_REPLACE_ONE,
     )  # fmt: skip
     return Release(
         mechanism="dpsgd",
@@ -540,7 +541,8 @@ def _tune_unaccounted(X, y, epsilon, delta, grid, rng) -> Release:
         f"each of {runs} runs is ({epsilon}, {delta})-DP "
         f"({ACCOUNTANT_DESCRIPTIONS[PLD_REPLACE_ONE]}), but the hyperparameters were selected "
         "by non-private training accuracy: the selection is unaccounted",
-        accounted_epsilon=best.privacy.accounted_epsilon,
+        accounted_epsilon=best.privacy.accounted_epsilon, requested_epsilon=epsilon,
+        requested_delta=delta, calibration=PLD_REPLACE_ONE,
     )  # fmt: skip
     return Release(
         mechanism="dpsgd_tuned",
@@ -656,7 +658,8 @@ def _tune_repeat_and_select(X, y, epsilon, delta, grid, rng, *, mean_runs, shape
         f"shape {shape:g}), "
         f"candidates uniform over {len(candidates)}, noisy-count scores (std {score_std:.4g}), "
         f"shared z={z:.6g}",
-        accounted_epsilon=eps,
+        accounted_epsilon=eps, requested_epsilon=epsilon, requested_delta=delta,
+        calibration=RDP_GROUP,
     )  # fmt: skip
     chosen = asdict(best) if best is not None else {}
     noise = {"noise_multiplier": z, "score_noise_std": score_std, "mean_runs": mean_runs,
