@@ -117,7 +117,7 @@ def test_expmech_audit_never_exceeds_the_exact_epsilon(reports_of):
 
 def test_dpsgd_replace_one_claim_holds_on_the_pair_that_broke_the_add_remove_claim(reports_of):
     """The audit found DP-SGD's add/remove claim broken under replacement (eps_lb 1.45 > 1);
-    with the replace-one accounting (mechanisms.dpsgd.event_epsilon) the same pair is within."""
+    with the replace-one accounting (mechanisms.dpsgd.accounting, PLD replace-one) the same pair is within."""
     flip = [r for r in reports_of("dpsgd_lr")
             if not r.is_mutant and r.pair == "replace_large_norm_flip"]  # fmt: skip
     print("\n" + _lines(flip))

@@ -119,7 +119,7 @@ def test_dpsgd_steps_reproduce_train_dpsgd_draw_for_draw(sampler_cls, clip, monk
     cal = sampler.calibration(X, y)
     assert cal["z"] == run_dpsgd(X, y, params, np.random.default_rng(0)).noise["noise_multiplier"]
     if not clip:  # the mutant is train_dpsgd with clip_and_sum replaced by the plain sum
-        monkeypatch.setattr(dpsgd, "clip_and_sum", lambda g, c: g.sum(axis=0))
+        monkeypatch.setattr(dpsgd.algorithm, "clip_and_sum", lambda g, c: g.sum(axis=0))
     for seed in range(5):
         uniforms, normals = _sequential_draws(seed, len(y), 1, cal["steps"])
         mine = sampler.train(X, y, cal, uniforms, normals)[0]
