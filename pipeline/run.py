@@ -56,7 +56,8 @@ def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
         p, m, t = child.data.params, child.data.metrics, child.data.tags
         rows.append({
             "key": t.get("run_key"), "mechanism": t.get("mechanism"),
-            "epsilon": float(p.get("epsilon", "nan").replace("Infinity", "inf")),
+            "epsilon": float(p.get("target_epsilon", p.get("epsilon", "nan"))
+                             .replace("Infinity", "inf")),
             "run_index": int(p.get("run_index", 0)),
             "privacy_epsilon": float(p.get("privacy_epsilon", "nan").replace("Infinity", "inf")),
             "privacy_delta": float(p.get("privacy_delta", "nan")),

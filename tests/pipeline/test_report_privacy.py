@@ -30,5 +30,6 @@ def test_summary_and_aggregate_show_the_proven_epsilon(tmp_path):
     assert "| rspm_gaussian | 1 | 1 | proven | 3 |" in text
     paths = write_report(rows, tmp_path, "t")
     csv = pd.read_csv(paths[0])
-    assert {"privacy_epsilon", "calibration"} <= set(csv.columns)
+    assert {"privacy_epsilon", "calibration", "target_epsilon"} <= set(csv.columns)
+    assert "epsilon" not in csv.columns  # only the proven guarantee is called epsilon
     assert (tmp_path / "fig1a_accuracy.png").stat().st_size > 0

@@ -106,7 +106,9 @@ def test_smoke_sweep_against_a_real_mlflow_server(mlflow_server, tmp_path):
     assert len(children) == SMALL_RUNS
     by_mechanism = {c.data.tags["mechanism"]: c for c in children}
     opdisc = by_mechanism["opdisc"]
-    assert opdisc.data.params["noise.sigma"] and float(opdisc.data.params["epsilon"]) == 1.0
+    assert opdisc.data.params["noise.sigma"] and float(opdisc.data.params["target_epsilon"]) == 1.0
+    assert float(opdisc.data.params["privacy_epsilon"]) == 1.0  # proven calibration (SPEC 10.1)
+    assert opdisc.data.params["calibration"] == "proven"
     assert opdisc.data.params["config.tau"] == "1.0"
     assert 0.0 <= opdisc.data.metrics["train_accuracy"] <= 1.0
     assert "wall_seconds" in opdisc.data.metrics and "oracle_seconds" in opdisc.data.metrics
