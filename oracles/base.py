@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from oracles.objective import DEFAULT_MARGIN, MergedRows
+from oracles.objective import DEFAULT_MARGIN, MIN_MARGIN, MergedRows, exact_positive
 
 #: Two objective values closer than this are equal (SPEC-independent numerical tolerance).
 OBJECTIVE_TOL = 1e-6
@@ -150,8 +150,11 @@ class Problem:
                     f"norm_radius_sq must be >= the domain's norm bound "
                     f"{self.domain.norm_sq_max}, found {self.norm_radius_sq!r}"
                 )
-        if not (math.isfinite(self.margin) and self.margin > 0):
-            raise ValueError(f"margin must be > 0, found {self.margin!r}")
+        if not (math.isfinite(self.margin) and self.margin >= MIN_MARGIN):
+            raise ValueError(
+                f"margin must be >= {MIN_MARGIN} (oracles.objective.MIN_MARGIN), "
+                f"found {self.margin!r}"
+            )
         object.__setattr__(self, "points", points)
         object.__setattr__(self, "pos", pos)
         object.__setattr__(self, "neg", neg)
@@ -179,9 +182,13 @@ class Problem:
         )
 
     def objective(self, w: np.ndarray) -> np.ndarray | float:
-        """F(w) by the exact rule of SPEC section 2; ``w`` may be (d,) or a batch (k, d)."""
+        """F(w) by the exact rule of SPEC section 2; ``w`` may be (d,) or a batch (k, d).
+
+        The labels are exact (``oracles.objective.exact_positive``), so one w and a batch that
+        contains it always get the same labels; the weighted sums are in floating point.
+        """
         W = np.atleast_2d(np.asarray(w, dtype=float))
-        positive = (self.points @ W.T) >= self.margin  # (u, k)
+        positive = exact_positive(self.points, W, self.margin)  # (u, k)
         value = self.neg @ positive + self.pos @ ~positive + W @ self.linear
         if self.norm_coef != 0.0:
             slack = np.maximum(self.norm_radius_sq - np.einsum("kd,kd->k", W, W), 0.0)

@@ -149,8 +149,11 @@ class _Search:
             if sub.n_cols == 0:  # nothing left to choose: the value is the bound's
                 kC = np.zeros(0, dtype=np.int64)
                 value = table_value(shape, kP, kC, f_v)
-                lower[i] = value
-                self.offer(shape.weights(kP, kC), value)
+                lower[i] = value  # a lower bound; exact unless the combination is borderline
+                w = shape.weights(kP, kC)
+                self.offer(w, value if not borderline[i] else None)
+                if borderline[i] and float(self.problem.objective(w)) > value + OBJECTIVE_TOL:
+                    open_borderline = True  # the gap goes to the reference (below), not ERROR
                 continue
             cutoff = None
             if math.isfinite(self.best_value):
