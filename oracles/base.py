@@ -14,7 +14,8 @@ Every oracle minimizes one family of objectives (SPEC sections 3 to 5) over a do
 
 The weights are real numbers, so one problem record serves all three. A solver's answer is never
 trusted as is: ``certify`` re-evaluates F at the returned w with the exact rule of SPEC section 2
-and refuses the certificate when the two disagree.
+(``oracles.objective``: exact rational labels) and refuses the certificate when the two disagree
+or when the exact value exceeds the proven bound by more than ``OBJECTIVE_TOL``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,20 @@ import numpy as np
 
 from oracles.objective import DEFAULT_MARGIN, MIN_MARGIN, MergedRows, exact_positive
 
-#: Two objective values closer than this are equal (SPEC-independent numerical tolerance).
+#: The certificate's tolerance: a solve is certified when the EXACT objective at its answer is at
+#: most its proven lower bound plus OBJECTIVE_TOL (the MIP backends stop at a gap of 1e-9,
+#: ``oracles.mip.DEFAULT_MIP_ABS_GAP``; the slack covers the floating-point sums of weights and
+#: of the solvers' bounds). What it means for an argmin:
+#: * label counts are integers, so on exact 0/1 ERM (eta = 0) and any integer-weighted objective
+#:   two distinct values differ by at least 1: certified = exact argmin;
+#: * with continuous noise (OPDisc's eta, RSPM's weights) a certified w could differ from the
+#:   argmin only if another w' had F(w') in [F(w) - 1e-6, F(w)). For a fixed pair,
+#:   F(w') - F(w) = (integer) + a Gaussian of standard deviation sigma ||pi(w) - pi(w')|| (OPDisc)
+#:   or sigma times the root of the number of separators on which they differ (RSPM), so that
+#:   event has probability at most 0.8e-6 / (that standard deviation): about 1e-8 per competing
+#:   point at the sweeps' noise (sigma >= 100) and below the resolution of the solver's own
+#:   bound. It is a per-pair bound, not a proof over the whole grid; the fuzz suite
+#:   (tests/oracles/test_fuzz.py) counts such near ties separately and has measured none.
 OBJECTIVE_TOL = 1e-6
 
 

@@ -27,7 +27,10 @@ that leaves a gap the oracle does not certify, it falls back to the reference.
 
 Fallback: a problem that does not have the shape (a Box domain, too many continuous weight
 combinations: ``max_combos``) is solved by ``HighsOracle`` (the reference formulation) and the
-certificate's ``fallback`` says why. The same happens when a subproblem fails in HiGHS.
+certificate's ``fallback`` says why. The same happens when a subproblem fails in HiGHS, and when
+borderline scores leave a gap, including combinations with no binary column left. The reference
+resolves the margin band exactly (``oracles.margin_band``), so the fallback never certifies a
+point that is not the argmin either.
 """
 
 from __future__ import annotations
