@@ -76,12 +76,20 @@ def test_no_false_certificate_on_the_fast_fuzz(name, fast_instances, fast_truths
     assert tally.certified >= 0.9 * tally.instances, tally.line()
 
 
+@pytest.fixture(scope="module")
+def slow_instances():
+    return [(seed, fuzz_instance(seed, max_points=3200)) for seed in SLOW_SEEDS]
+
+
+@pytest.fixture(scope="module")
+def slow_truths(slow_instances):
+    return [brute_force(problem) for _, problem in slow_instances]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ORACLES)
-def test_no_false_certificate_on_the_large_fuzz(name):
-    instances = [(seed, fuzz_instance(seed, max_points=3200)) for seed in SLOW_SEEDS]
-    truths = [brute_force(problem) for _, problem in instances]
-    tally = _fuzz(name, instances, truths)
+def test_no_false_certificate_on_the_large_fuzz(name, slow_instances, slow_truths):
+    tally = _fuzz(name, slow_instances, slow_truths)
     assert tally.false == 0, "\n".join(tally.failures)
 
 
