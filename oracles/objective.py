@@ -60,7 +60,10 @@ def exact_score(x, w) -> Fraction:
 
 
 def exact_positive(X: np.ndarray, W: np.ndarray, margin: float) -> np.ndarray:
-    """h = +1 as booleans, exactly (module docstring): (u,) for w of shape (d,), (u, k) for (k, d)."""
+    """h = +1 as booleans, exactly (module docstring).
+
+    Shape (u,) for w of shape (d,), (u, k) for a batch of shape (k, d).
+    """
     X = np.asarray(X, dtype=float)
     W = np.asarray(W, dtype=float)
     single = W.ndim == 1

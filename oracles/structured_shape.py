@@ -226,7 +226,8 @@ def decompose(problem: Problem, *, max_combos: int) -> Shape:
     for u in np.flatnonzero(support == 1):
         j = int(np.flatnonzero(X[u])[0])
         # the exact rule on one coordinate (a rounded product could reach mu from below)
-        positive = exact_positive(X[u : u + 1, j : j + 1], domain.values[:, None], problem.margin)[0]
+        x_uj = X[u : u + 1, j : j + 1]
+        positive = exact_positive(x_uj, domain.values[:, None], problem.margin)[0]
         unary[j] += np.where(positive, neg[u], pos[u])
 
     rest = np.flatnonzero(support >= 2)
