@@ -322,6 +322,8 @@ def certify(
             problems.append(f"exact objective {exact!r} != solver objective {solver_objective!r}")
         if exact - bound > OBJECTIVE_TOL:
             problems.append(f"exact objective {exact!r} exceeds the proven bound {bound!r}")
+        if bound - exact > OBJECTIVE_TOL:  # a feasible point below a "proven" bound refutes it
+            problems.append(f"the proven bound {bound!r} exceeds the exact objective {exact!r}")
         if problems:
             status = Status.INCONSISTENT
             notes.append("; ".join(problems))
