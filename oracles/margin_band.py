@@ -60,8 +60,9 @@ import numpy as np
 from oracles.base import IntegerGrid, Problem
 from oracles.objective import exact_positive, score_error_bound
 
-#: The most fine-column combinations ``margin_gaps`` enumerates per instance.
-MAX_GAP_COMBOS = 1 << 17
+#: The most fine-column combinations ``margin_gaps`` enumerates per instance (rows x combinations
+#: floats are computed, so this bounds its cost; beyond it the rows get eps 0 and the cuts).
+MAX_GAP_COMBOS = 1 << 15
 #: Table entries (rows x combinations) computed at once.
 GAP_CHUNK_ENTRIES = 2_000_000
 #: At most this many solves per answer (the first one and the rounds with new cuts).
