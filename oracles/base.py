@@ -14,7 +14,8 @@ Every oracle minimizes one family of objectives (SPEC sections 3 to 5) over a do
 
 The weights are real numbers, so one problem record serves all three. A solver's answer is never
 trusted as is: ``certify`` re-evaluates F at the returned w with the exact rule of SPEC section 2
-and refuses the certificate when the two disagree.
+(``oracles.objective``: exact rational labels) and refuses the certificate when the two disagree
+or when the exact value exceeds the proven bound by more than ``OBJECTIVE_TOL``.
 """
 
 from __future__ import annotations
@@ -26,9 +27,22 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from oracles.objective import DEFAULT_MARGIN, MergedRows
+from oracles.objective import DEFAULT_MARGIN, MIN_MARGIN, MergedRows, exact_positive
 
-#: Two objective values closer than this are equal (SPEC-independent numerical tolerance).
+#: The certificate's tolerance: a solve is certified when the EXACT objective at its answer is at
+#: most its proven lower bound plus OBJECTIVE_TOL (the MIP backends stop at a gap of 1e-9,
+#: ``oracles.mip.DEFAULT_MIP_ABS_GAP``; the slack covers the floating-point sums of weights and
+#: of the solvers' bounds). What it means for an argmin:
+#: * label counts are integers, so on exact 0/1 ERM (eta = 0) and any integer-weighted objective
+#:   two distinct values differ by at least 1: certified = exact argmin;
+#: * with continuous noise (OPDisc's eta, RSPM's weights) a certified w could differ from the
+#:   argmin only if another w' had F(w') in [F(w) - 1e-6, F(w)). For a fixed pair,
+#:   F(w') - F(w) = (integer) + a Gaussian of standard deviation sigma ||pi(w) - pi(w')|| (OPDisc)
+#:   or sigma times the root of the number of separators on which they differ (RSPM), so that
+#:   event has probability at most 0.8e-6 / (that standard deviation): about 1e-8 per competing
+#:   point at the sweeps' noise (sigma >= 100) and below the resolution of the solver's own
+#:   bound. It is a per-pair bound, not a proof over the whole grid; the fuzz suite
+#:   (tests/oracles/test_fuzz.py) counts such near ties separately and has measured none.
 OBJECTIVE_TOL = 1e-6
 
 
@@ -150,8 +164,11 @@ class Problem:
                     f"norm_radius_sq must be >= the domain's norm bound "
                     f"{self.domain.norm_sq_max}, found {self.norm_radius_sq!r}"
                 )
-        if not (math.isfinite(self.margin) and self.margin > 0):
-            raise ValueError(f"margin must be > 0, found {self.margin!r}")
+        if not (math.isfinite(self.margin) and self.margin >= MIN_MARGIN):
+            raise ValueError(
+                f"margin must be >= {MIN_MARGIN} (oracles.objective.MIN_MARGIN), "
+                f"found {self.margin!r}"
+            )
         object.__setattr__(self, "points", points)
         object.__setattr__(self, "pos", pos)
         object.__setattr__(self, "neg", neg)
@@ -179,9 +196,13 @@ class Problem:
         )
 
     def objective(self, w: np.ndarray) -> np.ndarray | float:
-        """F(w) by the exact rule of SPEC section 2; ``w`` may be (d,) or a batch (k, d)."""
+        """F(w) by the exact rule of SPEC section 2; ``w`` may be (d,) or a batch (k, d).
+
+        The labels are exact (``oracles.objective.exact_positive``), so one w and a batch that
+        contains it always get the same labels; the weighted sums are in floating point.
+        """
         W = np.atleast_2d(np.asarray(w, dtype=float))
-        positive = (self.points @ W.T) >= self.margin  # (u, k)
+        positive = exact_positive(self.points, W, self.margin)  # (u, k)
         value = self.neg @ positive + self.pos @ ~positive + W @ self.linear
         if self.norm_coef != 0.0:
             slack = np.maximum(self.norm_radius_sq - np.einsum("kd,kd->k", W, W), 0.0)
@@ -301,6 +322,8 @@ def certify(
             problems.append(f"exact objective {exact!r} != solver objective {solver_objective!r}")
         if exact - bound > OBJECTIVE_TOL:
             problems.append(f"exact objective {exact!r} exceeds the proven bound {bound!r}")
+        if bound - exact > OBJECTIVE_TOL:  # a feasible point below a "proven" bound refutes it
+            problems.append(f"the proven bound {bound!r} exceeds the exact objective {exact!r}")
         if problems:
             status = Status.INCONSISTENT
             notes.append("; ".join(problems))

@@ -29,11 +29,11 @@ from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
     Milp,
+    RawSolve,
     SolverUnavailableError,
-    build_milp,
     check_solver_options,
-    default_point,
     feasibility_tol_for,
+    solve_resolving_band,
 )
 
 #: GurobiError errno of a model too large for a size-limited licence, and of no licence.
@@ -101,7 +101,8 @@ class GurobiOracle:
     Args:
         time_limit: Gurobi's TimeLimit in seconds (TIME_LIMIT, uncertified, when reached).
         threads: Gurobi's Threads.
-        strict_eps: eps of ``z_u = 0 => <w, x_u> <= mu - eps`` (``oracles.mip``, limitation).
+        strict_eps: the cap of each row's eps in ``z_u = 0 => <w, x_u> <= mu - eps_u``
+            (``oracles.mip``, the strict side; on an IntegerGrid it never excludes a point).
         mip_abs_gap: MIPGapAbs (MIPGap is 0).
         feasibility_tol: FeasibilityTol and IntFeasTol (Gurobi's minimum is 1e-9); None (the
             default) picks them by domain (``oracles.mip.feasibility_tol_for``).
@@ -130,7 +131,21 @@ class GurobiOracle:
             import gurobipy as gp
         except ImportError as err:
             raise SolverUnavailableError(f"gurobipy is not importable ({err})") from err
-        milp = build_milp(problem, strict_eps=self.strict_eps)
+
+        def run(milp: Milp, time_limit: float) -> RawSolve:
+            return self._run(gp, milp, time_limit)
+
+        result = solve_resolving_band(problem, run, strict_eps=self.strict_eps,
+                                      time_limit=float(self.time_limit))  # fmt: skip
+        return certify(
+            problem, result.w, status=result.status, bound=result.bound,
+            seconds=time.perf_counter() - start, backend=self.name, threads=self.threads,
+            solver_objective=result.solver_objective, message=result.message,
+            extra=result.extra,
+        )  # fmt: skip
+
+    def _run(self, gp, milp: Milp, time_limit: float) -> RawSolve:
+        """One Gurobi solve of ``milp``; licence errors become ``LicenceLimitError``."""
         blocks = _constraint_rows(milp)
         n_constraints = sum(len(rows) for rows, _, _ in blocks)
         try:
@@ -138,7 +153,7 @@ class GurobiOracle:
                 env.setParam("OutputFlag", 0)
                 env.start()
                 with gp.Model(env=env) as model:
-                    result = self._optimize(gp, model, milp, blocks)
+                    result = self._optimize(gp, model, milp, blocks, time_limit)
         except gp.GurobiError as err:
             if err.errno in LICENCE_ERRNOS:
                 raise LicenceLimitError(err.errno, milp.n_cols, n_constraints, str(err)) from err
@@ -148,22 +163,17 @@ class GurobiOracle:
         extra = {**milp.stats(), "n_constraints": n_constraints, "solver_status": code,
                  "solver_seconds": solver_seconds}  # fmt: skip
         if x is not None:
-            w = milp.decode_w(x)
             extra["max_violation"] = milp.max_violation(x)
         else:
-            w, solver_objective = default_point(problem), None
+            solver_objective = None
         if status is Status.ERROR or not math.isfinite(bound):
             bound = -math.inf
-        return certify(
-            problem, w, status=status, bound=bound, seconds=time.perf_counter() - start,
-            backend=self.name, threads=self.threads, solver_objective=solver_objective,
-            message=message, extra=extra,
-        )  # fmt: skip
+        return RawSolve(status, message, x, solver_objective, bound, extra)
 
-    def _optimize(self, gp, model, milp: Milp, blocks):
+    def _optimize(self, gp, model, milp: Milp, blocks, time_limit: float):
         """Load the Milp into ``model``, optimize, and read the answer back as plain values."""
         for param, value in (
-            ("TimeLimit", float(self.time_limit)),
+            ("TimeLimit", float(time_limit)),
             ("Threads", int(self.threads)),
             ("MIPGap", 0.0),
             ("MIPGapAbs", float(self.mip_abs_gap)),

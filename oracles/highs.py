@@ -32,11 +32,11 @@ from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
     Milp,
+    RawSolve,
     SolverUnavailableError,
-    build_milp,
     check_solver_options,
-    default_point,
     feasibility_tol_for,
+    solve_resolving_band,
 )
 
 #: The HiGHS thread count fixed by the first solve in this process (None before it).
@@ -87,7 +87,8 @@ class HighsOracle:
     Args:
         time_limit: seconds HiGHS may run (TIME_LIMIT, uncertified, when reached).
         threads: HiGHS threads; only the first solve in a process can set it (module docstring).
-        strict_eps: eps of ``z_u = 0 => <w, x_u> <= mu - eps`` (``oracles.mip``, limitation).
+        strict_eps: the cap of each row's eps in ``z_u = 0 => <w, x_u> <= mu - eps_u``
+            (``oracles.mip``, the strict side; on an IntegerGrid it never excludes a point).
         mip_abs_gap: HiGHS's absolute gap (the relative gap is 0).
         feasibility_tol: HiGHS's mip and primal feasibility tolerances; None (the default)
             picks them by domain (``oracles.mip.feasibility_tol_for``: tighter is not safer).
@@ -115,15 +116,29 @@ class HighsOracle:
             import highspy
         except ImportError as err:  # pragma: no cover - highspy is a dependency
             raise SolverUnavailableError(f"highspy is not importable ({err})") from err
-        milp = build_milp(problem, strict_eps=self.strict_eps)
         threads, thread_note = _threads_for(self.threads)
         tol = feasibility_tol_for(problem, self.feasibility_tol)
 
+        def run(milp: Milp, time_limit: float) -> RawSolve:
+            return self._run(highspy, milp, threads, tol, time_limit)
+
+        result = solve_resolving_band(problem, run, strict_eps=self.strict_eps,
+                                      time_limit=float(self.time_limit))  # fmt: skip
+        return certify(
+            problem, result.w, status=result.status, bound=result.bound,
+            seconds=time.perf_counter() - start, backend=self.name, threads=threads,
+            solver_objective=result.solver_objective,
+            message=" | ".join(m for m in (result.message, thread_note) if m),
+            extra={**result.extra, "feasibility_tol": tol},
+        )  # fmt: skip
+
+    def _run(self, highspy, milp: Milp, threads: int, tol: float, time_limit: float) -> RawSolve:
+        """One HiGHS solve of ``milp``."""
         h = highspy.Highs()
         for option, value in (
             ("output_flag", False),
             ("threads", threads),
-            ("time_limit", float(self.time_limit)),
+            ("time_limit", float(time_limit)),
             ("mip_rel_gap", 0.0),
             ("mip_abs_gap", float(self.mip_abs_gap)),
             ("mip_feasibility_tolerance", tol),
@@ -142,21 +157,13 @@ class HighsOracle:
         info = h.getInfo()
         has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
         status, message = map_status(status_name, has_solution)
-        extra = {**milp.stats(), "solver_status": model_status, "solver_seconds": solver_seconds,
-                 "feasibility_tol": tol}  # fmt: skip
+        extra = {**milp.stats(), "solver_status": model_status, "solver_seconds": solver_seconds}
+        x = objective = None
         if has_solution:
             x = np.asarray(h.getSolution().col_value, dtype=float)
-            w = milp.decode_w(x)
-            solver_objective = float(info.objective_function_value)
+            objective = float(info.objective_function_value)
             extra["max_violation"] = milp.max_violation(x)
-        else:
-            w, solver_objective = default_point(problem), None
-        bound = _proven_bound(milp, status, info)
-        return certify(
-            problem, w, status=status, bound=bound, seconds=time.perf_counter() - start,
-            backend=self.name, threads=threads, solver_objective=solver_objective,
-            message=" | ".join(m for m in (message, thread_note) if m), extra=extra,
-        )  # fmt: skip
+        return RawSolve(status, message, x, objective, _proven_bound(milp, status, info), extra)
 
 
 def _proven_bound(milp: Milp, status: Status, info) -> float:

@@ -22,14 +22,16 @@ Rows
 ----
 * Indicator rows by a big-M PER ROW, from the domain. With a_u = <w, x_u> in [L_u, U_u] on W:
 
-      a_u - (mu + g - L_u) z_u >= L_u          (z_u = 1  =>  a_u >= mu + g)
-      a_u - (U_u - mu + eps) z_u <= mu - eps   (z_u = 0  =>  a_u <= mu - eps)
+      a_u - (mu + g - L_u) z_u >= L_u              (z_u = 1  =>  a_u >= mu + g)
+      a_u - (U_u - mu + eps_u) z_u <= mu - eps_u   (z_u = 0  =>  a_u <= mu - eps_u)
 
   On an IntegerGrid U_u = -L_u = min(tau B ||x_u||_1, sqrt(N) ||x_u||_2), N the largest
   attainable ||w||^2 within the norm bound (when there is one); on a Box
-  U_u = sum_j max(lower x_uj, upper x_uj) and L_u = sum_j min(lower x_uj, upper x_uj).
+  U_u = sum_j max(lower x_uj, upper x_uj) and L_u = sum_j min(lower x_uj, upper x_uj). Both
+  are widened by a relative 1e-9 so that rounding cannot make them cut off a grid point.
 * Rows decided by the domain get no z and no row, only an offset: U_u < mu (always -1, e.g.
-  x_u = 0 since mu > 0) adds pos_u, L_u >= mu (always +1) adds neg_u. Rows with pos_u = neg_u
+  x_u = 0 since mu > 0) adds pos_u, L_u >= mu (always +1) adds neg_u (decided with the widened
+  bounds, so a row that rounding could put on either side keeps its z). Rows with pos_u = neg_u
   (in particular pos = neg = 0) cost the same either way and add pos_u. No other merging: the
   Problem's rows are already merged (SPEC section 2).
 * Exact norm (SPEC section 3, not the paper's lambda relaxation, which is exact only for
@@ -40,31 +42,50 @@ Rows
   norm bound ||w||^2 <= norm_sq_max is the range of m; with norm_coef = 0 it is the single row
   ``q <= max m`` instead (and no row when it cannot bind).
 
-Known limitation (``strict_eps``, default 1e-6)
------------------------------------------------
+The strict side (``strict_eps``, SPEC section 8)
+------------------------------------------------
 A MIP cannot express the strict inequality a_u < mu of a row predicted -1, so z_u = 0 requires
-a_u <= mu - eps. A w with some a_u in (mu - eps, mu) satisfies neither indicator and is
-excluded from the MIP's feasible set: if such a w were the only minimizer, the MIP would
-return (and certify) the best w outside that band. The positive side has the same kind of
-band [mu, mu + g) with ``positive_guard`` g, which is 0 on an IntegerGrid and
-``BOX_POSITIVE_GUARD`` on a Box. Why the Box needs it: its optimum lies at a vertex, where the
-LP makes a_u = mu hold only up to the solver's feasibility tolerance; the exact rule of SPEC
-section 2 would then read a_u = mu - 1e-12 as -1 and the certificate would be refused. On a
-grid a_u is a function of the integer b, so a solution is exact once b is rounded.
+a_u <= mu - eps_u. On an IntegerGrid eps_u = min(strict_eps, G_u / 2) with G_u a PROVEN lower
+bound on the distance from mu down to the row's largest grid score below mu, and 0 where none
+is proven: no grid point loses its feasible assignment, the formulation is a relaxation of the
+exact problem, and rows the solver mislabels at its answer get exact lazy cuts
+(``oracles.margin_band``, which explains why this never certifies a point that is not the
+argmin). ``band_cuts`` are those cuts. ``strict_eps`` is only a cap (default 1e-6): a larger
+eps_u keeps the solver's z_u faithful against its tolerances, it never excludes a grid point.
+
+On a Box eps_u = strict_eps for every row, and the positive side has a band [mu, mu + g) with
+``positive_guard`` g = ``BOX_POSITIVE_GUARD`` (0 on a grid). Why the Box needs it: its optimum
+lies at a vertex, where the LP makes a_u = mu hold only up to the solver's feasibility
+tolerance; the exact rule of SPEC section 2 would then read a_u = mu - 1e-12 as -1 and the
+certificate would be refused. A w of the Box with a score in the bands is excluded (a known
+limitation: OPSamp needs an alpha-approximate minimizer, SPEC section 5, not an exact argmin).
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import scipy.sparse
 
-from oracles.base import Box, IntegerGrid, OracleError, Problem
+from oracles.objective import exact_positive
+from oracles.base import Box, IntegerGrid, OracleError, Problem, Status
+from oracles.margin_band import (
+    MAX_BAND_ROUNDS,
+    BandCut,
+    band_cut,
+    mislabelled_rows,
+    strict_eps_per_row,
+)
 
-#: Default eps of ``z_u = 0 => <w, x_u> <= mu - eps`` (module docstring: the known limitation).
+#: Default eps of ``z_u = 0 => <w, x_u> <= mu - eps``: on a Box the eps of every row, on an
+#: IntegerGrid the cap of each row's proven eps_u (module docstring, the strict side).
 DEFAULT_STRICT_EPS = 1e-6
+#: Relative widening of the score ranges (L_u, U_u) against rounding (module docstring).
+RANGE_REL_SLACK = 1e-9
 #: Default g of ``z_u = 1 => <w, x_u> >= mu + g`` on a Box (module docstring). It is larger than
 #: BOX_FEASIBILITY_TOL times any big-M of a unit-scale instance, so the exact rule agrees.
 BOX_POSITIVE_GUARD = 1e-7
@@ -144,13 +165,15 @@ def row_score_range(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(domain, Box):
         high = np.maximum(domain.lower * X, domain.upper * X).sum(axis=1)
         low = np.minimum(domain.lower * X, domain.upper * X).sum(axis=1)
-        return low, high
+        slack = RANGE_REL_SLACK * np.maximum(np.abs(low), np.abs(high)) + 1e-300
+        return low - slack, high + slack
     high = domain.step * domain.bound * np.abs(X).sum(axis=1)
     cap = _norm_cap(domain)
     if cap is not None:
         largest = int(attainable_square_sums(domain.d, domain.bound, cap)[-1])
         norm_max = domain.step * math.sqrt(largest)
         high = np.minimum(high, norm_max * np.sqrt((X * X).sum(axis=1)))
+    high = high * (1.0 + RANGE_REL_SLACK) + 1e-300
     return -high, high
 
 
@@ -180,7 +203,9 @@ class Milp:
         z_fixed: for each Problem row, 1 or 0 when the domain decides its label, -1 where it
             has a z, and -2 where its cost does not depend on the label (pos_u = neg_u).
         norm_cols, norm_values: columns t_m and their values m (exact norm encoding), or empty.
-        strict_eps, positive_guard: the eps and g of the indicator rows.
+        strict_eps, positive_guard: the eps cap and g of the indicator rows.
+        row_eps: eps_u of each Problem row's z_u = 0 row (0 where the row has no z).
+        band_cuts: the lazy cuts of ``oracles.margin_band`` in this model.
     """
 
     problem: Problem
@@ -200,6 +225,8 @@ class Milp:
     norm_values: np.ndarray
     strict_eps: float
     positive_guard: float
+    row_eps: np.ndarray
+    band_cuts: tuple[BandCut, ...] = ()
 
     @property
     def n_cols(self) -> int:
@@ -218,6 +245,7 @@ class Milp:
             "n_nonzeros": int(self.matrix.nnz),
             "n_active_rows": int((self.z_cols >= 0).sum()),
             "n_problem_rows": self.problem.n_rows,
+            "n_band_cuts": len(self.band_cuts),
         }
 
     def decode_w(self, x: np.ndarray) -> np.ndarray:
@@ -236,9 +264,10 @@ class Milp:
     def encode(self, w: np.ndarray) -> np.ndarray:
         """The canonical assignment of a domain point w (z_u = h_w(x_u) by the exact rule).
 
-        It is feasible (``max_violation`` 0) and has ``objective_value`` F(w) unless some a_u
-        falls in an excluded band (module docstring); tests use it to check the formulation
-        point by point, and a backend may pass it as a MIP start.
+        On an IntegerGrid it is feasible (``max_violation`` 0, band cuts included) and has
+        ``objective_value`` F(w) for every grid point (module docstring, the strict side); on a
+        Box unless some a_u falls in a band. Tests use it to check the formulation point by
+        point, and a backend may pass it as a MIP start.
         """
         problem = self.problem
         w = np.asarray(w, dtype=float)
@@ -251,8 +280,17 @@ class Milp:
                 q = int((k * k).sum())
                 x[self.norm_cols[self.norm_values == q]] = 1.0
         active = self.z_cols >= 0
-        x[self.z_cols[active]] = (problem.points[active] @ w >= problem.margin).astype(float)
+        labels = exact_positive(problem.points[active], w, problem.margin)
+        x[self.z_cols[active]] = labels.astype(float)
+        for cut, col in zip(self.band_cuts, self.cut_cols):
+            k = np.round(w[list(cut.fine_cols)] / problem.domain.step).astype(int)
+            x[col] = float(np.array_equal(k, cut.fine_k))
         return x
+
+    @property
+    def cut_cols(self) -> np.ndarray:
+        """The pattern column s of each band cut (the last columns of the model)."""
+        return np.arange(self.n_cols - len(self.band_cuts), self.n_cols)
 
     def max_violation(self, x: np.ndarray) -> float:
         """The largest violation of a row, a column bound or integrality at ``x``."""
@@ -317,8 +355,12 @@ def build_milp(
     *,
     strict_eps: float = DEFAULT_STRICT_EPS,
     positive_guard: float | None = None,
+    band_cuts: tuple[BandCut, ...] = (),
 ) -> Milp:
-    """The reference formulation of ``problem`` (module docstring; SPEC sections 2, 3, 5)."""
+    """The reference formulation of ``problem`` (module docstring; SPEC sections 2, 3, 5).
+
+    ``band_cuts`` (IntegerGrid only) are the exact cuts of ``oracles.margin_band``.
+    """
     if not (math.isfinite(strict_eps) and strict_eps > 0):
         raise FormulationError(f"strict_eps must be finite and > 0, found {strict_eps!r}")
     domain = problem.domain
@@ -367,7 +409,7 @@ def build_milp(
     pos, neg = problem.pos, problem.neg
     z_fixed = np.full(problem.n_rows, -1, dtype=np.int64)
     z_fixed[pos == neg] = -2
-    z_fixed[(z_fixed == -1) & (high < mu)] = 0
+    z_fixed[(z_fixed == -1) & (high < mu)] = 0  # (low, high) are widened: rounding-safe
     z_fixed[(z_fixed == -1) & (low >= mu)] = 1
     offset += float(pos[z_fixed == -2].sum() + pos[z_fixed == 0].sum() + neg[z_fixed == 1].sum())
     active = np.flatnonzero(z_fixed == -1)
@@ -377,10 +419,22 @@ def build_milp(
 
     X = problem.points[active]
     cols = np.hstack([np.broadcast_to(w_cols, X.shape), z_cols[active, None]])
-    g, eps = positive_guard, strict_eps
+    g = positive_guard
+    if isinstance(domain, IntegerGrid):
+        eps = strict_eps_per_row(problem, active, strict_eps)
+    else:
+        eps = np.full(len(active), float(strict_eps))
+    row_eps = np.zeros(problem.n_rows)
+    row_eps[active] = eps
     L, U = low[active], high[active]
     build.rows_block(cols, np.hstack([X, -(mu + g - L)[:, None]]), L, np.inf)  # z=1 => a >= mu+g
     build.rows_block(cols, np.hstack([X, -(U - mu + eps)[:, None]]), -np.inf, mu - eps)  # z=0
+
+    band_cuts = tuple(band_cuts)
+    if band_cuts and not isinstance(domain, IntegerGrid):
+        raise FormulationError("band cuts need an IntegerGrid domain")
+    for cut in band_cuts:
+        _add_band_cut(build, cut, problem, w_cols, onehot, z_cols[cut.row], low, high)
 
     n_cols, n_rows = len(build.cost), len(build.row_lower)
     matrix = scipy.sparse.csr_array(
@@ -407,7 +461,125 @@ def build_milp(
         norm_values=norm_values,
         strict_eps=float(strict_eps),
         positive_guard=float(positive_guard),
+        row_eps=row_eps,
+        band_cuts=band_cuts,
     )
+
+
+def _add_band_cut(build: _Builder, cut: BandCut, problem: Problem, w_cols, onehot, z_col,
+                  low, high) -> None:  # fmt: skip
+    """s >= sum_j b_{j, c_j} - (|F| - 1) (s = 1 when w agrees with the cut's fine values), and
+
+        s = 1, z = 1  =>  A >= theta:   A - M1 s - M1 z >= theta - 2 M1
+        s = 1, z = 0  =>  A <= theta:   A + M2 s - M2 z <= theta + M2
+
+    with A = sum over the coarse columns of x_uj w_j (on tau Z), theta = tau (T - 1/2), and
+    M1, M2 from A's range (``oracles.margin_band``, point 3). s is continuous in [0, 1].
+    """
+    if z_col < 0:
+        raise FormulationError(f"band cut on row {cut.row}, which has no z")
+    domain = problem.domain
+    x = problem.points[cut.row]
+    s_col = build.columns(1, 0.0, 1.0, False)[0]
+    fine_b = [onehot[j, k + domain.bound] for j, k in zip(cut.fine_cols, cut.fine_k)]
+    build.row(np.r_[s_col, fine_b], np.r_[1.0, -np.ones(len(fine_b))],
+              1.0 - len(fine_b), np.inf)  # fmt: skip
+    coarse = list(cut.coarse_cols)
+    reach = domain.step * domain.bound * float(np.abs(x[coarse]).sum()) * (1 + RANGE_REL_SLACK)
+    theta = cut.threshold
+    m1 = max(theta + reach, 0.0) + 1.0
+    m2 = max(reach - theta, 0.0) + 1.0
+    cols = np.r_[w_cols[coarse], s_col, z_col]
+    build.row(cols, np.r_[x[coarse], -m1, -m1], theta - 2 * m1, np.inf)
+    build.row(cols, np.r_[x[coarse], m2, -m2], -np.inf, theta + m2)
+
+
+@dataclass(frozen=True, eq=False)
+class RawSolve:
+    """One backend solve of one Milp, before ``certify``: the solver's own claims.
+
+    ``x`` is the column assignment (None without a solution), ``objective`` the solver's value of
+    it, ``bound`` its proven lower bound (-inf when none), ``extra`` what goes in the record.
+    """
+
+    status: Status
+    message: str
+    x: np.ndarray | None
+    objective: float | None
+    bound: float
+    extra: dict
+
+
+@dataclass(frozen=True, eq=False)
+class BandResolved:
+    """What ``solve_resolving_band`` hands to ``certify``."""
+
+    milp: Milp
+    status: Status
+    message: str
+    w: np.ndarray
+    solver_objective: float | None
+    bound: float
+    extra: dict
+
+
+def solve_resolving_band(
+    problem: Problem,
+    run: Callable[[Milp, float], RawSolve],
+    *,
+    strict_eps: float,
+    time_limit: float,
+    max_rounds: int = MAX_BAND_ROUNDS,
+) -> BandResolved:
+    """Solve the reference formulation with ``run`` (a backend), adding the exact band cuts of
+    ``oracles.margin_band`` while the solver's labels at its answer are not the exact ones.
+
+    Every round's model is a relaxation of the exact problem, so the largest bound of the
+    rounds is a lower bound on min F; the answer is the round point with the smallest exact
+    objective. Its ``solver_objective`` is passed on only when the solver's labels there were
+    the exact ones; otherwise ``certify`` judges the exact value against the bound alone.
+    """
+    start = time.perf_counter()
+    cuts: list[BandCut] = []
+    seen: set[BandCut] = set()
+    best: tuple[float, np.ndarray, float | None] | None = None
+    bound, notes, rounds = -math.inf, [], 0
+    milp = raw = None
+    while True:
+        left = time_limit - (time.perf_counter() - start)
+        milp = build_milp(problem, strict_eps=strict_eps, band_cuts=tuple(cuts))
+        raw = run(milp, max(left, 1e-3))
+        rounds += 1
+        if raw.status is Status.ERROR:
+            break
+        bound = max(bound, raw.bound)
+        if raw.x is None:
+            break
+        w = milp.decode_w(raw.x)
+        wrong = mislabelled_rows(milp, raw.x) if isinstance(problem.domain, IntegerGrid) else []
+        exact = float(problem.objective(w))
+        if best is None or exact < best[0]:
+            best = (exact, w, None if len(wrong) else raw.objective)
+        if not len(wrong) or raw.status is not Status.OPTIMAL:
+            break
+        new = [c for c in (band_cut(problem, int(u), w) for u in wrong) if c not in seen]
+        if not new:
+            notes.append(f"rows {wrong.tolist()} mislabelled again after their band cuts")
+            break
+        if rounds >= max_rounds or time.perf_counter() - start >= time_limit:
+            notes.append(f"margin band unresolved after {rounds} solves")
+            break
+        cuts.extend(new)
+        seen.update(new)
+    extra = {**raw.extra, "band_rounds": rounds, "band_cuts": len(cuts)}
+    message = " | ".join(m for m in (raw.message, *notes) if m)
+    if raw.status is Status.ERROR:
+        return BandResolved(milp, Status.ERROR, message, default_point(problem), None,
+                            -math.inf, extra)  # fmt: skip
+    if best is None:
+        return BandResolved(milp, raw.status, message, default_point(problem), None, bound, extra)
+    _, w, solver_objective = best
+    return BandResolved(milp, raw.status, message, w, solver_objective, bound, extra)
 
 
 def default_point(problem: Problem) -> np.ndarray:
@@ -419,6 +591,9 @@ def default_point(problem: Problem) -> np.ndarray:
 
 
 __all__ = [
+    "BandResolved",
+    "RawSolve",
+    "solve_resolving_band",
     "BOX_POSITIVE_GUARD",
     "BOX_FEASIBILITY_TOL",
     "GRID_FEASIBILITY_TOL",

@@ -27,7 +27,10 @@ that leaves a gap the oracle does not certify, it falls back to the reference.
 
 Fallback: a problem that does not have the shape (a Box domain, too many continuous weight
 combinations: ``max_combos``) is solved by ``HighsOracle`` (the reference formulation) and the
-certificate's ``fallback`` says why. The same happens when a subproblem fails in HiGHS.
+certificate's ``fallback`` says why. The same happens when a subproblem fails in HiGHS, and when
+borderline scores leave a gap, including combinations with no binary column left. The reference
+resolves the margin band exactly (``oracles.margin_band``), so the fallback never certifies a
+point that is not the argmin either.
 """
 
 from __future__ import annotations
@@ -149,8 +152,11 @@ class _Search:
             if sub.n_cols == 0:  # nothing left to choose: the value is the bound's
                 kC = np.zeros(0, dtype=np.int64)
                 value = table_value(shape, kP, kC, f_v)
-                lower[i] = value
-                self.offer(shape.weights(kP, kC), value)
+                lower[i] = value  # a lower bound; exact unless the combination is borderline
+                w = shape.weights(kP, kC)
+                self.offer(w, value if not borderline[i] else None)
+                if borderline[i] and float(self.problem.objective(w)) > value + OBJECTIVE_TOL:
+                    open_borderline = True  # the gap goes to the reference (below), not ERROR
                 continue
             cutoff = None
             if math.isfinite(self.best_value):

@@ -48,6 +48,7 @@ import numpy as np
 
 from oracles.base import IntegerGrid, Problem
 from oracles.mip import _norm_cap, attainable_square_sums
+from oracles.objective import exact_positive
 
 #: Relative width of the band around mu inside which a score counts as borderline.
 BORDER_REL_TOL = 1e-9
@@ -224,7 +225,9 @@ def decompose(problem: Problem, *, max_combos: int) -> Shape:
     unary = np.outer(problem.linear, step * ks)
     for u in np.flatnonzero(support == 1):
         j = int(np.flatnonzero(X[u])[0])
-        positive = X[u, j] * (step * ks) >= problem.margin  # the exact rule on one coordinate
+        # the exact rule on one coordinate (a rounded product could reach mu from below)
+        x_uj = X[u : u + 1, j : j + 1]
+        positive = exact_positive(x_uj, domain.values[:, None], problem.margin)[0]
         unary[j] += np.where(positive, neg[u], pos[u])
 
     rest = np.flatnonzero(support >= 2)

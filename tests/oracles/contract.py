@@ -15,7 +15,7 @@ shapes that cycle with the seed:
 
 Features mix one-hot columns and real columns with two decimals, drawn from a few distinct
 vectors so that rows repeat. Two-decimal features keep every score <w, x_u> on a 0.005 lattice,
-far from the margins used, so the strict_eps band of ``oracles.mip`` never holds a grid point.
+far from the margins used; scores on and near the margin are the fuzz suite's (``fuzz.py``).
 """
 
 from __future__ import annotations

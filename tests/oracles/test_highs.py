@@ -83,3 +83,20 @@ def test_a_w_that_misses_its_bound_becomes_inconsistent():
 def test_bad_tolerances_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
         HighsOracle(**{field: value})
+
+
+def test_highs_is_a_release_without_the_1_14_presolve_false_optima():
+    """HiGHS 1.14.0's MIP presolve certified min 2x + 3z, x + z >= 4.5, z integer, as 15 (the
+    optimum is 9; ERGO-Code/HiGHS#2957, fixed in 1.15.0): pyproject requires highspy >= 1.15."""
+    import highspy
+
+    version = (highspy.HIGHS_VERSION_MAJOR, highspy.HIGHS_VERSION_MINOR)
+    assert version >= (1, 15), version
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    x = h.addVariable(lb=0.0, ub=10.0)
+    z = h.addVariable(lb=0.0, ub=10.0, type=highspy.HighsVarType.kInteger)
+    h.addConstr(x + z >= 4.5)
+    h.setObjective(2 * x + 3 * z, sense=highspy.ObjSense.kMinimize)
+    h.run()
+    assert h.getInfo().objective_function_value == pytest.approx(9.0)

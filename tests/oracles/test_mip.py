@@ -150,14 +150,56 @@ def test_rows_decided_by_the_domain_get_no_variable():
     assert milp.n_rows == 2
 
 
-def test_the_strict_eps_band_is_excluded():
-    """The documented limitation: a w with mu - eps < <w, x_u> < mu has no feasible assignment."""
+def test_the_grid_keeps_every_point_the_box_excludes_the_band():
+    """On a grid eps_u is half a proven gap, so a score mu - 5e-7 stays feasible (SPEC section 8);
+    on a Box the fixed strict_eps band is excluded (the documented limitation)."""
     mu = 1e-4
-    problem = Problem(np.array([[mu - 5e-7, 1.0]]), [1.0], [0.0], IntegerGrid(2, 1), margin=mu)
+    X = np.array([[mu - 5e-7, 1.0]])
+    problem = Problem(X, [1.0], [0.0], IntegerGrid(2, 1), margin=mu)
     milp = build_milp(problem, strict_eps=1e-6)
-    assert milp.max_violation(milp.encode(np.array([1.0, 0.0]))) > 0
-    narrow = build_milp(problem, strict_eps=1e-7)
-    assert narrow.max_violation(narrow.encode(np.array([1.0, 0.0]))) == 0
+    assert milp.row_eps.tolist() == [pytest.approx(2.5e-7)]
+    for w in ([1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [1.0, -1.0]):
+        assert milp.max_violation(milp.encode(np.array(w))) == 0
+    box = Problem(X, [1.0], [0.0], Box(2, 0.0, 1.0), margin=mu)
+    box_milp = build_milp(box, strict_eps=1e-6)
+    assert box_milp.max_violation(box_milp.encode(np.array([1.0, 0.0]))) > 0
+
+
+def test_margin_gaps_are_proven_lower_bounds():
+    """G_u <= mu - (largest grid score below mu), checked exactly by enumeration."""
+    from fractions import Fraction
+
+    from oracles.margin_band import margin_gaps
+    from tests.oracles.fuzz import fuzz_instance
+
+    for seed in range(40):
+        problem = fuzz_instance(seed)
+        gaps = margin_gaps(problem, np.arange(problem.n_rows))
+        W = np.vstack(list(grid_points(problem.domain)))
+        mu = Fraction(problem.margin)
+        for u, x in enumerate(problem.points):
+            below = [mu - s for s in (sum((Fraction(a) * Fraction(b) for a, b in zip(x, w)),
+                                          Fraction(0)) for w in W) if s < mu]  # fmt: skip
+            if below:
+                assert Fraction(gaps[u]) <= min(below), (seed, u)
+
+
+def test_band_cuts_keep_every_grid_point_feasible():
+    """A cut is valid for every grid point with its exact labels (``oracles.margin_band``)."""
+    from oracles.margin_band import band_cut
+    from tests.oracles.fuzz import fuzz_instance
+
+    for seed in range(12):
+        problem = fuzz_instance(seed)
+        W = np.vstack(list(grid_points(problem.domain)))
+        active = np.flatnonzero(build_milp(problem).z_cols >= 0)
+        rng = np.random.default_rng(seed)
+        cuts = tuple({band_cut(problem, int(u), W[rng.integers(len(W))]) for u in active})
+        milp = build_milp(problem, band_cuts=cuts)
+        for w in W:
+            x = milp.encode(w)
+            assert milp.max_violation(x) <= 1e-9, (seed, w)
+            assert milp.objective_value(x) == pytest.approx(problem.objective(w), abs=1e-9)
 
 
 def test_box_uses_a_positive_guard_and_the_grid_does_not():

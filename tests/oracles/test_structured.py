@@ -241,3 +241,29 @@ def test_registered_and_options_checked():
         StructuredOracle(max_combos=0)
     with pytest.raises(ValueError, match="time_limit"):
         StructuredOracle(time_limit=0.0)
+
+
+def all_continuous_rspm(seed: int) -> Problem:
+    """RSPM on continuous features only, one row near the margin (issue 11: the structured
+    oracle's combinations then have no binary column, and a borderline one must fall back)."""
+    rng = np.random.default_rng(seed)
+    d, n = int(rng.integers(2, 5)), int(rng.integers(3, 12))
+    X = rng.uniform(-1, 1, (n, d))
+    k = rng.integers(-1, 2, d)
+    k[0] = 1
+    x = rng.uniform(-1, 1, d)
+    x[0] = 1e-4 + float(rng.choice([0, 1e-12, -1e-12, 1e-9, -1e-9])) - float(x[1:] @ k[1:])
+    X, y = np.vstack([X, x]), rng.choice([-1, 1], n + 1)
+    data = Problem.from_rows(MergedRows.from_xy(X, y), IntegerGrid(d, 1, 1.0), label="cont")
+    return data.with_rows(np.vstack([np.eye(d), -np.eye(d)]), rng.normal(0, 3.0, 2 * d),
+                          np.zeros(2 * d))  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [86, 123, 149, 163, 183])
+def test_all_continuous_borderline_falls_back_instead_of_error(oracle, seed):
+    """Seeds where the oracle used to report ERROR from its no-binary-column branch."""
+    problem = all_continuous_rspm(seed)
+    solution = oracle.solve(problem)
+    assert solution.certificate.certified, solution.certificate.message
+    expected = EnumerationOracle().solve(problem).certificate.objective
+    assert solution.certificate.objective == pytest.approx(expected, abs=OBJECTIVE_TOL)
