@@ -88,6 +88,10 @@ class SumCutSampler:
     def grid(self, d: int) -> np.ndarray:
         return np.arange(-d, d + 1, dtype=float)[:, None]
 
+    def describe(self, d: int):
+        """How the audit's events name a cell."""
+        return lambda cell: f"sum(w)={cell - d}"
+
     def noise(self, rows: MergedRows, size: int, rng: np.random.Generator) -> dict[str, Any]:
         return self.mechanism.draw_noise(BatchedGenerator(rng, size), rows.n, rows.d)
 
