@@ -183,25 +183,30 @@ class SumCutOPDiscSampler(SumCutSampler):
 class SumCutRSPMSampler(SumCutSampler):
     """Gaussian or Laplace RSPM (or a variant) on sum-cut data: the DP of the module doc."""
 
-    def _tables(self, eta: np.ndarray, lam: int):
-        """F (N, 2d + 1): min cost with sum(w) = t - d, and the choices for backtracking."""
+    def _tables(self, eta: np.ndarray, lam: int, keep_choices: bool = False):
+        """F (N, 2d + 1): min cost with sum(w) = t - d, and (if asked) the choices per step."""
         N, d = eta.shape[0], eta.shape[1] // 2
         if eta.shape[1] != 2 * d:
             raise AuditError(f"RSPM needs 2d separator weights, found {eta.shape[1]}")
         a, b = eta[:, :d], eta[:, d:]
-        costs = np.stack([a, a + b, b], axis=2)  # w_j = -1, 0, 1
         width = 2 * d + 1
         F = np.full((N, width), np.inf)
         F[:, d] = 0.0
-        choices = np.zeros((N, d, width), dtype=np.int8)
+        choices = np.zeros((N, d, width), dtype=np.int8) if keep_choices else None
+        down, up = np.empty_like(F), np.empty_like(F)
         for j in range(d):
-            options = np.full((3, N, width), np.inf)
-            options[0, :, :-1] = F[:, 1:] + costs[:, j, 0:1]  # w_j = -1: sum t came from t + 1
-            options[1] = F + costs[:, j, 1:2]
-            options[2, :, 1:] = F[:, :-1] + costs[:, j, 2:3]  # w_j = +1: from t - 1
-            pick = np.argmin(options, axis=0)
-            choices[:, j] = pick
-            F = np.take_along_axis(options, pick[None], axis=0)[0]
+            down[:, -1] = np.inf
+            np.add(F[:, 1:], a[:, j:j + 1], out=down[:, :-1])  # w_j = -1: sum t came from t + 1
+            up[:, 0] = np.inf
+            np.add(F[:, :-1], b[:, j:j + 1], out=up[:, 1:])  # w_j = +1: from t - 1
+            stay = F + (a[:, j] + b[:, j])[:, None]  # w_j = 0
+            if keep_choices:
+                options = np.stack([down, stay, up])
+                pick = np.argmin(options, axis=0)  # first minimum: -1, then 0, then +1
+                choices[:, j] = pick
+                F = np.take_along_axis(options, pick[None], axis=0)[0]
+            else:
+                F = np.minimum(np.minimum(down, stay), up)
         F = F + lam * (np.arange(width) >= d + 1)[None, :]
         return F, choices
 
@@ -210,7 +215,7 @@ class SumCutRSPMSampler(SumCutSampler):
         return np.argmin(F, axis=1) - eta.shape[1] // 2
 
     def argmin(self, eta, lam, noise) -> np.ndarray:
-        F, choices = self._tables(eta, lam)
+        F, choices = self._tables(eta, lam, keep_choices=True)
         N, d = eta.shape[0], eta.shape[1] // 2
         t = np.argmin(F, axis=1)
         w = np.zeros((N, d))

@@ -93,7 +93,7 @@ def _opsamp() -> MechanismAudit:
 #: Dimensions of the sum-cut pairs: the default audit runs all three, so the effect's growth in
 #: d shows in one table.
 OPDISC_HIGH_DIMS = (5, 23, 100, 200)
-RSPM_HIGH_DIMS = (5, 12, 25)
+RSPM_HIGH_DIMS = (5, 25, 50)
 
 
 def _opdisc_high_dim() -> MechanismAudit:
@@ -114,7 +114,7 @@ def _rspm_high_dim() -> MechanismAudit:
     return MechanismAudit(
         "rspm_gaussian_d5", RSPMParams(EPSILON, DELTA), EPSILON, DELTA, "replace",
         lambda p: SumCutRSPMSampler(RSPM(p)),
-        lambda: [sum_cut_pair(d) for d in RSPM_HIGH_DIMS], 100_000, 2_000_000,
+        lambda: [sum_cut_pair(d) for d in RSPM_HIGH_DIMS], 50_000, 1_000_000,
     )  # fmt: skip
 
 

@@ -135,8 +135,8 @@ PAPER_OPDISC_NOT_CAUGHT = (
 )
 PAPER_RSPM_NOT_CAUGHT = (
     "below m of about 160 (d = 80) at delta 1e-5 SPEC 10.2 proves the paper's sigma enough "
-    "(0.404 / 0.558 / 0.653 at d = 5 / 12 / 25): no audit can catch it there; beyond, the exact "
-    "DP sampler costs O(d^2) per release"
+    "(0.404 / 0.653 / 0.846 at d = 5 / 25 / 50): no audit can catch it there; beyond, the exact "
+    "DP sampler costs O(d^2) per release and the sum cut's ratio grows like sqrt(d) only"
 )
 
 
@@ -195,7 +195,7 @@ MUTANTS: tuple[Mutant, ...] = (
            undetectable=PAPER_OPDISC_NOT_CAUGHT),
     Mutant("rspm_gaussian_d5", "paper",
            lambda p: SumCutRSPMSampler(RSPM(with_calibration(p, "paper"))),
-           "SPEC 10.2 proves 0.404 / 0.558 / 0.653 at d = 5 / 12 / 25 (delta 1e-5)",
+           "SPEC 10.2 proves 0.404 / 0.653 / 0.846 at d = 5 / 25 / 50 (delta 1e-5)",
            undetectable=PAPER_RSPM_NOT_CAUGHT),
 )  # fmt: skip
 
