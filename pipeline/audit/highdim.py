@@ -96,15 +96,16 @@ class SumCutSampler:
         return self.mechanism.draw_noise(BatchedGenerator(rng, size), rows.n, rows.d)
 
     def sample(self, X, y, size, rng) -> np.ndarray:
+        """``size`` releases, drawn and solved in chunks (memory: chunk x m floats). One noise
+        draw per release, row-major: the chunks are the same stream as one batched draw."""
         X, y = check_data(X, y)
         rows = MergedRows.from_xy(X, y)
-        noise = self.noise(rows, size, rng)
         lam = sum_cut_lambda(rows, self.mechanism.params.margin)
-        eta = np.asarray(noise["eta"], dtype=float)
-        return np.concatenate([
-            self.sums(eta[i:i + _CHUNK], lam, noise) + rows.d
-            for i in range(0, len(eta), _CHUNK)
-        ])  # fmt: skip
+        out = []
+        for start in range(0, size, _CHUNK):
+            noise = self.noise(rows, min(_CHUNK, size - start), rng)
+            out.append(self.sums(np.asarray(noise["eta"], dtype=float), lam, noise) + rows.d)
+        return np.concatenate(out)
 
     def releases(self, X, y, size, rng) -> np.ndarray:
         """The released w themselves, (size, d): what tests compare with ``run``."""

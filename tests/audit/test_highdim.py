@@ -104,3 +104,14 @@ def test_paper_calibrations_prove_more_than_the_claim_at_the_audited_d():
     assert _proven_epsilon("opdisc_d5", "paper_code", 100) == pytest.approx(4.318, abs=2e-3)
     assert _proven_epsilon("opdisc_d5", "paper_code", 5) == pytest.approx(1.805, abs=2e-3)
     assert _proven_epsilon("rspm_gaussian_d5", "paper", 25) == pytest.approx(0.653, abs=2e-3)
+
+
+def test_chunked_sampling_is_the_one_batch_stream():
+    import pipeline.audit.highdim as highdim
+
+    pair = sum_cut_pair(7)
+    sampler = SAMPLED[0]
+    size = highdim._CHUNK * 2 + 123
+    cells = sampler.sample(pair.X0, pair.y0, size, np.random.default_rng(5))
+    w = sampler.releases(pair.X0, pair.y0, size, np.random.default_rng(5))
+    np.testing.assert_array_equal(sampler.grid(7)[cells, 0], w.sum(axis=1))
