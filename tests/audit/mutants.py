@@ -129,9 +129,10 @@ def with_calibration(params: Any, calibration: str) -> Any:
 
 
 PAPER_OPDISC_NOT_CAUGHT = (
-    "the sum cut's ln ratio at t = 1 grows like sqrt(d): 0.46 at d = 100, 0.71 at d = 200 "
-    "(paper_code: 0.96, 1.38) at sigma_paper, so catching the paper's sigma needs d of about "
-    "600 (pipeline.audit.highdim; measured in the d >= 5 audit's report, not in CI)"
+    "not on the registry's pairs (d <= 200): the sum cut's ln ratio at sum(w) = 1 grows like "
+    "sqrt(d) (0.46 at d = 100, 0.71 at d = 200; paper_code 0.96, 1.38). It is caught at d = 600 "
+    "(eps_lb 1.189 at 1e6 samples: python -m pipeline.audit.highdim opdisc_d5 --d 600 "
+    "--variants paper), too slow for CI"
 )
 PAPER_RSPM_NOT_CAUGHT = (
     "below m of about 160 (d = 80) at delta 1e-5 SPEC 10.2 proves the paper's sigma enough "
