@@ -98,7 +98,9 @@ def audit_pair(
     options: dict[str, Any] = {"kind": sampler.kind, "delta": delta, "alpha": alpha}
     if sampler.kind == "discrete":
         grid = sampler.grid(pair.d)
-        options |= {"n_cells": len(grid), "describe": lambda c: _point(grid[c])}
+        describe = getattr(sampler, "describe", None)  # a sampler of a statistic names its cells
+        options |= {"n_cells": len(grid),
+                    "describe": describe(pair.d) if describe else lambda c: _point(grid[c])}
     forward = choose_event(select0, select1, **options)
     backward = choose_event(select1, select0, **options)
     fd, fd1 = int(forward.contains(eval0).sum()), int(forward.contains(eval1).sum())

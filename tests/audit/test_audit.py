@@ -23,7 +23,10 @@ from tests.audit.exact import (all_d1_replacements, exact_epsilon, expmech_exact
 from tests.audit.mutants import MUTANTS
 
 CAUGHT = [m for m in MUTANTS if not m.undetectable]
-NOT_DETECTABLE = [m for m in MUTANTS if m.undetectable]
+#: Mutants shown within the claim by the exact epsilon of every d = 1 replacement; those of the
+#: audit at d >= 5 are checked in tests/audit/test_highdim.py.
+NOT_DETECTABLE = [m for m in MUTANTS
+                  if m.undetectable and m.mechanism in ("opdisc", "rspm_gaussian")]
 
 
 def _lines(reports) -> str:
