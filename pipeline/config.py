@@ -87,11 +87,11 @@ class TableDatasetConfig(DatasetConfig):
     positive: str = MISSING
     negative: Optional[str] = None
     #: Column -> its levels in one-hot order; null reads them off the training rows
-    #: (a PrivacyLeakWarning).
-    categorical: Dict[str, Any] = field(default_factory=dict)
+    #: (a PrivacyLeakWarning). Typed Any so that `dataset.categorical={a:[x,y]}` replaces it.
+    categorical: Any = None
     #: Column -> [low, high] public bounds, scaled to [0, 1]; null takes the training min and
     #: max (a PrivacyLeakWarning).
-    numeric: Dict[str, Any] = field(default_factory=dict)
+    numeric: Any = None
     #: A second table as the test set; else test_fraction of the rows, drawn with split_seed.
     test_path: Optional[str] = None
     test_fraction: float = 0.2
@@ -111,6 +111,11 @@ class TableDatasetConfig(DatasetConfig):
                  self.test_fraction)  # fmt: skip
         _require(self.out_of_bounds in ("error", "clip"), "out_of_bounds",
                  "must be error or clip", self.out_of_bounds)  # fmt: skip
+        for key in ("categorical", "numeric"):
+            value = getattr(self, key)
+            _require(value is None or isinstance(value, dict), key,
+                     "must map column names to levels / bounds (or null)", value)  # fmt: skip
+            setattr(self, key, dict(value or {}))
         _require(bool(self.categorical) or bool(self.numeric), "numeric",
                  "list at least one feature column (dataset.numeric or dataset.categorical)",
                  dict(self.numeric))  # fmt: skip

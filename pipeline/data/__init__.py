@@ -34,7 +34,7 @@ def load_dataset(cfg) -> tuple[Dataset, Dataset | None]:
 
         splits = load_table(
             cfg.path, label=cfg.label, positive=cfg.positive, negative=cfg.negative,
-            categorical=dict(cfg.categorical), numeric=dict(cfg.numeric),
+            categorical=dict(cfg.categorical or {}), numeric=dict(cfg.numeric or {}),
             test_source=cfg.test_path, test_fraction=cfg.test_fraction,
             split_seed=cfg.split_seed, balance=cfg.balance, balance_seed=cfg.balance_seed,
             drop_missing=cfg.drop_missing, out_of_bounds=cfg.out_of_bounds,

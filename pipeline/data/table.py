@@ -265,7 +265,7 @@ def _encode(raw, rows, enc: _Encoding, stated: set[str], out_of_bounds: str):
             if out_of_bounds == "error":
                 first = int(np.flatnonzero(outside)[0])
                 raise DataError(
-                    f"{raw.row(int(rows[first]))}: numeric column {col!r} has {values[first]!r}"
+                    f"{raw.row(int(rows[first]))}: numeric column {col!r} has {float(values[first])!r}"
                     f" outside its stated bounds [{low!r}, {high!r}] ({int(outside.sum())} "
                     "such rows); widen the bounds or set dataset.out_of_bounds=clip"
                 )
