@@ -238,6 +238,7 @@ def test_a_users_csv_runs_end_to_end(tmp_path):
     parent = client.search_runs([exp.experiment_id], "tags.role = 'sweep'")[0]
     assert "levels of 'colour'" in parent.data.tags["privacy_leak_warnings"]
     assert parent.data.params["dataset.path"] == str(tmp_path / "mine.csv")
+    assert len(parent.data.params["dataset.content.sha256"]) == 64  # an edited file: a new sweep
     children = client.search_runs([exp.experiment_id],
                                   f"tags.mlflow.parentRunId = '{parent.info.run_id}'")  # fmt: skip
     assert {c.data.tags["mechanism"] for c in children} == {"opdisc", "erm_01"}
