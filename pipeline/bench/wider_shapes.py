@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                     combos = len(decompose(problem, max_work=now.work_budget).combos)
                 except ShapeMismatch:
                     combos = -1
-                shapes[instance] = f"n={n}, d={d}, {rows.n_distinct} distinct rows, {combos} combinations"
+                shapes[instance] = (f"n={n}, d={d}, {rows.n_distinct} distinct rows, "
+                                    f"{combos} combinations")  # fmt: skip
                 pair = [("now", now)]
                 if eps in args.today_epsilons and seed in args.today_seeds:
                     pair.append(("today", today))
@@ -191,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {method:<6} {ok}/{len(mine)} certified; time to certificate median "
                   f"{statistics.median(times):.2f}s, max {max(times):.2f}s; cpu median "
                   f"{statistics.median(s.cpu for s in mine):.2f}s, max "
-                  f"{max(s.cpu for s in mine):.2f}s; answered by {', '.join(backends)}{flag}")  # fmt: skip
+                  f"{max(s.cpu for s in mine):.2f}s; answered by {', '.join(backends)}"
+                  f"{flag}")  # fmt: skip
     print(f"machine: {describe_machine()}; {load_before} at start, {load_loadavg()} at end")
     return 0
 

@@ -265,9 +265,10 @@ def _encode(raw, rows, enc: _Encoding, stated: set[str], out_of_bounds: str):
             if out_of_bounds == "error":
                 first = int(np.flatnonzero(outside)[0])
                 raise DataError(
-                    f"{raw.row(int(rows[first]))}: numeric column {col!r} has {float(values[first])!r}"
-                    f" outside its stated bounds [{low!r}, {high!r}] ({int(outside.sum())} "
-                    "such rows); widen the bounds or set dataset.out_of_bounds=clip"
+                    f"{raw.row(int(rows[first]))}: numeric column {col!r} has "
+                    f"{float(values[first])!r} outside its stated bounds [{low!r}, {high!r}] "
+                    f"({int(outside.sum())} such rows); widen the bounds or set "
+                    "dataset.out_of_bounds=clip"
                 )
             clipped += int(outside.sum())
             values = np.clip(values, low, high)
@@ -436,7 +437,8 @@ def load_table(
         "privacy_leak_warnings": list(enc.leaks),
         "balance": bool(balance), "balance_seed": int(balance_seed),
         "split_seed": int(split_seed), "test_fraction": float(test_fraction),
-        "rows_in_file": int(len(raw.frame)), "rows_dropped_missing": int(len(raw.frame) - len(keep)),
+        "rows_in_file": int(len(raw.frame)),
+        "rows_dropped_missing": int(len(raw.frame) - len(keep)),
     }  # fmt: skip
     train = Dataset(X, y_all[train_rows], enc.names(),
                     {**common, "split": "train", "clipped_values": clipped})  # fmt: skip
@@ -445,10 +447,10 @@ def load_table(
         y_test = y_all[test_rows] if test_raw is raw else _labels(
             test_raw, test_rows, label, positive, negative)  # fmt: skip
         X_test, unseen, clipped_test = _encode(test_raw, test_rows, enc, stated, out_of_bounds)
+        extra = {"test_source": test_raw.provenance} if test_raw is not raw else {}
         test = Dataset(X_test, y_test, enc.names(),
                        {**common, "split": "test", "unseen_levels": unseen,
-                        "clipped_values": clipped_test,
-                        **({"test_source": test_raw.provenance} if test_raw is not raw else {})})  # fmt: skip
+                        "clipped_values": clipped_test, **extra})  # fmt: skip
     return TableSplits(train=train, test=test)
 
 

@@ -90,7 +90,8 @@ def test_split_and_balance_are_seeded_and_keep_file_order(tmp_path):
     np.testing.assert_array_equal(a.test.features, b.test.features)
     assert not np.array_equal(a.test.features, c.test.features)
     assert a.test.n == 10 and (a.train.labels == 1).sum() == (a.train.labels == -1).sum()
-    assert np.all(np.diff(a.train.features[:, 0]) > 0) and np.all(np.diff(a.test.features[:, 0]) > 0)
+    assert np.all(np.diff(a.train.features[:, 0]) > 0)  # file order kept
+    assert np.all(np.diff(a.test.features[:, 0]) > 0)
     train_x = set(a.train.features[:, 0]) | set(a.test.features[:, 0])
     assert len(train_x) == a.train.n + a.test.n  # disjoint
 
@@ -107,7 +108,8 @@ def test_test_file_uses_the_training_encoding(tmp_path):
     (CSV, {"label": "target"}, "no column 'target'"),
     (CSV, {"numeric": {"size": [0, 10], "weight": [0, 1]}}, "no column 'weight'"),
     (CSV.replace("blue,4,40,no", "blue,4,40,maybe"), {},
-     "row 3 (line 5): label column 'y' has 'maybe', neither the positive value 'yes' nor the negative 'no'"),
+     "row 3 (line 5): label column 'y' has 'maybe', neither the positive value 'yes' nor "
+     "the negative 'no'"),
     (CSV.replace("green,5,50", "green,,50"), {}, "row 4 (line 6): column 'size' is missing"),
     (CSV.replace("green,5,50", "green,NaN,50"), {}, "row 4 (line 6): column 'size' is missing"),
     (CSV.replace("red,6,60", "red,six,60"), {},
