@@ -25,12 +25,16 @@ in floating point) and the answer goes through ``certify``. Scores that fall wit
 of the margin (``structured_shape``, rounding) enter the bounds at their cheaper label; if
 that leaves a gap the oracle does not certify, it falls back to the reference.
 
-Fallback: a problem that does not have the shape (a Box domain, too many continuous weight
-combinations: ``max_combos``) is solved by ``HighsOracle`` (the reference formulation) and the
-certificate's ``fallback`` says why. The same happens when a subproblem fails in HiGHS, and when
-borderline scores leave a gap, including combinations with no binary column left. The reference
-resolves the margin band exactly (``oracles.margin_band``), so the fallback never certifies a
-point that is not the argmin either.
+Fallback: a problem that does not have the shape (a Box domain, or continuous weight
+combinations too many to bound in the time limit: ``max_work``) is solved by ``HighsOracle``
+(the reference formulation) and the certificate's ``fallback`` says why. The same happens when
+a subproblem fails in HiGHS, and when borderline scores leave a gap, including combinations with
+no binary column left. The reference resolves the margin band exactly (``oracles.margin_band``),
+so the fallback never certifies a point that is not the argmin either. The cap is work, not a
+count of combinations: bounding one combination costs a threshold per row and a cell x score
+table (``bounding_work``), so 16,875 combinations of Adult with age and education-num (d = 25)
+or 94,969 with fnlwgt too (d = 26) fit in the default time limit, while a count cap sized for
+Adult's 461 sent them to the reference, which does not certify them.
 """
 
 from __future__ import annotations
@@ -47,8 +51,11 @@ from oracles.mip import DEFAULT_STRICT_EPS, check_solver_options
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_shape import ShapeMismatch, cell_bounds, decompose, separable_bounds
 
-#: Default largest number of continuous-weight combinations (Adult's OPDisc grid: 461).
-DEFAULT_MAX_COMBOS = 4096
+#: Table entries the bounding pass computes per second on one core, set low: measured 19
+#: million on this project's 2-core machine shared with other jobs (Adult, d = 25).
+WORK_ENTRIES_PER_SECOND = 10_000_000
+#: Share of the time limit that bounding every combination may take (the rest: subproblems).
+BOUNDING_SHARE = 0.5
 #: Cell bounds are computed for this many combinations at a time, most promising first.
 TABLE_BATCH = 64
 
@@ -60,28 +67,44 @@ class StructuredOracle:
     Args:
         time_limit: seconds for the whole solve (TIME_LIMIT, uncertified, when reached).
         threads: HiGHS threads (fixed once per process: ``oracles.highs``).
-        max_combos: fall back to the reference when the continuous columns have more weight
-            combinations than this.
+        max_work: fall back to the reference when bounding every combination of the
+            continuous weights would take more table entries than this
+            (``structured_shape.bounding_work``); None: what fits in ``BOUNDING_SHARE`` of the
+            time limit at ``WORK_ENTRIES_PER_SECOND``.
+        max_combos: also fall back above this many combinations (None: no count cap).
     """
 
     time_limit: float = 600.0
     threads: int = 1
-    max_combos: int = DEFAULT_MAX_COMBOS
+    max_combos: int | None = None
+    max_work: float | None = None
     name: str = "structured"
 
     def __post_init__(self) -> None:
         # the shared validation of time_limit and threads; the reference's strict_eps is not
         # an option here (the fallback uses its default), so its own default is passed
         check_solver_options(self.time_limit, self.threads, DEFAULT_STRICT_EPS)
-        if isinstance(self.max_combos, bool) or not isinstance(self.max_combos, int):
-            raise TypeError(f"max_combos must be an integer, found {self.max_combos!r}")
-        if self.max_combos < 1:
-            raise ValueError(f"max_combos must be >= 1, found {self.max_combos!r}")
+        if self.max_combos is not None:
+            if isinstance(self.max_combos, bool) or not isinstance(self.max_combos, int):
+                raise TypeError(f"max_combos must be an integer or None, found {self.max_combos!r}")
+            if self.max_combos < 1:
+                raise ValueError(f"max_combos must be >= 1, found {self.max_combos!r}")
+        if self.max_work is not None and not (isinstance(self.max_work, (int, float))
+                                              and not isinstance(self.max_work, bool)
+                                              and self.max_work > 0):  # fmt: skip
+            raise ValueError(f"max_work must be > 0 or None, found {self.max_work!r}")
+
+    @property
+    def work_budget(self) -> float:
+        """The table entries a solve may spend bounding (``max_work``, else from time_limit)."""
+        if self.max_work is not None:
+            return float(self.max_work)
+        return BOUNDING_SHARE * self.time_limit * WORK_ENTRIES_PER_SECOND
 
     def solve(self, problem: Problem) -> Solution:
         start = time.perf_counter()
         try:
-            shape = decompose(problem, max_combos=self.max_combos)
+            shape = decompose(problem, max_combos=self.max_combos, max_work=self.work_budget)
         except ShapeMismatch as why:
             return self._fallback(problem, str(why), start)
         return _Search(self, problem, shape, start).run()
@@ -202,4 +225,4 @@ class _Search:
         )  # fmt: skip
 
 
-__all__ = ["DEFAULT_MAX_COMBOS", "StructuredOracle"]
+__all__ = ["BOUNDING_SHARE", "StructuredOracle", "WORK_ENTRIES_PER_SECOND"]

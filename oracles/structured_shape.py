@@ -54,6 +54,10 @@ from oracles.objective import exact_positive
 BORDER_REL_TOL = 1e-9
 #: At most this many table entries (combinations x cells x scores) are held at once.
 TABLE_CHUNK_ENTRIES = 4_000_000
+#: Fixed cost of one combination, in table entries: listing it and its separable bound.
+COMBO_OVERHEAD_ENTRIES = 200
+#: Never list more combinations than this, whatever the budget (memory of the combos and bounds).
+MAX_LISTED_COMBOS = 4_000_000
 
 
 class ShapeMismatch(ValueError):
@@ -208,8 +212,23 @@ class Shape:
         return k_pos, k_neg
 
 
-def decompose(problem: Problem, *, max_combos: int) -> Shape:
-    """The Shape of ``problem`` (module docstring), or ShapeMismatch saying why it does not fit."""
+def bounding_work(n_combos: int, n_rows: int, n_cells: int, max_cell_size: int, B: int) -> float:
+    """Table entries the bounding pass computes when it tables every combination: per
+    combination, a threshold per cell row, a cell x score table (``Shape.tables``) and a fixed
+    overhead. The search tables combinations lazily (most are usually pruned by the separable
+    bound first), so this is an upper estimate of the work, not of the subproblems' time."""
+    n_scores = 2 * B * max_cell_size + 1
+    return float(n_combos) * (n_rows + n_cells * n_scores + COMBO_OVERHEAD_ENTRIES)
+
+
+def decompose(problem: Problem, *, max_combos: int | None = None,
+              max_work: float | None = None) -> Shape:
+    """The Shape of ``problem`` (module docstring), or ShapeMismatch saying why it does not fit.
+
+    It does not fit when the continuous weights have more combinations than ``max_combos``
+    (None: no such cap) or than ``MAX_LISTED_COMBOS``, or when bounding them all would take more
+    than ``max_work`` table entries (``bounding_work``; None: no such cap).
+    """
     domain = problem.domain
     if not isinstance(domain, IntegerGrid):
         raise ShapeMismatch(f"the domain is not an IntegerGrid ({type(domain).__name__})")
@@ -236,13 +255,21 @@ def decompose(problem: Problem, *, max_combos: int) -> Shape:
     binary_cols, cont_cols = np.flatnonzero(is_binary), np.flatnonzero(~is_binary)
 
     n_combos = _count_combos(len(cont_cols), B, cap)
-    if n_combos > max_combos:
-        raise ShapeMismatch(
-            f"{len(cont_cols)} continuous columns give {n_combos} weight combinations "
-            f"(max_combos={max_combos})"
-        )
-    combos = _combos(len(cont_cols), B, cap)
+    what = f"{len(cont_cols)} continuous columns give {n_combos} weight combinations"
+    if max_combos is not None and n_combos > max_combos:
+        raise ShapeMismatch(f"{what} (max_combos={max_combos})")
+    if n_combos > MAX_LISTED_COMBOS:
+        raise ShapeMismatch(f"{what}, more than the {MAX_LISTED_COMBOS} that are ever listed")
     cells, cell_of = _cells(Xr[:, binary_cols])
+    if max_work is not None:
+        size = int(cells.sum(axis=1).max()) if len(cells) else 0
+        work = bounding_work(n_combos, len(cell_of), len(cells), size, B)
+        if work > max_work:
+            raise ShapeMismatch(
+                f"{what}: bounding them takes up to {work:.3g} table entries "
+                f"({len(cell_of)} rows, {len(cells)} cells), more than max_work={max_work:.3g}"
+            )
+    combos = _combos(len(cont_cols), B, cap)
 
     reach = np.zeros(cap + 1, dtype=bool)
     reach[attainable_square_sums(d, B, cap)] = True
@@ -304,11 +331,16 @@ def _count_combos(p: int, B: int, cap: int) -> int:
 
 def _combos(p: int, B: int, cap: int) -> np.ndarray:
     """The k in [-B, B]^p with ||k||^2 <= cap, in lexicographic order (only those are built)."""
-    rows: list[tuple[int, ...]] = [()]
-    for _ in range(p):
-        rows = [r + (k,) for r in rows for k in range(-B, B + 1)
-                if sum(x * x for x in r) + k * k <= cap]  # fmt: skip
-    return np.asarray(rows, dtype=np.int64).reshape(len(rows), p)
+    ks = np.arange(-B, B + 1, dtype=np.int64)
+    rows = np.zeros((1, 0), dtype=np.int64)
+    norms = np.zeros(1, dtype=np.int64)
+    for _ in range(p):  # each row extended by every k, in order: lexicographic
+        ext_norms = (norms[:, None] + ks[None, :] ** 2).ravel()
+        keep = ext_norms <= cap
+        rows = np.hstack([np.repeat(rows, len(ks), axis=0),
+                          np.tile(ks, len(norms))[:, None]])[keep]  # fmt: skip
+        norms = ext_norms[keep]
+    return rows.reshape(len(rows), p)
 
 
 def onehot_groups(Xb: np.ndarray, cols: np.ndarray) -> tuple[tuple[int, ...], ...]:
@@ -398,7 +430,9 @@ def root_bounds(shape: Shape) -> tuple[np.ndarray, np.ndarray]:
 
 
 __all__ = [
+    "MAX_LISTED_COMBOS",
     "Shape",
+    "bounding_work",
     "ShapeMismatch",
     "cell_bounds",
     "decompose",

