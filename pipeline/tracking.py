@@ -22,6 +22,8 @@ from mechanisms.base import Release
 
 FINISHED = "FINISHED"
 MAX_PARAM = 6000  # MLflow's limit on a parameter value
+#: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
+OPERATIONAL = frozenset({"max_oracle_calls"})
 
 
 def default_tracking_uri(output_dir: Path) -> str:
@@ -32,6 +34,8 @@ def default_tracking_uri(output_dir: Path) -> str:
 def sweep_id(resolved: dict[str, Any]) -> str:
     """A deterministic id of a sweep's content (not of where its outputs go)."""
     content = {k: v for k, v in resolved.items() if k not in ("tracking", "cluster", "output_dir")}
+    if isinstance(content.get("sweep"), dict):  # operational limits do not change the results
+        content["sweep"] = {k: v for k, v in content["sweep"].items() if k not in OPERATIONAL}
     blob = json.dumps(content, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -69,16 +73,22 @@ class SweepTracker:
             self.experiment_id = found.experiment_id
         self.parent_id: str | None = None
 
-    def start_parent(self, sweep_name: str, sid: str, resolved: dict[str, Any]) -> str:
-        """The parent run of this sweep: the existing one for the same sweep_id, else new."""
+    def find_parent(self, sid: str) -> str | None:
+        """The parent run of the sweep ``sid`` if there is one; creates nothing."""
         existing = self.client.search_runs(
             [self.experiment_id],
             filter_string=f"tags.sweep_id = '{sid}' and tags.role = 'sweep'",
             max_results=1,
         )
-        if existing:
-            self.parent_id = existing[0].info.run_id
+        self.parent_id = existing[0].info.run_id if existing else None
+        return self.parent_id
+
+    def start_parent(self, sweep_name: str, sid: str, resolved: dict[str, Any]) -> str:
+        """The parent run of this sweep: the existing one for the same sweep_id, else new."""
+        if self.find_parent(sid) is not None:
             self.client.update_run(self.parent_id, status="RUNNING")
+            for tag in ("outcome", "failure_reason"):  # this attempt's verdict is not known yet
+                self.client.set_tag(self.parent_id, tag, "running")
             return self.parent_id
         run = self.client.create_run(
             self.experiment_id, run_name=f"sweep-{sweep_name}",
@@ -93,6 +103,8 @@ class SweepTracker:
     def finished_keys(self) -> set[str]:
         """Keys with a FINISHED child; unfinished children are deleted (they will be redone)."""
         done: set[str] = set()
+        if self.parent_id is None:
+            return done
         children = self.client.search_runs(
             [self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{self.parent_id}'",
             max_results=50_000,
@@ -119,6 +131,10 @@ class SweepTracker:
         }
         if row.get("oracle_fallbacks"):
             tags["oracle_fallback"] = row["oracle_fallbacks"]
+        if "oracle_certified" in row:
+            tags["oracle_certified"] = "yes" if row["oracle_certified"] else "no"
+        if "privacy_status" in row:
+            tags["privacy_status"] = row["privacy_status"]
         run = self.client.create_run(self.experiment_id, run_name=row["key"], tags=tags)
         run_id = run.info.run_id
         params = {f"config.{k}": v for k, v in mechanism_cfg.items()}
@@ -136,8 +152,18 @@ class SweepTracker:
         self.client.set_terminated(run_id, status=FINISHED)
         return run_id
 
+    def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
+        """A run that failed for good, as a FAILED child with its reason (redone on resume)."""
+        run = self.client.create_run(self.experiment_id, run_name=key, tags={
+            "mlflow.parentRunId": self.parent_id, "run_key": key, "mechanism": mechanism,
+            "failure_reason": reason[:5000]})  # fmt: skip
+        self.client.set_terminated(run.info.run_id, status="FAILED")
+
     def finish_parent(self, artifacts: Iterable[Path], metrics: dict[str, float],
-                      status: str = FINISHED) -> None:  # fmt: skip
+                      status: str = FINISHED, tags: dict[str, str] | None = None) -> None:
+        """Artifacts, metrics, the outcome tags (``outcome``, ``failure_reason``), then status."""
+        for name, value in (tags or {}).items():
+            self.client.set_tag(self.parent_id, name, value[:5000])
         for path in artifacts:
             self.client.log_artifact(self.parent_id, str(path))
         self._log_metrics(self.parent_id, metrics)
