@@ -164,10 +164,14 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
     return out
 
 
+def _count(m: int) -> str:
+    return f"{m:,}" if m < 10**12 else f"{float(m):.3g}"
+
+
 def _require_calls(m: int, limit: int, eps: float, seeds: int) -> None:
     if m > limit:
         raise ConfigError(
-            f"sweep.epsilons: OPSamp at epsilon {eps!r} needs m={m:,} oracle calls (Ray tasks) per "
+            f"sweep.epsilons: OPSamp at epsilon {eps!r} needs m={_count(m)} oracle calls (Ray tasks) per "
             f"run, more than sweep.max_oracle_calls={limit:,}; raise the limit or drop that "
             f"epsilon, found {eps!r}")  # fmt: skip
     if m > WARN_ORACLE_CALLS:

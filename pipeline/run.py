@@ -162,7 +162,8 @@ def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
     """Check, lock, run, report. Nothing is created in the tracking store before every check
     passed and Ray is up, so a sweep that cannot start leaves no FAILED parent behind."""
     from pipeline.lease import DriverLease
-    from pipeline.preflight import check_job_output_dir, check_oracle_calls, probe_tracking_store
+    from pipeline.preflight import (check_job_output_dir, check_oracle_calls, probe_ray_address,
+                                    probe_tracking_store)
     from pipeline.report import write_report
     from pipeline.sweep import init_ray, run_sweep
     from pipeline.tasks import sweep_keys
@@ -174,6 +175,8 @@ def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
     keys = sweep_keys(config)
     train, test = load_dataset(config.dataset)
     check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
+    if config.cluster.address:
+        probe_ray_address(config.cluster.address)  # seconds, not the minutes ray.init waits
     uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
     with DriverLease(output_dir, sid):
         _claim_output_dir(output_dir, sid)

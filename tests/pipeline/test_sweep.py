@@ -121,24 +121,108 @@ def test_smoke_sweep_against_a_real_mlflow_server(mlflow_server, tmp_path):
 # --- a two-node Ray cluster and ray job submit -------------------------------------------------
 
 
+def session_members(sid: int) -> list[int]:
+    """Pids of the processes in session ``sid`` (Ray's daemons stay in the session of the
+    `ray start --block` that started them)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) == sid:
+                    pids.append(int(entry))
+            except OSError:  # gone meanwhile
+                pass
+    return pids
+
+
+def stop_own(procs: list[subprocess.Popen], grace: float = 8.0) -> None:
+    """Stop the processes these handles started, and only those: SIGTERM to every process in
+    their sessions, SIGKILL to what is left after ``grace`` seconds. Never `ray stop`, which
+    kills every Ray process on the machine, other users' included."""
+    sessions = [p.pid for p in procs]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for sid in sessions:
+            for pid in session_members(sid):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(session_members(s) for s in sessions):
+            for p in procs:
+                p.poll()  # reap our direct children
+            time.sleep(0.2)
+        if not any(session_members(s) for s in sessions):
+            break
+    for p in procs:
+        p.wait(timeout=30)
+
+
+def test_stopping_a_cluster_spares_other_ray_processes(tmp_path):
+    """Issue 14, item 10: the test cluster is stopped by its own handles, not `ray stop --force`
+    (which would also kill this bystander, a process named like a raylet outside our session)."""
+    fake_raylet = tmp_path / "raylet"
+    fake_raylet.symlink_to("/bin/sleep")
+    bystander = subprocess.Popen([str(fake_raylet), "60"], start_new_session=True)
+    ours = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & sleep 60"], start_new_session=True)
+    try:
+        wait_for(lambda: len(session_members(ours.pid)) == 3, 10, "our processes")
+        stop_own([ours], grace=5)
+        assert session_members(ours.pid) == []
+        assert bystander.poll() is None, "a process we did not start was stopped"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """A head and a worker node on 127.0.0.1, one CPU each, with token authentication."""
+    """A head and a worker node on 127.0.0.1, one CPU each, with token authentication; each
+    `ray start --block` runs in a session of its own, and teardown stops those sessions only."""
     ray = str(BIN / "ray")
     port, dashboard = free_port(), free_port()
     environ = env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
-    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
+    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats",
+              "--block"]  # fmt: skip
+    procs: list[subprocess.Popen] = []
+
+    def start(args: list[str]) -> None:
+        procs.append(subprocess.Popen([ray, "start", *args, *common], env=environ,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))  # fmt: skip
+
+    def listening(p: int) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", p), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
     try:
-        subprocess.run([ray, "start", "--head", "--port", str(port), "--include-dashboard",
-                        "true", "--dashboard-host", "127.0.0.1", "--dashboard-port",
-                        str(dashboard), *common],
-                       env=environ, check=True, capture_output=True, timeout=120)  # fmt: skip
-        subprocess.run([ray, "start", "--address", f"127.0.0.1:{port}", *common],
-                       env=environ, check=True, capture_output=True, timeout=120)  # fmt: skip
+        start(["--head", "--port", str(port), "--include-dashboard", "true",
+               "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard)])  # fmt: skip
+        wait_for(lambda: listening(port) and listening(dashboard), 120, "the Ray head")
+        start(["--address", f"127.0.0.1:{port}"])
+        wait_for(lambda: _nodes_alive(ray, dashboard, environ) >= 2, 120, "the second Ray node",
+                 poll=1)
         yield {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dashboard}",
                "env": environ}  # fmt: skip
     finally:
-        subprocess.run([ray, "stop", "--force"], env=environ, capture_output=True, timeout=120)
+        stop_own(procs)
+
+
+def _nodes_alive(ray: str, dashboard: int, environ: dict[str, str]) -> int:
+    result = subprocess.run([ray, "list", "nodes", "--address", f"http://127.0.0.1:{dashboard}",
+                             "--format", "json"], env=environ, capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    if result.returncode != 0:
+        return 0
+    import json
+
+    try:
+        return sum(n.get("state") == "ALIVE" for n in json.loads(result.stdout))
+    except ValueError:
+        return 0
 
 
 def test_tasks_land_on_both_nodes(ray_cluster, tmp_path):
