@@ -12,6 +12,7 @@ import dataclasses
 import json
 import logging
 import math
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,10 @@ class SweepOutcome:
         return f"**{label}**: {self.reason}."
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def _claim_output_dir(output_dir: Path, sid: str) -> None:
     """One grid per output directory: refuse to overwrite another sweep's report."""
     marker = output_dir / ".sweep_id"
@@ -195,11 +200,15 @@ def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
                  uri, config.tracking.experiment, parent, sid)  # fmt: skip
         failed: dict[str, str] = {}
         interrupted = False
+        # SIGTERM (`ray job stop`, a scheduler's timeout) ends the sweep like Ctrl-C: with a
+        # report of what finished and a KILLED parent, not a RUNNING one forever
+        previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             _, failed = run_sweep(config, train, test, output_dir, tracker, todo)
         except KeyboardInterrupt:
             interrupted = True
         finally:
+            signal.signal(signal.SIGTERM, previous)
             rows = rows_from_mlflow(tracker)
             wanted = {str(k) for k in keys}
             rows = [r for r in rows if r["key"] in wanted]

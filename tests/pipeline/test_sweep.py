@@ -304,3 +304,18 @@ def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
     assert all(c.info.status == "FINISHED" for c in children)
     assert len(read_rows(out / "results.csv")) == expected
     assert f"{expected - killed_at} to run" in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_missing_ray_token_is_one_clear_line(ray_cluster, tmp_path):
+    """Issue 14, item 5: a driver without the cluster's token fails with one line, no parent."""
+    environ = {k: v for k, v in ray_cluster["env"].items()
+               if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}  # fmt: skip
+    out = tmp_path / "out"
+    result = pipeline([*SMALL, f"cluster.address={ray_cluster['address']}"], out,
+                      environ=environ, timeout=300)  # fmt: skip
+    assert result.returncode == 5, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: cannot connect to the Ray cluster at {ray_cluster['address']}")
+    assert "RAY_AUTH_MODE=token" in last and "Traceback" not in result.stderr
+    assert not (out / "summary.md").exists()
