@@ -163,25 +163,35 @@ def _claim_output_dir(output_dir: Path, sid: str) -> None:
     marker.write_text(sid + "\n")
 
 
+def _probe_before_loading(config: Config, output_dir: Path) -> None:
+    """The checks that need no data, first: a dead service fails in seconds, not after a load.
+    (The sqlite store is probed later, under the driver's lock: another driver may be creating it.)
+    """
+    from pipeline.preflight import check_job_output_dir, probe_ray_address, probe_tracking_store
+
+    check_job_output_dir(output_dir)
+    if config.cluster.address:
+        probe_ray_address(config.cluster.address)  # seconds, not the minutes ray.init waits
+    uri = config.tracking.tracking_uri
+    if uri and uri.startswith(("http://", "https://")):
+        probe_tracking_store(uri)
+
+
 def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
     """Check, lock, run, report. Nothing is created in the tracking store before every check
     passed and Ray is up, so a sweep that cannot start leaves no FAILED parent behind."""
     from pipeline.lease import DriverLease
-    from pipeline.preflight import (check_job_output_dir, check_oracle_calls, probe_ray_address,
-                                    probe_tracking_store)
+    from pipeline.preflight import check_oracle_calls, probe_tracking_store
     from pipeline.report import write_report
     from pipeline.sweep import init_ray, run_sweep
     from pipeline.tasks import sweep_keys
     from pipeline.tracking import SweepTracker, default_tracking_uri, sweep_id
 
-    check_job_output_dir(output_dir)
     resolved = dataclasses.asdict(config)
     sid = sweep_id(resolved)
     keys = sweep_keys(config)
     train, test = load_dataset(config.dataset)
     check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
-    if config.cluster.address:
-        probe_ray_address(config.cluster.address)  # seconds, not the minutes ray.init waits
     uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
     with DriverLease(output_dir, sid):
         _claim_output_dir(output_dir, sid)
@@ -266,6 +276,8 @@ def run_audit_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
 def run(config: Config) -> dict[str, Any]:
     output_dir = Path(config.output_dir or ".").resolve()
     output_dir.mkdir(parents=True, exist_ok=True)
+    if config.sweep is not None:
+        _probe_before_loading(config, output_dir)
     summary = summarize(config)
     t = summary["train"]
     log.info(
