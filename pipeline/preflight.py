@@ -22,6 +22,7 @@ import math
 import os
 import socket
 import sqlite3
+import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -67,24 +68,22 @@ def _probe_sqlite(uri: str) -> None:
     where = f"tracking store {uri}"
     if not path.parent.is_dir():
         raise ServiceError(f"{where}: directory {path.parent} does not exist (tracking.tracking_uri)")
-    existed = path.exists()
     try:
-        connection = sqlite3.connect(path, timeout=2)
-        try:
-            # a write transaction needs the file and its directory (the journal) to be writable
-            connection.execute("BEGIN IMMEDIATE")
-            connection.execute("ROLLBACK")
-        finally:
-            connection.close()
-    except sqlite3.Error as e:
-        if not existed and path.exists() and path.stat().st_size == 0:
-            path.unlink()
-        raise ServiceError(f"{where} cannot be written: {e} (tracking.tracking_uri, or a "
+        # sqlite writes a journal beside the database: the directory must take new files. A file
+        # of another name, so that nobody takes it for the store while MLflow creates it.
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".probe-"):
+            pass
+        if path.exists():
+            connection = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=2)
+            try:
+                connection.execute("BEGIN IMMEDIATE")  # a write transaction, rolled back
+                connection.execute("ROLLBACK")
+            finally:
+                connection.close()
+    except (OSError, sqlite3.Error) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise ServiceError(f"{where} cannot be written: {reason} (tracking.tracking_uri, or a "
                            f"writable hydra.run.dir)") from None
-    if not os.access(path.parent, os.W_OK):
-        raise ServiceError(f"{where} cannot be written: directory {path.parent} is read-only")
-    if not existed and path.exists() and path.stat().st_size == 0:
-        path.unlink()  # leave the store to MLflow, which creates its tables in a fresh file
 
 
 def probe_ray_address(address: str, timeout: float = PROBE_TIMEOUT) -> None:

@@ -187,7 +187,10 @@ def ray_cluster():
     procs: list[subprocess.Popen] = []
 
     def start(args: list[str]) -> None:
-        procs.append(subprocess.Popen([ray, "start", *args, *common], env=environ,
+        # each node's job agent on a port of its own: the default (52365) may be taken by
+        # another Ray on this shared machine, and then no agent accepts `ray job submit`
+        agent = ["--dashboard-agent-listen-port", str(free_port())]
+        procs.append(subprocess.Popen([ray, "start", *args, *agent, *common], env=environ,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       start_new_session=True))  # fmt: skip
 
