@@ -108,8 +108,12 @@ def ray_connect_error(address: str, error: BaseException) -> ServiceError:
     first = text[0] if text else type(error).__name__
     hint = ""
     lowered = str(error).lower()
-    if "token" in lowered or "auth" in lowered or "unauthenticated" in lowered:
+    if "token" in lowered or "auth" in lowered:
         hint = (" (the cluster uses token authentication: set RAY_AUTH_MODE=token and the "
+                "cluster's RAY_AUTH_TOKEN for the driver)")
+    elif os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        # Ray 2.60 reports a missing token as a plain connection failure
+        hint = (" (if the cluster uses token authentication, set RAY_AUTH_MODE=token and the "
                 "cluster's RAY_AUTH_TOKEN for the driver)")
     return ServiceError(f"cannot connect to the Ray cluster at {address}: "
                         f"{type(error).__name__}: {first}{hint}")

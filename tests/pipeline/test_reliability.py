@@ -160,6 +160,8 @@ def test_unreachable_ray_address_fails_in_seconds():
         probe_ray_address("nonsense")
     error = ray_connect_error("h:1", RuntimeError("Unauthenticated: token missing\nmore"))
     assert "RAY_AUTH_MODE=token" in str(error) and "\n" not in str(error)
+    plain = ray_connect_error("h:1", ConnectionError("Failed to connect to Ray cluster at h:1"))
+    assert "if the cluster uses token authentication, set RAY_AUTH_MODE=token" in str(plain)
 
 
 def test_cli_unreachable_tracking_server_exits_5_and_leaves_nothing(tmp_path):

@@ -322,3 +322,21 @@ def test_missing_ray_token_is_one_clear_line(ray_cluster, tmp_path):
     assert last.startswith(f"error: cannot connect to the Ray cluster at {ray_cluster['address']}")
     assert "RAY_AUTH_MODE=token" in last and "Traceback" not in result.stderr
     assert not (out / "summary.md").exists()
+
+
+@pytest.mark.slow
+def test_ray_job_submit_with_a_relative_output_dir_is_refused(ray_cluster, tmp_path):
+    """Issue 14, item 6: the default relative output directory would land in Ray's temporary
+    copy of the working directory and vanish with the cluster; the job fails and says so."""
+    command = [str(BIN / "ray"), "job", "submit", "--address", ray_cluster["dashboard"],
+               "--working-dir", str(REPO), "--", "python", "-m", "pipeline", *SMALL]  # fmt: skip
+    for _ in range(24):
+        result = subprocess.run(command, env=ray_cluster["env"], capture_output=True, text=True,
+                                timeout=600, cwd=tmp_path)  # fmt: skip
+        if "No available agent to submit job" not in result.stdout + result.stderr:
+            break
+        time.sleep(5)
+    output = result.stdout + result.stderr
+    assert "failed" in output and "succeeded" not in output, output[-3000:]
+    assert "error: hydra.run.dir: under `ray job submit` the driver runs in Ray's temporary copy" \
+        in output, output[-3000:]
