@@ -1,4 +1,4 @@
-"""Checks a sweep makes before it changes anything: fail fast, in one line, and leave nothing behind.
+"""Checks a sweep makes before it changes anything: fail fast, in one line, leave nothing behind.
 
 Each check runs before the MLflow parent run is created and before Ray starts, so a sweep that
 cannot run leaves no FAILED parent and no empty report:
@@ -55,8 +55,9 @@ def probe_tracking_store(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
                                        f"/health (tracking.tracking_uri)")  # fmt: skip
         except (urllib.error.URLError, OSError, ValueError) as e:
             reason = getattr(e, "reason", e)
-            raise ServiceError(f"tracking server {uri} unreachable: {reason} "
-                               f"(tracking.tracking_uri; start the server or fix the URI)") from None
+            raise ServiceError(
+                f"tracking server {uri} unreachable: {reason} (tracking.tracking_uri; start the "
+                f"server or fix the URI)") from None
     elif parsed.scheme == "sqlite":
         _probe_sqlite(uri)
 
@@ -67,7 +68,8 @@ def _probe_sqlite(uri: str) -> None:
         return
     where = f"tracking store {uri}"
     if not path.parent.is_dir():
-        raise ServiceError(f"{where}: directory {path.parent} does not exist (tracking.tracking_uri)")
+        raise ServiceError(f"{where}: directory {path.parent} does not exist "
+                           f"(tracking.tracking_uri)")  # fmt: skip
     try:
         # sqlite writes a journal beside the database: the directory must take new files. A file
         # of another name, so that nobody takes it for the store while MLflow creates it.
@@ -174,8 +176,8 @@ def _count(m: int) -> str:
 def _require_calls(m: int, limit: int, eps: float, seeds: int) -> None:
     if m > limit:
         raise ConfigError(
-            f"sweep.epsilons: OPSamp at epsilon {eps!r} needs m={_count(m)} oracle calls (Ray tasks) per "
-            f"run, more than sweep.max_oracle_calls={limit:,}; raise the limit or drop that "
+            f"sweep.epsilons: OPSamp at epsilon {eps!r} needs m={_count(m)} oracle calls (Ray "
+            f"tasks) per run, more than sweep.max_oracle_calls={limit:,}; raise the limit or drop that "
             f"epsilon, found {eps!r}")  # fmt: skip
     if m > WARN_ORACLE_CALLS:
         log.warning("OPSamp at epsilon %g needs m=%d oracle calls (Ray tasks) per run, %d for "

@@ -277,7 +277,8 @@ def test_progress_line_fits_the_terminal(monkeypatch):
         def isatty(self):
             return True
 
-    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=None: os.terminal_size((80, 24)))
+    monkeypatch.setattr(shutil, "get_terminal_size",
+                        lambda fallback=None: os.terminal_size((80, 24)))  # fmt: skip
     stream = Tty()
     progress = Progress(3, stream=stream)
     progress.update("opdisc/eps=1/run=0: acc 0.873, privacy holds " + "x" * 100)
