@@ -102,7 +102,8 @@ def figure_1b(frame: pd.DataFrame, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     if len(times):
         low, high = math.log10(times.min()), math.log10(times.max())
-        bins = np.logspace(low, high + 1e-9 if high > low else low + 1, 25)
+        # edges a hair beyond the extremes: 10**log10(t) can round above t and drop the fastest run
+        bins = np.logspace(low - 1e-9, high + 1e-9 if high > low else low + 1, 25)
         # stacked, opaque bars: every colour drawn is a mechanism's, and in the legend (blended
         # translucent bars made colours that were not)
         groups = [(name, part["wall_seconds"].clip(lower=1e-3).dropna())

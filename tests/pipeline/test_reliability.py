@@ -258,6 +258,7 @@ def test_figure_1b_integer_counts_and_every_colour_in_the_legend(tmp_path, monke
     seen = {}
     monkeypatch.setattr(plt.Figure, "savefig", lambda fig, *a, **k: seen.setdefault("fig", fig))
     rows = [_row(m, 1.0, i, 0.7) for m in ("opdisc", "rspm_gaussian", "opsamp") for i in range(3)]
+    rows[-1]["wall_seconds"] = 0.016350524000699806  # 10**log10(t) > t: once left out of the bins
     figure_1b(results_frame(rows), tmp_path / "f.png")
     ax = seen["fig"].axes[0]
     ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
@@ -266,6 +267,7 @@ def test_figure_1b_integer_counts_and_every_colour_in_the_legend(tmp_path, monke
     drawn = {tuple(p.get_facecolor()) for p in ax.patches if p.get_height() > 0}
     listed = {tuple(h.get_facecolor()) for h in legend.legend_handles}
     assert drawn <= listed and len(listed) == 3
+    assert sum(p.get_height() for p in ax.patches) == len(rows)  # every run counted once
 
 
 def test_progress_line_fits_the_terminal(monkeypatch):
