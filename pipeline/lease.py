@@ -70,6 +70,11 @@ class DriverLease:
         self.release()
 
 
+def this_driver() -> str:
+    """``host:pid`` of this process, as the tracking store's lease names a driver."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 def _read_holder(fd: int) -> str:
     try:
         holder = json.loads(os.pread(fd, 4096, 0).decode() or "{}")

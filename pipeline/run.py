@@ -199,6 +199,7 @@ def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
         # database and experiment exist before anything fans out
         tracker = SweepTracker(uri, config.tracking.experiment, output_dir / "mlartifacts")
         tracker.find_parent(sid)
+        tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store
         done = tracker.finished_keys()
         todo = [k for k in keys if str(k) not in done]
         log.info("sweep %s: %d runs, %d already finished, %d to run",

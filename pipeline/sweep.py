@@ -24,6 +24,7 @@ from typing import Any
 
 from pipeline.config import Config
 from pipeline.data.record import Dataset
+from pipeline.tracking import HEARTBEAT
 from pipeline.tasks import (RunKey, build_mechanism, make_oracle, privacy_delta, registry_oracle,
                             result_row, run_generator, run_one, sweep_keys)
 
@@ -208,7 +209,10 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
 
     results: list[dict[str, Any]] = []
     while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1)
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=HEARTBEAT)
+        tracker.heartbeat()  # the lease on the parent run: this driver is alive
+        if not ready:
+            continue
         ref = ready[0]
         kind, key = pending.pop(ref)
         try:

@@ -220,6 +220,31 @@ def test_a_second_driver_is_refused_while_the_first_holds_the_directory(tmp_path
         pass
 
 
+def test_a_live_driver_elsewhere_holds_the_sweep_through_the_tracking_store(tracking_db):
+    import socket
+
+    from pipeline.lease import SweepBusyError
+    from pipeline.tracking import DRIVER_TTL, SweepTracker
+
+    tracker = SweepTracker(tracking_db, "lease", None)
+    tracker.start_parent("x", "sid-lease", {"a": 1})
+    tracker.check_no_live_driver()  # our own lease
+
+    def holder(driver: str, age: float) -> None:
+        tracker.client.set_tag(tracker.parent_id, "driver", driver)
+        tracker.client.set_tag(tracker.parent_id, "driver_heartbeat", f"{time.time() - age:.0f}")
+
+    holder("other-host:4242", 5)
+    with pytest.raises(SweepBusyError, match=r"another driver \(other-host:4242\) is running"):
+        tracker.check_no_live_driver()
+    holder("other-host:4242", DRIVER_TTL + 60)  # silent for too long: dead
+    tracker.check_no_live_driver()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    holder(f"{socket.gethostname()}:{dead.pid}", 5)  # on this host, pid gone (kill -9): dead
+    tracker.check_no_live_driver()
+
+
 # --- items 4, 7, 11: the report ------------------------------------------------------------------
 
 
