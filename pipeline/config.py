@@ -8,12 +8,13 @@ schemas); ``validate`` then checks values, naming the full key of a bad one. The
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Dict, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
 from mechanisms.calibration import CALIBRATIONS
 
@@ -304,6 +305,10 @@ class SweepConfig:
     sweep_seed: int = 0
     #: privacy delta; null means 1/n^2 (SPEC section 9).
     privacy_delta: Optional[float] = None
+    #: Most oracle calls (Ray tasks) one run may need: OPSamp's m grows like 1/epsilon, and a
+    #: tiny epsilon is refused before anything runs. An operational limit, not part of the
+    #: sweep's identity (pipeline.tracking.sweep_id leaves it out).
+    max_oracle_calls: int = 10_000
 
     def check(self) -> None:
         for name in self.mechanisms:
@@ -315,7 +320,22 @@ class SweepConfig:
         for eps in self.epsilons:
             _require(math.isfinite(eps) and eps > 0, "epsilons", "every epsilon must be > 0",
                      list(self.epsilons))  # fmt: skip
+        # a run's key and noise seed derive from epsilon (to 1e-9): a repeat would run twice or
+        # share a key with its neighbour, and one of the two would overwrite the other
+        seen: dict[int, float] = {}
+        for eps in self.epsilons:
+            nano = round(eps * 1e9)
+            _require(nano not in seen, "epsilons",
+                     f"lists {eps!r} twice" if seen.get(nano) == eps else
+                     f"{seen.get(nano)!r} and {eps!r} are closer than 1e-9 (they would share a "
+                     "run's noise seed)", list(self.epsilons))  # fmt: skip
+            seen[nano] = eps
+        repeated = sorted({m for m in self.mechanisms if list(self.mechanisms).count(m) > 1})
+        _require(not repeated, "mechanisms", f"lists {', '.join(repeated)} more than once",
+                 list(self.mechanisms))  # fmt: skip
         _require(self.seeds >= 1, "seeds", "must be >= 1", self.seeds)
+        _require(self.max_oracle_calls >= 1, "max_oracle_calls", "must be >= 1",
+                 self.max_oracle_calls)  # fmt: skip
         if self.privacy_delta is not None:
             _require(0 < self.privacy_delta < 1, "privacy_delta", "must be in (0, 1) or null",
                      self.privacy_delta)  # fmt: skip
@@ -390,8 +410,27 @@ class Config:
                      missing)  # fmt: skip
 
 
+def _sweep_id_resolver(*, _root_: DictConfig) -> str:
+    """``${sweep_id:}``: the first 8 hex digits of the sweep's id (pipeline.tracking.sweep_id),
+    so that each grid gets its own output directory (conf/sweep/*.yaml)."""
+    import dataclasses
+
+    from pipeline.tracking import sweep_id
+
+    content = _root_.copy()
+    try:
+        with open_dict(content):
+            content.pop("hydra", None)
+        resolved = dataclasses.asdict(validate(content))
+    except Exception:  # noqa: BLE001 - validation reports the error itself, with its key
+        return "invalid"
+    return sweep_id(resolved)[:8]
+
+
 def register() -> None:
     """Store the schemas where the YAML files' defaults lists find them."""
+    if not OmegaConf.has_resolver("sweep_id"):
+        OmegaConf.register_new_resolver("sweep_id", _sweep_id_resolver)
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
     # Schemas live under schema/<group> so that they are not offered as options of <group>.
@@ -424,8 +463,33 @@ def _check_tree(obj: Any, prefix: str) -> None:
             raise ConfigError(f"{prefix}{e}") from None
 
 
+def _check_known_keys(node: DictConfig, prefix: str) -> None:
+    """Reject keys that are not fields of their schema.
+
+    Hydra's struct mode rejects ``oracle.timelimit=5`` but lets ``+oracle.timelimit=5`` (and
+    ``+foo=1``) add the key, and ``OmegaConf.to_object`` then drops it without a word: the run
+    would silently use the default. Here such a key is an error that names it.
+    """
+    schema = OmegaConf.get_type(node)
+    known = [f.name for f in fields(schema)] if is_dataclass(schema) else None
+    for key in node.keys():
+        key = str(key)
+        if prefix == "" and key == "hydra":
+            continue
+        if known is not None and key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
+            where = prefix[:-1] or "the root config"
+            raise ConfigError(f"{prefix}{key}: unknown key{hint}; the keys of {where} are "
+                              f"{', '.join(known)}")  # fmt: skip
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing():
+            _check_known_keys(child, f"{prefix}{key}.")
+
+
 def validate(cfg: DictConfig) -> Config:
     """The composed config as typed objects, with every value checked; errors name the key."""
+    _check_known_keys(cfg, "")
     obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, Config):
         raise ConfigError(f"the composed config is not a Config, found {type(obj).__name__}")

@@ -43,6 +43,22 @@ def aggregate(frame: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+def reference_certified(frame: pd.DataFrame, name: str) -> bool:
+    """Whether every oracle answer of the reference ``name`` was certified optimal."""
+    part = frame[frame["mechanism"] == name]
+    if "oracle_certified" not in part:
+        return True
+    return bool(part["oracle_certified"].astype(bool).all())
+
+
+def reference_label(frame: pd.DataFrame, name: str) -> str:
+    """A reference's legend entry: an uncertified exact ERM is only a feasible point."""
+    if reference_certified(frame, name):
+        return f"{name} (non-private)"
+    gap = frame.loc[frame["mechanism"] == name, "oracle_max_gap"].max()
+    return f"{name} (non-private, NOT certified: gap {gap:.4g}, not the optimum)"
+
+
 def figure_1a(frame: pd.DataFrame, path: Path) -> Path:
     """Training accuracy against epsilon: mean and sd per mechanism; references as lines."""
     import matplotlib
@@ -56,8 +72,11 @@ def figure_1a(frame: pd.DataFrame, path: Path) -> Path:
     for name, part in agg.groupby("mechanism"):
         if name in NON_PRIVATE:
             color, style = next(styles)
+            label, width = reference_label(frame, name), 1.2
+            if not reference_certified(frame, name):  # not the exact optimum: say so, thin red
+                color, width = "red", 0.8
             ax.axhline(part["train_acc_mean"].iloc[0], color=color, linestyle=style,
-                       linewidth=1.2, label=f"{name} (non-private)")  # fmt: skip
+                       linewidth=width, label=label)  # fmt: skip
             continue
         part = part.sort_values("epsilon")
         # plotted at the epsilon proven for the noise used (SPEC 10), not the requested one
@@ -91,15 +110,25 @@ def figure_1b(frame: pd.DataFrame, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from matplotlib.ticker import MaxNLocator
+
     private = frame[~frame["mechanism"].isin(NON_PRIVATE)]
-    times = private["wall_seconds"].clip(lower=1e-3)
+    times = private["wall_seconds"].clip(lower=1e-3).dropna()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     if len(times):
         low, high = math.log10(times.min()), math.log10(times.max())
-        bins = np.logspace(low, high + 1e-9 if high > low else low + 1, 25)
-        for name, part in private.groupby("mechanism"):
-            ax.hist(part["wall_seconds"].clip(lower=1e-3), bins=bins, alpha=0.55, label=name)
+        # edges a hair beyond the extremes: 10**log10(t) can round above t and drop the fastest run
+        bins = np.logspace(low - 1e-9, high + 1e-9 if high > low else low + 1, 25)
+        # stacked, opaque bars: every colour drawn is a mechanism's, and in the legend (blended
+        # translucent bars made colours that were not)
+        groups = [(name, part["wall_seconds"].clip(lower=1e-3).dropna())
+                  for name, part in private.groupby("mechanism")]  # fmt: skip
+        groups = [(name, t) for name, t in groups if len(t)]
+        colors = [f"C{i}" for i in range(len(groups))]
+        ax.hist([t for _, t in groups], bins=bins, stacked=True, color=colors,
+                label=[name for name, _ in groups], edgecolor="white", linewidth=0.3)  # fmt: skip
         ax.set_xscale("log")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of runs
     ax.set_xlabel("run time (seconds, log scale)")
     ax.set_ylabel("runs")
     ax.set_title("Figure 1b: run times per mechanism")
@@ -110,9 +139,35 @@ def figure_1b(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def summary_text(frame: pd.DataFrame, title: str) -> str:
+def outcome_lines(outcome, missing: Sequence[str]) -> list[str]:
+    """The sweep's verdict, first: complete, or partial and why, with what is missing."""
+    if outcome is None:
+        return []
+    lines = [outcome.headline(), ""]
+    if outcome.status in ("interrupted", "incomplete"):
+        lines.append(f"{outcome.finished} of {outcome.requested} requested runs finished; the "
+                     f"tables below cover those only. Rerun the same command to finish the "
+                     f"sweep (finished runs are kept).")  # fmt: skip
+        for key, why in list(outcome.failed.items())[:10]:
+            lines.append(f"- failed: {key}: {why}")
+        if len(outcome.failed) > 10:
+            lines.append(f"- ... and {len(outcome.failed) - 10} more failed runs")
+        not_run = [k for k in missing if k not in outcome.failed]
+        if not_run:
+            shown = ", ".join(not_run[:10]) + (" ..." if len(not_run) > 10 else "")
+            lines.append(f"- not run ({len(not_run)}): {shown}")
+        lines.append("")
+    return lines
+
+
+def summary_text(frame: pd.DataFrame, title: str, outcome=None,
+                 missing: Sequence[str] = ()) -> str:  # fmt: skip
+    lines = [f"# {title}", "", *outcome_lines(outcome, missing)]
+    if frame.empty:
+        return "\n".join(lines + ["No run finished."]) + "\n"
     agg = aggregate(frame)
-    lines = [f"# {title}", "", f"{len(frame)} runs.", ""]
+    requested = f" of {outcome.requested} requested" if outcome is not None else ""
+    lines += [f"{len(frame)}{requested} runs finished.", ""]
     lines.append("Epsilon proven: the largest (epsilon, delta) guarantee that SPEC section 10 proves "
                  "for the noise the runs used; it exceeds the target when a paper's calibration "
                  "was used.")  # fmt: skip
@@ -121,6 +176,8 @@ def summary_text(frame: pd.DataFrame, title: str) -> str:
                  "train acc (mean ± sd) | test acc | private | median s | max s |")  # fmt: skip
     lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in agg.itertuples():
+        if r.mechanism in NON_PRIVATE:
+            continue
         eps = "-" if math.isinf(r.epsilon) else f"{r.epsilon:g}"
         proven = "-" if not math.isfinite(r.proven_epsilon) else f"{r.proven_epsilon:.4g}"
         lines.append(
@@ -129,6 +186,20 @@ def summary_text(frame: pd.DataFrame, title: str) -> str:
             f" | {r.test_acc_mean:.4f} | {int(r.private)}/{r.runs} | {r.wall_median:.2f} | "
             f"{r.wall_max:.2f} |"
         )
+    references = agg[agg["mechanism"].isin(NON_PRIVATE)]
+    if len(references):
+        lines += ["", "Non-private references (not private by design; no privacy column):", "",
+                  "| reference | train acc | test acc | oracle certified | max gap | s |",
+                  "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        for r in references.itertuples():
+            part = frame[frame["mechanism"] == r.mechanism]
+            certified = reference_certified(frame, r.mechanism)
+            gap = float(part["oracle_max_gap"].max())
+            verdict = "yes" if certified else "**NO**: a feasible point, not the exact optimum"
+            if int(part["oracle_calls"].max()) == 0:
+                verdict = "- (no oracle)"
+            lines.append(f"| {r.mechanism} | {r.train_acc_mean:.4f} | {r.test_acc_mean:.4f} | "
+                         f"{verdict} | {gap:.4g} | {r.wall_max:.2f} |")  # fmt: skip
     not_private = frame[(~frame["privacy_holds"].astype(bool))
                         & ~frame["mechanism"].isin(NON_PRIVATE)]  # fmt: skip
     lines += ["", f"Private-mechanism runs whose privacy does NOT hold: {len(not_private)}."]
@@ -137,17 +208,26 @@ def summary_text(frame: pd.DataFrame, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(rows: Sequence[dict[str, Any]], output_dir: Path, title: str) -> list[Path]:
-    """results.csv, fig1a.png, fig1b.png and summary.md in ``output_dir``."""
+def write_report(rows: Sequence[dict[str, Any]], output_dir: Path, title: str, outcome=None,
+                 missing: Sequence[str] = ()) -> list[Path]:  # fmt: skip
+    """results.csv, fig1a.png, fig1b.png and summary.md in ``output_dir``.
+
+    ``outcome`` (pipeline.run.SweepOutcome) puts the verdict first in summary.md; figures of an
+    earlier, fuller report are removed rather than left beside a smaller results.csv.
+    """
     frame = results_frame(rows)
     output_dir.mkdir(parents=True, exist_ok=True)
     paths = [output_dir / "results.csv"]
     # "epsilon" is the grid's target; the guarantee is privacy_epsilon (SPEC section 10)
     frame.rename(columns={"epsilon": "target_epsilon"}).to_csv(paths[0], index=False)
+    figures = [output_dir / "fig1a_accuracy.png", output_dir / "fig1b_runtime.png"]
     if not frame.empty:
-        paths.append(figure_1a(frame, output_dir / "fig1a_accuracy.png"))
-        paths.append(figure_1b(frame, output_dir / "fig1b_runtime.png"))
+        paths.append(figure_1a(frame, figures[0]))
+        paths.append(figure_1b(frame, figures[1]))
+    else:
+        for stale in figures:
+            stale.unlink(missing_ok=True)
     summary = output_dir / "summary.md"
-    summary.write_text(summary_text(frame, title) if not frame.empty else f"# {title}\n\nno runs\n")
+    summary.write_text(summary_text(frame, title, outcome, missing))
     paths.append(summary)
     return paths

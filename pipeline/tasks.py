@@ -43,7 +43,17 @@ class RunKey:
     run_index: int
 
     def __str__(self) -> str:
-        return f"{self.mechanism}/eps={self.epsilon:g}/run={self.run_index}"
+        return f"{self.mechanism}/eps={format_epsilon(self.epsilon)}/run={self.run_index}"
+
+
+def format_epsilon(epsilon: float) -> str:
+    """The shortest text that reads back as exactly ``epsilon``.
+
+    ``%g`` (6 significant digits) where it is exact, so the keys of existing sweeps do not change,
+    else ``repr``: 0.5 and 0.5000001 must not share a key (a rerun would take one for the other).
+    """
+    short = f"{epsilon:g}"
+    return short if float(short) == epsilon else repr(float(epsilon))
 
 
 def run_generator(sweep_seed: int, key: RunKey) -> np.random.Generator:
@@ -169,4 +179,16 @@ def result_row(key: RunKey, release: Release, train: Dataset, test: Dataset | No
         "oracle_max_gap": release.max_gap,
         "oracle_backends": ",".join(sorted({c.backend for c in certificates})),
         "oracle_fallbacks": ";".join(sorted({c.fallback for c in certificates if c.fallback})),
+        # every oracle answer the release rests on certified optimal (true with no oracle call):
+        # a non-private reference is the exact optimum only when this holds
+        "oracle_certified": all(c.certified for c in certificates),
+        "privacy_status": privacy_status(key.mechanism, release.privacy.holds),
     }
+
+
+def privacy_status(mechanism: str, holds: bool) -> str:
+    """``holds`` / ``does not hold`` for a private mechanism, ``non-private`` for a reference
+    (whose ``privacy_holds`` is false by definition, not because a guarantee broke)."""
+    if mechanism in NON_PRIVATE:
+        return "non-private"
+    return "holds" if holds else "does not hold"

@@ -15,13 +15,21 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import socket
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
 from mechanisms.base import Release
 
 FINISHED = "FINISHED"
+#: Seconds between a driver's heartbeats on its parent run, and after which a silent one is dead.
+HEARTBEAT = 30
+DRIVER_TTL = 120
 MAX_PARAM = 6000  # MLflow's limit on a parameter value
+#: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
+OPERATIONAL = frozenset({"max_oracle_calls"})
 
 
 def default_tracking_uri(output_dir: Path) -> str:
@@ -32,8 +40,20 @@ def default_tracking_uri(output_dir: Path) -> str:
 def sweep_id(resolved: dict[str, Any]) -> str:
     """A deterministic id of a sweep's content (not of where its outputs go)."""
     content = {k: v for k, v in resolved.items() if k not in ("tracking", "cluster", "output_dir")}
+    if isinstance(content.get("sweep"), dict):  # operational limits do not change the results
+        content["sweep"] = {k: v for k, v in content["sweep"].items() if k not in OPERATIONAL}
     blob = json.dumps(content, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _param(value: Any) -> str:
@@ -68,23 +88,72 @@ class SweepTracker:
         else:
             self.experiment_id = found.experiment_id
         self.parent_id: str | None = None
+        self._beat = 0.0
 
-    def start_parent(self, sweep_name: str, sid: str, resolved: dict[str, Any]) -> str:
-        """The parent run of this sweep: the existing one for the same sweep_id, else new."""
+    def find_parent(self, sid: str) -> str | None:
+        """The parent run of the sweep ``sid`` if there is one; creates nothing."""
         existing = self.client.search_runs(
             [self.experiment_id],
             filter_string=f"tags.sweep_id = '{sid}' and tags.role = 'sweep'",
             max_results=1,
         )
-        if existing:
-            self.parent_id = existing[0].info.run_id
+        self.parent_id = existing[0].info.run_id if existing else None
+        return self.parent_id
+
+    def check_no_live_driver(self) -> None:
+        """Refuse when another live driver runs this sweep (a lease in the tracking store).
+
+        The output directory's lock (pipeline.lease) is exact but local; drivers that share only
+        a tracking server see each other here: the parent is RUNNING, its ``driver`` tag names
+        someone else, and its ``driver_heartbeat`` is younger than DRIVER_TTL seconds (a driver
+        on this host whose pid is gone is dead at once). Best effort: MLflow has no atomic
+        compare-and-set, so two drivers started within the same second can both pass.
+        """
+        from pipeline.lease import SweepBusyError, this_driver
+
+        if self.parent_id is None:
+            return
+        run = self.client.get_run(self.parent_id)
+        holder = run.data.tags.get("driver", "")
+        try:
+            age = time.time() - float(run.data.tags.get("driver_heartbeat", "0"))
+        except ValueError:
+            age = math.inf
+        if run.info.status != "RUNNING" or not holder or holder == this_driver():
+            return
+        host, _, pid = holder.rpartition(":")
+        if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+            return
+        if age < DRIVER_TTL:
+            raise SweepBusyError(
+                f"another driver ({holder}) is running this sweep (tracking store {self.uri}, "
+                f"heartbeat {age:.0f} s ago); wait for it, or for {DRIVER_TTL} s after it died")
+
+    def heartbeat(self, force: bool = False) -> None:
+        """Renew this driver's lease on the parent run (at most every HEARTBEAT seconds)."""
+        from pipeline.lease import this_driver
+
+        now = time.time()
+        if self.parent_id is None or (not force and now - self._beat < HEARTBEAT):
+            return
+        self._beat = now
+        self.client.set_tag(self.parent_id, "driver", this_driver())
+        self.client.set_tag(self.parent_id, "driver_heartbeat", f"{now:.0f}")
+
+    def start_parent(self, sweep_name: str, sid: str, resolved: dict[str, Any]) -> str:
+        """The parent run of this sweep: the existing one for the same sweep_id, else new."""
+        if self.find_parent(sid) is not None:
             self.client.update_run(self.parent_id, status="RUNNING")
+            for tag in ("outcome", "failure_reason"):  # this attempt's verdict is not known yet
+                self.client.set_tag(self.parent_id, tag, "running")
+            self.heartbeat(force=True)
             return self.parent_id
         run = self.client.create_run(
             self.experiment_id, run_name=f"sweep-{sweep_name}",
             tags={"sweep_id": sid, "role": "sweep", "sweep_name": sweep_name},
         )  # fmt: skip
         self.parent_id = run.info.run_id
+        self.heartbeat(force=True)
         flat: dict[str, Any] = {}
         _flatten("", resolved, flat)
         self._log_params(self.parent_id, flat)
@@ -93,6 +162,8 @@ class SweepTracker:
     def finished_keys(self) -> set[str]:
         """Keys with a FINISHED child; unfinished children are deleted (they will be redone)."""
         done: set[str] = set()
+        if self.parent_id is None:
+            return done
         children = self.client.search_runs(
             [self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{self.parent_id}'",
             max_results=50_000,
@@ -119,6 +190,10 @@ class SweepTracker:
         }
         if row.get("oracle_fallbacks"):
             tags["oracle_fallback"] = row["oracle_fallbacks"]
+        if "oracle_certified" in row:
+            tags["oracle_certified"] = "yes" if row["oracle_certified"] else "no"
+        if "privacy_status" in row:
+            tags["privacy_status"] = row["privacy_status"]
         run = self.client.create_run(self.experiment_id, run_name=row["key"], tags=tags)
         run_id = run.info.run_id
         params = {f"config.{k}": v for k, v in mechanism_cfg.items()}
@@ -137,8 +212,18 @@ class SweepTracker:
         self.client.set_terminated(run_id, status=FINISHED)
         return run_id
 
+    def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
+        """A run that failed for good, as a FAILED child with its reason (redone on resume)."""
+        run = self.client.create_run(self.experiment_id, run_name=key, tags={
+            "mlflow.parentRunId": self.parent_id, "run_key": key, "mechanism": mechanism,
+            "failure_reason": reason[:5000]})  # fmt: skip
+        self.client.set_terminated(run.info.run_id, status="FAILED")
+
     def finish_parent(self, artifacts: Iterable[Path], metrics: dict[str, float],
-                      status: str = FINISHED) -> None:  # fmt: skip
+                      status: str = FINISHED, tags: dict[str, str] | None = None) -> None:
+        """Artifacts, metrics, the outcome tags (``outcome``, ``failure_reason``), then status."""
+        for name, value in (tags or {}).items():
+            self.client.set_tag(self.parent_id, name, value[:5000])
         for path in artifacts:
             self.client.log_artifact(self.parent_id, str(path))
         self._log_metrics(self.parent_id, metrics)

@@ -123,24 +123,111 @@ def test_smoke_sweep_against_a_real_mlflow_server(mlflow_server, tmp_path):
 # --- a two-node Ray cluster and ray job submit -------------------------------------------------
 
 
+def session_members(sid: int) -> list[int]:
+    """Pids of the processes in session ``sid`` (Ray's daemons stay in the session of the
+    `ray start --block` that started them)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) == sid:
+                    pids.append(int(entry))
+            except OSError:  # gone meanwhile
+                pass
+    return pids
+
+
+def stop_own(procs: list[subprocess.Popen], grace: float = 8.0) -> None:
+    """Stop the processes these handles started, and only those: SIGTERM to every process in
+    their sessions, SIGKILL to what is left after ``grace`` seconds. Never `ray stop`, which
+    kills every Ray process on the machine, other users' included."""
+    sessions = [p.pid for p in procs]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for sid in sessions:
+            for pid in session_members(sid):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(session_members(s) for s in sessions):
+            for p in procs:
+                p.poll()  # reap our direct children
+            time.sleep(0.2)
+        if not any(session_members(s) for s in sessions):
+            break
+    for p in procs:
+        p.wait(timeout=30)
+
+
+def test_stopping_a_cluster_spares_other_ray_processes(tmp_path):
+    """Issue 14, item 10: the test cluster is stopped by its own handles, not `ray stop --force`
+    (which would also kill this bystander, a process named like a raylet outside our session)."""
+    fake_raylet = tmp_path / "raylet"
+    fake_raylet.symlink_to("/bin/sleep")
+    bystander = subprocess.Popen([str(fake_raylet), "60"], start_new_session=True)
+    ours = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & sleep 60"], start_new_session=True)
+    try:
+        wait_for(lambda: len(session_members(ours.pid)) == 3, 10, "our processes")
+        stop_own([ours], grace=5)
+        assert session_members(ours.pid) == []
+        assert bystander.poll() is None, "a process we did not start was stopped"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """A head and a worker node on 127.0.0.1, one CPU each, with token authentication."""
+    """A head and a worker node on 127.0.0.1, one CPU each, with token authentication; each
+    `ray start --block` runs in a session of its own, and teardown stops those sessions only."""
     ray = str(BIN / "ray")
     port, dashboard = free_port(), free_port()
     environ = env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
-    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
+    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats",
+              "--block"]  # fmt: skip
+    procs: list[subprocess.Popen] = []
+
+    def start(args: list[str]) -> None:
+        # each node's job agent on a port of its own: the default (52365) may be taken by
+        # another Ray on this shared machine, and then no agent accepts `ray job submit`
+        agent = ["--dashboard-agent-listen-port", str(free_port())]
+        procs.append(subprocess.Popen([ray, "start", *args, *agent, *common], env=environ,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))  # fmt: skip
+
+    def listening(p: int) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", p), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
     try:
-        subprocess.run([ray, "start", "--head", "--port", str(port), "--include-dashboard",
-                        "true", "--dashboard-host", "127.0.0.1", "--dashboard-port",
-                        str(dashboard), *common],
-                       env=environ, check=True, capture_output=True, timeout=120)  # fmt: skip
-        subprocess.run([ray, "start", "--address", f"127.0.0.1:{port}", *common],
-                       env=environ, check=True, capture_output=True, timeout=120)  # fmt: skip
+        start(["--head", "--port", str(port), "--include-dashboard", "true",
+               "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard)])  # fmt: skip
+        wait_for(lambda: listening(port) and listening(dashboard), 120, "the Ray head")
+        start(["--address", f"127.0.0.1:{port}"])
+        wait_for(lambda: _nodes_alive(ray, dashboard, environ) >= 2, 120, "the second Ray node",
+                 poll=1)
         yield {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dashboard}",
                "env": environ}  # fmt: skip
     finally:
-        subprocess.run([ray, "stop", "--force"], env=environ, capture_output=True, timeout=120)
+        stop_own(procs)
+
+
+def _nodes_alive(ray: str, dashboard: int, environ: dict[str, str]) -> int:
+    result = subprocess.run([ray, "list", "nodes", "--address", f"http://127.0.0.1:{dashboard}",
+                             "--format", "json"], env=environ, capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    if result.returncode != 0:
+        return 0
+    import json
+
+    try:
+        return sum(n.get("state") == "ALIVE" for n in json.loads(result.stdout))
+    except ValueError:
+        return 0
 
 
 def test_tasks_land_on_both_nodes(ray_cluster, tmp_path):
@@ -222,3 +309,36 @@ def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
     assert all(c.info.status == "FINISHED" for c in children)
     assert len(read_rows(out / "results.csv")) == expected
     assert f"{expected - killed_at} to run" in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_missing_ray_token_is_one_clear_line(ray_cluster, tmp_path):
+    """Issue 14, item 5: a driver without the cluster's token fails with one line, no parent."""
+    environ = {k: v for k, v in ray_cluster["env"].items()
+               if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}  # fmt: skip
+    out = tmp_path / "out"
+    result = pipeline([*SMALL, f"cluster.address={ray_cluster['address']}"], out,
+                      environ=environ, timeout=300)  # fmt: skip
+    assert result.returncode == 5, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: cannot connect to the Ray cluster at {ray_cluster['address']}")
+    assert "RAY_AUTH_MODE=token" in last and "Traceback" not in result.stderr
+    assert not (out / "summary.md").exists()
+
+
+@pytest.mark.slow
+def test_ray_job_submit_with_a_relative_output_dir_is_refused(ray_cluster, tmp_path):
+    """Issue 14, item 6: the default relative output directory would land in Ray's temporary
+    copy of the working directory and vanish with the cluster; the job fails and says so."""
+    command = [str(BIN / "ray"), "job", "submit", "--address", ray_cluster["dashboard"],
+               "--working-dir", str(REPO), "--", "python", "-m", "pipeline", *SMALL]  # fmt: skip
+    for _ in range(24):
+        result = subprocess.run(command, env=ray_cluster["env"], capture_output=True, text=True,
+                                timeout=600, cwd=tmp_path)  # fmt: skip
+        if "No available agent to submit job" not in result.stdout + result.stderr:
+            break
+        time.sleep(5)
+    output = result.stdout + result.stderr
+    assert "failed" in output and "succeeded" not in output, output[-3000:]
+    assert "error: hydra.run.dir: under `ray job submit` the driver runs in Ray's temporary copy" \
+        in output, output[-3000:]

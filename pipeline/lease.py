@@ -1,0 +1,86 @@
+"""One driver per output directory at a time: an exclusive lock the kernel releases on any exit.
+
+Two drivers of the same sweep used to run every run twice (each saw the other's runs as not yet
+FINISHED) and, started together, raced to create the sqlite store. A driver therefore takes an
+exclusive, non-blocking ``flock`` on ``OUTPUT_DIR/.driver.lock`` before it touches the tracking
+store. A second driver refuses at once with a one-line message that names the holder (host, pid,
+start time, sweep id); nothing waits, nothing is duplicated. The kernel drops the lock when its
+holder exits, even by ``kill -9``, so there is never a stale lease to clear by hand: rerun the
+command and it resumes.
+
+The lock is as good as ``flock`` on the file system holding the output directory: local disks,
+and the one shared directory that drivers of a ``ray job submit`` write to on one host. Drivers
+on different hosts that share only a tracking server (and write to different output
+directories) are not serialized by it: give them the same ``hydra.run.dir`` on a file system
+with working locks, or run one at a time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+LOCK_NAME = ".driver.lock"
+
+
+class SweepBusyError(RuntimeError):
+    """Another driver holds the output directory; the message names it."""
+
+
+class DriverLease:
+    """``with DriverLease(output_dir, sweep_id):`` holds the directory or raises SweepBusyError."""
+
+    def __init__(self, output_dir: Path, sweep_id: str) -> None:
+        self.path = Path(output_dir) / LOCK_NAME
+        self.sweep_id = sweep_id
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise SweepBusyError(
+                f"another driver is running in {self.path.parent} ({holder}); wait for it to "
+                f"finish (rerunning then resumes), or use another hydra.run.dir") from None
+        holder = {"host": socket.gethostname(), "pid": os.getpid(), "sweep_id": self.sweep_id,
+                  "started": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(holder).encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "DriverLease":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def this_driver() -> str:
+    """``host:pid`` of this process, as the tracking store's lease names a driver."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        holder = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+    except (OSError, ValueError):
+        return "holder unknown"
+    if not holder:
+        return "holder unknown"
+    return (f"pid {holder.get('pid')} on {holder.get('host')}, sweep {holder.get('sweep_id')}, "
+            f"started {holder.get('started')}")  # fmt: skip

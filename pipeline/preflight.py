@@ -1,0 +1,184 @@
+"""Checks a sweep makes before it changes anything: fail fast, in one line, leave nothing behind.
+
+Each check runs before the MLflow parent run is created and before Ray starts, so a sweep that
+cannot run leaves no FAILED parent and no empty report:
+
+* ``probe_tracking_store``: an HTTP tracking server answers ``/health`` within seconds (MLflow's
+  own client retries for minutes); a sqlite store can be written (a read-only directory fails
+  after 100 s inside MLflow otherwise).
+* ``probe_ray_address``: ``cluster.address`` accepts a TCP connection (``ray.init`` waits for
+  minutes on an address nobody listens on).
+* ``check_job_output_dir``: under ``ray job submit`` the driver runs in a temporary copy of the
+  working directory, so a relative output directory vanishes with the cluster.
+* ``check_oracle_calls``: OPSamp's m oracle calls per run (its calibration, SPEC section 5) are
+  computed for every epsilon before anything runs; a tiny epsilon that makes m huge, or the
+  calibration fail, is refused here rather than after Ray started.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import sqlite3
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Iterable
+from urllib.parse import urlparse
+
+from pipeline.config import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: Seconds a probe waits for a service to answer.
+PROBE_TIMEOUT = 5.0
+#: Above this many oracle calls (Ray tasks) per run, a sweep warns.
+WARN_ORACLE_CALLS = 100
+
+
+class ServiceError(RuntimeError):
+    """A service the sweep needs (tracking store, Ray cluster) cannot be reached; one line."""
+
+
+def probe_tracking_store(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
+    """Raise ServiceError unless the MLflow store at ``uri`` answers and can be written."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("http", "https"):
+        url = uri.rstrip("/") + "/health"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                if response.status != 200:
+                    raise ServiceError(f"tracking server {uri} answered {response.status} at "
+                                       f"/health (tracking.tracking_uri)")  # fmt: skip
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            reason = getattr(e, "reason", e)
+            raise ServiceError(
+                f"tracking server {uri} unreachable: {reason} (tracking.tracking_uri; start the "
+                f"server or fix the URI)") from None
+    elif parsed.scheme == "sqlite":
+        _probe_sqlite(uri)
+
+
+def _probe_sqlite(uri: str) -> None:
+    path = Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+    if path is None or str(path) in ("", ":memory:"):
+        return
+    where = f"tracking store {uri}"
+    if not path.parent.is_dir():
+        raise ServiceError(f"{where}: directory {path.parent} does not exist "
+                           f"(tracking.tracking_uri)")  # fmt: skip
+    try:
+        # sqlite writes a journal beside the database: the directory must take new files. A file
+        # of another name, so that nobody takes it for the store while MLflow creates it.
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".probe-"):
+            pass
+        if path.exists():
+            connection = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=2)
+            try:
+                connection.execute("BEGIN IMMEDIATE")  # a write transaction, rolled back
+                connection.execute("ROLLBACK")
+            finally:
+                connection.close()
+    except (OSError, sqlite3.Error) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise ServiceError(f"{where} cannot be written: {reason} (tracking.tracking_uri, or a "
+                           f"writable hydra.run.dir)") from None
+
+
+def probe_ray_address(address: str, timeout: float = PROBE_TIMEOUT) -> None:
+    """Raise ServiceError unless something listens at ``cluster.address`` (host:port)."""
+    if address in ("auto", "local") or "://" in address and not address.startswith("ray://"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"cluster.address: must be HOST:PORT, auto or ray://HOST:PORT, "
+                          f"found {address!r}")  # fmt: skip
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as e:
+        raise ServiceError(f"Ray cluster at {address} unreachable: {e.strerror or e} "
+                           f"(cluster.address; is the head node up?)") from None
+
+
+def ray_connect_error(address: str, error: BaseException) -> ServiceError:
+    """``ray.init``'s failure as one line, with the token hint a Ray 2.60 cluster needs."""
+    text = str(error).strip().splitlines()
+    first = text[0] if text else type(error).__name__
+    hint = ""
+    lowered = str(error).lower()
+    if "token" in lowered or "auth" in lowered:
+        hint = (" (the cluster uses token authentication: set RAY_AUTH_MODE=token and the "
+                "cluster's RAY_AUTH_TOKEN for the driver)")
+    elif os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        # Ray 2.60 reports a missing token as a plain connection failure
+        hint = (" (if the cluster uses token authentication, set RAY_AUTH_MODE=token and the "
+                "cluster's RAY_AUTH_TOKEN for the driver)")
+    return ServiceError(f"cannot connect to the Ray cluster at {address}: "
+                        f"{type(error).__name__}: {first}{hint}")
+
+
+def under_ray_job() -> bool:
+    """True when this process is the driver of a ``ray job submit``."""
+    return "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ
+
+
+def check_job_output_dir(output_dir: Path, cwd: Path | None = None) -> None:
+    """Under ``ray job submit``, refuse an output directory inside the job's working-dir copy."""
+    if not under_ray_job():
+        return
+    cwd = (cwd or Path.cwd()).resolve()
+    output_dir = Path(output_dir).resolve()
+    if output_dir == cwd or cwd in output_dir.parents:
+        raise ConfigError(
+            f"hydra.run.dir: under `ray job submit` the driver runs in Ray's temporary copy of "
+            f"the working directory, so {output_dir} would vanish with the cluster; give an "
+            f"absolute path outside it, e.g. hydra.run.dir=/shared/results/NAME, found "
+            f"{str(output_dir)!r}")  # fmt: skip
+
+
+def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dict[float, int]:
+    """OPSamp's m per run for each epsilon (``mechanisms.opsamp.opsamp_calibration``).
+
+    Raises ConfigError when the calibration fails (e.g. epsilon = 1e-300) or m exceeds
+    ``sweep.max_oracle_calls``; warns above WARN_ORACLE_CALLS. Returns {epsilon: m}.
+    """
+    from pipeline.tasks import build_mechanism, privacy_delta
+
+    cfg = config.mechanisms.get("opsamp")
+    if cfg is None or "opsamp" not in config.sweep.mechanisms:
+        return {}
+    limit = config.sweep.max_oracle_calls
+    delta = privacy_delta(config, n)
+    out: dict[float, int] = {}
+    for eps in epsilons:
+        try:
+            mechanism = build_mechanism(cfg, eps, delta, config.margin)
+            calibration = mechanism.calibrate(n, d)
+            m = calibration["m"]
+            if not all(math.isfinite(float(v)) for v in calibration.values()):
+                raise ValueError(f"the calibration is not finite: {calibration}")
+        except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError) as e:
+            raise ConfigError(f"sweep.epsilons: OPSamp cannot be calibrated at epsilon "
+                              f"{eps!r} (n={n}, d={d}): {e}, found {eps!r}") from None
+        _require_calls(m, limit, eps, config.sweep.seeds)
+        out[eps] = int(m)
+    return out
+
+
+def _count(m: int) -> str:
+    return f"{m:,}" if m < 10**12 else f"{float(m):.3g}"
+
+
+def _require_calls(m: int, limit: int, eps: float, seeds: int) -> None:
+    if m > limit:
+        raise ConfigError(
+            f"sweep.epsilons: OPSamp at epsilon {eps!r} needs m={_count(m)} oracle calls (Ray "
+            f"tasks) per run, more than sweep.max_oracle_calls={limit:,}; raise the limit or drop that "
+            f"epsilon, found {eps!r}")  # fmt: skip
+    if m > WARN_ORACLE_CALLS:
+        log.warning("OPSamp at epsilon %g needs m=%d oracle calls (Ray tasks) per run, %d for "
+                    "its %d runs", eps, m, m * seeds, seeds)  # fmt: skip

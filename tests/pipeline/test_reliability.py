@@ -1,0 +1,458 @@
+"""Issue 14: a sweep that fails loudly, never duplicates, and fails fast.
+
+Most checks run in-process without Ray (config, probes, lease, report, outcome); a few run
+``python -m pipeline`` in a subprocess for its exit code and last line of stderr.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+import math
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from pipeline.cli import CONFIG_DIR, ExitCode, exit_code
+from pipeline.config import ConfigError, validate
+from tests.conftest import REPO
+
+
+def _compose(overrides, hydra=False):
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        return compose(config_name="config", overrides=overrides, return_hydra_config=hydra)
+
+
+def _cli(args, out: Path, env_extra=None, timeout=600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"], cwd=REPO,
+        env={**os.environ, **(env_extra or {})}, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the socket is
+
+
+# --- item 2: unknown keys, with or without + -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("+oracle.timelimit=5",
+         "oracle.timelimit: unknown key (did you mean oracle.time_limit?)"),
+        ("+sweep.epsilon=0.01", "sweep.epsilon: unknown key (did you mean sweep.epsilons?)"),
+        ("+foo=1", "foo: unknown key; the keys of the root config are"),
+        ("+mechanisms.opdisc.sigma=3", "mechanisms.opdisc.sigma: unknown key"),
+    ],
+)  # fmt: skip
+def test_keys_added_with_plus_are_rejected_not_dropped(override, message):
+    with pytest.raises(ConfigError) as err:
+        validate(_compose(["+sweep=smoke", override]))
+    assert str(err.value).startswith(message)
+
+
+def test_cli_rejects_unknown_keys_with_exit_code_2(tmp_path):
+    plus = _cli(["+sweep=smoke", "+oracle.timelimit=5"], tmp_path / "a")
+    assert plus.returncode == ExitCode.USAGE, plus.stderr
+    assert plus.stderr.strip().splitlines()[-1].startswith(
+        "error: oracle.timelimit: unknown key (did you mean oracle.time_limit?)")
+    hydra = _cli(["+sweep=smoke", "oracle.timelimit=5"], tmp_path / "b")  # Hydra's own check
+    assert hydra.returncode == ExitCode.USAGE, hydra.stderr
+    assert not (tmp_path / "a" / "summary.json").exists()
+
+
+# --- item 8: run keys and duplicate grid entries -------------------------------------------------
+
+
+def test_run_keys_tell_close_epsilons_apart_and_keep_short_forms():
+    from pipeline.tasks import RunKey
+
+    assert str(RunKey("opdisc", 1.0, 0)) == "opdisc/eps=1/run=0"  # existing sweeps' keys
+    assert str(RunKey("opdisc", 0.1, 3)) == "opdisc/eps=0.1/run=3"
+    assert str(RunKey("opdisc", 0.5, 0)) != str(RunKey("opdisc", 0.5000001, 0))
+    assert str(RunKey("erm_01", math.inf, 0)) == "erm_01/eps=inf/run=0"
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("sweep.epsilons=[0.5,0.5]", "sweep.epsilons: lists 0.5 twice"),
+        ("sweep.epsilons=[0.5,0.5000000001]", "sweep.epsilons: 0.5 and 0.5000000001 are closer"),
+        ("sweep.mechanisms=[opdisc,opdisc]", "sweep.mechanisms: lists opdisc more than once"),
+    ],
+)  # fmt: skip
+def test_duplicate_grid_entries_are_rejected(override, message):
+    with pytest.raises(ConfigError) as err:
+        validate(_compose(["+sweep=smoke", override]))
+    assert str(err.value).startswith(message)
+
+
+# --- item 7: one output directory per grid -------------------------------------------------------
+
+
+def test_each_grid_has_its_own_default_output_directory():
+    from pipeline.tracking import sweep_id
+
+    def run_dir(overrides):
+        return str(_compose(overrides, hydra=True).hydra.run.dir)
+
+    full = run_dir(["+sweep=smoke"])
+    reduced = run_dir(["+sweep=smoke", "sweep.epsilons=[1.0]"])
+    assert full.startswith("outputs/sweep-smoke-") and reduced != full
+    assert run_dir(["+sweep=smoke", "cluster.num_cpus=1"]) == full  # same sweep, same place
+    config = validate(_compose(["+sweep=smoke"]))
+    assert full.endswith(sweep_id(dataclasses.asdict(config))[:8])
+
+
+def test_an_output_directory_holding_another_grid_is_refused(tmp_path):
+    from pipeline.run import _claim_output_dir
+
+    _claim_output_dir(tmp_path, "aaaa")
+    _claim_output_dir(tmp_path, "aaaa")  # the same sweep again: a resume
+    with pytest.raises(ConfigError, match="holds the report of another sweep"):
+        _claim_output_dir(tmp_path, "bbbb")
+
+
+# --- item 5: fail-fast probes --------------------------------------------------------------------
+
+
+def test_unreachable_tracking_server_fails_in_seconds():
+    from pipeline.preflight import ServiceError, probe_tracking_store
+
+    start = time.monotonic()
+    with pytest.raises(ServiceError, match=r"tracking server http://127\.0\.0\.1:\d+ unreachable"):
+        probe_tracking_store(f"http://127.0.0.1:{_closed_port()}")
+    assert time.monotonic() - start < 10
+
+
+def test_unwritable_sqlite_store_fails_in_seconds(tmp_path):
+    from pipeline.preflight import ServiceError, probe_tracking_store
+
+    # /proc accepts no new files, even from root (chmod alone does not stop root)
+    with pytest.raises(ServiceError, match="does not exist"):
+        probe_tracking_store(f"sqlite:///{tmp_path / 'missing' / 'mlflow.db'}")
+    with pytest.raises(ServiceError, match="cannot be written"):
+        probe_tracking_store("sqlite:////proc/mlflow.db")
+    probe_tracking_store(f"sqlite:///{tmp_path / 'mlflow.db'}")  # writable: passes
+    assert not (tmp_path / "mlflow.db").exists()  # and leaves the store to MLflow
+
+
+def test_unreachable_ray_address_fails_in_seconds():
+    from pipeline.preflight import ServiceError, probe_ray_address, ray_connect_error
+
+    start = time.monotonic()
+    with pytest.raises(ServiceError, match=r"Ray cluster at 127\.0\.0\.1:\d+ unreachable"):
+        probe_ray_address(f"127.0.0.1:{_closed_port()}")
+    assert time.monotonic() - start < 10
+    with pytest.raises(ConfigError, match="cluster.address: must be HOST:PORT"):
+        probe_ray_address("nonsense")
+    error = ray_connect_error("h:1", RuntimeError("Unauthenticated: token missing\nmore"))
+    assert "RAY_AUTH_MODE=token" in str(error) and "\n" not in str(error)
+    plain = ray_connect_error("h:1", ConnectionError("Failed to connect to Ray cluster at h:1"))
+    assert "if the cluster uses token authentication, set RAY_AUTH_MODE=token" in str(plain)
+
+
+def test_cli_unreachable_tracking_server_exits_5_and_leaves_nothing(tmp_path):
+    out = tmp_path / "out"
+    start = time.monotonic()
+    result = _cli(["+sweep=smoke", f"tracking.tracking_uri=http://127.0.0.1:{_closed_port()}"],
+                  out)  # fmt: skip
+    assert result.returncode == ExitCode.SERVICE_UNAVAILABLE, result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: tracking server http://127.0.0.1:") and "unreachable" in last
+    assert "Traceback" not in result.stderr
+    assert time.monotonic() - start < 60
+    assert not (out / "summary.md").exists() and not (out / "results.csv").exists()
+
+
+# --- item 6: ray job submit with a relative output directory -------------------------------------
+
+
+def test_job_output_inside_the_working_dir_copy_is_refused(tmp_path, monkeypatch):
+    from pipeline.preflight import check_job_output_dir
+
+    check_job_output_dir(tmp_path / "outputs", cwd=tmp_path)  # not under a job: fine
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")
+    with pytest.raises(ConfigError, match="hydra.run.dir: under `ray job submit`"):
+        check_job_output_dir(tmp_path / "outputs" / "sweep-x", cwd=tmp_path)
+    check_job_output_dir(Path("/tmp") / "elsewhere", cwd=tmp_path)  # absolute, outside: fine
+
+
+# --- item 9: tiny epsilons -----------------------------------------------------------------------
+
+
+def test_tiny_epsilon_is_refused_before_ray_and_many_oracle_calls_warn(caplog):
+    from pipeline.preflight import check_oracle_calls
+
+    config = validate(_compose(["+sweep=smoke"]))
+    with pytest.raises(ConfigError, match=r"sweep.epsilons: OPSamp at epsilon 1e-300 needs m="):
+        check_oracle_calls(config, [1e-300], n=400, d=8)
+    with caplog.at_level(logging.WARNING, logger="pipeline.preflight"):
+        calls = check_oracle_calls(config, [1.0, 0.01], n=400, d=8)
+    assert calls[0.01] > 100 and "oracle calls (Ray tasks) per run" in caplog.text
+    tight = validate(_compose(["+sweep=smoke", "sweep.max_oracle_calls=10"]))
+    with pytest.raises(ConfigError, match="more than sweep.max_oracle_calls=10"):
+        check_oracle_calls(tight, [0.01], n=400, d=8)
+
+
+# --- item 3: one driver per output directory -----------------------------------------------------
+
+
+def test_a_second_driver_is_refused_while_the_first_holds_the_directory(tmp_path):
+    from pipeline.lease import DriverLease, SweepBusyError
+
+    with DriverLease(tmp_path, "abcd"):
+        with pytest.raises(SweepBusyError, match=r"another driver is running in .*sweep abcd"):
+            DriverLease(tmp_path, "abcd").acquire()
+    with DriverLease(tmp_path, "abcd"):  # released on exit (the kernel does so on kill -9 too)
+        pass
+
+
+def test_a_live_driver_elsewhere_holds_the_sweep_through_the_tracking_store(tracking_db):
+    import socket
+
+    from pipeline.lease import SweepBusyError
+    from pipeline.tracking import DRIVER_TTL, SweepTracker
+
+    tracker = SweepTracker(tracking_db, "lease", None)
+    tracker.start_parent("x", "sid-lease", {"a": 1})
+    tracker.check_no_live_driver()  # our own lease
+
+    def holder(driver: str, age: float) -> None:
+        tracker.client.set_tag(tracker.parent_id, "driver", driver)
+        tracker.client.set_tag(tracker.parent_id, "driver_heartbeat", f"{time.time() - age:.0f}")
+
+    holder("other-host:4242", 5)
+    with pytest.raises(SweepBusyError, match=r"another driver \(other-host:4242\) is running"):
+        tracker.check_no_live_driver()
+    holder("other-host:4242", DRIVER_TTL + 60)  # silent for too long: dead
+    tracker.check_no_live_driver()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    holder(f"{socket.gethostname()}:{dead.pid}", 5)  # on this host, pid gone (kill -9): dead
+    tracker.check_no_live_driver()
+
+
+# --- items 4, 7, 11: the report ------------------------------------------------------------------
+
+
+def _row(mechanism, eps, i, acc, holds=True, certified=True, gap=0.0):
+    from pipeline.tasks import privacy_status
+
+    return {"key": f"{mechanism}/eps={eps:g}/run={i}", "mechanism": mechanism, "epsilon": eps,
+            "run_index": i, "privacy_delta": 1e-5, "privacy_holds": holds,
+            "privacy_reason": "" if holds else "1 of 1 oracle calls not certified",
+            "train_accuracy": acc, "test_accuracy": acc, "wall_seconds": 0.5 + i,
+            "oracle_seconds": 0.1, "oracle_calls": 1, "oracle_max_gap": gap,
+            "oracle_backends": "highs", "oracle_fallbacks": "", "node": "n",
+            "oracle_certified": certified, "privacy_status": privacy_status(mechanism, holds)}
+
+
+def test_uncertified_reference_is_flagged_not_drawn_as_the_ceiling(tmp_path):
+    from pipeline.report import reference_label, results_frame, write_report
+
+    rows = [_row("opdisc", 1.0, i, 0.75) for i in range(3)]
+    rows += [_row("rspm_gaussian", 1.0, i, 0.74) for i in range(2)]
+    rows.append(_row("erm_01", math.inf, 0, 0.534, holds=False, certified=False, gap=4564.0))
+    write_report(rows, tmp_path, "t")
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| erm_01 | 0.5340 | 0.5340 | **NO**: a feasible point, not the exact optimum" in summary
+    assert "Private-mechanism runs whose privacy does NOT hold: 0." in summary
+    assert "| erm_01 | -" not in summary  # not in the private table with "0/1 private"
+    label = reference_label(results_frame(rows), "erm_01")
+    assert "NOT certified: gap 4564" in label
+
+
+def test_figure_1b_integer_counts_and_every_colour_in_the_legend(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from pipeline.report import figure_1b, results_frame
+
+    seen = {}
+    monkeypatch.setattr(plt.Figure, "savefig", lambda fig, *a, **k: seen.setdefault("fig", fig))
+    rows = [_row(m, 1.0, i, 0.7) for m in ("opdisc", "rspm_gaussian", "opsamp") for i in range(3)]
+    rows[-1]["wall_seconds"] = 0.016350524000699806  # 10**log10(t) > t: once left out of the bins
+    figure_1b(results_frame(rows), tmp_path / "f.png")
+    ax = seen["fig"].axes[0]
+    ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+    assert all(float(t).is_integer() for t in ticks), ticks
+    legend = ax.get_legend()
+    drawn = {tuple(p.get_facecolor()) for p in ax.patches if p.get_height() > 0}
+    listed = {tuple(h.get_facecolor()) for h in legend.legend_handles}
+    assert drawn <= listed and len(listed) == 3
+    assert sum(p.get_height() for p in ax.patches) == len(rows)  # every run counted once
+
+
+def test_progress_line_fits_the_terminal(monkeypatch):
+    import shutil
+
+    from pipeline.sweep import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(shutil, "get_terminal_size",
+                        lambda fallback=None: os.terminal_size((80, 24)))  # fmt: skip
+    stream = Tty()
+    progress = Progress(3, stream=stream)
+    progress.update("opdisc/eps=1/run=0: acc 0.873, privacy holds " + "x" * 100)
+    assert max(len(line) for line in stream.getvalue().split("\r")) <= 79
+
+
+# --- items 1 and 7: outcome, summary first, MLflow parent, exit code (in-process, no Ray) --------
+
+
+@pytest.fixture(scope="module")
+def tracking_db(tmp_path_factory):
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
+def _small_config(tracking_db, out, experiment):
+    return validate(_compose([
+        "+sweep=smoke", "sweep.mechanisms=[expmech,logistic_regression]",
+        "sweep.epsilons=[0.5,1.0]", "sweep.seeds=2",
+        f"tracking.tracking_uri={tracking_db}", f"tracking.experiment={experiment}",
+        f"output_dir={out}"]))  # fmt: skip
+
+
+def _fake_sweep(stop_after: int, fail: set[str] = frozenset(), interrupt: bool = False):
+    """run_sweep without Ray: runs keys in-process, logs them, fails or stops on request."""
+    from pipeline.tasks import run_one
+
+    def run_sweep(config, train, test, output_dir, tracker, todo):
+        failed = {}
+        for i, key in enumerate(todo):
+            if i == stop_after:
+                if interrupt:
+                    raise KeyboardInterrupt
+                break
+            if str(key) in fail:
+                failed[str(key)] = "GurobiError: Model too large for size-limited license"
+                tracker.log_failed_child(str(key), key.mechanism, failed[str(key)])
+                continue
+            row, release = run_one(config, key, train, test)
+            tracker.log_child(row, release, {})
+        return [], failed
+
+    return run_sweep
+
+
+def _parent(tracking_db, experiment):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_db)
+    exp = client.get_experiment_by_name(experiment)
+    (parent,) = client.search_runs([exp.experiment_id], "tags.role = 'sweep'")
+    return parent
+
+
+def test_interrupted_sweep_says_so_first_and_resumes(tracking_db, tmp_path, monkeypatch):
+    import pipeline.sweep
+    from pipeline.run import run
+
+    monkeypatch.setattr(pipeline.sweep, "init_ray", lambda config: None)
+    monkeypatch.setattr(pipeline.sweep, "run_sweep", _fake_sweep(3, interrupt=True))
+    config = _small_config(tracking_db, tmp_path, "interrupted")
+    summary = run(config)
+    assert exit_code(summary) == (ExitCode.INTERRUPTED, summary["sweep"]["reason"])
+    assert summary["sweep"]["reason"].startswith("sweep interrupted: 3 of 5 requested runs")
+    text = (tmp_path / "summary.md").read_text().splitlines()
+    assert text[2].startswith("**INTERRUPTED (partial sweep)**: sweep interrupted: 3 of 5")
+    assert "3 of 5 requested runs finished" in "\n".join(text)
+    parent = _parent(tracking_db, "interrupted")
+    assert parent.info.status == "KILLED" and parent.data.tags["outcome"] == "interrupted"
+
+    monkeypatch.setattr(pipeline.sweep, "run_sweep", _fake_sweep(99))
+    summary = run(config)  # the same command again: the rest, nothing twice
+    assert exit_code(summary) == (ExitCode.OK, "")
+    assert summary["sweep"]["runs"] == 5 and summary["sweep"]["missing"] == []
+    assert (tmp_path / "summary.md").read_text().splitlines()[2].startswith("**Complete**")
+    assert _parent(tracking_db, "interrupted").info.status == "FINISHED"
+
+
+def test_failed_runs_give_a_reason_and_a_failed_parent(tracking_db, tmp_path, monkeypatch):
+    import pipeline.sweep
+    from pipeline.run import run
+
+    monkeypatch.setattr(pipeline.sweep, "init_ray", lambda config: None)
+    monkeypatch.setattr(pipeline.sweep, "run_sweep",
+                        _fake_sweep(99, fail={"expmech/eps=0.5/run=1"}))  # fmt: skip
+    summary = run(_small_config(tracking_db, tmp_path, "failing"))
+    code, reason = exit_code(summary)
+    assert code == ExitCode.RUNS_FAILED
+    assert reason == ("1 of 5 requested runs did not finish (1 failed; first: "
+                      "expmech/eps=0.5/run=1: GurobiError: Model too large for size-limited "
+                      "license)")  # fmt: skip
+    first = (tmp_path / "summary.md").read_text().splitlines()[2]
+    assert first.startswith("**INCOMPLETE (partial sweep)**: 1 of 5 requested runs")
+    parent = _parent(tracking_db, "failing")
+    assert parent.info.status == "FAILED"
+    assert parent.data.tags["failure_reason"] == reason
+
+
+def test_private_run_whose_guarantee_fails_is_exit_code_4():
+    from pipeline.run import SweepOutcome
+
+    outcome = SweepOutcome(requested=2, finished=2, failed={}, interrupted=False,
+                           private_not_holding=("opdisc/eps=1/run=0",))  # fmt: skip
+    summary = {"sweep": {"status": outcome.status, "reason": outcome.reason}}
+    assert exit_code(summary)[0] == ExitCode.PRIVACY_NOT_HOLDING
+    assert outcome.headline().startswith("**PRIVACY DOES NOT HOLD**: privacy does not hold for 1")
+
+
+# --- items 1, 3, 11 end to end: a failing sweep on Ray, and a second driver meanwhile -------------
+
+
+def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
+    from mlflow import MlflowClient
+
+    out = tmp_path / "out"
+    # the exponential mechanism's grid is too large: every run fails (issue 14's Adult case)
+    args = ["+sweep=smoke", "sweep.mechanisms=[expmech]", "sweep.epsilons=[1.0]", "sweep.seeds=1",
+            "mechanisms.expmech.max_points=10", "cluster.num_cpus=1"]  # fmt: skip
+    first = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"], cwd=REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    streams: dict[str, str] = {}
+    reader = threading.Thread(target=lambda: streams.update(
+        zip(("stdout", "stderr"), first.communicate(timeout=600))))  # fmt: skip
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        lock = out / ".driver.lock"
+        while time.monotonic() < deadline and not (lock.exists() and lock.stat().st_size > 0):
+            time.sleep(0.2)
+        second = _cli(args, out)
+        reader.join(timeout=600)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        reader.join(timeout=30)
+    assert second.returncode == ExitCode.BUSY, second.stderr[-2000:]
+    assert second.stderr.strip().splitlines()[-1].startswith(
+        f"error: another driver is running in {out} (pid {first.pid}")
+    assert first.returncode == ExitCode.RUNS_FAILED, streams.get("stderr", "")[-3000:]
+    last = streams["stderr"].strip().splitlines()[-1]
+    assert last.startswith("error: 1 of 1 requested runs did not finish (1 failed; first: "
+                           "expmech/eps=1/run=0: ")  # fmt: skip
+    assert "Token authentication is enabled" not in streams["stderr"]  # item 11
+    assert (out / "summary.md").read_text().splitlines()[2].startswith("**INCOMPLETE")
+    client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("oracle-dp")
+    parents = client.search_runs([exp.experiment_id], "tags.role = 'sweep'")
+    assert len(parents) == 1 and parents[0].info.status == "FAILED"
+    assert parents[0].data.tags["failure_reason"] == last.removeprefix("error: ")
