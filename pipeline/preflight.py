@@ -159,7 +159,8 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
             mechanism = build_mechanism(cfg, eps, delta, config.margin)
             calibration = mechanism.calibrate(n, d)
             m = calibration["m"]
-            if not all(math.isfinite(float(v)) for v in calibration.values()):
+            numbers = [v for v in calibration.values() if not isinstance(v, str)]
+            if not all(math.isfinite(float(v)) for v in numbers):
                 raise ValueError(f"the calibration is not finite: {calibration}")
         except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError) as e:
             raise ConfigError(f"sweep.epsilons: OPSamp cannot be calibrated at epsilon "
