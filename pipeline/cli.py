@@ -39,7 +39,8 @@ class ExitCode(enum.IntEnum):
     PRIVACY_NOT_HOLDING = 4
     #: The tracking store or the Ray cluster cannot be reached; nothing was started.
     SERVICE_UNAVAILABLE = 5
-    #: Another driver is running in the same output directory; nothing was started.
+    #: Another driver is running in the same output directory, or the same sweep on the same
+    #: tracking server (a fresh lease on its parent run); nothing was started.
     BUSY = 6
     #: Interrupted (Ctrl-C): a partial sweep, resumable by rerunning the same command.
     INTERRUPTED = 130
