@@ -1,39 +1,13 @@
 """DP-SGD logistic regression: the paper's private baseline (SPEC section 6; Abadi et al. 2016).
 
-Three modules: ``accounting`` (events, accountants, calibration of z), ``algorithm`` (the
-parameters and the steps) and ``tuning`` (the hyperparameter search). Summary:
+One module per concern, each with the maths in its docstring:
 
-Loss log(1 + exp(-y <w, x>)), no intercept. Each of T steps:
+* ``accounting``: the Poisson-subsampled Gaussian event, the PLD replace-one accountant (the
+  default, SPEC 10.4), the RDP + group-privacy cross-check, and the calibration of z;
+* ``algorithm``: the parameters and the steps (clip, sum, add noise, average the iterates);
+* ``tuning``: the hyperparameter search, unaccounted (warns) or by repeat-and-select.
 
-    B_t      = Poisson sample of the rows, each kept with probability q = b / n
-    g_i      = grad of the loss at w_t for i in B_t, clipped:  g_i * min(1, C / ||g_i||_2)
-    w_{t+1}  = w_t - lr * (sum_{i in B_t} g_i + N(0, (z C)^2 I_d)) / b
-
-normalized by the EXPECTED batch size b (so the noisy sum's sensitivity stays C). The output is
-the average of the iterates w_1..w_T (post-processing).
-
-Accounting (SPEC section 10.4): the project's neighbouring relation is replacement (SPEC
-section 2), as for OPDisc and RSPM, so n and q = b / n are public. The default accountant,
-``"pld_replace_one"``, is dp-accounting's ``PLDAccountant`` with
-``NeighboringRelation.REPLACE_ONE`` over ``SelfComposedDpEvent(PoissonSampledDpEvent(q,
-GaussianDpEvent(z)), T)``: per step the pair (1-q) N(0, z^2) + q N(-1, z^2) against
-(1-q) N(0, z^2) + q N(1, z^2), composed T times. Its Gaussian PLDs are built with
-``pessimistic_estimate=True`` and connect-the-dots (the installed 0.6.0's defaults, which
-``PLDAccountant`` does not override), and every truncation moves mass to the infinite loss, so
-the epsilon it reports is an upper bound for any value discretization interval; a coarser one
-only costs noise. ``pld_discretization``: the interval is 1e-3 * the target epsilon (Adult, see
-the measurements there). The older route, ``"rdp_group"`` (``rdp_group_epsilon``: the RDP
-add/remove accountant and group privacy), is valid but looser; it stays as a cross-check, and as
-the accountant of the repeat-and-select search, which the PLD accountant does not support.
-``calibrate_noise_multiplier`` is the smallest z (bisection on log z, to a relative epsilon
-precision of 1e-3) whose accounted replace-one epsilon is <= the target.
-
-Hyperparameters (C, b, lr) are chosen per (epsilon, delta) by grid search, as in the paper
-(``tune_dpsgd``). Selecting by training accuracy reads the private data: that mode warns
-(``PrivacyLeakWarning``) and its release says the guarantee does not hold. The accounted mode
-runs Papernot & Steinke's repeat-and-select (ICLR 2022; dp-accounting's
-``RepeatAndSelectDpEvent``): a random number K of runs, each with a candidate drawn uniformly
-from the grid and a noisy score, and the best noisy score wins; the budget covers all of it.
+This package re-exports their public names.
 """
 
 from __future__ import annotations
