@@ -25,7 +25,7 @@ from typing import Any
 from pipeline.config import Config
 from pipeline.data.record import Dataset
 from pipeline.tracking import HEARTBEAT
-from pipeline.tasks import (RunKey, build_mechanism, make_oracle, privacy_delta, registry_oracle,
+from pipeline.tasks import (RunKey, build_mechanism, make_oracle, privacy_delta,
                             result_row, run_generator, run_one, sweep_keys)
 
 log = logging.getLogger(__name__)
@@ -92,10 +92,8 @@ def _remote_functions(solver_cpus: int):
         noise = mechanism.draw_noise(run_generator(_sweep_seed(config), key), rows.n, rows.d)
         one = {**noise, "sigmas": noise["sigmas"][k:k + 1]}
         (problem,) = mechanism.problems(rows, one)
-        if config.mechanisms[key.mechanism].loss == "logistic":
-            oracle = registry_oracle("convex")
-        else:
-            oracle = make_oracle(config.oracle, _assigned_cpus())
+        oracle = make_oracle(config.oracle, _assigned_cpus(),
+                             mechanism=config.mechanisms[key.mechanism])  # fmt: skip
         solution = oracle.solve(problem)
         return k, solution, _node_id(), time.perf_counter() - start
 
