@@ -33,6 +33,9 @@ from pipeline.data.record import Dataset
 #: Mechanisms that are references, not private: they run once per sweep, not per epsilon.
 NON_PRIVATE = frozenset({"erm_01", "logistic_regression"})
 
+#: Mechanisms that call no oracle: they run whole, not through ``mechanisms.runner.run``.
+NON_ORACLE = frozenset({"dpsgd_lr", "logistic_regression", "expmech"})
+
 
 @dataclass(frozen=True)
 class RunKey:
