@@ -52,22 +52,6 @@ def check_epsilon_delta(epsilon: Any, delta: Any, *, allow_zero_delta: bool = Tr
         raise ValueError(f"delta must be in {bound}, found {delta!r}")
 
 
-def check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Features (n, d), finite; labels (n,) in {-1, +1}. Returns them as arrays."""
-    X = np.asarray(X)
-    y = np.asarray(y)
-    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"X must be a non-empty 2-D array, found shape {X.shape}")
-    if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
-        raise ValueError("X must hold finite numbers")
-    if y.shape != (X.shape[0],):
-        raise ValueError(f"y must have shape ({X.shape[0]},), found {y.shape}")
-    if not np.isin(y, (-1, 1)).all():
-        bad = np.unique(y[~np.isin(y, (-1, 1))])[:5]
-        raise ValueError(f"labels must be -1 or +1, found {bad.tolist()}")
-    return X.astype(float), y.astype(np.int8)
-
-
 def check_rng(rng: Any) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise TypeError(

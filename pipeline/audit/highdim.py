@@ -43,8 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.base import check_data
-from oracles.objective import MergedRows
+from oracles.objective import MergedRows, check_data
 from pipeline.audit.core import NeighbouringPair
 from pipeline.audit.pairs import replace_pair
 from pipeline.audit.samplers import AuditError, BatchedGenerator

@@ -32,10 +32,9 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from mechanisms.base import check_data
 from oracles.base import IntegerGrid, Problem
 from oracles.enumerate import all_objectives, grid_points
-from oracles.objective import MergedRows
+from oracles.objective import MergedRows, check_data
 
 
 class AuditError(RuntimeError):
