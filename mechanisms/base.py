@@ -27,13 +27,44 @@ class PrivacyError(RuntimeError):
     """A privacy guarantee would be broken; nothing is released."""
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class Secret:
+    """A secret noise draw: OPDisc's and RSPM's eta, OPSamp's sigma^k and output Laplace noise.
+
+    A release that carried a draw beside w would leak the data through the argmin, so every
+    ``draw_noise`` wraps its draws in a Secret: ``noise_parameters`` (hence ``Release``,
+    ``to_params`` and MLflow) drops them, and the repr shows the shape, never the values. The
+    array is read explicitly, ``secret.value``, where the draw is used (``problems``,
+    ``finish``, the audit's samplers).
+    """
+
+    value: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", np.asarray(self.value))
+
+    def __repr__(self) -> str:
+        return f"Secret(shape={self.value.shape}, dtype={self.value.dtype})"
+
+    __str__ = __repr__
+
+
 def noise_parameters(noise: Mapping[str, Any]) -> dict[str, Any]:
     """The scalar noise parameters (sigma, m, ...) of a noise dict, never the draws themselves.
 
-    A release that carried eta beside w would leak the data through the argmin: only the
-    parameters are recorded (the draws are reproducible from the run's seed, which is secret).
+    Drops every ``Secret`` (the draws; they are reproducible from the run's seed, which is
+    secret). Any other value must be a scalar: a non-scalar that is not a Secret is a TypeError
+    naming the key, so a draw left unwrapped is an error, not a leak into the run record.
     """
-    return {k: v for k, v in noise.items() if np.ndim(v) == 0}
+    out = {}
+    for key, value in noise.items():
+        if isinstance(value, Secret):
+            continue
+        if np.ndim(value) != 0:
+            raise TypeError(f"noise[{key!r}] is neither a scalar nor a Secret, found shape "
+                            f"{np.shape(value)}: wrap a noise draw in Secret")  # fmt: skip
+        out[key] = value
+    return out
 
 
 # --- validation (the one place it lives) -------------------------------------------------------
@@ -50,22 +81,6 @@ def check_epsilon_delta(epsilon: Any, delta: Any, *, allow_zero_delta: bool = Tr
     if not (low_ok and delta < 1):
         bound = "[0, 1)" if allow_zero_delta else "(0, 1)"
         raise ValueError(f"delta must be in {bound}, found {delta!r}")
-
-
-def check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Features (n, d), finite; labels (n,) in {-1, +1}. Returns them as arrays."""
-    X = np.asarray(X)
-    y = np.asarray(y)
-    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"X must be a non-empty 2-D array, found shape {X.shape}")
-    if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
-        raise ValueError("X must hold finite numbers")
-    if y.shape != (X.shape[0],):
-        raise ValueError(f"y must have shape ({X.shape[0]},), found {y.shape}")
-    if not np.isin(y, (-1, 1)).all():
-        bad = np.unique(y[~np.isin(y, (-1, 1))])[:5]
-        raise ValueError(f"labels must be -1 or +1, found {bad.tolist()}")
-    return X.astype(float), y.astype(np.int8)
 
 
 def check_rng(rng: Any) -> np.random.Generator:
@@ -158,7 +173,7 @@ class Release:
         w = np.array(self.w, dtype=float, copy=True)
         w.setflags(write=False)
         object.__setattr__(self, "w", w)
-        object.__setattr__(self, "noise", dict(self.noise))
+        object.__setattr__(self, "noise", noise_parameters(self.noise))  # never a draw
         object.__setattr__(self, "params", dict(self.params))
         object.__setattr__(self, "certificates", tuple(self.certificates))
         object.__setattr__(self, "timings", dict(self.timings))
@@ -181,7 +196,7 @@ class Release:
         """Flat, MLflow-friendly parameters: mechanism params, noise parameters, the claim."""
         out: dict[str, Any] = {"mechanism": self.mechanism, "margin": self.margin}
         out.update({f"param.{k}": v for k, v in self.params.items()})
-        out.update({f"noise.{k}": v for k, v in self.noise.items() if np.ndim(v) == 0})
+        out.update({f"noise.{k}": v for k, v in noise_parameters(self.noise).items()})
         out.update(self.privacy.to_params())
         backends = sorted({c.backend for c in self.certificates})
         out["oracle_backends"] = ",".join(backends)

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.base import Release, check_data
+from mechanisms.base import Release
 from mechanisms.expmech import ExpMechParams, run_expmech
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
-from oracles.objective import DEFAULT_MARGIN, predict
+from oracles.objective import DEFAULT_MARGIN, check_data, predict
 
 
 def _generator(random_state: Any) -> np.random.Generator:

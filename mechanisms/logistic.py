@@ -22,8 +22,8 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from mechanisms.base import PrivacyClaim, Release, check_data, check_rng
-from oracles.objective import DEFAULT_MARGIN
+from mechanisms.base import PrivacyClaim, Release, check_rng
+from oracles.objective import DEFAULT_MARGIN, check_data
 
 NON_PRIVATE = "non-private reference (SPEC section 7)"
 

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, Release, check_epsilon_delta
+from mechanisms.base import PrivacyClaim, Release, Secret, check_epsilon_delta
 from mechanisms.calibration import (
     check_calibration, opdisc_epsilon, opdisc_sigma, opdisc_sigma_paper,
 )  # fmt: skip
@@ -95,10 +95,10 @@ class OPDisc:
 
     def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
         cal = self.calibrate(n, d)
-        return {**cal, "eta": rng.normal(0.0, cal["sigma"], size=d + 1)}
+        return {**cal, "eta": Secret(rng.normal(0.0, cal["sigma"], size=d + 1))}
 
     def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Problem]:
-        return [opdisc_problem(rows, noise["eta"], self.params, label=self.name)]
+        return [opdisc_problem(rows, noise["eta"].value, self.params, label=self.name)]
 
     def finish(
         self,

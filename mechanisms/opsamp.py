@@ -41,7 +41,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, Release, check_epsilon_delta, noise_parameters
+from mechanisms.base import PrivacyClaim, Release, Secret, check_epsilon_delta, noise_parameters
 from mechanisms.calibration import (
     check_calibration, opsamp_epsilon, opsamp_eta, opsamp_gamma_m, opsamp_lambda,
 )  # fmt: skip
@@ -153,7 +153,7 @@ class OPSamp:
         cal = self.calibrate(n, d)
         sigmas = rng.exponential(scale=1.0 / cal["eta"], size=(cal["m"], d))  # rate eta
         laplace = rng.laplace(0.0, cal["laplace_scale"], size=d)
-        return {**cal, "sigmas": sigmas, "output_laplace": laplace}
+        return {**cal, "sigmas": Secret(sigmas), "output_laplace": Secret(laplace)}
 
     def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Any]:
         """The m independent oracle calls (the pipeline's widest fan-out)."""
@@ -163,14 +163,14 @@ class OPSamp:
             return [
                 Problem.from_rows(rows, box, linear=-sigma, margin=p.margin,
                                   label=f"{self.name}[{k}]")  # fmt: skip
-                for k, sigma in enumerate(noise["sigmas"])
+                for k, sigma in enumerate(noise["sigmas"].value)
             ]
         from oracles.convex import ConvexProblem
 
         R, S = surrogate_scale(rows.d, p.lower, p.upper, p.x_max)
         return [
             ConvexProblem.from_rows(rows, sigma, box, loss="logistic", scale=S)
-            for sigma in noise["sigmas"]
+            for sigma in noise["sigmas"].value
         ]
 
     def normalized_gap(self, solution: Solution, n: int) -> float:
@@ -190,7 +190,7 @@ class OPSamp:
         if len(solutions) != noise["m"]:
             raise ValueError(f"expected m = {noise['m']} solutions, found {len(solutions)}")
         W = np.vstack([s.w for s in solutions])
-        w = W.mean(axis=0) + noise["output_laplace"]
+        w = W.mean(axis=0) + noise["output_laplace"].value
         gaps = [self.normalized_gap(s, rows.n) for s in solutions]
         bad = [i for i, (s, g) in enumerate(zip(solutions, gaps))
                if s.certificate.status.value in ("no_solution", "error", "inconsistent")

@@ -26,7 +26,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from mechanisms.base import Release, check_epsilon_delta
+from mechanisms.base import Release, Secret, check_epsilon_delta
 from mechanisms.calibration import (
     check_calibration, rspm_gaussian_epsilon, rspm_gaussian_sigma, rspm_gaussian_sigma_paper,
     rspm_laplace_scale,
@@ -91,10 +91,11 @@ class RSPM:
             eta = rng.normal(0.0, cal["sigma"], size=cal["m"])
         else:
             eta = rng.laplace(0.0, cal["laplace_scale"], size=cal["m"])
-        return {**cal, "eta": eta}
+        return {**cal, "eta": Secret(eta)}
 
     def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Problem]:
-        return [rspm_problem(rows, noise["eta"], margin=self.params.margin, label=self.name)]
+        return [rspm_problem(rows, noise["eta"].value, margin=self.params.margin,
+                             label=self.name)]  # fmt: skip
 
     def finish(
         self,

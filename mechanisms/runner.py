@@ -16,9 +16,9 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, Release, check_data, check_rng, noise_parameters
+from mechanisms.base import PrivacyClaim, Release, check_rng, noise_parameters
 from oracles.base import Solution
-from oracles.objective import MergedRows
+from oracles.objective import MergedRows, check_data
 
 
 class OracleMechanism(Protocol):

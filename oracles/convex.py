@@ -42,9 +42,8 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from mechanisms.base import check_data
 from oracles.base import Box, Certificate, OracleError, Solution, Status
-from oracles.objective import MergedRows
+from oracles.objective import MergedRows, check_data
 
 LOSSES = ("logistic", "hinge")
 

@@ -67,7 +67,7 @@ def map_status(model_status: str, has_solution: bool) -> tuple[Status, str]:
     return Status.ERROR, f"HiGHS ended with model status {model_status}"
 
 
-def _threads_for(requested: int) -> tuple[int, str]:
+def threads_for(requested: int) -> tuple[int, str]:
     """The thread count in force after this call, and a note when it is not ``requested``."""
     global _THREADS_IN_FORCE
     if _THREADS_IN_FORCE is None:
@@ -116,7 +116,7 @@ class HighsOracle:
             import highspy
         except ImportError as err:  # pragma: no cover - highspy is a dependency
             raise SolverUnavailableError(f"highspy is not importable ({err})") from err
-        threads, thread_note = _threads_for(self.threads)
+        threads, thread_note = threads_for(self.threads)
         tol = feasibility_tol_for(problem, self.feasibility_tol)
 
         def run(milp: Milp, time_limit: float) -> RawSolve:
@@ -200,4 +200,4 @@ def _highs_lp(highspy, milp: Milp):
     return lp
 
 
-__all__ = ["HighsOracle", "map_status"]
+__all__ = ["HighsOracle", "map_status", "threads_for"]

@@ -168,7 +168,7 @@ def row_score_range(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
         slack = RANGE_REL_SLACK * np.maximum(np.abs(low), np.abs(high)) + 1e-300
         return low - slack, high + slack
     high = domain.step * domain.bound * np.abs(X).sum(axis=1)
-    cap = _norm_cap(domain)
+    cap = norm_cap(domain)
     if cap is not None:
         largest = int(attainable_square_sums(domain.d, domain.bound, cap)[-1])
         norm_max = domain.step * math.sqrt(largest)
@@ -177,7 +177,7 @@ def row_score_range(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
     return -high, high
 
 
-def _norm_cap(domain: IntegerGrid) -> int | None:
+def norm_cap(domain: IntegerGrid) -> int | None:
     """The largest integer q with tau^2 q <= norm_sq_max (+ NORM_TOL), or None without a bound."""
     if domain.norm_sq_max is None:
         return None
@@ -391,7 +391,7 @@ def build_milp(
     norm_cols = np.zeros(0, dtype=int)
     norm_values = np.zeros(0, dtype=int)
     if isinstance(domain, IntegerGrid):
-        cap = _norm_cap(domain)
+        cap = norm_cap(domain)
         ks = np.arange(-domain.bound, domain.bound + 1)
         q_cols, q_vals = onehot.ravel(), np.tile(ks.astype(float) ** 2, d)
         if problem.norm_coef != 0.0:
@@ -607,5 +607,6 @@ __all__ = [
     "build_milp",
     "check_solver_options",
     "default_point",
+    "norm_cap",
     "row_score_range",
 ]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -108,6 +109,25 @@ def zero_one_loss(
     if pred.ndim == 1:
         return int(np.count_nonzero(pred != y))
     return np.count_nonzero(pred != y[:, None], axis=0)
+
+
+def check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Features (n, d), finite; labels (n,) in {-1, +1}. Returns them as arrays.
+
+    The one data check, for oracles and mechanisms alike (``mechanisms.base`` re-exports it).
+    """
+    X = np.asarray(X)
+    y = np.asarray(y)
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"X must be a non-empty 2-D array, found shape {X.shape}")
+    if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
+        raise ValueError("X must hold finite numbers")
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},), found {y.shape}")
+    if not np.isin(y, (-1, 1)).all():
+        bad = np.unique(y[~np.isin(y, (-1, 1))])[:5]
+        raise ValueError(f"labels must be -1 or +1, found {bad.tolist()}")
+    return X.astype(float), y.astype(np.int8)
 
 
 @dataclass(frozen=True, eq=False)

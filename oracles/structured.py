@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.base import OBJECTIVE_TOL, Problem, Solution, Status, certify
-from oracles.highs import HighsOracle, _threads_for
+from oracles.highs import HighsOracle, threads_for
 from oracles.mip import DEFAULT_STRICT_EPS, check_solver_options
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_shape import ShapeMismatch, cell_bounds, decompose, separable_bounds
@@ -106,10 +106,10 @@ class StructuredOracle:
         try:
             shape = decompose(problem, max_combos=self.max_combos, max_work=self.work_budget)
         except ShapeMismatch as why:
-            return self._fallback(problem, str(why), start)
+            return self.fallback(problem, str(why), start)
         return _Search(self, problem, shape, start).run()
 
-    def _fallback(self, problem: Problem, reason: str, start: float) -> Solution:
+    def fallback(self, problem: Problem, reason: str, start: float) -> Solution:
         left = self.time_limit - (time.perf_counter() - start)
         reference = HighsOracle(time_limit=max(left, 1e-3), threads=self.threads)
         solution = reference.solve(problem)
@@ -141,7 +141,7 @@ class _Search:
 
     def run(self) -> Solution:
         shape = self.shape
-        threads, thread_note = _threads_for(self.oracle.threads)
+        threads, thread_note = threads_for(self.oracle.threads)
         base, floor = separable_bounds(shape)
         nv = len(shape.combos)
         lower = base + floor  # per combination: the best proven lower bound so far
@@ -189,13 +189,13 @@ class _Search:
             self.stats["sub_seconds"] += res.seconds
             self.stats["max_sub_seconds"] = max(self.stats["max_sub_seconds"], res.seconds)
             if res.outcome == "error":
-                return self.oracle._fallback(
+                return self.oracle.fallback(
                     self.problem, f"HiGHS failed on the subproblem of k_P={kP.tolist()} "
                     f"({res.status_name})", self.start)  # fmt: skip
             if res.kC is not None and res.outcome in ("solved", "time_limit"):
                 model = table_value(shape, kP, res.kC, f_v)
                 if res.value is not None and abs(model - res.value) > 1e-6 * max(1, abs(model)):
-                    return self.oracle._fallback(
+                    return self.oracle.fallback(
                         self.problem, f"subproblem of k_P={kP.tolist()}: HiGHS objective "
                         f"{res.value!r} != table value {model!r}", self.start)  # fmt: skip
                 w = shape.weights(kP, res.kC)
@@ -211,7 +211,7 @@ class _Search:
         bound = float(min(self.best_value, lower.min()))
         if status is Status.OPTIMAL and self.best_value - bound > OBJECTIVE_TOL:
             if open_borderline:
-                return self.oracle._fallback(
+                return self.oracle.fallback(
                     self.problem, "scores at the margin left a gap", self.start)
             status = Status.ERROR  # pragma: no cover - every combination was closed
             notes.append(f"closed every combination but bound {bound!r} < {self.best_value!r}")

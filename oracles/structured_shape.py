@@ -47,7 +47,7 @@ from fractions import Fraction
 import numpy as np
 
 from oracles.base import IntegerGrid, Problem
-from oracles.mip import _norm_cap, attainable_square_sums
+from oracles.mip import norm_cap, attainable_square_sums
 from oracles.objective import exact_positive
 
 #: Relative width of the band around mu inside which a score counts as borderline.
@@ -233,7 +233,7 @@ def decompose(problem: Problem, *, max_combos: int | None = None,
     if not isinstance(domain, IntegerGrid):
         raise ShapeMismatch(f"the domain is not an IntegerGrid ({type(domain).__name__})")
     B, step, d = domain.bound, domain.step, domain.d
-    cap = _norm_cap(domain)
+    cap = norm_cap(domain)
     cap = d * B * B if cap is None else cap
     ks = np.arange(-B, B + 1)
     X = np.asarray(problem.points)

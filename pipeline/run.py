@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import signal
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 from pipeline.config import Config, ConfigError
 from pipeline.data import load_dataset
-from pipeline.tasks import NON_PRIVATE, privacy_status
+from pipeline.tasks import NON_PRIVATE
 
 log = logging.getLogger(__name__)
 
@@ -42,54 +41,6 @@ def _write_json(path: Path, content: dict[str, Any]) -> None:
     tmp = path.with_suffix(".json.part")
     tmp.write_text(json.dumps(content, indent=2, default=str))
     tmp.replace(path)
-
-
-def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
-    """Result rows of the sweep's FINISHED children (the runs done before a resume), one per key."""
-    if tracker.parent_id is None:
-        return []
-    children = tracker.client.search_runs(
-        [tracker.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{tracker.parent_id}'",
-        max_results=50_000,
-    )
-    rows, seen = [], set()
-    for child in children:
-        if child.info.status != "FINISHED":
-            continue
-        p, m, t = child.data.params, child.data.metrics, child.data.tags
-        if t.get("run_key") in seen:  # a duplicate left by an older version: count it once
-            continue
-        seen.add(t.get("run_key"))
-        calls = int(p.get("oracle_calls", 0))
-        certified = t.get("oracle_certified")
-        rows.append({
-            "key": t.get("run_key"), "mechanism": t.get("mechanism"),
-            "epsilon": float(p.get("target_epsilon", p.get("epsilon", "nan"))
-                             .replace("Infinity", "inf")),
-            "run_index": int(p.get("run_index", 0)),
-            "privacy_epsilon": float(p.get("privacy_epsilon", "nan").replace("Infinity", "inf")),
-            "privacy_delta": float(p.get("privacy_delta", "nan")),
-            "calibration": ("" if p.get("calibration") in (None, "None", "null")
-                            else p["calibration"]),
-            "privacy_holds": t.get("privacy_holds") == "yes",
-            "privacy_reason": p.get("privacy_reason", ""),
-            "train_accuracy": m.get("train_accuracy", math.nan),
-            "test_accuracy": m.get("test_accuracy", math.nan),
-            "wall_seconds": m.get("wall_seconds", math.nan),
-            "oracle_seconds": m.get("oracle_seconds", 0.0),
-            "oracle_calls": calls,
-            "oracle_max_gap": m.get("oracle_max_gap", 0.0),
-            "oracle_backends": t.get("backend", ""),
-            "oracle_fallbacks": t.get("oracle_fallback", ""),
-            "node": t.get("node", ""),
-            # children logged before these tags existed: read them off the metrics
-            "oracle_certified": (certified == "yes" if certified is not None else
-                                 calls == 0 or m.get("oracle_certified_fraction") == 1.0),
-            "privacy_status": t.get("privacy_status") or privacy_status(
-                t.get("mechanism", ""), t.get("privacy_holds") == "yes"),
-        })  # fmt: skip
-    return rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,7 +140,7 @@ def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
     from pipeline.report import write_report
     from pipeline.sweep import init_ray, run_sweep
     from pipeline.tasks import sweep_keys
-    from pipeline.tracking import SweepTracker, default_tracking_uri, sweep_id
+    from pipeline.tracking import SweepTracker, default_tracking_uri, rows_from_mlflow, sweep_id
 
     train, test = load_dataset(config.dataset)
     resolved = dataclasses.asdict(config)

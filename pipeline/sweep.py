@@ -1,32 +1,37 @@
-"""The sweep on Ray: every (mechanism, epsilon, run) as a task, OPSamp's m oracle calls too.
+"""The sweep on Ray: every run on the cluster, every oracle call of a run as a task of its own.
 
-The driver composes the runs, puts the dataset into the object store once, and submits:
+The driver composes the runs, puts the dataset into the object store once, and hands each run
+to a driver thread (at most ``in_flight`` at a time), which
 
-* one task per run for OPDisc, RSPM, DP-SGD, the references (``run_task``);
-* for OPSamp, m tasks per run (``opsamp_call_task``), one per oracle call. The driver
-  draws the run's noise from the run's own generator, and each task rebuilds only its own
-  problem from the shared dataset; the driver then finishes the release when all m are in.
+* for an oracle mechanism (OPDisc, RSPM, OPSamp, the exact ERM) runs it through
+  ``mechanisms.runner.run`` with ``RaySolveMany``: the noise is drawn and the problems built in
+  the driver, each problem is solved by a Ray task (``solve_task``; the solver's model is built
+  inside the task), and the release is finished in the driver. OPSamp's m calls are m tasks,
+  OPDisc's one call one task: no mechanism is a special case;
+* for any other run (DP-SGD, the exponential mechanism, logistic regression) waits on one Ray
+  task that runs it whole (``run_task``).
 
-Results are taken as they complete (``ray.wait``) and logged to MLflow by the driver alone.
-Solver threads equal the CPUs the task holds. A task whose worker dies is retried
-(``max_retries``). Runs already FINISHED in MLflow for the same sweep are skipped (resume).
+Results are taken as they complete and logged to MLflow by the driver alone. Solver threads
+equal the CPUs a task holds. A task whose worker dies is retried (``max_retries``). Runs already
+FINISHED in MLflow for the same sweep are skipped (resume).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import queue
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pipeline.config import Config
 from pipeline.data.record import Dataset
 from pipeline.tracking import HEARTBEAT
-from pipeline.tasks import (RunKey, build_mechanism, make_oracle, privacy_delta, registry_oracle,
-                            result_row, run_generator, run_one, sweep_keys)
+from pipeline.tasks import NON_ORACLE, RunKey, run_one, sweep_keys
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +78,15 @@ def _node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
+def solve_one(oracle: Any, problem: Any) -> tuple[Any, str, float]:
+    """One oracle call on a Ray worker: (solution, node, seconds the task took)."""
+    start = time.perf_counter()
+    solution = oracle.solve(problem)
+    return solution, _node_id(), time.perf_counter() - start
+
+
 def _remote_functions(solver_cpus: int):
+    """(run_task, solve_task), each holding ``solver_cpus`` CPUs and retried on a lost worker."""
     import ray
 
     @ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)
@@ -82,28 +95,61 @@ def _remote_functions(solver_cpus: int):
         row["node"] = _node_id()
         return row, release
 
-    @ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)
-    def opsamp_call_task(config: Config, key: RunKey, k: int, train: Dataset):
-        """Oracle call k of an OPSamp run: redraws the run's noise, solves problem k only."""
+    solve_task = ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)(solve_one)
+    return run_task, solve_task
+
+
+class RaySolveMany:
+    """``solve_many`` for ``mechanisms.runner.run``: each problem a Ray task, in order.
+
+    Problems and oracles are plain picklable records; a backend builds its solver model inside
+    the task. Keeps the accounting of the calls it made: ``task_seconds`` (what the tasks took,
+    summed: the compute, not the time they queued), ``waited`` (the caller's wall time spent
+    waiting on them) and the ``nodes`` they ran on.
+    """
+
+    def __init__(self, solve_task: Any) -> None:
+        self.solve_task = solve_task
+        self.task_seconds = 0.0
+        self.waited = 0.0
+        self.nodes: set[str] = set()
+
+    def __call__(self, oracle: Any, problems: Sequence[Any]) -> list[Any]:
+        import ray
+
         start = time.perf_counter()
-        mechanism = build_mechanism(config.mechanisms[key.mechanism], key.epsilon,
-                                    privacy_delta(config, train.n), config.margin)  # fmt: skip
-        rows = train.merged()
-        noise = mechanism.draw_noise(run_generator(_sweep_seed(config), key), rows.n, rows.d)
-        one = {**noise, "sigmas": noise["sigmas"][k:k + 1]}
-        (problem,) = mechanism.problems(rows, one)
-        if config.mechanisms[key.mechanism].loss == "logistic":
-            oracle = registry_oracle("convex")
-        else:
-            oracle = make_oracle(config.oracle, _assigned_cpus())
-        solution = oracle.solve(problem)
-        return k, solution, _node_id(), time.perf_counter() - start
+        refs = [self.solve_task.remote(oracle, problem) for problem in problems]
+        try:
+            results = ray.get(refs)
+        except BaseException:
+            for ref in refs:  # the run failed: its other calls are of no use
+                ray.cancel(ref)
+            raise
+        finally:
+            self.waited += time.perf_counter() - start
+        solutions = []
+        for solution, node, seconds in results:
+            solutions.append(solution)
+            self.nodes.add(node)
+            self.task_seconds += seconds
+        return solutions
 
-    return run_task, opsamp_call_task
 
+def run_on_cluster(config: Config, key: RunKey, train: Dataset, test: Dataset | None,
+                   run_task: Any, solve_task: Any, train_ref: Any, test_ref: Any,
+                   ) -> tuple[dict[str, Any], Any]:  # fmt: skip
+    """One run, from a driver thread: an oracle mechanism through ``run`` with its calls as
+    tasks, anything else as one task. The row's time is the compute the run cost: the driver's
+    own part plus what its tasks took, not how long they waited in the queue."""
+    import ray
 
-def _sweep_seed(config: Config) -> int:
-    return config.sweep.sweep_seed if config.sweep is not None else 0
+    if config.mechanisms[key.mechanism].name in NON_ORACLE:
+        return ray.get(run_task.remote(config, key, train_ref, test_ref))
+    solver = RaySolveMany(solve_task)
+    row, release = run_one(config, key, train, test, solve_many=solver)
+    row["wall_seconds"] = row["wall_seconds"] - solver.waited + solver.task_seconds
+    row["node"] = ",".join(sorted(solver.nodes))
+    return row, release
 
 
 def init_ray(config: Config) -> None:
@@ -166,76 +212,28 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
     if not todo:
         return [], {}
     init_ray(config)
-    run_task, opsamp_call_task = _remote_functions(config.oracle.threads)
+    run_task, solve_task = _remote_functions(config.oracle.threads)
     train_ref = ray.put(train)  # the dataset goes into the object store once
     test_ref = ray.put(test)
-
-    pending: dict[Any, tuple[str, RunKey]] = {}
-    opsamp: dict[RunKey, dict[str, Any]] = {}
+    in_flight = max(4, 2 * int(ray.cluster_resources().get("CPU", 1)))
     progress = Progress(len(todo))
     failed: dict[str, str] = {}
-
-    def fail(key: RunKey, error: BaseException) -> None:
-        # a run failed for good: record why, go on, redo it on the next run
-        reason = failure_reason(error)
-        failed[str(key)] = reason
-        log.error("run %s failed: %s", key, reason)
-        tracker.log_failed_child(str(key), key.mechanism, reason)
-        if key in opsamp:
-            for other in [r for r, (_, k) in pending.items() if k == key]:
-                ray.cancel(other)
-                pending.pop(other)
-            del opsamp[key]
-        progress.update(f"{key} FAILED")
-
-    for key in todo:
-        cfg = config.mechanisms[key.mechanism]
-        if cfg.name == "opsamp":
-            try:  # the driver draws OPSamp's noise: a failure here is the run's, not the sweep's
-                mechanism = build_mechanism(cfg, key.epsilon, privacy_delta(config, train.n),
-                                            config.margin)  # fmt: skip
-                rows = train.merged()
-                rng = run_generator(_sweep_seed(config), key)
-                noise = mechanism.draw_noise(rng, rows.n, rows.d)
-            except Exception as e:  # noqa: BLE001
-                fail(key, e)
-                continue
-            opsamp[key] = {"mechanism": mechanism, "rows": rows, "noise": noise, "rng": rng,
-                           "solutions": {}, "nodes": set(), "task_seconds": 0.0}  # fmt: skip
-            for k in range(noise["m"]):
-                pending[opsamp_call_task.remote(config, key, k, train_ref)] = ("call", key)
-        else:
-            pending[run_task.remote(config, key, train_ref, test_ref)] = ("run", key)
-
     results: list[dict[str, Any]] = []
-    while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1, timeout=HEARTBEAT)
-        tracker.heartbeat()  # the lease on the parent run: this driver is alive
-        if not ready:
+    for key, value, error in _in_threads(
+        todo, in_flight,
+        lambda key: run_on_cluster(config, key, train, test, run_task, solve_task, train_ref,
+                                   test_ref),
+        heartbeat=tracker.heartbeat,  # the lease on the parent run: this driver is alive
+    ):  # fmt: skip
+        if error is not None:
+            # a run failed for good: record why, go on, redo it on the next run
+            reason = failure_reason(error)
+            failed[str(key)] = reason
+            log.error("run %s failed: %s", key, reason)
+            tracker.log_failed_child(str(key), key.mechanism, reason)
+            progress.update(f"{key} FAILED")
             continue
-        ref = ready[0]
-        kind, key = pending.pop(ref)
-        try:
-            value = ray.get(ref)
-        except Exception as e:  # noqa: BLE001
-            fail(key, e)
-            continue
-        if kind == "run":
-            row, release = value
-        else:
-            state = opsamp[key]
-            k, solution, node, seconds = value
-            state["solutions"][k] = solution
-            state["nodes"].add(node)
-            state["task_seconds"] += seconds
-            if len(state["solutions"]) < state["noise"]["m"]:
-                continue
-            try:
-                row, release = _finish_opsamp(key, state, train, test)
-            except Exception as e:  # noqa: BLE001
-                fail(key, e)
-                continue
-            del opsamp[key]
+        row, release = value
         tracker.log_child(row, release, dataclasses.asdict(config.mechanisms[key.mechanism]))
         results.append(row)
         progress.update(f"{key}: acc {row['train_accuracy']:.3f}, privacy "
@@ -243,17 +241,34 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
     return results, failed
 
 
-def _finish_opsamp(key: RunKey, state: dict[str, Any], train: Dataset, test: Dataset | None):
-    mechanism, rows, noise = state["mechanism"], state["rows"], state["noise"]
-    solutions = [state["solutions"][k] for k in range(noise["m"])]
-    solve_seconds = sum(s.certificate.seconds for s in solutions)
-    release = mechanism.finish(rows, noise, solutions, state["rng"],
-                               {"solve": solve_seconds})  # fmt: skip
-    # the run's time is what its m tasks took, summed: the compute it cost, not how long its
-    # tasks waited in the queue behind other runs
-    wall = state["task_seconds"]
-    row = result_row(key, release, train, test, wall)
-    row["node"] = ",".join(sorted(state["nodes"]))
-    return row, release
+def _in_threads(keys: list[RunKey], in_flight: int, work, *, heartbeat):
+    """Yield (key, work(key), None) or (key, None, error) as they complete, ``in_flight``
+    daemon threads working at a time (daemons: an interrupted driver exits without waiting for
+    the cluster); ``heartbeat()`` at least every HEARTBEAT seconds."""
+    todo: queue.Queue = queue.Queue()
+    for key in keys:
+        todo.put(key)
+    done: queue.Queue = queue.Queue()
 
+    def worker() -> None:
+        while True:
+            try:
+                key = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((key, work(key), None))
+            except Exception as e:  # noqa: BLE001 - the run's failure, reported by the caller
+                done.put((key, None, e))
 
+    for _ in range(min(in_flight, len(keys))):
+        threading.Thread(target=worker, daemon=True).start()
+    for _ in range(len(keys)):
+        while True:
+            heartbeat()
+            try:
+                item = done.get(timeout=HEARTBEAT)
+                break
+            except queue.Empty:
+                continue
+        yield item

@@ -33,6 +33,9 @@ from pipeline.data.record import Dataset
 #: Mechanisms that are references, not private: they run once per sweep, not per epsilon.
 NON_PRIVATE = frozenset({"erm_01", "logistic_regression"})
 
+#: Mechanisms that call no oracle: they run whole, not through ``mechanisms.runner.run``.
+NON_ORACLE = frozenset({"dpsgd_lr", "logistic_regression", "expmech"})
+
 
 @dataclass(frozen=True)
 class RunKey:
@@ -83,10 +86,19 @@ def sweep_keys(config: Config) -> list[RunKey]:
     return keys
 
 
-def make_oracle(cfg: OracleConfig, threads: int | None = None) -> Any:
-    if cfg.name == "enumerate":
-        return registry_oracle("enumerate")
-    return registry_oracle(cfg.name, time_limit=cfg.time_limit, threads=threads or cfg.threads)
+def make_oracle(cfg: OracleConfig, threads: int | None = None,
+                mechanism: MechanismConfig | None = None) -> Any:  # fmt: skip
+    """The oracle ``mechanism`` needs, built with the configured options (time_limit, threads).
+
+    The one place an oracle is built for a run: OPSamp with the logistic loss needs the convex
+    oracle, every other oracle mechanism the configured one (``cfg.name``); both get
+    ``cfg.time_limit`` and ``threads`` (default ``cfg.threads``). Brute force takes and ignores
+    them (oracles.registry).
+    """
+    name = cfg.name
+    if mechanism is not None and mechanism.name == "opsamp" and mechanism.loss == "logistic":
+        name = "convex"
+    return registry_oracle(name, time_limit=cfg.time_limit, threads=threads or cfg.threads)
 
 
 def build_mechanism(cfg: MechanismConfig, epsilon: float, delta: float, margin: float):
@@ -139,10 +151,7 @@ def run_release(
         return run_expmech(X, y, ExpMechParams(key.epsilon, margin=config.margin,
                                                max_points=cfg.max_points), rng)  # fmt: skip
     mechanism = build_mechanism(cfg, key.epsilon, delta, config.margin)
-    if cfg.name == "opsamp" and cfg.loss == "logistic":
-        oracle = registry_oracle("convex")
-    else:
-        oracle = make_oracle(config.oracle, threads)
+    oracle = make_oracle(config.oracle, threads, mechanism=cfg)
     return run(mechanism, X, y, oracle, rng, solve_many=solve_many or solve_sequentially)
 
 

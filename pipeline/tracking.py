@@ -30,6 +30,9 @@ DRIVER_TTL = 120
 MAX_PARAM = 6000  # MLflow's limit on a parameter value
 #: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
 OPERATIONAL = frozenset({"max_oracle_calls"})
+#: The float fields of a result row logged as metrics of its child run.
+ROW_METRICS = ("train_accuracy", "test_accuracy", "wall_seconds", "oracle_seconds",
+               "oracle_max_gap")  # fmt: skip
 
 
 def default_tracking_uri(output_dir: Path) -> str:
@@ -194,6 +197,9 @@ class SweepTracker:
             tags["oracle_certified"] = "yes" if row["oracle_certified"] else "no"
         if "privacy_status" in row:
             tags["privacy_status"] = row["privacy_status"]
+        for name in ROW_METRICS:  # MLflow keeps no inf or nan metric: a tag keeps it ('inf')
+            if not math.isfinite(float(row[name])):
+                tags[f"nonfinite.{name}"] = repr(float(row[name]))
         run = self.client.create_run(self.experiment_id, run_name=row["key"], tags=tags)
         run_id = run.info.run_id
         params = {f"config.{k}": v for k, v in mechanism_cfg.items()}
@@ -203,8 +209,7 @@ class SweepTracker:
         params["run_index"] = row["run_index"]
         self._log_params(run_id, params)
         metrics = {k: float(v) for k, v in release.to_metrics().items()}
-        for name in ("train_accuracy", "test_accuracy", "wall_seconds", "oracle_seconds",
-                     "oracle_max_gap"):  # fmt: skip
+        for name in ROW_METRICS:
             value = float(row[name])
             if math.isfinite(value):
                 metrics[name] = value
@@ -245,3 +250,66 @@ class SweepTracker:
         items = [Metric(k, float(v), now, 0) for k, v in metrics.items() if math.isfinite(v)]
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i:i + 500])
+
+
+def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
+    """Result rows of the sweep's FINISHED children (the runs done before a resume), one per key.
+
+    The inverse of ``SweepTracker.log_child``: a row logged there reads back the same, every key
+    with its type (tests/pipeline/test_tracking.py).
+    """
+    from pipeline.tasks import privacy_status
+
+    if tracker.parent_id is None:
+        return []
+    children = tracker.client.search_runs(
+        [tracker.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{tracker.parent_id}'",
+        max_results=50_000,
+    )
+    rows, seen = [], set()
+    for child in children:
+        if child.info.status != "FINISHED":
+            continue
+        p, m, t = child.data.params, child.data.metrics, child.data.tags
+        if t.get("run_key") in seen:  # a duplicate left by an older version: count it once
+            continue
+        seen.add(t.get("run_key"))
+        calls = int(p.get("oracle_calls", 0))
+        certified = t.get("oracle_certified")
+        rows.append({
+            "key": t.get("run_key"), "mechanism": t.get("mechanism"),
+            "epsilon": float(p.get("target_epsilon", p.get("epsilon", "nan"))
+                             .replace("Infinity", "inf")),
+            "run_index": int(p.get("run_index", 0)),
+            "privacy_epsilon": float(p.get("privacy_epsilon", "nan").replace("Infinity", "inf")),
+            "privacy_delta": float(p.get("privacy_delta", "nan")),
+            "calibration": ("" if p.get("calibration") in (None, "None", "null")
+                            else p["calibration"]),
+            "privacy_holds": t.get("privacy_holds") == "yes",
+            "privacy_reason": p.get("privacy_reason", ""),
+            "train_accuracy": _metric(m, t, "train_accuracy", math.nan),
+            "test_accuracy": _metric(m, t, "test_accuracy", math.nan),
+            "wall_seconds": _metric(m, t, "wall_seconds", math.nan),
+            "oracle_seconds": _metric(m, t, "oracle_seconds", 0.0),
+            "oracle_calls": calls,
+            "oracle_max_gap": _metric(m, t, "oracle_max_gap", 0.0),
+            # log_child tags a run without an oracle backend 'none'
+            "oracle_backends": "" if t.get("backend") == "none" else t.get("backend", ""),
+            "oracle_fallbacks": t.get("oracle_fallback", ""),
+            "node": t.get("node", ""),
+            # children logged before these tags existed: read them off the metrics
+            "oracle_certified": (certified == "yes" if certified is not None else
+                                 calls == 0 or m.get("oracle_certified_fraction") == 1.0),
+            "privacy_status": t.get("privacy_status") or privacy_status(
+                t.get("mechanism", ""), t.get("privacy_holds") == "yes"),
+        })  # fmt: skip
+    return rows
+
+
+def _metric(metrics: dict[str, float], tags: dict[str, str], name: str, default: float) -> float:
+    """A row's float as logged: the metric, else its non-finite value's tag, else ``default``
+    (children logged before the tag existed)."""
+    if name in metrics:
+        return float(metrics[name])
+    return float(tags.get(f"nonfinite.{name}", default))

@@ -54,14 +54,16 @@ DEFAULT_PLD_DISCRETIZATION = 1e-4
 # --- validation of the numbers this module takes ------------------------------------------------
 
 
-def _check_real(name: str, value: Any) -> None:
+def check_real(name: str, value: Any) -> None:
+    """A finite real ``value`` > 0, else TypeError / ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a real number, found {value!r}")
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be finite and > 0, found {value!r}")
 
 
-def _check_int(name: str, value: Any, minimum: int = 1) -> None:
+def check_int(name: str, value: Any, minimum: int = 1) -> None:
+    """An integer ``value`` >= ``minimum``, else TypeError / ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, found {value!r}")
     if value < minimum:
@@ -69,7 +71,7 @@ def _check_int(name: str, value: Any, minimum: int = 1) -> None:
 
 
 def _check_rate(sampling_rate: Any) -> None:
-    _check_real("sampling_rate", sampling_rate)
+    check_real("sampling_rate", sampling_rate)
     if sampling_rate > 1:
         raise ValueError(f"sampling_rate must be in (0, 1], found {sampling_rate!r}")
 
@@ -101,7 +103,7 @@ def pld_discretization(epsilon: float) -> float:
     ``calibrate_noise_multiplier`` (to 0.1% of epsilon) gives 13.656 / 2.924 / 1.533 at
     0.1 / 0.5 / 1.0 in 0.2 to 0.6 s each.
     """
-    _check_real("epsilon", epsilon)
+    check_real("epsilon", epsilon)
     return PLD_RELATIVE_DISCRETIZATION * float(epsilon)
 
 
@@ -114,7 +116,7 @@ def pld_epsilon(
     ``UnsupportedEventError`` for events it cannot account for replacement (e.g.
     ``RepeatAndSelectDpEvent``), before any composition.
     """
-    _check_real("value_discretization_interval", value_discretization_interval)
+    check_real("value_discretization_interval", value_discretization_interval)
     accountant = pld.PLDAccountant(
         dp_accounting.NeighboringRelation.REPLACE_ONE,
         value_discretization_interval=value_discretization_interval,
@@ -189,9 +191,9 @@ def accounted_epsilon(
     ``value_discretization_interval`` is the PLD's (ignored by ``"rdp_group"``); pass
     ``pld_discretization(target)`` to reproduce a calibration's own number.
     """
-    _check_real("noise_multiplier", noise_multiplier)
+    check_real("noise_multiplier", noise_multiplier)
     _check_rate(sampling_rate)
-    _check_int("steps", steps)
+    check_int("steps", steps)
     check_epsilon_delta(1.0, delta, allow_zero_delta=False)
     _check_accountant(accountant)
     epsilon_of = _epsilon_of(accountant, value_discretization_interval)
@@ -213,7 +215,7 @@ def calibrate_noise_multiplier(
     """
     check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
     _check_rate(sampling_rate)
-    _check_int("steps", steps)
+    check_int("steps", steps)
     _check_accountant(accountant)
     return _calibrated_noise_multiplier(float(epsilon), float(delta), float(sampling_rate),
                                         int(steps), accountant)  # fmt: skip

@@ -24,14 +24,14 @@ from mechanisms.base import (
     PrivacyClaim,
     PrivacyError,
     Release,
-    check_data,
     check_epsilon_delta,
     check_rng,
 )
 from mechanisms.dpsgd.accounting import (
-    ACCOUNTANT_DESCRIPTIONS, PLD_REPLACE_ONE, _check_int, _check_real, accounted_epsilon,
+    ACCOUNTANT_DESCRIPTIONS, PLD_REPLACE_ONE, check_int, check_real, accounted_epsilon,
     calibrate_noise_multiplier, pld_discretization,
 )  # fmt: skip
+from oracles.objective import check_data
 
 #: Epochs when neither ``epochs`` nor ``steps`` is given.
 DEFAULT_EPOCHS = 5.0
@@ -57,24 +57,24 @@ class DPSGDParams:
 
     def __post_init__(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
-        _check_real("clip_norm", self.clip_norm)
-        _check_int("batch_size", self.batch_size)
-        _check_real("learning_rate", self.learning_rate)
+        check_real("clip_norm", self.clip_norm)
+        check_int("batch_size", self.batch_size)
+        check_real("learning_rate", self.learning_rate)
         if self.epochs is not None and self.steps is not None:
             raise ValueError(
                 f"give epochs or steps, not both: found epochs={self.epochs!r}, "
                 f"steps={self.steps!r}"
             )
         if self.steps is not None:
-            _check_int("steps", self.steps)
+            check_int("steps", self.steps)
         else:
             epochs = DEFAULT_EPOCHS if self.epochs is None else self.epochs
-            _check_real("epochs", epochs)
+            check_real("epochs", epochs)
             object.__setattr__(self, "epochs", float(epochs))
 
     def sampling_rate(self, n: int) -> float:
         """q = batch_size / n; the batch size may not exceed n."""
-        _check_int("n", n)
+        check_int("n", n)
         if self.batch_size > n:
             raise ValueError(f"batch_size must be <= n = {n}, found {self.batch_size!r}")
         return self.batch_size / n

@@ -24,17 +24,16 @@ from mechanisms.base import (
     PrivacyClaim,
     PrivacyError,
     Release,
-    check_data,
     check_epsilon_delta,
     check_rng,
     warn_data_dependent,
 )
 from mechanisms.dpsgd.accounting import (
-    ACCOUNTANT_DESCRIPTIONS, PLD_REPLACE_ONE, RDP_GROUP, _check_int, _check_real, calibrate,
+    ACCOUNTANT_DESCRIPTIONS, PLD_REPLACE_ONE, RDP_GROUP, check_int, check_real, calibrate,
     dpsgd_event, rdp_group_epsilon,
 )  # fmt: skip
 from mechanisms.dpsgd.algorithm import DEFAULT_EPOCHS, DPSGDParams, run_dpsgd, train_dpsgd
-from oracles.objective import predict
+from oracles.objective import check_data, predict
 
 # --- hyperparameter search -----------------------------------------------------------------------
 
@@ -49,8 +48,8 @@ class DPSGDGrid:
     epochs: float = DEFAULT_EPOCHS
 
     def __post_init__(self) -> None:
-        for name, check in (("clip_norms", _check_real), ("batch_sizes", _check_int),
-                            ("learning_rates", _check_real)):  # fmt: skip
+        for name, check in (("clip_norms", check_real), ("batch_sizes", check_int),
+                            ("learning_rates", check_real)):  # fmt: skip
             values = getattr(self, name)
             values = (values,) if np.ndim(values) == 0 else tuple(values)
             if not values:
@@ -58,7 +57,7 @@ class DPSGDGrid:
             for value in values:
                 check(name, value)
             object.__setattr__(self, name, values)
-        _check_real("epochs", self.epochs)
+        check_real("epochs", self.epochs)
 
     def candidates(self) -> list[tuple[float, int, float]]:
         """Every (clip_norm, batch_size, learning_rate), in a fixed order."""
@@ -212,14 +211,14 @@ def _tune_repeat_and_select(X, y, epsilon, delta, grid, rng, *, mean_runs, shape
                             score_noise_ratio) -> Release:  # fmt: skip
     candidates = grid.candidates()
     mean_runs = float(len(candidates)) if mean_runs is None else mean_runs
-    _check_real("mean_runs", mean_runs)
+    check_real("mean_runs", mean_runs)
     if mean_runs < 1:
         raise ValueError(f"mean_runs must be >= 1, found {mean_runs!r}")
     if isinstance(shape, bool) or not isinstance(shape, (int, float, np.integer, np.floating)):
         raise TypeError(f"shape must be a real number, found {shape!r}")
     if not shape >= 0:
         raise ValueError(f"shape must be >= 0 (inf: Poisson), found {shape!r}")
-    _check_real("score_noise_ratio", score_noise_ratio)
+    check_real("score_noise_ratio", score_noise_ratio)
     start = time.perf_counter()
     n = len(y)
     runs_params = [grid.params(epsilon, delta, c) for c in candidates]

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from mechanisms.base import check_data
+from oracles.objective import check_data
 from pipeline.audit.report import AuditReport
 from pipeline.audit.samplers import ReleaseSampler
 from pipeline.audit.stats import choose_event, epsilon_lower_bound, per_bound_alpha

@@ -43,8 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.base import check_data
-from oracles.objective import MergedRows
+from oracles.objective import MergedRows, check_data
 from pipeline.audit.core import NeighbouringPair
 from pipeline.audit.pairs import replace_pair
 from pipeline.audit.samplers import AuditError, BatchedGenerator
@@ -104,7 +103,8 @@ class SumCutSampler:
         out = []
         for start in range(0, size, _CHUNK):
             noise = self.noise(rows, min(_CHUNK, size - start), rng)
-            out.append(self.sums(np.asarray(noise["eta"], dtype=float), lam, noise) + rows.d)
+            out.append(self.sums(np.asarray(noise["eta"].value, dtype=float), lam, noise)
+                       + rows.d)  # fmt: skip
         return np.concatenate(out)
 
     def releases(self, X, y, size, rng) -> np.ndarray:
@@ -113,7 +113,7 @@ class SumCutSampler:
         rows = MergedRows.from_xy(X, y)
         noise = self.noise(rows, size, rng)
         lam = sum_cut_lambda(rows, self.mechanism.params.margin)
-        return self.argmin(np.asarray(noise["eta"], dtype=float), lam, noise)
+        return self.argmin(np.asarray(noise["eta"].value, dtype=float), lam, noise)
 
     def sums(self, eta, lam, noise) -> np.ndarray:
         raise NotImplementedError

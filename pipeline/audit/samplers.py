@@ -32,10 +32,10 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from mechanisms.base import check_data
+from mechanisms.base import Secret, noise_parameters
 from oracles.base import IntegerGrid, Problem
 from oracles.enumerate import all_objectives, grid_points
-from oracles.objective import MergedRows
+from oracles.objective import MergedRows, check_data
 
 
 class AuditError(RuntimeError):
@@ -112,7 +112,8 @@ _CHUNK_ENTRIES = 4_000_000
 
 
 def _scalars(noise: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in noise.items() if np.ndim(v) == 0}
+    """The noise parameters without the draws (``Secret``), to rebuild a noise dict around one."""
+    return noise_parameters(noise)
 
 
 # --- OPDisc, RSPM: argmin over an enumerated grid -------------------------------------------------
@@ -140,10 +141,10 @@ def affine_objective(
     (a noise vector) is then evaluated directly and must agree, else AuditError.
     """
     scalars = _scalars(noise)
-    p = int(np.shape(noise[key])[-1])
+    p = int(np.shape(noise[key].value)[-1])
 
     def problem(eta: np.ndarray) -> Problem:
-        problems = mechanism.problems(rows, {**scalars, key: eta})
+        problems = mechanism.problems(rows, {**scalars, key: Secret(eta)})
         if len(problems) != 1 or not isinstance(problems[0], Problem):
             raise AuditError(f"{type(mechanism).__name__} must build exactly one Problem, found "
                              f"{len(problems)}")  # fmt: skip
@@ -184,12 +185,12 @@ class GridArgminSampler:
         X = np.zeros((1, d))
         rows = MergedRows.from_xy(X, np.ones(1))
         noise = self.noise(rows, 1, np.random.default_rng(0))
-        noise = {**_scalars(noise), self.noise_key: noise[self.noise_key][0]}
+        noise = {**_scalars(noise), self.noise_key: Secret(noise[self.noise_key].value[0])}
         return affine_objective(self.mechanism, rows, noise, self.noise_key).grid
 
     def releases(self, rows: MergedRows, noise: dict[str, Any]) -> np.ndarray:
-        eta = np.asarray(noise[self.noise_key], dtype=float)
-        single = {**_scalars(noise), self.noise_key: eta[0]}
+        eta = np.asarray(noise[self.noise_key].value, dtype=float)
+        single = {**_scalars(noise), self.noise_key: Secret(eta[0])}
         affine = affine_objective(self.mechanism, rows, single, self.noise_key, check=eta[0])
         step = max(1, _CHUNK_ENTRIES // len(affine.grid))  # bounds the (releases, k) matrix
         return np.concatenate([
@@ -349,11 +350,11 @@ class OPSampSampler:
 
     def minimizers(self, rows: MergedRows, noise: dict[str, Any]) -> np.ndarray:
         """(N, m) exact minimizers of the m problems per draw."""
-        sigmas = np.asarray(noise["sigmas"], dtype=float)  # (N, m, 1)
+        sigmas = np.asarray(noise["sigmas"].value, dtype=float)  # (N, m, 1)
         if sigmas.ndim != 3 or sigmas.shape[2] != 1:
             raise AuditError(f"the OPSamp sampler needs d = 1, found sigmas {sigmas.shape}")
-        single = {**_scalars(noise), "sigmas": sigmas[0], "output_laplace":
-                  np.asarray(noise["output_laplace"])[0]}  # fmt: skip
+        single = {**_scalars(noise), "sigmas": Secret(sigmas[0]), "output_laplace":
+                  Secret(noise["output_laplace"].value[0])}  # fmt: skip
         problem = self.mechanism.problems(rows, single)[0]
         lo, hi = problem.box.lower, problem.box.upper
         x = problem.points[:, 0]
@@ -389,7 +390,7 @@ class OPSampSampler:
 
     def release(self, minimizers: np.ndarray, noise: dict[str, Any]) -> np.ndarray:
         """``finish``: the mean of the m minimizers plus the output Laplace noise."""
-        return minimizers.mean(axis=1) + np.asarray(noise["output_laplace"])[:, 0]
+        return minimizers.mean(axis=1) + np.asarray(noise["output_laplace"].value)[:, 0]
 
     def sample(self, X, y, size, rng) -> np.ndarray:
         X, y = check_data(X, y)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mechanisms.base import Secret
 from mechanisms.expmech import ExpMechParams
 from mechanisms.opdisc import OPDisc
 from mechanisms.opsamp import OPSamp
@@ -37,7 +38,7 @@ class OPDiscPlainEta(OPDisc):
 
     def problems(self, rows, noise):
         (problem,) = super().problems(rows, noise)
-        eta = np.asarray(noise["eta"], dtype=float)
+        eta = np.asarray(noise["eta"].value, dtype=float)
         return [dataclasses.replace(problem, linear=-eta[: rows.d], norm_coef=0.0)]
 
 
@@ -74,7 +75,7 @@ class RSPMDropSeparators(RSPM):
     """
 
     def problems(self, rows, noise):
-        eta = np.array(noise["eta"], dtype=float)
+        eta = np.array(noise["eta"].value, dtype=float)
         eta[rows.d:] = 0.0  # (-e_j, +1) are the last d elements of separator_set
         return [rspm_problem(rows, eta, margin=self.params.margin, label=self.name)]
 
@@ -99,7 +100,7 @@ class OPSampNoOutputNoise(OPSamp):
 
     def draw_noise(self, rng, n, d):
         noise = super().draw_noise(rng, n, d)
-        return {**noise, "output_laplace": np.zeros_like(noise["output_laplace"])}
+        return {**noise, "output_laplace": Secret(np.zeros_like(noise["output_laplace"].value))}
 
 
 # --- DP-SGD and ExpMech ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mechanisms.base import Secret
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
@@ -149,7 +150,7 @@ def test_one_row_instance_premise_holds_with_the_convex_oracle():
         G, m = noise["G"], noise["m"]
         sigmas = np.random.default_rng(1).uniform(0.0, 3.0 * G, size=(m, d))
         sigmas[0] = np.linspace(0.9, 1.1, d) * G
-        noise["sigmas"] = sigmas
+        noise["sigmas"] = Secret(sigmas)
         W = np.array([ConvexOracle().solve(p).w for p in mechanism.problems(rows, noise)])
         at_upper = np.isclose(W, 1.0, atol=1e-6)
         if label == 1:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import mechanisms.dpsgd as dpsgd
+from mechanisms.base import Secret
 from mechanisms.dpsgd import DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.expmech import ExpMechParams, run_expmech
 from mechanisms.opdisc import OPDisc, OPDiscParams
@@ -75,7 +76,7 @@ def test_batched_generator_draws_the_sequential_stream():
 class _SquaredNoise(OPDisc):
     def problems(self, rows, noise):
         (problem,) = super().problems(rows, noise)
-        eta = np.asarray(noise["eta"])
+        eta = np.asarray(noise["eta"].value)
         return [dataclasses.replace(problem, linear=-eta[: rows.d] ** 2)]
 
 
@@ -145,11 +146,11 @@ def test_opsamp_sampler_agrees_with_the_convex_oracle_and_finish(mechanism_cls, 
     noise = mechanism.draw_noise(np.random.default_rng(0), rows.n, rows.d)
     m = noise["m"]
     # sigmas spread over the regimes: w = lower, interior, and w = upper (the common case)
-    noise["sigmas"] = np.linspace(0.0, 0.8, m)[:, None]
+    noise["sigmas"] = Secret(np.linspace(0.0, 0.8, m)[:, None])
     oracle = ConvexOracle()
     solutions = [oracle.solve(p) for p in mechanism.problems(rows, noise)]
-    batched = {**noise, "sigmas": noise["sigmas"][None], "output_laplace":
-               np.asarray(noise["output_laplace"])[None]}  # fmt: skip
+    batched = {**noise, "sigmas": Secret(noise["sigmas"].value[None]), "output_laplace":
+               Secret(noise["output_laplace"].value[None])}  # fmt: skip
     sampler = OPSampSampler(mechanism)
     minimizers = sampler.minimizers(rows, batched)[0]
     certified = np.array([s.w[0] for s in solutions])
@@ -158,4 +159,4 @@ def test_opsamp_sampler_agrees_with_the_convex_oracle_and_finish(mechanism_cls, 
     release = mechanism.finish(rows, noise, solutions, np.random.default_rng(0), {})
     assert sampler.release(minimizers[None], batched)[0] == pytest.approx(release.w[0], abs=1e-3)
     if mechanism_cls is OPSampNoOutputNoise:
-        assert not np.any(noise["output_laplace"])
+        assert not np.any(noise["output_laplace"].value)

@@ -114,7 +114,8 @@ def test_same_seed_same_release_other_seed_other_noise(small):
     a = run(mech, small.features, small.labels, ORACLE, np.random.default_rng(5))
     b = run(mech, small.features, small.labels, ORACLE, np.random.default_rng(5))
     np.testing.assert_array_equal(a.w, b.w)
-    noises = {tuple(mech.draw_noise(np.random.default_rng(s), 200, 5)["eta"]) for s in range(3)}
+    noises = {tuple(mech.draw_noise(np.random.default_rng(s), 200, 5)["eta"].value)
+              for s in range(3)}  # fmt: skip
     assert len(noises) == 3
 
 
@@ -223,3 +224,42 @@ def test_bad_data_is_a_clear_error():
 def test_merged_rows_validation():
     with pytest.raises(ValueError):
         MergedRows(np.ones((2, 2)), [1, -1], [0, 0])
+
+
+# --- the secret draws: Secret in the noise, never in a release ---------------------------------
+
+
+def _draw_mechanisms():
+    from mechanisms.opsamp import OPSamp, OPSampParams
+
+    return [OPDisc(OPDiscParams(1.0, 1e-4)), RSPM(RSPMParams(1.0, 1e-4)),
+            RSPM(RSPMParams(1.0, noise="laplace")), OPSamp(OPSampParams(1.0, 1e-4, m=3))]
+
+
+@pytest.mark.parametrize("mechanism", _draw_mechanisms(), ids=lambda m: f"{m.name}")
+def test_every_draw_is_a_secret_and_no_release_records_one(small, mechanism):
+    from mechanisms.base import Secret
+    from oracles.convex import ConvexOracle
+
+    noise = mechanism.draw_noise(np.random.default_rng(0), small.n, small.d)
+    draws = {k: v for k, v in noise.items() if isinstance(v, Secret)}
+    assert draws and all(np.ndim(v) == 0 for k, v in noise.items() if k not in draws)
+    for secret in draws.values():
+        shown = repr(secret) + str(secret)
+        assert all(f"{x:.4f}"[:6] not in shown for x in secret.value.ravel()[:3])
+    oracle = ConvexOracle() if mechanism.name == "opsamp" else ORACLE
+    release = run(mechanism, small.features, small.labels, oracle, np.random.default_rng(0))
+    params = release.to_params()
+    assert not any(isinstance(v, Secret) or np.ndim(v) != 0 for v in params.values())
+    assert not any(k.removeprefix("noise.") in draws for k in params)
+    assert set(noise) - set(draws) <= set(release.noise) and not set(draws) & set(release.noise)
+
+
+def test_a_non_scalar_noise_value_that_is_not_secret_is_refused():
+    from mechanisms.base import Secret, noise_parameters
+
+    assert noise_parameters({"sigma": 2.0, "eta": Secret(np.ones(3))}) == {"sigma": 2.0}
+    with pytest.raises(TypeError, match=r"noise\['eta'\] is neither a scalar nor a Secret"):
+        noise_parameters({"sigma": 2.0, "eta": np.ones(3)})
+    with pytest.raises(TypeError, match="'eta'"):
+        Release("leaky", np.zeros(2), PrivacyClaim(1.0, 0.0, True, ""), noise={"eta": [1.0]})

@@ -1,0 +1,46 @@
+"""pipeline.tasks: the oracle a run gets, built with the configured options."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+import pipeline.tasks as tasks
+from oracles.convex import ConvexOracle
+from pipeline.cli import CONFIG_DIR
+from pipeline.config import validate
+from pipeline.data.record import Dataset
+
+
+def _config(overrides):
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        return validate(compose(config_name="config", overrides=["+sweep=smoke", *overrides]))
+
+
+@pytest.mark.parametrize("mechanism", ["opdisc", "rspm_gaussian", "rspm_laplace", "opsamp",
+                                       "erm_01"])  # fmt: skip
+def test_oracle_options_reach_every_oracle_mechanism(mechanism):
+    config = _config(["oracle=highs", "oracle.time_limit=120", "oracle.threads=2"])
+    oracle = tasks.make_oracle(config.oracle, mechanism=config.mechanisms[mechanism])
+    assert oracle.time_limit == 120 and oracle.threads == 2
+    assert oracle.name == ("convex" if mechanism == "opsamp" else "highs")
+
+
+def test_time_limit_reaches_the_convex_oracle_of_an_opsamp_run(monkeypatch):
+    config = _config(["oracle.time_limit=120"])
+    seen = []
+
+    def fake_run(mechanism, X, y, oracle, rng, *, solve_many):
+        seen.append(oracle)
+        raise StopIteration  # the oracle is all this test needs
+
+    monkeypatch.setattr(tasks, "run", fake_run)
+    rng = np.random.default_rng(0)
+    train = Dataset(features=rng.integers(0, 2, size=(20, 3)).astype(float),
+                    labels=rng.choice([-1, 1], size=20), feature_names=("a", "b", "c"))  # fmt: skip
+    with pytest.raises(StopIteration):
+        tasks.run_release(config, tasks.RunKey("opsamp", 1.0, 0), train, threads=3)
+    (oracle,) = seen
+    assert isinstance(oracle, ConvexOracle)
+    assert oracle.time_limit == 120 and oracle.threads == 3
