@@ -149,8 +149,11 @@ def test_unwritable_sqlite_store_fails_in_seconds(tmp_path):
     assert not (tmp_path / "mlflow.db").exists()  # and leaves the store to MLflow
 
 
-def test_unreachable_ray_address_fails_in_seconds():
+def test_unreachable_ray_address_fails_in_seconds(monkeypatch):
     from pipeline.preflight import ServiceError, probe_ray_address, ray_connect_error
+
+    # the hint depends on RAY_AUTH_MODE, which an in-process ray.init earlier in the run may set
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
 
     start = time.monotonic()
     with pytest.raises(ServiceError, match=r"Ray cluster at 127\.0\.0\.1:\d+ unreachable"):
