@@ -34,3 +34,15 @@ def adult(adult_dir):
     from pipeline.data.adult import load_adult
 
     return load_adult(adult_dir, balance_seed=0)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_ray_environment_leaks():
+    """An in-process ``ray.init`` writes RAY_AUTH_MODE and other keys into os.environ, and every
+    later test that starts a subprocess would inherit them: restore them after each module."""
+    saved = {k: v for k, v in os.environ.items() if k.startswith("RAY_") or k == "PYTHONBREAKPOINT"}
+    yield
+    for key in [k for k in os.environ if k.startswith("RAY_") or k == "PYTHONBREAKPOINT"]:
+        if key not in saved:
+            del os.environ[key]
+    os.environ.update(saved)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -17,11 +19,16 @@ def local_ray():
     ray = pytest.importorskip("ray")
     from pipeline.sweep import _remote_functions
 
+    # ray.init writes RAY_AUTH_MODE=token (and more) into os.environ; every later test that
+    # starts a subprocess would inherit it, so the environment is restored afterwards
+    saved = dict(os.environ)
     ray.init(address="local", num_cpus=1, log_to_driver=False, include_dashboard=False)
     try:
         yield _remote_functions(1)[1]
     finally:
         ray.shutdown()
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _data(n=40, d=3, seed=0):
