@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
