@@ -8,7 +8,6 @@ call was certified optimal (SPEC section 8); DP-SGD's guarantee is the accountan
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -16,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from oracles.base import Certificate
+from oracles.checks import check_epsilon_delta  # noqa: F401 - re-exported: the one check
 from oracles.objective import DEFAULT_MARGIN, predict
 
 
@@ -67,20 +67,7 @@ def noise_parameters(noise: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-# --- validation (the one place it lives) -------------------------------------------------------
-
-
-def check_epsilon_delta(epsilon: Any, delta: Any, *, allow_zero_delta: bool = True) -> None:
-    """TypeError for a wrong type, ValueError for a wrong value; messages quote the value."""
-    for name, value in (("epsilon", epsilon), ("delta", delta)):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{name} must be a real number, found {value!r}")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be finite and > 0, found {epsilon!r}")
-    low_ok = delta >= 0 if allow_zero_delta else delta > 0
-    if not (low_ok and delta < 1):
-        bound = "[0, 1)" if allow_zero_delta else "(0, 1)"
-        raise ValueError(f"delta must be in {bound}, found {delta!r}")
+# --- validation (numbers: oracles.checks) -------------------------------------------------------
 
 
 def check_rng(rng: Any) -> np.random.Generator:

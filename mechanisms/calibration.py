@@ -32,7 +32,7 @@ from typing import Literal
 import numpy as np
 from scipy import integrate, optimize, special
 
-from mechanisms.base import check_epsilon_delta
+from oracles.checks import check_epsilon_delta
 
 Calibration = Literal["proven", "paper", "paper_code"]
 CALIBRATIONS: tuple[str, ...] = ("proven", "paper", "paper_code")

@@ -20,6 +20,7 @@ from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
+from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from oracles.objective import DEFAULT_MARGIN, check_data, predict
 
 
@@ -81,7 +82,8 @@ class _PrivateLinearClassifier:
 
 class _OracleClassifier(_PrivateLinearClassifier):
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, *,
-                 oracle: Any = "structured", time_limit: float = 600.0, threads: int = 1,
+                 oracle: Any = "structured", time_limit: float = DEFAULT_TIME_LIMIT,
+                 threads: int = DEFAULT_THREADS,
                  margin: float = DEFAULT_MARGIN, random_state: Any = None) -> None:  # fmt: skip
         super().__init__(epsilon, delta, margin=margin, random_state=random_state)
         self.oracle = oracle

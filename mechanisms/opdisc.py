@@ -24,10 +24,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, Release, Secret, check_epsilon_delta
+from mechanisms.base import PrivacyClaim, Release, Secret
 from mechanisms.calibration import (
     check_calibration, opdisc_epsilon, opdisc_sigma, opdisc_sigma_paper,
 )  # fmt: skip
+from oracles.checks import check_epsilon_delta
 from oracles.base import IntegerGrid, Problem, Solution
 from mechanisms.runner import exact_argmin_release
 from oracles.objective import DEFAULT_MARGIN, MergedRows

@@ -41,10 +41,11 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, Release, Secret, check_epsilon_delta, noise_parameters
+from mechanisms.base import PrivacyClaim, Release, Secret, noise_parameters
 from mechanisms.calibration import (
     check_calibration, opsamp_epsilon, opsamp_eta, opsamp_gamma_m, opsamp_lambda,
 )  # fmt: skip
+from oracles.checks import check_epsilon_delta
 from oracles.base import Box, Problem, Solution
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 

@@ -26,11 +26,12 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from mechanisms.base import Release, Secret, check_epsilon_delta
+from mechanisms.base import Release, Secret
 from mechanisms.calibration import (
     check_calibration, rspm_gaussian_epsilon, rspm_gaussian_sigma, rspm_gaussian_sigma_paper,
     rspm_laplace_scale,
 )  # fmt: skip
+from oracles.checks import check_epsilon_delta
 from oracles.base import IntegerGrid, Problem, Solution
 from mechanisms.runner import exact_argmin_release
 from oracles.objective import DEFAULT_MARGIN, MergedRows

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from oracles.base import Oracle, Problem, Solution
+from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Oracle, Problem, Solution
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
 from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError, check_solver_options
@@ -34,8 +34,8 @@ class AutoOracle:
         prefer: backend names from ``BACKENDS``, in the order to try them.
     """
 
-    time_limit: float = 600.0
-    threads: int = 1
+    time_limit: float = DEFAULT_TIME_LIMIT
+    threads: int = DEFAULT_THREADS
     prefer: tuple[str, ...] = ("gurobi", "highs")
     strict_eps: float = DEFAULT_STRICT_EPS
     name: str = "auto"

@@ -45,6 +45,11 @@ from oracles.objective import DEFAULT_MARGIN, MIN_MARGIN, MergedRows, exact_posi
 #:   (tests/oracles/test_fuzz.py) counts such near ties separately and has measured none.
 OBJECTIVE_TOL = 1e-6
 
+#: Every oracle's defaults (the pipeline's ``oracle`` config and the estimators take them from
+#: here): seconds a solve may take before it returns uncertified, and solver threads.
+DEFAULT_TIME_LIMIT = 600.0
+DEFAULT_THREADS = 1
+
 
 def _frozen(a, dtype=float) -> np.ndarray:
     a = np.array(a, dtype=dtype, copy=True)

@@ -42,7 +42,9 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from oracles.base import Box, Certificate, OracleError, Solution, Status
+from oracles.base import (
+    Box, Certificate, DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Solution, Status,
+)  # fmt: skip
 from oracles.objective import MergedRows, check_data
 
 LOSSES = ("logistic", "hinge")
@@ -226,8 +228,8 @@ class ConvexOracle:
     loss: str = "logistic"
     tol: float = DEFAULT_TOL
     max_iter: int = 20_000
-    time_limit: float = 600.0
-    threads: int = 1
+    time_limit: float = DEFAULT_TIME_LIMIT
+    threads: int = DEFAULT_THREADS
     name: str = "convex"
 
     def __post_init__(self) -> None:

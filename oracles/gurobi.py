@@ -24,7 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.base import OracleError, Problem, Solution, Status, certify
+from oracles.base import (
+    DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Problem, Solution, Status, certify,
+)  # fmt: skip
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
@@ -108,8 +110,8 @@ class GurobiOracle:
             default) picks them by domain (``oracles.mip.feasibility_tol_for``).
     """
 
-    time_limit: float = 600.0
-    threads: int = 1
+    time_limit: float = DEFAULT_TIME_LIMIT
+    threads: int = DEFAULT_THREADS
     strict_eps: float = DEFAULT_STRICT_EPS
     mip_abs_gap: float = DEFAULT_MIP_ABS_GAP
     feasibility_tol: float | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from oracles.auto import AutoOracle
-from oracles.base import Oracle
+from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Oracle
 from oracles.convex import ConvexOracle
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
@@ -40,7 +40,7 @@ FACTORIES: dict[str, OracleFactory] = {
 
 
 def make_oracle(
-    name: str, *, time_limit: float = 600.0, threads: int = 1, **options: Any
+    name: str, *, time_limit: float = DEFAULT_TIME_LIMIT, threads: int = DEFAULT_THREADS, **options: Any
 ) -> Oracle:
     """The oracle registered as ``name``, built with these options.
 

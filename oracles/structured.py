@@ -45,7 +45,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.base import OBJECTIVE_TOL, Problem, Solution, Status, certify
+from oracles.base import (
+    DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, Problem, Solution, Status, certify,
+)  # fmt: skip
 from oracles.highs import HighsOracle, threads_for
 from oracles.mip import DEFAULT_STRICT_EPS, check_solver_options
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
@@ -74,8 +76,8 @@ class StructuredOracle:
         max_combos: also fall back above this many combinations (None: no count cap).
     """
 
-    time_limit: float = 600.0
-    threads: int = 1
+    time_limit: float = DEFAULT_TIME_LIMIT
+    threads: int = DEFAULT_THREADS
     max_combos: int | None = None
     max_work: float | None = None
     name: str = "structured"

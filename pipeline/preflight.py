@@ -146,7 +146,8 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
     Raises ConfigError when the calibration fails (e.g. epsilon = 1e-300) or m exceeds
     ``sweep.max_oracle_calls``; warns above WARN_ORACLE_CALLS. Returns {epsilon: m}.
     """
-    from pipeline.tasks import build_mechanism, privacy_delta
+    from pipeline.catalog import build_mechanism
+    from pipeline.tasks import privacy_delta
 
     cfg = config.mechanisms.get("opsamp")
     if cfg is None or "opsamp" not in config.sweep.mechanisms:

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from pipeline.tasks import NON_PRIVATE
+from pipeline.catalog import NON_PRIVATE
 
 
 def results_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:

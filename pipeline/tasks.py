@@ -19,22 +19,13 @@ import numpy as np
 # to Ray (on a one-machine test cluster a second node re-extracts the job's working directory into
 # the same place while the driver runs). None of these imports a solver backend.
 from mechanisms.base import Release
-from mechanisms.dpsgd import DPSGDParams, run_dpsgd, tune_dpsgd
-from mechanisms.expmech import ExpMechParams, run_expmech
-from mechanisms.logistic import fit_logistic
-from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
-from mechanisms.opsamp import OPSamp, OPSampParams
-from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run, solve_sequentially
 from oracles.registry import make_oracle as registry_oracle
-from pipeline.config import Config, MechanismConfig, OracleConfig
+from pipeline.catalog import (
+    CATALOG, NON_ORACLE, NON_PRIVATE, MechanismConfig, build_mechanism, run_whole,
+)  # fmt: skip
+from pipeline.config import Config, OracleConfig
 from pipeline.data.record import Dataset
-
-#: Mechanisms that are references, not private: they run once per sweep, not per epsilon.
-NON_PRIVATE = frozenset({"erm_01", "logistic_regression"})
-
-#: Mechanisms that call no oracle: they run whole, not through ``mechanisms.runner.run``.
-NON_ORACLE = frozenset({"dpsgd_lr", "logistic_regression", "expmech"})
 
 
 @dataclass(frozen=True)
@@ -88,36 +79,20 @@ def sweep_keys(config: Config) -> list[RunKey]:
 
 def make_oracle(cfg: OracleConfig, threads: int | None = None,
                 mechanism: MechanismConfig | None = None) -> Any:  # fmt: skip
-    """The oracle ``mechanism`` needs, built with the configured options (time_limit, threads).
+    """The oracle ``mechanism`` needs (its catalog entry says which), built with the configured
+    options (time_limit, threads; default ``cfg.threads``).
 
-    The one place an oracle is built for a run: OPSamp with the logistic loss needs the convex
-    oracle, every other oracle mechanism the configured one (``cfg.name``); both get
-    ``cfg.time_limit`` and ``threads`` (default ``cfg.threads``). Brute force takes and ignores
-    them (oracles.registry).
+    The one place an oracle is built for a run: the entry names an oracle (OPSamp's logistic
+    loss: ``convex``) or the configured one (``cfg.name``); every oracle gets ``cfg.time_limit``
+    and ``threads``. Brute force takes and ignores them (oracles.registry).
     """
     name = cfg.name
-    if mechanism is not None and mechanism.name == "opsamp" and mechanism.loss == "logistic":
-        name = "convex"
+    if mechanism is not None:
+        needed = CATALOG[mechanism.name].needs_oracle(mechanism)
+        if needed is None:
+            raise ValueError(f"{mechanism.name!r} calls no oracle")
+        name = cfg.name if needed == "configured" else needed
     return registry_oracle(name, time_limit=cfg.time_limit, threads=threads or cfg.threads)
-
-
-def build_mechanism(cfg: MechanismConfig, epsilon: float, delta: float, margin: float):
-    """The mechanism object for an oracle-based mechanism (runner protocol)."""
-    if cfg.name == "opdisc":
-        return OPDisc(OPDiscParams(epsilon, delta, tau=cfg.tau, B=cfg.B, D=cfg.D, margin=margin,
-                                   calibration=cfg.calibration))  # fmt: skip
-    if cfg.name in ("rspm_gaussian", "rspm_laplace"):
-        laplace = cfg.noise == "laplace"
-        return RSPM(RSPMParams(epsilon, 0.0 if laplace else delta, noise=cfg.noise,
-                               margin=margin, calibration=cfg.calibration))  # fmt: skip
-    if cfg.name == "opsamp":
-        return OPSamp(OPSampParams(epsilon, delta, loss=cfg.loss, beta=cfg.beta, alpha=cfg.alpha,
-                                   lower=cfg.lower, upper=cfg.upper, x_max=cfg.x_max,
-                                   margin=margin, calibration=cfg.calibration,
-                                   gamma=cfg.gamma, m=cfg.m))  # fmt: skip
-    if cfg.name == "erm_01":
-        return ExactERM(margin=margin)
-    raise ValueError(f"{cfg.name!r} is not an oracle-based mechanism")
 
 
 def privacy_delta(config: Config, n: int) -> float:
@@ -138,18 +113,8 @@ def run_release(
     rng = run_generator(config.sweep.sweep_seed if config.sweep else 0, key)
     delta = privacy_delta(config, train.n)
     X, y = train.features, train.labels
-    if cfg.name == "dpsgd_lr":
-        if cfg.tune:
-            return tune_dpsgd(X, y, key.epsilon, delta, rng=rng, accounted=cfg.tune_accounted)
-        params = DPSGDParams(key.epsilon, delta, clip_norm=cfg.clip_norm,
-                             batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
-                             epochs=cfg.epochs)  # fmt: skip
-        return run_dpsgd(X, y, params, rng)
-    if cfg.name == "logistic_regression":
-        return fit_logistic(X, y)
-    if cfg.name == "expmech":
-        return run_expmech(X, y, ExpMechParams(key.epsilon, margin=config.margin,
-                                               max_points=cfg.max_points), rng)  # fmt: skip
+    if cfg.name in NON_ORACLE:
+        return run_whole(cfg, key.epsilon, delta, config.margin, X, y, rng)
     mechanism = build_mechanism(cfg, key.epsilon, delta, config.margin)
     oracle = make_oracle(config.oracle, threads, mechanism=cfg)
     return run(mechanism, X, y, oracle, rng, solve_many=solve_many or solve_sequentially)

@@ -23,10 +23,9 @@ import math
 from typing import Any, Callable
 
 import dp_accounting
-import numpy as np
 from dp_accounting import dp_event, pld, rdp
 
-from mechanisms.base import check_epsilon_delta
+from oracles.checks import check_epsilon_delta, check_int, check_real
 
 #: Calibration stops once the accounted epsilon is within this fraction below the target.
 CALIBRATION_REL_TOL = 1e-3
@@ -52,22 +51,6 @@ DEFAULT_PLD_DISCRETIZATION = 1e-4
 
 
 # --- validation of the numbers this module takes ------------------------------------------------
-
-
-def check_real(name: str, value: Any) -> None:
-    """A finite real ``value`` > 0, else TypeError / ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, found {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be finite and > 0, found {value!r}")
-
-
-def check_int(name: str, value: Any, minimum: int = 1) -> None:
-    """An integer ``value`` >= ``minimum``, else TypeError / ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, found {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, found {value!r}")
 
 
 def _check_rate(sampling_rate: Any) -> None:

@@ -24,13 +24,13 @@ from mechanisms.base import (
     PrivacyClaim,
     PrivacyError,
     Release,
-    check_epsilon_delta,
     check_rng,
 )
 from mechanisms.dpsgd.accounting import (
-    ACCOUNTANT_DESCRIPTIONS, PLD_REPLACE_ONE, check_int, check_real, accounted_epsilon,
+    ACCOUNTANT_DESCRIPTIONS, PLD_REPLACE_ONE, accounted_epsilon,
     calibrate_noise_multiplier, pld_discretization,
 )  # fmt: skip
+from oracles.checks import check_epsilon_delta, check_int, check_real
 from oracles.objective import check_data
 
 #: Epochs when neither ``epochs`` nor ``steps`` is given.
@@ -49,7 +49,9 @@ class DPSGDParams:
 
     epsilon: float
     delta: float
-    clip_norm: float = 1.0
+    #: C: the sweeps' and the estimator's value (the pipeline's config used 2.0 while this said
+    #: 1.0; one default now, here: pipeline.catalog reads it).
+    clip_norm: float = 2.0
     batch_size: int = 64
     learning_rate: float = 2.0
     epochs: float | None = None

@@ -24,15 +24,15 @@ from mechanisms.base import (
     PrivacyClaim,
     PrivacyError,
     Release,
-    check_epsilon_delta,
     check_rng,
     warn_data_dependent,
 )
 from mechanisms.dpsgd.accounting import (
-    ACCOUNTANT_DESCRIPTIONS, PLD_REPLACE_ONE, RDP_GROUP, check_int, check_real, calibrate,
+    ACCOUNTANT_DESCRIPTIONS, PLD_REPLACE_ONE, RDP_GROUP, calibrate,
     dpsgd_event, rdp_group_epsilon,
 )  # fmt: skip
 from mechanisms.dpsgd.algorithm import DEFAULT_EPOCHS, DPSGDParams, run_dpsgd, train_dpsgd
+from oracles.checks import check_epsilon_delta, check_int, check_real
 from oracles.objective import check_data, predict
 
 # --- hyperparameter search -----------------------------------------------------------------------

@@ -8,7 +8,8 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigAttributeError, ValidationError
 
 from pipeline.cli import CONFIG_DIR
-from pipeline.config import AdultDatasetConfig, Config, ConfigError, SyntheticDatasetConfig, validate
+from pipeline.config import Config, ConfigError, validate
+from pipeline.data.schema import AdultDatasetConfig, SyntheticDatasetConfig
 
 
 def _compose(overrides):

