@@ -133,8 +133,8 @@ class AuditConfig:
     """Statistical privacy audit of one mechanism (pipeline.audit.run_audit)."""
 
     mechanism: str = MISSING
-    #: Releases per dataset and pair.
-    samples: int = 200_000
+    #: Releases per dataset and pair; null: the audit's own (pipeline.audit.registry).
+    samples: Optional[int] = None
     #: Confidence of each pair's lower bound on epsilon (both directions).
     confidence: float = 0.95
     seed: int = 0
@@ -146,7 +146,8 @@ class AuditConfig:
 
         _require(self.mechanism in AUDITS, "mechanism", f"must be one of {sorted(AUDITS)}",
                  self.mechanism)  # fmt: skip
-        _require(self.samples >= 4, "samples", "must be >= 4", self.samples)
+        _require(self.samples is None or self.samples >= 4, "samples", "must be >= 4 or null",
+                 self.samples)  # fmt: skip
         _require(0 < self.confidence < 1, "confidence", "must be in (0, 1)", self.confidence)
 
 

@@ -166,18 +166,20 @@ def audit_variant(audit: MechanismAudit, variant: str, make_sampler: Callable[[A
     ]
 
 
-def run_audit(mechanism: str, *, samples: int, confidence: float, seed: int,
+def run_audit(mechanism: str, *, samples: int | None, confidence: float, seed: int,
               include_mutants: bool = False) -> list[AuditReport]:  # fmt: skip
     """Audit ``mechanism`` (a key of AUDITS) on all its pairs; mutants after it if asked.
 
-    ``samples`` releases per dataset and pair (half choose the events, half bound epsilon);
+    ``samples`` releases per dataset and pair (half choose the events, half bound epsilon;
+    None: the audit's ``default_samples``);
     each pair's two bounds hold at once with probability >= ``confidence``; ``seed`` fixes
     every draw (each (variant, pair) gets its own generator derived from it).
     """
+    audit = mechanism_audit(mechanism)
+    samples = audit.default_samples if samples is None else samples
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 4:
         raise ValueError(f"samples must be an integer >= 4, found {samples!r}")
     check_confidence(confidence)
-    audit = mechanism_audit(mechanism)
     options = {"samples": samples, "confidence": confidence, "seed": seed}
     reports = audit_variant(audit, CORRECT, audit.make_sampler, **options)
     if include_mutants:

@@ -97,8 +97,8 @@ def test_audit_yaml_mirrors_the_registry(name):
     node = OmegaConf.load(path)
     audit = mechanism_audit(name)
     # only what differs from the schema (pipeline.config.AuditConfig): conf/ holds a default once
-    assert OmegaConf.to_container(node.audit) == {"mechanism": name,
-                                                  "samples": audit.default_samples}
+    assert OmegaConf.to_container(node.audit) == {"mechanism": name}
+    assert audit.default_samples >= 4  # what samples: null means (run_audit)
     assert list(node.defaults) == ["/schema/audit/audit@audit"]
     # every key is a keyword argument of run_audit (the pipeline passes the node through)
     keywords = set(inspect.signature(run_audit).parameters)
@@ -113,4 +113,4 @@ def test_audit_yaml_composes_with_the_registered_schema():
     config.register()
     with initialize_config_dir(config_dir=str(CONF.parent), version_base=None):
         cfg = compose(config_name="config", overrides=["+audit=opdisc"])
-    assert cfg.audit.mechanism == "opdisc" and cfg.audit.samples == 200_000
+    assert cfg.audit.mechanism == "opdisc" and cfg.audit.samples is None

@@ -1,0 +1,155 @@
+"""The catalog: each mechanism's settings are its parameter dataclass's, and conf/ holds a default
+once (only what differs from the schema)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pickle
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from pipeline.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS, SCHEMAS
+from pipeline.cli import CONFIG_DIR
+from pipeline.config import ConfigError, register, validate
+from pipeline.data import load_dataset
+from pipeline.tasks import RunKey, make_oracle, run_release
+
+CONF = Path(CONFIG_DIR)
+
+
+def _compose(overrides):
+    register()
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        return compose(config_name="config", overrides=overrides)
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_settings_are_the_parameter_dataclass_fields_and_defaults(name):
+    entry = CATALOG[name]
+    schema = {f.name: f.default for f in dataclasses.fields(SCHEMAS[name])}
+    assert schema.pop("name") == name
+    params = {f.name: f.default for f in dataclasses.fields(entry.params)
+              if f.name not in RUN_FIELDS and f.name not in entry.fixed}  # fmt: skip
+    extra = {n: d for n, _, d in entry.extra}
+    assert schema == params | extra
+
+
+def test_the_composed_defaults_are_the_mechanisms_own():
+    """The drift the catalog ends: DP-SGD's clip_norm was 1.0 in code and 2.0 in config."""
+    from mechanisms.dpsgd import DPSGDParams
+    from mechanisms.opsamp import OPSampParams
+
+    config = validate(_compose([]))
+    assert config.mechanisms["dpsgd_lr"].clip_norm == DPSGDParams(1.0, 1e-5).clip_norm == 2.0
+    assert config.mechanisms["opsamp"].beta == OPSampParams(1.0, 1e-5).beta
+    assert set(config.mechanisms) == set(CATALOG)
+
+
+def _schema_defaults(group: str, path: Path) -> dict:
+    """The defaults of the schema a conf/<group>/*.yaml extends (its defaults list)."""
+    from pipeline.config import AuditConfig, ClusterConfig, OracleConfig, SweepConfig, TrackingConfig
+    from pipeline.data.schema import DATASET_SCHEMAS
+
+    node = OmegaConf.load(path)
+    (first,) = [d for d in node.defaults if isinstance(d, str) and d.startswith("/schema/")]
+    option = first.split("/")[3].split("@")[0]
+    schema = {"mechanism": SCHEMAS, "dataset": DATASET_SCHEMAS}.get(group, {}).get(option) or {
+        "oracle": OracleConfig, "tracking": TrackingConfig, "cluster": ClusterConfig,
+        "sweep": SweepConfig, "audit": AuditConfig}[group]  # fmt: skip
+    return OmegaConf.to_container(OmegaConf.structured(schema), resolve=False)
+
+
+@pytest.mark.parametrize("path", sorted(CONF.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_conf_holds_only_what_differs_from_the_schema(path):
+    group = path.parent.name
+    if group == "hydra":
+        pytest.skip("Hydra's own help template")
+    node = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    node.pop("defaults", None)
+    node.pop("hydra", None)
+    body = node.get(group, node) if group in ("sweep", "audit") else node
+    defaults = _schema_defaults(group, path)
+    restated = {k: v for k, v in body.items() if k in defaults and defaults[k] == v}
+    assert not restated, f"{path} restates schema defaults: {restated}"
+    unknown = [k for k in body if k not in defaults and not isinstance(body[k], dict)]
+    assert not unknown, f"{path}: keys not in its schema: {unknown}"
+
+
+def test_each_time_limit_default_is_written_once():
+    from oracles.base import DEFAULT_TIME_LIMIT
+
+    repo = CONF.parent
+    text = "\n".join(p.read_text() for p in repo.glob("conf/**/*.yaml"))
+    assert not re.search(r"^\s*(time_limit|threads):", text, re.MULTILINE)
+    for module in ("oracles", "mechanisms", "pipeline"):
+        for path in (repo / module).rglob("*.py"):
+            assert "time_limit: float = 600" not in path.read_text(), path
+    assert validate(_compose([])).oracle.time_limit == DEFAULT_TIME_LIMIT
+
+
+@pytest.mark.parametrize("override, message", [
+    ("mechanisms.opdisc.tau=-1", "mechanisms.opdisc: tau must be finite and > 0, found -1.0"),
+    ("mechanisms.opsamp.loss=hinge", "mechanisms.opsamp: loss must be 'logistic' or 'zero_one'"),
+    ("mechanisms.dpsgd_lr.clip_norm=0", "mechanisms.dpsgd_lr: clip_norm must be finite and > 0"),
+    ("mechanisms.rspm_gaussian.calibration=paper_code",
+     "mechanisms.rspm_gaussian: calibration must be one of ['proven', 'paper']"),
+    ("mechanisms.opsamp.m=0", "mechanisms.opsamp: m must be an integer >= 1, found 0"),
+    ("mechanisms.opdisc.name=rspm_gaussian", "mechanisms.opdisc.name: must be 'opdisc'"),
+])  # fmt: skip
+def test_a_setting_the_mechanism_refuses_is_a_config_error_naming_it(override, message):
+    with pytest.raises(ConfigError) as err:
+        validate(_compose(["+sweep=smoke", override]))
+    assert str(err.value).startswith(message)
+
+
+def test_settings_pickle_by_reference():
+    config = validate(_compose(["+sweep=smoke"]))
+    settings = config.mechanisms["opsamp"]
+    blob = pickle.dumps(settings)
+    assert b"pipeline.catalog" in blob and pickle.loads(blob) == settings
+
+
+def test_the_catalog_says_which_oracle_and_how_each_runs():
+    assert NON_PRIVATE == {"erm_01", "logistic_regression"}
+    assert NON_ORACLE == {"dpsgd_lr", "expmech", "logistic_regression"}
+    config = validate(_compose(["oracle=highs", "oracle.time_limit=7"]))
+    opsamp = config.mechanisms["opsamp"]
+    assert make_oracle(config.oracle, mechanism=opsamp).name == "convex"
+    assert make_oracle(config.oracle, mechanism=dataclasses.replace(opsamp, loss="zero_one")
+                       ).name == "highs"  # fmt: skip
+    assert make_oracle(config.oracle, mechanism=config.mechanisms["erm_01"]).name == "highs"
+    with pytest.raises(ValueError, match="calls no oracle"):
+        make_oracle(config.oracle, mechanism=config.mechanisms["dpsgd_lr"])
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    config = validate(_compose(["+sweep=smoke", "dataset.n=80", "dataset.n_continuous=1",
+                                "dataset.groups=[2]", "dataset.levels=3"]))  # fmt: skip
+    return load_dataset(config.dataset)[0]
+
+
+@pytest.mark.parametrize("override, mechanism, check", [
+    # a walk of three parameters from the command line to the release
+    ("mechanisms.dpsgd_lr.clip_norm=3.5", "dpsgd_lr",
+     lambda r: r.params["clip_norm"] == 3.5 and math.isclose(
+         r.noise["noise_std"], r.noise["noise_multiplier"] * 3.5)),
+    ("mechanisms.opdisc.calibration=paper", "opdisc",
+     # the guarantee proven for the paper's sigma, not the target (SPEC 10.1)
+     lambda r: r.privacy.calibration == "paper" and r.privacy.epsilon != 1.0),
+    ("oracle.time_limit=45", "opsamp",
+     lambda r: {c.backend for c in r.certificates} == {"convex"}),
+    ("margin=0.25", "logistic_regression", lambda r: r.margin == 0.25),
+])  # fmt: skip
+def test_a_setting_reaches_the_release(tiny, override, mechanism, check):
+    config = validate(_compose(["+sweep=smoke", "oracle=enumerate", override]))
+    key = RunKey(mechanism, 1.0 if mechanism not in NON_PRIVATE else math.inf, 0)
+    release = run_release(config, key, tiny)
+    assert check(release), (release.params, dict(release.noise), release.privacy)
+    assert np.all(np.isfinite(release.w))
