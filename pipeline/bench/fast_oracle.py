@@ -39,7 +39,7 @@ from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
 from oracles.base import OBJECTIVE_TOL
 from oracles.objective import MergedRows
-from pipeline.bench.machine import describe_machine
+from pipeline.bench.machine import describe_machine, print_header
 
 
 @dataclass
@@ -148,11 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     oracles = [(args.oracle, measured)]
     if args.reference:
         oracles.append(("reference", HighsOracle(time_limit=args.time_limit, threads=args.threads)))
-    header = (f"{'instance':<18} {'n':>6} {'distinct':>8} {'eps':>5} {'seed':>4} "
-              f"{'method':<10} {'status':<11} {'objective':>14} {'bound':>14} {'seconds':>8} "
-              f"{'cpu_s':>8}  check")  # fmt: skip
-    print(header)
-    print("-" * len(header))
+    print_header([("instance", "<18"), ("n", ">6"), ("distinct", ">8"), ("eps", ">5"),
+                  ("seed", ">4"), ("method", "<10"), ("status", "<11"), ("objective", ">14"),
+                  ("bound", ">14"), ("seconds", ">8"), ("cpu_s", ">8")], "check")  # fmt: skip
     runs: list[Run] = []
     notes: list[str] = []
     for eps in args.epsilons:

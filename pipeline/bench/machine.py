@@ -1,4 +1,4 @@
-"""A one-line description of the machine a benchmark ran on."""
+"""What every benchmark prints: the machine it ran on, and its table's header."""
 
 from __future__ import annotations
 
@@ -25,3 +25,10 @@ def describe_machine() -> str:
         pass
     return (f"{platform.node()}: {cpu}, {os.cpu_count()} cores, {memory} RAM, "
             f"{platform.system()} {platform.release()}, Python {platform.python_version()}")
+
+
+def print_header(columns: list[tuple[str, str]], tail: str = "") -> None:
+    """A table header (each label aligned by its format spec, e.g. ``("n", ">6")``), then a rule."""
+    header = " ".join(f"{label:{spec}}" for label, spec in columns) + (f"  {tail}" if tail else "")
+    print(header)
+    print("-" * len(header))

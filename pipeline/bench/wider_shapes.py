@@ -35,7 +35,7 @@ import numpy as np
 
 from oracles.objective import MergedRows
 from pipeline.bench.fast_oracle import agreement, load_loadavg, make_mechanism
-from pipeline.bench.machine import describe_machine
+from pipeline.bench.machine import describe_machine, print_header
 
 #: The former default of ``StructuredOracle.max_combos`` (before the cap became work).
 TODAY_MAX_COMBOS = 4096
@@ -139,11 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"mechanism {args.mechanism}, delta=1/n^2, time limit {args.time_limit:g}s, threads "
           f"{args.threads}; now: work budget {now.work_budget:.3g} table entries; today: "
           f"max_combos={TODAY_MAX_COMBOS}")  # fmt: skip
-    header = (f"{'instance':<13} {'d':>3} {'distinct':>8} {'combos':>7} {'eps':>5} {'seed':>4} "
-              f"{'method':<6} {'status':<11} {'objective':>13} {'bound':>13} {'seconds':>8} "
-              f"{'cpu_s':>8}  backend; check")  # fmt: skip
-    print(header)
-    print("-" * len(header))
+    print_header([("instance", "<13"), ("d", ">3"), ("distinct", ">8"), ("combos", ">7"),
+                  ("eps", ">5"), ("seed", ">4"), ("method", "<6"), ("status", "<11"),
+                  ("objective", ">13"), ("bound", ">13"), ("seconds", ">8"), ("cpu_s", ">8")],
+                 "backend; check")  # fmt: skip
     solves: list[Solve] = []
     shapes: dict[str, str] = {}
     for instance in args.instances:
