@@ -21,7 +21,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
-from oracles.checks import InvalidValue
+from oracles.checks import InvalidValue, check_epsilon_delta
 from oracles.objective import DEFAULT_MARGIN
 from oracles.checks import require as _require
 from pipeline.catalog import CATALOG, MechanismConfig, settings_schema
@@ -60,6 +60,14 @@ class OracleConfig:
 # --- sweep, tracking, cluster ------------------------------------------------------------------
 
 
+def _is_target(epsilon: float) -> bool:
+    try:
+        check_epsilon_delta(epsilon, 0.0)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 @dataclass
 class SweepConfig:
     """A grid of runs: every (mechanism, epsilon, seed)."""
@@ -85,8 +93,8 @@ class SweepConfig:
                      list(self.mechanisms))  # fmt: skip
         _require(len(self.epsilons) > 0, "epsilons", "must list at least one epsilon",
                  self.epsilons)  # fmt: skip
-        for eps in self.epsilons:
-            _require(math.isfinite(eps) and eps > 0, "epsilons", "every epsilon must be > 0",
+        for eps in self.epsilons:  # the mechanisms' own check of a target (oracles.checks)
+            _require(_is_target(eps), "epsilons", "every epsilon must be > 0",
                      list(self.epsilons))  # fmt: skip
         # a run's key and noise seed derive from epsilon (to 1e-9): a repeat would run twice or
         # share a key with its neighbour, and one of the two would overwrite the other
