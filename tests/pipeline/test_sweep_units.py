@@ -212,6 +212,11 @@ def test_failure_reason_of_an_error_without_a_cause_is_its_own_type():
     assert reason.startswith("WorkerCrashedError: ") and "\n" not in reason
 
 
+@pytest.mark.parametrize("error", [TimeoutError(), ValueError("  \n  ")])
+def test_failure_reason_of_an_error_without_a_message_is_its_type_alone(error):
+    assert sweep.failure_reason(error) == type(error).__name__  # no dangling ": "
+
+
 def test_failure_reason_is_at_most_300_characters():
     reason = sweep.failure_reason(RuntimeError("y" * 1000))
     assert len(reason) == 300 and reason.startswith("RuntimeError: yyy")
