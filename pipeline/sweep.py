@@ -191,8 +191,8 @@ def failure_reason(error: BaseException) -> str:
     """A task's exception as one line: the original error (not Ray's wrapper), type first."""
     cause = getattr(error, "cause", None) or error
     lines = [line.strip() for line in str(cause).strip().splitlines() if line.strip()]
-    text = lines[0] if lines else ""
-    return f"{type(cause).__name__}: {text}"[:300]
+    name = type(cause).__name__
+    return (f"{name}: {lines[0]}" if lines else name)[:300]
 
 
 def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: Path,

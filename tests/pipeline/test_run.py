@@ -1,0 +1,450 @@
+"""pipeline.run in-process: the outcome of a sweep, the output directory, summary.json, and
+``run_sweep_and_report`` with Ray, the sweep and the tracking store faked (tests/pipeline/
+test_reliability.py runs it against a real MLflow store)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import types
+from pathlib import Path
+
+import pytest
+
+import pipeline.preflight
+import pipeline.report
+import pipeline.run as run_module
+import pipeline.sweep
+import pipeline.tracking
+from pipeline.config import (
+    Config,
+    ConfigError,
+    ExpMechConfig,
+    LogisticConfig,
+    OPDiscConfig,
+    SweepConfig,
+    SyntheticDatasetConfig,
+    TrackingConfig,
+)
+from pipeline.data import load_dataset
+from pipeline.data.record import Dataset
+from pipeline.run import SweepOutcome
+from pipeline.tasks import sweep_keys
+
+# --- SweepOutcome ----------------------------------------------------------------------------
+
+NOT_HOLDING = ("opdisc/eps=1/run=0", "opdisc/eps=2/run=0")
+
+
+@pytest.mark.parametrize(
+    "finished, interrupted, not_holding, status",
+    [
+        (3, True, NOT_HOLDING, "interrupted"),  # interrupted over everything
+        (5, True, (), "interrupted"),
+        (3, False, NOT_HOLDING, "incomplete"),  # missing runs over a broken guarantee
+        (5, False, NOT_HOLDING, "privacy_not_holding"),
+        (5, False, (), "complete"),
+    ],
+)  # fmt: skip
+def test_outcome_status_precedence(finished, interrupted, not_holding, status):
+    outcome = SweepOutcome(requested=5, finished=finished, failed={}, interrupted=interrupted,
+                           private_not_holding=not_holding)  # fmt: skip
+    assert outcome.status == status
+    assert (outcome.reason == "") == (status == "complete")
+
+
+def test_outcome_texts_say_what_is_wrong_and_what_to_do():
+    interrupted = SweepOutcome(5, 3, {}, True, ())
+    assert interrupted.reason == ("sweep interrupted: 3 of 5 requested runs finished, 2 not run; "
+                                  "rerun the same command to resume")  # fmt: skip
+    assert interrupted.headline() == f"**INTERRUPTED (partial sweep)**: {interrupted.reason}."
+
+    failed = {"expmech/eps=1/run=0": "ValueError: too large", "opdisc/eps=1/run=0": "X: y"}
+    incomplete = SweepOutcome(5, 2, failed, False, ())
+    assert incomplete.reason == ("3 of 5 requested runs did not finish (2 failed; first: "
+                                 "expmech/eps=1/run=0: ValueError: too large)")  # fmt: skip
+    assert incomplete.headline() == f"**INCOMPLETE (partial sweep)**: {incomplete.reason}."
+    assert SweepOutcome(5, 4, {}, False, ()).reason == "1 of 5 requested runs did not finish"
+
+    broken = SweepOutcome(5, 5, {}, False, NOT_HOLDING)
+    assert broken.reason == ("privacy does not hold for 2 private run(s) (first: "
+                             "opdisc/eps=1/run=0); see summary.md")  # fmt: skip
+    assert broken.headline() == f"**PRIVACY DOES NOT HOLD**: {broken.reason}."
+
+    complete = SweepOutcome(5, 5, {}, False, ())
+    assert complete.headline() == ("**Complete**: all 5 requested runs finished and privacy "
+                                   "holds for every private run.")  # fmt: skip
+
+
+# --- the output directory and summary.json ---------------------------------------------------
+
+
+def test_claiming_a_fresh_directory_writes_the_sweep_marker(tmp_path):
+    run_module._claim_output_dir(tmp_path, "aaaa1111")
+    assert (tmp_path / ".sweep_id").read_text() == "aaaa1111\n"
+    run_module._claim_output_dir(tmp_path, "aaaa1111")  # the same sweep again: a resume
+    assert (tmp_path / ".sweep_id").read_text() == "aaaa1111\n"
+
+
+def test_another_sweeps_directory_is_refused_naming_hydra_run_dir(tmp_path):
+    (tmp_path / ".sweep_id").write_text("aaaa1111\n")
+    with pytest.raises(ConfigError) as raised:
+        run_module._claim_output_dir(tmp_path, "bbbb2222")
+    message = str(raised.value)
+    assert message.startswith(f"hydra.run.dir: {tmp_path} holds the report of another sweep")
+    assert "aaaa1111" in message and "bbbb2222" in message
+    assert (tmp_path / ".sweep_id").read_text() == "aaaa1111\n"  # not taken over
+
+
+def test_a_directory_from_before_the_marker_is_known_by_its_summary(tmp_path):
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"sweep": {"sweep_id": "aaaa1111"}}))
+    with pytest.raises(ConfigError, match="another sweep \\(aaaa1111"):
+        run_module._claim_output_dir(tmp_path, "bbbb2222")
+    assert not (tmp_path / ".sweep_id").exists()
+    run_module._claim_output_dir(tmp_path, "aaaa1111")
+    assert (tmp_path / ".sweep_id").read_text() == "aaaa1111\n"
+
+
+@pytest.mark.parametrize("content", ['{"dataset": "adult"}', '{"sweep": null}', "{not json"])
+def test_a_summary_without_a_sweep_does_not_hold_the_directory(tmp_path, content):
+    (tmp_path / "summary.json").write_text(content)
+    run_module._claim_output_dir(tmp_path, "bbbb2222")
+    assert (tmp_path / ".sweep_id").read_text() == "bbbb2222\n"
+
+
+def test_write_json_replaces_the_file_and_leaves_no_part_file(tmp_path):
+    path = tmp_path / "summary.json"
+    path.write_text('{"old": true}')
+    run_module._write_json(path, {"where": tmp_path, "n": 3})
+    assert json.loads(path.read_text()) == {"where": str(tmp_path), "n": 3}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+def test_write_json_that_fails_leaves_the_old_file_whole(tmp_path):
+    path = tmp_path / "summary.json"
+    path.write_text('{"old": true}')
+    circular: dict = {}
+    circular["self"] = circular
+    with pytest.raises(ValueError):
+        run_module._write_json(path, circular)
+    assert json.loads(path.read_text()) == {"old": True}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+def _synthetic(**kwargs) -> SyntheticDatasetConfig:
+    return SyntheticDatasetConfig(n=kwargs.pop("n", 40), n_continuous=2, groups=[3],
+                                  levels=3, **kwargs)  # fmt: skip
+
+
+def test_summarize_describes_the_loaded_data():
+    config = Config(dataset=_synthetic(n=50, seed=4))
+    summary = run_module.summarize(config)
+    train, _ = load_dataset(config.dataset)
+    assert summary["dataset"] == "synthetic" and summary["test"] is None
+    assert summary["train"] == train.summary() and summary["train"]["n"] == 50
+    assert summary["feature_names"] == list(train.feature_names) and len(train.feature_names) == 5
+    assert summary["provenance"]["seed"] == 4
+    assert summary["load_seconds"] >= 0
+
+
+def test_run_without_a_sweep_writes_summary_json_in_the_output_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = Config(dataset=_synthetic(), output_dir="relative/out")
+
+    def no_sweep(*args, **kwargs):
+        raise AssertionError("no sweep configured: nothing to run")
+
+    monkeypatch.setattr(run_module, "run_sweep_and_report", no_sweep)
+    summary = run_module.run(config)
+    out = tmp_path / "relative" / "out"  # made absolute against the working directory
+    assert json.loads((out / "summary.json").read_text()) == json.loads(json.dumps(summary))
+    assert "sweep" not in summary and summary["train"]["n"] == 40
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]  # no lock, no marker
+
+
+# --- run_sweep_and_report, with Ray, the sweep and MLflow faked ------------------------------
+
+
+class FakeClient:
+    def __init__(self) -> None:
+        self.tags: dict[tuple[str, str], str] = {}
+
+    def set_tag(self, run_id: str, key: str, value: str) -> None:
+        self.tags[(run_id, key)] = value
+
+
+class FakeTracker:
+    """The SweepTracker calls run_sweep_and_report makes; its "store" is ``rows``."""
+
+    def __init__(self, store, uri, experiment, artifact_dir) -> None:
+        self.store, self.uri, self.experiment = store, uri, experiment
+        self.client = FakeClient()
+        self.parent_id: str | None = None
+        self.finished: dict | None = None
+        store.trackers.append(self)
+
+    def find_parent(self, sid: str):
+        self.parent_id = self.store.parent
+        return self.parent_id
+
+    def check_no_live_driver(self) -> None:
+        pass
+
+    def finished_keys(self) -> set[str]:
+        return {row["key"] for row in self.store.rows}
+
+    def heartbeat(self, force: bool = False) -> None:
+        pass
+
+    def start_parent(self, sweep_name: str, sid: str, resolved) -> str:
+        self.store.events.append("start_parent")
+        self.store.parent = self.parent_id = "parent-1"
+        return self.parent_id
+
+    def log_child(self, *args, **kwargs) -> str:  # its signature is growing (MLflow datasets)
+        self.store.rows.append(args[0] if args else kwargs["row"])
+        return "child"
+
+    def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
+        pass
+
+    def finish_parent(self, artifacts, metrics, status="FINISHED", tags=None) -> None:
+        self.finished = {"artifacts": list(artifacts), "metrics": metrics, "status": status,
+                         "tags": tags}  # fmt: skip
+
+
+def _row(key, holds: bool = True) -> dict:
+    return {"key": str(key), "mechanism": key.mechanism, "privacy_holds": holds}
+
+
+@pytest.fixture
+def services(monkeypatch):
+    """Ray, the sweep, MLflow and the report faked; ``services.sweep`` is what run_sweep does
+    (a function of the todo list and the tracker), ``services.rows`` the store's finished runs."""
+    store = types.SimpleNamespace(rows=[], parent=None, trackers=[], events=[], reports=[],
+                                  sweep=None, todo=None)  # fmt: skip
+
+    def init_ray(config):
+        store.events.append("init_ray")
+
+    def run_sweep(config, train, test, output_dir, tracker, todo):
+        store.todo = list(todo)
+        return store.sweep(todo, tracker)
+
+    def write_report(rows, output_dir, title, outcome=None, missing=()):
+        store.reports.append({"rows": list(rows), "outcome": outcome, "missing": list(missing)})
+        path = Path(output_dir) / "summary.md"
+        path.write_text(outcome.headline() + "\n")
+        return [path]
+
+    monkeypatch.setattr(pipeline.sweep, "init_ray", init_ray)
+    monkeypatch.setattr(pipeline.sweep, "run_sweep", run_sweep)
+    monkeypatch.setattr(pipeline.tracking, "SweepTracker",
+                        lambda *args: FakeTracker(store, *args))  # fmt: skip
+    monkeypatch.setattr(pipeline.tracking, "rows_from_mlflow", lambda tracker: list(store.rows))
+    monkeypatch.setattr(pipeline.preflight, "probe_tracking_store", lambda uri: None)
+    monkeypatch.setattr(pipeline.report, "write_report", write_report)
+    return store
+
+
+def _sweep_config(out: Path) -> Config:
+    mechanisms = {"opdisc": OPDiscConfig(), "expmech": ExpMechConfig(),
+                  "logistic_regression": LogisticConfig()}  # fmt: skip
+    return Config(dataset=_synthetic(), mechanisms=mechanisms,
+                  sweep=SweepConfig(name="unit", mechanisms=list(mechanisms), epsilons=[0.5, 1.0],
+                                    seeds=1),
+                  tracking=TrackingConfig(tracking_uri=f"sqlite:///{out / 'mlflow.db'}"),
+                  output_dir=str(out))  # fmt: skip
+
+
+def _logging_every_run(holds=lambda key: True, fail=(), stop_after=None):
+    """A sweep that logs its runs (all but ``fail``), or is interrupted after ``stop_after``."""
+
+    def sweep(todo, tracker):
+        failed = {}
+        for i, key in enumerate(todo):
+            if i == stop_after:
+                raise KeyboardInterrupt
+            if str(key) in fail:
+                failed[str(key)] = "ValueError: too large"
+                continue
+            tracker.log_child(_row(key, holds(key)), "release", {})
+        return [], failed
+
+    return sweep
+
+
+def _parent(services) -> dict:
+    (tracker,) = services.trackers
+    assert tracker.finished is not None, "the parent run was left RUNNING"
+    return tracker.finished
+
+
+def test_a_complete_sweep_finishes_its_parent_with_its_counts(services, tmp_path):
+    config = _sweep_config(tmp_path)
+    services.sweep = _logging_every_run()
+    result = run_module.run_sweep_and_report(config, tmp_path)
+    parent = _parent(services)
+    assert parent["status"] == "FINISHED"
+    assert parent["tags"] == {"outcome": "complete", "failure_reason": "-"}
+    assert parent["metrics"] == {"runs": 5.0, "runs_requested": 5.0, "runs_failed": 0.0,
+                                 "private_runs_not_certified": 0.0}  # fmt: skip
+    assert parent["artifacts"] == [tmp_path / "summary.md"]
+    assert services.events == ["init_ray", "start_parent"]  # Ray is up before the parent exists
+    assert result["status"] == "complete" and result["reason"] == ""
+    assert result["runs"] == result["runs_requested"] == 5 and result["missing"] == []
+    assert result["parent_run_id"] == "parent-1"
+    assert result["tracking_uri"] == config.tracking.tracking_uri
+    assert (tmp_path / ".sweep_id").read_text().strip() == result["sweep_id"]
+    (report,) = services.reports
+    assert report["outcome"].status == "complete" and report["missing"] == []
+
+
+def test_a_broken_guarantee_finishes_the_parent_and_is_counted(services, tmp_path):
+    # a reference's privacy_holds is false by definition: it is no private run not certified
+    services.sweep = _logging_every_run(
+        holds=lambda key: key.mechanism != "logistic_regression" and key.epsilon != 0.5
+    )
+    result = run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
+    parent = _parent(services)
+    assert parent["status"] == "FINISHED"
+    assert parent["tags"]["outcome"] == "privacy_not_holding"
+    assert parent["tags"]["failure_reason"] == result["reason"]
+    assert result["reason"].startswith("privacy does not hold for 2 private run(s)")
+    assert parent["metrics"]["private_runs_not_certified"] == 2.0
+    assert result["private_runs_not_certified"] == 2
+
+
+def test_failed_runs_fail_the_parent_with_the_first_reason(services, tmp_path):
+    config = _sweep_config(tmp_path)
+    bad = str(sweep_keys(config)[2])
+    services.sweep = _logging_every_run(fail={bad})
+    result = run_module.run_sweep_and_report(config, tmp_path)
+    parent = _parent(services)
+    assert parent["status"] == "FAILED"
+    assert parent["tags"] == {
+        "outcome": "incomplete",
+        "failure_reason": (
+            f"1 of 5 requested runs did not finish (1 failed; first: {bad}: ValueError: too large)"
+        ),
+    }
+    assert parent["metrics"]["runs"] == 4.0 and parent["metrics"]["runs_failed"] == 1.0
+    assert result["failed"] == {bad: "ValueError: too large"} and result["missing"] == [bad]
+    assert result["failures"] == 1
+
+
+def test_an_interrupted_sweep_kills_the_parent_and_reports_what_finished(services, tmp_path):
+    config = _sweep_config(tmp_path)
+    services.sweep = _logging_every_run(stop_after=2)
+    result = run_module.run_sweep_and_report(config, tmp_path)  # no KeyboardInterrupt escapes
+    parent = _parent(services)
+    assert parent["status"] == "KILLED" and parent["tags"]["outcome"] == "interrupted"
+    assert parent["metrics"]["runs"] == 2.0 and parent["metrics"]["runs_requested"] == 5.0
+    assert result["status"] == "interrupted" and len(result["missing"]) == 3
+    assert (tmp_path / "summary.md").read_text().startswith("**INTERRUPTED")
+
+
+def test_sigterm_ends_the_sweep_like_ctrl_c_and_the_handler_is_restored(services, tmp_path):
+    before = signal.getsignal(signal.SIGTERM)
+
+    def sweep(todo, tracker):
+        tracker.log_child(_row(todo[0]), "release", {})
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, before):
+            raise AssertionError("no SIGTERM handler of the sweep's own: a kill would be final")
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not interrupt the sweep")
+
+    services.sweep = sweep
+    result = run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
+    assert result["status"] == "interrupted" and result["runs"] == 1
+    assert _parent(services)["status"] == "KILLED"
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_a_resumed_sweep_runs_only_the_rest_and_counts_only_this_grid(services, tmp_path):
+    config = _sweep_config(tmp_path)
+    keys = sweep_keys(config)
+    # two runs of this grid finished before, and one of another grid in the same store
+    services.rows = [
+        _row(keys[0]),
+        _row(keys[1]),
+        {"key": "opdisc/eps=2/run=0", "mechanism": "opdisc", "privacy_holds": False},
+    ]
+    services.parent = "parent-1"
+    services.sweep = _logging_every_run()
+    result = run_module.run_sweep_and_report(config, tmp_path)
+    assert services.todo == keys[2:]
+    parent = _parent(services)
+    assert parent["status"] == "FINISHED" and parent["metrics"]["runs"] == 5.0
+    assert parent["metrics"]["private_runs_not_certified"] == 0.0  # not a run of this grid
+    assert result["status"] == "complete"
+
+
+def test_nothing_left_to_run_starts_no_ray(services, tmp_path):
+    config = _sweep_config(tmp_path)
+    services.rows = [_row(key) for key in sweep_keys(config)]
+    services.sweep = _logging_every_run()
+    result = run_module.run_sweep_and_report(config, tmp_path)
+    assert "init_ray" not in services.events and services.todo == []
+    assert result["status"] == "complete" and _parent(services)["status"] == "FINISHED"
+
+
+def test_a_cluster_that_cannot_start_leaves_no_parent(services, tmp_path, monkeypatch):
+    def init_ray(config):
+        raise pipeline.preflight.ServiceError("cannot connect to the Ray cluster at x:1")
+
+    monkeypatch.setattr(pipeline.sweep, "init_ray", init_ray)
+    services.sweep = _logging_every_run()
+    with pytest.raises(pipeline.preflight.ServiceError):
+        run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
+    assert "start_parent" not in services.events and services.reports == []
+
+
+def _with_provenance(monkeypatch, **provenance) -> None:
+    def load(cfg):
+        train, test = load_dataset(cfg)
+        marked = Dataset(train.features, train.labels, train.feature_names,
+                         {**train.provenance, **provenance})  # fmt: skip
+        return marked, test
+
+    monkeypatch.setattr(run_module, "load_dataset", load)
+
+
+def test_choices_read_off_the_private_data_are_tagged_on_the_parent(services, tmp_path,
+                                                                    monkeypatch):  # fmt: skip
+    leaks = ["age: bounds [17, 90] read off the training rows", "workclass: levels read off"]
+    _with_provenance(monkeypatch, privacy_leak_warnings=leaks)
+    services.sweep = _logging_every_run()
+    run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
+    (tracker,) = services.trackers
+    assert tracker.client.tags == {("parent-1", "privacy_leak_warnings"): " | ".join(leaks)}
+
+
+def test_a_long_leak_list_is_cut_to_what_a_tag_holds(services, tmp_path, monkeypatch):
+    _with_provenance(monkeypatch, privacy_leak_warnings=[f"column{i}: " + "x" * 90
+                                                         for i in range(100)])  # fmt: skip
+    services.sweep = _logging_every_run()
+    run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
+    (tracker,) = services.trackers
+    tag = tracker.client.tags[("parent-1", "privacy_leak_warnings")]
+    assert len(tag) == 5000 and tag.startswith("column0: xxx")
+
+
+def test_data_with_no_leaks_gets_no_leak_tag(services, tmp_path):
+    services.sweep = _logging_every_run()
+    run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
+    (tracker,) = services.trackers
+    assert tracker.client.tags == {}
+
+
+def test_run_with_a_sweep_puts_its_result_in_summary_json(services, tmp_path):
+    config = _sweep_config(tmp_path)
+    services.sweep = _logging_every_run()
+    summary = run_module.run(config)
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert written["sweep"]["status"] == "complete" and written["sweep"]["runs"] == 5
+    assert written["sweep"] == json.loads(json.dumps(summary["sweep"]))
+    assert not math.isnan(written["train"]["best_possible_accuracy"])
