@@ -23,10 +23,10 @@ from pipeline.tasks import NON_PRIVATE
 log = logging.getLogger(__name__)
 
 
-def summarize(config: Config) -> dict[str, Any]:
-    """Load and encode the configured dataset and describe it."""
+def summarize(config: Config, data: tuple[Any, Any] | None = None) -> dict[str, Any]:
+    """Describe the configured dataset (``data``: it loaded and encoded, else loaded here)."""
     start = time.perf_counter()
-    train, test = load_dataset(config.dataset)
+    train, test = data if data is not None else load_dataset(config.dataset)
     return {
         "dataset": config.dataset.name,
         "train": train.summary(),
@@ -132,9 +132,11 @@ def _probe_before_loading(config: Config, output_dir: Path) -> None:
         probe_tracking_store(uri)
 
 
-def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
-    """Check, lock, run, report. Nothing is created in the tracking store before every check
-    passed and Ray is up, so a sweep that cannot start leaves no FAILED parent behind."""
+def run_sweep_and_report(config: Config, output_dir: Path,
+                         data: tuple[Any, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Check, lock, run, report (``data``: the loaded (train, test), else loaded here). Nothing is
+    created in the tracking store before every check passed and Ray is up, so a sweep that
+    cannot start leaves no FAILED parent behind."""
     from pipeline.lease import DriverLease
     from pipeline.preflight import check_oracle_calls, probe_tracking_store
     from pipeline.report import write_report
@@ -142,7 +144,7 @@ def run_sweep_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
     from pipeline.tasks import sweep_keys
     from pipeline.tracking import SweepTracker, default_tracking_uri, rows_from_mlflow, sweep_id
 
-    train, test = load_dataset(config.dataset)
+    train, test = data if data is not None else load_dataset(config.dataset)
     resolved = dataclasses.asdict(config)
     if config.dataset.name == "table":  # a table's file is part of the sweep: edited, a new sweep
         resolved["dataset"]["content"] = {
@@ -241,7 +243,10 @@ def run(config: Config) -> dict[str, Any]:
     output_dir.mkdir(parents=True, exist_ok=True)
     if config.sweep is not None:
         _probe_before_loading(config, output_dir)
-    summary = summarize(config)
+    load_start = time.perf_counter()
+    data = load_dataset(config.dataset)  # once, for the summary and the sweep
+    summary = summarize(config, data)
+    summary["load_seconds"] = round(time.perf_counter() - load_start, 3)
     t = summary["train"]
     log.info(
         "%s: n=%d d=%d (+1: %d, -1: %d), %d distinct rows, best possible accuracy %.4f",
@@ -251,7 +256,7 @@ def run(config: Config) -> dict[str, Any]:
     if config.audit is not None:
         summary["audit"] = run_audit_and_report(config, output_dir)
     if config.sweep is not None:
-        summary["sweep"] = run_sweep_and_report(config, output_dir)
+        summary["sweep"] = run_sweep_and_report(config, output_dir, data)
         done = summary["sweep"]
         log.info("sweep %s: %s, %d of %d requested runs finished, %d failed; report in %s",
                  done["sweep_id"], done["status"], done["runs"], done["runs_requested"],

@@ -18,16 +18,9 @@ import pipeline.report
 import pipeline.run as run_module
 import pipeline.sweep
 import pipeline.tracking
-from pipeline.config import (
-    Config,
-    ConfigError,
-    ExpMechConfig,
-    LogisticConfig,
-    OPDiscConfig,
-    SweepConfig,
-    SyntheticDatasetConfig,
-    TrackingConfig,
-)
+from pipeline.catalog import SCHEMAS
+from pipeline.config import Config, ConfigError, SweepConfig, TrackingConfig
+from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
 from pipeline.run import SweepOutcome
@@ -251,8 +244,7 @@ def services(monkeypatch):
 
 
 def _sweep_config(out: Path) -> Config:
-    mechanisms = {"opdisc": OPDiscConfig(), "expmech": ExpMechConfig(),
-                  "logistic_regression": LogisticConfig()}  # fmt: skip
+    mechanisms = {name: SCHEMAS[name]() for name in ("opdisc", "expmech", "logistic_regression")}
     return Config(dataset=_synthetic(), mechanisms=mechanisms,
                   sweep=SweepConfig(name="unit", mechanisms=list(mechanisms), epsilons=[0.5, 1.0],
                                     seeds=1),

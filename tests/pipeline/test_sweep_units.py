@@ -16,14 +16,9 @@ import numpy as np
 import pytest
 
 from pipeline import sweep
-from pipeline.config import (
-    Config,
-    DPSGDConfig,
-    ExpMechConfig,
-    OPDiscConfig,
-    SweepConfig,
-    SyntheticDatasetConfig,
-)
+from pipeline.catalog import SCHEMAS
+from pipeline.config import Config, SweepConfig
+from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.data.record import Dataset
 from pipeline.tasks import RunKey
 
@@ -120,7 +115,7 @@ def _dataset(n: int = 12) -> Dataset:
 
 
 def _config(mechanisms=("opdisc", "dpsgd_lr", "expmech")) -> Config:
-    settings = {"opdisc": OPDiscConfig(), "dpsgd_lr": DPSGDConfig(), "expmech": ExpMechConfig()}
+    settings = {name: SCHEMAS[name]() for name in ("opdisc", "dpsgd_lr", "expmech")}
     return Config(dataset=SyntheticDatasetConfig(n=20),
                   mechanisms={m: settings[m] for m in mechanisms},
                   sweep=SweepConfig(name="unit", mechanisms=list(mechanisms), epsilons=[0.5, 1.0],
