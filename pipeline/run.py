@@ -104,7 +104,8 @@ def _interrupt(signum, frame) -> None:
 def _claim_output_dir(output_dir: Path, sid: str) -> None:
     """One grid per output directory: refuse to overwrite another sweep's report."""
     marker = output_dir / ".sweep_id"
-    other = marker.read_text().strip() if marker.exists() else None
+    # an empty marker (a crash mid-write) claims nothing
+    other = (marker.read_text().strip() or None) if marker.exists() else None
     if other is None and (output_dir / "summary.json").exists():
         try:  # a directory written before the marker existed
             other = json.loads((output_dir / "summary.json").read_text())["sweep"]["sweep_id"]

@@ -64,6 +64,13 @@ class Progress:
             self.stream.write(line + "\n")
         self.stream.flush()
 
+    def close(self) -> None:
+        """End an unfinished terminal line (an interrupted or failed sweep), so that what is
+        printed next starts on a line of its own."""
+        if self.tty and self.done < self.total:
+            self.stream.write("\n")
+            self.stream.flush()
+
 
 def _assigned_cpus() -> int:
     import ray
@@ -219,25 +226,28 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
     progress = Progress(len(todo))
     failed: dict[str, str] = {}
     results: list[dict[str, Any]] = []
-    for key, value, error in _in_threads(
-        todo, in_flight,
-        lambda key: run_on_cluster(config, key, train, test, run_task, solve_task, train_ref,
-                                   test_ref),
-        heartbeat=tracker.heartbeat,  # the lease on the parent run: this driver is alive
-    ):  # fmt: skip
-        if error is not None:
-            # a run failed for good: record why, go on, redo it on the next run
-            reason = failure_reason(error)
-            failed[str(key)] = reason
-            log.error("run %s failed: %s", key, reason)
-            tracker.log_failed_child(str(key), key.mechanism, reason)
-            progress.update(f"{key} FAILED")
-            continue
-        row, release = value
-        tracker.log_child(row, release, dataclasses.asdict(config.mechanisms[key.mechanism]))
-        results.append(row)
-        progress.update(f"{key}: acc {row['train_accuracy']:.3f}, privacy "
-                        f"{row.get('privacy_status', row['privacy_holds'])}")  # fmt: skip
+    try:
+        for key, value, error in _in_threads(
+            todo, in_flight,
+            lambda key: run_on_cluster(config, key, train, test, run_task, solve_task, train_ref,
+                                       test_ref),
+            heartbeat=tracker.heartbeat,  # the lease on the parent run: this driver is alive
+        ):  # fmt: skip
+            if error is not None:
+                # a run failed for good: record why, go on, redo it on the next run
+                reason = failure_reason(error)
+                failed[str(key)] = reason
+                log.error("run %s failed: %s", key, reason)
+                tracker.log_failed_child(str(key), key.mechanism, reason)
+                progress.update(f"{key} FAILED")
+                continue
+            row, release = value
+            tracker.log_child(row, release, dataclasses.asdict(config.mechanisms[key.mechanism]))
+            results.append(row)
+            progress.update(f"{key}: acc {row['train_accuracy']:.3f}, privacy "
+                            f"{row.get('privacy_status', row['privacy_holds'])}")  # fmt: skip
+    finally:
+        progress.close()
     return results, failed
 
 

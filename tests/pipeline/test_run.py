@@ -91,6 +91,12 @@ def test_another_sweeps_directory_is_refused_naming_hydra_run_dir(tmp_path):
     assert (tmp_path / ".sweep_id").read_text() == "aaaa1111\n"  # not taken over
 
 
+def test_an_empty_marker_left_by_a_crash_claims_nothing(tmp_path):
+    (tmp_path / ".sweep_id").write_text("")
+    run_module._claim_output_dir(tmp_path, "cccc3333")
+    assert (tmp_path / ".sweep_id").read_text() == "cccc3333\n"
+
+
 def test_a_directory_from_before_the_marker_is_known_by_its_summary(tmp_path):
     summary = tmp_path / "summary.json"
     summary.write_text(json.dumps({"sweep": {"sweep_id": "aaaa1111"}}))

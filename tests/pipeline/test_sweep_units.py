@@ -164,6 +164,21 @@ def test_progress_on_a_tty_rewrites_one_line_and_ends_it_after_the_last_run(cloc
     assert "2/2 elapsed     8s eta     0s  second" in last
 
 
+def test_closing_an_unfinished_progress_line_ends_it_once(clock):
+    stream = Tty()
+    progress = sweep.Progress(3, stream=stream)
+    progress.update("a")
+    progress.close()  # interrupted after one of three: what follows starts on its own line
+    assert stream.getvalue().endswith("\n") and stream.getvalue().count("\n") == 1
+    finished = sweep.Progress(1, stream=Tty())
+    finished.update("only")
+    finished.close()  # the last update ended the line already
+    assert finished.stream.getvalue().count("\n") == 1
+    plain = io.StringIO()
+    sweep.Progress(2, stream=plain).close()  # off a terminal every line is ended anyway
+    assert plain.getvalue() == ""
+
+
 # --- failure_reason --------------------------------------------------------------------------
 
 
