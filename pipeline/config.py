@@ -146,7 +146,7 @@ class AuditConfig:
     #: Confidence of each pair's lower bound on epsilon (both directions).
     confidence: float = 0.95
     seed: int = 0
-    #: Also audit the deliberately broken variants of tests/audit/mutants.py.
+    #: Also audit the deliberately broken variants of pipeline/audit/mutants.py.
     include_mutants: bool = False
 
     def check(self) -> None:

@@ -4,7 +4,7 @@ For a mechanism, a pair of neighbouring datasets and many independent releases o
 audit chooses an output event on half of the releases and bounds epsilon from below on the
 other half with Clopper-Pearson intervals (pipeline.audit.stats). A bound above the claimed
 epsilon refutes the claim; every mechanism must stay below it, every mutant
-(tests/audit/mutants.py) must be caught.
+(pipeline/audit/mutants.py) must be caught.
 
     from pipeline.audit import run_audit, audit_table
     reports = run_audit("opdisc", samples=200_000, confidence=0.95, seed=0, include_mutants=True)

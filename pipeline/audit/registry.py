@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from pipeline.audit.core import NeighbouringPair, audit_pair
@@ -29,7 +25,7 @@ class MechanismAudit:
     """A mechanism under audit: its parameters (hence its claim), sampler and pairs.
 
     ``make_sampler(params)`` builds the sampler of the mechanism as implemented; mutants
-    (tests/audit/mutants.py) build theirs from the same ``params``. A pair's ``settings``
+    (pipeline/audit/mutants.py) build theirs from the same ``params``. A pair's ``settings``
     replace fields of ``params`` for that pair (DP-SGD's batch size and steps).
     """
 
@@ -137,20 +133,11 @@ def mechanism_audit(name: str) -> MechanismAudit:
 
 
 def load_mutants() -> tuple[Any, ...]:
-    """``MUTANTS`` of tests/audit/mutants.py (they live in the test tree, not in mechanisms/)."""
-    try:
-        module = importlib.import_module("tests.audit.mutants")
-    except ImportError:
-        path = Path(__file__).resolve().parents[2] / "tests" / "audit" / "mutants.py"
-        if not path.is_file():
-            raise RuntimeError(
-                f"include_mutants needs the test tree: {path} not found (run from a checkout)"
-            ) from None
-        spec = importlib.util.spec_from_file_location("_audit_mutants", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    return tuple(module.MUTANTS)
+    """``MUTANTS``: the deliberately broken variants (and the papers' calibrations) the audit
+    must catch (pipeline.audit.mutants; imported on demand, it imports the samplers)."""
+    from pipeline.audit.mutants import MUTANTS
+
+    return tuple(MUTANTS)
 
 
 def audit_variant(audit: MechanismAudit, variant: str, make_sampler: Callable[[Any], Any], *,

@@ -1,7 +1,7 @@
 """The privacy audit of every mechanism (pipeline.audit), at 95% confidence with seed 0.
 
 * every mechanism as implemented: eps_lb <= claimed epsilon on every decisive pair;
-* every mutant (tests/audit/mutants.py): eps_lb > claimed epsilon on some decisive pair, except
+* every mutant (pipeline/audit/mutants.py): eps_lb > claimed epsilon on some decisive pair, except
   the ones shown to be still within the claim exactly (``Mutant.undetectable``);
 * the audit is sound where the exact epsilon is known (d = 1 Gaussian and Laplace pairs,
   ExpMech): eps_lb never exceeds it;
@@ -20,7 +20,7 @@ import pytest
 from pipeline.audit import AUDITS, mechanism_audit
 from tests.audit.exact import (all_d1_replacements, exact_epsilon, expmech_exact_epsilon,
                                gaussian_epsilon)  # fmt: skip
-from tests.audit.mutants import MUTANTS
+from pipeline.audit.mutants import MUTANTS
 
 CAUGHT = [m for m in MUTANTS if not m.undetectable]
 #: Mutants shown within the claim by the exact epsilon of every d = 1 replacement; those of the

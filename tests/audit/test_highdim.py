@@ -5,7 +5,7 @@
 * the proven calibrations are never caught: eps_lb <= the claimed epsilon on every pair;
 * no variant's eps_lb exceeds the epsilon SPEC 10 proves for the noise it actually used (the
   proof is an upper bound; an audit above it would refute the proof);
-* the papers' calibrations: what the audit measures is reported (tests/audit/mutants.py says
+* the papers' calibrations: what the audit measures is reported (pipeline/audit/mutants.py says
   why they are not caught at these sizes).
 """
 
@@ -24,7 +24,7 @@ from pipeline.audit import mechanism_audit
 from pipeline.audit.highdim import (SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_lambda,
                                     sum_cut_pair)  # fmt: skip
 from pipeline.audit.samplers import AuditError
-from tests.audit.mutants import MUTANTS
+from pipeline.audit.mutants import MUTANTS
 
 RELEASES = 200
 

@@ -25,7 +25,7 @@ from oracles.enumerate import EnumerationOracle
 from oracles.objective import MergedRows
 from pipeline.audit.samplers import (AuditError, BatchedGenerator, DPSGDSampler, ExpMechSampler,
                                      GridArgminSampler, OPSampSampler)  # fmt: skip
-from tests.audit.mutants import (DPSGDNoClipping, OPDiscPlainEta, OPDiscSigmaThird,
+from pipeline.audit.mutants import (DPSGDNoClipping, OPDiscPlainEta, OPDiscSigmaThird,
                                  OPSampNoOutputNoise, RSPMDropSeparators, RSPMLaplaceQuarter,
                                  RSPMSigmaThird, expmech_without_half)  # fmt: skip
 

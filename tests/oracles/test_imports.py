@@ -36,3 +36,17 @@ def test_no_private_name_is_imported_across_modules(package):
            if module.split(".")[0] in PACKAGES for name in names
            if name.startswith("_") and not name.startswith("__")]  # fmt: skip
     assert bad == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_imports_go_one_way(package):
+    """oracles <- mechanisms <- pipeline, and nothing installed imports the test tree (the audit's
+    mutants live in pipeline/audit/mutants.py)."""
+    above = {"oracles": ("mechanisms", "pipeline"), "mechanisms": ("pipeline",), "pipeline": ()}
+    forbidden = above[package] + ("tests",)
+    bad = [(str(p.relative_to(REPO)), module) for p, module, _ in _imports(package)
+           if module.split(".")[0] in forbidden]  # fmt: skip
+    assert bad == []
+    loaded = [str(p.relative_to(REPO)) for p in (REPO / package).rglob("*.py")
+              if 'import_module("tests' in p.read_text()]  # fmt: skip
+    assert loaded == []

@@ -2,8 +2,9 @@
 
 Each mutant changes exactly one thing of the real mechanism (a subclass overriding one step,
 or the real function called with one wrong argument) and keeps the real mechanism's privacy
-claim, which it violates by a known factor. They live in the test tree, never in mechanisms/.
-``pipeline.audit.run_audit(..., include_mutants=True)`` loads ``MUTANTS`` from here.
+claim, which it violates by a known factor. They live beside the audit that must catch them,
+never in mechanisms/: ``pipeline.audit.run_audit(..., include_mutants=True)`` and the tests
+import ``MUTANTS`` from here.
 """
 
 from __future__ import annotations
