@@ -48,18 +48,22 @@ def _column(kind: str, name: str) -> str:
 #: What the run list shows first, in this order: the dataset and the model, the guarantee
 #: (proven epsilon, whether it holds, its calibration), the accuracies, the oracle certificate.
 RUN_LIST_COLUMNS = (
-    _column("attributes", "Dataset"), _column("attributes", "Models"),
+    "duration", _column("attributes", "Dataset"), _column("attributes", "Models"),
     _column("params", "privacy_epsilon"), _column("tags", "privacy_status"),
     _column("params", "calibration"), _column("metrics", "train_accuracy"),
     _column("metrics", "test_accuracy"), _column("tags", "oracle_certified"),
     _column("metrics", "oracle_max_gap"), _column("params", "target_epsilon"),
 )  # fmt: skip
 RUN_LIST_VIEW = {
-    "searchFilter": f"tags.role = '{CHILD_ROLE}'",  # the children, flat, not under their parent
-    "orderByKey": "attributes.start_time",
-    "orderByAsc": False,
+    "searchFilter": f"tags.role = '{CHILD_ROLE}'",  # the children, not their parent
+    # sorted by anything but the start time, the UI lists children flat, not folded under the
+    # parent; by name, each mechanism's runs are together
+    "orderByKey": "tags.`mlflow.runName`",
+    "orderByAsc": True,
     "selectedColumns": list(RUN_LIST_COLUMNS),
     "columnOrder": list(RUN_LIST_COLUMNS),
+    "columnWidths": {_column("attributes", "Dataset"): 240, _column("attributes", "Models"): 100,
+                     _column("params", "calibration"): 150},
 }
 
 

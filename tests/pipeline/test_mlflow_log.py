@@ -137,7 +137,7 @@ def test_the_run_list_shows_privacy_and_accuracy_not_every_detail(logged, tmp_pa
     assert view == RUN_LIST_VIEW
     fields = {"params": child.data.params, "metrics": child.data.metrics, "tags": child.data.tags}
     for column in view["selectedColumns"]:
-        kind, name = column.split(".", 1)
-        assert kind == "attributes" or name.strip("`") in fields[kind], column
-    assert view["selectedColumns"][2:4] == ["params.`privacy_epsilon`", "tags.`privacy_status`"]
+        kind, _, name = column.partition(".")
+        assert kind in ("attributes", "duration") or name.strip("`") in fields[kind], column
+    assert view["selectedColumns"][3:5] == ["params.`privacy_epsilon`", "tags.`privacy_status`"]
     assert tracker.view_url().endswith(f"runs?viewStateShareKey={VIEW_KEY}")
