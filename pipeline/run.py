@@ -160,6 +160,7 @@ def run_sweep_and_report(config: Config, output_dir: Path,
         probe_tracking_store(uri)
         # database and experiment exist before anything fans out
         tracker = SweepTracker(uri, config.tracking.experiment, output_dir / "mlartifacts")
+        tracker.use_datasets(config.dataset.name, train, test)  # each run's input, built once
         tracker.find_parent(sid)
         tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store
         done = tracker.finished_keys()
@@ -172,8 +173,8 @@ def run_sweep_and_report(config: Config, output_dir: Path,
         leaks = train.provenance.get("privacy_leak_warnings") or []
         if leaks:  # encoding choices read off the private data (pipeline.data.table), on record
             tracker.client.set_tag(parent, "privacy_leak_warnings", " | ".join(leaks)[:5000])
-        log.info("MLflow: %s, experiment %r, sweep run %s (sweep_id %s)",
-                 uri, config.tracking.experiment, parent, sid)  # fmt: skip
+        log.info("MLflow: %s, experiment %r, sweep run %s (sweep_id %s); its runs: %s",
+                 uri, config.tracking.experiment, parent, sid, tracker.view_url())  # fmt: skip
         failed: dict[str, str] = {}
         interrupted = False
         # SIGTERM (`ray job stop`, a scheduler's timeout) ends the sweep like Ctrl-C: with a

@@ -124,20 +124,30 @@ def run_one(
     config: Config, key: RunKey, train: Dataset, test: Dataset | None, **kwargs: Any
 ) -> tuple[dict[str, Any], Release]:
     """Run one (mechanism, epsilon, run index) and summarize it as a flat result row."""
+    started = time.time()  # when it ran (the clock), and for how long (the monotonic clock)
     start = time.perf_counter()
     release = run_release(config, key, train, **kwargs)
-    return result_row(key, release, train, test, time.perf_counter() - start), release
+    wall_seconds = time.perf_counter() - start
+    return result_row(key, release, train, test, wall_seconds, started=started), release
 
 
 def result_row(key: RunKey, release: Release, train: Dataset, test: Dataset | None,
-               wall_seconds: float) -> dict[str, Any]:  # fmt: skip
-    """One run summarized as a flat row of the results table."""
+               wall_seconds: float, started: float | None = None) -> dict[str, Any]:  # fmt: skip
+    """One run summarized as a flat row of the results table.
+
+    ``started``: when the run began (seconds since the epoch; default: ``wall_seconds`` ago).
+    """
     certificates = release.certificates
+    if started is None:
+        started = time.time() - wall_seconds
     return {
         "key": str(key),
         "mechanism": key.mechanism,
         "epsilon": key.epsilon,
         "run_index": key.run_index,
+        # milliseconds since the epoch, as MLflow records a run's start: its child run starts
+        # then and ends wall_seconds later (pipeline.tracking)
+        "start_time_ms": int(round(started * 1000)),
         # the guarantee proven for the noise used (SPEC section 10), not the grid's target
         "privacy_epsilon": release.privacy.epsilon,
         "privacy_delta": release.privacy.delta,

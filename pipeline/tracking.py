@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from mechanisms.base import Release
+from pipeline.data.record import Dataset
+from pipeline.run_record import child_fields, child_times, row_from_child
 
 FINISHED = "FINISHED"
 #: Seconds between a driver's heartbeats on its parent run, and after which a silent one is dead.
@@ -30,9 +32,6 @@ DRIVER_TTL = 120
 MAX_PARAM = 6000  # MLflow's limit on a parameter value
 #: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
 OPERATIONAL = frozenset({"max_oracle_calls"})
-#: The float fields of a result row logged as metrics of its child run.
-ROW_METRICS = ("train_accuracy", "test_accuracy", "wall_seconds", "oracle_seconds",
-               "oracle_max_gap")  # fmt: skip
 
 
 def default_tracking_uri(output_dir: Path) -> str:
@@ -92,6 +91,8 @@ class SweepTracker:
             self.experiment_id = found.experiment_id
         self.parent_id: str | None = None
         self._beat = 0.0
+        self._inputs: list = []  # the sweep's datasets (use_datasets)
+        self._feature_names: tuple[str, ...] = ()
 
     def find_parent(self, sid: str) -> str | None:
         """The parent run of the sweep ``sid`` if there is one; creates nothing."""
@@ -144,7 +145,12 @@ class SweepTracker:
         self.client.set_tag(self.parent_id, "driver_heartbeat", f"{now:.0f}")
 
     def start_parent(self, sweep_name: str, sid: str, resolved: dict[str, Any]) -> str:
-        """The parent run of this sweep: the existing one for the same sweep_id, else new."""
+        """The parent run of this sweep: the existing one for the same sweep_id, else new (with
+        the sweep's datasets as input). Stores the run list's view in the experiment."""
+        from pipeline.mlflow_log import RUN_LIST_VIEW, VIEW_KEY
+
+        self.client.set_experiment_tag(self.experiment_id, f"mlflow.sharedViewState.{VIEW_KEY}",
+                                       json.dumps(RUN_LIST_VIEW))  # fmt: skip
         if self.find_parent(sid) is not None:
             self.client.update_run(self.parent_id, status="RUNNING")
             for tag in ("outcome", "failure_reason"):  # this attempt's verdict is not known yet
@@ -160,7 +166,17 @@ class SweepTracker:
         flat: dict[str, Any] = {}
         _flatten("", resolved, flat)
         self._log_params(self.parent_id, flat)
+        if self._inputs:
+            self.client.log_inputs(self.parent_id, datasets=self._inputs)
         return self.parent_id
+
+    def view_url(self) -> str:
+        """The run list of this experiment in the MLflow UI, with the columns that matter first
+        (the server: the tracking URI's, else where ``mlflow ui`` serves by default)."""
+        from pipeline.mlflow_log import view_url
+
+        http = self.uri.startswith(("http://", "https://"))
+        return view_url(self.uri if http else "http://127.0.0.1:5000", self.experiment_id)
 
     def finished_keys(self) -> set[str]:
         """Keys with a FINISHED child; unfinished children are deleted (they will be redone)."""
@@ -179,49 +195,46 @@ class SweepTracker:
                 self.client.delete_run(child.info.run_id)
         return done
 
-    def log_child(self, row: dict[str, Any], release: Release, mechanism_cfg: dict[str, Any]) -> str:
-        """One child run, created and finished in one step."""
-        holds = bool(row["privacy_holds"])
-        backends = row.get("oracle_backends") or "none"
-        tags = {
-            "mlflow.parentRunId": self.parent_id,
-            "run_key": row["key"],
-            "mechanism": row["mechanism"],
-            "privacy_holds": "yes" if holds else "no",
-            "backend": backends,
-            "node": str(row.get("node", "")),
-        }
-        if row.get("oracle_fallbacks"):
-            tags["oracle_fallback"] = row["oracle_fallbacks"]
-        if "oracle_certified" in row:
-            tags["oracle_certified"] = "yes" if row["oracle_certified"] else "no"
-        if "privacy_status" in row:
-            tags["privacy_status"] = row["privacy_status"]
-        for name in ROW_METRICS:  # MLflow keeps no inf or nan metric: a tag keeps it ('inf')
-            if not math.isfinite(float(row[name])):
-                tags[f"nonfinite.{name}"] = repr(float(row[name]))
-        run = self.client.create_run(self.experiment_id, run_name=row["key"], tags=tags)
-        run_id = run.info.run_id
-        params = {f"config.{k}": v for k, v in mechanism_cfg.items()}
-        params.update(release.to_params())
-        # the grid's target; the guarantee is privacy_epsilon (proven for the noise used, SPEC 10)
-        params["target_epsilon"] = row["epsilon"]
-        params["run_index"] = row["run_index"]
+    def use_datasets(self, name: str, train: Dataset, test: Dataset | None) -> None:
+        """The sweep's data (built once, here, in the driver): the input of every run logged."""
+        from pipeline.mlflow_log import dataset_inputs
+
+        self._inputs = dataset_inputs(name, train, test)
+        self._feature_names = train.feature_names
+
+    def log_child(self, row: dict[str, Any], release: Release,
+                  mechanism_cfg: dict[str, Any]) -> str:  # fmt: skip
+        """One child run, created and finished in one step, timed as the run ran (not as logged):
+        the row (pipeline.run_record), its dataset as input, its classifier as the model
+        ``runs:/<id>/model``, the rest of the release in release.json (pipeline.mlflow_log)."""
+        import mlflow
+
+        from pipeline.mlflow_log import log_release_model, release_json
+
+        tags, params, metrics = child_fields(row, release, self.parent_id)
+        start, end = child_times(row)
+        run_id = self.client.create_run(self.experiment_id, start_time=start, tags=tags,
+                                        run_name=row["key"]).info.run_id  # fmt: skip
         self._log_params(run_id, params)
-        metrics = {k: float(v) for k, v in release.to_metrics().items()}
-        for name in ROW_METRICS:
-            value = float(row[name])
-            if math.isfinite(value):
-                metrics[name] = value
-        self._log_metrics(run_id, metrics)
-        self.client.set_terminated(run_id, status=FINISHED)
+        self._log_metrics(run_id, metrics, timestamp=end)
+        if self._inputs:
+            self.client.log_inputs(run_id, datasets=self._inputs)
+        self.client.log_text(run_id, release_json(release, mechanism_cfg), "release.json")
+        names = self._feature_names or [f"x{j}" for j in range(release.w.shape[-1])]
+        mlflow.set_tracking_uri(self.uri)  # where MLflow logs a model (one store per driver)
+        log_release_model(self.client, self.experiment_id, run_id, release, names)
+        self.client.set_terminated(run_id, status=FINISHED, end_time=end)
         return run_id
 
     def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
         """A run that failed for good, as a FAILED child with its reason (redone on resume)."""
+        from pipeline.mlflow_log import CHILD_ROLE
+
         run = self.client.create_run(self.experiment_id, run_name=key, tags={
-            "mlflow.parentRunId": self.parent_id, "run_key": key, "mechanism": mechanism,
-            "failure_reason": reason[:5000]})  # fmt: skip
+            "mlflow.parentRunId": self.parent_id, "role": CHILD_ROLE, "run_key": key,
+            "mechanism": mechanism, "failure_reason": reason[:5000]})  # fmt: skip
+        if self._inputs:
+            self.client.log_inputs(run.info.run_id, datasets=self._inputs)
         self.client.set_terminated(run.info.run_id, status="FAILED")
 
     def finish_parent(self, artifacts: Iterable[Path], metrics: dict[str, float],
@@ -241,12 +254,11 @@ class SweepTracker:
         for i in range(0, len(items), 100):
             self.client.log_batch(run_id, params=items[i:i + 100])
 
-    def _log_metrics(self, run_id: str, metrics: dict[str, float]) -> None:
-        import time
-
+    def _log_metrics(self, run_id: str, metrics: dict[str, float],
+                     timestamp: int | None = None) -> None:  # fmt: skip
         from mlflow.entities import Metric
 
-        now = int(time.time() * 1000)
+        now = timestamp or int(time.time() * 1000)
         items = [Metric(k, float(v), now, 0) for k, v in metrics.items() if math.isfinite(v)]
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i:i + 500])
@@ -256,10 +268,8 @@ def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
     """Result rows of the sweep's FINISHED children (the runs done before a resume), one per key.
 
     The inverse of ``SweepTracker.log_child``: a row logged there reads back the same, every key
-    with its type (tests/pipeline/test_tracking.py).
+    with its type (pipeline.run_record, tests/pipeline/test_tracking.py).
     """
-    from pipeline.tasks import privacy_status
-
     if tracker.parent_id is None:
         return []
     children = tracker.client.search_runs(
@@ -269,47 +279,9 @@ def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
     )
     rows, seen = [], set()
     for child in children:
-        if child.info.status != "FINISHED":
+        key = child.data.tags.get("run_key")
+        if child.info.status != "FINISHED" or key in seen:  # a duplicate of an older version
             continue
-        p, m, t = child.data.params, child.data.metrics, child.data.tags
-        if t.get("run_key") in seen:  # a duplicate left by an older version: count it once
-            continue
-        seen.add(t.get("run_key"))
-        calls = int(p.get("oracle_calls", 0))
-        certified = t.get("oracle_certified")
-        rows.append({
-            "key": t.get("run_key"), "mechanism": t.get("mechanism"),
-            "epsilon": float(p.get("target_epsilon", p.get("epsilon", "nan"))
-                             .replace("Infinity", "inf")),
-            "run_index": int(p.get("run_index", 0)),
-            "privacy_epsilon": float(p.get("privacy_epsilon", "nan").replace("Infinity", "inf")),
-            "privacy_delta": float(p.get("privacy_delta", "nan")),
-            "calibration": ("" if p.get("calibration") in (None, "None", "null")
-                            else p["calibration"]),
-            "privacy_holds": t.get("privacy_holds") == "yes",
-            "privacy_reason": p.get("privacy_reason", ""),
-            "train_accuracy": _metric(m, t, "train_accuracy", math.nan),
-            "test_accuracy": _metric(m, t, "test_accuracy", math.nan),
-            "wall_seconds": _metric(m, t, "wall_seconds", math.nan),
-            "oracle_seconds": _metric(m, t, "oracle_seconds", 0.0),
-            "oracle_calls": calls,
-            "oracle_max_gap": _metric(m, t, "oracle_max_gap", 0.0),
-            # log_child tags a run without an oracle backend 'none'
-            "oracle_backends": "" if t.get("backend") == "none" else t.get("backend", ""),
-            "oracle_fallbacks": t.get("oracle_fallback", ""),
-            "node": t.get("node", ""),
-            # children logged before these tags existed: read them off the metrics
-            "oracle_certified": (certified == "yes" if certified is not None else
-                                 calls == 0 or m.get("oracle_certified_fraction") == 1.0),
-            "privacy_status": t.get("privacy_status") or privacy_status(
-                t.get("mechanism", ""), t.get("privacy_holds") == "yes"),
-        })  # fmt: skip
+        seen.add(key)
+        rows.append(row_from_child(child))
     return rows
-
-
-def _metric(metrics: dict[str, float], tags: dict[str, str], name: str, default: float) -> float:
-    """A row's float as logged: the metric, else its non-finite value's tag, else ``default``
-    (children logged before the tag existed)."""
-    if name in metrics:
-        return float(metrics[name])
-    return float(tags.get(f"nonfinite.{name}", default))

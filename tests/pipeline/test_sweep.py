@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import secrets
 import signal
@@ -109,7 +110,9 @@ def test_smoke_sweep_against_a_real_mlflow_server(mlflow_server, tmp_path):
     assert opdisc.data.params["noise.sigma"] and float(opdisc.data.params["target_epsilon"]) == 1.0
     assert float(opdisc.data.params["privacy_epsilon"]) == 1.0  # proven calibration (SPEC 10.1)
     assert opdisc.data.params["calibration"] == "proven"
-    assert opdisc.data.params["config.tau"] == "1.0"
+    client.download_artifacts(opdisc.info.run_id, "release.json", str(tmp_path))
+    release = json.loads((tmp_path / "release.json").read_text())
+    assert release["mechanism_config"]["tau"] == 1.0  # the details: release.json, not params
     assert 0.0 <= opdisc.data.metrics["train_accuracy"] <= 1.0
     assert "wall_seconds" in opdisc.data.metrics and "oracle_seconds" in opdisc.data.metrics
     assert opdisc.data.tags["privacy_holds"] == "yes" and opdisc.data.tags["backend"] == "highs"

@@ -1,0 +1,163 @@
+"""What a run holds in MLflow beside its result row: its dataset, its model, release.json, a view.
+
+* The dataset, as an MLflow dataset (``mlflow.data``, with its digest): built once per sweep by
+  the driver (``dataset_inputs``) and logged as the input of the parent run and of every child
+  (context ``train``, and ``test`` when there is a test set), so the run list's Dataset column
+  says what each run was trained on.
+* The released linear model, as an MLflow model with a signature (the dataset's feature names
+  in, the label out): ``mlflow.pyfunc.load_model(f"runs:/{run_id}/model")`` predicts exactly
+  ``Release.predict``'s labels (pipeline.mlflow_model). No input example: an example row would
+  publish a row of the private data.
+* ``release.json``: the record nobody sorts by (the mechanism's config and parameters, the
+  privacy claim's provenance, every oracle certificate), kept out of the run list's columns.
+* The run list's view (``RUN_LIST_VIEW``): the columns a reviewer wants first, stored as a
+  shared view of the experiment and opened by ``view_url``.
+
+Used by pipeline.tracking only; nothing here runs outside the driver.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from mechanisms.base import Release
+from pipeline.data.record import Dataset
+
+#: The model's name in its run: ``runs:/<run_id>/model``.
+MODEL_NAME = "model"
+MODEL_CODE = Path(__file__).with_name("mlflow_model.py")
+LABEL = "label"
+#: The key of the run list's shared view (``?viewStateShareKey=`` in the UI's URL).
+VIEW_KEY = "privacy-accuracy"
+#: The child runs' tag that the view filters on (the parent run is tagged ``role = sweep``).
+CHILD_ROLE = "run"
+
+
+def _column(kind: str, name: str) -> str:
+    return f"{kind}.`{name}`"  # the UI's column id
+
+
+#: What the run list shows first, in this order: the dataset and the model, the guarantee
+#: (proven epsilon, whether it holds, its calibration), the accuracies, the oracle certificate.
+RUN_LIST_COLUMNS = (
+    "duration", _column("attributes", "Dataset"), _column("attributes", "Models"),
+    _column("params", "privacy_epsilon"), _column("tags", "privacy_status"),
+    _column("params", "calibration"), _column("metrics", "train_accuracy"),
+    _column("metrics", "test_accuracy"), _column("tags", "oracle_certified"),
+    _column("metrics", "oracle_max_gap"), _column("params", "target_epsilon"),
+)  # fmt: skip
+RUN_LIST_VIEW = {
+    "searchFilter": f"tags.role = '{CHILD_ROLE}'",  # the children, not their parent
+    # sorted by anything but the start time, the UI lists children flat, not folded under the
+    # parent; by name, each mechanism's runs are together
+    "orderByKey": "tags.`mlflow.runName`",
+    "orderByAsc": True,
+    "selectedColumns": list(RUN_LIST_COLUMNS),
+    "columnOrder": list(RUN_LIST_COLUMNS),
+    "columnWidths": {_column("attributes", "Dataset"): 240, _column("attributes", "Models"): 100,
+                     _column("params", "calibration"): 150},
+}
+
+
+def view_url(server: str, experiment_id: str) -> str:
+    """The run list of ``experiment_id`` on the MLflow UI at ``server``, in RUN_LIST_VIEW."""
+    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}"
+
+
+def _source(provenance: Mapping[str, Any]):
+    """Where the data came from, as an MLflow dataset source: its files, else its generator."""
+    from mlflow.data.code_dataset_source import CodeDatasetSource
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+
+    where = str(provenance.get("directory") or provenance.get("source") or "")
+    if where and (re.match(r"https?://", where) or Path(where).exists()):
+        uri = where if "://" in where else Path(where).resolve().as_uri()
+        with warnings.catch_warnings():  # MLflow registers two local sources, the same class
+            warnings.filterwarnings("ignore", ".*can be interpreted in multiple ways", UserWarning)
+            return resolve_dataset_source(uri)
+    scalars = {k: v for k, v in provenance.items() if isinstance(v, (str, int, float, bool))}
+    return CodeDatasetSource(tags=scalars)
+
+
+def _mlflow_dataset(name: str, data: Dataset):
+    """``data`` (features and label) as an MLflow dataset named ``name``, with its digest."""
+    import mlflow.data
+
+    frame = pd.DataFrame(data.features, columns=list(data.feature_names))
+    frame[LABEL] = data.labels.astype(np.int64)
+    return mlflow.data.from_pandas(frame, source=_source(data.provenance), name=name,
+                                   targets=LABEL)  # fmt: skip
+
+
+def dataset_inputs(name: str, train: Dataset, test: Dataset | None) -> list:
+    """The run inputs that say what a run was trained (context ``train``) and tested on."""
+    from mlflow.entities import DatasetInput, InputTag
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+    splits = {"train": train} if test is None else {"train": train, "test": test}
+    with warnings.catch_warnings():  # the label column holds integers, never missing
+        warnings.filterwarnings("ignore", ".*integer column", UserWarning)
+        return [DatasetInput(_mlflow_dataset(name, data)._to_mlflow_entity(),
+                             [InputTag(MLFLOW_DATASET_CONTEXT, context)])
+                for context, data in splits.items()]  # fmt: skip
+
+
+def model_signature(feature_names: Sequence[str]):
+    """The feature columns (float) in, the label (+1 or -1) out."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    inputs = Schema([ColSpec("double", name) for name in feature_names])
+    return ModelSignature(inputs=inputs, outputs=Schema([ColSpec("long", LABEL)]))
+
+
+def log_release_model(client, experiment_id: str, run_id: str, release: Release,
+                      feature_names: Sequence[str]) -> str:  # fmt: skip
+    """Log ``release``'s classifier as the model of run ``run_id``; returns its model id."""
+    import mlflow
+    from mlflow.entities import LoggedModelStatus
+    from mlflow.models import Model
+
+    claim = release.privacy
+    model = client.create_logged_model(
+        experiment_id, name=MODEL_NAME, source_run_id=run_id, model_type="linear threshold",
+        params={"mechanism": release.mechanism, "privacy_epsilon": str(claim.epsilon),
+                "privacy_delta": str(claim.delta), "privacy_holds": str(claim.holds),
+                "margin": str(release.margin)},
+    )  # fmt: skip
+    classifier = {"feature_names": list(feature_names), "w": [float(v) for v in release.w],
+                  "margin": float(release.margin)}  # fmt: skip
+    requirements = [f"mlflow=={mlflow.__version__}", f"numpy=={np.__version__}",
+                    f"pandas=={pd.__version__}"]  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        # not model_config: MLflow would copy it into the run's params
+        path = Path(tmp) / "classifier.json"
+        path.write_text(json.dumps(classifier))
+        # no input example, on purpose: it would publish a private row
+        warnings.filterwarnings("ignore", ".*input example", UserWarning)
+        Model.log(artifact_path=None, name=MODEL_NAME, flavor=mlflow.pyfunc, run_id=run_id,
+                  model_id=model.model_id, python_model=str(MODEL_CODE),
+                  artifacts={"classifier": str(path)}, signature=model_signature(feature_names),
+                  pip_requirements=requirements)  # fmt: skip
+    client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
+    return model.model_id
+
+
+def release_json(release: Release, mechanism_cfg: Mapping[str, Any]) -> str:
+    """release.json: what was run and everything the release rests on, in full."""
+    record = {"mechanism_config": dict(mechanism_cfg), "release": release.to_params(),
+              "metrics": release.to_metrics(), "w": release.w.tolist(),
+              "certificates": [c.to_params() for c in release.certificates]}  # fmt: skip
+    return json.dumps(record, indent=1, default=_json_value)
+
+
+def _json_value(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else str(value)

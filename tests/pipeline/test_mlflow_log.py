@@ -1,0 +1,143 @@
+"""What a child run holds beside its row: dataset, model, release.json, timing, the run list's view.
+
+One sqlite store per module (creating one costs seconds); every test reads the same logged runs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mechanisms.base import PrivacyClaim, Release
+from oracles.base import Certificate, Status
+from pipeline.data.record import Dataset
+from pipeline.mlflow_log import RUN_LIST_VIEW, VIEW_KEY
+from pipeline.tasks import RunKey, result_row
+from pipeline.tracking import SweepTracker, rows_from_mlflow
+
+MARGIN = 0.25
+NAMES = ("age", "hours", "sex=male")
+
+
+def _dataset(n: int, seed: int) -> Dataset:
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 4, size=(n, 3)) / 4.0  # many scores land exactly on the margin
+    y = rng.choice([-1, 1], size=n)
+    return Dataset(X, y, NAMES, {"source": "a test", "seed": seed})
+
+
+def _release() -> Release:
+    claim = PrivacyClaim(0.5, 1e-6, True, "certified", calibration="proven")
+    certificate = Certificate(Status.OPTIMAL, 3.0, 3.0, 0.01, "highs")
+    return Release("opdisc", np.array([0.5, -0.25, 0.25]), claim, noise={"sigma": 2.0},
+                   params={"tau": 1.0}, certificates=(certificate,), margin=MARGIN)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    """A sweep of one child run, logged as the driver does; what the test needs to check it."""
+    path = tmp_path_factory.mktemp("mlflow")
+    train, test = _dataset(40, 0), _dataset(30, 1)
+    tracker = SweepTracker(f"sqlite:///{path / 'mlflow.db'}", "child", path / "art")
+    tracker.use_datasets("toy", train, test)
+    tracker.start_parent("test", "sid", {"sweep": {"name": "test"}})
+    release = _release()
+    row = result_row(RunKey("opdisc", 0.5, 0), release, train, test, wall_seconds=2.5)
+    before = time.time()
+    run_id = tracker.log_child(row, release, {"name": "opdisc", "tau": 1.0})
+    seconds = time.time() - before
+    return {"tracker": tracker, "run_id": run_id, "row": row, "release": release,
+            "train": train, "test": test, "logged_at": before, "log_seconds": seconds}  # fmt: skip
+
+
+def test_the_dataset_is_the_input_of_the_child_and_of_the_parent(logged):
+    tracker = logged["tracker"]
+    for run_id in (logged["run_id"], tracker.parent_id):
+        inputs = tracker.client.get_run(run_id).inputs.dataset_inputs
+        by_context = {i.tags[0].value: i.dataset for i in inputs}
+        assert set(by_context) == {"train", "test"}
+        assert all(d.name == "toy" and len(d.digest) >= 8 for d in by_context.values())
+        assert by_context["train"].digest != by_context["test"].digest
+        assert json.loads(by_context["train"].profile)["num_rows"] == 40
+
+
+def test_the_model_predicts_the_labels_of_the_release_at_the_margin_too(logged):
+    import mlflow.pyfunc
+
+    mlflow.set_tracking_uri(logged["tracker"].uri)  # another test's tracker may have set another
+    release, train = logged["release"], logged["train"]
+    model = mlflow.pyfunc.load_model(f"runs:/{logged['run_id']}/model")
+    X = np.vstack([train.features, [[0.5, 0.0, 0.0], [0.5, 1.0, 0.5], [0.25, 0.0, 0.5]]])
+    on_margin = np.isclose(X @ release.w, MARGIN, rtol=0, atol=1e-12)
+    assert on_margin.sum() >= 3  # rows exactly at the margin are +1 (SPEC section 2)
+    frame = pd.DataFrame(X, columns=list(NAMES))
+    labels = np.asarray(model.predict(frame))
+    np.testing.assert_array_equal(labels, release.predict(X))
+    assert (labels[on_margin] == 1).all()
+
+
+def test_the_model_signature_is_the_feature_names_in_and_the_label_out(logged):
+    import mlflow
+    from mlflow.models import get_model_info
+
+    mlflow.set_tracking_uri(logged["tracker"].uri)
+    signature = get_model_info(f"runs:/{logged['run_id']}/model").signature
+    assert [(c.name, c.type.name) for c in signature.inputs.inputs] == [
+        (name, "double") for name in NAMES]
+    assert [(c.name, c.type.name) for c in signature.outputs.inputs] == [("label", "long")]
+
+
+def test_the_run_lasts_its_wall_time_not_its_logging_time(logged):
+    info = logged["tracker"].client.get_run(logged["run_id"]).info
+    row = logged["row"]
+    assert info.start_time == row["start_time_ms"]
+    assert abs((info.end_time - info.start_time) / 1000 - row["wall_seconds"]) < 0.002
+    # the run ended before its logging began (result_row's default start: wall_seconds ago)
+    assert info.end_time <= logged["logged_at"] * 1000 + 2
+
+
+def test_run_one_records_when_the_run_started_and_its_duration(monkeypatch, tmp_path):
+    import pipeline.tasks
+
+    def slow_release(config, key, train, **kwargs):
+        time.sleep(0.3)
+        return _release()
+
+    monkeypatch.setattr(pipeline.tasks, "run_release", slow_release)
+    before = time.time()
+    row, release = pipeline.tasks.run_one(None, RunKey("opdisc", 0.5, 1), _dataset(10, 2), None)
+    assert before * 1000 - 1 <= row["start_time_ms"] <= before * 1000 + 50
+    assert 0.3 <= row["wall_seconds"] < 0.4
+    tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "timing", tmp_path / "art")
+    tracker.start_parent("test", "sid", {})
+    time.sleep(0.2)  # logged later than the run ended: the record must not say so
+    info = tracker.client.get_run(tracker.log_child(row, release, {})).info
+    assert abs((info.end_time - info.start_time) / 1000 - row["wall_seconds"]) < 0.002
+    (back,) = rows_from_mlflow(tracker)
+    assert back["start_time_ms"] == row["start_time_ms"]
+
+
+def test_the_run_list_shows_privacy_and_accuracy_not_every_detail(logged, tmp_path):
+    tracker = logged["tracker"]
+    child = tracker.client.get_run(logged["run_id"])
+    assert not [k for k in child.data.params if k.startswith(("config.", "param."))]
+    assert len(child.data.params) <= 8
+    path = tracker.client.download_artifacts(logged["run_id"], "release.json", str(tmp_path))
+    with open(path) as f:
+        record = json.load(f)
+    assert record["mechanism_config"] == {"name": "opdisc", "tau": 1.0}
+    assert record["release"]["param.tau"] == 1.0 and record["certificates"][0]["certified"]
+    # the shared view names columns that the child run has, in the order a reviewer reads them
+    experiment = tracker.client.get_experiment(tracker.experiment_id)
+    view = json.loads(experiment.tags[f"mlflow.sharedViewState.{VIEW_KEY}"])
+    assert view == RUN_LIST_VIEW
+    fields = {"params": child.data.params, "metrics": child.data.metrics, "tags": child.data.tags}
+    for column in view["selectedColumns"]:
+        kind, _, name = column.partition(".")
+        assert kind in ("attributes", "duration") or name.strip("`") in fields[kind], column
+    assert view["selectedColumns"][3:5] == ["params.`privacy_epsilon`", "tags.`privacy_status`"]
+    assert tracker.view_url().endswith(f"runs?viewStateShareKey={VIEW_KEY}")
