@@ -192,6 +192,12 @@ class FakeTracker:
     def check_no_live_driver(self) -> None:
         pass
 
+    def use_datasets(self, name, train, test) -> None:
+        self.store.events.append("use_datasets")
+
+    def view_url(self) -> str:
+        return "http://127.0.0.1:5000/#/experiments/1/runs"
+
     def finished_keys(self) -> set[str]:
         return {row["key"] for row in self.store.rows}
 
@@ -291,7 +297,8 @@ def test_a_complete_sweep_finishes_its_parent_with_its_counts(services, tmp_path
     assert parent["metrics"] == {"runs": 5.0, "runs_requested": 5.0, "runs_failed": 0.0,
                                  "private_runs_not_certified": 0.0}  # fmt: skip
     assert parent["artifacts"] == [tmp_path / "summary.md"]
-    assert services.events == ["init_ray", "start_parent"]  # Ray is up before the parent exists
+    # the dataset inputs are built first; Ray is up before the parent exists
+    assert services.events == ["use_datasets", "init_ray", "start_parent"]
     assert result["status"] == "complete" and result["reason"] == ""
     assert result["runs"] == result["runs_requested"] == 5 and result["missing"] == []
     assert result["parent_run_id"] == "parent-1"
