@@ -23,6 +23,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 
 from mechanisms.base import PrivacyClaim, Release, check_rng
+from oracles.checks import check_int, check_real
 from oracles.objective import DEFAULT_MARGIN, check_data
 
 NON_PRIVATE = "non-private reference (SPEC section 7)"
@@ -38,18 +39,10 @@ class LogisticParams:
     margin: float = DEFAULT_MARGIN
 
     def __post_init__(self) -> None:
-        for name in ("l2", "tol", "margin"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
-                                                                  np.floating)):  # fmt: skip
-                raise TypeError(f"{name} must be a real number, found {value!r}")
-            if not math.isfinite(value) or value < 0 or (name != "l2" and value == 0):
-                bound = ">= 0" if name == "l2" else "> 0"
-                raise ValueError(f"{name} must be finite and {bound}, found {value!r}")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)):
-            raise TypeError(f"max_iter must be an integer, found {self.max_iter!r}")
-        if self.max_iter < 1:
-            raise ValueError(f"max_iter must be >= 1, found {self.max_iter!r}")
+        check_real("l2", self.l2, ">= 0")
+        check_real("tol", self.tol)
+        check_real("margin", self.margin)
+        check_int("max_iter", self.max_iter)
 
 
 def logistic_loss(w: np.ndarray, X: np.ndarray, y: np.ndarray, l2: float = 0.0) -> float:

@@ -28,7 +28,7 @@ from mechanisms.base import PrivacyClaim, Release, Secret
 from mechanisms.calibration import (
     check_calibration, opdisc_epsilon, opdisc_sigma, opdisc_sigma_paper,
 )  # fmt: skip
-from oracles.checks import check_epsilon_delta
+from oracles.checks import check_epsilon_delta, check_real
 from oracles.base import IntegerGrid, Problem, Solution
 from mechanisms.runner import exact_argmin_release
 from oracles.objective import DEFAULT_MARGIN, MergedRows
@@ -60,8 +60,7 @@ class OPDiscParams:
     def __post_init__(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
         check_calibration(self.calibration)
-        if not (math.isfinite(self.tau) and self.tau > 0):
-            raise ValueError(f"tau must be finite and > 0, found {self.tau!r}")
+        check_real("tau", self.tau)
         for name in ("B", "D"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0):

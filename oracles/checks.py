@@ -35,12 +35,16 @@ def is_real(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, _REAL)
 
 
-def check_real(name: str, value: Any, *, positive: bool = True) -> None:
-    """A finite real ``value`` (> 0 when ``positive``), else TypeError / ValueError naming it."""
+_BOUNDS = {"> 0": lambda v: v > 0, ">= 0": lambda v: v >= 0, "": lambda v: True}
+
+
+def check_real(name: str, value: Any, bound: str = "> 0") -> None:
+    """A finite real ``value`` within ``bound`` ("> 0", ">= 0" or "" for any), else TypeError /
+    ValueError naming ``name``."""
     if not is_real(value):
         raise TypeError(f"{name} must be a real number, found {value!r}")
-    if not math.isfinite(value) or (positive and not value > 0):
-        raise ValueError(f"{name} must be finite{' and > 0' if positive else ''}, "
+    if not (math.isfinite(value) and _BOUNDS[bound](value)):
+        raise ValueError(f"{name} must be finite{' and ' + bound if bound else ''}, "
                          f"found {value!r}")  # fmt: skip
 
 

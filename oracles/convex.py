@@ -45,6 +45,7 @@ from scipy.special import expit
 from oracles.base import (
     Box, Certificate, DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Solution, Status,
 )  # fmt: skip
+from oracles.checks import check_int, check_real
 from oracles.objective import MergedRows, check_data
 
 LOSSES = ("logistic", "hinge")
@@ -235,20 +236,9 @@ class ConvexOracle:
     def __post_init__(self) -> None:
         _check_loss(self.loss)
         for field_name in ("tol", "time_limit"):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
-                                                                  np.floating)):  # fmt: skip
-                raise TypeError(f"{field_name} must be a real number, found {value!r}")
-        if not (math.isfinite(self.tol) and self.tol > 0):
-            raise ValueError(f"tol must be finite and > 0, found {self.tol!r}")
-        if not (math.isfinite(self.time_limit) and self.time_limit > 0):
-            raise ValueError(f"time_limit must be finite and > 0, found {self.time_limit!r}")
+            check_real(field_name, getattr(self, field_name))
         for field_name in ("max_iter", "threads"):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{field_name} must be an integer, found {value!r}")
-            if value < 1:
-                raise ValueError(f"{field_name} must be >= 1, found {value!r}")
+            check_int(field_name, getattr(self, field_name))
 
     def solve_convex(
         self, X: Any, y: Any, sigma: Any, box: Box, *, scale: float | None = None

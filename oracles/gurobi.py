@@ -27,6 +27,7 @@ import numpy as np
 from oracles.base import (
     DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Problem, Solution, Status, certify,
 )  # fmt: skip
+from oracles.checks import check_real
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
@@ -119,8 +120,7 @@ class GurobiOracle:
 
     def __post_init__(self) -> None:
         check_solver_options(self.time_limit, self.threads, self.strict_eps)
-        if not (math.isfinite(self.mip_abs_gap) and self.mip_abs_gap > 0):
-            raise ValueError(f"mip_abs_gap must be finite and > 0, found {self.mip_abs_gap!r}")
+        check_real("mip_abs_gap", self.mip_abs_gap)
         if self.feasibility_tol is not None and not (1e-9 <= self.feasibility_tol <= 1e-2):
             raise ValueError(
                 f"feasibility_tol must be in Gurobi's range [1e-9, 1e-2], "

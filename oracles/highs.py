@@ -30,6 +30,7 @@ import numpy as np
 from oracles.base import (
     DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Problem, Solution, Status, certify,
 )  # fmt: skip
+from oracles.checks import check_real
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
@@ -109,8 +110,7 @@ class HighsOracle:
             value = getattr(self, field_name)
             if value is None and field_name == "feasibility_tol":
                 continue
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{field_name} must be finite and > 0, found {value!r}")
+            check_real(field_name, value)
 
     def solve(self, problem: Problem) -> Solution:
         start = time.perf_counter()

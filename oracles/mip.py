@@ -73,6 +73,7 @@ import scipy.sparse
 
 from oracles.objective import exact_positive
 from oracles.base import Box, IntegerGrid, OracleError, Problem, Status
+from oracles.checks import check_int, check_real
 from oracles.margin_band import (
     MAX_BAND_ROUNDS,
     BandCut,
@@ -133,17 +134,9 @@ def feasibility_tol_for(problem: Problem, override: float | None = None) -> floa
 
 def check_solver_options(time_limit: float, threads: int, strict_eps: float) -> None:
     """The one validation of the options every MIP backend takes; messages quote the value."""
-    for name, value in (("time_limit", time_limit), ("strict_eps", strict_eps)):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{name} must be a real number, found {value!r}")
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
-        raise TypeError(f"threads must be an integer, found {threads!r}")
-    if not (math.isfinite(time_limit) and time_limit > 0):
-        raise ValueError(f"time_limit must be finite and > 0 seconds, found {time_limit!r}")
-    if threads < 1:
-        raise ValueError(f"threads must be >= 1, found {threads!r}")
-    if not (math.isfinite(strict_eps) and strict_eps > 0):
-        raise ValueError(f"strict_eps must be finite and > 0, found {strict_eps!r}")
+    check_real("time_limit", time_limit)
+    check_int("threads", threads)
+    check_real("strict_eps", strict_eps)
 
 
 def attainable_square_sums(d: int, bound: int, cap: int) -> np.ndarray:
