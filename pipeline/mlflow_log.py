@@ -18,7 +18,9 @@ Used by pipeline.tracking only; nothing here runs outside the driver.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import tempfile
 import warnings
@@ -137,7 +139,8 @@ def log_release_model(client, experiment_id: str, run_id: str, release: Release,
                   "margin": float(release.margin)}  # fmt: skip
     requirements = [f"mlflow=={mlflow.__version__}", f"numpy=={np.__version__}",
                     f"pandas=={pd.__version__}"]  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+    with tempfile.TemporaryDirectory() as tmp, _working_directory(tmp), \
+            warnings.catch_warnings():  # fmt: skip
         # not model_config: MLflow would copy it into the run's params
         path = Path(tmp) / "classifier.json"
         path.write_text(json.dumps(classifier))
@@ -149,6 +152,31 @@ def log_release_model(client, experiment_id: str, run_id: str, release: Release,
                   pip_requirements=requirements)  # fmt: skip
     client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
     return model.model_id
+
+
+@contextlib.contextmanager
+def _working_directory(path: str):
+    """Run in ``path``, then return to the working directory, by its path.
+
+    MLflow's model saving reads the working directory (``Path.cwd()``). Under ``ray job submit``
+    the driver's directory is the job's copy of the working directory, which a node joining on
+    the same machine extracts again while the driver runs: the old directory is gone and
+    ``os.getcwd()`` fails. Its path is there again, so the driver goes back to it by name, else
+    to the system's temporary directory.
+    """
+    before = os.environ.get("PWD")
+    try:
+        before = os.getcwd()
+    except FileNotFoundError:
+        pass
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        try:
+            os.chdir(before or tempfile.gettempdir())
+        except OSError:
+            os.chdir(tempfile.gettempdir())
 
 
 def release_json(release: Release, mechanism_cfg: Mapping[str, Any]) -> str:

@@ -141,3 +141,23 @@ def test_the_run_list_shows_privacy_and_accuracy_not_every_detail(logged, tmp_pa
         assert kind in ("attributes", "duration") or name.strip("`") in fields[kind], column
     assert view["selectedColumns"][3:5] == ["params.`privacy_epsilon`", "tags.`privacy_status`"]
     assert tracker.view_url().endswith(f"runs?viewStateShareKey={VIEW_KEY}")
+
+
+def test_a_model_is_logged_when_the_working_directory_was_replaced(logged, tmp_path, monkeypatch):
+    """Under `ray job submit` on one machine a joining node extracts the job's directory again:
+    the driver's working directory is gone (os.getcwd() fails) though its path exists again."""
+    import os
+
+    tracker, release, row = logged["tracker"], logged["release"], dict(logged["row"])
+    job = tmp_path / "job"
+    job.mkdir()
+    monkeypatch.chdir(job)
+    monkeypatch.setenv("PWD", str(job))
+    job.rmdir()  # the driver's directory, removed under it
+    job.mkdir()  # ... and extracted again at the same path
+    with pytest.raises(FileNotFoundError):
+        os.getcwd()
+    row["key"] = "opdisc/eps=0.5/run=1"
+    run_id = tracker.log_child(row, release, {"name": "opdisc", "tau": 1.0})
+    assert tracker.client.get_run(run_id).info.status == "FINISHED"
+    assert os.getcwd() == str(job)  # back at the job's directory, by its path
