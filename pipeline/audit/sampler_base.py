@@ -1,0 +1,92 @@
+"""What the audit's release samplers share (pipeline.audit.samplers re-exports it): the
+``ReleaseSampler`` protocol, the ``AuditError`` a sampler raises when it cannot run a mechanism
+faithfully, ``FunctionSampler`` (any function as a sampler), ``BatchedGenerator`` (a batch of
+every noise draw, for the mechanisms' own ``draw_noise``) and ``noise_scalars``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from mechanisms.base import noise_parameters
+
+
+class AuditError(RuntimeError):
+    """The audit cannot run this mechanism faithfully (an assumption of a sampler fails)."""
+
+
+class ReleaseSampler(Protocol):
+    """Draws ``size`` independent releases of one mechanism on (X, y)."""
+
+    kind: str  # "discrete" or "continuous"
+
+    def sample(self, X: np.ndarray, y: np.ndarray, size: int,
+               rng: np.random.Generator) -> np.ndarray: ...  # fmt: skip
+
+    # discrete samplers also offer grid(d) -> (k, d): the point of each cell index
+
+
+@dataclass(frozen=True)
+class FunctionSampler:
+    """Any ``function(X, y, size, rng) -> outputs`` as a sampler; discrete outputs are cell
+    indices into ``grid_function(d)``."""
+
+    function: Callable[..., np.ndarray]
+    kind: str = "continuous"
+    grid_function: Callable[[int], np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("discrete", "continuous"):
+            raise ValueError(f"kind must be 'discrete' or 'continuous', found {self.kind!r}")
+        if self.kind == "discrete" and self.grid_function is None:
+            raise ValueError("a discrete FunctionSampler needs grid_function")
+
+    def sample(self, X, y, size, rng) -> np.ndarray:
+        return np.asarray(self.function(X, y, size, rng))
+
+    def grid(self, d: int) -> np.ndarray:
+        return self.grid_function(d)
+
+
+# --- batched noise ------------------------------------------------------------------------------
+
+
+class BatchedGenerator:
+    """A stand-in for ``numpy.random.Generator`` that draws ``batch`` copies of every draw.
+
+    ``rng.normal(0, s, size=k)`` becomes ``rng.normal(0, s, size=(batch, k))``: the same numbers,
+    in the same order, as ``batch`` sequential calls when the mechanism draws once per run
+    (OPDisc, RSPM); with several draws per run (OPSamp) the stream order differs but the
+    distribution is the same. Only the distributions the mechanisms use are offered.
+    """
+
+    _METHODS = ("normal", "laplace", "exponential", "standard_normal", "random", "uniform")
+
+    def __init__(self, rng: np.random.Generator, batch: int) -> None:
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, found {type(rng)}")
+        self._rng, self.batch = rng, int(batch)
+
+    def __getattr__(self, name: str):
+        if name not in self._METHODS:
+            raise AttributeError(f"BatchedGenerator does not offer {name!r} (only "
+                                 f"{', '.join(self._METHODS)})")  # fmt: skip
+        method = getattr(self._rng, name)
+
+        def draw(*args: Any, size: Any = None, **kwargs: Any) -> np.ndarray:
+            shape = () if size is None else tuple(np.atleast_1d(size).tolist())
+            return method(*args, size=(self.batch, *shape), **kwargs)
+
+        return draw
+
+
+def noise_scalars(noise: dict[str, Any]) -> dict[str, Any]:
+    """The noise parameters without the draws (``Secret``), to rebuild a noise dict around one."""
+    return noise_parameters(noise)
+
+
+__all__ = [
+    "AuditError", "BatchedGenerator", "FunctionSampler", "ReleaseSampler", "noise_scalars",
+]  # fmt: skip

@@ -1,0 +1,198 @@
+"""Checking and encoding a table for ``pipeline.data.table``: the column checks, the labels in
+{-1, +1}, and the one-hot and [0, 1] encoding fitted on the training rows (with a
+``PrivacyLeakWarning`` for each choice read off the data)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from mechanisms.base import PrivacyLeakWarning
+from pipeline.data.record import DataError
+from pipeline.data.table_reading import Raw
+
+
+def _as_text(values: pd.Series) -> np.ndarray:
+    """Cell values as stripped strings (labels and categories are compared as text)."""
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values.tolist()):
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            v = int(v)  # a float column read from Parquet: 1.0 and "1" are the same level
+        out[i] = str(v).strip()
+    return out
+
+
+def _missing_mask(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    mask = frame[list(columns)].isna().to_numpy()
+    texts = frame[list(columns)].to_numpy(dtype=object)
+    blank = np.vectorize(lambda v: isinstance(v, str) and v.strip() == "", otypes=[bool])(texts)
+    return mask | blank if texts.size else mask
+
+
+def numeric_values(raw: Raw, column: str, rows: np.ndarray) -> np.ndarray:
+    series = raw.frame[column].iloc[rows]
+    if pd.api.types.is_bool_dtype(series):
+        return series.to_numpy(dtype=float)
+    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        i = int(rows[bad[0]])
+        raise DataError(
+            f"{raw.row(i)}: numeric column {column!r} must hold finite numbers, found "
+            f"{raw.frame[column].iloc[i]!r} ({len(bad)} such rows); list it under "
+            "dataset.categorical if it is a category"
+        )
+    return values
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """Everything the training rows fixed: levels, bounds, and which were read off the data."""
+
+    levels: dict[str, tuple[str, ...]]
+    bounds: dict[str, tuple[float, float]]
+    leaks: tuple[str, ...]
+
+    def names(self) -> tuple[str, ...]:
+        cats = [f"{col}={lvl}" for col, lvls in self.levels.items() for lvl in lvls]
+        return tuple(cats + list(self.bounds))
+
+
+def fit_encoding(raw, rows, categorical, numeric) -> Encoding:
+    levels, bounds, leaks = {}, {}, []
+    for col, stated in categorical.items():
+        values = _as_text(raw.frame[col].iloc[rows])
+        if stated is None:
+            levels[col] = tuple(sorted(set(values)))
+            leaks.append(f"the levels of {col!r} {list(levels[col])} are read off the training "
+                         "data (state them: dataset.categorical." f"{col}=[...])")  # fmt: skip
+            continue
+        stated = tuple(str(v).strip() for v in stated)
+        if len(set(stated)) != len(stated) or not stated:
+            raise DataError(f"categorical column {col!r}: the stated levels {list(stated)} "
+                            "must be distinct and non-empty")  # fmt: skip
+        unknown = np.flatnonzero(~np.isin(values, np.asarray(stated, dtype=object)))
+        if len(unknown):
+            i = int(rows[unknown[0]])
+            raise DataError(
+                f"{raw.row(i)}: categorical column {col!r} has level {values[unknown[0]]!r} "
+                f"outside the stated levels {list(stated)} ({len(unknown)} such rows)"
+            )
+        levels[col] = stated
+    for col, stated in numeric.items():
+        if stated is None:
+            values = numeric_values(raw, col, rows)
+            low, high = float(values.min()), float(values.max())
+            if not high > low:
+                raise DataError(f"{raw.where}: numeric column {col!r} is constant ({low!r}) "
+                                "in the training rows; state its bounds or drop it")  # fmt: skip
+            leaks.append(f"the bounds of {col!r} [{low!r}, {high!r}] are the training "
+                         f"minimum and maximum (state them: dataset.numeric.{col}=[low,high])")
+            bounds[col] = (low, high)
+            continue
+        if len(stated) != 2:
+            raise DataError(f"numeric column {col!r}: bounds must be [low, high], found "
+                            f"{list(stated)!r}")  # fmt: skip
+        low, high = float(stated[0]), float(stated[1])
+        if not (np.isfinite(low) and np.isfinite(high) and high > low):
+            raise DataError(f"numeric column {col!r}: bounds must be finite with low < high, "
+                            f"found [{low!r}, {high!r}]")  # fmt: skip
+        bounds[col] = (low, high)
+    for message in leaks:
+        warnings.warn(f"{message}: a PrivacyLeakWarning, not accounted for",
+                      PrivacyLeakWarning, stacklevel=4)  # fmt: skip
+    return Encoding(levels, bounds, tuple(leaks))
+
+
+def encode(raw, rows, enc: Encoding, stated: set[str], out_of_bounds: str):
+    """(X, unseen-level count, clipped count) for ``rows`` with the training encoding."""
+    blocks, unseen, clipped = [], 0, 0
+    for col, levels in enc.levels.items():
+        values = _as_text(raw.frame[col].iloc[rows])
+        onehot = (values[:, None] == np.asarray(levels, dtype=object)[None, :]).astype(float)
+        unseen += int((onehot.sum(axis=1) == 0).sum())
+        blocks.append(onehot)
+    for col, (low, high) in enc.bounds.items():
+        values = numeric_values(raw, col, rows)
+        outside = (values < low) | (values > high)
+        if col in stated and outside.any():
+            if out_of_bounds == "error":
+                first = int(np.flatnonzero(outside)[0])
+                raise DataError(
+                    f"{raw.row(int(rows[first]))}: numeric column {col!r} has "
+                    f"{float(values[first])!r} outside its stated bounds [{low!r}, {high!r}] "
+                    f"({int(outside.sum())} such rows); widen the bounds or set "
+                    "dataset.out_of_bounds=clip"
+                )
+            clipped += int(outside.sum())
+            values = np.clip(values, low, high)
+        blocks.append(((values - low) / (high - low))[:, None])
+    X = np.hstack(blocks) if blocks else np.zeros((len(rows), 0))
+    return X, unseen, clipped
+
+
+def labels(raw: Raw, rows: np.ndarray, label: str, positive: str,
+           negative: Optional[str]) -> np.ndarray:
+    """Labels of ``rows`` in {-1, +1}; an unseen value is an error when ``negative`` is set."""
+    values = _as_text(raw.frame[label].iloc[rows])
+    pos = values == positive
+    if negative is not None:
+        other = ~pos & (values != negative)
+        if other.any():
+            first = int(np.flatnonzero(other)[0])
+            raise DataError(
+                f"{raw.row(int(rows[first]))}: label column {label!r} has {values[first]!r}, "
+                f"neither the positive value {positive!r} nor the negative {negative!r} "
+                f"({int(other.sum())} such rows)"
+            )
+    return np.where(pos, 1, -1).astype(np.int8)
+
+
+def check_two_classes(raw: Raw, y: np.ndarray, label: str, positive: str, what: str) -> None:
+    if (y == 1).any() and (y == -1).any():
+        return
+    seen = sorted(set(_as_text(raw.frame[label])))
+    which = "no row" if not (y == 1).any() else "every row"
+    raise DataError(
+        f"{raw.where}: in {what}, label column {label!r} has {which} equal to the positive "
+        f"value {positive!r}, so one class only; values found in the file: {seen[:10]}"
+    )
+
+
+def check_columns(raw: Raw, label: str, categorical, numeric) -> None:
+    wanted = [label, *categorical, *numeric]
+    missing = [c for c in wanted if c not in raw.frame.columns]
+    if missing:
+        raise DataError(f"{raw.where}: no column {', '.join(map(repr, missing))}; the columns "
+                        f"are {list(raw.frame.columns)}")  # fmt: skip
+    both = sorted(set(categorical) & set(numeric))
+    if both:
+        raise DataError(f"columns {both} are listed as both categorical and numeric")
+    if label in categorical or label in numeric:
+        raise DataError(f"the label column {label!r} is also listed as a feature")
+    if not categorical and not numeric:
+        raise DataError("no feature columns: list some under dataset.categorical or "
+                        "dataset.numeric")  # fmt: skip
+
+
+def complete_rows(raw: Raw, columns: Sequence[str], drop_missing: bool) -> np.ndarray:
+    missing = _missing_mask(raw.frame, columns)
+    bad_rows = np.flatnonzero(missing.any(axis=1))
+    if len(bad_rows) and not drop_missing:
+        i = int(bad_rows[0])
+        col = columns[int(np.flatnonzero(missing[i])[0])]
+        raise DataError(f"{raw.row(i)}: column {col!r} is missing (empty or NaN; "
+                        f"{len(bad_rows)} such rows); fill it, or set "
+                        "dataset.drop_missing=true to drop such rows")  # fmt: skip
+    return np.flatnonzero(~missing.any(axis=1))
+
+
+
+__all__ = [
+    "Encoding", "check_columns", "check_two_classes", "complete_rows", "encode", "fit_encoding",
+    "labels", "numeric_values",
+]  # fmt: skip

