@@ -270,10 +270,12 @@ def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
     out = tmp_path / "out"
     args = ["+sweep=smoke", "sweep.epsilons=[0.5,1.0]", "sweep.seeds=4"]
     expected = 6 * 2 * 4 + 2
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"], cwd=REPO, env=env(),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+    stderr = tmp_path / "driver.stderr"
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"], cwd=REPO, env=env(),
+            stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+        )  # fmt: skip
     uri = f"sqlite:///{out / 'mlflow.db'}"
 
     def finished_children() -> int:
@@ -291,7 +293,12 @@ def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
             return 0
 
     try:
-        wait_for(lambda: finished_children() >= 4, 600, "four finished runs", poll=0.2)
+        def four_finished() -> bool:
+            # a driver that exits before it is killed fails the test now, with its reason
+            assert proc.poll() is None, f"the driver exited early: {stderr.read_text()[-3000:]}"
+            return finished_children() >= 4
+
+        wait_for(four_finished, 600, "four finished runs", poll=0.2)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the driver and the Ray it started
         proc.wait(timeout=30)
