@@ -103,6 +103,7 @@ def test_reference_agrees_where_tight_tolerances_certified_a_false_optimum(adult
     assert milp.objective_value(x) == pytest.approx(fast.certificate.objective, abs=1e-6)
 
 
+@pytest.mark.slow  # a time-goal benchmark (50 s); test_full_adult_is_certified stays in the default run
 @pytest.mark.parametrize("mechanism", ["opdisc", "rspm"])
 def test_goal_grid_is_certified_within_the_time_goal(adult_rows, mechanism):
     """Issue 6's goal on full Adult: eps {0.1, 0.5, 1.0} x noise seeds 0-4 all certified, the
