@@ -54,8 +54,8 @@ class Entry:
 
     name: str
     doc: str
-    #: The mechanism's parameter dataclass; None for a mechanism with no settings.
-    params: type | None
+    #: The mechanism's parameter dataclass: its fields and defaults are the settings.
+    params: type
     #: Builds the mechanism object (``mechanisms.runner`` protocol) from its parameters; for a
     #: mechanism that calls an oracle.
     build: Callable[[Any], Any] | None = None
@@ -72,21 +72,18 @@ class Entry:
     def setting_fields(self) -> list[tuple[str, Any, Any]]:
         """(name, type, default) of every setting, the parameter dataclass's first."""
         out = []
-        if self.params is not None:
-            hints = typing.get_type_hints(self.params)
-            for f in dataclasses.fields(self.params):
-                if f.name in RUN_FIELDS or f.name in self.fixed:
-                    continue
-                if f.default is dataclasses.MISSING:
-                    raise TypeError(f"{self.params.__name__}.{f.name} has no default: a setting "
-                                    "needs one")  # fmt: skip
-                out.append((f.name, _schema_type(hints[f.name]), f.default))
+        hints = typing.get_type_hints(self.params)
+        for f in dataclasses.fields(self.params):
+            if f.name in RUN_FIELDS or f.name in self.fixed:
+                continue
+            if f.default is dataclasses.MISSING:
+                raise TypeError(f"{self.params.__name__}.{f.name} has no default: a setting "
+                                "needs one")  # fmt: skip
+            out.append((f.name, _schema_type(hints[f.name]), f.default))
         return out + list(self.extra)
 
     def parameters(self, settings: Any, epsilon: float, delta: float, margin: float) -> Any:
         """The mechanism's parameters for one run (its ``__post_init__`` checks them)."""
-        if self.params is None:
-            return None
         names = {f.name for f in dataclasses.fields(self.params)}
         run = {"epsilon": epsilon, "delta": delta, "margin": margin}
         kwargs = {k: v for k, v in run.items() if k in names}
@@ -98,9 +95,6 @@ class Entry:
     def check(self, settings: Any, margin: float) -> None:
         """ValueError or TypeError, naming the setting, for a setting the mechanism refuses."""
         self.parameters(settings, *CHECK_TARGET, margin)
-
-    def needs_oracle(self, settings: Any) -> str | None:
-        return self.oracle(settings)
 
 
 def _schema_type(hint: Any) -> Any:
@@ -151,6 +145,10 @@ def _run_logistic(params: LogisticParams, settings: Any, X, y, rng) -> Release:
     return run_logistic(X, y, params)
 
 
+def _configured(settings: Any) -> str:
+    return "configured"
+
+
 def _opsamp_oracle(settings: Any) -> str:
     return "convex" if settings.loss == "logistic" else "configured"
 
@@ -158,12 +156,12 @@ def _opsamp_oracle(settings: Any) -> str:
 CATALOG: dict[str, Entry] = {e.name: e for e in [
     Entry("opdisc", "OPDisc (SPEC section 3): W_tau; B and D null mean the paper's floor(sqrt(d)) "
           "and sqrt(d); calibration proven (SPEC 10.1), paper or paper_code.",
-          OPDiscParams, build=OPDisc, oracle=lambda s: "configured"),
+          OPDiscParams, build=OPDisc, oracle=_configured),
     Entry("rspm_gaussian", "Gaussian RSPM over {-1, 0, 1}^d (SPEC section 4, 10.2).",
-          RSPMParams, build=RSPM, fixed={"noise": "gaussian"}, oracle=lambda s: "configured"),
+          RSPMParams, build=RSPM, fixed={"noise": "gaussian"}, oracle=_configured),
     Entry("rspm_laplace", "Laplace RSPM over {-1, 0, 1}^d: pure epsilon-DP (SPEC section 4).",
           RSPMParams, build=RSPM, fixed={"noise": "laplace", "delta": 0.0},
-          oracle=lambda s: "configured"),
+          oracle=_configured),
     Entry("opsamp", "OPSamp (SPEC section 5) over the box [lower, upper]^d; the logistic loss "
           "uses the convex oracle, zero_one the configured MIP oracle.",
           OPSampParams, build=OPSamp, oracle=_opsamp_oracle),
@@ -175,7 +173,7 @@ CATALOG: dict[str, Entry] = {e.name: e for e in [
           ExpMechParams, run=_run_expmech),
     Entry("erm_01", "Non-private exact 0/1 ERM over OPDisc's grid (SPEC section 7).",
           ExactERM, build=lambda erm: erm, fixed={"name": "erm_01"}, private=False,
-          oracle=lambda s: "configured"),
+          oracle=_configured),
     Entry("logistic_regression", "Non-private logistic regression without intercept "
           "(SPEC section 7).", LogisticParams, run=_run_logistic, private=False),
 ]}  # fmt: skip

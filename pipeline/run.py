@@ -18,7 +18,7 @@ from typing import Any
 
 from pipeline.config import Config, ConfigError
 from pipeline.data import load_dataset
-from pipeline.tasks import NON_PRIVATE
+from pipeline.catalog import NON_PRIVATE
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,8 @@ from typing import Any, Sequence
 from pipeline.config import Config
 from pipeline.data.record import Dataset
 from pipeline.tracking import HEARTBEAT
-from pipeline.tasks import NON_ORACLE, RunKey, run_one, sweep_keys
+from pipeline.catalog import NON_ORACLE
+from pipeline.tasks import RunKey, run_one, sweep_keys
 
 log = logging.getLogger(__name__)
 

@@ -88,7 +88,7 @@ def make_oracle(cfg: OracleConfig, threads: int | None = None,
     """
     name = cfg.name
     if mechanism is not None:
-        needed = CATALOG[mechanism.name].needs_oracle(mechanism)
+        needed = CATALOG[mechanism.name].oracle(mechanism)
         if needed is None:
             raise ValueError(f"{mechanism.name!r} calls no oracle")
         name = cfg.name if needed == "configured" else needed
