@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from mechanisms.base import Release
+from pipeline import mlflow_log
 from pipeline.data.record import Dataset
 from pipeline.run_record import child_fields, child_times, row_from_child
 
@@ -147,10 +148,8 @@ class SweepTracker:
     def start_parent(self, sweep_name: str, sid: str, resolved: dict[str, Any]) -> str:
         """The parent run of this sweep: the existing one for the same sweep_id, else new (with
         the sweep's datasets as input). Stores the run list's view in the experiment."""
-        from pipeline.mlflow_log import RUN_LIST_VIEW, VIEW_KEY
-
-        self.client.set_experiment_tag(self.experiment_id, f"mlflow.sharedViewState.{VIEW_KEY}",
-                                       json.dumps(RUN_LIST_VIEW))  # fmt: skip
+        self.client.set_experiment_tag(self.experiment_id, f"mlflow.sharedViewState.{mlflow_log.VIEW_KEY}",
+                                       json.dumps(mlflow_log.RUN_LIST_VIEW))  # fmt: skip
         if self.find_parent(sid) is not None:
             self.client.update_run(self.parent_id, status="RUNNING")
             for tag in ("outcome", "failure_reason"):  # this attempt's verdict is not known yet
@@ -173,10 +172,8 @@ class SweepTracker:
     def view_url(self) -> str:
         """The run list of this experiment in the MLflow UI, with the columns that matter first
         (the server: the tracking URI's, else where ``mlflow ui`` serves by default)."""
-        from pipeline.mlflow_log import view_url
-
         http = self.uri.startswith(("http://", "https://"))
-        return view_url(self.uri if http else "http://127.0.0.1:5000", self.experiment_id)
+        return mlflow_log.view_url(self.uri if http else "http://127.0.0.1:5000", self.experiment_id)
 
     def finished_keys(self) -> set[str]:
         """Keys with a FINISHED child; unfinished children are deleted (they will be redone)."""
@@ -197,9 +194,7 @@ class SweepTracker:
 
     def use_datasets(self, name: str, train: Dataset, test: Dataset | None) -> None:
         """The sweep's data (built once, here, in the driver): the input of every run logged."""
-        from pipeline.mlflow_log import dataset_inputs
-
-        self._inputs = dataset_inputs(name, train, test)
+        self._inputs = mlflow_log.dataset_inputs(name, train, test)
         self._feature_names = train.feature_names
 
     def log_child(self, row: dict[str, Any], release: Release,
@@ -209,8 +204,6 @@ class SweepTracker:
         ``runs:/<id>/model``, the rest of the release in release.json (pipeline.mlflow_log)."""
         import mlflow
 
-        from pipeline.mlflow_log import log_release_model, release_json
-
         tags, params, metrics = child_fields(row, release, self.parent_id)
         start, end = child_times(row)
         run_id = self.client.create_run(self.experiment_id, start_time=start, tags=tags,
@@ -219,19 +212,18 @@ class SweepTracker:
         self._log_metrics(run_id, metrics, timestamp=end)
         if self._inputs:
             self.client.log_inputs(run_id, datasets=self._inputs)
-        self.client.log_text(run_id, release_json(release, mechanism_cfg), "release.json")
+        record = mlflow_log.release_json(release, mechanism_cfg)
+        self.client.log_text(run_id, record, "release.json")
         names = self._feature_names or [f"x{j}" for j in range(release.w.shape[-1])]
         mlflow.set_tracking_uri(self.uri)  # where MLflow logs a model (one store per driver)
-        log_release_model(self.client, self.experiment_id, run_id, release, names)
+        mlflow_log.log_release_model(self.client, self.experiment_id, run_id, release, names)
         self.client.set_terminated(run_id, status=FINISHED, end_time=end)
         return run_id
 
     def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
         """A run that failed for good, as a FAILED child with its reason (redone on resume)."""
-        from pipeline.mlflow_log import CHILD_ROLE
-
         run = self.client.create_run(self.experiment_id, run_name=key, tags={
-            "mlflow.parentRunId": self.parent_id, "role": CHILD_ROLE, "run_key": key,
+            "mlflow.parentRunId": self.parent_id, "role": mlflow_log.CHILD_ROLE, "run_key": key,
             "mechanism": mechanism, "failure_reason": reason[:5000]})  # fmt: skip
         if self._inputs:
             self.client.log_inputs(run.info.run_id, datasets=self._inputs)
