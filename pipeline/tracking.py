@@ -148,7 +148,8 @@ class SweepTracker:
     def start_parent(self, sweep_name: str, sid: str, resolved: dict[str, Any]) -> str:
         """The parent run of this sweep: the existing one for the same sweep_id, else new (with
         the sweep's datasets as input). Stores the run list's view in the experiment."""
-        self.client.set_experiment_tag(self.experiment_id, f"mlflow.sharedViewState.{mlflow_log.VIEW_KEY}",
+        view = f"mlflow.sharedViewState.{mlflow_log.VIEW_KEY}"
+        self.client.set_experiment_tag(self.experiment_id, view,
                                        json.dumps(mlflow_log.RUN_LIST_VIEW))  # fmt: skip
         if self.find_parent(sid) is not None:
             self.client.update_run(self.parent_id, status="RUNNING")
@@ -173,7 +174,8 @@ class SweepTracker:
         """The run list of this experiment in the MLflow UI, with the columns that matter first
         (the server: the tracking URI's, else where ``mlflow ui`` serves by default)."""
         http = self.uri.startswith(("http://", "https://"))
-        return mlflow_log.view_url(self.uri if http else "http://127.0.0.1:5000", self.experiment_id)
+        server = self.uri if http else "http://127.0.0.1:5000"
+        return mlflow_log.view_url(server, self.experiment_id)
 
     def finished_keys(self) -> set[str]:
         """Keys with a FINISHED child; unfinished children are deleted (they will be redone)."""
