@@ -15,7 +15,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from oracles.base import Certificate
-from oracles.checks import check_epsilon_delta  # noqa: F401 - re-exported: the one check
 from oracles.objective import DEFAULT_MARGIN, predict
 
 
