@@ -42,6 +42,12 @@ from oracles.mip import (
     solve_resolving_band,
 )
 
+#: HiGHS's ``presolve_rule_off`` bit mask for every certifying solve (module docstring): bit 13
+#: is the reduction "Parallel rows and columns" in HiGHS 1.15 and 1.16. With it off, the fuzz
+#: suite's parallel-row instances (``tests/oracles/fuzz.py``) certify only true minima.
+PARALLEL_ROWS_AND_COLUMNS = 1 << 13
+PRESOLVE_RULES_OFF = PARALLEL_ROWS_AND_COLUMNS
+
 #: The HiGHS thread count fixed by the first solve in this process (None before it).
 _THREADS_IN_FORCE: int | None = None
 
@@ -134,18 +140,26 @@ class HighsOracle:
             extra={**result.extra, "feasibility_tol": tol},
         )  # fmt: skip
 
+    def solver_options(self, threads: int, tol: float, time_limit: float) -> dict[str, object]:
+        """The HiGHS options of one solve. ``presolve_rule_off`` is ``PRESOLVE_RULES_OFF``
+        always: it is not an option, turning those reductions back on certifies false optima
+        (module docstring)."""
+        return {
+            "output_flag": False,
+            "threads": threads,
+            "time_limit": float(time_limit),
+            "mip_rel_gap": 0.0,
+            "mip_abs_gap": float(self.mip_abs_gap),
+            "mip_feasibility_tolerance": tol,
+            "primal_feasibility_tolerance": tol,
+            "presolve_rule_off": PRESOLVE_RULES_OFF,
+        }
+
     def _run(self, highspy, milp: Milp, threads: int, tol: float, time_limit: float) -> RawSolve:
         """One HiGHS solve of ``milp``."""
         h = highspy.Highs()
-        for option, value in (
-            ("output_flag", False),
-            ("threads", threads),
-            ("time_limit", float(time_limit)),
-            ("mip_rel_gap", 0.0),
-            ("mip_abs_gap", float(self.mip_abs_gap)),
-            ("mip_feasibility_tolerance", tol),
-            ("primal_feasibility_tolerance", tol),
-        ):
+        options = self.solver_options(threads, tol, time_limit)
+        for option, value in options.items():
             if h.setOptionValue(option, value) != highspy.HighsStatus.kOk:
                 raise OracleError(f"HiGHS refused option {option}={value!r}")
         if h.passModel(_highs_lp(highspy, milp)) == highspy.HighsStatus.kError:
@@ -159,7 +173,9 @@ class HighsOracle:
         info = h.getInfo()
         has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
         status, message = map_status(status_name, has_solution)
-        extra = {**milp.stats(), "solver_status": model_status, "solver_seconds": solver_seconds}
+        extra = {**milp.stats(), "solver_status": model_status, "solver_seconds": solver_seconds,
+                 "presolve": options.get("presolve", "choose"),
+                 "presolve_rule_off": options["presolve_rule_off"]}
         x = objective = None
         if has_solution:
             x = np.asarray(h.getSolution().col_value, dtype=float)
@@ -202,4 +218,4 @@ def _highs_lp(highspy, milp: Milp):
     return lp
 
 
-__all__ = ["HighsOracle", "map_status", "threads_for"]
+__all__ = ["PRESOLVE_RULES_OFF", "HighsOracle", "map_status", "threads_for"]

@@ -21,6 +21,15 @@ Instances (``fuzz_instance``): d from 2 to 6, one-hot cells plus continuous colu
 rows, rows placed ON and NEAR the margin of a random grid point (offsets from 1e-16 to 1e-5 on
 either side, and exactly on mu), OPDisc with both signs of eta_(d+1) and with eta = 0 (exact
 0/1 ERM), RSPM with its separator rows and Gaussian (so negative) weights.
+
+``parallel_instance`` (issue 18) builds the class where a MIP presolve's "parallel rows and
+columns" reduction acts: rows left UNMERGED, so identical x appear as separate rows with
+different labels (parallel z columns and identical indicator rows); rows that are multiples of
+each other (x and c x, c of either sign: parallel indicator rows); repeated coordinates
+(identical feature columns: parallel w columns); features on a coarse grid of a few values so
+that many rows share coordinates; and noise from tiny (near ties broken by 1e-4) to large.
+HiGHS 1.16 with that reduction on certifies false optima on such instances
+(``tests/oracles/test_highs_presolve.py`` measures how often).
 """
 
 from __future__ import annotations
@@ -269,11 +278,65 @@ def fuzz_instance(seed: int, *, max_points: int = 800) -> Problem:
     )  # fmt: skip
 
 
-def run_fuzz(oracles: dict, seeds, *, max_points: int = 800) -> dict[str, Tally]:
+#: Multipliers of the proportional rows: powers of two keep c x exact, -1 flips the row.
+MULTIPLES = (2.0, 0.5, -1.0, 4.0, -0.5, 0.25)
+#: The coarse feature values of ``parallel_instance`` (many rows share a coordinate).
+COARSE_VALUES = (0.0, 0.1, 0.2, 0.25, 0.3, 0.375, 0.5, 0.7, 0.875, 0.9, 1.0)
+
+
+def parallel_instance(seed: int, *, max_points: int = 800) -> Problem:
+    """Instance ``seed`` of the parallel-row class (module docstring); kinds cycle as in
+    ``fuzz_instance`` (OPDisc, exact ERM, RSPM, near-margin OPDisc)."""
+    rng = np.random.default_rng(10**6 + seed)
+    kind = KINDS[seed % len(KINDS)]
+    d = int(rng.integers(2, 6))
+    margin = float(rng.choice([2.0**-13, 1e-4, 1e-3]))
+    distinct = int(rng.integers(3, 10))
+    base = rng.choice(COARSE_VALUES, (distinct, d))
+    base[:, 0] = rng.choice([0.0, 1.0, 1.0], distinct)  # a binary column shared by most rows
+    if d > 2 and rng.uniform() < 0.5:  # repeated coordinates: identical feature columns
+        j, k = rng.choice(np.arange(1, d), 2, replace=False)
+        base[:, k] = base[:, j]
+    scaled = base[rng.integers(0, distinct, int(rng.integers(1, 5)))]
+    scaled = scaled * rng.choice(MULTIPLES, (len(scaled), 1))  # proportional rows
+    X = np.vstack([base, scaled])
+    if kind == "rspm":
+        domain = IntegerGrid(d, 1, 1.0)
+    else:
+        domain = _grid(rng, d, max_points=max_points, norm=True)
+    n_onehot = 0
+    X = np.vstack([X, _near_rows(rng, X, n_onehot, domain, margin, int(rng.integers(1, 5)))])
+    X = X[rng.integers(0, len(X), int(rng.integers(len(X), 3 * len(X) + 1)))]  # duplicates
+    y = rng.choice([-1, 1], len(X))
+    weight = rng.integers(1, 4, len(X)).astype(float)  # unmerged rows, counts up to 3
+    pos, neg = np.where(y > 0, weight, 0.0), np.where(y < 0, weight, 0.0)
+    label = f"parallel-{kind}/{seed}"
+    if kind == "rspm":
+        data = Problem(X, pos, neg, domain, margin=margin, label=label)
+        separators = np.vstack([np.eye(d), -np.eye(d)])  # SPEC section 4
+        noise = rng.normal(0.0, float(rng.choice([0.01, 0.5, 3.0])), 2 * d)
+        return data.with_rows(separators, noise, np.zeros(2 * d))
+    if kind == "erm" and seed % 2 == 0:
+        return Problem(X, pos, neg, domain, margin=margin, label=label)
+    radius_sq = domain.norm_sq_max
+    sigma = float(rng.choice([1e-3, 0.05, 0.3, 2.0]))
+    eta = rng.normal(0.0, sigma, d + 1)
+    eta[d] = (1.0 if (seed // len(KINDS)) % 2 == 0 else -1.0) * abs(eta[d])  # both signs
+    D = math.sqrt(radius_sq)
+    return Problem(X, pos, neg, domain, linear=-eta[:d] / D, norm_coef=-eta[d] / D,
+                   norm_radius_sq=radius_sq, margin=margin, label=label)  # fmt: skip
+
+
+#: The instance families by name: ``run_fuzz`` and the fuzz tests draw from both.
+FAMILIES = {"mixed": fuzz_instance, "parallel": parallel_instance}
+
+
+def run_fuzz(oracles: dict, seeds, *, max_points: int = 800,
+             family: str = "mixed") -> dict[str, Tally]:  # fmt: skip
     """Solve every instance with every oracle; ``oracles`` maps a name to an Oracle."""
     tallies = {name: Tally(name) for name in oracles}
     for seed in seeds:
-        problem = fuzz_instance(seed, max_points=max_points)
+        problem = FAMILIES[family](seed, max_points=max_points)
         truth = brute_force(problem)
         for name, oracle in oracles.items():
             start = time.perf_counter()
@@ -283,4 +346,5 @@ def run_fuzz(oracles: dict, seeds, *, max_points: int = 800) -> dict[str, Tally]
     return tallies
 
 
-__all__ = ["KINDS", "BruteForce", "Tally", "brute_force", "fuzz_instance", "judge", "run_fuzz"]
+__all__ = ["FAMILIES", "KINDS", "BruteForce", "Tally", "brute_force", "fuzz_instance", "judge",
+           "parallel_instance", "run_fuzz"]

@@ -1,7 +1,11 @@
-"""No false certificates (issue 11): every oracle against the exact brute force of ``fuzz.py``.
+"""No false certificates (issues 11 and 18): every oracle against the exact brute force of
+``fuzz.py``, on its two instance families (``mixed``: one-hot and continuous columns with rows
+near the margin; ``parallel``: unmerged duplicate, proportional and repeated-column rows, where
+a MIP presolve's parallel-row reduction acts).
 
-The default run fuzzes ``FAST_SEEDS`` instances (about 10 s); ``-m slow`` runs ``SLOW_SEEDS``.
-Zero false certificates is the bar; uncertified answers are allowed (and reported).
+The default run fuzzes ``FAST_SEEDS`` of each family; ``-m slow`` runs ``SLOW_SEEDS``:
+5,000 instances. Zero false certificates is the bar; uncertified answers are allowed (and
+reported).
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from oracles.base import IntegerGrid, Problem
 from oracles.gurobi import ERRNO_NO_LICENSE, LicenceLimitError
 from oracles.objective import MergedRows
 from oracles.registry import make_oracle
-from tests.oracles.fuzz import KINDS, Tally, brute_force, fuzz_instance, judge
+from tests.oracles.fuzz import (
+    FAMILIES, KINDS, MULTIPLES, Tally, brute_force, fuzz_instance, judge, parallel_instance,
+)  # fmt: skip
 
-FAST_SEEDS = range(120)
-SLOW_SEEDS = range(120, 2120)
+FAST_SEEDS = {"mixed": range(120), "parallel": range(120)}
+SLOW_SEEDS = {"mixed": range(120, 2120), "parallel": range(120, 3120)}
 ORACLES = ("enumerate", "highs", "gurobi", "structured", "auto")
 
 # The issue's minimal reproduction: exact 0/1 ERM, d = 2, B = 2, D^2 = 2, mu = 1e-4. The minimum
@@ -46,14 +52,16 @@ def _oracle(name: str):
     return oracle
 
 
-@pytest.fixture(scope="module")
-def fast_instances():
-    return [(seed, fuzz_instance(seed)) for seed in FAST_SEEDS]
+_CACHE: dict = {}
 
 
-@pytest.fixture(scope="module")
-def fast_truths(fast_instances):
-    return [brute_force(problem) for _, problem in fast_instances]
+def instances_and_truths(family: str, seeds, max_points: int = 800):
+    """The family's instances for ``seeds`` with their brute force (built once per run)."""
+    key = (family, seeds, max_points)
+    if key not in _CACHE:
+        problems = [(seed, FAMILIES[family](seed, max_points=max_points)) for seed in seeds]
+        _CACHE[key] = problems, [brute_force(problem) for _, problem in problems]
+    return _CACHE[key]
 
 
 def _fuzz(name, instances, truths) -> Tally:
@@ -68,28 +76,20 @@ def _fuzz(name, instances, truths) -> Tally:
     return tally
 
 
+@pytest.mark.parametrize("family", sorted(FAMILIES))
 @pytest.mark.parametrize("name", ORACLES)
-def test_no_false_certificate_on_the_fast_fuzz(name, fast_instances, fast_truths):
-    tally = _fuzz(name, fast_instances, fast_truths)
+def test_no_false_certificate_on_the_fast_fuzz(name, family):
+    tally = _fuzz(name, *instances_and_truths(family, FAST_SEEDS[family]))
     assert tally.false == 0, "\n".join(tally.failures)
     # the reference and its users certify these small instances (measured: all of them)
     assert tally.certified >= 0.9 * tally.instances, tally.line()
 
 
-@pytest.fixture(scope="module")
-def slow_instances():
-    return [(seed, fuzz_instance(seed, max_points=3200)) for seed in SLOW_SEEDS]
-
-
-@pytest.fixture(scope="module")
-def slow_truths(slow_instances):
-    return [brute_force(problem) for _, problem in slow_instances]
-
-
 @pytest.mark.slow
+@pytest.mark.parametrize("family", sorted(FAMILIES))
 @pytest.mark.parametrize("name", ORACLES)
-def test_no_false_certificate_on_the_large_fuzz(name, slow_instances, slow_truths):
-    tally = _fuzz(name, slow_instances, slow_truths)
+def test_no_false_certificate_on_the_large_fuzz(name, family):
+    tally = _fuzz(name, *instances_and_truths(family, SLOW_SEEDS[family], max_points=3200))
     assert tally.false == 0, "\n".join(tally.failures)
 
 
@@ -107,7 +107,7 @@ def test_the_reproduction_certifies_the_true_minimum(name):
 def test_the_fuzz_covers_what_the_issue_lists():
     """d 2 to 6, one-hot plus continuous, near-margin rows, both norm signs, negative RSPM
     weights, pure ERM, repeated rows with both labels, all-continuous rows."""
-    problems = [fuzz_instance(seed) for seed in FAST_SEEDS]
+    problems = [fuzz_instance(seed) for seed in FAST_SEEDS["mixed"]]
     assert {p.label.split("/")[0] for p in problems} == set(KINDS)
     assert {p.d for p in problems} == {2, 3, 4, 5, 6}
     opdisc = [p for p in problems if p.norm_coef != 0]
@@ -124,3 +124,31 @@ def test_the_fuzz_covers_what_the_issue_lists():
         gap = np.abs(p.points @ truth.points.T - p.margin)
         near += bool((gap < 1e-6).any())
     assert near >= 30
+
+
+def test_the_parallel_family_has_the_rows_a_presolve_merges():
+    """Unmerged identical rows with both labels, proportional rows of both signs, identical
+    feature columns; every kind; both signs of the norm term."""
+    problems = [parallel_instance(seed) for seed in FAST_SEEDS["parallel"]]
+    assert {p.label.split("/")[0] for p in problems} == {f"parallel-{k}" for k in KINDS}
+    duplicated = proportional = repeated_column = 0
+    for p in problems:
+        X = p.points[: p.n_rows - (2 * p.d if "rspm" in p.label else 0)]
+        pos, neg = p.pos[: len(X)], p.neg[: len(X)]
+        _, first, counts = np.unique(X, axis=0, return_index=True, return_counts=True)
+        duplicated += any(
+            np.any((pos > 0) & np.all(X == X[i], axis=1)) and
+            np.any((neg > 0) & np.all(X == X[i], axis=1))
+            for i, c in zip(first, counts) if c > 1
+        )  # fmt: skip
+        proportional += any(
+            np.any(np.all(X == c * X[i], axis=1) & np.any(X != 0, axis=1))
+            for c in MULTIPLES for i in range(len(X)) if X[i].any()
+        )  # fmt: skip
+        repeated_column += any(
+            np.array_equal(X[:, j], X[:, k]) for j in range(p.d) for k in range(j + 1, p.d)
+        )  # fmt: skip
+    assert duplicated >= 60 and proportional >= 60 and repeated_column >= 15, (
+        duplicated, proportional, repeated_column)  # fmt: skip
+    opdisc = [p for p in problems if p.norm_coef != 0]
+    assert any(p.norm_coef > 0 for p in opdisc) and any(p.norm_coef < 0 for p in opdisc)
