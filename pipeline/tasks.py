@@ -117,7 +117,8 @@ def run_release(
         return run_whole(cfg, key.epsilon, delta, config.margin, X, y, rng)
     mechanism = build_mechanism(cfg, key.epsilon, delta, config.margin)
     oracle = make_oracle(config.oracle, threads, mechanism=cfg)
-    return run(mechanism, X, y, oracle, rng, solve_many=solve_many or solve_sequentially)
+    return run(mechanism, X, y, oracle, rng, solve_many=solve_many or solve_sequentially,
+               feature_names=train.feature_names)
 
 
 def run_one(
