@@ -179,11 +179,20 @@ class Release:
         return max((c.gap for c in self.certificates), default=0.0)
 
     def to_params(self) -> dict[str, Any]:
-        """Flat, MLflow-friendly parameters: mechanism params, noise parameters, the claim."""
+        """Flat, MLflow-friendly parameters: mechanism params, noise parameters, the claim.
+
+        The requested target appears once, as ``requested_epsilon`` / ``requested_delta`` (the
+        claim's, else the params' epsilon and delta), beside the proven ``privacy_epsilon`` /
+        ``privacy_delta``: never also as ``param.epsilon`` / ``param.delta``.
+        """
         out: dict[str, Any] = {"mechanism": self.mechanism, "margin": self.margin}
-        out.update({f"param.{k}": v for k, v in self.params.items()})
+        params = dict(self.params)
+        requested = {"requested_epsilon": params.pop("epsilon", None),
+                     "requested_delta": params.pop("delta", None)}  # fmt: skip
+        out.update({f"param.{k}": v for k, v in params.items()})
         out.update({f"noise.{k}": v for k, v in noise_parameters(self.noise).items()})
-        out.update(self.privacy.to_params())
+        claim = self.privacy.to_params()
+        out.update(claim | {k: v for k, v in requested.items() if claim[k] is None})
         backends = sorted({c.backend for c in self.certificates})
         out["oracle_backends"] = ",".join(backends)
         out["oracle_calls"] = len(self.certificates)

@@ -132,12 +132,16 @@ class RSPMClassifier(_OracleClassifier):
 
 
 class OPSampClassifier(_OracleClassifier):
-    """OPSamp (SPEC section 5); ``loss`` 'logistic' (convex oracle) or 'zero_one' (MIP)."""
+    """OPSamp (SPEC section 5); ``loss`` 'logistic' (convex oracle) or 'zero_one' (MIP).
+
+    ``x_max`` is the public bound |x_ij| <= x_max that the logistic loss's proof assumes: data
+    beyond it are refused, or clipped with ``out_of_bounds='clip'`` (mechanisms.bounds).
+    """
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, *,
                  loss: str = "logistic", alpha: float = 1e-4, calibration: str = "proven",
-                 gamma: float | None = None, m: int | None = None,
-                 **kwargs: Any) -> None:  # fmt: skip
+                 gamma: float | None = None, m: int | None = None, x_max: float = 1.0,
+                 out_of_bounds: str = "error", **kwargs: Any) -> None:  # fmt: skip
         kwargs.setdefault("oracle", "convex" if loss == "logistic" else "auto")
         super().__init__(epsilon, delta, **kwargs)
         self.loss = loss
@@ -145,11 +149,14 @@ class OPSampClassifier(_OracleClassifier):
         self.calibration = calibration
         self.gamma = gamma
         self.m = m
+        self.x_max = x_max
+        self.out_of_bounds = out_of_bounds
 
     def _mechanism(self, delta):
         return OPSamp(OPSampParams(self.epsilon, delta, loss=self.loss, alpha=self.alpha,
                                    margin=self.margin, calibration=self.calibration,
-                                   gamma=self.gamma, m=self.m))  # fmt: skip
+                                   gamma=self.gamma, m=self.m, x_max=self.x_max,
+                                   out_of_bounds=self.out_of_bounds))  # fmt: skip
 
 
 class ExactERMClassifier(_OracleClassifier):

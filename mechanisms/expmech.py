@@ -59,7 +59,8 @@ def run_expmech(X: np.ndarray, y: np.ndarray, params: ExpMechParams,
     probs /= probs.sum()
     w = W[rng.choice(len(W), p=probs)]
     claim = PrivacyClaim(params.epsilon, 0.0, True,
-                         "exponential mechanism over a data-independent grid (exact sampling)")
+                         "exponential mechanism over a data-independent grid (exact sampling)",
+                         requested_epsilon=params.epsilon, requested_delta=0.0)  # fmt: skip
     return Release(
         mechanism="expmech", w=w, privacy=claim,
         noise={"grid_size": len(W), "sensitivity": SENSITIVITY},

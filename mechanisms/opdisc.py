@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mechanisms.base import PrivacyClaim, Release, Secret
+from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
     check_calibration, opdisc_epsilon, opdisc_sigma, opdisc_sigma_paper,
 )  # fmt: skip
@@ -70,7 +71,7 @@ class OPDiscParams:
 
 
 @dataclass(frozen=True)
-class OPDisc:
+class OPDisc(NoFeatureBound):
     """OPDisc as three steps (mechanisms.runner): draw eta, build the one problem, release."""
 
     params: OPDiscParams
@@ -132,7 +133,7 @@ def opdisc_problem(
 
 
 @dataclass(frozen=True)
-class ExactERM:
+class ExactERM(NoFeatureBound):
     """Non-private reference: the exact 0/1 ERM over the same W_tau (OPDisc with eta = 0)."""
 
     tau: float = 1.0

@@ -23,11 +23,25 @@ the pipeline to fan out. Every random draw, the final Laplace noise included, ha
 Losses:
 
 * ``logistic`` (default): log(1 + exp(-y <w, x>)) / S with S = log(1 + exp(R)) and
-  R = max(|lower|, |upper|) * d * x_max, so the loss is in [0, 1] on the box for any x with
-  entries in [0, x_max]. It is G-Lipschitz w.r.t. l1 with G = x_max / S. R, S and G come from
-  public bounds (the box and the declared feature bound), never from the data.
+  R = max(|lower|, |upper|) * d * x_max. R, S and G come from public bounds (the box and the
+  declared feature bound), never from the data. The proof needs, of every row x (and y = +-1):
+
+  - range: the loss is in [0, 1] on the box iff |<w, x>| <= R there, and
+    |<w, x>| <= ||w||_inf ||x||_1 <= max(|lower|, |upper|) ||x||_1, so ||x||_1 <= d x_max is
+    enough;
+  - Lipschitz: the derivative of log(1 + exp(-t)) is in (-1, 0), so
+    |l(w) - l(w')| <= |<w - w', x>| / S <= ||x||_inf ||w - w'||_1 / S, and G = x_max / S
+    needs ||x||_inf <= x_max.
+
+  Both follow from |x_j| <= x_max for every entry, the bound that is checked: the sign of an
+  entry does not matter (nothing needs x_j >= 0). Every release checks it on the data before
+  any noise touches them (``enforce_bounds``, run by ``mechanisms.runner.run``, and again in
+  ``problems``) and refuses data beyond it, naming the row and column, unless
+  ``out_of_bounds='clip'``: then the entries beyond it are clipped to +-x_max, with a
+  PrivacyLeakWarning (mechanisms.bounds).
 * ``zero_one``: the 0/1 loss through a MIP oracle. It is not Lipschitz, so OPSamp's privacy
-  proof does not apply: such releases are recorded as not private. The calibration uses G = 1.
+  proof does not apply: such releases are recorded as not private. The calibration uses G = 1,
+  and x_max is neither used nor checked.
 
 Privacy holds when the loss is Lipschitz and every oracle call certifies a gap <= alpha in the
 normalized objective.
@@ -42,6 +56,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from mechanisms.base import PrivacyClaim, Release, Secret, noise_parameters
+from mechanisms.bounds import check_out_of_bounds, enforce_feature_bound
 from mechanisms.calibration import (
     check_calibration, opsamp_epsilon, opsamp_eta, opsamp_gamma_m, opsamp_lambda,
 )  # fmt: skip
@@ -61,7 +76,8 @@ class OPSampParams:
     alpha: float = 1e-4
     lower: float = -1.0
     upper: float = 1.0
-    #: Public bound on the features: every entry in [0, x_max] (Adult's encoding: 1).
+    #: Public bound on the features: |x_ij| <= x_max for every entry (Adult's encoding: 1),
+    #: checked against the data on every release (logistic loss).
     x_max: float = 1.0
     margin: float = DEFAULT_MARGIN
     #: ``proven`` (lambda's first term 2 d D_inf gamma, SPEC 10.3) or ``paper`` (4 D_inf gamma).
@@ -70,6 +86,9 @@ class OPSampParams:
     gamma: float | None = None
     #: Number of oracle calls; None: from gamma. gamma = sqrt(ln(4d / delta) / (2 m)).
     m: int | None = None
+    #: Data beyond x_max: ``error`` (refused) or ``clip`` (clipped to +-x_max, with a
+    #: PrivacyLeakWarning), as the table loader's ``dataset.out_of_bounds``.
+    out_of_bounds: Literal["error", "clip"] = "error"
 
     def __post_init__(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
@@ -92,16 +111,21 @@ class OPSampParams:
             raise ValueError(f"need lower < upper, found {self.lower!r}, {self.upper!r}")
         if not (math.isfinite(self.x_max) and self.x_max > 0):
             raise ValueError(f"x_max must be > 0, found {self.x_max!r}")
+        check_out_of_bounds(self.out_of_bounds)
 
 
 def surrogate_scale(d: int, lower: float, upper: float, x_max: float) -> tuple[float, float]:
-    """(R, S): |<w, x>| <= R on the box for x in [0, x_max]^d, and S = log(1 + exp(R))."""
+    """(R, S): |<w, x>| <= R on the box for every x with |x_j| <= x_max, S = log(1 + exp(R)).
+
+    R bounds ||w||_inf ||x||_1 with ||x||_1 <= d x_max (module docstring).
+    """
     R = max(abs(lower), abs(upper)) * d * x_max
     return R, float(np.logaddexp(0.0, R))
 
 
 def lipschitz_constant(params: OPSampParams, d: int) -> float:
-    """G w.r.t. l1: x_max / S for the scaled logistic loss; 1 (nominal) for the 0/1 loss."""
+    """G w.r.t. l1: x_max / S for the scaled logistic loss (it needs ||x||_inf <= x_max, module
+    docstring); 1 (nominal) for the 0/1 loss."""
     if params.loss == "zero_one":
         return 1.0
     _, S = surrogate_scale(d, params.lower, params.upper, params.x_max)
@@ -150,6 +174,18 @@ class OPSamp:
             D_inf=p.upper - p.lower, calibration=p.calibration, gamma=p.gamma, m=p.m,
         )  # fmt: skip
 
+    def enforce_bounds(self, X: np.ndarray,
+                       feature_names: Sequence[str] | None = None) -> np.ndarray:  # fmt: skip
+        """The data the release may use: ``X`` when every |x_ij| <= x_max (the logistic loss's
+        range and Lipschitz constant rest on it, module docstring), else a FeatureBoundError
+        naming the first row and column beyond it, or, with ``out_of_bounds='clip'``, ``X``
+        clipped into [-x_max, x_max] with a PrivacyLeakWarning. The 0/1 loss: ``X`` (no bound).
+        """
+        if self.params.loss == "zero_one":
+            return np.asarray(X, dtype=float)
+        return enforce_feature_bound(X, self.params.x_max, out_of_bounds=self.params.out_of_bounds,
+                                     mechanism="OPSamp", feature_names=feature_names)  # fmt: skip
+
     def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
         cal = self.calibrate(n, d)
         sigmas = rng.exponential(scale=1.0 / cal["eta"], size=(cal["m"], d))  # rate eta
@@ -157,7 +193,12 @@ class OPSamp:
         return {**cal, "sigmas": Secret(sigmas), "output_laplace": Secret(laplace)}
 
     def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Any]:
-        """The m independent oracle calls (the pipeline's widest fan-out)."""
+        """The m independent oracle calls (the pipeline's widest fan-out).
+
+        The feature bound is enforced here too, where the noise meets the data, so that no
+        caller (``mechanisms.runner.run`` has already done it, naming the data's rows) builds
+        an oracle call on data beyond it.
+        """
         p = self.params
         box = Box(rows.d, p.lower, p.upper)
         if p.loss == "zero_one":
@@ -168,6 +209,10 @@ class OPSamp:
             ]
         from oracles.convex import ConvexProblem
 
+        points = enforce_feature_bound(rows.points, p.x_max, out_of_bounds=p.out_of_bounds,
+                                       mechanism="OPSamp", rows="distinct row")  # fmt: skip
+        if points is not rows.points:
+            rows = MergedRows(points, rows.pos, rows.neg)
         R, S = surrogate_scale(rows.d, p.lower, p.upper, p.x_max)
         return [
             ConvexProblem.from_rows(rows, sigma, box, loss="logistic", scale=S)

@@ -27,6 +27,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from mechanisms.base import Release, Secret
+from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
     check_calibration, rspm_gaussian_epsilon, rspm_gaussian_sigma, rspm_gaussian_sigma_paper,
     rspm_laplace_scale,
@@ -63,7 +64,7 @@ class RSPMParams:
 
 
 @dataclass(frozen=True)
-class RSPM:
+class RSPM(NoFeatureBound):
     params: RSPMParams
 
     @property

@@ -1,12 +1,14 @@
-"""Running an objective-perturbation mechanism as three explicit steps.
+"""Running an objective-perturbation mechanism as explicit steps.
 
+    X         = mechanism.enforce_bounds(X)              # the data bounds its proof assumes
     noise     = mechanism.draw_noise(rng, n, d)          # the only randomness before the oracle
     problems  = mechanism.problems(rows, noise)          # independent oracle calls (OPSamp: m)
     solutions = solve_many(oracle, problems)             # the caller decides how: loop, Ray, ...
     release   = mechanism.finish(rows, noise, solutions, rng, seconds)
 
 The oracle calls are independent given the noise, so the pipeline can fan them out as a batch;
-``run`` is the sequential reference.
+``run`` is the sequential reference. The data are checked against every bound the mechanism's
+privacy proof assumes (mechanisms.bounds) before any noise is drawn.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from oracles.objective import MergedRows, check_data
 
 class OracleMechanism(Protocol):
     name: str
+
+    def enforce_bounds(self, X: np.ndarray,
+                       feature_names: Sequence[str] | None = None) -> np.ndarray: ...
 
     def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]: ...
 
@@ -53,10 +58,15 @@ def run(
     rng: np.random.Generator,
     *,
     solve_many: SolveMany = solve_sequentially,
+    feature_names: Sequence[str] | None = None,
 ) -> Release:
-    """Run ``mechanism`` on (X, y) with ``oracle`` and an explicit generator."""
+    """Run ``mechanism`` on (X, y) with ``oracle`` and an explicit generator.
+
+    ``feature_names`` name the columns in a refusal of data beyond a bound (else: indices).
+    """
     X, y = check_data(X, y)
     rng = check_rng(rng)
+    X = mechanism.enforce_bounds(X, feature_names)  # refused (or clipped) before any noise
     start = time.perf_counter()
     rows = MergedRows.from_xy(X, y)
     noise = mechanism.draw_noise(rng, rows.n, rows.d)

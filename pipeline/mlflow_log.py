@@ -54,7 +54,7 @@ RUN_LIST_COLUMNS = (
     _column("params", "privacy_epsilon"), _column("tags", "privacy_status"),
     _column("params", "calibration"), _column("metrics", "train_accuracy"),
     _column("metrics", "test_accuracy"), _column("tags", "oracle_certified"),
-    _column("metrics", "oracle_max_gap"), _column("params", "target_epsilon"),
+    _column("metrics", "oracle_max_gap"), _column("params", "requested_epsilon"),
 )  # fmt: skip
 RUN_LIST_VIEW = {
     "searchFilter": f"tags.role = '{CHILD_ROLE}'",  # the children, not their parent

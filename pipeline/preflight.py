@@ -13,6 +13,9 @@ cannot run leaves no FAILED parent and no empty report:
 * ``check_oracle_calls``: OPSamp's m oracle calls per run (its calibration, SPEC section 5) are
   computed for every epsilon before anything runs; a tiny epsilon that makes m huge, or the
   calibration fail, is refused here rather than after Ray started.
+* ``check_data_bounds``: the training data against every bound a mechanism's privacy proof
+  assumes (OPSamp's ``x_max``, mechanisms.bounds): data beyond it are refused in one line naming
+  the setting, the row and the feature, rather than failing every run of the sweep.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import sqlite3
 import tempfile
 import urllib.error
 import urllib.request
+import warnings
 from pathlib import Path
 from typing import Iterable
 from urllib.parse import urlparse
@@ -169,6 +173,41 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
         _require_calls(m, limit, eps, config.sweep.seeds)
         out[eps] = int(m)
     return out
+
+
+def check_data_bounds(config, train) -> list[str]:
+    """Every swept oracle mechanism's ``enforce_bounds`` on the training data, once, in the
+    driver (each run checks again, mechanisms.runner.run).
+
+    Raises ConfigError (``mechanisms.<name>.x_max: row i, column 'feature' is v, ...``) for data
+    beyond a bound; returns the PrivacyLeakWarnings of data clipped on request (they are also
+    logged), for the sweep's record.
+    """
+    from mechanisms.base import PrivacyLeakWarning
+    from mechanisms.bounds import FeatureBoundError
+    from pipeline.catalog import NON_ORACLE, build_mechanism
+    from pipeline.tasks import privacy_delta
+
+    delta = privacy_delta(config, train.n)
+    leaks: list[str] = []
+    for name in config.sweep.mechanisms:
+        if name in NON_ORACLE:  # no bound on the features (mechanisms.bounds)
+            continue
+        epsilon = config.sweep.epsilons[0]  # the bounds do not depend on the target
+        mechanism = build_mechanism(config.mechanisms[name], epsilon, delta, config.margin)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PrivacyLeakWarning)
+            try:
+                mechanism.enforce_bounds(train.features, train.feature_names)
+            except FeatureBoundError as e:
+                raise ConfigError(e.message(f"mechanisms.{name}.")) from None
+        for w in caught:
+            if issubclass(w.category, PrivacyLeakWarning):
+                leaks.append(f"mechanisms.{name}: {w.message}")
+                log.warning("%s", leaks[-1])
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return leaks
 
 
 def _count(m: int) -> str:

@@ -139,7 +139,7 @@ def run_sweep_and_report(config: Config, output_dir: Path,
     created in the tracking store before every check passed and Ray is up, so a sweep that
     cannot start leaves no FAILED parent behind."""
     from pipeline.lease import DriverLease
-    from pipeline.preflight import check_oracle_calls, probe_tracking_store
+    from pipeline.preflight import check_data_bounds, check_oracle_calls, probe_tracking_store
     from pipeline.report import write_report
     from pipeline.sweep import init_ray, run_sweep
     from pipeline.tasks import sweep_keys
@@ -154,6 +154,7 @@ def run_sweep_and_report(config: Config, output_dir: Path,
     sid = sweep_id(resolved)
     keys = sweep_keys(config)
     check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
+    clipped = check_data_bounds(config, train)
     uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
     with DriverLease(output_dir, sid):
         _claim_output_dir(output_dir, sid)
@@ -170,8 +171,10 @@ def run_sweep_and_report(config: Config, output_dir: Path,
         if todo:
             init_ray(config)  # connect (or fail, in one line) before the parent exists
         parent = tracker.start_parent(config.sweep.name, sid, resolved)
-        leaks = train.provenance.get("privacy_leak_warnings") or []
-        if leaks:  # encoding choices read off the private data (pipeline.data.table), on record
+        # encoding choices read off the private data (pipeline.data.table) and data clipped to
+        # a mechanism's bound on request (check_data_bounds), on record
+        leaks = [*(train.provenance.get("privacy_leak_warnings") or []), *clipped]
+        if leaks:
             tracker.client.set_tag(parent, "privacy_leak_warnings", " | ".join(leaks)[:5000])
         log.info("MLflow: %s, experiment %r, sweep run %s (sweep_id %s); its runs: %s",
                  uri, config.tracking.experiment, parent, sid, tracker.view_url())  # fmt: skip

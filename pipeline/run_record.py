@@ -41,7 +41,7 @@ def child_fields(row: dict[str, Any], release: Release, parent_id: str | None,
     params = {"privacy_epsilon": row["privacy_epsilon"], "privacy_delta": row["privacy_delta"],
               "calibration": row["calibration"] or "-",
               # the grid's target; the guarantee is privacy_epsilon (proven for the noise, SPEC 10)
-              "target_epsilon": row["epsilon"], "run_index": row["run_index"],
+              "requested_epsilon": row["requested_epsilon"], "run_index": row["run_index"],
               "oracle_calls": row["oracle_calls"]}  # fmt: skip
     params.update({k: v for k, v in release.to_params().items() if k.startswith("noise.")})
     metrics = {k: float(v) for k, v in release.to_metrics().items()}
@@ -66,8 +66,9 @@ def row_from_child(child) -> dict[str, Any]:
     return {
         "key": t.get("run_key"), "mechanism": t.get("mechanism"),
         "start_time_ms": int(child.info.start_time),
-        "epsilon": float(p.get("target_epsilon", p.get("epsilon", "nan"))
-                         .replace("Infinity", "inf")),
+        # children logged before the name was requested_epsilon: target_epsilon, epsilon
+        "requested_epsilon": float(p.get("requested_epsilon", p.get("target_epsilon",
+                                   p.get("epsilon", "nan"))).replace("Infinity", "inf")),
         "run_index": int(p.get("run_index", 0)),
         "privacy_epsilon": float(p.get("privacy_epsilon", "nan").replace("Infinity", "inf")),
         "privacy_delta": float(p.get("privacy_delta", "nan")),

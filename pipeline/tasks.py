@@ -117,7 +117,8 @@ def run_release(
         return run_whole(cfg, key.epsilon, delta, config.margin, X, y, rng)
     mechanism = build_mechanism(cfg, key.epsilon, delta, config.margin)
     oracle = make_oracle(config.oracle, threads, mechanism=cfg)
-    return run(mechanism, X, y, oracle, rng, solve_many=solve_many or solve_sequentially)
+    return run(mechanism, X, y, oracle, rng, solve_many=solve_many or solve_sequentially,
+               feature_names=train.feature_names)
 
 
 def run_one(
@@ -143,12 +144,12 @@ def result_row(key: RunKey, release: Release, train: Dataset, test: Dataset | No
     return {
         "key": str(key),
         "mechanism": key.mechanism,
-        "epsilon": key.epsilon,
+        # the grid's target; the guarantee is privacy_epsilon (proven for the noise, SPEC 10)
+        "requested_epsilon": key.epsilon,
         "run_index": key.run_index,
         # milliseconds since the epoch, as MLflow records a run's start: its child run starts
         # then and ends wall_seconds later (pipeline.tracking)
         "start_time_ms": int(round(started * 1000)),
-        # the guarantee proven for the noise used (SPEC section 10), not the grid's target
         "privacy_epsilon": release.privacy.epsilon,
         "privacy_delta": release.privacy.delta,
         "calibration": release.privacy.calibration or "",

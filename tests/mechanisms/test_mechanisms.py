@@ -131,7 +131,8 @@ def test_release_records_round_trip(small):
     release = run(RSPM(RSPMParams(0.7, 1e-5)), small.features, small.labels, ORACLE,
                   np.random.default_rng(2))  # fmt: skip
     params, metrics = release.to_params(), release.to_metrics()
-    assert params["mechanism"] == "rspm_gaussian" and params["param.epsilon"] == 0.7
+    assert params["mechanism"] == "rspm_gaussian" and params["requested_epsilon"] == 0.7
+    assert "param.epsilon" not in params  # one name for the requested target
     # the proven calibration (SPEC 10.2), m = 2d = 10
     assert params["noise.sigma"] == pytest.approx(rspm_gaussian_sigma(0.7, 1e-5, 10))
     assert params["noise.calibration"] == "proven" and params["privacy_epsilon"] == 0.7
@@ -144,6 +145,20 @@ def test_release_records_round_trip(small):
         release.w[0] = 3.0
     with pytest.raises(dataclasses.FrozenInstanceError):
         release.mechanism = "x"
+
+
+def test_every_release_records_the_requested_target_once(small):
+    """requested_epsilon / requested_delta beside the proven privacy_epsilon / privacy_delta,
+    never also param.epsilon (issue 18)."""
+    releases = [run(OPDisc(OPDiscParams(0.5, 1e-5)), small.features, small.labels, ORACLE,
+                    np.random.default_rng(0)),
+                run_expmech(small.features, small.labels, ExpMechParams(0.5),
+                            np.random.default_rng(0))]  # fmt: skip
+    for release, delta in zip(releases, (1e-5, 0.0)):
+        params = release.to_params()
+        assert (params["requested_epsilon"], params["requested_delta"]) == (0.5, delta)
+        assert (params["privacy_epsilon"], params["privacy_delta"]) == (0.5, delta)
+        assert not {"param.epsilon", "param.delta"} & set(params), release.mechanism
 
 
 def test_expmech_samples_from_the_exponential_distribution():

@@ -102,6 +102,8 @@ def test_each_time_limit_default_is_written_once():
     ("mechanisms.rspm_gaussian.calibration=paper_code",
      "mechanisms.rspm_gaussian: calibration must be one of ['proven', 'paper']"),
     ("mechanisms.opsamp.m=0", "mechanisms.opsamp: m must be an integer >= 1, found 0"),
+    ("mechanisms.opsamp.out_of_bounds=drop",
+     "mechanisms.opsamp: out_of_bounds must be 'error' or 'clip', found 'drop'"),
     ("mechanisms.opdisc.name=rspm_gaussian", "mechanisms.opdisc.name: must be 'opdisc'"),
 ])  # fmt: skip
 def test_a_setting_the_mechanism_refuses_is_a_config_error_naming_it(override, message):

@@ -254,8 +254,9 @@ def test_a_live_driver_elsewhere_holds_the_sweep_through_the_tracking_store(trac
 def _row(mechanism, eps, i, acc, holds=True, certified=True, gap=0.0):
     from pipeline.tasks import privacy_status
 
-    return {"key": f"{mechanism}/eps={eps:g}/run={i}", "mechanism": mechanism, "epsilon": eps,
-            "run_index": i, "privacy_delta": 1e-5, "privacy_holds": holds,
+    return {"key": f"{mechanism}/eps={eps:g}/run={i}", "mechanism": mechanism,
+            "requested_epsilon": eps, "run_index": i, "privacy_delta": 1e-5,
+            "privacy_holds": holds,
             "privacy_reason": "" if holds else "1 of 1 oracle calls not certified",
             "train_accuracy": acc, "test_accuracy": acc, "wall_seconds": 0.5 + i,
             "oracle_seconds": 0.1, "oracle_calls": 1, "oracle_max_gap": gap,

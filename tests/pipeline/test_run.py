@@ -11,6 +11,7 @@ import signal
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import pipeline.preflight
@@ -453,3 +454,49 @@ def test_run_with_a_sweep_puts_its_result_in_summary_json(services, tmp_path):
     assert written["sweep"]["status"] == "complete" and written["sweep"]["runs"] == 5
     assert written["sweep"] == json.loads(json.dumps(summary["sweep"]))
     assert not math.isnan(written["train"]["best_possible_accuracy"])
+
+
+# --- the data against the mechanisms' bounds (mechanisms.bounds), before anything starts -------
+
+
+def _opsamp_sweep(out: Path, **opsamp) -> Config:
+    config = _sweep_config(out)
+    config.mechanisms["opsamp"] = SCHEMAS["opsamp"](**opsamp)
+    config.sweep.mechanisms.append("opsamp")
+    return config
+
+
+def test_data_beyond_opsamp_x_max_is_a_one_line_config_error_before_anything_starts(
+        services, tmp_path):  # fmt: skip
+    """The synthetic features are in [0, 1]: x_max = 0.5 is refused naming the setting, the row
+    and the feature, with nothing started (no lock, no marker, no Ray, no parent run)."""
+    config = _opsamp_sweep(tmp_path, x_max=0.5)
+    train, _ = load_dataset(config.dataset)
+    services.sweep = _logging_every_run()
+    with pytest.raises(ConfigError) as raised:
+        run_module.run(config)
+    message = str(raised.value)
+    row = int(np.flatnonzero((train.features > 0.5).any(axis=1))[0])
+    column = train.feature_names[int(np.flatnonzero(train.features[row] > 0.5)[0])]
+    assert message.startswith(f"mechanisms.opsamp.x_max: row {row}, column {column!r} is ")
+    assert "beyond the feature bound |x| <= x_max = 0.5 that OPSamp's privacy proof" in message
+    assert message.endswith("raise mechanisms.opsamp.x_max to a public bound on the data, or set "
+                            "mechanisms.opsamp.out_of_bounds=clip to clip them (a "
+                            "PrivacyLeakWarning), found 0.5")  # fmt: skip
+    assert "\n" not in message
+    assert services.events == [] and services.trackers == []
+    assert not (tmp_path / ".sweep_id").exists()
+
+
+def test_data_clipped_to_opsamp_x_max_on_request_is_tagged_on_the_parent(services, tmp_path,
+                                                                          caplog):  # fmt: skip
+    config = _opsamp_sweep(tmp_path, x_max=0.5, out_of_bounds="clip")
+    services.sweep = _logging_every_run()
+    result = run_module.run_sweep_and_report(config, tmp_path)
+    assert result["status"] == "complete"
+    (tracker,) = services.trackers
+    tag = tracker.client.tags[("parent-1", "privacy_leak_warnings")]
+    assert tag.startswith("mechanisms.opsamp: OPSamp clipped ")
+    assert "beyond x_max = 0.5 to it (out_of_bounds=clip)" in tag
+    assert "read off the private data and not accounted for" in tag
+    assert any("OPSamp clipped" in r.getMessage() for r in caplog.records)

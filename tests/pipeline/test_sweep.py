@@ -107,7 +107,8 @@ def test_smoke_sweep_against_a_real_mlflow_server(mlflow_server, tmp_path):
     assert len(children) == SMALL_RUNS
     by_mechanism = {c.data.tags["mechanism"]: c for c in children}
     opdisc = by_mechanism["opdisc"]
-    assert opdisc.data.params["noise.sigma"] and float(opdisc.data.params["target_epsilon"]) == 1.0
+    assert opdisc.data.params["noise.sigma"]
+    assert float(opdisc.data.params["requested_epsilon"]) == 1.0
     assert float(opdisc.data.params["privacy_epsilon"]) == 1.0  # proven calibration (SPEC 10.1)
     assert opdisc.data.params["calibration"] == "proven"
     client.download_artifacts(opdisc.info.run_id, "release.json", str(tmp_path))

@@ -31,7 +31,7 @@ def test_time_limit_reaches_the_convex_oracle_of_an_opsamp_run(monkeypatch):
     config = _config(["oracle.time_limit=120"])
     seen = []
 
-    def fake_run(mechanism, X, y, oracle, rng, *, solve_many):
+    def fake_run(mechanism, X, y, oracle, rng, *, solve_many, feature_names):
         seen.append(oracle)
         raise StopIteration  # the oracle is all this test needs
 
@@ -44,3 +44,16 @@ def test_time_limit_reaches_the_convex_oracle_of_an_opsamp_run(monkeypatch):
     (oracle,) = seen
     assert isinstance(oracle, ConvexOracle)
     assert oracle.time_limit == 120 and oracle.threads == 3
+
+
+def test_each_opsamp_run_checks_its_data_naming_the_feature():
+    """Every run checks the data against x_max (mechanisms.runner.run), not only the sweep's
+    preflight: a refusal names the dataset's feature, before any oracle is called."""
+    from mechanisms.bounds import FeatureBoundError
+
+    config = _config(["mechanisms.opsamp.x_max=0.5"])
+    X = np.full((6, 3), 0.25)
+    X[4, 2] = 0.75
+    train = Dataset(features=X, labels=np.array([1, -1] * 3), feature_names=("a", "b", "c"))
+    with pytest.raises(FeatureBoundError, match=r"^x_max: row 4, column 'c' is 0.75, beyond"):
+        tasks.run_release(config, tasks.RunKey("opsamp", 1.0, 0), train)
