@@ -32,9 +32,10 @@ Quirks absorbed here:
   also ends optimal with a bound within ``SECOND_OPINION_MARGIN`` of the first answer's value;
   the certificate's bound is the smaller of the two. A point lower than that refutes the first
   solve (INCONSISTENT, not private); a limit leaves it uncertified. The two configurations fail
-  on different instances, and the fuzz suite has found none where both do. (HiGHS's
-  ``objective_bound`` option is not used for this: with it set below the optimum, 1.16 returned
-  kOptimal at a point above it with that point's value as the dual bound.)
+  on different instances, and the fuzz suite has found none where both do. The second solve
+  is a whole solve with a proven bound, not HiGHS's ``objective_bound`` cutoff: with a cutoff
+  below the optimum, 1.16 answers kOptimal at a point above it and reports that point's value
+  as its dual bound, so its proof would have to be read from a status, not from a bound.
 """
 
 from __future__ import annotations
