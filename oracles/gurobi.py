@@ -9,7 +9,10 @@ Quirks absorbed here:
   SPEC section 8): a larger model raises GurobiError errno 10010, and a missing licence errno
   10009. Both become ``LicenceLimitError``, carrying the errno and the model's size, so that
   ``AutoOracle`` can fall back to a free solver and say so in the certificate. A missing
-  gurobipy is a ``SolverUnavailableError`` too.
+  gurobipy is a ``SolverUnavailableError`` too. Only the FIRST model of a solve may raise it:
+  when the exact band cuts of a later round (``oracles.mip.solve_resolving_band``) take the
+  model over the limit, Gurobi has already run, so the solve ends uncertified (ERROR, saying
+  so) instead of being retried on another backend (SPEC section 8).
 * Status map (SPEC section 8): OPTIMAL -> OPTIMAL with bound = ObjBound; a limit (time, nodes,
   iterations, solutions, work, memory, interrupt, objective limit) -> TIME_LIMIT with a
   solution, else NO_SOLUTION; infeasible or unbounded -> ERROR (the domain is never empty);
@@ -134,8 +137,20 @@ class GurobiOracle:
         except ImportError as err:
             raise SolverUnavailableError(f"gurobipy is not importable ({err})") from err
 
+        rounds = 0
+
         def run(milp: Milp, time_limit: float) -> RawSolve:
-            return self._run(gp, milp, time_limit)
+            nonlocal rounds
+            rounds += 1
+            try:
+                return self._run(gp, milp, time_limit)
+            except LicenceLimitError as err:
+                if rounds == 1:
+                    raise  # the first model's size: AutoOracle may choose another backend
+                return RawSolve(Status.ERROR, (
+                    f"the band cuts of solve {rounds} took the model over Gurobi's licence "
+                    f"({err}); not retried on another backend (SPEC section 8)"
+                ), None, None, -math.inf, milp.stats())  # fmt: skip
 
         result = solve_resolving_band(problem, run, strict_eps=self.strict_eps,
                                       time_limit=float(self.time_limit))  # fmt: skip
