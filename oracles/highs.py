@@ -17,6 +17,8 @@ Quirks absorbed here:
   ``certify``, which re-evaluates F exactly and refuses a point whose value is not the
   solver's. (It cannot refute a claim that nothing better exists: that rests on the solver,
   hence the tolerances chosen in ``oracles.mip.feasibility_tol_for``.)
+* Progress (``oracles.progress``): only when a listener is registered, MIP callbacks report the
+  incumbent and bound (``watch``); without one no callback is installed.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from oracles.base import (
     DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Problem, Solution, Status, certify,
 )  # fmt: skip
 from oracles.checks import check_real
+from oracles.progress import Reporter, guarded, reporter
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
@@ -127,8 +130,10 @@ class HighsOracle:
         threads, thread_note = threads_for(self.threads)
         tol = feasibility_tol_for(problem, self.feasibility_tol)
 
+        progress = reporter(problem.label, self.name)
+
         def run(milp: Milp, time_limit: float) -> RawSolve:
-            return self._run(highspy, milp, threads, tol, time_limit)
+            return self._run(highspy, milp, threads, tol, time_limit, progress)
 
         result = solve_resolving_band(problem, run, strict_eps=self.strict_eps,
                                       time_limit=float(self.time_limit))  # fmt: skip
@@ -155,8 +160,9 @@ class HighsOracle:
             "presolve_rule_off": PRESOLVE_RULES_OFF,
         }
 
-    def _run(self, highspy, milp: Milp, threads: int, tol: float, time_limit: float) -> RawSolve:
-        """One HiGHS solve of ``milp``."""
+    def _run(self, highspy, milp: Milp, threads: int, tol: float, time_limit: float,
+             progress: Reporter | None = None) -> RawSolve:  # fmt: skip
+        """One HiGHS solve of ``milp`` (reporting to ``progress`` when it is active)."""
         h = highspy.Highs()
         options = self.solver_options(threads, tol, time_limit)
         for option, value in options.items():
@@ -164,6 +170,8 @@ class HighsOracle:
                 raise OracleError(f"HiGHS refused option {option}={value!r}")
         if h.passModel(_highs_lp(highspy, milp)) == highspy.HighsStatus.kError:
             raise OracleError(f"HiGHS refused the model ({milp.stats()})")
+        if progress is not None and progress.active:
+            watch(h, progress)
         solve_start = time.perf_counter()
         h.run()
         solver_seconds = time.perf_counter() - solve_start
@@ -182,6 +190,24 @@ class HighsOracle:
             objective = float(info.objective_function_value)
             extra["max_violation"] = milp.max_violation(x)
         return RawSolve(status, message, x, objective, _proven_bound(milp, status, info), extra)
+
+
+def watch(h, progress: Reporter) -> None:
+    """Report HiGHS's incumbent and bound (``mip_primal_bound``, ``mip_dual_bound``) to
+    ``progress`` from its MIP callbacks (``oracles.progress``). Called only when someone
+    listens; the callbacks neither interrupt nor change the search, and never raise (an
+    exception in a HiGHS callback ends the solve with kSolveError)."""
+
+    def on_event(event) -> None:
+        out = event.data_out
+        progress.report(out.mip_primal_bound, out.mip_dual_bound)
+
+    callback = guarded(on_event)
+    try:
+        h.cbMipInterrupt.subscribe(callback)  # called often: the reporter throttles
+        h.cbMipImprovingSolution.subscribe(callback)
+    except Exception:  # noqa: BLE001 - no callback API: the solve goes on without progress
+        pass
 
 
 def _proven_bound(milp: Milp, status: Status, info) -> float:

@@ -20,6 +20,9 @@ How (``oracles.structured_shape`` for the maths):
    the exact minimum, and the certificate's bound is the smallest of the per-combination
    lower bounds.
 
+Progress (``oracles.progress``): when a listener is registered, the loop reports the incumbent
+and the smallest per-combination lower bound; the fallback's backend reports its own.
+
 Exactness: every candidate w is re-evaluated with ``Problem.objective`` (SPEC section 2's rule
 in floating point) and the answer goes through ``certify``. Scores that fall within a tiny band
 of the margin (``structured_shape``, rounding) enter the bounds at their cheaper label; if
@@ -55,6 +58,7 @@ from oracles.base import (
 from oracles.auto import AutoOracle
 from oracles.highs import threads_for
 from oracles.mip import DEFAULT_STRICT_EPS, check_solver_options
+from oracles.progress import reporter
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_shape import ShapeMismatch, cell_bounds, decompose, separable_bounds
 
@@ -147,6 +151,7 @@ class _Search:
         zero = np.zeros(problem.d)
         self.best_w, self.best_value = zero, float(problem.objective(zero))
         self.best_model: float | None = None  # the tables' value of best_w, when it has one
+        self.progress = reporter(problem.label, oracle.name)  # oracles.progress
         self.stats = {"subproblems": 0, "cutoff": 0, "solved": 0, "max_sub_seconds": 0.0,
                       "sub_seconds": 0.0, "max_breakpoints": 0, "tabled": 0}  # fmt: skip
 
@@ -167,6 +172,8 @@ class _Search:
         status, notes = Status.OPTIMAL, []
         open_borderline = False
         while True:
+            if self.progress.due():  # the minimum lies in [min of the bounds, incumbent]
+                self.progress.report(self.best_value, min(self.best_value, float(lower.min())))
             i = int(np.argmin(np.where(closed, np.inf, lower)))
             if closed[i] or lower[i] >= self.best_value:
                 break  # every open combination is bounded by the incumbent
