@@ -23,9 +23,10 @@ that can execute at once (``slots``: the cluster's CPUs over the CPUs a task hol
   else of all finished runs, else the sweep's throughput (elapsed x slots / done), else the
   oracle's time limit;
 * a run not started yet will take its typical duration;
-* a running run that has run e seconds has max(typical - e, 0) left while e < typical; once
-  past it, min(e, limit - e) (it may run as long again, but not past the time limit), so a
-  solve far slower than the others lengthens the ETA instead of being ignored;
+* a running run that has run e seconds has typical - e left while e < typical; once past
+  it by e - typical, that much again, but not past the time limit: min(e - typical,
+  limit - e), at least 0 (continuous in e). A solve far slower than the others lengthens the
+  ETA instead of being ignored;
 * ETA = max(sum of what is left / slots, the longest that any running run has left).
 """
 
@@ -177,9 +178,10 @@ def left_of_running(elapsed: float, typical: float, limit: float | None) -> floa
     """What a run that has run ``elapsed`` seconds has left (module docstring)."""
     if elapsed < typical:
         return typical - elapsed
+    overrun = elapsed - typical
     if limit is None:
-        return elapsed
-    return max(0.0, min(elapsed, limit - elapsed))
+        return overrun
+    return max(0.0, min(overrun, limit - elapsed))
 
 
 def estimate_eta(*, finished: Sequence[tuple[Hashable, float]],
@@ -235,9 +237,10 @@ class Progress:
     """A console progress line: done / total, elapsed, ETA (one line per update off a TTY),
     and every ``every`` seconds a block of the running tasks (``show_running``)."""
 
-    def __init__(self, total: int, stream=sys.stderr, *, keys: Iterable[Any] = (),
+    def __init__(self, total: int, stream=None, *, keys: Iterable[Any] = (),
                  slots: int = 1, limit: float | None = None,
                  every: float = PROGRESS_EVERY) -> None:  # fmt: skip
+        stream = sys.stderr if stream is None else stream  # the one in force now, not at import
         self.total, self.done, self.start, self.stream = total, 0, time.perf_counter(), stream
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.slots, self.limit, self.every = max(1, int(slots)), limit, float(every)
@@ -245,7 +248,8 @@ class Progress:
         self.threads_started: dict[str, float] = {}  # run -> when its driver thread took it
         self.finished: list[tuple[Hashable, float]] = []  # (mechanism, seconds) of each
         self.finished_keys: set[str] = set()
-        self.board: list[BoardEntry] | None = None  # the last snapshot read
+        self.board: list[BoardEntry] | None = None  # the last snapshot read, and when
+        self.board_read_at = self.start
         self.last_block = self.start
         self.lock = threading.Lock()
 
@@ -265,11 +269,12 @@ class Progress:
             threads = dict(self.threads_started)
         if self.board is None:
             return {k: now - t for k, t in threads.items()}
+        since_read = now - self.board_read_at
         out: dict[str, float] = {}
         for entry in self.board:
             run = run_of(entry.tag)
             if run in threads:
-                out[run] = max(out.get(run, 0.0), entry.seconds)
+                out[run] = max(out.get(run, 0.0), entry.seconds + since_read)
         return out
 
     def eta(self) -> float | None:
@@ -310,7 +315,7 @@ class Progress:
         """Print the running tasks (``board``: the snapshot just read, None without one)."""
         self.last_block = time.perf_counter()
         if board is not None:
-            self.board = board
+            self.board, self.board_read_at = board, self.last_block
         with self.lock:
             ours = set(self.threads_started)
         entries = [e for e in (self.board or []) if run_of(e.tag) in ours]
