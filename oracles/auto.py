@@ -7,19 +7,28 @@ raises ``SolverUnavailableError`` (gurobipy missing, no licence, the pip licence
 
     gurobi: errno 10010 (licence limit: 2105 vars, 4202 constraints) -> highs
 
-Only that error falls back. A backend that ran and did not certify (time limit, numerical
-trouble) is reported as it is: retrying elsewhere would make which answer is released depend on
-the data through the failures (SPEC section 8).
+Only that error falls back, and only before the backend ran: Gurobi raises it on the size of
+its first model (``oracles.gurobi``), so which backend solves depends on the data through the
+model's size alone. A backend that ran and did not certify (time limit, numerical trouble) is
+reported as it is: retrying elsewhere would make which answer is released depend on the data
+through the failures (SPEC section 8).
+
+``time_limit`` is for the whole solve: each backend gets what is left of it (building the model
+a backend then refused takes time too).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Oracle, Problem, Solution
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
 from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError, check_solver_options
+
+#: The time limit a backend gets when (almost) nothing is left of the solve's.
+MIN_TIME_LEFT = 1e-3
 
 #: The MIP backends AutoOracle can chain, by name.
 BACKENDS = {"gurobi": GurobiOracle, "highs": HighsOracle}
@@ -52,16 +61,20 @@ class AutoOracle:
 
     def backends(self) -> list[Oracle]:
         """The backends to try, in order, with this oracle's options."""
-        return [
-            BACKENDS[name](time_limit=self.time_limit, threads=self.threads,
-                           strict_eps=self.strict_eps)
-            for name in self.prefer
-        ]  # fmt: skip
+        return [self.backend(name, self.time_limit) for name in self.prefer]
+
+    def backend(self, name: str, time_limit: float) -> Oracle:
+        """The backend ``name`` with this oracle's options and ``time_limit``."""
+        return BACKENDS[name](time_limit=time_limit, threads=self.threads,
+                              strict_eps=self.strict_eps)  # fmt: skip
 
     def solve(self, problem: Problem) -> Solution:
+        start = time.perf_counter()
         reasons: list[str] = []
         last_error: SolverUnavailableError | None = None
-        for backend in self.backends():
+        for name in self.prefer:
+            left = self.time_limit - (time.perf_counter() - start)
+            backend = self.backend(name, max(left, MIN_TIME_LEFT))
             try:
                 solution = backend.solve(problem)
             except SolverUnavailableError as err:

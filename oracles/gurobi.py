@@ -9,11 +9,16 @@ Quirks absorbed here:
   SPEC section 8): a larger model raises GurobiError errno 10010, and a missing licence errno
   10009. Both become ``LicenceLimitError``, carrying the errno and the model's size, so that
   ``AutoOracle`` can fall back to a free solver and say so in the certificate. A missing
-  gurobipy is a ``SolverUnavailableError`` too.
+  gurobipy is a ``SolverUnavailableError`` too. Only the FIRST model of a solve may raise it:
+  when the exact band cuts of a later round (``oracles.mip.solve_resolving_band``) take the
+  model over the limit, Gurobi has already run, so the solve ends uncertified (ERROR, saying
+  so) instead of being retried on another backend (SPEC section 8).
 * Status map (SPEC section 8): OPTIMAL -> OPTIMAL with bound = ObjBound; a limit (time, nodes,
   iterations, solutions, work, memory, interrupt, objective limit) -> TIME_LIMIT with a
   solution, else NO_SOLUTION; infeasible or unbounded -> ERROR (the domain is never empty);
   NUMERIC, SUBOPTIMAL and the rest -> ERROR. Every answer goes through ``certify``.
+* Progress (``oracles.progress``): only when a listener is registered, a MIP callback reports
+  the incumbent and bound; without one ``optimize`` gets no callback.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from oracles.base import (
     DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Problem, Solution, Status, certify,
 )  # fmt: skip
 from oracles.checks import check_real
+from oracles.progress import Reporter, guarded, reporter
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
@@ -97,6 +103,19 @@ def _constraint_rows(milp: Milp) -> list[tuple[np.ndarray, str, np.ndarray]]:
     return [(equal, "=", hi[equal]), (upper, "<", hi[upper]), (lower, ">", lo[lower])]
 
 
+def _progress_callback(gp, progress: Reporter):
+    """A Gurobi callback reporting the incumbent and bound (MIP_OBJBST, MIP_OBJBND; 1e100
+    means none) to ``progress`` (``oracles.progress``); it never raises."""
+    where_mip = gp.GRB.Callback.MIP
+    best, bound = gp.GRB.Callback.MIP_OBJBST, gp.GRB.Callback.MIP_OBJBND
+
+    def callback(model, where) -> None:
+        if where == where_mip and progress.due():
+            progress.report(model.cbGet(best), model.cbGet(bound))
+
+    return guarded(callback)
+
+
 @dataclass(frozen=True)
 class GurobiOracle:
     """Exact minimization of F over W by Gurobi on the reference MILP (``oracles.mip``).
@@ -134,8 +153,21 @@ class GurobiOracle:
         except ImportError as err:
             raise SolverUnavailableError(f"gurobipy is not importable ({err})") from err
 
+        rounds = 0
+        progress = reporter(problem.label, self.name)
+
         def run(milp: Milp, time_limit: float) -> RawSolve:
-            return self._run(gp, milp, time_limit)
+            nonlocal rounds
+            rounds += 1
+            try:
+                return self._run(gp, milp, time_limit, progress)
+            except LicenceLimitError as err:
+                if rounds == 1:
+                    raise  # the first model's size: AutoOracle may choose another backend
+                return RawSolve(Status.ERROR, (
+                    f"the band cuts of solve {rounds} took the model over Gurobi's licence "
+                    f"({err}); not retried on another backend (SPEC section 8)"
+                ), None, None, -math.inf, milp.stats())  # fmt: skip
 
         result = solve_resolving_band(problem, run, strict_eps=self.strict_eps,
                                       time_limit=float(self.time_limit))  # fmt: skip
@@ -146,7 +178,8 @@ class GurobiOracle:
             extra=result.extra,
         )  # fmt: skip
 
-    def _run(self, gp, milp: Milp, time_limit: float) -> RawSolve:
+    def _run(self, gp, milp: Milp, time_limit: float,
+             progress: Reporter | None = None) -> RawSolve:  # fmt: skip
         """One Gurobi solve of ``milp``; licence errors become ``LicenceLimitError``."""
         blocks = _constraint_rows(milp)
         n_constraints = sum(len(rows) for rows, _, _ in blocks)
@@ -155,7 +188,7 @@ class GurobiOracle:
                 env.setParam("OutputFlag", 0)
                 env.start()
                 with gp.Model(env=env) as model:
-                    result = self._optimize(gp, model, milp, blocks, time_limit)
+                    result = self._optimize(gp, model, milp, blocks, time_limit, progress)
         except gp.GurobiError as err:
             if err.errno in LICENCE_ERRNOS:
                 raise LicenceLimitError(err.errno, milp.n_cols, n_constraints, str(err)) from err
@@ -172,7 +205,8 @@ class GurobiOracle:
             bound = -math.inf
         return RawSolve(status, message, x, solver_objective, bound, extra)
 
-    def _optimize(self, gp, model, milp: Milp, blocks, time_limit: float):
+    def _optimize(self, gp, model, milp: Milp, blocks, time_limit: float,
+                  progress: Reporter | None = None):  # fmt: skip
         """Load the Milp into ``model``, optimize, and read the answer back as plain values."""
         for param, value in (
             ("TimeLimit", float(time_limit)),
@@ -190,7 +224,10 @@ class GurobiOracle:
                 model.addMConstr(milp.matrix[rows], x, sense, rhs)
         model.setMObjective(None, milp.cost, milp.offset, sense=gp.GRB.MINIMIZE)
         solve_start = time.perf_counter()
-        model.optimize()
+        if progress is not None and progress.active:
+            model.optimize(_progress_callback(gp, progress))
+        else:
+            model.optimize()
         solver_seconds = time.perf_counter() - solve_start
         code, sol_count = int(model.Status), int(model.SolCount)
         values = np.asarray(x.X, dtype=float) if sol_count > 0 else None

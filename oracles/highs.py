@@ -36,6 +36,8 @@ Quirks absorbed here:
   is a whole solve with a proven bound, not HiGHS's ``objective_bound`` cutoff: with a cutoff
   below the optimum, 1.16 answers kOptimal at a point above it and reports that point's value
   as its dual bound, so its proof would have to be read from a status, not from a bound.
+* Progress (``oracles.progress``): only when a listener is registered, MIP callbacks report the
+  incumbent and bound (``watch``); without one no callback is installed.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from oracles.base import (
     certify,
 )  # fmt: skip
 from oracles.checks import check_real
+from oracles.progress import Reporter, guarded, reporter
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
@@ -155,8 +158,10 @@ class HighsOracle:
         threads, thread_note = threads_for(self.threads)
         tol = feasibility_tol_for(problem, self.feasibility_tol)
 
+        progress = reporter(problem.label, self.name)
+
         def run(milp: Milp, time_limit: float) -> RawSolve:
-            return self._run(highspy, milp, threads, tol, time_limit)
+            return self._run(highspy, milp, threads, tol, time_limit, progress=progress)
 
         result = solve_resolving_band(problem, run, strict_eps=self.strict_eps,
                                       time_limit=float(self.time_limit))  # fmt: skip
@@ -174,7 +179,7 @@ class HighsOracle:
 
         def run_again() -> RawSolve:
             return self._run(highspy, result.milp, threads, tol, max(left, 1e-3),
-                             SECOND_OPINION_OPTIONS, start_x)  # fmt: skip
+                             SECOND_OPINION_OPTIONS, start_x, progress)  # fmt: skip
 
         return self.second_opinion(problem, result.milp, first, run_again, start)
 
@@ -229,9 +234,11 @@ class HighsOracle:
 
     def _run(self, highspy, milp: Milp, threads: int, tol: float, time_limit: float,
              override: dict[str, object] | None = None,
-             start_x: np.ndarray | None = None) -> RawSolve:  # fmt: skip
+             start_x: np.ndarray | None = None,
+             progress: Reporter | None = None) -> RawSolve:  # fmt: skip
         """One HiGHS solve of ``milp`` (``override``: options that replace the usual ones;
-        ``start_x``: a feasible assignment to start from)."""
+        ``start_x``: a feasible assignment to start from; reporting to ``progress`` when it
+        is active)."""
         h = highspy.Highs()
         options = {**self.solver_options(threads, tol, time_limit), **(override or {})}
         for option, value in options.items():
@@ -244,6 +251,8 @@ class HighsOracle:
             solution.col_value = [float(v) for v in start_x]
             solution.value_valid = True
             h.setSolution(solution)  # HiGHS checks it; an infeasible start is only ignored
+        if progress is not None and progress.active:
+            watch(h, progress)
         solve_start = time.perf_counter()
         h.run()
         solver_seconds = time.perf_counter() - solve_start
@@ -263,6 +272,24 @@ class HighsOracle:
             objective = float(info.objective_function_value)
             extra["max_violation"] = milp.max_violation(x)
         return RawSolve(status, message, x, objective, _proven_bound(milp, status, info), extra)
+
+
+def watch(h, progress: Reporter) -> None:
+    """Report HiGHS's incumbent and bound (``mip_primal_bound``, ``mip_dual_bound``) to
+    ``progress`` from its MIP callbacks (``oracles.progress``). Called only when someone
+    listens; the callbacks neither interrupt nor change the search, and never raise (an
+    exception in a HiGHS callback ends the solve with kSolveError)."""
+
+    def on_event(event) -> None:
+        out = event.data_out
+        progress.report(out.mip_primal_bound, out.mip_dual_bound)
+
+    callback = guarded(on_event)
+    try:
+        h.cbMipInterrupt.subscribe(callback)  # called often: the reporter throttles
+        h.cbMipImprovingSolution.subscribe(callback)
+    except Exception:  # noqa: BLE001 - no callback API: the solve goes on without progress
+        pass
 
 
 def _proven_bound(milp: Milp, status: Status, info) -> float:

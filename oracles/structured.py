@@ -20,14 +20,21 @@ How (``oracles.structured_shape`` for the maths):
    the exact minimum, and the certificate's bound is the smallest of the per-combination
    lower bounds.
 
+Progress (``oracles.progress``): when a listener is registered, the loop reports the incumbent
+and the smallest per-combination lower bound; the fallback's backend reports its own.
+
 Exactness: every candidate w is re-evaluated with ``Problem.objective`` (SPEC section 2's rule
 in floating point) and the answer goes through ``certify``. Scores that fall within a tiny band
 of the margin (``structured_shape``, rounding) enter the bounds at their cheaper label; if
 that leaves a gap the oracle does not certify, it falls back to the reference.
 
 Fallback: a problem that does not have the shape (a Box domain, or continuous weight
-combinations too many to bound in the time limit: ``max_work``) is solved by ``HighsOracle``
-(the reference formulation) and the certificate's ``fallback`` says why. The same happens when
+combinations too many to bound in the time limit: ``max_work``) is solved by the reference
+formulation through ``AutoOracle`` (``reference``, default Gurobi when its licence takes the
+model, else HiGHS: the choice depends on the data through the model's size alone, SPEC
+section 8) on what is left of the time limit, and the certificate's ``fallback`` says why,
+e.g. ``structured: <reason> -> gurobi`` or
+``structured: <reason> -> gurobi: errno 10010 (licence limit: ...) -> highs``. The same happens when
 a subproblem fails in HiGHS, and when borderline scores leave a gap, including combinations with
 no binary column left. The reference resolves the margin band exactly (``oracles.margin_band``),
 so the fallback never certifies a point that is not the argmin either. The cap is work, not a
@@ -48,8 +55,10 @@ import numpy as np
 from oracles.base import (
     DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, Problem, Solution, Status, certify,
 )  # fmt: skip
-from oracles.highs import HighsOracle, threads_for
+from oracles.auto import AutoOracle
+from oracles.highs import threads_for
 from oracles.mip import DEFAULT_STRICT_EPS, check_solver_options
+from oracles.progress import reporter
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_shape import ShapeMismatch, cell_bounds, decompose, separable_bounds
 
@@ -68,18 +77,21 @@ class StructuredOracle:
 
     Args:
         time_limit: seconds for the whole solve (TIME_LIMIT, uncertified, when reached).
-        threads: HiGHS threads (fixed once per process: ``oracles.highs``).
+        threads: solver threads, of the subproblems (HiGHS: fixed once per process,
+            ``oracles.highs``) and of the fallback's backend.
         max_work: fall back to the reference when bounding every combination of the
             continuous weights would take more table entries than this
             (``structured_shape.bounding_work``); None: what fits in ``BOUNDING_SHARE`` of the
             time limit at ``WORK_ENTRIES_PER_SECOND``.
         max_combos: also fall back above this many combinations (None: no count cap).
+        reference: the backends of the fallback, in ``AutoOracle``'s order (module docstring).
     """
 
     time_limit: float = DEFAULT_TIME_LIMIT
     threads: int = DEFAULT_THREADS
     max_combos: int | None = None
     max_work: float | None = None
+    reference: tuple[str, ...] = ("gurobi", "highs")
     name: str = "structured"
 
     def __post_init__(self) -> None:
@@ -95,6 +107,8 @@ class StructuredOracle:
                                               and not isinstance(self.max_work, bool)
                                               and self.max_work > 0):  # fmt: skip
             raise ValueError(f"max_work must be > 0 or None, found {self.max_work!r}")
+        # AutoOracle validates the names (and quotes them) and makes a list a tuple
+        object.__setattr__(self, "reference", AutoOracle(prefer=self.reference).prefer)
 
     @property
     def work_budget(self) -> float:
@@ -112,14 +126,18 @@ class StructuredOracle:
         return _Search(self, problem, shape, start).run()
 
     def fallback(self, problem: Problem, reason: str, start: float) -> Solution:
+        """The reference formulation on ``AutoOracle(prefer=reference)`` with the time left;
+        ``fallback`` is this oracle's reason, then the backend chain (module docstring)."""
         left = self.time_limit - (time.perf_counter() - start)
-        reference = HighsOracle(time_limit=max(left, 1e-3), threads=self.threads)
+        reference = AutoOracle(time_limit=max(left, 1e-3), threads=self.threads,
+                               prefer=self.reference)  # fmt: skip
         solution = reference.solve(problem)
         c = solution.certificate
         return certify(
             problem, solution.w, status=c.status, bound=c.bound,
             seconds=time.perf_counter() - start, backend=c.backend, threads=c.threads,
-            solver_objective=c.solver_objective, fallback=f"{self.name}: {reason} -> highs",
+            solver_objective=c.solver_objective,
+            fallback=f"{self.name}: {reason} -> {c.fallback or c.backend}",
             message=c.message, extra=c.extra,
         )  # fmt: skip
 
@@ -133,6 +151,7 @@ class _Search:
         zero = np.zeros(problem.d)
         self.best_w, self.best_value = zero, float(problem.objective(zero))
         self.best_model: float | None = None  # the tables' value of best_w, when it has one
+        self.progress = reporter(problem.label, oracle.name)  # oracles.progress
         self.stats = {"subproblems": 0, "cutoff": 0, "solved": 0, "max_sub_seconds": 0.0,
                       "sub_seconds": 0.0, "max_breakpoints": 0, "tabled": 0}  # fmt: skip
 
@@ -153,6 +172,8 @@ class _Search:
         status, notes = Status.OPTIMAL, []
         open_borderline = False
         while True:
+            if self.progress.due():  # the minimum lies in [min of the bounds, incumbent]
+                self.progress.report(self.best_value, min(self.best_value, float(lower.min())))
             i = int(np.argmin(np.where(closed, np.inf, lower)))
             if closed[i] or lower[i] >= self.best_value:
                 break  # every open combination is bounded by the incumbent

@@ -43,9 +43,9 @@ ORACLE_NAMES = ("structured", "auto", "highs", "gurobi", "enumerate")
 class OracleConfig:
     """The solver behind OPDisc, RSPM and the exact ERM (OPSamp's logistic loss uses convex)."""
 
-    #: ``structured`` (the default) is exact and falls back to the reference formulation on
-    #: HiGHS when the data do not have its shape; ``auto`` is the reference on Gurobi when the
-    #: licence allows, else HiGHS.
+    #: ``structured`` (the default) is exact and falls back to the reference formulation as
+    #: ``auto`` does when the data do not have its shape; ``auto`` is the reference on Gurobi
+    #: when the licence takes the model, else HiGHS.
     name: str = "structured"
     time_limit: float = DEFAULT_TIME_LIMIT
     threads: int = DEFAULT_THREADS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -54,11 +55,62 @@ def reference_certified(frame: pd.DataFrame, name: str) -> bool:
     return bool(part["oracle_certified"].astype(bool).all())
 
 
+@dataclass(frozen=True)
+class ReferenceBound:
+    """What an uncertified reference proves (SPEC section 8): its solver found a feasible point
+    of objective ``value`` and proved ``bound`` <= the minimum, so the minimum lies in
+    [bound, value] (``gap`` = value - bound). When the objective is the count of training
+    errors (the exact 0/1 ERM: ``train_accuracy`` = 1 - value / n), the optimum's training
+    accuracy lies in [accuracy_low, accuracy_high] = [1 - value / n, 1 - bound / n], clipped to
+    [., 1]; otherwise those are None."""
+
+    value: float
+    bound: float
+    accuracy_low: float | None
+    accuracy_high: float | None
+
+    @property
+    def gap(self) -> float:
+        return self.value - self.bound
+
+    def interval(self) -> str:
+        """``the optimum lies in [bound, value]``, plus the accuracy interval when known."""
+        low = f"{self.bound:.6g}" if math.isfinite(self.bound) else "-inf (no bound)"
+        text = f"the optimum lies in [{low}, {self.value:.6g}]"
+        if self.accuracy_low is not None:
+            text += (f" (training errors); its training accuracy in "
+                     f"[{self.accuracy_low:.4f}, {self.accuracy_high:.4f}]")  # fmt: skip
+        return text
+
+
+def reference_bound(frame: pd.DataFrame, name: str) -> ReferenceBound | None:
+    """The bound interval of the reference ``name`` (one run, one oracle call), or None when
+    its record does not carry one (several calls, or logged before the fields existed)."""
+    part = frame[frame["mechanism"] == name]
+    if len(part) != 1 or "oracle_objective" not in part or "oracle_bound" not in part:
+        return None
+    row = part.iloc[0]
+    value, bound = float(row["oracle_objective"]), float(row["oracle_bound"])
+    if math.isnan(value) or math.isnan(bound):
+        return None
+    n = float(row.get("train_n", 0) or 0)
+    accuracy = float(row["train_accuracy"])
+    if n > 0 and abs((1.0 - value / n) - accuracy) <= 1e-9:  # the objective counts the errors
+        high = 1.0 if not math.isfinite(bound) else min(1.0, 1.0 - bound / n)
+        return ReferenceBound(value, bound, accuracy, max(accuracy, high))
+    return ReferenceBound(value, bound, None, None)
+
+
 def reference_label(frame: pd.DataFrame, name: str) -> str:
-    """A reference's legend entry: an uncertified exact ERM is only a feasible point."""
+    """A reference's legend entry: an uncertified exact ERM is only a feasible point, and its
+    bound interval is what is known of the optimum."""
     if reference_certified(frame, name):
         return f"{name} (non-private)"
     gap = frame.loc[frame["mechanism"] == name, "oracle_max_gap"].max()
+    known = reference_bound(frame, name)
+    if known is not None and known.accuracy_low is not None:
+        return (f"{name} NOT certified (gap {gap:.4g}): optimum accuracy in "
+                f"[{known.accuracy_low:.4f}, {known.accuracy_high:.4f}]")  # fmt: skip
     return f"{name} (non-private, NOT certified: gap {gap:.4g}, not the optimum)"
 
 
@@ -76,7 +128,13 @@ def figure_1a(frame: pd.DataFrame, path: Path) -> Path:
         if name in NON_PRIVATE:
             color, style = next(styles)
             label, width = reference_label(frame, name), 1.2
-            if not reference_certified(frame, name):  # not the exact optimum: say so, thin red
+            if not reference_certified(frame, name):  # not the exact optimum: say so, in red
+                known = reference_bound(frame, name)
+                if known is not None and known.accuracy_low is not None:
+                    # a bound, not a value: the band where the optimum's accuracy lies
+                    ax.axhspan(known.accuracy_low, known.accuracy_high, color="red", alpha=0.15,
+                               label=label)  # fmt: skip
+                    label = f"{name} feasible point (not the optimum)"
                 color, width = "red", 0.8
             ax.axhline(part["train_acc_mean"].iloc[0], color=color, linestyle=style,
                        linewidth=width, label=label)  # fmt: skip
@@ -201,6 +259,9 @@ def summary_text(frame: pd.DataFrame, title: str, outcome=None,
             certified = reference_certified(frame, r.mechanism)
             gap = float(part["oracle_max_gap"].max())
             verdict = "yes" if certified else "**NO**: a feasible point, not the exact optimum"
+            known = None if certified else reference_bound(frame, r.mechanism)
+            if known is not None:  # a bound, not a value
+                verdict += f"; gap {known.gap:.4g}: {known.interval()}"
             if int(part["oracle_calls"].max()) == 0:
                 verdict = "- (no oracle)"
             lines.append(f"| {r.mechanism} | {r.train_acc_mean:.4f} | {r.test_acc_mean:.4f} | "

@@ -18,7 +18,7 @@ from pipeline.mlflow_log import CHILD_ROLE
 
 #: The float fields of a result row logged as metrics of its child run.
 ROW_METRICS = ("train_accuracy", "test_accuracy", "wall_seconds", "oracle_seconds",
-               "oracle_max_gap")  # fmt: skip
+               "oracle_max_gap", "oracle_objective", "oracle_bound")  # fmt: skip
 MAX_TAG = 5000
 
 
@@ -42,7 +42,7 @@ def child_fields(row: dict[str, Any], release: Release, parent_id: str | None,
               "calibration": row["calibration"] or "-",
               # the grid's target; the guarantee is privacy_epsilon (proven for the noise, SPEC 10)
               "requested_epsilon": row["requested_epsilon"], "run_index": row["run_index"],
-              "oracle_calls": row["oracle_calls"]}  # fmt: skip
+              "oracle_calls": row["oracle_calls"], "train_n": row["train_n"]}  # fmt: skip
     params.update({k: v for k, v in release.to_params().items() if k.startswith("noise.")})
     metrics = {k: float(v) for k, v in release.to_metrics().items()}
     metrics.update({name: float(row[name]) for name in ROW_METRICS})
@@ -83,6 +83,10 @@ def row_from_child(child) -> dict[str, Any]:
         "oracle_seconds": _metric(m, t, "oracle_seconds", 0.0),
         "oracle_calls": calls,
         "oracle_max_gap": _metric(m, t, "oracle_max_gap", 0.0),
+        # children logged before these existed: unknown
+        "oracle_objective": _metric(m, t, "oracle_objective", math.nan),
+        "oracle_bound": _metric(m, t, "oracle_bound", math.nan),
+        "train_n": int(p.get("train_n", 0)),
         # child_fields tags a run without an oracle backend 'none'
         "oracle_backends": "" if t.get("backend") == "none" else t.get("backend", ""),
         "oracle_fallbacks": t.get("oracle_fallback", ""),

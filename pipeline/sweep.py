@@ -11,6 +11,8 @@ to a driver thread (at most ``in_flight`` at a time), which
 * for any other run (DP-SGD, the exponential mechanism, logistic regression) waits on one Ray
   task that runs it whole (``run_task``).
 
+While runs go, the driver prints, at least every ``PROGRESS_EVERY`` seconds, each running
+solve's incumbent, bound and elapsed time, and an ETA that counts them (``pipeline.progress``).
 Results are taken as they complete and logged to MLflow by the driver alone. Solver threads
 equal the CPUs a task holds. A task whose worker dies is retried (``max_retries``). Runs already
 FINISHED in MLflow for the same sweep are skipped (resume).
@@ -21,8 +23,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import queue
-import shutil
-import sys
 import threading
 import time
 from pathlib import Path
@@ -32,45 +32,16 @@ from pipeline.config import Config
 from pipeline.data.record import Dataset
 from pipeline.tracking import HEARTBEAT
 from pipeline.catalog import NON_ORACLE
+from pipeline.progress import (
+    PROGRESS_EVERY, REPORT_EVERY, Channel, Progress, close_board, make_board, read_board,
+    reporting,
+)  # fmt: skip
 from pipeline.tasks import RunKey, run_one, sweep_keys
 
 log = logging.getLogger(__name__)
 
 #: Retries of a task whose worker process or node died (not of a Python exception).
 MAX_RETRIES = 3
-
-
-class Progress:
-    """A console progress line: done / total, elapsed, ETA (one line per update off a TTY)."""
-
-    def __init__(self, total: int, stream=sys.stderr) -> None:
-        self.total, self.done, self.start, self.stream = total, 0, time.perf_counter(), stream
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-
-    def update(self, label: str) -> None:
-        self.done += 1
-        elapsed = time.perf_counter() - self.start
-        eta = elapsed / self.done * (self.total - self.done)
-        width = 30
-        filled = int(width * self.done / max(self.total, 1))
-        line = (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                f"elapsed {elapsed:5.0f}s eta {eta:5.0f}s  {label}")  # fmt: skip
-        if self.tty:
-            # one terminal line, whatever its width: a wrapped line is not overwritten by \r
-            columns = max(20, shutil.get_terminal_size((150, 20)).columns - 1)
-            self.stream.write("\r" + line[:columns].ljust(columns))
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        """End an unfinished terminal line (an interrupted or failed sweep), so that what is
-        printed next starts on a line of its own."""
-        if self.tty and self.done < self.total:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 def _assigned_cpus() -> int:
@@ -86,10 +57,13 @@ def _node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
-def solve_one(oracle: Any, problem: Any) -> tuple[Any, str, float]:
-    """One oracle call on a Ray worker: (solution, node, seconds the task took)."""
+def solve_one(oracle: Any, problem: Any,
+              channel: Channel | None = None) -> tuple[Any, str, float]:  # fmt: skip
+    """One oracle call on a Ray worker: (solution, node, seconds the task took). With a
+    ``channel``, the solver's progress goes to the driver's board (``pipeline.progress``)."""
     start = time.perf_counter()
-    solution = oracle.solve(problem)
+    with reporting(channel):
+        solution = oracle.solve(problem)
     return solution, _node_id(), time.perf_counter() - start
 
 
@@ -98,8 +72,10 @@ def _remote_functions(solver_cpus: int):
     import ray
 
     @ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)
-    def run_task(config: Config, key: RunKey, train: Dataset, test: Dataset | None):
-        row, release = run_one(config, key, train, test, threads=_assigned_cpus())
+    def run_task(config: Config, key: RunKey, train: Dataset, test: Dataset | None,
+                 channel: Channel | None = None):  # fmt: skip
+        with reporting(channel):
+            row, release = run_one(config, key, train, test, threads=_assigned_cpus())
         row["node"] = _node_id()
         return row, release
 
@@ -113,20 +89,30 @@ class RaySolveMany:
     Problems and oracles are plain picklable records; a backend builds its solver model inside
     the task. Keeps the accounting of the calls it made: ``task_seconds`` (what the tasks took,
     summed: the compute, not the time they queued), ``waited`` (the caller's wall time spent
-    waiting on them) and the ``nodes`` they ran on.
+    waiting on them) and the ``nodes`` they ran on. With a progress ``board`` each task reports
+    there under ``tag`` (``#i`` appended when a call makes several problems).
     """
 
-    def __init__(self, solve_task: Any) -> None:
+    def __init__(self, solve_task: Any, board: Any = None, tag: str = "") -> None:
         self.solve_task = solve_task
+        self.board, self.tag = board, tag
         self.task_seconds = 0.0
         self.waited = 0.0
         self.nodes: set[str] = set()
+
+    def _submit(self, oracle: Any, problems: Sequence[Any]) -> list[Any]:
+        if self.board is None:
+            return [self.solve_task.remote(oracle, problem) for problem in problems]
+        tags = [self.tag] if len(problems) == 1 else [f"{self.tag}#{i}"
+                                                      for i in range(len(problems))]  # fmt: skip
+        return [self.solve_task.remote(oracle, problem, Channel(self.board, tag, REPORT_EVERY))
+                for problem, tag in zip(problems, tags)]  # fmt: skip
 
     def __call__(self, oracle: Any, problems: Sequence[Any]) -> list[Any]:
         import ray
 
         start = time.perf_counter()
-        refs = [self.solve_task.remote(oracle, problem) for problem in problems]
+        refs = self._submit(oracle, problems)
         try:
             results = ray.get(refs)
         except BaseException:
@@ -145,15 +131,19 @@ class RaySolveMany:
 
 def run_on_cluster(config: Config, key: RunKey, train: Dataset, test: Dataset | None,
                    run_task: Any, solve_task: Any, train_ref: Any, test_ref: Any,
-                   ) -> tuple[dict[str, Any], Any]:  # fmt: skip
+                   board: Any = None) -> tuple[dict[str, Any], Any]:  # fmt: skip
     """One run, from a driver thread: an oracle mechanism through ``run`` with its calls as
     tasks, anything else as one task. The row's time is the compute the run cost: the driver's
-    own part plus what its tasks took, not how long they waited in the queue."""
+    own part plus what its tasks took, not how long they waited in the queue. ``board``: the
+    sweep's progress board (``pipeline.progress``), if any."""
     import ray
 
     if config.mechanisms[key.mechanism].name in NON_ORACLE:
-        return ray.get(run_task.remote(config, key, train_ref, test_ref))
-    solver = RaySolveMany(solve_task)
+        if board is None:
+            return ray.get(run_task.remote(config, key, train_ref, test_ref))
+        channel = Channel(board, str(key), REPORT_EVERY)
+        return ray.get(run_task.remote(config, key, train_ref, test_ref, channel))
+    solver = RaySolveMany(solve_task, board, str(key))
     row, release = run_one(config, key, train, test, solve_many=solver)
     row["wall_seconds"] = row["wall_seconds"] - solver.waited + solver.task_seconds
     row["node"] = ",".join(sorted(solver.nodes))
@@ -223,16 +213,28 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
     run_task, solve_task = _remote_functions(config.oracle.threads)
     train_ref = ray.put(train)  # the dataset goes into the object store once
     test_ref = ray.put(test)
-    in_flight = max(4, 2 * int(ray.cluster_resources().get("CPU", 1)))
-    progress = Progress(len(todo))
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    in_flight = max(4, 2 * cpus)
+    board = make_board()  # the running solves' progress (pipeline.progress); None: without
+    progress = Progress(len(todo), keys=todo, slots=max(1, cpus // config.oracle.threads),
+                        limit=config.oracle.time_limit, every=PROGRESS_EVERY)  # fmt: skip
     failed: dict[str, str] = {}
     results: list[dict[str, Any]] = []
+
+    def work(key: RunKey):
+        progress.started(key)
+        return run_on_cluster(config, key, train, test, run_task, solve_task, train_ref,
+                              test_ref, board)  # fmt: skip
+
+    def tick() -> None:
+        if progress.due():
+            progress.show_running(read_board(board))
+
     try:
         for key, value, error in _in_threads(
-            todo, in_flight,
-            lambda key: run_on_cluster(config, key, train, test, run_task, solve_task, train_ref,
-                                       test_ref),
+            todo, in_flight, work,
             heartbeat=tracker.heartbeat,  # the lease on the parent run: this driver is alive
+            tick=tick, wait=min(HEARTBEAT, PROGRESS_EVERY),
         ):  # fmt: skip
             if error is not None:
                 # a run failed for good: record why, go on, redo it on the next run
@@ -240,22 +242,26 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
                 failed[str(key)] = reason
                 log.error("run %s failed: %s", key, reason)
                 tracker.log_failed_child(str(key), key.mechanism, reason)
-                progress.update(f"{key} FAILED")
+                progress.update(f"{key} FAILED", key)
                 continue
             row, release = value
             tracker.log_child(row, release, dataclasses.asdict(config.mechanisms[key.mechanism]))
             results.append(row)
             progress.update(f"{key}: acc {row['train_accuracy']:.3f}, privacy "
-                            f"{row.get('privacy_status', row['privacy_holds'])}")  # fmt: skip
+                            f"{row.get('privacy_status', row['privacy_holds'])}", key)  # fmt: skip
     finally:
         progress.close()
+        close_board(board)
     return results, failed
 
 
-def _in_threads(keys: list[RunKey], in_flight: int, work, *, heartbeat):
+def _in_threads(keys: list[RunKey], in_flight: int, work, *, heartbeat, tick=None,
+                wait: float | None = None):  # fmt: skip
     """Yield (key, work(key), None) or (key, None, error) as they complete, ``in_flight``
     daemon threads working at a time (daemons: an interrupted driver exits without waiting for
-    the cluster); ``heartbeat()`` at least every HEARTBEAT seconds."""
+    the cluster); ``heartbeat()`` and ``tick()`` at least every ``wait`` seconds (default and
+    at most HEARTBEAT). A ``tick`` that raises is logged, never the sweep's failure."""
+    wait = HEARTBEAT if wait is None else min(wait, HEARTBEAT)
     todo: queue.Queue = queue.Queue()
     for key in keys:
         todo.put(key)
@@ -277,8 +283,13 @@ def _in_threads(keys: list[RunKey], in_flight: int, work, *, heartbeat):
     for _ in range(len(keys)):
         while True:
             heartbeat()
+            if tick is not None:
+                try:
+                    tick()
+                except Exception as e:  # noqa: BLE001 - progress is best effort
+                    log.debug("progress tick failed: %r", e)
             try:
-                item = done.get(timeout=HEARTBEAT)
+                item = done.get(timeout=wait)
                 break
             except queue.Empty:
                 continue

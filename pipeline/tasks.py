@@ -162,6 +162,10 @@ def result_row(key: RunKey, release: Release, train: Dataset, test: Dataset | No
         "oracle_seconds": release.oracle_seconds,
         "oracle_calls": len(certificates),
         "oracle_max_gap": release.max_gap,
+        # the one oracle call's [bound, objective] (the minimum lies there); nan for several
+        "oracle_objective": certificates[0].objective if len(certificates) == 1 else math.nan,
+        "oracle_bound": certificates[0].bound if len(certificates) == 1 else math.nan,
+        "train_n": int(len(train.labels)),
         "oracle_backends": ",".join(sorted({c.backend for c in certificates})),
         "oracle_fallbacks": ";".join(sorted({c.fallback for c in certificates if c.fallback})),
         # every oracle answer the release rests on certified optimal (true with no oracle call):

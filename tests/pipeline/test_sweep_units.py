@@ -40,8 +40,11 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
+    from pipeline import progress
+
     fake = Clock()
     monkeypatch.setattr(sweep, "time", fake)
+    monkeypatch.setattr(progress, "time", fake)  # the progress line's clock
     return fake
 
 
@@ -430,7 +433,8 @@ def cluster(monkeypatch, fake_ray):
         state.threads = threads
         return "run-task", "solve-task"
 
-    def run_on_cluster(config, key, train, test, run_task, solve_task, train_ref, test_ref):
+    def run_on_cluster(config, key, train, test, run_task, solve_task, train_ref, test_ref,
+                       board=None):
         state.runs.append(key)
         assert (run_task, solve_task) == ("run-task", "solve-task")
         assert (train_ref, test_ref) == ("ref-1", "ref-2")

@@ -1,0 +1,361 @@
+"""The sweep's progress: runs done, elapsed, ETA, and what the running solves have found so far.
+
+From the workers to the driver (issue 19, item 4):
+
+* ``ProgressBoard`` is a Ray actor (no CPU) that the driver creates once per sweep. A task that
+  solves (``pipeline.sweep.solve_one``) or runs a run whole registers its start on the board
+  and, through ``oracles.progress.listening``, a listener that sends the solver's
+  ``SolveProgress`` (incumbent, bound) there, fire-and-forget, at most every ``REPORT_EVERY``
+  seconds; it clears its entry when it ends (``reporting``). Entries are tagged with the run key,
+  ``#i`` appended for the i-th oracle call of a run that makes several (OPSamp).
+* The driver reads the board (``read_board``) every ``PROGRESS_EVERY`` seconds and
+  ``Progress.show_running`` prints one line per running task: its tag, how long it has run,
+  and its backend's incumbent, bound and gap.
+
+Progress is best effort: every call on the board is guarded, a failing board is logged and
+then ignored, and nothing here changes what a run computes or records.
+
+The ETA (``estimate_eta``) counts what is left of every run, in run-seconds, over the runs
+that can execute at once (``slots``: the cluster's CPUs over the CPUs a task holds):
+
+* a finished run's duration is from its task's start (board) or its driver thread's start to
+  its result; the TYPICAL duration of a run is the mean of the finished runs of its mechanism,
+  else of all finished runs, else the sweep's throughput (elapsed x slots / done), else the
+  oracle's time limit;
+* a run not started yet will take its typical duration;
+* a running run that has run e seconds has typical - e left while e < typical; once past
+  it by e - typical, that much again, but not past the time limit: min(e - typical,
+  limit - e), at least 0 (continuous in e). A solve far slower than the others lengthens the
+  ETA instead of being ignored;
+* ETA = max(sum of what is left / slots, the longest that any running run has left).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Hashable, Iterable, Sequence
+
+from oracles.progress import SolveProgress, listening
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two progress blocks of the driver (the issue asks for at most 30).
+PROGRESS_EVERY = 30.0
+#: Seconds between two reports of one solve to the board.
+REPORT_EVERY = 10.0
+#: Seconds the driver waits for the board's snapshot before giving up on it this time.
+BOARD_TIMEOUT = 10.0
+
+
+# --- the board (Ray side) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BoardEntry:
+    """A running task: ``seconds`` since it started (the board's clock), and its solver's last
+    report (None before the first)."""
+
+    tag: str
+    seconds: float
+    progress: SolveProgress | None = None
+
+
+class ProgressBoard:
+    """The latest report of every running task, by tag (made a Ray actor by ``make_board``)."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+        self.latest: dict[str, SolveProgress] = {}
+
+    def start(self, tag: str) -> None:
+        self.started[tag] = time.monotonic()
+        self.latest.pop(tag, None)
+
+    def report(self, tag: str, progress: SolveProgress) -> None:
+        if tag in self.started:  # a report that arrives after its task ended is dropped
+            self.latest[tag] = progress
+
+    def done(self, tag: str) -> None:
+        self.started.pop(tag, None)
+        self.latest.pop(tag, None)
+
+    def snapshot(self) -> list[BoardEntry]:
+        now = time.monotonic()
+        return [BoardEntry(tag, now - start, self.latest.get(tag))
+                for tag, start in self.started.items()]  # fmt: skip
+
+
+def make_board() -> Any | None:
+    """A ``ProgressBoard`` actor holding no CPU, or None (logged) if Ray cannot make one."""
+    import ray
+
+    try:
+        return ray.remote(num_cpus=0, max_restarts=0)(ProgressBoard).remote()
+    except Exception as err:  # noqa: BLE001 - progress is best effort
+        log.warning("no progress board (the sweep runs without solver progress): %r", err)
+        return None
+
+
+def read_board(board: Any | None, timeout: float = BOARD_TIMEOUT) -> list[BoardEntry] | None:
+    """The board's entries, or None when there is no board or it does not answer in time."""
+    if board is None:
+        return None
+    import ray
+
+    try:
+        return list(ray.get(board.snapshot.remote(), timeout=timeout))
+    except Exception as err:  # noqa: BLE001 - progress is best effort
+        log.debug("progress board did not answer: %r", err)
+        return None
+
+
+def close_board(board: Any | None) -> None:
+    if board is None:
+        return
+    import ray
+
+    try:
+        ray.kill(board)
+    except Exception:  # noqa: BLE001 - progress is best effort
+        pass
+
+
+@dataclass(frozen=True)
+class Channel:
+    """What a task needs to report: the board, its tag, and the interval of its reports."""
+
+    board: Any
+    tag: str
+    interval: float = REPORT_EVERY
+
+
+def _quietly(call) -> None:
+    try:
+        call()
+    except Exception as err:  # noqa: BLE001 - progress is best effort
+        log.debug("progress board call failed: %r", err)
+
+
+class reporting:
+    """``with reporting(channel): ...`` on a worker: the task's start and end on the board, and
+    its solvers' reports sent there. ``channel`` None: nothing at all. Never raises."""
+
+    def __init__(self, channel: Channel | None) -> None:
+        self.channel = channel
+        self._listening = None
+
+    def _send(self, progress: SolveProgress) -> None:
+        self.channel.board.report.remote(self.channel.tag, progress)
+
+    def __enter__(self) -> "reporting":
+        if self.channel is not None:
+            _quietly(lambda: self.channel.board.start.remote(self.channel.tag))
+            self._listening = listening(self._send, self.channel.interval)
+            self._listening.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.channel is not None:
+            self._listening.__exit__(None, None, None)
+            _quietly(lambda: self.channel.board.done.remote(self.channel.tag))
+
+
+def run_of(tag: str) -> str:
+    """The run key of a board tag (``key`` or ``key#i``)."""
+    return tag.split("#", 1)[0]
+
+
+# --- the ETA -------------------------------------------------------------------------------
+
+
+def left_of_running(elapsed: float, typical: float, limit: float | None) -> float:
+    """What a run that has run ``elapsed`` seconds has left (module docstring)."""
+    if elapsed < typical:
+        return typical - elapsed
+    overrun = elapsed - typical
+    if limit is None:
+        return overrun
+    return max(0.0, min(overrun, limit - elapsed))
+
+
+def estimate_eta(*, finished: Sequence[tuple[Hashable, float]],
+                 running: Sequence[tuple[Hashable, float]], pending: Sequence[Hashable],
+                 slots: int, throughput: float | None = None,
+                 limit: float | None = None) -> float | None:  # fmt: skip
+    """Seconds until the sweep ends (module docstring), or None when nothing gives a typical
+    duration. ``finished``: (mechanism, seconds); ``running``: (mechanism, elapsed);
+    ``pending``: the mechanisms of the runs not started; ``throughput``: elapsed x slots / done
+    when no finished run has a duration."""
+    by_group: dict[Hashable, list[float]] = {}
+    for group, seconds in finished:
+        by_group.setdefault(group, []).append(seconds)
+    everything = [s for _, s in finished]
+    overall = (sum(everything) / len(everything)) if everything else throughput
+    if overall is None:
+        overall = limit
+    if overall is None:
+        return None if (running or pending) else 0.0
+
+    def typical(group: Hashable) -> float:
+        own = by_group.get(group)
+        return sum(own) / len(own) if own else overall
+
+    lefts = [left_of_running(e, typical(g), limit) for g, e in running]
+    work = sum(lefts) + sum(typical(g) for g in pending)
+    return max(work / max(1, slots), max(lefts, default=0.0))
+
+
+# --- the console ---------------------------------------------------------------------------
+
+
+def _number(x: float) -> str:
+    return f"{x:.6g}" if math.isfinite(x) else ("none" if x > 0 else "-inf")
+
+
+def running_line(entry: BoardEntry) -> str:
+    """``  <tag> <s>s: <backend> incumbent <v> bound <b> gap <g>`` for one running task."""
+    head = f"  {entry.tag} {entry.seconds:.0f}s"
+    p = entry.progress
+    if p is None:
+        return f"{head}: no solver report yet"
+    gap = f"{p.gap:.4g}" if math.isfinite(p.gap) else "-"
+    return (f"{head}: {p.backend} {p.elapsed:.0f}s incumbent {_number(p.incumbent)} "
+            f"bound {_number(p.bound)} gap {gap}")  # fmt: skip
+
+
+def _group(key: Any) -> Hashable:
+    return getattr(key, "mechanism", None)
+
+
+class Progress:
+    """A console progress line: done / total, elapsed, ETA (one line per update off a TTY),
+    and every ``every`` seconds a block of the running tasks (``show_running``)."""
+
+    def __init__(self, total: int, stream=None, *, keys: Iterable[Any] = (),
+                 slots: int = 1, limit: float | None = None,
+                 every: float = PROGRESS_EVERY) -> None:  # fmt: skip
+        stream = sys.stderr if stream is None else stream  # the one in force now, not at import
+        self.total, self.done, self.start, self.stream = total, 0, time.perf_counter(), stream
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.slots, self.limit, self.every = max(1, int(slots)), limit, float(every)
+        self.groups = {str(k): _group(k) for k in keys}
+        self.threads_started: dict[str, float] = {}  # run -> when its driver thread took it
+        self.finished: list[tuple[Hashable, float]] = []  # (mechanism, seconds) of each
+        self.finished_keys: set[str] = set()
+        self.board: list[BoardEntry] | None = None  # the last snapshot read, and when
+        self.board_read_at = self.start
+        self.last_block = self.start
+        self.lock = threading.Lock()
+
+    # -- what the sweep tells it --
+
+    def started(self, key: Any) -> None:
+        """A driver thread took ``key`` (it may still queue for a CPU on the cluster)."""
+        with self.lock:
+            self.groups.setdefault(str(key), _group(key))
+            self.threads_started[str(key)] = time.perf_counter()
+
+    def running(self) -> dict[str, float]:
+        """Run key -> seconds it has run: its longest task on the board; without a board, since
+        its driver thread took it. A run whose tasks have not started is not running."""
+        now = time.perf_counter()
+        with self.lock:
+            threads = dict(self.threads_started)
+        if self.board is None:
+            return {k: now - t for k, t in threads.items()}
+        since_read = now - self.board_read_at
+        out: dict[str, float] = {}
+        for entry in self.board:
+            run = run_of(entry.tag)
+            if run in threads:
+                out[run] = max(out.get(run, 0.0), entry.seconds + since_read)
+        return out
+
+    def eta(self) -> float | None:
+        running = self.running()
+        elapsed = time.perf_counter() - self.start
+        with self.lock:
+            finished = list(self.finished)
+            waiting = [k for k in self.groups if k not in running and k not in self.finished_keys]
+        n_pending = max(0, self.total - self.done - len(running))
+        pending = [self.groups[k] for k in waiting][:n_pending]
+        pending += [None] * (n_pending - len(pending))
+        throughput = elapsed * self.slots / self.done if self.done else None
+        return estimate_eta(finished=finished,
+                            running=[(self.groups.get(k), e) for k, e in running.items()],
+                            pending=pending, slots=self.slots, throughput=throughput,
+                            limit=self.limit)  # fmt: skip
+
+    def update(self, label: str, key: Any = None) -> None:
+        """A run ended (``key``: which, to learn its duration)."""
+        run_seconds = None
+        if key is not None:
+            run_seconds = self.running().get(str(key))
+            with self.lock:
+                started = self.threads_started.pop(str(key), None)
+                if run_seconds is None and started is not None:
+                    run_seconds = time.perf_counter() - started
+                if run_seconds is not None:
+                    self.finished.append((self.groups.get(str(key)), run_seconds))
+                self.finished_keys.add(str(key))
+        self.done += 1
+        self._write_line(label)
+
+    def due(self) -> bool:
+        """Whether the block of running tasks is due (``every`` seconds after the last)."""
+        return time.perf_counter() - self.last_block >= self.every
+
+    def show_running(self, board: list[BoardEntry] | None) -> None:
+        """Print the running tasks (``board``: the snapshot just read, None without one)."""
+        self.last_block = time.perf_counter()
+        if board is not None:
+            self.board, self.board_read_at = board, self.last_block
+        with self.lock:
+            ours = set(self.threads_started)
+        entries = [e for e in (self.board or []) if run_of(e.tag) in ours]
+        entries.sort(key=lambda e: -e.seconds)
+        lines = [running_line(e) for e in entries]
+        queued = len(ours - {run_of(e.tag) for e in entries}) if self.board is not None else 0
+        summary = f"running {len({run_of(e.tag) for e in entries})}"
+        if queued:
+            summary += f", {queued} waiting for a CPU or starting"
+        self._write_line(summary, below=lines)
+
+    # -- the console --
+
+    def _line(self, label: str) -> str:
+        elapsed = time.perf_counter() - self.start
+        eta = self.eta()
+        eta_text = f"{eta:5.0f}s" if eta is not None else "    ?s"
+        width = 30
+        filled = int(width * self.done / max(self.total, 1))
+        return (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                f"elapsed {elapsed:5.0f}s eta {eta_text}  {label}")  # fmt: skip
+
+    def _write_line(self, label: str, below: Sequence[str] = ()) -> None:
+        line = self._line(label)
+        if self.tty:
+            # one terminal line, whatever its width: a wrapped line is not overwritten by \r
+            columns = max(20, shutil.get_terminal_size((150, 20)).columns - 1)
+            if below:  # the block goes above, in lines of its own; the bar stays last
+                self.stream.write("\r" + " " * columns + "\r")
+                self.stream.write("".join(b[:columns] + "\n" for b in [line, *below]))
+            self.stream.write("\r" + line[:columns].ljust(columns))
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write("".join(b + "\n" for b in [line, *below]))
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End an unfinished terminal line (an interrupted or failed sweep), so that what is
+        printed next starts on a line of its own."""
+        if self.tty and self.done < self.total:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,205 @@
+"""oracles.progress: the channel (fake clock), and real solves that report while they run and
+return exactly what they return without a listener (issue 19, item 4)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from oracles import progress
+from oracles.base import IntegerGrid, Problem, Status
+from oracles.progress import SolveProgress, listening, reporter
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# --- the channel -----------------------------------------------------------------------------
+
+
+def test_without_a_listener_a_reporter_is_inactive_and_silent():
+    r = reporter("solve", "highs")
+    assert not r.active and not r.due()
+    r.report(1.0, 0.0, force=True)  # nothing to call, nothing raised
+
+
+def test_reports_are_throttled_to_one_per_interval():
+    clock, seen = Clock(), []
+    with listening(seen.append, interval=5.0):
+        r = reporter("opdisc", "highs", clock=clock)
+        assert r.active
+        r.report(10.0, 1.0)  # at 0 s: the first interval has not passed
+        clock.now += 4.9
+        r.report(9.0, 2.0)
+        assert seen == [] and not r.due()
+        clock.now += 0.1
+        assert r.due()
+        r.report(8.0, 3.0)
+        clock.now += 1.0
+        r.report(7.0, 4.0)  # 1 s after the last report: dropped
+        r.report(6.5, 4.5, force=True)  # forced: passed on
+    assert seen == [SolveProgress("opdisc", "highs", 5.0, 8.0, 3.0),
+                    SolveProgress("opdisc", "highs", 6.0, 6.5, 4.5)]  # fmt: skip
+    assert seen[0].gap == 5.0
+    assert not reporter("after", "highs").active  # the block ended: nobody listens
+
+
+def test_solver_infinities_are_missing_values_and_the_gap_is_infinite():
+    clock, seen = Clock(), []
+    with listening(seen.append, interval=0.0):
+        r = reporter("x", "gurobi", clock=clock)
+        r.report(1e100, -1e100)
+        r.report(float("inf"), float("nan"))
+        r.report("not a number", None)
+    assert all(p.incumbent == math.inf and p.bound == -math.inf for p in seen)
+    assert len(seen) == 3 and seen[0].gap == math.inf
+
+
+def test_listeners_nest_and_the_innermost_is_in_force():
+    outer, inner = [], []
+    with listening(outer.append, interval=0.0):
+        with listening(inner.append, interval=0.0):
+            reporter("a", "b").report(1.0, 0.0)
+        reporter("c", "d").report(1.0, 0.0)
+    assert [p.label for p in inner] == ["a"] and [p.label for p in outer] == ["c"]
+
+
+def test_a_failing_listener_is_silenced_not_raised(caplog):
+    calls = []
+
+    def broken(p):
+        calls.append(p)
+        raise ConnectionError("driver gone")
+
+    with listening(broken, interval=0.0):
+        r = reporter("opdisc", "highs")
+        r.report(1.0, 0.0)
+        r.report(1.0, 0.0)  # silenced after the first failure
+        assert not r.active
+    assert len(calls) == 1
+    assert "progress listener failed" in caplog.text
+
+
+@pytest.mark.parametrize("interval", [-1.0, math.inf, math.nan, "5", True])
+def test_the_interval_is_checked_with_its_value_quoted(interval):
+    with pytest.raises(ValueError, match="interval must be a finite number >= 0, found"):
+        with listening(lambda p: None, interval=interval):
+            pass
+
+
+def test_a_listener_must_be_callable():
+    with pytest.raises(TypeError, match="listener must be callable, found 3"):
+        with listening(3):
+            pass
+
+
+def test_guarded_swallows_what_the_callback_raises():
+    def boom(*args):
+        raise RuntimeError("no")
+
+    assert progress.guarded(boom)(1, 2) is None
+
+
+# --- real solves -----------------------------------------------------------------------------
+
+
+def slow_instance(n: int = 200, d: int = 6, seed: int = 7) -> Problem:
+    """``contract.hard_instance`` made smaller: HiGHS certifies it in about 2.5 s (one thread,
+    this project's 2-core machine), Gurobi in about 1 s."""
+    rng = np.random.default_rng(seed)
+    return Problem(
+        np.round(rng.normal(size=(n, d)), 2), rng.integers(0, 3, n), rng.integers(0, 3, n),
+        IntegerGrid(d, 4, 1.0, float(d)), linear=rng.normal(0.0, 20.0, d), norm_coef=-10.0,
+        norm_radius_sq=float(d), label="slow",
+    )  # fmt: skip
+
+
+def same_answer(a, b) -> None:
+    """The same w and certificate, but for the times."""
+    np.testing.assert_array_equal(a.w, b.w)
+    ca, cb = a.certificate, b.certificate
+    for name in ("status", "objective", "bound", "backend", "threads", "fallback", "message",
+                 "solver_objective"):  # fmt: skip
+        assert getattr(ca, name) == getattr(cb, name), name
+    timeless = {k: v for k, v in ca.extra.items() if not k.endswith("seconds")}
+    assert timeless == {k: v for k, v in cb.extra.items() if not k.endswith("seconds")}
+
+
+def _solve_with_and_without(oracle, problem, interval):
+    seen = []
+    with listening(seen.append, interval=interval):
+        heard = oracle.solve(problem)
+    return oracle.solve(problem), heard, seen
+
+
+def test_a_highs_solve_reports_while_it_runs_and_returns_the_same_answer():
+    from oracles.highs import HighsOracle
+
+    plain, heard, seen = _solve_with_and_without(HighsOracle(time_limit=120.0), slow_instance(),
+                                                 interval=0.2)  # fmt: skip
+    assert plain.certificate.status is Status.OPTIMAL and plain.certificate.seconds > 1.0
+    same_answer(plain, heard)
+    finite = [p for p in seen if math.isfinite(p.incumbent) and math.isfinite(p.bound)]
+    assert finite, seen
+    assert all(p.label == "slow" and p.backend == "highs" for p in seen)
+    assert all(p.bound <= p.incumbent + 1e-6 for p in finite)
+    assert [p.elapsed for p in seen] == sorted(p.elapsed for p in seen)
+    # the model's bound never exceeds the certified minimum
+    assert max(p.bound for p in finite) <= plain.certificate.objective + 1e-6
+
+
+@pytest.mark.parametrize("where", ["listener", "reporter"])
+def test_a_failing_channel_does_not_fail_a_highs_solve(where, monkeypatch):
+    """An exception inside a HiGHS callback would end the solve with kSolveError: neither a
+    listener that raises nor a reporter that does (``guarded``) may reach HiGHS."""
+    from oracles.highs import HighsOracle
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("channel down")
+
+    if where == "reporter":
+        monkeypatch.setattr(progress.Reporter, "report", broken)
+    oracle, problem = HighsOracle(time_limit=60.0), slow_instance(n=60)
+    with listening(broken, interval=0.0):
+        heard = oracle.solve(problem)
+    same_answer(oracle.solve(problem), heard)
+    assert heard.certificate.certified
+
+
+def test_a_gurobi_solve_reports_and_returns_the_same_answer():
+    pytest.importorskip("gurobipy")
+    from oracles.gurobi import ERRNO_NO_LICENSE, GurobiOracle, LicenceLimitError
+
+    oracle = GurobiOracle(time_limit=60.0)
+    try:
+        plain, heard, seen = _solve_with_and_without(oracle, slow_instance(), interval=0.05)
+    except LicenceLimitError as err:
+        if err.errno == ERRNO_NO_LICENSE:
+            pytest.skip(f"Gurobi has no licence here: {err}")
+        raise
+    same_answer(plain, heard)
+    assert plain.certificate.certified
+    assert any(math.isfinite(p.incumbent) and math.isfinite(p.bound) for p in seen), seen
+    assert all(p.backend == "gurobi" for p in seen)
+
+
+def test_the_structured_search_reports_its_incumbent_and_bound():
+    from oracles.structured import StructuredOracle
+    from tests.oracles.test_structured import medium_instance
+
+    problem = medium_instance(1)
+    plain, heard, seen = _solve_with_and_without(StructuredOracle(time_limit=120.0), problem,
+                                                 interval=0.0)  # fmt: skip
+    assert plain.certificate.backend == "structured" and plain.certificate.certified
+    same_answer(plain, heard)
+    assert seen and all(p.backend == "structured" for p in seen)
+    assert all(math.isfinite(p.incumbent) for p in seen)  # w = 0 is the first incumbent
+    assert seen[-1].incumbent >= plain.certificate.objective - 1e-9
+    assert all(p.bound <= plain.certificate.objective + 1e-6 for p in seen)
