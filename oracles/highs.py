@@ -27,8 +27,9 @@ Quirks absorbed here:
   and pyproject pins the versions it was checked on). That is not enough: with it off, and
   with presolve off altogether, a few remain (about 1 in 5,000 each, on different instances:
   probing, and the branch and bound itself). So a certificate also needs a SECOND OPINION
-  (``HighsOracle.second_opinion``): the final model is solved again in another configuration
-  (presolve off), started from the first answer. The answer is certified only if that solve
+  (``HighsOracle.second_opinion``): the problem is solved again in another configuration
+  (presolve off), from the first solve's final model (its margin-band cuts) and started from
+  the first answer, resolving the margin band as the first did. The answer is certified only if that solve
   also ends optimal with a bound within ``SECOND_OPINION_MARGIN`` of the first answer's value;
   the certificate's bound is the smaller of the two. A point lower than that refutes the first
   solve (INCONSISTENT, not private); a limit leaves it uncertified. The two configurations fail
@@ -45,7 +46,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -56,6 +56,7 @@ from oracles.base import (
 from oracles.checks import check_real
 from oracles.progress import Reporter, guarded, reporter
 from oracles.mip import (
+    BandResolved,
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
     Milp,
@@ -175,13 +176,15 @@ class HighsOracle:
         if not (self.asks_twice and first.certificate.certified and result.milp.integer.any()):
             return first  # nothing claimed, or an LP (no branch and bound to doubt)
         left = self.time_limit - (time.perf_counter() - start)
-        start_x = result.milp.encode(first.w)
 
-        def run_again() -> RawSolve:
-            return self._run(highspy, result.milp, threads, tol, max(left, 1e-3),
-                             SECOND_OPINION_OPTIONS, start_x, progress)  # fmt: skip
+        def run_again(milp: Milp, time_limit: float) -> RawSolve:
+            return self._run(highspy, milp, threads, tol, time_limit, SECOND_OPINION_OPTIONS,
+                             milp.encode(first.w), progress)  # fmt: skip
 
-        return self.second_opinion(problem, result.milp, first, run_again, start)
+        second = solve_resolving_band(problem, run_again, strict_eps=self.strict_eps,
+                                      time_limit=max(left, 1e-3),
+                                      cuts=result.milp.band_cuts)  # fmt: skip
+        return self.second_opinion(problem, first, second, start)
 
     @property
     def asks_twice(self) -> bool:
@@ -189,27 +192,27 @@ class HighsOracle:
         benchmark of what it costs, ``pipeline.bench.presolve_cost``, measures without it."""
         return True
 
-    def second_opinion(self, problem: Problem, milp: Milp, first: Solution,
-                       run_again: Callable[[], RawSolve], start: float) -> Solution:
-        """``first`` (certified by the first solve) checked by ``run_again``, a solve of
-        ``milp`` in another configuration started from ``first`` (module docstring)."""
+    def second_opinion(self, problem: Problem, first: Solution, second: BandResolved,
+                       start: float) -> Solution:
+        """``first`` (certified by the first solve) judged by ``second``, a solve of the same
+        problem in another configuration started from ``first`` (module docstring)."""
         c = first.certificate
-        raw = run_again()
-        w, bound, status = first.w, -math.inf, raw.status
-        second = float(problem.objective(milp.decode_w(raw.x))) if raw.x is not None else None
-        if second is not None and second < c.objective - SECOND_OPINION_MARGIN:
-            w, status = milp.decode_w(raw.x), Status.INCONSISTENT
+        w, bound, status = first.w, -math.inf, second.status
+        value = float(problem.objective(second.w))
+        if value < c.objective - SECOND_OPINION_MARGIN:
+            w, status = second.w, Status.INCONSISTENT
             note = (f"second opinion (presolve off) refuted the first solve's bound {c.bound!r}: "
-                    f"F = {second!r} at w = {w.tolist()}")
-        elif status is Status.OPTIMAL and raw.bound >= c.objective - SECOND_OPINION_MARGIN:
-            bound = min(c.bound, raw.bound)
-            note = f"second opinion (presolve off): bound {raw.bound!r}"
+                    f"F = {value!r} at w = {second.w.tolist()}")
+        elif status is Status.OPTIMAL and second.bound >= c.objective - SECOND_OPINION_MARGIN:
+            bound = min(c.bound, second.bound)
+            note = f"second opinion (presolve off): bound {second.bound!r}"
         else:
             status = status if status is not Status.OPTIMAL else Status.INCONSISTENT
-            note = (f"second opinion (presolve off) did not confirm the bound: {raw.message or ''}"
-                    f" status {raw.extra.get('solver_status')}, bound {raw.bound!r}")
-        extra = {**c.extra, "first_bound": c.bound, "second_opinion_bound": raw.bound,
-                 "second_opinion_seconds": raw.extra.get("solver_seconds")}
+            note = ("second opinion (presolve off) did not confirm the bound: "
+                    f"{second.message or status.value}, bound {second.bound!r}")
+        extra = {**c.extra, "first_bound": c.bound, "second_opinion_bound": second.bound,
+                 "second_opinion_seconds": second.extra.get("solver_seconds"),
+                 "second_opinion_band_rounds": second.extra.get("band_rounds")}
         return certify(
             problem, w, status=status, bound=bound, seconds=time.perf_counter() - start,
             backend=c.backend, threads=c.threads,

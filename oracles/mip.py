@@ -523,9 +523,11 @@ def solve_resolving_band(
     strict_eps: float,
     time_limit: float,
     max_rounds: int = MAX_BAND_ROUNDS,
+    cuts: tuple[BandCut, ...] = (),
 ) -> BandResolved:
     """Solve the reference formulation with ``run`` (a backend), adding the exact band cuts of
-    ``oracles.margin_band`` while the solver's labels at its answer are not the exact ones.
+    ``oracles.margin_band`` while the solver's labels at its answer are not the exact ones
+    (``cuts``: the ones to start with, e.g. those an earlier solve of the problem needed).
 
     Every round's model is a relaxation of the exact problem, so the largest bound of the
     rounds is a lower bound on min F; the answer is the round point with the smallest exact
@@ -533,8 +535,8 @@ def solve_resolving_band(
     the exact ones; otherwise ``certify`` judges the exact value against the bound alone.
     """
     start = time.perf_counter()
-    cuts: list[BandCut] = []
-    seen: set[BandCut] = set()
+    cuts = list(cuts)
+    seen: set[BandCut] = set(cuts)
     best: tuple[float, np.ndarray, float | None] | None = None
     bound, notes, rounds = -math.inf, [], 0
     milp = raw = None
