@@ -131,6 +131,7 @@ def opdisc_shift_norm(D: float, tau: float) -> float:
     """c = 4 G D^2 / tau with G = 1/tau for the 0/1 loss over W_tau (SPEC 3 and 10.1)."""
     check_real("D", D)
     check_real("tau", tau)
+    D, tau = float(D), float(tau)  # numpy scalars would warn where a float overflows quietly
     G = 1.0 / tau  # Lipschitz constant of the 0/1 loss over W_tau (SPEC section 3)
     return check_result("c = 4 D^2 / tau^2", 4.0 * G * (D * D) / tau, D=D, tau=tau)
 
@@ -145,8 +146,10 @@ def opdisc_sigma_paper(epsilon: float, delta: float, tau: float, D: float) -> fl
     check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
     check_real("tau", tau)
     check_real("D", D)
+    epsilon, delta, tau, D = float(epsilon), float(delta), float(tau), float(D)
     G = 1.0 / tau
-    sigma = 7.0 * G * (D * D) * math.sqrt(-math.log(delta)) / (tau * epsilon)
+    # divided one factor at a time: tau * epsilon can underflow to 0 where neither is 0
+    sigma = 7.0 * G * (D * D) * math.sqrt(-math.log(delta)) / tau / epsilon
     return check_result("sigma_paper", sigma, epsilon=epsilon, delta=delta, tau=tau, D=D)
 
 
@@ -192,19 +195,21 @@ def _opdisc_log_delta(epsilon: float, a: float, k: int) -> float:
     if log_ref == -math.inf:
         return -math.inf
     # the log density is concave with curvature <= -1, so it falls by more than 800 (a relative
-    # e^-800, below LOG_NEGLIGIBLE) within 40 of ref, and within 800 / slope beyond ref
+    # e^-800, below LOG_NEGLIGIBLE) within 40 of ref, and within 800 / slope beyond ref. The
+    # variable is u = r - ref, so that nothing cancels when r0 is large.
     slope = ref - nu / ref
-    end = ref + (800.0 / slope if slope > 20.0 else 40.0)
-    start = max(r0, 0.0, mode - 40.0)
+    span = 800.0 / slope if slope > 20.0 else 40.0
+    shift = ref - r0  # >= 0: the weight is 1 - exp(-a (u + shift)) for u > -shift
 
-    def integrand(r: float) -> float:
-        if r <= 0.0 or r <= r0:
+    def integrand(u: float) -> float:
+        if u <= -shift or u <= -ref:
             return 0.0
-        return -math.expm1(-a * (r - r0)) * math.exp(_log_chi_ratio(r, ref, nu))
+        log_ratio = nu * math.log1p(u / ref) - 0.5 * u * (2.0 * ref + u)  # log chi(r / ref)
+        return -math.expm1(-a * (u + shift)) * math.exp(log_ratio)
 
     total = 0.0
-    kink = r0 + 1.0 / a  # where the weight 1 - exp(-a (r - r0)) stops growing linearly
-    for lo, hi in ((start, ref), (ref, end)):
+    kink = 1.0 / a - shift  # where the weight stops growing linearly
+    for lo, hi in ((max(-shift, -ref, mode - 40.0 - ref), 0.0), (0.0, span)):
         if hi <= lo:
             continue
         inner = [lo + (hi - lo) * f for f in (1e-4, 1e-3, 1e-2, 0.1)]
@@ -262,7 +267,8 @@ def _opdisc_sigma_cached(epsilon: float, delta: float, d: int, D: float, tau: fl
     c, k = opdisc_shift_norm(D, tau), d + 1
     # first guess: the loss a R + a^2/2 reaches epsilon where R's tail holds about delta
     a0 = min(epsilon / (math.sqrt(k) + _first_guess_tail(delta) + 1.0), math.sqrt(epsilon))
-    sigma = _smallest_safe(lambda s: _opdisc_log_delta(epsilon, c / s, k), delta, c / a0,
+    sigma0 = c / a0 if a0 > 0 else math.inf  # _root starts in the float range either way
+    sigma = _smallest_safe(lambda s: _opdisc_log_delta(epsilon, c / s, k), delta, sigma0,
                            "sigma")  # fmt: skip
     return check_result("sigma", sigma, epsilon=epsilon, delta=delta, d=d, D=D, tau=tau)
 
@@ -292,7 +298,7 @@ def rspm_gaussian_sigma_paper(epsilon: float, delta: float, m: int) -> float:
     """
     check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
     check_shape("m", m)
-    sigma = 7.0 * math.sqrt(m * -math.log(delta)) / epsilon
+    sigma = 7.0 * math.sqrt(int(m) * -math.log(delta)) / float(epsilon)
     return check_result("sigma_paper", sigma, epsilon=epsilon, delta=delta, m=m)
 
 
@@ -526,7 +532,7 @@ def rspm_laplace_scale(epsilon: float, m: int) -> float:
     """
     check_epsilon_delta(epsilon, 0.0)
     check_shape("m", m)
-    return check_result("laplace_scale", 2.0 * m / epsilon, epsilon=epsilon, m=m)
+    return check_result("laplace_scale", 2.0 * int(m) / float(epsilon), epsilon=epsilon, m=m)
 
 
 # --- OPSamp (SPEC sections 5 and 10.3) ---------------------------------------------------------
@@ -586,7 +592,7 @@ def opsamp_gamma_m(
     check_real("D_inf", D_inf)
     if gamma is not None and m is not None:
         raise ValueError(f"give gamma or m, not both (found gamma={gamma!r}, m={m!r})")
-    D_2 = D_inf * math.sqrt(d)
+    D_2 = float(D_inf) * math.sqrt(d)
     # gamma_raw = sqrt(epsilon / n) d^(5/4) sqrt(D_2), as a log so that nothing overflows
     log_gamma_raw = 0.5 * (math.log(epsilon) - math.log(n)) + 1.25 * math.log(d) \
         + 0.5 * math.log(D_2)
@@ -600,7 +606,7 @@ def opsamp_gamma_m(
     if gamma is None:
         gamma = min(gamma_raw, 1.0)  # Lemma 9 needs gamma <= 1
     check_real("gamma", gamma, "(0, 1]")
-    calls = log_term / (2 * gamma * gamma)
+    calls = log_term / (2 * gamma) / gamma  # gamma^2 can underflow to 0 where gamma is not
     if not calls <= 2**53:
         raise ValueError(f"m = ln(4d / delta) / (2 gamma^2) = {calls:.3g} oracle calls at "
                          f"gamma={gamma!r}, delta={delta!r}, d={d}: more than 2**53")  # fmt: skip
@@ -618,10 +624,13 @@ def opsamp_eta(epsilon: float, n: int, d: int, *, G: float, beta: float, D_inf: 
     check_real("G", G)
     check_real("beta", beta, "(0, 1)")
     check_real("D_inf", D_inf)
+    epsilon, n, d, G, beta, D_inf = float(epsilon), int(n), int(d), float(G), float(beta), \
+        float(D_inf)
     D_2 = D_inf * math.sqrt(d)
-    # G taken out of the root, so that a small G does not underflow G^2
-    eta = math.sqrt(D_2 * math.sqrt(2 * d) * epsilon
-                    / (250 * d**2 * (D_inf * D_inf) * (1 + math.log(2 / beta)) * n)) / G
+    # divided one factor at a time, G out of the root: no product in a denominator can
+    # underflow to 0 (D_inf = 1e-200 squared) where its factors are not
+    eta = math.sqrt(D_2 * math.sqrt(2 * d) * epsilon / 250 / d**2 / D_inf / D_inf
+                    / (1 + math.log(2 / beta)) / n) / G
     return check_result("eta", eta, epsilon=epsilon, n=n, d=d, G=G, beta=beta, D_inf=D_inf)
 
 
@@ -641,6 +650,8 @@ def opsamp_lambda(
     check_real("D_inf", D_inf)
     check_real("alpha", alpha, ">= 0")
     check_calibration(calibration, allowed=("proven", "paper"))
+    d, gamma, eta, G, D_inf, alpha = int(d), float(gamma), float(eta), float(G), float(D_inf), \
+        float(alpha)
     sampling = 2 * d * D_inf * gamma if calibration == "proven" else 4 * D_inf * gamma
     terms = OPSampLambda(sampling=sampling, stability=250 * eta * G * d**2 * (D_inf * D_inf),
                          oracle=alpha / (10 * G))  # fmt: skip
@@ -659,5 +670,5 @@ def opsamp_epsilon(laplace_scale: float, proven_lambda: float) -> float:
     """
     check_real("laplace_scale", laplace_scale)
     check_real("proven_lambda", proven_lambda)
-    return check_result("epsilon", proven_lambda / laplace_scale, laplace_scale=laplace_scale,
-                        proven_lambda=proven_lambda)  # fmt: skip
+    return check_result("epsilon", float(proven_lambda) / float(laplace_scale),
+                        laplace_scale=laplace_scale, proven_lambda=proven_lambda)  # fmt: skip

@@ -29,7 +29,7 @@ import dp_accounting
 import numpy as np
 from dp_accounting import dp_event, pld, rdp
 
-from oracles.checks import check_epsilon_delta, check_int, check_real
+from oracles.checks import check_epsilon_delta, check_int, check_real, check_result
 
 #: Calibration stops once the accounted epsilon is within this fraction below the target.
 CALIBRATION_REL_TOL = 1e-3
@@ -37,10 +37,10 @@ CALIBRATION_REL_TOL = 1e-3
 _Z_MIN, _Z_MAX = 1e-3, 1e6
 #: The largest power of two in [_Z_MIN, _Z_MAX]: the PLD calibration's first bracket point.
 _Z_TOP = 2.0 ** math.floor(math.log2(_Z_MAX))
-#: The most buckets one step's privacy loss may take on the PLD grid (``pld_buckets``). Near a
-#: calibrated z it is a few hundred; epsilon = 1e-6 bracketed from z = 1 (interval 1e-9) asked
-#: for about 1e10 (77 GiB).
-MAX_PLD_BUCKETS = 2e7
+#: The most buckets one step's privacy loss may take on the PLD grid (``pld_buckets``): about
+#: 2 s and 0.5 GB of accounting. Near a calibrated z it is a few hundred; epsilon = 1e-6
+#: bracketed from z = 1 (interval 1e-9) asked for about 1e10 (77 GiB).
+MAX_PLD_BUCKETS = 1e6
 
 #: The default accountant: dp_accounting's PLDAccountant, REPLACE_ONE, pessimistic estimate.
 PLD_REPLACE_ONE = "pld_replace_one"
@@ -79,7 +79,7 @@ def pld_buckets(noise_multiplier: float, sampling_rate: float,
     x -> -x (SPEC 10.4), so its range is at most 2 log((1-q) + q e^((24 z + 1) / (2 z^2))).
     """
     z, q = float(noise_multiplier), float(sampling_rate)
-    exponent = (24.0 * z + 1.0) / (2.0 * z * z)
+    exponent = (24.0 * z + 1.0) / (2.0 * z * z) if z * z > 0 else math.inf
     log_1mq = math.log1p(-q) if q < 1 else -math.inf
     spread = 2.0 * float(np.logaddexp(log_1mq, math.log(q) + exponent))
     return spread / value_discretization_interval
@@ -126,7 +126,8 @@ def pld_discretization(epsilon: float) -> float:
     0.1 / 0.5 / 1.0 in 0.2 to 0.6 s each.
     """
     check_real("epsilon", epsilon)
-    return PLD_RELATIVE_DISCRETIZATION * float(epsilon)
+    return check_result("pld_discretization", PLD_RELATIVE_DISCRETIZATION * float(epsilon),
+                        epsilon=epsilon)  # fmt: skip
 
 
 def pld_epsilon(
