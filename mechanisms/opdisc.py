@@ -29,7 +29,7 @@ from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
     check_calibration, opdisc_epsilon, opdisc_sigma, opdisc_sigma_paper,
 )  # fmt: skip
-from oracles.checks import check_epsilon_delta, check_real
+from oracles.checks import check_epsilon_delta, check_real, check_result, check_shape
 from oracles.base import IntegerGrid, Problem, Solution
 from mechanisms.runner import exact_argmin_release
 from oracles.objective import DEFAULT_MARGIN, MergedRows
@@ -37,9 +37,11 @@ from oracles.objective import DEFAULT_MARGIN, MergedRows
 
 def opdisc_domain(d: int, tau: float = 1.0, B: float | None = None, D: float | None = None):
     """W_tau with the paper's defaults D = sqrt(d), B = floor(sqrt(d)) (SPEC section 3)."""
+    check_shape("d", d)
     D = math.sqrt(d) if D is None else float(D)
     B = math.floor(math.sqrt(d)) if B is None else B
-    bound = int(math.floor(B / tau + 1e-9))
+    check_result("D^2", D * D, D=D)
+    bound = int(math.floor(check_result("B / tau", B / tau, B=B, tau=tau) + 1e-9))
     if bound < 1:
         raise ValueError(f"B / tau must be >= 1, found B={B!r}, tau={tau!r}")
     return IntegerGrid(d=d, bound=bound, step=tau, norm_sq_max=D * D), D
@@ -63,11 +65,9 @@ class OPDiscParams:
         check_calibration(self.calibration)
         check_real("tau", self.tau)
         for name in ("B", "D"):
-            value = getattr(self, name)
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be > 0 or None, found {value!r}")
-        if not (math.isfinite(self.margin) and self.margin > 0):
-            raise ValueError(f"margin must be > 0, found {self.margin!r}")
+            if getattr(self, name) is not None:  # None: the paper's default (SPEC section 3)
+                check_real(name, getattr(self, name))
+        check_real("margin", self.margin)
 
 
 @dataclass(frozen=True)

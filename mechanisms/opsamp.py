@@ -58,9 +58,9 @@ import numpy as np
 from mechanisms.base import PrivacyClaim, Release, Secret, noise_parameters
 from mechanisms.bounds import check_out_of_bounds, enforce_feature_bound
 from mechanisms.calibration import (
-    check_calibration, opsamp_epsilon, opsamp_eta, opsamp_gamma_m, opsamp_lambda,
+    check_calibration, check_opsamp_m, opsamp_epsilon, opsamp_eta, opsamp_gamma_m, opsamp_lambda,
 )  # fmt: skip
-from oracles.checks import check_epsilon_delta
+from oracles.checks import check_epsilon_delta, check_real, check_result, check_shape
 from oracles.base import Box, Problem, Solution
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 
@@ -96,21 +96,22 @@ class OPSampParams:
         if self.gamma is not None and self.m is not None:
             raise ValueError(f"give gamma or m, not both (found gamma={self.gamma!r}, "
                              f"m={self.m!r})")  # fmt: skip
-        if self.gamma is not None and not (math.isfinite(self.gamma) and 0 < self.gamma <= 1):
-            raise ValueError(f"gamma must be in (0, 1], found {self.gamma!r}")
-        if self.m is not None and (isinstance(self.m, bool) or int(self.m) != self.m
-                                   or self.m < 1):  # fmt: skip
-            raise ValueError(f"m must be an integer >= 1, found {self.m!r}")
+        if self.gamma is not None:
+            check_real("gamma", self.gamma, "(0, 1]")  # Lemma 9 needs gamma <= 1 (SPEC 5)
+        if self.m is not None:  # the same bound on gamma, at every d (calibrate checks it at d)
+            check_opsamp_m(self.m, self.delta)
         if self.loss not in ("logistic", "zero_one"):
             raise ValueError(f"loss must be 'logistic' or 'zero_one', found {self.loss!r}")
-        if not 0 < self.beta < 1:
-            raise ValueError(f"beta must be in (0, 1), found {self.beta!r}")
-        if not (math.isfinite(self.alpha) and self.alpha >= 0):
-            raise ValueError(f"alpha must be finite and >= 0, found {self.alpha!r}")
+        check_real("beta", self.beta, "(0, 1)")
+        check_real("alpha", self.alpha, ">= 0")
+        check_real("lower", self.lower, "")
+        check_real("upper", self.upper, "")
         if not self.lower < self.upper:
             raise ValueError(f"need lower < upper, found {self.lower!r}, {self.upper!r}")
-        if not (math.isfinite(self.x_max) and self.x_max > 0):
-            raise ValueError(f"x_max must be > 0, found {self.x_max!r}")
+        check_result("D_inf = upper - lower", self.upper - self.lower, lower=self.lower,
+                     upper=self.upper)  # fmt: skip
+        check_real("x_max", self.x_max)
+        check_real("margin", self.margin)
         check_out_of_bounds(self.out_of_bounds)
 
 
@@ -151,7 +152,8 @@ def opsamp_calibration(
     used = opsamp_lambda(d, gamma=gamma, eta=eta, G=G, D_inf=D_inf, alpha=alpha,
                          calibration=calibration)  # fmt: skip
     proven = opsamp_lambda(d, gamma=gamma, eta=eta, G=G, D_inf=D_inf, alpha=alpha)
-    scale = used.total / epsilon
+    scale = check_result("laplace_scale = lambda / epsilon", used.total / epsilon,
+                         **{"lambda": used.total, "epsilon": epsilon})  # fmt: skip
     return {"gamma_raw": gamma_raw, "gamma": gamma, "m": m, "eta": eta, "lambda": used.total,
             "lambda_sampling": used.sampling, "lambda_stability": used.stability,
             "lambda_oracle": used.oracle, "lambda_proven": proven.total, "laplace_scale": scale,
@@ -169,6 +171,8 @@ class OPSamp:
 
     def calibrate(self, n: int, d: int) -> dict[str, float]:
         p = self.params
+        check_shape("n", n)
+        check_shape("d", d)
         return opsamp_calibration(
             p.epsilon, p.delta, n, d, G=lipschitz_constant(p, d), beta=p.beta, alpha=p.alpha,
             D_inf=p.upper - p.lower, calibration=p.calibration, gamma=p.gamma, m=p.m,

@@ -20,7 +20,6 @@ Weights may be negative. Privacy needs the exact argmin (SPEC section 8).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
@@ -32,7 +31,7 @@ from mechanisms.calibration import (
     check_calibration, rspm_gaussian_epsilon, rspm_gaussian_sigma, rspm_gaussian_sigma_paper,
     rspm_laplace_scale,
 )  # fmt: skip
-from oracles.checks import check_epsilon_delta
+from oracles.checks import check_epsilon_delta, check_real, check_shape
 from oracles.base import IntegerGrid, Problem, Solution
 from mechanisms.runner import exact_argmin_release
 from oracles.objective import DEFAULT_MARGIN, MergedRows
@@ -58,9 +57,7 @@ class RSPMParams:
             raise ValueError(f"noise must be 'gaussian' or 'laplace', found {self.noise!r}")
         check_calibration(self.calibration, allowed=("proven", "paper"))
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=self.noise == "laplace")
-        if not (math.isfinite(self.margin) and 0 < self.margin < 1):
-            # the separator argument needs 0 < mu < 1 (SPEC section 4)
-            raise ValueError(f"margin must be in (0, 1) for RSPM, found {self.margin!r}")
+        check_real("margin", self.margin, "(0, 1)")  # the separator argument (SPEC section 4)
 
 
 @dataclass(frozen=True)
@@ -74,7 +71,8 @@ class RSPM(NoFeatureBound):
     def calibrate(self, n: int, d: int) -> dict[str, Any]:
         """The noise scale by the configured calibration, and the (epsilon, delta) proven."""
         p = self.params
-        m = 2 * d
+        check_shape("d", d)
+        m = 2 * d  # the separator set's size (SPEC section 4)
         common = {"m": m, "calibration": p.calibration, "proven_delta": p.delta}
         if p.noise == "laplace":  # pure DP; its proof holds as written (SPEC 10.2)
             return common | {"laplace_scale": rspm_laplace_scale(p.epsilon, m),

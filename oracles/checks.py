@@ -35,25 +35,60 @@ def is_real(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, _REAL)
 
 
-_BOUNDS = {"> 0": lambda v: v > 0, ">= 0": lambda v: v >= 0, "": lambda v: True}
+_BOUNDS = {
+    "> 0": lambda v: v > 0, ">= 0": lambda v: v >= 0, "": lambda v: True,
+    "(0, 1]": lambda v: 0 < v <= 1, "(0, 1)": lambda v: 0 < v < 1,
+}  # fmt: skip
+
+#: The largest integer a shape (a dimension, a count) may take: every integer up to it is a
+#: float exactly, so the float formulas that take it lose nothing to rounding.
+MAX_EXACT_INT = 2**53
 
 
 def check_real(name: str, value: Any, bound: str = "> 0") -> None:
-    """A finite real ``value`` within ``bound`` ("> 0", ">= 0" or "" for any), else TypeError /
-    ValueError naming ``name``."""
+    """A finite real ``value`` within ``bound`` ("> 0", ">= 0", "(0, 1]", "(0, 1)" or "" for
+    any), else TypeError (not a real number: bool, str, None, ...) / ValueError (nan, inf, out
+    of the bound) naming ``name``."""
     if not is_real(value):
         raise TypeError(f"{name} must be a real number, found {value!r}")
     if not (math.isfinite(value) and _BOUNDS[bound](value)):
+        if bound.startswith("("):
+            raise ValueError(f"{name} must be in {bound}, found {value!r}")
         raise ValueError(f"{name} must be finite{' and ' + bound if bound else ''}, "
                          f"found {value!r}")  # fmt: skip
 
 
-def check_int(name: str, value: Any, minimum: int = 1) -> None:
-    """An integer ``value`` >= ``minimum``, else TypeError / ValueError naming ``name``."""
+def check_int(name: str, value: Any, minimum: int = 1, *, why: str = "") -> None:
+    """An integer ``value`` >= ``minimum``, else TypeError (bool, float, even 2.0, str, ...) /
+    ValueError naming ``name``; ``why`` says where the minimum comes from."""
     if isinstance(value, bool) or not isinstance(value, _INT):
         raise TypeError(f"{name} must be an integer, found {value!r}")
     if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, found {value!r}")
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{name} must be >= {minimum}{reason}, found {value!r}")
+
+
+def check_shape(name: str, value: Any, minimum: int = 1) -> None:
+    """A dimension or a count (d, m, n): an integer in [``minimum``, 2**53]."""
+    check_int(name, value, minimum)
+    if value > MAX_EXACT_INT:
+        raise ValueError(f"{name} must be <= 2**53 (the largest integer a float holds exactly), "
+                         f"found {value!r}")  # fmt: skip
+
+
+def check_result(name: str, value: float, **inputs: Any) -> float:
+    """``value``, computed from ``inputs``, as a finite float > 0, else ValueError.
+
+    Inputs that each pass their own check can still take a formula out of the float range
+    (D = 1e200 squared, tau = 1e-300 inverted): that is refused here, naming the result and the
+    inputs, instead of returning inf, nan or 0.
+    """
+    if not (isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+            and value > 0):  # fmt: skip
+        args = ", ".join(f"{k}={v!r}" for k, v in inputs.items())
+        raise ValueError(f"{name} is not a finite float > 0 for {args}: found {value!r} (an "
+                         f"input is too large or too small for a float here)")  # fmt: skip
+    return float(value)
 
 
 def check_epsilon_delta(epsilon: Any, delta: Any, *, allow_zero_delta: bool = True) -> None:
@@ -70,5 +105,5 @@ def check_epsilon_delta(epsilon: Any, delta: Any, *, allow_zero_delta: bool = Tr
         raise ValueError(f"delta must be in {bound}, found {delta!r}")
 
 
-__all__ = ["InvalidValue", "check_epsilon_delta", "check_int", "check_real", "is_real",
-           "require"]  # fmt: skip
+__all__ = ["MAX_EXACT_INT", "InvalidValue", "check_epsilon_delta", "check_int", "check_real",
+           "check_result", "check_shape", "is_real", "require"]  # fmt: skip

@@ -13,7 +13,10 @@ target epsilon. The older route, ``"rdp_group"`` (``rdp_group_epsilon``: the RDP
 accountant and group privacy), is valid but looser; it stays as a cross-check, and as the
 accountant of the repeat-and-select search, which the PLD accountant does not support.
 ``calibrate_noise_multiplier`` is the smallest z (bisection on log z, to a relative epsilon
-precision of 1e-3) whose accounted replace-one epsilon is <= the target.
+precision of 1e-3) whose accounted replace-one epsilon is <= the target. Its bracket is found
+from the largest noise multiplier down, so the PLD accountant never runs at a z far below the
+answer, where its grid (about one step's loss range / interval buckets) would be huge; a grid
+of more than ``MAX_PLD_BUCKETS`` is refused with a ValueError rather than allocated.
 """
 
 from __future__ import annotations
@@ -23,14 +26,21 @@ import math
 from typing import Any, Callable
 
 import dp_accounting
+import numpy as np
 from dp_accounting import dp_event, pld, rdp
 
-from oracles.checks import check_epsilon_delta, check_int, check_real
+from oracles.checks import check_epsilon_delta, check_int, check_real, check_result
 
 #: Calibration stops once the accounted epsilon is within this fraction below the target.
 CALIBRATION_REL_TOL = 1e-3
 #: Noise multipliers searched: [_Z_MIN, _Z_MAX].
 _Z_MIN, _Z_MAX = 1e-3, 1e6
+#: The largest power of two in [_Z_MIN, _Z_MAX]: the PLD calibration's first bracket point.
+_Z_TOP = 2.0 ** math.floor(math.log2(_Z_MAX))
+#: The most buckets one step's privacy loss may take on the PLD grid (``pld_buckets``): about
+#: 2 s and 0.5 GB of accounting. Near a calibrated z it is a few hundred; epsilon = 1e-6
+#: bracketed from z = 1 (interval 1e-9) asked for about 1e10 (77 GiB).
+MAX_PLD_BUCKETS = 1e6
 
 #: The default accountant: dp_accounting's PLDAccountant, REPLACE_ONE, pessimistic estimate.
 PLD_REPLACE_ONE = "pld_replace_one"
@@ -57,6 +67,35 @@ def _check_rate(sampling_rate: Any) -> None:
     check_real("sampling_rate", sampling_rate)
     if sampling_rate > 1:
         raise ValueError(f"sampling_rate must be in (0, 1], found {sampling_rate!r}")
+
+
+def pld_buckets(noise_multiplier: float, sampling_rate: float,
+                value_discretization_interval: float) -> float:  # fmt: skip
+    """About how many buckets one DP-SGD step's privacy loss takes on the PLD grid (an upper
+    estimate): its range over |x| <= 12 z, beyond which dp-accounting truncates the Gaussian,
+    divided by the interval.
+
+    Per step the replace-one loss is log((1-q) + q e^(-(2x+1)/(2z^2))) minus the same with
+    x -> -x (SPEC 10.4), so its range is at most 2 log((1-q) + q e^((24 z + 1) / (2 z^2))).
+    """
+    z, q = float(noise_multiplier), float(sampling_rate)
+    exponent = (24.0 * z + 1.0) / (2.0 * z * z) if z * z > 0 else math.inf
+    log_1mq = math.log1p(-q) if q < 1 else -math.inf
+    spread = 2.0 * float(np.logaddexp(log_1mq, math.log(q) + exponent))
+    return spread / value_discretization_interval
+
+
+def _check_pld_grid(noise_multiplier: float, sampling_rate: float,
+                    value_discretization_interval: float) -> None:  # fmt: skip
+    buckets = pld_buckets(noise_multiplier, sampling_rate, value_discretization_interval)
+    if not buckets <= MAX_PLD_BUCKETS:
+        raise ValueError(
+            f"PLD accounting at noise_multiplier={noise_multiplier!r}, sampling_rate="
+            f"{sampling_rate!r} and value_discretization_interval="
+            f"{value_discretization_interval!r} needs about {buckets:.3g} buckets per step, more "
+            f"than {MAX_PLD_BUCKETS:g}: the target epsilon is too small (or the noise too small "
+            f"for this interval) to account on a grid"
+        )  # fmt: skip
 
 
 # --- accounting ----------------------------------------------------------------------------------
@@ -87,7 +126,8 @@ def pld_discretization(epsilon: float) -> float:
     0.1 / 0.5 / 1.0 in 0.2 to 0.6 s each.
     """
     check_real("epsilon", epsilon)
-    return PLD_RELATIVE_DISCRETIZATION * float(epsilon)
+    return check_result("pld_discretization", PLD_RELATIVE_DISCRETIZATION * float(epsilon),
+                        epsilon=epsilon)  # fmt: skip
 
 
 def pld_epsilon(
@@ -179,6 +219,9 @@ def accounted_epsilon(
     check_int("steps", steps)
     check_epsilon_delta(1.0, delta, allow_zero_delta=False)
     _check_accountant(accountant)
+    if accountant == PLD_REPLACE_ONE:
+        check_real("value_discretization_interval", value_discretization_interval)
+        _check_pld_grid(noise_multiplier, sampling_rate, value_discretization_interval)
     epsilon_of = _epsilon_of(accountant, value_discretization_interval)
     return epsilon_of(dpsgd_event(noise_multiplier, sampling_rate, steps), delta)
 
@@ -207,8 +250,18 @@ def calibrate_noise_multiplier(
 @functools.lru_cache(maxsize=1024)
 def _calibrated_noise_multiplier(epsilon: float, delta: float, sampling_rate: float, steps: int,
                                  accountant: str) -> float:  # fmt: skip
-    return calibrate(lambda z: dpsgd_event(z, sampling_rate, steps), epsilon, delta,
-                     epsilon_of=_epsilon_of(accountant, pld_discretization(epsilon)))  # fmt: skip
+    interval = pld_discretization(epsilon)
+
+    def make_event(z: float) -> dp_event.DpEvent:
+        if accountant == PLD_REPLACE_ONE:
+            _check_pld_grid(z, sampling_rate, interval)
+        return dpsgd_event(z, sampling_rate, steps)
+
+    # PLD: bracket from the top, where its grid is smallest (module docstring); RDP costs the
+    # same at every z, and from z = 1 takes fewer steps
+    start = _Z_TOP if accountant == PLD_REPLACE_ONE else 1.0
+    return calibrate(make_event, epsilon, delta, epsilon_of=_epsilon_of(accountant, interval),
+                     start=start)  # fmt: skip
 
 
 def calibrate(
@@ -218,10 +271,14 @@ def calibrate(
     *,
     epsilon_of: Callable[[dp_event.DpEvent, float], float],
     rel_tol: float = CALIBRATION_REL_TOL,
+    start: float = 1.0,
 ) -> float:
     """Bisection on log z for the smallest z with epsilon_of(make_event(z), delta) <= epsilon.
 
-    Assumes epsilon decreases with z (more noise, more privacy). The returned z always meets the
+    Assumes epsilon decreases with z (more noise, more privacy). The bracket is [p / 2, p] for
+    the smallest power of two p with epsilon <= the target, found by doubling or halving from
+    ``start`` (a power of two): with epsilon monotone, every start gives the same bracket, so
+    ``start`` changes only which z are evaluated on the way. The returned z always meets the
     target; the search stops once its epsilon is within ``rel_tol`` of the target, or once the
     bracket is too narrow to matter (epsilon is then as close as the accountant allows).
     """
@@ -229,12 +286,13 @@ def calibrate(
     def eps(z: float) -> float:
         return epsilon_of(make_event(z), delta)
 
-    hi = 1.0
+    hi = start
     eps_hi = eps(hi)
     while eps_hi > epsilon:
         hi *= 2.0
         if hi > _Z_MAX:
-            raise ValueError(f"no noise multiplier <= {_Z_MAX:g} reaches epsilon={epsilon!r}")
+            raise ValueError(f"no noise multiplier <= {hi / 2:g} reaches epsilon={epsilon!r} "
+                             f"at delta={delta!r}")  # fmt: skip
         eps_hi = eps(hi)
     lo = hi / 2.0
     eps_lo = eps(lo)

@@ -247,8 +247,9 @@ def test_merged_rows_validation():
 def _draw_mechanisms():
     from mechanisms.opsamp import OPSamp, OPSampParams
 
+    # OPSamp with 3 calls: delta = 0.1 keeps gamma = sqrt(ln(4d / delta) / 6) <= 1 (Lemma 9)
     return [OPDisc(OPDiscParams(1.0, 1e-4)), RSPM(RSPMParams(1.0, 1e-4)),
-            RSPM(RSPMParams(1.0, noise="laplace")), OPSamp(OPSampParams(1.0, 1e-4, m=3))]
+            RSPM(RSPMParams(1.0, noise="laplace")), OPSamp(OPSampParams(1.0, 0.1, m=3))]
 
 
 @pytest.mark.parametrize("mechanism", _draw_mechanisms(), ids=lambda m: f"{m.name}")

@@ -101,7 +101,9 @@ def test_each_time_limit_default_is_written_once():
     ("mechanisms.dpsgd_lr.clip_norm=0", "mechanisms.dpsgd_lr: clip_norm must be finite and > 0"),
     ("mechanisms.rspm_gaussian.calibration=paper_code",
      "mechanisms.rspm_gaussian: calibration must be one of ['proven', 'paper']"),
-    ("mechanisms.opsamp.m=0", "mechanisms.opsamp: m must be an integer >= 1, found 0"),
+    ("mechanisms.opsamp.m=0", "mechanisms.opsamp: m must be >= 1, found 0"),
+    # gamma = sqrt(ln(4d / delta) / (2m)) <= 1 (Lemma 9) needs m >= ln(4 / 1e-6) / 2 at any d
+    ("mechanisms.opsamp.m=3", "mechanisms.opsamp: m must be >= 8 (so that gamma"),
     ("mechanisms.opsamp.out_of_bounds=drop",
      "mechanisms.opsamp: out_of_bounds must be 'error' or 'clip', found 'drop'"),
     ("mechanisms.opdisc.name=rspm_gaussian", "mechanisms.opdisc.name: must be 'opdisc'"),

@@ -42,7 +42,8 @@ def test_ray_solve_many_returns_the_sequential_solutions(local_ray):
     from pipeline.sweep import RaySolveMany
 
     X, y = _data()
-    mechanism = OPSamp(OPSampParams(1.0, 1e-3, m=4))
+    # 4 calls: delta = 0.1 keeps gamma = sqrt(ln(4d / delta) / (2m)) <= 1 (Lemma 9, SPEC 5)
+    mechanism = OPSamp(OPSampParams(1.0, 0.1, m=4))
     rows = MergedRows.from_xy(X, y)
     noise = mechanism.draw_noise(np.random.default_rng(1), rows.n, rows.d)
     problems = mechanism.problems(rows, noise)
@@ -62,7 +63,7 @@ def test_a_run_through_ray_is_the_sequential_release(local_ray):
     from pipeline.sweep import RaySolveMany
 
     X, y = _data(seed=2)
-    mechanism = OPSamp(OPSampParams(1.0, 1e-3, m=3))
+    mechanism = OPSamp(OPSampParams(1.0, 0.1, m=3))  # gamma <= 1 at d = 3, as above
     oracle = make_oracle("convex", time_limit=30.0)
     on_ray = run(mechanism, X, y, oracle, np.random.default_rng(5),
                  solve_many=RaySolveMany(local_ray))  # fmt: skip
