@@ -289,7 +289,13 @@ def watch(h, progress: Reporter) -> None:
 
     callback = guarded(on_event)
     try:
-        h.cbMipInterrupt.subscribe(callback)  # called often: the reporter throttles
+        # Not cbMipInterrupt: HiGHS calls it at every node, and each call takes the GIL from
+        # the solver's thread; in a Ray worker (other Python threads) that slowed a 15 s solve
+        # to over 600 s. The MIP log's display lines come every few seconds, and only with
+        # output on (kept off the console, and no log file is set).
+        h.setOptionValue("output_flag", True)
+        h.setOptionValue("log_to_console", False)
+        h.cbMipLogging.subscribe(callback)
         h.cbMipImprovingSolution.subscribe(callback)
     except Exception:  # noqa: BLE001 - no callback API: the solve goes on without progress
         pass

@@ -173,7 +173,9 @@ def test_a_failing_channel_does_not_fail_a_highs_solve(where, monkeypatch):
     assert heard.certificate.certified
 
 
-def test_a_gurobi_solve_reports_and_returns_the_same_answer():
+def test_a_gurobi_solve_reports_nothing_and_returns_the_same_answer():
+    """No callback inside Gurobi (oracles.gurobi: a Python callback at every event slows the
+    solve down when other Python threads run)."""
     pytest.importorskip("gurobipy")
     from oracles.gurobi import ERRNO_NO_LICENSE, GurobiOracle, LicenceLimitError
 
@@ -186,8 +188,7 @@ def test_a_gurobi_solve_reports_and_returns_the_same_answer():
         raise
     same_answer(plain, heard)
     assert plain.certificate.certified
-    assert any(math.isfinite(p.incumbent) and math.isfinite(p.bound) for p in seen), seen
-    assert all(p.backend == "gurobi" for p in seen)
+    assert seen == []
 
 
 def test_the_structured_search_reports_its_incumbent_and_bound():
