@@ -48,6 +48,10 @@ from oracles.objective import exact_positive
 
 #: Relative slack of the window's threshold against floating-point error (``_slack``).
 WINDOW_REL_SLACK = 1e-9
+#: Prefix pruning by forced rows starts once a level holds this many prefixes (``prefixes``).
+PRUNE_FROM_STATES = 2_000
+#: Prefixes whose row scores are computed at once.
+PRUNE_CHUNK = 20_000
 #: Points evaluated per batch (rows x batch scores in memory at once).
 EVAL_BATCH = 20_000
 
@@ -85,6 +89,28 @@ class Split:
         d = self.unary.shape[0]
         q = np.einsum("md,md->m", K, K)
         return self.const + self.unary[np.arange(d), K + B].sum(axis=1) + self.norm[q]
+
+
+@dataclass(frozen=True, eq=False)
+class RowPrune:
+    """What a prefix of k already decides about the rows of L (``prefixes``).
+
+    For every grid point, F(k) >= N_lam(k) + sum over rows u whose costly label is forced of
+    ``extra_u`` (``tighten``: cost_u - its minorant >= w_u (1 - lam_u) there, as the minorant is
+    at most w_u lam_u). A row is forced when its score's range over the prefix's completions
+    (Cauchy-Schwarz with the remaining square-sum budget, and the box) lies on one side of mu.
+
+    Attributes:
+        X: (u, d) the rows' coefficients on k (tau x_u).
+        extra: (u,) the weight still owed by a row forced to its costly label.
+        costly_negative: (u,) True when the costly label is -1 (pos_u > neg_u).
+        margin: mu.
+    """
+
+    X: np.ndarray
+    extra: np.ndarray
+    costly_negative: np.ndarray
+    margin: float
 
 
 def split_objective(problem: Problem) -> Split:
@@ -177,7 +203,8 @@ def coordinate_order(split: Split) -> np.ndarray:
 
 
 def prefixes(split: Split, threshold: float, *, levels: int | None = None,
-             max_points: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+             max_points: int, prune: RowPrune | None = None,
+             prune_from: int = PRUNE_FROM_STATES) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The alive prefixes after ``levels`` coordinates of ``coordinate_order`` (all d when None):
     (order, states) with states (m, levels) int8, every prefix with at least one completion
     k with N(k) <= threshold (+ slack). Raises ``WindowTooLarge`` past ``max_points``."""
@@ -193,6 +220,13 @@ def prefixes(split: Split, threshold: float, *, levels: int | None = None,
     P = np.zeros(1, dtype=np.int64)
     if not comp[0, 0] <= T:
         return order, np.zeros((0, levels), dtype=np.int8)
+    if prune is not None:
+        Xo = prune.X[:, order]
+        tail_l1 = np.abs(Xo)[:, ::-1].cumsum(axis=1)[:, ::-1]  # ||x over order[j:]||_1
+        tail_l2 = np.sqrt((Xo * Xo)[:, ::-1].cumsum(axis=1)[:, ::-1])
+        tail_l1 = np.hstack([tail_l1, np.zeros((len(Xo), 1))])
+        tail_l2 = np.hstack([tail_l2, np.zeros((len(Xo), 1))])
+        tol = 1e-9 * (1.0 + B * np.abs(Xo).sum(axis=1) + abs(prune.margin))
     for j in range(levels):
         a = split.unary[order[j]]
         parts_s, parts_c, parts_p = [], [], []
@@ -212,15 +246,31 @@ def prefixes(split: Split, threshold: float, *, levels: int | None = None,
             return order, np.zeros((0, levels), dtype=np.int8)
         states = np.vstack(parts_s)
         C, P = np.concatenate(parts_c), np.concatenate(parts_p)
+        if prune is not None and len(states) >= prune_from and j + 1 < d:
+            keep = np.ones(len(states), dtype=bool)
+            bound = C + comp[j + 1, P]
+            for lo in range(0, len(states), PRUNE_CHUNK):
+                hi = min(lo + PRUNE_CHUNK, len(states))
+                S = states[lo:hi].astype(float) @ Xo[:, : j + 1].T  # (m, u)
+                budget = np.sqrt(np.maximum(split.cap - P[lo:hi], 0))[:, None]
+                rem = np.minimum(B * tail_l1[:, j + 1][None, :], budget * tail_l2[:, j + 1][None, :])
+                rem = rem * (1 + 1e-12) + tol[None, :]
+                forced_low = (S + rem < prune.margin) & prune.costly_negative[None, :]
+                forced_high = (S - rem >= prune.margin) & ~prune.costly_negative[None, :]
+                owed = (forced_low | forced_high) @ prune.extra
+                keep[lo:hi] = bound[lo:hi] + owed <= T
+            states, C, P = states[keep], C[keep], P[keep]
         if len(states) > max_points:
             raise WindowTooLarge(f"more than {max_points} points at coordinate {j + 1} of {d}")
     return order, states
 
 
-def window(split: Split, threshold: float, *, max_points: int) -> np.ndarray:
+def window(split: Split, threshold: float, *, max_points: int, prune: RowPrune | None = None,
+           prune_from: int = PRUNE_FROM_STATES) -> np.ndarray:
     """Every integer point k with N(k) <= threshold (+ slack), as an (m, d) int8 array
     (module docstring). Raises ``WindowTooLarge`` past ``max_points`` points at any level."""
-    order, states = prefixes(split, threshold, max_points=max_points)
+    order, states = prefixes(split, threshold, max_points=max_points, prune=prune,
+                             prune_from=prune_from)
     K = np.zeros_like(states)
     K[:, order] = states
     return K
@@ -334,9 +384,19 @@ def tighten(problem: Problem, split: Split, upper: float, *, iterations: int = 3
     unary, const = build(best_lam)
     tightened = Split(unary, split.norm, const, split.rows, 0.0)
     val, _ = separable_argmin(unary, split.norm)
-    return tightened, val + const
+    return tightened, val + const, row_prune(problem, split, weight * best_lam)
+
+
+def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = None) -> RowPrune:
+    """The ``RowPrune`` of ``split``'s rows, given the weight w_u lam_u already in the minorant."""
+    rows = split.rows
+    pos, neg = problem.pos[rows], problem.neg[rows]
+    weight = np.abs(pos - neg)
+    lam_weight = np.zeros(len(rows)) if lam_weight is None else lam_weight
+    return RowPrune(problem.points[rows] * problem.domain.step, np.maximum(weight - lam_weight, 0.0),
+                    pos > neg, problem.margin)
 
 
 __all__ = ["Split", "WindowTooLarge", "completion_tables", "coordinate_order", "prefixes",
-           "restrict", "row_minorants", "separable_argmin", "split_objective", "tighten",
+           "RowPrune", "restrict", "row_minorants", "row_prune", "separable_argmin", "split_objective", "tighten",
            "window"]

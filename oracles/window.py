@@ -41,7 +41,8 @@ from oracles.base import (
 from oracles.grid_search import improve
 from oracles.highs import HighsOracle
 from oracles.noise_window import (
-    EVAL_BATCH, Split, WindowTooLarge, prefixes, restrict, split_objective, tighten, window,
+    EVAL_BATCH, RowPrune, Split, WindowTooLarge, prefixes, restrict, row_prune, split_objective,
+    tighten, window,
 )  # fmt: skip
 
 #: HiGHS's presolve_rule_off mask: bit 13 (8192) switches off the "parallel rows and columns"
@@ -122,11 +123,11 @@ class GridPart:
     lagrange_iterations: int = 300
 
 
-def _tightened(problem: Problem, upper: float, iterations: int) -> tuple[Split, float]:
+def _tightened(problem: Problem, upper: float, iterations: int) -> tuple[Split, float, RowPrune]:
     split = split_objective(problem)
     if iterations <= 0:
-        return Split(split.unary, split.norm, split.const + split.loss_floor, split.rows, 0.0), \
-            -math.inf  # fmt: skip
+        plain = Split(split.unary, split.norm, split.const + split.loss_floor, split.rows, 0.0)
+        return plain, -math.inf, row_prune(problem, split)
     return tighten(problem, split, upper, iterations=iterations)
 
 
@@ -135,8 +136,8 @@ def split_parts(problem: Problem, threshold: float, *, levels: int, max_points: 
     """The window below ``threshold`` cut by the values of its first ``levels`` coordinates
     (``noise_window.coordinate_order`` of the tightened split): one part per alive prefix.
     Every grid point with F <= threshold lies in exactly one part."""
-    tight, _ = _tightened(problem, threshold, lagrange_iterations)
-    order, states = prefixes(tight, threshold, levels=levels, max_points=max_points)
+    tight, _, prune = _tightened(problem, threshold, lagrange_iterations)
+    order, states = prefixes(tight, threshold, levels=levels, max_points=max_points, prune=prune)
     return [GridPart(problem, tuple((int(order[i]), int(v)) for i, v in enumerate(row)),
                      float(threshold), max_points, lagrange_iterations)
             for row in states]  # fmt: skip
@@ -147,8 +148,9 @@ def solve_part(part: GridPart) -> tuple[np.ndarray | None, float]:
     (None, +inf when the part holds no point below it). Raises ``WindowTooLarge``.
 
     The minorant is tightened on the whole problem (the same for every part), then restricted."""
-    tight, _ = _tightened(part.problem, part.threshold, part.lagrange_iterations)
-    K = window(restrict(tight, dict(part.fixed)), part.threshold, max_points=part.max_points)
+    tight, _, prune = _tightened(part.problem, part.threshold, part.lagrange_iterations)
+    K = window(restrict(tight, dict(part.fixed)), part.threshold, max_points=part.max_points,
+               prune=prune)
     if not len(K):
         return None, math.inf
     return best_of(part.problem, K, part.problem.domain.step)
@@ -165,6 +167,8 @@ class WindowOracle:
         search_seconds: the grid search's budget (at most a tenth of the time limit).
         lagrange_iterations: subgradient steps of the Lagrangian minorant (0: none).
         fallback: ``"mip"`` (the reference formulation on the remaining time) or None.
+        prune_rows: drop prefixes whose forced rows already cost too much
+            (``noise_window.RowPrune``).
         seed: the grid search's random restarts (numpy.random.default_rng(seed)).
     """
 
@@ -174,6 +178,7 @@ class WindowOracle:
     search_seconds: float = 5.0
     lagrange_iterations: int = 300
     fallback: str | None = "mip"
+    prune_rows: bool = True
     seed: int = 0
     name: str = "window"
 
@@ -193,10 +198,11 @@ class WindowOracle:
         budget = min(self.search_seconds, 0.1 * self.time_limit)
         w_inc, upper = improve(problem, seconds=budget, rng=rng)
         t_search = time.perf_counter() - start
-        tight, lower = _tightened(problem, upper, self.lagrange_iterations)
+        tight, lower, prune = _tightened(problem, upper, self.lagrange_iterations)
         extra = {"incumbent": upper, "lagrange_bound": lower, "search_seconds": t_search}
         try:
-            K = window(tight, upper, max_points=self.max_points)
+            K = window(tight, upper, max_points=self.max_points,
+                       prune=prune if self.prune_rows else None)
         except WindowTooLarge as err:
             extra["window"] = f"too large: {err}"
             return self._fallback(problem, w_inc, upper, lower, start, extra)

@@ -78,12 +78,16 @@ def test_the_minorant_is_below_f_everywhere_and_the_window_is_complete(seed):
     F = problem.objective(problem.domain.step * K.astype(float))
     split = split_objective(problem)
     upper = float(np.median(F))
-    tight, lower = tighten(problem, split, upper, iterations=50)
+    tight, lower, prune = tighten(problem, split, upper, iterations=50)
     N = tight.noise(K)
     assert np.all(N <= F + 1e-9) and lower <= F.min() + 1e-9
     got = {tuple(k) for k in window(tight, upper, max_points=10**6).tolist()}
     assert {tuple(k) for k in K[N <= upper - 1e-9].tolist()} <= got  # every point below it
     assert {tuple(k) for k in K[F <= upper].tolist()} <= got  # hence every point F <= upper
+    # pruning by forced rows from the first prefix on keeps every point with F <= upper
+    pruned = {tuple(k) for k in window(tight, upper, max_points=10**6, prune=prune,
+                                                prune_from=1).tolist()}
+    assert {tuple(k) for k in K[F <= upper].tolist()} <= pruned
 
 
 def test_separable_argmin_is_the_minimum_by_enumeration():
