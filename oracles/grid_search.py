@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from oracles.base import IntegerGrid, Problem
-from oracles.mip import attainable_square_sums, norm_cap
+from oracles.mip import norm_cap
 
 
 def _norm_cap(domain: IntegerGrid) -> int:
@@ -82,7 +82,8 @@ class _Scorer:
             S = s[:, None] + self.X[:, j, None] * step[None, :]  # (u, V)
             positive = S >= self.mu
             loss = self.neg @ positive + self.pos @ ~positive
-            val = loss + float(self.lin @ k) + self.lin[j] * step + self.norm[np.minimum(q_new, self.cap)]
+            norm = self.norm[np.minimum(q_new, self.cap)]
+            val = loss + float(self.lin @ k) + self.lin[j] * step + norm
             val = np.where(ok, val, np.inf)
             i = int(np.argmin(val))
             if val[i] - cur < best[0] - 1e-12:

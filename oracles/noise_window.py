@@ -37,7 +37,6 @@ is the whole grid, and this method does not apply (``WindowTooLarge``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -253,7 +252,7 @@ def prefixes(split: Split, threshold: float, *, levels: int | None = None,
                 hi = min(lo + PRUNE_CHUNK, len(states))
                 S = states[lo:hi].astype(float) @ Xo[:, : j + 1].T  # (m, u)
                 budget = np.sqrt(np.maximum(split.cap - P[lo:hi], 0))[:, None]
-                rem = np.minimum(B * tail_l1[:, j + 1][None, :], budget * tail_l2[:, j + 1][None, :])
+                rem = np.minimum(B * tail_l1[None, :, j + 1], budget * tail_l2[None, :, j + 1])
                 rem = rem * (1 + 1e-12) + tol[None, :]
                 forced_low = (S + rem < prune.margin) & prune.costly_negative[None, :]
                 forced_high = (S - rem >= prune.margin) & ~prune.costly_negative[None, :]
@@ -393,10 +392,10 @@ def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = No
     pos, neg = problem.pos[rows], problem.neg[rows]
     weight = np.abs(pos - neg)
     lam_weight = np.zeros(len(rows)) if lam_weight is None else lam_weight
-    return RowPrune(problem.points[rows] * problem.domain.step, np.maximum(weight - lam_weight, 0.0),
-                    pos > neg, problem.margin)
+    extra = np.maximum(weight - lam_weight, 0.0)
+    return RowPrune(problem.points[rows] * problem.domain.step, extra, pos > neg, problem.margin)
 
 
-__all__ = ["Split", "WindowTooLarge", "completion_tables", "coordinate_order", "prefixes",
-           "RowPrune", "restrict", "row_minorants", "row_prune", "separable_argmin", "split_objective", "tighten",
-           "window"]
+__all__ = ["RowPrune", "Split", "WindowTooLarge", "completion_tables", "coordinate_order",
+           "prefixes", "restrict", "row_minorants", "row_prune", "separable_argmin",
+           "split_objective", "tighten", "window"]

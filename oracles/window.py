@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.base import (
-    DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, IntegerGrid, OracleError, Problem, Solution, Status,
-    certify,
+    DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, IntegerGrid, OracleError, Problem,
+    Solution, Status, certify,
 )  # fmt: skip
 from oracles.grid_search import improve
 from oracles.highs import HighsOracle

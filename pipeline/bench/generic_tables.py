@@ -27,7 +27,6 @@ import statistics
 import sys
 import time
 
-import numpy as np
 
 from oracles.base import OBJECTIVE_TOL
 from pipeline.bench.fast_oracle import load_loadavg
