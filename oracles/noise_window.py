@@ -37,6 +37,8 @@ is the whole grid, and this method does not apply (``WindowTooLarge``).
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -203,10 +205,12 @@ def coordinate_order(split: Split) -> np.ndarray:
 
 def prefixes(split: Split, threshold: float, *, levels: int | None = None,
              max_points: int, prune: RowPrune | None = None,
-             prune_from: int = PRUNE_FROM_STATES) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+             prune_from: int = PRUNE_FROM_STATES,
+             deadline: float = math.inf) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The alive prefixes after ``levels`` coordinates of ``coordinate_order`` (all d when None):
     (order, states) with states (m, levels) int8, every prefix with at least one completion
-    k with N(k) <= threshold (+ slack). Raises ``WindowTooLarge`` past ``max_points``."""
+    k with N(k) <= threshold (+ slack). Raises ``WindowTooLarge`` past ``max_points``, or past
+    ``deadline`` (``time.perf_counter()``), checked once per level and per chunk of rows."""
     d = split.unary.shape[0]
     levels = d if levels is None else int(levels)
     B = (split.unary.shape[1] - 1) // 2
@@ -249,6 +253,8 @@ def prefixes(split: Split, threshold: float, *, levels: int | None = None,
             keep = np.ones(len(states), dtype=bool)
             bound = C + comp[j + 1, P]
             for lo in range(0, len(states), PRUNE_CHUNK):
+                if time.perf_counter() > deadline:
+                    raise WindowTooLarge(f"time limit at coordinate {j + 1} of {d}")
                 hi = min(lo + PRUNE_CHUNK, len(states))
                 S = states[lo:hi].astype(float) @ Xo[:, : j + 1].T  # (m, u)
                 budget = np.sqrt(np.maximum(split.cap - P[lo:hi], 0))[:, None]
@@ -261,15 +267,17 @@ def prefixes(split: Split, threshold: float, *, levels: int | None = None,
             states, C, P = states[keep], C[keep], P[keep]
         if len(states) > max_points:
             raise WindowTooLarge(f"more than {max_points} points at coordinate {j + 1} of {d}")
+        if time.perf_counter() > deadline:
+            raise WindowTooLarge(f"time limit at coordinate {j + 1} of {d}")
     return order, states
 
 
 def window(split: Split, threshold: float, *, max_points: int, prune: RowPrune | None = None,
-           prune_from: int = PRUNE_FROM_STATES) -> np.ndarray:
+           prune_from: int = PRUNE_FROM_STATES, deadline: float = math.inf) -> np.ndarray:
     """Every integer point k with N(k) <= threshold (+ slack), as an (m, d) int8 array
     (module docstring). Raises ``WindowTooLarge`` past ``max_points`` points at any level."""
     order, states = prefixes(split, threshold, max_points=max_points, prune=prune,
-                             prune_from=prune_from)
+                             prune_from=prune_from, deadline=deadline)
     K = np.zeros_like(states)
     K[:, order] = states
     return K

@@ -169,6 +169,8 @@ class WindowOracle:
         fallback: ``"mip"`` (the reference formulation on the remaining time) or None.
         prune_rows: drop prefixes whose forced rows already cost too much
             (``noise_window.RowPrune``).
+        window_share: the share of the time limit the window may take before the fallback (or,
+            without one, the uncertified answer); evaluating its points comes on top.
         seed: the grid search's random restarts (numpy.random.default_rng(seed)).
     """
 
@@ -179,6 +181,7 @@ class WindowOracle:
     lagrange_iterations: int = 300
     fallback: str | None = "mip"
     prune_rows: bool = True
+    window_share: float = 0.5
     seed: int = 0
     name: str = "window"
 
@@ -187,6 +190,8 @@ class WindowOracle:
             raise ValueError(f"fallback must be one of {FALLBACKS}, found {self.fallback!r}")
         if not (math.isfinite(self.time_limit) and self.time_limit > 0):
             raise ValueError(f"time_limit must be finite and > 0, found {self.time_limit!r}")
+        if not 0 < self.window_share <= 1:
+            raise ValueError(f"window_share must be in (0, 1], found {self.window_share!r}")
         if self.max_points < 1:
             raise ValueError(f"max_points must be >= 1, found {self.max_points!r}")
 
@@ -202,7 +207,8 @@ class WindowOracle:
         extra = {"incumbent": upper, "lagrange_bound": lower, "search_seconds": t_search}
         try:
             K = window(tight, upper, max_points=self.max_points,
-                       prune=prune if self.prune_rows else None)
+                       prune=prune if self.prune_rows else None,
+                       deadline=start + self.window_share * self.time_limit)
         except WindowTooLarge as err:
             extra["window"] = f"too large: {err}"
             return self._fallback(problem, w_inc, upper, lower, start, extra)
