@@ -17,6 +17,7 @@ from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
 from oracles.structured import StructuredOracle
+from oracles.window import WindowOracle
 
 OracleFactory = Callable[..., Oracle]
 
@@ -36,6 +37,7 @@ FACTORIES: dict[str, OracleFactory] = {
     "auto": AutoOracle,
     "convex": ConvexOracle,
     "structured": StructuredOracle,
+    "window": WindowOracle,  # issue 19 prototype; not in any default
 }
 
 

@@ -1,0 +1,240 @@
+"""A fast heuristic for min F over an IntegerGrid: starts, then local search on the grid.
+
+An exact oracle's bound has to MEET its incumbent, so the incumbent matters: a solver that
+certifies must first find the argmin, and a good point early lets it prune (a MIP start, a
+cutoff). This module finds good grid points; it proves nothing. Its points are exact grid
+points (w = tau k), and every value it returns is ``Problem.objective`` (SPEC section 2's exact
+rule), so a caller may hand them to ``certify`` or to a solver as a start.
+
+Starts (``starting_points``):
+* 0 and the grid point that minimizes the noise alone, <linear, w> + norm_coef sqrt(D^2 - ||w||^2)
+  (exact: for each attainable ||k||^2 = q the best k is found by a knapsack over coordinates,
+  ``noise_argmin``);
+* the direction of a large-margin linear classifier on the rows (a least-squares fit of the
+  labels, weighted by the row counts), scaled to several norms inside the ball and rounded.
+
+Moves (``local_search``): change one coordinate to any other value of the grid inside the norm
+bound, or move one unit from one coordinate to another; the best improving move is taken until
+none improves. Scores are updated in floating point for speed; the final point and every
+reported value are re-evaluated exactly. ``improve`` adds random restarts (perturb a few
+coordinates of the best point and search again) within a time budget, with an explicit
+``numpy.random.Generator``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from oracles.base import IntegerGrid, Problem
+from oracles.mip import norm_cap
+
+
+def _norm_cap(domain: IntegerGrid) -> int:
+    cap = norm_cap(domain)
+    return domain.d * domain.bound**2 if cap is None else cap
+
+
+def _norm_table(problem: Problem) -> np.ndarray:
+    """norm_coef sqrt(D^2 - tau^2 q) for q = 0..cap (0 without a norm term)."""
+    domain = problem.domain
+    q = np.arange(_norm_cap(domain) + 1, dtype=float)
+    if problem.norm_coef == 0.0:
+        return np.zeros(len(q))
+    slack = np.maximum(problem.norm_radius_sq - domain.step**2 * q, 0.0)
+    return problem.norm_coef * np.sqrt(slack)
+
+
+class _Scorer:
+    """F in floating point at a grid point k, with cheap one- and two-coordinate moves."""
+
+    def __init__(self, problem: Problem) -> None:
+        domain = problem.domain
+        self.problem = problem
+        self.tau, self.B, self.cap = domain.step, domain.bound, _norm_cap(domain)
+        self.X = problem.points * self.tau  # scores are X @ k
+        self.pos, self.neg = problem.pos, problem.neg
+        self.mu = problem.margin
+        self.lin = problem.linear * self.tau
+        self.norm = _norm_table(problem)
+        self.ks = np.arange(-self.B, self.B + 1)
+
+    def value(self, k: np.ndarray, scores: np.ndarray | None = None) -> float:
+        s = self.X @ k if scores is None else scores
+        positive = s >= self.mu
+        q = int(k @ k)
+        return float(self.neg @ positive + self.pos @ ~positive + self.lin @ k + self.norm[q])
+
+    def best_single(self, k: np.ndarray, s: np.ndarray) -> tuple[float, int, int]:
+        """The best change of one coordinate: (delta, j, new value)."""
+        q = int(k @ k)
+        base = float(self.neg @ (s >= self.mu) + self.pos @ (s < self.mu))
+        cur = base + float(self.lin @ k) + self.norm[q]
+        best = (0.0, -1, 0)
+        for j in range(len(k)):
+            step = self.ks - k[j]  # (V,)
+            q_new = q - k[j] ** 2 + self.ks**2
+            ok = (q_new <= self.cap) & (step != 0)
+            if not ok.any():
+                continue
+            S = s[:, None] + self.X[:, j, None] * step[None, :]  # (u, V)
+            positive = S >= self.mu
+            loss = self.neg @ positive + self.pos @ ~positive
+            norm = self.norm[np.minimum(q_new, self.cap)]
+            val = loss + float(self.lin @ k) + self.lin[j] * step + norm
+            val = np.where(ok, val, np.inf)
+            i = int(np.argmin(val))
+            if val[i] - cur < best[0] - 1e-12:
+                best = (float(val[i] - cur), j, int(self.ks[i]))
+        return best
+
+    def best_pair(self, k: np.ndarray, s: np.ndarray) -> tuple[float, int, int, int, int]:
+        """The best move of +-1 on two coordinates at once: (delta, j, dj, l, dl)."""
+        d = len(k)
+        q = int(k @ k)
+        cur = self.value(k, s)
+        best = (0.0, -1, 0, -1, 0)
+        steps = (-1, 1)
+        for j in range(d):
+            for dj in steps:
+                if abs(k[j] + dj) > self.B:
+                    continue
+                s1 = s + self.X[:, j] * dj
+                qj = q - k[j] ** 2 + (k[j] + dj) ** 2
+                for dl in steps:
+                    new_l = k + dl
+                    ok = (np.abs(new_l) <= self.B)
+                    ok[j] = False
+                    q_new = qj - k**2 + new_l**2
+                    ok &= q_new <= self.cap
+                    if not ok.any():
+                        continue
+                    S = s1[:, None] + self.X * dl  # (u, d): column l moved by dl
+                    positive = S >= self.mu
+                    loss = self.neg @ positive + self.pos @ ~positive
+                    val = (loss + float(self.lin @ k) + self.lin[j] * dj + self.lin * dl
+                           + self.norm[np.clip(q_new, 0, self.cap)])  # fmt: skip
+                    val = np.where(ok, val, np.inf)
+                    i = int(np.argmin(val))
+                    if val[i] - cur < best[0] - 1e-12:
+                        best = (float(val[i] - cur), j, dj, i, dl)
+        return best
+
+
+def local_search(problem: Problem, k0: np.ndarray, *, pairs: bool = True,
+                 deadline: float = math.inf) -> np.ndarray:  # fmt: skip
+    """A local minimum of F (in floating point) reached from the grid point ``k0``
+    (integer coordinates; module docstring, moves)."""
+    sc = _Scorer(problem)
+    k = np.asarray(k0, dtype=np.int64).copy()
+    s = sc.X @ k
+    while time.perf_counter() < deadline:
+        delta, j, v = sc.best_single(k, s)
+        if j >= 0:
+            s = s + sc.X[:, j] * (v - k[j])
+            k[j] = v
+            continue
+        if not pairs:
+            break
+        delta, j, dj, l, dl = sc.best_pair(k, s)
+        if j < 0:
+            break
+        k[j] += dj
+        k[l] += dl
+        s = sc.X @ k
+    return k
+
+
+def noise_argmin(problem: Problem) -> np.ndarray:
+    """The grid point (integer k) minimizing <linear, w> + norm_coef sqrt(D^2 - ||w||^2) alone.
+
+    For each q the best k with ||k||^2 = q is a knapsack over coordinates (each coordinate picks
+    a value k_j with cost tau linear_j k_j and weight k_j^2), solved exactly by dynamic
+    programming in floating point; the best q then adds the norm table.
+    """
+    domain = problem.domain
+    d, B, cap, tau = domain.d, domain.bound, _norm_cap(domain), domain.step
+    ks = np.arange(-B, B + 1)
+    INF = np.inf
+    best = np.full(cap + 1, INF)
+    best[0] = 0.0
+    choice = np.zeros((d, cap + 1), dtype=np.int64)
+    for j in range(d):
+        nxt = np.full(cap + 1, INF)
+        arg = np.zeros(cap + 1, dtype=np.int64)
+        for v in ks:
+            w2 = int(v * v)
+            if w2 > cap:
+                continue
+            cand = np.full(cap + 1, INF)
+            cand[w2:] = best[: cap + 1 - w2] + tau * problem.linear[j] * v
+            better = cand < nxt
+            nxt[better], arg[better] = cand[better], v
+        best, choice[j] = nxt, arg
+    total = best + _norm_table(problem)
+    q = int(np.argmin(total))
+    k = np.zeros(d, dtype=np.int64)
+    for j in range(d - 1, -1, -1):
+        k[j] = choice[j, q]
+        q -= int(k[j] ** 2)
+    return k
+
+
+def starting_points(problem: Problem) -> list[np.ndarray]:
+    """Integer grid points to start the local search from (module docstring, starts)."""
+    domain = problem.domain
+    d, B, cap = domain.d, domain.bound, _norm_cap(domain)
+    starts = [np.zeros(d, dtype=np.int64), noise_argmin(problem)]
+    X = problem.points
+    weight = problem.pos + problem.neg
+    target = np.where(weight > 0, (problem.pos - problem.neg) / np.where(weight > 0, weight, 1), 0)
+    sw = np.sqrt(np.abs(weight))
+    direction, *_ = np.linalg.lstsq(np.hstack([X, np.ones((len(X), 1))]) * sw[:, None],
+                                    target * sw, rcond=None)  # fmt: skip
+    direction = direction[:d]
+    norm = float(np.linalg.norm(direction))
+    if norm > 0:
+        for scale in np.sqrt(cap) * np.array([0.25, 0.5, 0.75, 1.0]) / norm:
+            k = np.clip(np.round(direction * scale / domain.step), -B, B).astype(np.int64)
+            while k @ k > cap:
+                j = int(np.argmax(np.abs(k)))
+                k[j] -= np.sign(k[j])
+            starts.append(k)
+    return starts
+
+
+def improve(problem: Problem, *, seconds: float, rng: np.random.Generator,
+            starts: list[np.ndarray] | None = None) -> tuple[np.ndarray, float]:  # fmt: skip
+    """The best grid point w found in about ``seconds`` and its EXACT objective
+    (module docstring: starts, local search, random restarts)."""
+    if not isinstance(problem.domain, IntegerGrid):
+        raise TypeError("the grid search needs an IntegerGrid domain")
+    deadline = time.perf_counter() + seconds
+    domain = problem.domain
+    tau, B, cap = domain.step, domain.bound, _norm_cap(domain)
+    best_k, best_val = None, math.inf
+    for k0 in (starting_points(problem) if starts is None else starts):
+        k = local_search(problem, k0, deadline=deadline)
+        val = float(problem.objective(tau * k))
+        if val < best_val:
+            best_k, best_val = k, val
+        if time.perf_counter() >= deadline:
+            break
+    d = domain.d
+    while time.perf_counter() < deadline:
+        k = best_k.copy()
+        for j in rng.choice(d, size=min(d, int(rng.integers(2, 6))), replace=False):
+            k[j] = int(rng.integers(-B, B + 1))
+        while k @ k > cap:
+            j = int(np.argmax(np.abs(k)))
+            k[j] -= np.sign(k[j])
+        k = local_search(problem, k, deadline=deadline)
+        val = float(problem.objective(tau * k))
+        if val < best_val:
+            best_k, best_val = k, val
+    return tau * best_k.astype(float), best_val
+
+
+__all__ = ["improve", "local_search", "noise_argmin", "starting_points"]

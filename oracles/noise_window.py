@@ -1,0 +1,409 @@
+"""Exact argmin by enumerating the noise window: every grid point whose noise part alone could
+still beat the incumbent (OPDisc and RSPM, SPEC sections 3 and 4).
+
+Split F (``oracles.base``) over an IntegerGrid w = tau k into
+
+    F(w) = N(k) + L(k),
+    N(k) = const + sum_j a_j(k_j) + nu(||k||^2)       (separable, plus a function of the norm)
+    L(k) = sum over the other rows u of pos_u 1[<w, x_u> < mu] + neg_u 1[<w, x_u> >= mu]
+
+where a_j(v) = tau linear_j v plus the cost of every row whose only nonzero feature is x_uj
+(RSPM's separator rows, SPEC section 4: a function of w_j alone, labelled by the exact rule),
+nu(q) = norm_coef sqrt(D^2 - tau^2 q) (SPEC section 3's exact norm, either sign), and const the
+rows with x_u = 0 (always -1 since mu > 0). Each remaining row costs pos_u or neg_u, so
+L(k) >= L_min = sum_u min(pos_u, neg_u) (0 for distinct rows of positive counts; RSPM's
+negative weights only ever sit on separator rows, which are in N).
+
+Given any grid point with exact value UB (an incumbent, ``oracles.grid_search``), every
+minimizer k* has N(k*) <= F(k*) - L_min <= UB - L_min. The WINDOW {k : N(k) <= UB - L_min} is
+enumerated exactly: a dynamic programme over coordinates gives, for every prefix (k_0..k_{j-1})
+with partial cost C and partial square sum p, the exact minimum of N over its completions,
+Comp_j(p) = min_r (R_j(r) + nu(p + r)) with R_j(r) the least sum_{i >= j} a_i(k_i) over
+sum_{i >= j} k_i^2 = r; a prefix is kept iff C + Comp_j(p) <= T. Every kept prefix has a
+completion in the window, so the work is at most d (2B + 1) times the window's size
+(output-sensitive), and the window's points are found level by level in numpy.
+
+Every window point is then evaluated with ``Problem.objective`` (exact labels, SPEC section 2);
+the smallest is the exact minimum: a point outside the window has F >= N + L_min > UB >= that
+value. The threshold carries a slack far above the floating-point error of the sums
+(``_slack``), so rounding can only ADD points to the window, never drop one. The certificate's
+bound is the minimum found (with status OPTIMAL), re-checked by ``oracles.base.certify``.
+
+What bounds it: the window's size. With OPDisc's noise the noise part dominates, and the window
+holds the points whose noise is within (N(k*) - min N) + L(k*) of the noise's minimum: small
+at large noise (small epsilon), larger as epsilon grows. Exact 0/1 ERM has N = 0: its window
+is the whole grid, and this method does not apply (``WindowTooLarge``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from oracles.base import IntegerGrid, Problem
+from oracles.mip import norm_cap
+from oracles.objective import exact_positive
+
+#: Relative slack of the window's threshold against floating-point error (``_slack``).
+WINDOW_REL_SLACK = 1e-9
+#: Prefix pruning by forced rows starts once a level holds this many prefixes (``prefixes``).
+PRUNE_FROM_STATES = 2_000
+#: Prefixes whose row scores are computed at once.
+PRUNE_CHUNK = 20_000
+#: Points evaluated per batch (rows x batch scores in memory at once).
+EVAL_BATCH = 20_000
+
+
+class WindowTooLarge(RuntimeError):
+    """The window holds more points than the caller allowed."""
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """F = N + L as in the module docstring, on integer coordinates k (w = tau k).
+
+    Attributes:
+        unary: (d, 2B + 1) table a_j(v), v = -B..B.
+        norm: (cap + 1,) table nu(q), +inf where q is not allowed.
+        const: the constant part of N.
+        rows: indices of the Problem rows in L.
+        loss_floor: L_min.
+    """
+
+    unary: np.ndarray
+    norm: np.ndarray
+    const: float
+    rows: np.ndarray
+    loss_floor: float
+
+    @property
+    def cap(self) -> int:
+        return len(self.norm) - 1
+
+    def noise(self, K: np.ndarray) -> np.ndarray:
+        """N at integer points K (m, d), in floating point."""
+        K = np.atleast_2d(K)
+        B = (self.unary.shape[1] - 1) // 2
+        d = self.unary.shape[0]
+        q = np.einsum("md,md->m", K, K)
+        return self.const + self.unary[np.arange(d), K + B].sum(axis=1) + self.norm[q]
+
+
+@dataclass(frozen=True, eq=False)
+class RowPrune:
+    """What a prefix of k already decides about the rows of L (``prefixes``).
+
+    For every grid point, F(k) >= N_lam(k) + sum over rows u whose costly label is forced of
+    ``extra_u`` (``tighten``: cost_u - its minorant >= w_u (1 - lam_u) there, as the minorant is
+    at most w_u lam_u). A row is forced when its score's range over the prefix's completions
+    (Cauchy-Schwarz with the remaining square-sum budget, and the box) lies on one side of mu.
+
+    Attributes:
+        X: (u, d) the rows' coefficients on k (tau x_u).
+        extra: (u,) the weight still owed by a row forced to its costly label.
+        costly_negative: (u,) True when the costly label is -1 (pos_u > neg_u).
+        margin: mu.
+    """
+
+    X: np.ndarray
+    extra: np.ndarray
+    costly_negative: np.ndarray
+    margin: float
+
+
+def split_objective(problem: Problem) -> Split:
+    """N and L of ``problem`` (module docstring)."""
+    domain = problem.domain
+    if not isinstance(domain, IntegerGrid):
+        raise TypeError("the noise window needs an IntegerGrid domain")
+    d, B, tau = domain.d, domain.bound, domain.step
+    cap = norm_cap(domain)
+    cap = d * B * B if cap is None else cap
+    ks = np.arange(-B, B + 1)
+    unary = tau * problem.linear[:, None] * ks[None, :].astype(float)
+    X = problem.points
+    nonzero = (X != 0).sum(axis=1)
+    const = float(problem.pos[nonzero == 0].sum())
+    for u in np.flatnonzero(nonzero == 1):
+        j = int(np.flatnonzero(X[u])[0])
+        # exact labels of the one-feature row at every value of w_j
+        W = np.zeros((len(ks), d))
+        W[:, j] = tau * ks
+        positive = exact_positive(X[u : u + 1], W, problem.margin)[0]
+        unary[j] += np.where(positive, problem.neg[u], problem.pos[u])
+    q = np.arange(cap + 1, dtype=float)
+    if problem.norm_coef != 0.0:
+        slack = np.maximum(problem.norm_radius_sq - tau**2 * q, 0.0)
+        norm = problem.norm_coef * np.sqrt(slack)
+    else:
+        norm = np.zeros(cap + 1)
+    rows = np.flatnonzero(nonzero >= 2)
+    floor = float(np.minimum(problem.pos[rows], problem.neg[rows]).sum())
+    return Split(unary, norm, const, rows, floor)
+
+
+def _slack(split: Split, threshold: float) -> float:
+    """A bound far above the rounding error of any N computed here: d + 2 terms, each at most
+    ``scale`` in magnitude (the finite table entries; +inf marks excluded values)."""
+    unary = np.where(np.isfinite(split.unary), np.abs(split.unary), 0.0)
+    norm = np.abs(split.norm[np.isfinite(split.norm)])
+    scale = unary.max(axis=1).sum() + norm.max(initial=0.0) + abs(split.const) + abs(threshold)
+    return WINDOW_REL_SLACK * (1.0 + float(scale))
+
+
+def completion_tables(split: Split, order: np.ndarray) -> np.ndarray:
+    """Comp[j][p]: the least N-part of any completion of coordinates order[j:], given the prefix's
+    square sum p (includes nu; +inf where no completion fits). Shape (d + 1, cap + 1)."""
+    d, cap = len(order), split.cap
+    B = (split.unary.shape[1] - 1) // 2
+    ks = np.arange(-B, B + 1)
+    R = np.full(cap + 1, np.inf)  # R_j(r), exact square sum r of the suffix
+    R[0] = 0.0
+    comp = np.full((d + 1, cap + 1), np.inf)
+    for j in range(d, -1, -1):
+        if j < d:
+            nxt = np.full(cap + 1, np.inf)
+            a = split.unary[order[j]]
+            for i, v in enumerate(ks):
+                s = int(v * v)
+                if s > cap:
+                    continue
+                cand = R[: cap + 1 - s] + a[i]
+                nxt[s:] = np.minimum(nxt[s:], cand)
+            R = nxt
+        # comp[j][p] = min_r R[r] + norm[p + r]
+        for p in range(cap + 1):
+            r = np.arange(cap + 1 - p)
+            comp[j, p] = np.min(R[r] + split.norm[p + r])
+    return comp
+
+
+def restrict(split: Split, fixed: dict[int, int] | None) -> Split:
+    """The Split of the part of the grid where k_j = v for every (j, v) in ``fixed``: the other
+    values of a fixed coordinate cost +inf (a restricted domain, ``GridPart``)."""
+    if not fixed:
+        return split
+    B = (split.unary.shape[1] - 1) // 2
+    unary = split.unary.copy()
+    for j, v in fixed.items():
+        keep = unary[j, v + B]
+        unary[j] = np.inf
+        unary[j, v + B] = keep
+    return Split(unary, split.norm, split.const, split.rows, split.loss_floor)
+
+
+def coordinate_order(split: Split) -> np.ndarray:
+    """Coordinates by decreasing spread of their finite unary costs (costly first: a prefix of
+    them prunes early); ties by index, so the order is a pure function of the Split."""
+    finite = np.where(np.isfinite(split.unary), split.unary, np.nan)
+    spread = np.nanmax(finite, axis=1) - np.nanmin(finite, axis=1)
+    return np.argsort(-spread, kind="stable")
+
+
+def prefixes(split: Split, threshold: float, *, levels: int | None = None,
+             max_points: int, prune: RowPrune | None = None,
+             prune_from: int = PRUNE_FROM_STATES,
+             deadline: float = math.inf) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The alive prefixes after ``levels`` coordinates of ``coordinate_order`` (all d when None):
+    (order, states) with states (m, levels) int8, every prefix with at least one completion
+    k with N(k) <= threshold (+ slack). Raises ``WindowTooLarge`` past ``max_points``, or past
+    ``deadline`` (``time.perf_counter()``), checked once per level and per chunk of rows."""
+    d = split.unary.shape[0]
+    levels = d if levels is None else int(levels)
+    B = (split.unary.shape[1] - 1) // 2
+    order = coordinate_order(split)
+    comp = completion_tables(split, order)
+    T = threshold - split.const + _slack(split, threshold)
+    ks = np.arange(-B, B + 1)
+    states = np.zeros((1, 0), dtype=np.int8)
+    C = np.zeros(1)
+    P = np.zeros(1, dtype=np.int64)
+    if not comp[0, 0] <= T:
+        return order, np.zeros((0, levels), dtype=np.int8)
+    if prune is not None:
+        Xo = prune.X[:, order]
+        tail_l1 = np.abs(Xo)[:, ::-1].cumsum(axis=1)[:, ::-1]  # ||x over order[j:]||_1
+        tail_l2 = np.sqrt((Xo * Xo)[:, ::-1].cumsum(axis=1)[:, ::-1])
+        tail_l1 = np.hstack([tail_l1, np.zeros((len(Xo), 1))])
+        tail_l2 = np.hstack([tail_l2, np.zeros((len(Xo), 1))])
+        tol = 1e-9 * (1.0 + B * np.abs(Xo).sum(axis=1) + abs(prune.margin))
+    for j in range(levels):
+        a = split.unary[order[j]]
+        parts_s, parts_c, parts_p = [], [], []
+        for i, v in enumerate(ks):
+            if not np.isfinite(a[i]):
+                continue
+            p2 = P + int(v * v)
+            ok = p2 <= split.cap
+            c2 = C + a[i]
+            ok[ok] &= c2[ok] + comp[j + 1, p2[ok]] <= T
+            if ok.any():
+                idx = np.flatnonzero(ok)
+                parts_s.append(np.hstack([states[idx], np.full((len(idx), 1), v, np.int8)]))
+                parts_c.append(c2[idx])
+                parts_p.append(p2[idx])
+        if not parts_s:
+            return order, np.zeros((0, levels), dtype=np.int8)
+        states = np.vstack(parts_s)
+        C, P = np.concatenate(parts_c), np.concatenate(parts_p)
+        if prune is not None and len(states) >= prune_from and j + 1 < d:
+            keep = np.ones(len(states), dtype=bool)
+            bound = C + comp[j + 1, P]
+            for lo in range(0, len(states), PRUNE_CHUNK):
+                if time.perf_counter() > deadline:
+                    raise WindowTooLarge(f"time limit at coordinate {j + 1} of {d}")
+                hi = min(lo + PRUNE_CHUNK, len(states))
+                S = states[lo:hi].astype(float) @ Xo[:, : j + 1].T  # (m, u)
+                budget = np.sqrt(np.maximum(split.cap - P[lo:hi], 0))[:, None]
+                rem = np.minimum(B * tail_l1[None, :, j + 1], budget * tail_l2[None, :, j + 1])
+                rem = rem * (1 + 1e-12) + tol[None, :]
+                forced_low = (S + rem < prune.margin) & prune.costly_negative[None, :]
+                forced_high = (S - rem >= prune.margin) & ~prune.costly_negative[None, :]
+                owed = (forced_low | forced_high) @ prune.extra
+                keep[lo:hi] = bound[lo:hi] + owed <= T
+            states, C, P = states[keep], C[keep], P[keep]
+        if len(states) > max_points:
+            raise WindowTooLarge(f"more than {max_points} points at coordinate {j + 1} of {d}")
+        if time.perf_counter() > deadline:
+            raise WindowTooLarge(f"time limit at coordinate {j + 1} of {d}")
+    return order, states
+
+
+def window(split: Split, threshold: float, *, max_points: int, prune: RowPrune | None = None,
+           prune_from: int = PRUNE_FROM_STATES, deadline: float = math.inf) -> np.ndarray:
+    """Every integer point k with N(k) <= threshold (+ slack), as an (m, d) int8 array
+    (module docstring). Raises ``WindowTooLarge`` past ``max_points`` points at any level."""
+    order, states = prefixes(split, threshold, max_points=max_points, prune=prune,
+                             prune_from=prune_from, deadline=deadline)
+    K = np.zeros_like(states)
+    K[:, order] = states
+    return K
+
+
+
+
+# --- Lagrangian tightening ---------------------------------------------------------------------
+
+
+def row_minorants(problem: Problem, split: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row u of L: G (u, d), h (u,), weight (u,) with
+
+        cost_u(k) >= min(pos_u, neg_u) + weight_u * lam * (G_u . k + h_u)   for every lam in [0, 1]
+
+    on the whole grid (module docstring of ``tighten``)."""
+    from oracles.mip import row_score_range
+
+    rows = split.rows
+    X = problem.points[rows] * problem.domain.step
+    low, high = row_score_range(problem)
+    low, high = low[rows], high[rows]
+    mu = problem.margin
+    pos, neg = problem.pos[rows], problem.neg[rows]
+    weight = np.abs(pos - neg)
+    wants_positive = pos > neg  # the costly label is -1: 1[s < mu] >= (mu - s) / (mu - low)
+    G = np.where(wants_positive[:, None], -X / (mu - low)[:, None], X / (high - mu)[:, None])
+    h = np.where(wants_positive, mu / (mu - low), -mu / (high - mu))
+    # rows whose range does not straddle mu keep a zero minorant (their label is fixed)
+    straddle = (low < mu) & (high > mu)
+    G[~straddle] = 0.0
+    h[~straddle] = 0.0
+    return G, h, np.where(straddle, weight, 0.0)
+
+
+def separable_argmin(unary: np.ndarray, norm: np.ndarray) -> tuple[float, np.ndarray]:
+    """min over integer k (|k_j| <= B, ||k||^2 <= cap) of sum_j unary[j, k_j + B] + norm[||k||^2],
+    and a minimizer, by dynamic programming over coordinates (exact up to rounding)."""
+    d, V = unary.shape
+    B = (V - 1) // 2
+    cap = len(norm) - 1
+    ks = np.arange(-B, B + 1)
+    best = np.full(cap + 1, np.inf)
+    best[0] = 0.0
+    choice = np.zeros((d, cap + 1), dtype=np.int64)
+    for j in range(d):
+        nxt = np.full(cap + 1, np.inf)
+        arg = np.zeros(cap + 1, dtype=np.int64)
+        for i, v in enumerate(ks):
+            s = int(v * v)
+            if s > cap:
+                continue
+            cand = np.full(cap + 1, np.inf)
+            cand[s:] = best[: cap + 1 - s] + unary[j, i]
+            better = cand < nxt
+            nxt[better], arg[better] = cand[better], v
+        best, choice[j] = nxt, arg
+    total = best + norm
+    q = int(np.argmin(total))
+    value = float(total[q])
+    k = np.zeros(d, dtype=np.int64)
+    for j in range(d - 1, -1, -1):
+        k[j] = choice[j, q]
+        q -= int(k[j] ** 2)
+    return value, k
+
+
+def tighten(problem: Problem, split: Split, upper: float, *, iterations: int = 300,
+            rng_seed: int = 0) -> tuple[Split, float]:  # fmt: skip
+    """A Split whose N is a tighter minorant of F: N_lam = N + L_min + sum_u w_u lam_u m_u(k),
+    with lam in [0, 1]^rows chosen by projected subgradient ascent on the Lagrangian dual
+    max_lam min_k N_lam(k) (Polyak steps towards ``upper``). Returns the Split (its rows'
+    floor already folded into ``const``, ``loss_floor`` 0) and its proven lower bound
+    min_k N_lam(k) on min F.
+
+    Validity: for every grid point and every lam in [0, 1], cost_u(k) >= min(pos_u, neg_u)
+    + w_u lam_u m_u(k) (``row_minorants``), so F >= N_lam everywhere: the window of N_lam below
+    the incumbent still holds every minimizer.
+    """
+    G, h, weight = row_minorants(problem, split)
+    B = (split.unary.shape[1] - 1) // 2
+    ks = np.arange(-B, B + 1, dtype=float)
+
+    def build(lam):
+        c = (weight * lam) @ G
+        unary = split.unary + c[:, None] * ks[None, :]
+        const = split.const + split.loss_floor + float((weight * lam) @ h)
+        return unary, const
+
+    lam = np.zeros(len(h))
+    best_lam, best_val = lam.copy(), -np.inf
+    theta = 1.0
+    stall = 0
+    for _ in range(iterations):
+        unary, const = build(lam)
+        val, k = separable_argmin(unary, split.norm)
+        val += const
+        if val > best_val + 1e-9:
+            best_val, best_lam, stall = val, lam.copy(), 0
+        else:
+            stall += 1
+            if stall >= 10:
+                theta, stall = theta / 2, 0
+        g = weight * (G @ k + h)
+        # projected direction: components that cannot move are dropped
+        g = np.where(((lam <= 0) & (g < 0)) | ((lam >= 1) & (g > 0)), 0.0, g)
+        norm2 = float(g @ g)
+        if norm2 <= 0 or theta < 1e-4:
+            break
+        lam = np.clip(lam + theta * (upper - val) / norm2 * g, 0.0, 1.0)
+    unary, const = build(best_lam)
+    tightened = Split(unary, split.norm, const, split.rows, 0.0)
+    val, _ = separable_argmin(unary, split.norm)
+    return tightened, val + const, row_prune(problem, split, weight * best_lam)
+
+
+def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = None) -> RowPrune:
+    """The ``RowPrune`` of ``split``'s rows, given the weight w_u lam_u already in the minorant."""
+    rows = split.rows
+    pos, neg = problem.pos[rows], problem.neg[rows]
+    weight = np.abs(pos - neg)
+    lam_weight = np.zeros(len(rows)) if lam_weight is None else lam_weight
+    extra = np.maximum(weight - lam_weight, 0.0)
+    return RowPrune(problem.points[rows] * problem.domain.step, extra, pos > neg, problem.margin)
+
+
+__all__ = ["RowPrune", "Split", "WindowTooLarge", "completion_tables", "coordinate_order",
+           "prefixes", "restrict", "row_minorants", "row_prune", "separable_argmin",
+           "split_objective", "tighten", "window"]

@@ -1,0 +1,140 @@
+"""The window oracle (issue 19) against the brute force of ``fuzz.py``: no false certificate.
+
+Default run: the 120 fast fuzz instances (OPDisc with both signs of norm_coef, RSPM with
+negative separator weights, exact ERM, rows on and near the margin, repeated rows with both
+labels), with the fallback to the reference MIP, and the first 60 with a window cap of 50
+points and no fallback (so that the uncertified path is exercised too); the split into parts;
+the pieces (minorants, the noise window's completeness). ``-m slow``: 600 larger instances.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from oracles.base import IntegerGrid, Problem
+from oracles.noise_window import (
+    row_minorants, separable_argmin, split_objective, tighten, window,
+)  # fmt: skip
+from oracles.window import WindowOracle, solve_part, split_parts
+from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
+
+FAST_SEEDS = range(120)
+SLOW_SEEDS = range(2120, 2720)
+
+
+@pytest.fixture(scope="module")
+def fast():
+    return [(seed, p, brute_force(p)) for seed, p in
+            ((s, fuzz_instance(s)) for s in FAST_SEEDS)]  # fmt: skip
+
+
+def _fuzz(oracle, instances) -> Tally:
+    tally = Tally(oracle.name)
+    for seed, problem, truth in instances:
+        judge(tally, seed, problem, truth, oracle.solve(problem))
+    print(tally.line())
+    return tally
+
+
+def test_no_false_certificate_with_the_fallback(fast):
+    tally = _fuzz(WindowOracle(time_limit=20.0, search_seconds=0.02), fast)
+    assert tally.false == 0, "\n".join(tally.failures)
+    assert tally.certified == tally.instances  # measured: all 120
+
+
+def test_no_false_certificate_from_the_window_alone(fast):
+    oracle = WindowOracle(time_limit=20.0, search_seconds=0.01, max_points=50, fallback=None)
+    tally = _fuzz(oracle, fast[:60])  # every kind: the kinds cycle with period 4
+    assert tally.false == 0, "\n".join(tally.failures)
+    assert 0 < tally.uncertified < tally.instances  # both paths are exercised
+
+
+@pytest.mark.slow
+def test_no_false_certificate_on_larger_instances():
+    instances = [(s, p, brute_force(p)) for s, p in
+                 ((s, fuzz_instance(s, max_points=3200)) for s in SLOW_SEEDS)]  # fmt: skip
+    for oracle in (WindowOracle(time_limit=30.0, search_seconds=0.02),
+                   WindowOracle(time_limit=30.0, search_seconds=0.02, max_points=200,
+                                fallback=None)):  # fmt: skip
+        tally = _fuzz(oracle, instances)
+        assert tally.false == 0, "\n".join(tally.failures)
+
+
+def _grid_points(domain: IntegerGrid) -> np.ndarray:
+    ks = [k for k in itertools.product(range(-domain.bound, domain.bound + 1), repeat=domain.d)
+          if domain.norm_sq_max is None or sum(v * v for v in k) <= domain.norm_sq_max]
+    return np.array(ks, dtype=np.int64)
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 3))
+def test_the_minorant_is_below_f_everywhere_and_the_window_is_complete(seed):
+    problem = fuzz_instance(seed)
+    K = _grid_points(problem.domain)
+    F = problem.objective(problem.domain.step * K.astype(float))
+    split = split_objective(problem)
+    upper = float(np.median(F))
+    tight, lower, prune = tighten(problem, split, upper, iterations=50)
+    N = tight.noise(K)
+    assert np.all(N <= F + 1e-9) and lower <= F.min() + 1e-9
+    got = {tuple(k) for k in window(tight, upper, max_points=10**6).tolist()}
+    assert {tuple(k) for k in K[N <= upper - 1e-9].tolist()} <= got  # every point below it
+    assert {tuple(k) for k in K[F <= upper].tolist()} <= got  # hence every point F <= upper
+    # pruning by forced rows from the first prefix on keeps every point with F <= upper
+    pruned = {tuple(k) for k in window(tight, upper, max_points=10**6, prune=prune,
+                                                prune_from=1).tolist()}
+    assert {tuple(k) for k in K[F <= upper].tolist()} <= pruned
+
+
+def test_separable_argmin_is_the_minimum_by_enumeration():
+    rng = np.random.default_rng(5)
+    unary = rng.normal(size=(4, 5))
+    norm = rng.normal(size=9)
+    value, k = separable_argmin(unary, norm)
+    K = _grid_points(IntegerGrid(4, 2, 1.0, 8.0))
+    values = unary[np.arange(4), K + 2].sum(axis=1) + norm[(K * K).sum(axis=1)]
+    assert math.isclose(value, values.min()) and int(k @ k) <= 8
+    assert math.isclose(unary[np.arange(4), k + 2].sum() + norm[int(k @ k)], value)
+
+
+def test_row_minorants_are_valid_for_every_lambda():
+    problem = fuzz_instance(4)
+    split = split_objective(problem)
+    G, h, weight = row_minorants(problem, split)
+    K = _grid_points(problem.domain)
+    from oracles.objective import exact_positive
+
+    positive = exact_positive(problem.points[split.rows], problem.domain.step * K.astype(float),
+                              problem.margin)  # fmt: skip
+    pos, neg = problem.pos[split.rows], problem.neg[split.rows]
+    cost = np.where(positive, neg[:, None], pos[:, None])
+    minor = np.minimum(pos, neg)[:, None] + weight[:, None] * (G @ K.T + h[:, None])
+    assert np.all(minor <= cost + 1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 4, 8, 10])
+def test_the_minimum_over_parts_is_the_one_process_answer(seed):
+    problem = fuzz_instance(seed)
+    whole = WindowOracle(time_limit=20.0, search_seconds=0.02, fallback=None).solve(problem)
+    assert whole.certificate.certified
+    threshold = whole.certificate.objective + 5.0  # any value some point attains or exceeds
+    parts = split_parts(problem, threshold, levels=2, max_points=10**6)
+    assert len(parts) > 1
+    parts = [pickle.loads(pickle.dumps(part)) for part in parts]  # what Ray would ship
+    answers = [solve_part(part) for part in parts]
+    best = min(value for _, value in answers)
+    assert abs(best - whole.certificate.objective) <= 1e-9
+    fixed = [dict(part.fixed) for part in parts]
+    assert len({tuple(sorted(f.items())) for f in fixed}) == len(parts)  # disjoint
+
+
+def test_the_oracle_refuses_a_box():
+    from oracles.base import Box, OracleError
+
+    problem = Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2))
+    with pytest.raises(OracleError, match="IntegerGrid"):
+        WindowOracle().solve(problem)
