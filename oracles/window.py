@@ -14,9 +14,8 @@ a function of ||w||^2, and the data's 0/1 loss L (``oracles.noise_window``). The
 
 When the window holds more than ``max_points`` points the oracle does not certify on its own:
 with ``fallback="mip"`` it solves the reference formulation (``oracles.mip``) on the remaining
-time with the backend chosen by the model's SIZE alone (Gurobi when the model fits the pip
-licence's 2,000 variables and 2,000 constraints, else HiGHS with the parallel rows and columns
-presolve reduction off), and certifies only if the better of the two points meets the larger of
+time with ``AutoOracle`` (the backend chosen by the model's size alone: Gurobi when its
+licence takes the model, else HiGHS with its second opinion, ``oracles.highs``), and certifies only if the better of the two points meets the larger of
 the two proven bounds; with ``fallback=None`` it returns the incumbent uncertified with the
 Lagrangian bound. The certificate's ``extra`` records the window's size, the incumbent's value,
 the Lagrangian bound and what was done.
@@ -38,64 +37,15 @@ from oracles.base import (
     DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, IntegerGrid, OracleError, Problem,
     Solution, Status, certify,
 )  # fmt: skip
+from oracles.auto import AutoOracle
 from oracles.grid_search import improve
-from oracles.highs import HighsOracle
 from oracles.noise_window import (
     EVAL_BATCH, RowPrune, Split, WindowTooLarge, prefixes, restrict, row_prune, split_objective,
     tighten, window,
 )  # fmt: skip
 
-#: HiGHS's presolve_rule_off mask: bit 13 (8192) switches off the "parallel rows and columns"
-#: reduction, which certified non-optimal points on some instances (HiGHS 1.16).
-HIGHS_PRESOLVE_RULES_OFF = 8192
-#: Gurobi's pip licence: at most this many variables and (linear) constraints.
-GUROBI_SIZE_LIMIT = 2000
+#: What the oracle does when the window is too large: nothing (None) or the reference MIP.
 FALLBACKS = (None, "mip")
-
-
-class _HighsPresolveSafe:
-    """``highspy`` whose every ``Highs()`` has ``presolve_rule_off`` set (module constant)."""
-
-    def __init__(self, highspy) -> None:
-        self._highspy = highspy
-
-    def __getattr__(self, name):
-        return getattr(self._highspy, name)
-
-    def Highs(self):  # noqa: N802 - highspy's name
-        h = self._highspy.Highs()
-        if h.setOptionValue("presolve_rule_off", HIGHS_PRESOLVE_RULES_OFF) != \
-                self._highspy.HighsStatus.kOk:  # fmt: skip
-            raise OracleError("HiGHS refused presolve_rule_off")
-        return h
-
-
-@dataclass(frozen=True)
-class SafeHighsOracle(HighsOracle):
-    """The reference HiGHS oracle with the parallel rows and columns reduction off."""
-
-    name: str = "highs"
-
-    def _run(self, highspy, milp, threads, tol, time_limit):
-        return super()._run(_HighsPresolveSafe(highspy), milp, threads, tol, time_limit)
-
-
-def mip_backend(problem: Problem, *, time_limit: float, threads: int):
-    """The reference backend for ``problem`` by the model's size alone (module docstring)."""
-    from oracles.mip import build_milp
-
-    stats = build_milp(problem).stats()
-    fits = stats["n_cols"] <= GUROBI_SIZE_LIMIT and stats["n_rows"] <= GUROBI_SIZE_LIMIT
-    if fits:
-        try:
-            import gurobipy  # noqa: F401
-        except ImportError:
-            fits = False
-    if fits:
-        from oracles.gurobi import GurobiOracle
-
-        return GurobiOracle(time_limit=time_limit, threads=threads)
-    return SafeHighsOracle(time_limit=time_limit, threads=threads)
 
 
 def best_of(problem: Problem, K: np.ndarray, step: float) -> tuple[np.ndarray, float]:
@@ -228,7 +178,7 @@ class WindowOracle:
             return certify(problem, w_inc, status=Status.TIME_LIMIT, bound=lower,
                            seconds=time.perf_counter() - start, backend=self.name,
                            message="window too large, no fallback", extra=extra)  # fmt: skip
-        backend = mip_backend(problem, time_limit=left, threads=self.threads)
+        backend = AutoOracle(time_limit=left, threads=self.threads)
         solution = backend.solve(problem)
         cert = solution.certificate
         extra = {**extra, "fallback_status": cert.status.value, "fallback_bound": cert.bound,
@@ -243,5 +193,5 @@ class WindowOracle:
                        message=cert.message, extra=extra)  # fmt: skip
 
 
-__all__ = ["GridPart", "SafeHighsOracle", "WindowOracle", "best_of", "mip_backend",
+__all__ = ["GridPart", "WindowOracle", "best_of",
            "solve_part", "split_parts"]

@@ -10,8 +10,8 @@ delta = 1/n^2; noise from numpy.random.default_rng(seed)). Oracles:
 * ``window``: ``oracles.window.WindowOracle`` without its fallback (what the window alone
   certifies; its bound when uncertified is the Lagrangian one);
 * ``window+mip``: the same with the fallback to the reference MIP (chosen by size);
-* ``highs``: the reference MILP on HiGHS, parallel rows and columns presolve reduction off
-  (``oracles.window.SafeHighsOracle``);
+* ``highs``: the reference MILP on HiGHS as the ``highs`` oracle solves it (the unsafe presolve
+  reduction off, and a second opinion: ``oracles.highs.HighsOracle``);
 * ``gurobi``: the reference MILP on Gurobi (the model fits the pip licence: 717 columns).
 
 One row per solve: certified, status, objective, bound, gap, wall seconds, and whether the
@@ -38,14 +38,15 @@ ORACLES = ("window", "window+mip", "highs", "gurobi")
 
 def make(name: str, time_limit: float, threads: int):
     from oracles.gurobi import GurobiOracle
-    from oracles.window import SafeHighsOracle, WindowOracle
+    from oracles.highs import HighsOracle
+    from oracles.window import WindowOracle
 
     if name == "window":
         return WindowOracle(time_limit=time_limit, threads=threads, fallback=None)
     if name == "window+mip":
         return WindowOracle(time_limit=time_limit, threads=threads, fallback="mip")
     if name == "highs":
-        return SafeHighsOracle(time_limit=time_limit, threads=threads)
+        return HighsOracle(time_limit=time_limit, threads=threads)
     if name == "gurobi":
         return GurobiOracle(time_limit=time_limit, threads=threads)
     raise ValueError(f"unknown oracle {name!r}; known: {ORACLES}")
