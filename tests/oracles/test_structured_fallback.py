@@ -162,11 +162,11 @@ def test_gurobi_over_its_licence_after_the_first_model_is_not_retried_elsewhere(
     real = GurobiOracle._run
     calls = []
 
-    def run(self, gp, milp, time_limit, progress=None):
+    def run(self, gp, milp, time_limit):
         calls.append(milp.n_cols)
         if len(calls) > 1:
             raise LicenceLimitError(ERRNO_SIZE_LIMIT, 2001, 2001)
-        return real(self, gp, milp, time_limit, progress)
+        return real(self, gp, milp, time_limit)
 
     monkeypatch.setattr(GurobiOracle, "_run", run)
     cert = AutoOracle(time_limit=30.0).solve(problem).certificate

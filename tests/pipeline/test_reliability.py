@@ -200,7 +200,9 @@ def test_tiny_epsilon_is_refused_before_ray_and_many_oracle_calls_warn(caplog):
     from pipeline.preflight import check_oracle_calls
 
     config = validate(_compose(["+sweep=smoke"]))
-    with pytest.raises(ConfigError, match=r"sweep.epsilons: OPSamp at epsilon 1e-300 needs m="):
+    # refused by the calibration's own check (m beyond 2**53 oracle calls), before Ray
+    with pytest.raises(ConfigError, match=r"sweep.epsilons: OPSamp cannot be calibrated at "
+                                          r"epsilon 1e-300 .*more than 2\*\*53"):
         check_oracle_calls(config, [1e-300], n=400, d=8)
     with caplog.at_level(logging.WARNING, logger="pipeline.preflight"):
         calls = check_oracle_calls(config, [1.0, 0.01], n=400, d=8)
