@@ -26,8 +26,9 @@ completion in the window, so the work is at most d (2B + 1) times the window's s
 Every window point is then evaluated with ``Problem.objective`` (exact labels, SPEC section 2);
 the smallest is the exact minimum: a point outside the window has F >= N + L_min > UB >= that
 value. The threshold carries a slack far above the floating-point error of the sums
-(``_slack``), so rounding can only ADD points to the window, never drop one. The certificate's
-bound is the minimum found (with status OPTIMAL), re-checked by ``oracles.base.certify``.
+(``threshold_slack``), so rounding can only ADD points to the window, never drop one. The
+certificate's bound is the minimum found (with status OPTIMAL), re-checked by
+``oracles.base.certify``.
 
 What bounds it: the window's size. With OPDisc's noise the noise part dominates, and the window
 holds the points whose noise is within (N(k*) - min N) + L(k*) of the noise's minimum: small
@@ -47,7 +48,7 @@ from oracles.base import IntegerGrid, Problem
 from oracles.mip import norm_cap
 from oracles.objective import exact_positive
 
-#: Relative slack of the window's threshold against floating-point error (``_slack``).
+#: Relative slack of the window's threshold against floating-point error (``threshold_slack``).
 WINDOW_REL_SLACK = 1e-9
 #: Prefix pruning by forced rows starts once a level holds this many prefixes (``prefixes``).
 PRUNE_FROM_STATES = 2_000
@@ -145,7 +146,7 @@ def split_objective(problem: Problem) -> Split:
     return Split(unary, norm, const, rows, floor)
 
 
-def _slack(split: Split, threshold: float) -> float:
+def threshold_slack(split: Split, threshold: float) -> float:
     """A bound far above the rounding error of any N computed here: d + 2 terms, each at most
     ``scale`` in magnitude (the finite table entries; +inf marks excluded values)."""
     unary = np.where(np.isfinite(split.unary), np.abs(split.unary), 0.0)
@@ -216,7 +217,7 @@ def prefixes(split: Split, threshold: float, *, levels: int | None = None,
     B = (split.unary.shape[1] - 1) // 2
     order = coordinate_order(split)
     comp = completion_tables(split, order)
-    T = threshold - split.const + _slack(split, threshold)
+    T = threshold - split.const + threshold_slack(split, threshold)
     ks = np.arange(-B, B + 1)
     states = np.zeros((1, 0), dtype=np.int8)
     C = np.zeros(1)
@@ -406,4 +407,4 @@ def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = No
 
 __all__ = ["RowPrune", "Split", "WindowTooLarge", "completion_tables", "coordinate_order",
            "prefixes", "restrict", "row_minorants", "row_prune", "separable_argmin",
-           "split_objective", "tighten", "window"]
+           "split_objective", "threshold_slack", "tighten", "window"]

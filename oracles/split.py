@@ -42,9 +42,9 @@ import numpy as np
 from oracles.base import IntegerGrid, OracleError, Problem, Solution, Status, certify
 from oracles.grid_search import improve
 from oracles.noise_window import (
-    RowPrune, Split, WindowTooLarge, _slack, restrict, separable_argmin, window,
+    RowPrune, Split, WindowTooLarge, restrict, separable_argmin, threshold_slack, window,
 )  # fmt: skip
-from oracles.window import GridPart, _tightened, best_of, split_parts
+from oracles.window import GridPart, best_of, split_parts, tightened_split
 
 #: The name a split solve's certificate carries as its backend.
 BACKEND = "window-split"
@@ -120,7 +120,7 @@ def solve_part_below(task: PartTask, best: float, *, threads: int = 1) -> PartRe
     part = task.part
     threshold = min(float(best), part.threshold)
     lower = part_lower_bound(task)
-    if lower - _slack(task.tight, threshold) >= threshold:
+    if lower - threshold_slack(task.tight, threshold) >= threshold:
         return PartResult(task.index, Status.OPTIMAL, math.inf, None, lower, threshold,
                           time.perf_counter() - start, pruned=True, threads=threads)  # fmt: skip
     K = window(restrict(task.tight, dict(part.fixed)), threshold, max_points=part.max_points,
@@ -180,7 +180,7 @@ def plan_split(problem: Problem, *, levels: int = 2, search_seconds: float = 1.0
         raise ValueError(f"levels must be >= 1, found {levels!r}")
     w_inc, upper = improve(problem, seconds=search_seconds, rng=np.random.default_rng(seed))
     levels = min(int(levels), problem.d)
-    tight, lower, prune = _tightened(problem, upper, lagrange_iterations)
+    tight, lower, prune = tightened_split(problem, upper, lagrange_iterations)
     parts = split_parts(problem, upper, levels=levels, max_points=max_points,
                         lagrange_iterations=lagrange_iterations)  # fmt: skip
     tasks = tuple(PartTask(i, part, tight, prune, part_time_limit)

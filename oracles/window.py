@@ -73,7 +73,10 @@ class GridPart:
     lagrange_iterations: int = 300
 
 
-def _tightened(problem: Problem, upper: float, iterations: int) -> tuple[Split, float, RowPrune]:
+def tightened_split(problem: Problem, upper: float,
+                   iterations: int) -> tuple[Split, float, RowPrune]:  # fmt: skip
+    """The minorant N_lam tightened below ``upper`` (``noise_window.tighten``; the plain N with
+    the rows' floor when ``iterations`` is 0), its proven lower bound, and its ``RowPrune``."""
     split = split_objective(problem)
     if iterations <= 0:
         plain = Split(split.unary, split.norm, split.const + split.loss_floor, split.rows, 0.0)
@@ -86,7 +89,7 @@ def split_parts(problem: Problem, threshold: float, *, levels: int, max_points: 
     """The window below ``threshold`` cut by the values of its first ``levels`` coordinates
     (``noise_window.coordinate_order`` of the tightened split): one part per alive prefix.
     Every grid point with F <= threshold lies in exactly one part."""
-    tight, _, prune = _tightened(problem, threshold, lagrange_iterations)
+    tight, _, prune = tightened_split(problem, threshold, lagrange_iterations)
     order, states = prefixes(tight, threshold, levels=levels, max_points=max_points, prune=prune)
     return [GridPart(problem, tuple((int(order[i]), int(v)) for i, v in enumerate(row)),
                      float(threshold), max_points, lagrange_iterations)
@@ -98,7 +101,7 @@ def solve_part(part: GridPart) -> tuple[np.ndarray | None, float]:
     (None, +inf when the part holds no point below it). Raises ``WindowTooLarge``.
 
     The minorant is tightened on the whole problem (the same for every part), then restricted."""
-    tight, _, prune = _tightened(part.problem, part.threshold, part.lagrange_iterations)
+    tight, _, prune = tightened_split(part.problem, part.threshold, part.lagrange_iterations)
     K = window(restrict(tight, dict(part.fixed)), part.threshold, max_points=part.max_points,
                prune=prune)
     if not len(K):
@@ -153,7 +156,7 @@ class WindowOracle:
         budget = min(self.search_seconds, 0.1 * self.time_limit)
         w_inc, upper = improve(problem, seconds=budget, rng=rng)
         t_search = time.perf_counter() - start
-        tight, lower, prune = _tightened(problem, upper, self.lagrange_iterations)
+        tight, lower, prune = tightened_split(problem, upper, self.lagrange_iterations)
         extra = {"incumbent": upper, "lagrange_bound": lower, "search_seconds": t_search}
         try:
             K = window(tight, upper, max_points=self.max_points,
@@ -194,4 +197,4 @@ class WindowOracle:
 
 
 __all__ = ["GridPart", "WindowOracle", "best_of",
-           "solve_part", "split_parts"]
+           "solve_part", "split_parts", "tightened_split"]
