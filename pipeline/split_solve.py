@@ -1,0 +1,116 @@
+"""A split solve on Ray (issue 19, item 2): the parts of ``oracles.split`` as Ray tasks that share
+the best value found so far.
+
+``oracles.split.solve_split(problem, ray_map_parts())`` runs the same code as the one-process
+solve; only where the parts run changes:
+
+* each part is a Ray task holding ``cpus_per_task`` CPUs; it receives a ``PartTask`` (numpy
+  records only: the Problem, the part's fixed coordinates, the minorant's tables) and builds
+  everything it needs inside the task; nothing solver-specific crosses a process boundary. The
+  CPUs the task holds are passed as its ``threads`` (recorded in its ``PartResult`` and the
+  certificate; the window's enumeration itself is numpy and builds no solver model);
+* a ``BestValue`` actor (no CPU, like ``pipeline.progress.ProgressBoard``) holds the least
+  exact objective found so far, starting at the incumbent's: a task reads it before it starts
+  (its part is pruned or searched below it) and offers its own value when it ends, so a part
+  that finds a better point shrinks the parts that start after it;
+* a task that raises is recorded as a failed part (``PartResult.failed``), and so is a task
+  Ray lost: the whole is then uncertified (``oracles.split.combine``), never retried with
+  other parts' values.
+
+Runs on whatever Ray the caller connected to (``pipeline.sweep.connect``: ``cluster.address``
+or a local Ray).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Sequence
+
+from oracles.split import PartResult, PartTask, solve_part_below
+
+#: A part Ray lost (its worker died) is retried this many times; a part that raised is not.
+MAX_RETRIES = 1
+
+
+class BestValue:
+    """The least exact objective any part has found (a Ray actor by ``RayMapParts``)."""
+
+    def __init__(self, value: float) -> None:
+        self.value = float(value)
+
+    def read(self) -> float:
+        return self.value
+
+    def offer(self, value: float) -> float:
+        self.value = min(self.value, float(value))
+        return self.value
+
+
+def assigned_cpus() -> int:
+    """The CPUs the running Ray task holds (at least 1)."""
+    import ray
+
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+    return max(1, int(round(cpus)))
+
+
+def solve_part_task(task: PartTask, best: Any) -> PartResult:
+    """One part on a Ray worker: read the shared best, search the part below it, offer its
+    value back. Its own failure is a failed part, not an exception."""
+    import ray
+
+    start = time.perf_counter()
+    threads = assigned_cpus()
+    try:
+        below = ray.get(best.read.remote())
+        result = solve_part_below(task, below, threads=threads)
+    except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
+        return PartResult.failed(task.index, err, seconds=time.perf_counter() - start,
+                                 threads=threads)  # fmt: skip
+    if result.finished and math.isfinite(result.value):
+        ray.get(best.offer.remote(result.value))
+    return result
+
+
+class RayMapParts:
+    """``map_parts`` for ``oracles.split.solve_split``: every part a Ray task (module
+    docstring). Keeps ``best_seen``, the shared value when the last call ended."""
+
+    def __init__(self, cpus_per_task: int = 1) -> None:
+        if cpus_per_task < 1:
+            raise ValueError(f"cpus_per_task must be >= 1, found {cpus_per_task!r}")
+        self.cpus_per_task = int(cpus_per_task)
+        self.best_seen = math.inf
+
+    def __call__(self, tasks: Sequence[PartTask], incumbent: float) -> list[PartResult]:
+        import ray
+
+        best = ray.remote(num_cpus=0, max_restarts=0)(BestValue).remote(incumbent)
+        remote = ray.remote(num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES)(
+            solve_part_task)  # fmt: skip
+        refs = [remote.remote(task, best) for task in tasks]
+        results = []
+        try:
+            for task, ref in zip(tasks, refs):
+                try:
+                    results.append(ray.get(ref))
+                except ray.exceptions.RayError as err:  # lost worker, actor gone, ...
+                    results.append(PartResult.failed(task.index, err))
+            self.best_seen = ray.get(best.read.remote())
+        except BaseException:
+            for ref in refs:  # interrupted: the other parts are of no use
+                ray.cancel(ref)
+            raise
+        finally:
+            ray.kill(best)
+        return results
+
+
+def ray_map_parts(cpus_per_task: int = 1) -> RayMapParts:
+    """The Ray ``map_parts``, each part holding ``cpus_per_task`` CPUs."""
+    return RayMapParts(cpus_per_task)
+
+
+__all__ = ["BestValue", "MAX_RETRIES", "RayMapParts", "assigned_cpus", "ray_map_parts",
+           "solve_part_task"]

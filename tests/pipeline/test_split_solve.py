@@ -1,0 +1,80 @@
+"""The split solve on a small local Ray (issue 19, item 2): the parts as Ray tasks sharing the
+best value give the one-process answer; a part that fails leaves the whole uncertified."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from oracles.split import PartResult, solve_split
+from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A Ray of this module's own (two CPUs, no dashboard), shut down after."""
+    ray = pytest.importorskip("ray")
+    saved = dict(os.environ)  # ray.init writes RAY_AUTH_MODE and more into os.environ
+    ray.init(address="local", num_cpus=2, log_to_driver=False, include_dashboard=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _unique_argmin(problem) -> bool:
+    truth = brute_force(problem)
+    return sum(v == truth.minimum for v in truth.values) == 1
+
+
+@pytest.mark.parametrize("problem", [fuzz_instance(0), parallel_instance(2), fuzz_instance(7)],
+                         ids=["opdisc", "parallel-rspm", "near-opdisc"])  # fmt: skip
+def test_the_split_solve_on_ray_is_the_one_process_answer(local_ray, problem):
+    from pipeline.split_solve import ray_map_parts
+
+    map_parts = ray_map_parts(cpus_per_task=1)
+    on_ray = solve_split(problem, map_parts, search_seconds=0.02)
+    in_process = solve_split(problem, search_seconds=0.02)
+    a, b = on_ray.certificate, in_process.certificate
+    assert a.certified and b.certified, (a.message, b.message)
+    assert a.objective == b.objective and a.bound == b.bound
+    assert a.extra["parts"] == b.extra["parts"] > 1
+    assert a.threads == 1 and map_parts.best_seen == a.objective
+    if _unique_argmin(problem):
+        np.testing.assert_array_equal(on_ray.w, in_process.w)
+
+
+def test_a_part_that_fails_on_ray_leaves_the_whole_uncertified(local_ray, monkeypatch):
+    from pipeline import split_solve
+
+    problem = fuzz_instance(0)
+    # the first part's task raises on the worker (a RayTaskError on the driver) and the second
+    # reports its own failure; the others run as usual
+    original = split_solve.solve_part_task
+
+    def flaky(task, best):
+        if task.index == 0:
+            raise RuntimeError("a task that raises")
+        if task.index == 1:
+            return PartResult.failed(task.index, RuntimeError("a part that fails"))
+        return original(task, best)
+
+    monkeypatch.setattr(split_solve, "solve_part_task", flaky)
+    solution = solve_split(problem, split_solve.ray_map_parts(), search_seconds=0.02)
+    cert = solution.certificate
+    assert not cert.certified and cert.extra["parts_unfinished"] == 2
+    assert cert.status.value == "error" and "a task that raises" in cert.message
+    assert cert.bound <= cert.objective
+
+
+def test_a_task_gets_the_cpus_it_holds_as_threads(local_ray):
+    from pipeline.split_solve import ray_map_parts
+
+    solution = solve_split(fuzz_instance(4), ray_map_parts(cpus_per_task=2), search_seconds=0.02)
+    assert solution.certificate.certified and solution.certificate.threads == 2
+    with pytest.raises(ValueError, match="cpus_per_task must be >= 1, found 0"):
+        ray_map_parts(cpus_per_task=0)
