@@ -17,7 +17,7 @@ solve; only where the parts run changes:
   Ray lost: the whole is then uncertified (``oracles.split.combine``), never retried with
   other parts' values.
 
-Runs on whatever Ray the caller connected to (``pipeline.sweep.connect``: ``cluster.address``
+Runs on whatever Ray the caller connected to (``pipeline.sweep.init_ray``: ``cluster.address``
 or a local Ray).
 """
 
