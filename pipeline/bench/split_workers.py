@@ -1,0 +1,78 @@
+"""The split solve with 1 and 2 Ray workers, beside the one-process solve, on one instance.
+
+    python -m pipeline.bench.split_workers [--mechanism rspm|opdisc] [--epsilon 3] [--seed 0] \
+        [--levels 2] [--workers 1 2]
+
+Issue 19, part 2: one large exact solve cut into parts (``oracles.split``) that run as Ray
+tasks sharing the best value (``pipeline.split_solve``). The instance is the breast-cancer
+table of ``pipeline.bench.generic_instances`` (n = 326, d = 30) with the mechanism's noise from
+numpy.random.default_rng(seed). It is solved in this process (``sequential_parts``), then on a
+local Ray started with ``num_cpus`` = each of ``--workers`` (one CPU per part task), all in one
+run. Per method: certified, objective, wall seconds, the parts' own seconds summed (the CPU the
+parts used: each part is single-threaded numpy), and the speed-up of wall time against the
+1-worker run. Every answer must have the same exact objective.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from oracles.split import sequential_parts, solve_split
+from pipeline.bench.fast_oracle import load_loadavg
+from pipeline.bench.generic_instances import make_instance
+from pipeline.bench.machine import describe_machine, print_header
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mechanism", choices=("rspm", "opdisc"), default="rspm")
+    parser.add_argument("--epsilon", type=float, default=3.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--levels", type=int, default=2)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args(argv)
+
+    import ray
+
+    from pipeline.split_solve import ray_map_parts
+
+    instance = make_instance(args.mechanism, args.epsilon, args.seed)
+    load_before = load_loadavg()
+    print(f"machine: {describe_machine()}; {load_before} at start")
+    print(f"instance: breast cancer, {instance.name}, d={instance.problem.d}, "
+          f"{instance.problem.n_rows} rows; levels={args.levels}")  # fmt: skip
+    print_header([("method", "<14"), ("status", "<11"), ("objective", ">14"), ("wall_s", ">8"),
+                  ("parts_s", ">8"), ("parts", ">6"), ("pruned", ">6"), ("speed-up", ">8")])
+    runs = []
+
+    def show(method: str, solution, wall: float) -> None:
+        c = solution.certificate
+        runs.append((method, c, wall))
+        one = next((w for m, _, w in runs if m == "ray 1 worker"), None)
+        speed = f"{one / wall:.2f}" if one else ""
+        print(f"{method:<14} {c.status.value:<11} {c.objective:>14.6f} {wall:>8.2f} "
+              f"{c.extra.get('part_seconds', 0.0):>8.2f} {c.extra.get('parts', 0):>6} "
+              f"{c.extra.get('parts_pruned', 0):>6} {speed:>8}", flush=True)  # fmt: skip
+
+    start = time.perf_counter()
+    solution = solve_split(instance.problem, sequential_parts, levels=args.levels)
+    show("one process", solution, time.perf_counter() - start)
+    for workers in args.workers:
+        ray.init(address="local", num_cpus=workers, include_dashboard=False,
+                 log_to_driver=False)  # its own Ray, never a running cluster
+        try:
+            start = time.perf_counter()
+            solution = solve_split(instance.problem, ray_map_parts(1), levels=args.levels)
+            show(f"ray {workers} worker" + ("s" if workers > 1 else ""), solution,
+                 time.perf_counter() - start)
+        finally:
+            ray.shutdown()
+    values = {round(c.objective, 9) for _, c, _ in runs}
+    print(f"answers agree: {'yes' if len(values) == 1 else 'NO: ' + str(sorted(values))}")
+    print(f"machine: {describe_machine()}; {load_before} at start, {load_loadavg()} at end")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
