@@ -7,7 +7,6 @@ One Ray of this module's own (one CPU), stopped after; each solve takes a few se
 from __future__ import annotations
 
 import math
-import os
 import re
 import threading
 import time
@@ -16,20 +15,14 @@ import numpy as np
 import pytest
 
 from pipeline.data.record import Dataset
+from tests.pipeline.own_ray import own_ray
 
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """A Ray of this test's own (one CPU), shut down after: never a cluster someone else runs."""
-    ray = pytest.importorskip("ray")
-    saved = dict(os.environ)  # ray.init writes RAY_AUTH_MODE and more into os.environ
-    ray.init(address="local", num_cpus=1, log_to_driver=False, include_dashboard=False)
-    try:
+    """A Ray of this test's own (one CPU)."""
+    with own_ray(1) as ray:
         yield ray
-    finally:
-        ray.shutdown()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def slow_erm_data(n: int = 250, d: int = 6, seed: int = 0) -> Dataset:

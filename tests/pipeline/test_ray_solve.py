@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
@@ -11,24 +10,16 @@ from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.runner import run, solve_sequentially
 from oracles.objective import MergedRows
 from oracles.registry import make_oracle
+from tests.pipeline.own_ray import own_ray
 
 
 @pytest.fixture(scope="module")
 def local_ray():
     """A Ray of this test's own (one CPU), shut down after: never a cluster someone else runs."""
-    ray = pytest.importorskip("ray")
-    from pipeline.sweep import _remote_functions
+    with own_ray(1):
+        from pipeline.sweep import _remote_functions
 
-    # ray.init writes RAY_AUTH_MODE=token (and more) into os.environ; every later test that
-    # starts a subprocess would inherit it, so the environment is restored afterwards
-    saved = dict(os.environ)
-    ray.init(address="local", num_cpus=1, log_to_driver=False, include_dashboard=False)
-    try:
         yield _remote_functions(1)[1]
-    finally:
-        ray.shutdown()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def _data(n=40, d=3, seed=0):

@@ -3,27 +3,20 @@ best value give the one-process answer; a part that fails leaves the whole uncer
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
 
 from oracles.split import PartResult, solve_split
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
+from tests.pipeline.own_ray import own_ray
 
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """A Ray of this module's own (two CPUs, no dashboard), shut down after."""
-    ray = pytest.importorskip("ray")
-    saved = dict(os.environ)  # ray.init writes RAY_AUTH_MODE and more into os.environ
-    ray.init(address="local", num_cpus=2, log_to_driver=False, include_dashboard=False)
-    try:
+    """A Ray of this module's own (two CPUs)."""
+    with own_ray(2) as ray:
         yield ray
-    finally:
-        ray.shutdown()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def _unique_argmin(problem) -> bool:

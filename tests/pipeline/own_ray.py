@@ -1,0 +1,27 @@
+"""A Ray of a test module's own: never a cluster someone else runs on this machine."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator
+
+import pytest
+
+
+@contextlib.contextmanager
+def own_ray(num_cpus: int) -> Iterator[object]:
+    """A local Ray with ``num_cpus`` CPUs and no dashboard, shut down afterwards.
+
+    ``ray.init`` writes RAY_AUTH_MODE=token (and more) into os.environ; every later test that
+    starts a subprocess would inherit it, so the environment is restored afterwards.
+    """
+    ray = pytest.importorskip("ray")
+    saved = dict(os.environ)
+    ray.init(address="local", num_cpus=num_cpus, log_to_driver=False, include_dashboard=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        os.environ.clear()
+        os.environ.update(saved)
