@@ -15,25 +15,20 @@ L(k) >= L_min = sum_u min(pos_u, neg_u) (0 for distinct rows of positive counts;
 negative weights only ever sit on separator rows, which are in N).
 
 Given any grid point with exact value UB (an incumbent, ``oracles.grid_search``), every
-minimizer k* has N(k*) <= F(k*) - L_min <= UB - L_min. The WINDOW {k : N(k) <= UB - L_min} is
-enumerated exactly: a dynamic programme over coordinates gives, for every prefix (k_0..k_{j-1})
-with partial cost C and partial square sum p, the exact minimum of N over its completions,
-Comp_j(p) = min_r (R_j(r) + nu(p + r)) with R_j(r) the least sum_{i >= j} a_i(k_i) over
-sum_{i >= j} k_i^2 = r; a prefix is kept iff C + Comp_j(p) <= T. Every kept prefix has a
-completion in the window, so the work is at most d (2B + 1) times the window's size
-(output-sensitive), and the window's points are found level by level in numpy.
-
-Every window point is then evaluated with ``Problem.objective`` (exact labels, SPEC section 2);
-the smallest is the exact minimum: a point outside the window has F >= N + L_min > UB >= that
-value. The threshold carries a slack far above the floating-point error of the sums
-(``threshold_slack``), so rounding can only ADD points to the window, never drop one. The
-certificate's bound is the minimum found (with status OPTIMAL), re-checked by
-``oracles.base.certify``.
+minimizer k* has N(k*) <= F(k*) - L_min <= UB - L_min: it lies in the noise WINDOW
+{k : N(k) <= UB - L_min}. A dynamic programme over coordinates gives, for every prefix
+(k_0..k_{j-1}) with partial cost C and partial square sum p, the exact minimum of N over its
+completions, Comp_j(p) = min_r (R_j(r) + nu(p + r)) with R_j(r) the least sum_{i >= j} a_i(k_i)
+over sum_{i >= j} k_i^2 = r (``completion_tables``): a prefix with C + Comp_j(p) above the
+threshold has no point in the window. ``oracles.branch`` searches the window this way, with the
+Lagrangian minorant N_lam of ``tighten`` in place of N and the rows a prefix forces
+(``RowPrune``) on top. Thresholds carry a slack far above the floating-point error of the sums
+(``threshold_slack``), so rounding can only keep a point, never drop one.
 
 What bounds it: the window's size. With OPDisc's noise the noise part dominates, and the window
 holds the points whose noise is within (N(k*) - min N) + L(k*) of the noise's minimum: small
 at large noise (small epsilon), larger as epsilon grows. Exact 0/1 ERM has N = 0: its window
-is the whole grid, and this method does not apply (``WindowTooLarge``).
+is the whole grid, and only the forced rows prune.
 """
 
 from __future__ import annotations
@@ -50,16 +45,6 @@ from oracles.objective import exact_positive
 
 #: Relative slack of the window's threshold against floating-point error (``threshold_slack``).
 WINDOW_REL_SLACK = 1e-9
-#: Prefix pruning by forced rows starts once a level holds this many prefixes (``prefixes``).
-PRUNE_FROM_STATES = 2_000
-#: Prefixes whose row scores are computed at once.
-PRUNE_CHUNK = 20_000
-#: Points evaluated per batch (rows x batch scores in memory at once).
-EVAL_BATCH = 20_000
-
-
-class WindowTooLarge(RuntimeError):
-    """The window holds more points than the caller allowed."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,12 +80,13 @@ class Split:
 
 @dataclass(frozen=True, eq=False)
 class RowPrune:
-    """What a prefix of k already decides about the rows of L (``prefixes``).
+    """What a prefix of k already decides about the rows of L (``oracles.branch``).
 
     For every grid point, F(k) >= N_lam(k) + sum over rows u whose costly label is forced of
     ``extra_u`` (``tighten``: cost_u - its minorant >= w_u (1 - lam_u) there, as the minorant is
     at most w_u lam_u). A row is forced when its score's range over the prefix's completions
-    (Cauchy-Schwarz with the remaining square-sum budget, and the box) lies on one side of mu.
+    (``branch.reach_tables``: the remaining square-sum budget and the box) lies on one side of
+    mu.
 
     Attributes:
         X: (u, d) the rows' coefficients on k (tau x_u).
@@ -202,88 +188,6 @@ def coordinate_order(split: Split) -> np.ndarray:
     finite = np.where(np.isfinite(split.unary), split.unary, np.nan)
     spread = np.nanmax(finite, axis=1) - np.nanmin(finite, axis=1)
     return np.argsort(-spread, kind="stable")
-
-
-def prefixes(split: Split, threshold: float, *, levels: int | None = None,
-             max_points: int, prune: RowPrune | None = None,
-             prune_from: int = PRUNE_FROM_STATES,
-             deadline: float = math.inf) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """The alive prefixes after ``levels`` coordinates of ``coordinate_order`` (all d when None):
-    (order, states) with states (m, levels) int8, every prefix with at least one completion
-    k with N(k) <= threshold (+ slack). Raises ``WindowTooLarge`` past ``max_points``, or past
-    ``deadline`` (``time.perf_counter()``), checked once per level and per chunk of rows."""
-    d = split.unary.shape[0]
-    levels = d if levels is None else int(levels)
-    B = (split.unary.shape[1] - 1) // 2
-    order = coordinate_order(split)
-    comp = completion_tables(split, order)
-    T = threshold - split.const + threshold_slack(split, threshold)
-    ks = np.arange(-B, B + 1)
-    states = np.zeros((1, 0), dtype=np.int8)
-    C = np.zeros(1)
-    P = np.zeros(1, dtype=np.int64)
-    if not comp[0, 0] <= T:
-        return order, np.zeros((0, levels), dtype=np.int8)
-    if prune is not None:
-        Xo = prune.X[:, order]
-        tail_l1 = np.abs(Xo)[:, ::-1].cumsum(axis=1)[:, ::-1]  # ||x over order[j:]||_1
-        tail_l2 = np.sqrt((Xo * Xo)[:, ::-1].cumsum(axis=1)[:, ::-1])
-        tail_l1 = np.hstack([tail_l1, np.zeros((len(Xo), 1))])
-        tail_l2 = np.hstack([tail_l2, np.zeros((len(Xo), 1))])
-        tol = 1e-9 * (1.0 + B * np.abs(Xo).sum(axis=1) + abs(prune.margin))
-    for j in range(levels):
-        a = split.unary[order[j]]
-        parts_s, parts_c, parts_p = [], [], []
-        for i, v in enumerate(ks):
-            if not np.isfinite(a[i]):
-                continue
-            p2 = P + int(v * v)
-            ok = p2 <= split.cap
-            c2 = C + a[i]
-            ok[ok] &= c2[ok] + comp[j + 1, p2[ok]] <= T
-            if ok.any():
-                idx = np.flatnonzero(ok)
-                parts_s.append(np.hstack([states[idx], np.full((len(idx), 1), v, np.int8)]))
-                parts_c.append(c2[idx])
-                parts_p.append(p2[idx])
-        if not parts_s:
-            return order, np.zeros((0, levels), dtype=np.int8)
-        states = np.vstack(parts_s)
-        C, P = np.concatenate(parts_c), np.concatenate(parts_p)
-        if prune is not None and len(states) >= prune_from and j + 1 < d:
-            keep = np.ones(len(states), dtype=bool)
-            bound = C + comp[j + 1, P]
-            for lo in range(0, len(states), PRUNE_CHUNK):
-                if time.perf_counter() > deadline:
-                    raise WindowTooLarge(f"time limit at coordinate {j + 1} of {d}")
-                hi = min(lo + PRUNE_CHUNK, len(states))
-                S = states[lo:hi].astype(float) @ Xo[:, : j + 1].T  # (m, u)
-                budget = np.sqrt(np.maximum(split.cap - P[lo:hi], 0))[:, None]
-                rem = np.minimum(B * tail_l1[None, :, j + 1], budget * tail_l2[None, :, j + 1])
-                rem = rem * (1 + 1e-12) + tol[None, :]
-                forced_low = (S + rem < prune.margin) & prune.costly_negative[None, :]
-                forced_high = (S - rem >= prune.margin) & ~prune.costly_negative[None, :]
-                owed = (forced_low | forced_high) @ prune.extra
-                keep[lo:hi] = bound[lo:hi] + owed <= T
-            states, C, P = states[keep], C[keep], P[keep]
-        if len(states) > max_points:
-            raise WindowTooLarge(f"more than {max_points} points at coordinate {j + 1} of {d}")
-        if time.perf_counter() > deadline:
-            raise WindowTooLarge(f"time limit at coordinate {j + 1} of {d}")
-    return order, states
-
-
-def window(split: Split, threshold: float, *, max_points: int, prune: RowPrune | None = None,
-           prune_from: int = PRUNE_FROM_STATES, deadline: float = math.inf) -> np.ndarray:
-    """Every integer point k with N(k) <= threshold (+ slack), as an (m, d) int8 array
-    (module docstring). Raises ``WindowTooLarge`` past ``max_points`` points at any level."""
-    order, states = prefixes(split, threshold, max_points=max_points, prune=prune,
-                             prune_from=prune_from, deadline=deadline)
-    K = np.zeros_like(states)
-    K[:, order] = states
-    return K
-
-
 
 
 # --- Lagrangian tightening ---------------------------------------------------------------------
@@ -395,6 +299,17 @@ def tighten(problem: Problem, split: Split, upper: float, *, iterations: int = 3
     return tightened, val + const, row_prune(problem, split, weight * best_lam)
 
 
+def tightened_split(problem: Problem, upper: float,
+                    iterations: int) -> tuple[Split, float, RowPrune]:  # fmt: skip
+    """The minorant N_lam tightened below ``upper`` (``tighten``; the plain N with the rows'
+    floor when ``iterations`` is 0), its proven lower bound, and its ``RowPrune``."""
+    split = split_objective(problem)
+    if iterations <= 0:
+        plain = Split(split.unary, split.norm, split.const + split.loss_floor, split.rows, 0.0)
+        return plain, -math.inf, row_prune(problem, split)
+    return tighten(problem, split, upper, iterations=iterations)
+
+
 def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = None) -> RowPrune:
     """The ``RowPrune`` of ``split``'s rows, given the weight w_u lam_u already in the minorant."""
     rows = split.rows
@@ -405,6 +320,6 @@ def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = No
     return RowPrune(problem.points[rows] * problem.domain.step, extra, pos > neg, problem.margin)
 
 
-__all__ = ["RowPrune", "Split", "WindowTooLarge", "completion_tables", "coordinate_order",
-           "prefixes", "restrict", "row_minorants", "row_prune", "separable_argmin",
-           "split_objective", "threshold_slack", "tighten", "window"]
+__all__ = ["RowPrune", "Split", "WINDOW_REL_SLACK", "completion_tables", "coordinate_order",
+           "restrict", "row_minorants", "row_prune", "separable_argmin", "split_objective",
+           "threshold_slack", "tighten", "tightened_split"]

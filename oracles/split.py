@@ -1,33 +1,38 @@
-"""A split solve: the window oracle's search cut into parts solved apart (issue 19, item 2).
+"""A split solve: the branch and bound of ``oracles.branch`` cut into parts solved apart (issue 19,
+item 2).
 
 No Ray here: this module says WHAT a split solve computes; ``map_parts`` says where the parts
 run (``sequential_parts`` in this process by default, ``pipeline.split_solve.ray_map_parts`` as
-Ray tasks). The steps, for a Problem over an IntegerGrid (``oracles.window``'s notation):
+Ray tasks). ``oracles.window.WindowOracle`` runs it (one part, the root, unless it is given
+``parts``) and falls back when it does not certify. The steps, for a Problem over an
+IntegerGrid:
 
 1. an incumbent w_inc with exact value UB (the grid search, ``oracles.grid_search.improve``);
-2. the minorant N_lam <= F tightened once below UB (``noise_window.tighten``) and the window
-   {k : N_lam(k) <= UB} cut by the values of its first ``levels`` coordinates into parts
-   (``oracles.window.split_parts``): every grid point with F <= UB lies in exactly one part;
-3. each part, given the best value B <= UB found so far (by any part, or the incumbent):
-   * PRUNED when its own lower bound lb = min of N_lam over the part (``separable_argmin`` of the
-     restricted tables) satisfies lb - slack >= B: no point of the part is below B;
-   * else enumerated exactly below B (its window {N_lam <= B}); its least exact objective v
-     (+inf for an empty window), and its bound min(v, B): a point of the part outside that
-     window has F >= N_lam > B;
+2. the minorant N_lam <= F tightened once below UB (``noise_window.tighten``), the search's
+   tables (``branch.build_tables``), and the tree expanded breadth first until a level holds
+   enough nodes (``branch.frontier``): every grid point with F <= UB lies below exactly one of
+   them. The nodes are dealt round-robin, in order of their lower bounds, into ``parts`` groups
+   (``branch.deal``), so every part holds a share of the most promising region and the parts
+   balance by construction;
+3. each part, given the best value B <= UB found so far (by any part, or the incumbent), is
+   searched depth first below B (``branch.descend``), reading and lowering the shared best as
+   it goes (``share``). Its result: the least exact objective v it found (+inf: none) and a
+   proven bound on F over its points, min(v, the last B it searched below) when it finished;
 4. ``combine``: value = min(UB, the parts' v), w the point attaining it (the incumbent, else the
    first part in order with the least v), bound = min(UB, the parts' bounds). Certified through
    ``oracles.base.certify`` (status OPTIMAL, so re-checked exactly) ONLY when every part
    finished; a part that failed or hit its limit leaves the whole uncertified (TIME_LIMIT or
-   ERROR, with a bound no larger than that part's known lower bound).
+   ERROR) with the larger of two proven bounds: the Lagrangian one, and min(UB, every part's
+   bound), where a stopped part's is what its search proved and a failed part's -inf.
 
-Why the bound is valid whatever order the parts ran in: every B a part used is attained by
-some grid point, so B >= min F, and every point with F < min(UB, all B used) was enumerated by
-its part. The exact minimum is therefore found, and min F = value = bound (SPEC section 8: a
-certificate is a proof, never a retry).
+Why the bound is valid whatever order the parts ran in: every B a part used is attained by some
+grid point, so B >= min F, and every point of a part with F at most the last B it used was
+evaluated (a node is dropped only when its lower bound exceeds the B of that moment, which is at
+least the last). The exact minimum is therefore found, and min F = value = bound (SPEC section 8:
+a certificate is a proof, never a retry).
 
-The answer does not depend on how the parts were scheduled except among exact ties of F (a
-pruned or shrunk part may drop a point tied with the best): the minimum value is always the
-one-process answer, and so is w whenever the argmin is unique.
+The answer does not depend on how the parts were scheduled except among exact ties of F: the
+minimum value is always the one-process answer, and so is w whenever the argmin is unique.
 """
 
 from __future__ import annotations
@@ -40,26 +45,31 @@ from typing import Callable, Sequence
 import numpy as np
 
 from oracles.base import IntegerGrid, OracleError, Problem, Solution, Status, certify
-from oracles.grid_search import improve
-from oracles.noise_window import (
-    RowPrune, Split, WindowTooLarge, restrict, separable_argmin, threshold_slack, window,
+from oracles.branch import (
+    Nodes, SearchStopped, Share, Tables, build_tables, deal, descend, frontier,
 )  # fmt: skip
-from oracles.window import GridPart, best_of, split_parts, tightened_split
+from oracles.grid_search import improve
+from oracles.noise_window import tightened_split
 
-#: The name a split solve's certificate carries as its backend.
-BACKEND = "window-split"
+#: The name a split solve's certificate carries as its backend (``WindowOracle``'s).
+BACKEND = "window"
+#: The frontier holds at least this many nodes per part before it is dealt.
+NODES_PER_PART = 64
+#: The most nodes the breadth-first frontier may hold.
+MAX_FRONTIER = 200_000
 
 
 @dataclass(frozen=True, eq=False)
 class PartTask:
-    """What one part needs, plain and picklable (numpy records only): its index, the part, and
-    the minorant's tables tightened once for the whole problem (the same in every part)."""
+    """What one part needs besides the shared ``Tables``: its index, its nodes' prefixes
+    ((m, level) int8, in search order; plain numpy), and its limits: ``deadline`` in
+    ``time.time()`` seconds (wall clock, so that it means the same on every node of a cluster)
+    and the most nodes it may make."""
 
     index: int
-    part: GridPart
-    tight: Split
-    prune: RowPrune | None
-    time_limit: float = math.inf
+    states: np.ndarray
+    deadline: float = math.inf
+    max_nodes: int = 50_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,14 +78,13 @@ class PartResult:
 
     Attributes:
         index: the part's position in the plan.
-        status: OPTIMAL (searched to the end, or pruned), TIME_LIMIT (too large or too slow),
-            ERROR (anything else).
-        value: the least exact objective found in the part (+inf: none below the threshold).
+        status: OPTIMAL (searched to the end), TIME_LIMIT (its time or node limit), ERROR
+            (anything else).
+        value: the least exact objective found in the part (+inf: none at or below the best).
         w: a point attaining ``value`` (None when it is +inf).
         bound: a proven lower bound on F over the part (-inf when nothing is proven).
-        threshold: the best value the part was searched below.
-        pruned: the part's lower bound alone ruled it out.
-        points: how many points its window held.
+        threshold: the best value the part was searched below when it started.
+        nodes: nodes the search made; leaves: points it evaluated exactly.
         threads: the CPUs its task held.
     """
 
@@ -86,8 +95,8 @@ class PartResult:
     bound: float
     threshold: float
     seconds: float
-    pruned: bool = False
-    points: int = 0
+    nodes: int = 0
+    leaves: int = 0
     threads: int = 1
     message: str = ""
 
@@ -99,46 +108,35 @@ class PartResult:
     def failed(cls, index: int, err: BaseException, *, seconds: float = 0.0,
                threads: int = 1) -> "PartResult":  # fmt: skip
         """A part whose solve raised ``err``: nothing found, nothing proven."""
-        status = Status.TIME_LIMIT if isinstance(err, WindowTooLarge) else Status.ERROR
+        status = Status.TIME_LIMIT if isinstance(err, SearchStopped) else Status.ERROR
         return cls(index, status, math.inf, None, -math.inf, math.nan, seconds, threads=threads,
                    message=f"{type(err).__name__}: {err}")  # fmt: skip
 
 
-def part_lower_bound(task: PartTask) -> float:
-    """min of N_lam over the part's grid points (a proven lower bound on F there)."""
-    restricted = restrict(task.tight, dict(task.part.fixed))
-    value, _ = separable_argmin(restricted.unary, restricted.norm)
-    return float(value + restricted.const)
+def solve_part_below(tables: Tables, task: PartTask, best: float, *, threads: int = 1,
+                     share: Share | None = None) -> PartResult:  # fmt: skip
+    """One part searched depth first below ``best`` (module docstring, step 3).
 
-
-def solve_part_below(task: PartTask, best: float, *, threads: int = 1) -> PartResult:
-    """One part searched below ``min(best, its threshold)`` (module docstring, step 3).
-
-    ``threads`` is recorded only: the enumeration is numpy in one thread and builds no solver
-    model. Raises ``WindowTooLarge`` past the part's ``max_points`` or ``time_limit``."""
+    ``threads`` is recorded only: the search is numpy in one thread and builds no solver model.
+    """
     start = time.perf_counter()
-    part = task.part
-    threshold = min(float(best), part.threshold)
-    lower = part_lower_bound(task)
-    if lower - threshold_slack(task.tight, threshold) >= threshold:
-        return PartResult(task.index, Status.OPTIMAL, math.inf, None, lower, threshold,
-                          time.perf_counter() - start, pruned=True, threads=threads)  # fmt: skip
-    K = window(restrict(task.tight, dict(part.fixed)), threshold, max_points=part.max_points,
-               prune=task.prune, deadline=start + task.time_limit)  # fmt: skip
-    if not len(K):
-        w, value = None, math.inf
-    else:
-        w, value = best_of(part.problem, K, part.problem.domain.step)
-    return PartResult(task.index, Status.OPTIMAL, value, w, min(value, threshold), threshold,
-                      time.perf_counter() - start, points=int(len(K)), threads=threads)  # fmt: skip
+    nodes = Nodes.from_states(tables, task.states)
+    left = task.deadline - time.time()
+    out = descend(tables, nodes, float(best), deadline=start + left, max_nodes=task.max_nodes,
+                  share=share)  # fmt: skip
+    status = Status.OPTIMAL if out.finished else Status.TIME_LIMIT
+    return PartResult(task.index, status, out.value, out.w, out.bound, float(best),
+                      time.perf_counter() - start, out.nodes, out.leaves, threads,
+                      out.message)  # fmt: skip
 
 
 SolvePart = Callable[..., PartResult]
-#: ``map_parts(tasks, incumbent) -> results`` (one per task, in order): where the parts run.
-MapParts = Callable[[Sequence[PartTask], float], list]
+#: ``map_parts(tables, tasks, incumbent) -> results`` (one per task, in order): where the parts
+#: run.
+MapParts = Callable[[Tables, Sequence[PartTask], float], list]
 
 
-def sequential_parts(tasks: Sequence[PartTask], incumbent: float, *,
+def sequential_parts(tables: Tables, tasks: Sequence[PartTask], incumbent: float, *,
                      solve: SolvePart = solve_part_below) -> list[PartResult]:  # fmt: skip
     """Every part in this process, in order, each searched below the best value so far. A part
     that raises is recorded as failed (``PartResult.failed``), the others go on."""
@@ -146,7 +144,7 @@ def sequential_parts(tasks: Sequence[PartTask], incumbent: float, *,
     for task in tasks:
         start = time.perf_counter()
         try:
-            result = solve(task, best)
+            result = solve(tables, task, best)
         except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
             result = PartResult.failed(task.index, err, seconds=time.perf_counter() - start)
         if result.finished:
@@ -157,36 +155,39 @@ def sequential_parts(tasks: Sequence[PartTask], incumbent: float, *,
 
 @dataclass(frozen=True, eq=False)
 class SplitPlan:
-    """The incumbent and the parts of one split solve (steps 1 and 2)."""
+    """The incumbent, the search's tables and the parts of one split solve (steps 1 and 2)."""
 
     problem: Problem
     w_incumbent: np.ndarray
     incumbent: float
+    tables: Tables
     tasks: tuple[PartTask, ...]
     lagrange_bound: float
     seconds: float
     extra: dict = field(default_factory=dict)
 
 
-def plan_split(problem: Problem, *, levels: int = 2, search_seconds: float = 1.0,
-               seed: int = 0, max_points: int = 2_000_000, lagrange_iterations: int = 300,
-               part_time_limit: float = math.inf) -> SplitPlan:  # fmt: skip
-    """Steps 1 and 2 of the module docstring. Raises ``WindowTooLarge`` when the prefixes alone
-    pass ``max_points``."""
+def plan_split(problem: Problem, *, parts: int = 1, search_seconds: float = 1.0, seed: int = 0,
+               lagrange_iterations: int = 300, deadline: float = math.inf,
+               max_nodes: int = 50_000_000) -> SplitPlan:  # fmt: skip
+    """Steps 1 and 2 of the module docstring (``deadline``: ``time.time()`` seconds, for every
+    part). Raises ``SearchStopped`` when the frontier alone passes ``MAX_FRONTIER`` nodes."""
     start = time.perf_counter()
     if not isinstance(problem.domain, IntegerGrid):
         raise OracleError(f"a split solve needs an IntegerGrid, found {problem.domain!r}")
-    if levels < 1:
-        raise ValueError(f"levels must be >= 1, found {levels!r}")
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise ValueError(f"parts must be an integer >= 1, found {parts!r}")
     w_inc, upper = improve(problem, seconds=search_seconds, rng=np.random.default_rng(seed))
-    levels = min(int(levels), problem.d)
     tight, lower, prune = tightened_split(problem, upper, lagrange_iterations)
-    parts = split_parts(problem, upper, levels=levels, max_points=max_points,
-                        lagrange_iterations=lagrange_iterations)  # fmt: skip
-    tasks = tuple(PartTask(i, part, tight, prune, part_time_limit)
-                  for i, part in enumerate(parts))  # fmt: skip
-    return SplitPlan(problem, np.asarray(w_inc, dtype=float), float(upper), tasks, float(lower),
-                     time.perf_counter() - start, {"levels": levels})  # fmt: skip
+    tables = build_tables(problem, tight, prune)
+    at_least = 1 if parts == 1 else NODES_PER_PART * parts
+    nodes = frontier(tables, upper, at_least=at_least, max_nodes=MAX_FRONTIER)
+    tasks = tuple(PartTask(i, nodes.states[group], deadline, max_nodes)
+                  for i, group in enumerate(deal(nodes, parts)))  # fmt: skip
+    return SplitPlan(problem, np.asarray(w_inc, dtype=float), float(upper), tables, tasks,
+                     float(lower), time.perf_counter() - start,
+                     {"parts_asked": parts, "frontier_level": nodes.level,
+                      "frontier_nodes": len(nodes)})  # fmt: skip
 
 
 def combine(plan: SplitPlan, results: Sequence[PartResult], *, seconds: float,
@@ -203,18 +204,18 @@ def combine(plan: SplitPlan, results: Sequence[PartResult], *, seconds: float,
     bound = min([plan.incumbent] + [r.bound for r in results])
     unfinished = [r for r in results if not r.finished]
     extra = {**plan.extra, "incumbent": plan.incumbent, "lagrange_bound": plan.lagrange_bound,
-             "parts": len(results), "parts_pruned": sum(r.pruned for r in results),
-             "parts_unfinished": len(unfinished),
-             "window_points": sum(r.points for r in results),
+             "parts": len(results), "parts_unfinished": len(unfinished),
+             "nodes": sum(r.nodes for r in results), "leaves": sum(r.leaves for r in results),
              "part_seconds": sum(r.seconds for r in results)}  # fmt: skip
     threads = max([r.threads for r in results], default=1)
-    if not results:  # the incumbent is always in its window: a numerical failure
+    if not results:  # no node below the incumbent: impossible unless rounding failed
         return certify(plan.problem, w, status=Status.ERROR, bound=plan.lagrange_bound,
                        seconds=seconds, backend=backend, message="no parts", extra=extra)
     if unfinished:
         status = (Status.ERROR if any(r.status is Status.ERROR for r in unfinished)
                   else Status.TIME_LIMIT)  # fmt: skip
-        bound = min(bound, plan.lagrange_bound)  # a part's own bound is unknown
+        # a stopped part proved its own bound, a failed one -inf; both lower bounds hold
+        bound = min(max(bound, plan.lagrange_bound), value)
         message = f"{len(unfinished)} of {len(results)} parts unfinished: {unfinished[0].message}"
         return certify(plan.problem, w, status=status, bound=bound, seconds=seconds,
                        backend=backend, threads=threads, message=message, extra=extra)
@@ -222,27 +223,5 @@ def combine(plan: SplitPlan, results: Sequence[PartResult], *, seconds: float,
                    backend=backend, threads=threads, solver_objective=value, extra=extra)
 
 
-def solve_split(problem: Problem, map_parts: MapParts = sequential_parts, *, levels: int = 2,
-                search_seconds: float = 1.0, seed: int = 0, max_points: int = 2_000_000,
-                lagrange_iterations: int = 300,
-                part_time_limit: float = math.inf) -> Solution:  # fmt: skip
-    """The exact argmin of F over ``problem``'s IntegerGrid by a split solve (module docstring),
-    the parts run by ``map_parts``. Uncertified (TIME_LIMIT, the incumbent) when the prefixes
-    alone are too many."""
-    start = time.perf_counter()
-    try:
-        plan = plan_split(problem, levels=levels, search_seconds=search_seconds, seed=seed,
-                          max_points=max_points, lagrange_iterations=lagrange_iterations,
-                          part_time_limit=part_time_limit)  # fmt: skip
-    except WindowTooLarge as err:
-        w_inc, upper = improve(problem, seconds=search_seconds, rng=np.random.default_rng(seed))
-        return certify(problem, w_inc, status=Status.TIME_LIMIT, bound=-math.inf,
-                       seconds=time.perf_counter() - start, backend=BACKEND,
-                       message=f"too many parts: {err}")  # fmt: skip
-    results = map_parts(plan.tasks, plan.incumbent)
-    return combine(plan, results, seconds=time.perf_counter() - start)
-
-
 __all__ = ["BACKEND", "MapParts", "PartResult", "PartTask", "SplitPlan", "combine",
-           "part_lower_bound", "plan_split", "sequential_parts", "solve_part_below",
-           "solve_split"]
+           "plan_split", "sequential_parts", "solve_part_below"]

@@ -4,15 +4,16 @@ the best value found so far.
 ``oracles.split.solve_split(problem, ray_map_parts())`` runs the same code as the one-process
 solve; only where the parts run changes:
 
-* each part is a Ray task holding ``cpus_per_task`` CPUs; it receives a ``PartTask`` (numpy
-  records only: the Problem, the part's fixed coordinates, the minorant's tables) and builds
-  everything it needs inside the task; nothing solver-specific crosses a process boundary. The
-  CPUs the task holds are passed as its ``threads`` (recorded in its ``PartResult`` and the
-  certificate; the window's enumeration itself is numpy and builds no solver model);
+* the search's ``Tables`` (numpy records and the Problem) are put in Ray's object store ONCE
+  and every task reads them from there; each part is a Ray task holding ``cpus_per_task`` CPUs
+  that receives a ``PartTask`` (its nodes' prefixes, numpy) and builds everything else inside
+  the task; nothing solver-specific crosses a process boundary. The CPUs the task holds are
+  passed as its ``threads`` (recorded in its ``PartResult`` and the certificate; the search
+  itself is numpy and builds no solver model);
 * a ``BestValue`` actor (no CPU, like ``pipeline.progress.ProgressBoard``) holds the least
-  exact objective found so far, starting at the incumbent's: a task reads it before it starts
-  (its part is pruned or searched below it) and offers its own value when it ends, so a part
-  that finds a better point shrinks the parts that start after it;
+  exact objective found so far, starting at the incumbent's: a task reads it when it starts and
+  about every second while it searches (``oracles.branch.SHARE_EVERY``), and offers each better
+  point it finds at once, so the parts prune each other while they run;
 * a task that raises is recorded as a failed part (``PartResult.failed``), and so is a task
   Ray lost: the whole is then uncertified (``oracles.split.combine``), never retried with
   other parts' values.
@@ -27,6 +28,7 @@ import math
 import time
 from typing import Any, Sequence
 
+from oracles.branch import Tables
 from oracles.split import PartResult, PartTask, solve_part_below
 
 #: A part Ray lost (its worker died) is retried this many times; a part that raised is not.
@@ -55,22 +57,25 @@ def assigned_cpus() -> int:
     return max(1, int(round(cpus)))
 
 
-def solve_part_task(task: PartTask, best: Any) -> PartResult:
-    """One part on a Ray worker: read the shared best, search the part below it, offer its
-    value back. Its own failure is a failed part, not an exception."""
+def solve_part_task(tables: Tables, task: PartTask, best: Any) -> PartResult:
+    """One part on a Ray worker, sharing the best value through the ``best`` actor while it
+    searches. Its own failure is a failed part, not an exception."""
     import ray
 
     start = time.perf_counter()
     threads = assigned_cpus()
+
+    def share(value: float) -> float:
+        if math.isfinite(value):
+            return ray.get(best.offer.remote(value))
+        return ray.get(best.read.remote())
+
     try:
-        below = ray.get(best.read.remote())
-        result = solve_part_below(task, below, threads=threads)
+        return solve_part_below(tables, task, ray.get(best.read.remote()), threads=threads,
+                                share=share)  # fmt: skip
     except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
         return PartResult.failed(task.index, err, seconds=time.perf_counter() - start,
                                  threads=threads)  # fmt: skip
-    if result.finished and math.isfinite(result.value):
-        ray.get(best.offer.remote(result.value))
-    return result
 
 
 class RayMapParts:
@@ -83,13 +88,15 @@ class RayMapParts:
         self.cpus_per_task = int(cpus_per_task)
         self.best_seen = math.inf
 
-    def __call__(self, tasks: Sequence[PartTask], incumbent: float) -> list[PartResult]:
+    def __call__(self, tables: Tables, tasks: Sequence[PartTask],
+                 incumbent: float) -> list[PartResult]:  # fmt: skip
         import ray
 
         best = ray.remote(num_cpus=0, max_restarts=0)(BestValue).remote(incumbent)
         remote = ray.remote(num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES)(
             solve_part_task)  # fmt: skip
-        refs = [remote.remote(task, best) for task in tasks]
+        shared = ray.put(tables)
+        refs = [remote.remote(shared, task, best) for task in tasks]
         results = []
         try:
             for task, ref in zip(tasks, refs):

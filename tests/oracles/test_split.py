@@ -1,5 +1,6 @@
 """The split solve in one process (issue 19, item 2): the brute-force minimum, certified, the
-window oracle's answer; a failed or unfinished part leaves the whole uncertified."""
+window oracle's answer; a part searched below the minimum finds nothing and proves its bound; a
+failed or unfinished part leaves the whole uncertified."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import numpy as np
 import pytest
 
 from oracles.base import OBJECTIVE_TOL, Status
-from oracles.noise_window import WindowTooLarge
+from oracles.branch import SearchStopped
 from oracles.split import (
-    PartResult, combine, plan_split, sequential_parts, solve_part_below, solve_split,
+    PartResult, combine, plan_split, sequential_parts, solve_part_below,
 )  # fmt: skip
 from oracles.window import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
@@ -27,7 +28,7 @@ CASES = [(family, seed) for family in (fuzz_instance, parallel_instance) for see
 def test_the_split_solve_is_the_brute_force_minimum_and_the_window_oracles(family, seed):
     problem = family(seed)
     truth = brute_force(problem)
-    split = solve_split(problem, search_seconds=0.02)
+    split = _split(problem)
     cert = split.certificate
     assert cert.certified, cert.message
     assert float(truth.value_at(split.w) - truth.minimum) <= OBJECTIVE_TOL
@@ -39,39 +40,36 @@ def test_the_split_solve_is_the_brute_force_minimum_and_the_window_oracles(famil
 
 
 @pytest.mark.parametrize("seed", [0, 3, 4, 7])
-def test_a_part_below_the_minimum_is_pruned_or_empty_and_its_bound_holds(seed):
+def test_a_part_below_the_minimum_finds_nothing_and_its_bound_holds(seed):
     problem = fuzz_instance(seed)
     minimum = float(brute_force(problem).minimum)
-    plan = plan_split(problem, search_seconds=0.02)
-    tasks = [pickle.loads(pickle.dumps(task)) for task in plan.tasks]  # what Ray would ship
-    pruned = 0
+    plan = plan_split(problem, parts=3, search_seconds=0.02)
+    tables = pickle.loads(pickle.dumps(plan.tables))  # what Ray would ship
+    tasks = [pickle.loads(pickle.dumps(task)) for task in plan.tasks]
     for task in tasks:
-        below = solve_part_below(task, minimum - 0.5)
-        pruned += below.pruned
-        # nothing below the minimum; what its window held (N_lam below it) is above it
-        assert below.finished and below.value >= minimum - 1e-9
-        assert minimum - 0.5 <= below.bound <= below.value
-        at = solve_part_below(task, minimum)  # the part holding the argmin finds it
+        below = solve_part_below(tables, task, minimum - 0.5)
+        assert below.finished and below.w is None and below.value == math.inf
+        assert below.bound == minimum - 0.5
+        at = solve_part_below(tables, task, minimum)
         assert at.bound <= at.value and (at.w is None or at.value >= minimum - 1e-9)
-    assert pruned >= (1 if seed in (0, 3) else 0)  # measured: 6 of 8 and 1 of 5 parts
-    answers = [solve_part_below(task, plan.incumbent) for task in tasks]
+    answers = [solve_part_below(tables, task, plan.incumbent) for task in tasks]
     assert min(r.value for r in answers) == pytest.approx(minimum, abs=1e-9)
 
 
-def _fails_on(index, err, task, best):
+def _fails_on(index, err, tables, task, best):
     if task.index == index:
         raise err
-    return solve_part_below(task, best)
+    return solve_part_below(tables, task, best)
 
 
 @pytest.mark.parametrize("err, status", [(RuntimeError("boom"), Status.ERROR),
-                                         (WindowTooLarge("too many"), Status.TIME_LIMIT)])
+                                         (SearchStopped("too many"), Status.TIME_LIMIT)])
 def test_a_part_that_fails_leaves_the_whole_uncertified(err, status):
     problem = fuzz_instance(0)
-    plan = plan_split(problem, search_seconds=0.02)
+    plan = plan_split(problem, parts=3, search_seconds=0.02)
     assert len(plan.tasks) > 1
     for index in (0, len(plan.tasks) - 1):
-        results = sequential_parts(plan.tasks, plan.incumbent,
+        results = sequential_parts(plan.tables, plan.tasks, plan.incumbent,
                                    solve=functools.partial(_fails_on, index, err))  # fmt: skip
         assert [r.finished for r in results].count(False) == 1
         solution = combine(plan, results, seconds=0.0)
@@ -79,13 +77,13 @@ def test_a_part_that_fails_leaves_the_whole_uncertified(err, status):
         assert solution.certificate.status is status
         assert solution.certificate.bound <= solution.certificate.objective
     # and all parts finished: certified (the same plan)
-    assert combine(plan, sequential_parts(plan.tasks, plan.incumbent), seconds=0.0
-                   ).certificate.certified  # fmt: skip
+    assert combine(plan, sequential_parts(plan.tables, plan.tasks, plan.incumbent),
+                   seconds=0.0).certificate.certified  # fmt: skip
 
 
 def test_combine_wants_one_result_per_part():
-    plan = plan_split(fuzz_instance(0), search_seconds=0.02)
-    results = sequential_parts(plan.tasks, plan.incumbent)
+    plan = plan_split(fuzz_instance(0), parts=3, search_seconds=0.02)
+    results = sequential_parts(plan.tables, plan.tasks, plan.incumbent)
     with pytest.raises(ValueError, match="one result per part"):
         combine(plan, results[1:], seconds=0.0)
 
@@ -98,13 +96,21 @@ def test_a_failed_part_proves_nothing():
 
 def test_the_order_of_the_parts_does_not_change_the_minimum():
     problem = parallel_instance(5)
-    plan = plan_split(problem, search_seconds=0.02)
-    forward = combine(plan, sequential_parts(plan.tasks, plan.incumbent), seconds=0.0)
-    backward = combine(plan, sequential_parts(plan.tasks[::-1], plan.incumbent), seconds=0.0)
+    plan = plan_split(problem, parts=3, search_seconds=0.02)
+    forward = combine(plan, sequential_parts(plan.tables, plan.tasks, plan.incumbent),
+                      seconds=0.0)  # fmt: skip
+    backward = combine(plan, sequential_parts(plan.tables, plan.tasks[::-1], plan.incumbent),
+                       seconds=0.0)  # fmt: skip
     assert forward.certificate.certified and backward.certificate.certified
     assert forward.certificate.objective == backward.certificate.objective
     if _unique(problem):
         np.testing.assert_array_equal(forward.w, backward.w)
+
+
+def _split(problem, map_parts=None, parts=3):
+    """The split solve alone (no fallback), its parts run by ``map_parts``."""
+    return WindowOracle(time_limit=60.0, search_seconds=0.02, fallback=None, parts=parts,
+                        map_parts=map_parts).solve(problem)  # fmt: skip
 
 
 def _unique(problem) -> bool:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oracles.split import PartResult, solve_split
+from oracles.split import PartResult
+from oracles.window import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 from tests.pipeline.own_ray import own_ray
 
@@ -17,6 +18,12 @@ def local_ray():
     """A Ray of this module's own (two CPUs)."""
     with own_ray(2) as ray:
         yield ray
+
+
+def _split(problem, map_parts=None, parts=3):
+    """The split solve alone (no fallback), its parts run by ``map_parts``."""
+    return WindowOracle(time_limit=60.0, search_seconds=0.02, fallback=None, parts=parts,
+                        map_parts=map_parts).solve(problem)  # fmt: skip
 
 
 def _unique_argmin(problem) -> bool:
@@ -30,12 +37,12 @@ def test_the_split_solve_on_ray_is_the_one_process_answer(local_ray, problem):
     from pipeline.split_solve import ray_map_parts
 
     map_parts = ray_map_parts(cpus_per_task=1)
-    on_ray = solve_split(problem, map_parts, search_seconds=0.02)
-    in_process = solve_split(problem, search_seconds=0.02)
+    on_ray = _split(problem, map_parts)
+    in_process = _split(problem)
     a, b = on_ray.certificate, in_process.certificate
     assert a.certified and b.certified, (a.message, b.message)
     assert a.objective == b.objective and a.bound == b.bound
-    assert a.extra["parts"] == b.extra["parts"] > 1
+    assert a.extra["parts"] == b.extra["parts"] >= 1
     assert a.threads == 1 and map_parts.best_seen == a.objective
     if _unique_argmin(problem):
         np.testing.assert_array_equal(on_ray.w, in_process.w)
@@ -49,15 +56,15 @@ def test_a_part_that_fails_on_ray_leaves_the_whole_uncertified(local_ray, monkey
     # reports its own failure; the others run as usual
     original = split_solve.solve_part_task
 
-    def flaky(task, best):
+    def flaky(tables, task, best):
         if task.index == 0:
             raise RuntimeError("a task that raises")
         if task.index == 1:
             return PartResult.failed(task.index, RuntimeError("a part that fails"))
-        return original(task, best)
+        return original(tables, task, best)
 
     monkeypatch.setattr(split_solve, "solve_part_task", flaky)
-    solution = solve_split(problem, split_solve.ray_map_parts(), search_seconds=0.02)
+    solution = _split(problem, split_solve.ray_map_parts())
     cert = solution.certificate
     assert not cert.certified and cert.extra["parts_unfinished"] == 2
     assert cert.status.value == "error" and "a task that raises" in cert.message
@@ -67,7 +74,7 @@ def test_a_part_that_fails_on_ray_leaves_the_whole_uncertified(local_ray, monkey
 def test_a_task_gets_the_cpus_it_holds_as_threads(local_ray):
     from pipeline.split_solve import ray_map_parts
 
-    solution = solve_split(fuzz_instance(4), ray_map_parts(cpus_per_task=2), search_seconds=0.02)
+    solution = _split(fuzz_instance(4), ray_map_parts(cpus_per_task=2), parts=2)
     assert solution.certificate.certified and solution.certificate.threads == 2
     with pytest.raises(ValueError, match="cpus_per_task must be >= 1, found 0"):
         ray_map_parts(cpus_per_task=0)

@@ -1,0 +1,340 @@
+"""Exact argmin over an IntegerGrid by depth-first branch and bound on the coordinates (issue 19).
+
+The search behind the window oracle (``oracles.window``) and its split solve (``oracles.split``).
+In ``oracles.noise_window``'s notation F = N + L, and N_lam <= F is the Lagrangian minorant
+(``noise_window.tighten``): separable over the coordinates plus a function of ||k||^2. The
+search fixes the coordinates one at a time (``noise_window.coordinate_order``: costly noise
+first) and keeps a node (a prefix k_0..k_{j-1}) only while its LOWER BOUND
+
+    lb = C + Comp_j(p) + owed
+
+is at most the best exact value found so far, where C is the prefix's share of N_lam, Comp_j(p)
+the least N_lam-share of any completion given the prefix's square sum p (exact, by dynamic
+programming: ``noise_window.completion_tables``), and owed what the rows already FORCED to their
+costly label still owe above their minorant (``noise_window.RowPrune``). A row is forced when its
+score cannot cross mu whatever the completion: the prefix fixes part of the score, and the rest
+lies within +-reach_j(r), the EXACT maximum of |sum_{i >= j} x_i k_i| over integer completions
+with |k_i| <= B and square sum at most the budget r = cap - p left by the norm ball (a knapsack
+over the remaining coordinates, ``reach_tables``; tighter than Cauchy-Schwarz because an integer
+point with square sum r touches at most r coordinates).
+
+Why the answer is exact: F >= lb on every point below a node (the three parts bound N_lam and
+the rows separately, and N_lam + owed <= F), so a node dropped with lb > best holds no point
+better than the best, and every leaf (a whole point) kept is evaluated with the exact rule
+(``Problem.objective``, SPEC section 2). The best only ever decreases to values some grid point
+attains. When the stack is empty, the best is the exact minimum and is certified with itself as
+the bound; when a deadline stops the search, min(best, the least lb left on the stack) is still a
+proven lower bound, reported with the best point uncertified. Every threshold carries the window's
+relative slack (``noise_window.threshold_slack``), so rounding can keep a node, never drop one.
+
+Depth first, a chunk of nodes at a time, lowest bounds first: memory stays bounded (the depth
+times the chunk), the best falls early, and every node is checked against the best when it is
+popped, not when it was made. The scores of the rows (``S``) are updated incrementally from the
+parent's.
+
+Splitting (for Ray): ``frontier`` expands breadth first until a level holds enough nodes;
+``deal`` hands them out round-robin in order of their bounds, so every part gets a share of the
+promising region (the parts balance by construction, not by luck); ``descend`` searches one part
+from its nodes, reading and offering the shared best through a callback.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from oracles.base import Problem
+from oracles.noise_window import (
+    WINDOW_REL_SLACK, RowPrune, Split, completion_tables, coordinate_order,
+)  # fmt: skip
+
+#: Nodes expanded at once (rows x chunk scores in memory per stack entry).
+CHUNK = 4096
+#: How often (seconds) a search calls its ``share`` callback.
+SHARE_EVERY = 1.0
+
+
+class SearchStopped(RuntimeError):
+    """The search hit its deadline or its node limit (``Outcome.finished`` is False)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Tables:
+    """Everything the search needs, in SEARCH order (coordinate ``order[j]`` is level j); numpy
+    records and the Problem only, so a Ray task receives them pickled and builds nothing else.
+
+    Attributes:
+        problem: the problem (leaves are evaluated with its exact objective).
+        order: (d,) the coordinates in search order.
+        unary: (d, 2B + 1) N_lam's separable tables, row j for coordinate order[j] (+inf: value
+            not allowed).
+        const: N_lam's constant.
+        comp: (d + 1, cap + 1) ``noise_window.completion_tables``.
+        X: (u, d) the rows of L, coefficients on k (tau x_u), columns in search order.
+        reach: (u, d + 1, cap + 1) the exact max of |sum_{i >= j} X_ui k_i| over completions with
+            square sum at most r (``reach_tables``).
+        tol: (u,) a rounding allowance on a row's score.
+        extra: (u,) what a row forced to its costly label owes above its minorant.
+        costly_negative: (u,) the costly label is -1.
+        margin: mu.
+        scale: the size of N_lam's terms (``noise_window.threshold_slack``).
+    """
+
+    problem: Problem
+    order: np.ndarray
+    unary: np.ndarray
+    const: float
+    comp: np.ndarray
+    X: np.ndarray
+    reach: np.ndarray
+    tol: np.ndarray
+    extra: np.ndarray
+    costly_negative: np.ndarray
+    margin: float
+    scale: float
+
+    @property
+    def d(self) -> int:
+        return len(self.order)
+
+    @property
+    def cap(self) -> int:
+        return self.comp.shape[1] - 1
+
+    @property
+    def bound(self) -> int:
+        return (self.unary.shape[1] - 1) // 2
+
+    def slack(self, threshold: float) -> float:
+        """Rounding allowance on N_lam near ``threshold`` (``noise_window.threshold_slack``)."""
+        return WINDOW_REL_SLACK * (1.0 + self.scale + abs(threshold))
+
+    def threshold(self, best: float) -> float:
+        """The largest prefix cost (C + Comp + owed, without ``const``) that is kept below
+        ``best``."""
+        return best - self.const + self.slack(best)
+
+    def points(self, states: np.ndarray) -> np.ndarray:
+        """Whole points (search order) as w = tau k in the problem's coordinates."""
+        K = np.zeros((len(states), self.d))
+        K[:, self.order] = states
+        return self.problem.domain.step * K
+
+
+def reach_tables(X: np.ndarray, bound: int, cap: int) -> np.ndarray:
+    """reach[u, j, r] = max of sum_{i >= j} |X_ui| v_i over integers 0 <= v_i <= bound with
+    sum v_i^2 <= r: the exact range of a row's remaining score (a knapsack, by dynamic
+    programming from the last coordinate). Shape (u, d + 1, cap + 1), non-decreasing in r."""
+    u, d = X.shape
+    A = np.abs(X)
+    reach = np.zeros((u, d + 1, cap + 1))
+    for j in range(d - 1, -1, -1):
+        best = reach[:, j + 1, :].copy()
+        for v in range(1, bound + 1):
+            s = v * v
+            if s > cap:
+                break
+            cand = reach[:, j + 1, : cap + 1 - s] + v * A[:, j : j + 1]
+            best[:, s:] = np.maximum(best[:, s:], cand)
+        reach[:, j, :] = np.maximum.accumulate(best, axis=1)
+    return reach
+
+
+def build_tables(problem: Problem, tight: Split, prune: RowPrune) -> Tables:
+    """The search's tables from the tightened split and its rows (``window.tightened_split``)."""
+    order = coordinate_order(tight)
+    comp = completion_tables(tight, order)
+    B = (tight.unary.shape[1] - 1) // 2
+    X = prune.X[:, order]
+    unary = tight.unary[order]
+    finite = np.where(np.isfinite(unary), np.abs(unary), 0.0)
+    norm = np.abs(tight.norm[np.isfinite(tight.norm)])
+    scale = float(finite.max(axis=1).sum() + norm.max(initial=0.0) + abs(tight.const))
+    tol = 1e-9 * (1.0 + B * np.abs(X).sum(axis=1) + abs(prune.margin))
+    return Tables(problem, order, unary, float(tight.const), comp, X,
+                  reach_tables(X, B, comp.shape[1] - 1), tol, prune.extra,
+                  prune.costly_negative, float(prune.margin), scale)  # fmt: skip
+
+
+@dataclass(eq=False)
+class Nodes:
+    """Prefixes at one level: states (m, level) int8 in search order, their N_lam cost C, square
+    sum P, row scores S (m, u) and lower bound (C + Comp + owed, without ``const``)."""
+
+    level: int
+    states: np.ndarray
+    C: np.ndarray
+    P: np.ndarray
+    S: np.ndarray
+    lb: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def take(self, idx) -> "Nodes":
+        return Nodes(self.level, self.states[idx], self.C[idx], self.P[idx], self.S[idx],
+                     self.lb[idx])  # fmt: skip
+
+    @classmethod
+    def root(cls, t: Tables) -> "Nodes":
+        lb = np.array([t.comp[0, 0]])
+        return cls(0, np.zeros((1, 0), np.int8), np.zeros(1), np.zeros(1, np.int64),
+                   np.zeros((1, t.X.shape[0])), lb)  # fmt: skip
+
+    @classmethod
+    def from_states(cls, t: Tables, states: np.ndarray) -> "Nodes":
+        """Nodes rebuilt from their states alone (what a part ships), bounds recomputed."""
+        states = np.asarray(states, dtype=np.int8)
+        level = states.shape[1]
+        B = t.bound
+        idx = states.astype(np.int64) + B
+        C = t.unary[np.arange(level)[None, :], idx].sum(axis=1) if level else np.zeros(len(states))
+        P = (states.astype(np.int64) ** 2).sum(axis=1)
+        S = states.astype(float) @ t.X[:, :level].T
+        nodes = cls(level, states, C, P, S, np.zeros(len(states)))
+        nodes.lb = C + t.comp[level, P] + owed(t, level, P, S)
+        return nodes
+
+
+def owed(t: Tables, level: int, P: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """What the rows forced by each node (level, square sums P, scores S) owe (module
+    docstring): a row is forced when its score cannot reach the other side of mu."""
+    rem = t.reach[:, level, :][:, t.cap - P].T + t.tol[None, :]  # (m, u)
+    rem *= 1.0 + 1e-12
+    forced = np.where(t.costly_negative[None, :], S + rem < t.margin, S - rem >= t.margin)
+    return forced.astype(float) @ t.extra
+
+
+def expand(t: Tables, nodes: Nodes, T: float) -> Nodes:
+    """The children of ``nodes`` (one more coordinate fixed) whose lower bound is at most T."""
+    j = nodes.level
+    B = t.bound
+    vals = np.arange(-B, B + 1)
+    a = t.unary[j]
+    P2 = nodes.P[:, None] + (vals * vals)[None, :]
+    ok = (P2 <= t.cap) & np.isfinite(a)[None, :]
+    C2 = nodes.C[:, None] + a[None, :]
+    nb = np.full(P2.shape, np.inf)
+    nb[ok] = C2[ok] + t.comp[j + 1, P2[ok]]
+    ok &= nb <= T
+    pi, vi = np.nonzero(ok)
+    if not len(pi):
+        return Nodes(j + 1, np.zeros((0, j + 1), np.int8), np.zeros(0), np.zeros(0, np.int64),
+                     np.zeros((0, t.X.shape[0])), np.zeros(0))  # fmt: skip
+    v = vals[vi]
+    states = np.hstack([nodes.states[pi], v.astype(np.int8)[:, None]])
+    S = nodes.S[pi] + v[:, None].astype(float) * t.X[:, j][None, :]
+    P, C, lb = P2[pi, vi], C2[pi, vi], nb[pi, vi]
+    lb = lb + owed(t, j + 1, P, S)
+    keep = lb <= T
+    return Nodes(j + 1, states[keep], C[keep], P[keep], S[keep], lb[keep])
+
+
+def frontier(t: Tables, best: float, *, at_least: int, max_nodes: int = 2_000_000) -> Nodes:
+    """Breadth first from the root until a level holds ``at_least`` nodes (or the last level):
+    every point with F <= best lies below exactly one of them. Raises ``SearchStopped`` past
+    ``max_nodes``."""
+    nodes = Nodes.root(t)
+    T = t.threshold(best)
+    if not nodes.lb[0] <= T:
+        return nodes.take(np.zeros(0, dtype=np.int64))
+    while nodes.level < t.d and len(nodes) < at_least:
+        nodes = expand(t, nodes, T)
+        if len(nodes) > max_nodes:
+            raise SearchStopped(f"more than {max_nodes} nodes at level {nodes.level}")
+    return nodes
+
+
+def deal(nodes: Nodes, parts: int) -> list[np.ndarray]:
+    """The nodes' indices in ``parts`` groups, round-robin in order of their lower bounds (so
+    each group gets a share of the most promising nodes). Empty groups are dropped."""
+    ranked = np.argsort(nodes.lb, kind="stable")
+    return [g for g in (ranked[i::parts] for i in range(parts)) if len(g)]
+
+
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    """How a search ended.
+
+    Attributes:
+        w: the best point found at or below the starting best (None: none).
+        value: its exact objective (+inf when ``w`` is None).
+        bound: a proven lower bound on F over the points below the starting nodes: min(value,
+            the last best searched below) when finished, and also at most the least lower bound
+            left on the stack when not.
+        finished: the whole tree below the starting nodes was searched.
+        nodes: nodes made; leaves: whole points evaluated exactly.
+    """
+
+    w: np.ndarray | None
+    value: float
+    bound: float
+    finished: bool
+    nodes: int
+    leaves: int
+    seconds: float
+    message: str = ""
+
+
+#: ``share(best) -> best'``: offers the search's best and returns the least known anywhere.
+Share = Callable[[float], float]
+
+
+def descend(t: Tables, start: Nodes, best: float, *, deadline: float = math.inf,
+            max_nodes: int = 50_000_000, share: Share | None = None,
+            chunk: int = CHUNK) -> Outcome:  # fmt: skip
+    """Depth-first branch and bound below ``start`` (module docstring), keeping points with F at
+    most ``best`` (a value some grid point attains). Stops at ``deadline`` or past ``max_nodes``
+    with ``finished`` False and a proven bound."""
+    t0 = time.perf_counter()
+    w_best, found, best = None, math.inf, float(best)
+    if share is not None:
+        best = min(best, share(best))
+    last_share = t0
+    stack = [start] if len(start) else []
+    made = leaves = 0
+    while stack:
+        now = time.perf_counter()
+        if share is not None and now - last_share >= SHARE_EVERY:
+            best, last_share = min(best, share(best)), now
+        if now > deadline or made > max_nodes:
+            left = min(float(n.lb.min()) for n in stack) + t.const
+            reason = "deadline" if now > deadline else f"more than {max_nodes} nodes"
+            return Outcome(w_best, found, min(found, best, left), False, made, leaves,
+                           now - t0, reason)  # fmt: skip
+        nodes = stack.pop()
+        T = t.threshold(best)
+        alive = nodes.lb <= T
+        if not alive.all():
+            nodes = nodes.take(np.flatnonzero(alive))
+        if not len(nodes):
+            continue
+        if nodes.level == t.d:
+            W = t.points(nodes.states)
+            values = np.atleast_1d(t.problem.objective(W))
+            leaves += len(W)
+            i = int(np.argmin(values))
+            if values[i] < min(found, best) or (w_best is None and values[i] <= best):
+                w_best, found = W[i].copy(), float(values[i])
+                best = min(best, found)
+                if share is not None:
+                    best = min(best, share(best))
+            continue
+        children = expand(t, nodes, T)
+        made += len(children)
+        if not len(children):
+            continue
+        ranked = np.argsort(children.lb, kind="stable")
+        groups = [ranked[i : i + chunk] for i in range(0, len(ranked), chunk)]
+        stack.extend(children.take(g) for g in reversed(groups))
+    if share is not None:
+        best = min(best, share(best))
+    return Outcome(w_best, found, min(found, best), True, made, leaves, time.perf_counter() - t0)
+
+
+__all__ = ["CHUNK", "Nodes", "Outcome", "SearchStopped", "Share", "Tables", "build_tables",
+           "deal", "descend", "expand", "frontier", "owed", "reach_tables"]

@@ -1,0 +1,131 @@
+"""The branch and bound of ``oracles.branch`` piece by piece, against enumeration of the grid:
+the rows' reach is the exact integer maximum, every node's lower bound is below F on every
+point under it, the frontier covers every point at or below the threshold once, and a search
+that is stopped still proves a valid bound."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from oracles.base import IntegerGrid
+from oracles.branch import Nodes, build_tables, deal, descend, expand, frontier, reach_tables
+from oracles.noise_window import tightened_split
+from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
+
+
+def _grid_points(domain: IntegerGrid) -> np.ndarray:
+    ks = [k for k in itertools.product(range(-domain.bound, domain.bound + 1), repeat=domain.d)
+          if domain.norm_sq_max is None or sum(v * v for v in k) <= domain.norm_sq_max]
+    return np.array(ks, dtype=np.int64)
+
+
+def test_reach_is_the_exact_integer_maximum():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(5, 4))
+    B, cap = 2, 7
+    reach = reach_tables(X, B, cap)
+    ks = np.array(list(itertools.product(range(-B, B + 1), repeat=4)))
+    for j in range(5):
+        tail = ks[:, j:]
+        sq = (tail * tail).sum(axis=1)
+        scores = np.abs(tail @ X[:, j:].T)  # (points, u)
+        for r in range(cap + 1):
+            expected = scores[sq <= r].max(axis=0)
+            np.testing.assert_allclose(reach[:, j, r], expected, rtol=1e-12, atol=1e-12)
+
+
+def _tables(problem, upper):
+    tight, _, prune = tightened_split(problem, upper, 50)
+    return build_tables(problem, tight, prune)
+
+
+@pytest.mark.parametrize("family, seed", [(fuzz_instance, s) for s in range(0, 24, 3)]
+                         + [(parallel_instance, s) for s in range(0, 12, 3)])  # fmt: skip
+def test_every_node_bound_is_below_f_under_it_and_the_tree_keeps_every_point(family, seed):
+    problem = family(seed)
+    K = _grid_points(problem.domain)
+    F = problem.objective(problem.domain.step * K.astype(float))
+    upper = float(np.quantile(F, 0.3))
+    t = _tables(problem, upper)
+    Ko = K[:, t.order]  # search order
+    nodes, T = Nodes.root(t), t.threshold(upper)
+    for level in range(1, t.d + 1):
+        nodes = expand(t, nodes, T)
+        assert nodes.level == level
+        kept = {tuple(s) for s in nodes.states.tolist()}
+        # every point with F <= upper keeps its prefix
+        assert {tuple(k[:level]) for k in Ko[F <= upper].tolist()} <= kept
+        # each node's bound is below F at every point under it
+        index = {tuple(s): i for i, s in enumerate(nodes.states.tolist())}
+        for k, f in zip(Ko.tolist(), F):
+            i = index.get(tuple(k[:level]))
+            if i is not None:
+                assert nodes.lb[i] + t.const <= f + 1e-9
+        # a node rebuilt from its prefix alone has the same bound (what a part ships)
+        again = Nodes.from_states(t, nodes.states)
+        np.testing.assert_allclose(again.lb, nodes.lb, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_frontier_dealt_covers_each_point_once(seed):
+    problem = parallel_instance(seed)
+    K = _grid_points(problem.domain)
+    F = problem.objective(problem.domain.step * K.astype(float))
+    upper = float(np.quantile(F, 0.5))
+    t = _tables(problem, upper)
+    nodes = frontier(t, upper, at_least=10)
+    groups = deal(nodes, 3)
+    assert sorted(np.concatenate(groups).tolist()) == list(range(len(nodes)))
+    prefixes = [tuple(s) for s in nodes.states.tolist()]
+    assert len(set(prefixes)) == len(prefixes)  # disjoint
+    Ko = K[:, t.order]
+    assert {tuple(k[: nodes.level]) for k in Ko[F <= upper].tolist()} <= set(prefixes)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_descend_finds_the_brute_force_minimum(seed):
+    problem = fuzz_instance(seed)
+    truth = brute_force(problem)
+    K = _grid_points(problem.domain)
+    upper = float(problem.objective(problem.domain.step * K[len(K) // 2].astype(float)))
+    t = _tables(problem, upper)
+    out = descend(t, Nodes.root(t), upper, chunk=7)  # small chunks: a deep stack
+    assert out.finished and out.w is not None
+    assert float(truth.value_at(out.w)) == float(truth.minimum)
+    assert out.bound == out.value
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_stopped_search_proves_a_valid_bound(seed):
+    problem = parallel_instance(seed)
+    minimum = float(brute_force(problem).minimum)
+    K = _grid_points(problem.domain)
+    F = problem.objective(problem.domain.step * K.astype(float))
+    upper = float(F.max())
+    t = _tables(problem, upper)
+    out = descend(t, Nodes.root(t), upper, max_nodes=3, chunk=2)
+    assert not out.finished and "nodes" in out.message
+    assert out.bound <= minimum + 1e-9
+    assert math.isinf(out.value) or out.value >= minimum - 1e-9
+
+
+def test_a_share_callback_lowers_the_threshold():
+    problem = fuzz_instance(2)
+    minimum = float(brute_force(problem).minimum)
+    K = _grid_points(problem.domain)
+    upper = float(problem.objective(problem.domain.step * K.astype(float)).max())
+    t = _tables(problem, upper)
+    seen = []
+
+    def share(value):
+        seen.append(value)
+        return minimum  # another part found the minimum already
+
+    out = descend(t, Nodes.root(t), upper, share=share)
+    assert out.finished and seen
+    assert out.bound == pytest.approx(minimum, abs=1e-12)
+    assert out.w is None or out.value == pytest.approx(minimum, abs=1e-9)
