@@ -31,6 +31,9 @@ import numpy as np
 from oracles.base import IntegerGrid, Problem
 from oracles.mip import norm_cap
 
+#: ``improve`` stops after this many restarts in a row without a better point.
+PATIENCE = 100
+
 
 def _norm_cap(domain: IntegerGrid) -> int:
     cap = norm_cap(domain)
@@ -206,9 +209,12 @@ def starting_points(problem: Problem) -> list[np.ndarray]:
 
 
 def improve(problem: Problem, *, seconds: float, rng: np.random.Generator,
-            starts: list[np.ndarray] | None = None) -> tuple[np.ndarray, float]:  # fmt: skip
-    """The best grid point w found in about ``seconds`` and its EXACT objective
-    (module docstring: starts, local search, random restarts)."""
+            starts: list[np.ndarray] | None = None,
+            patience: int = PATIENCE) -> tuple[np.ndarray, float]:  # fmt: skip
+    """The best grid point w found in at most about ``seconds`` and its EXACT objective
+    (module docstring: starts, local search, random restarts). The restarts stop early after
+    ``patience`` of them in a row found nothing better (a small problem does not wait for its
+    whole budget)."""
     if not isinstance(problem.domain, IntegerGrid):
         raise TypeError("the grid search needs an IntegerGrid domain")
     deadline = time.perf_counter() + seconds
@@ -223,7 +229,9 @@ def improve(problem: Problem, *, seconds: float, rng: np.random.Generator,
         if time.perf_counter() >= deadline:
             break
     d = domain.d
-    while time.perf_counter() < deadline:
+    idle = 0
+    while time.perf_counter() < deadline and idle < patience:
+        idle += 1
         k = best_k.copy()
         for j in rng.choice(d, size=min(d, int(rng.integers(2, 6))), replace=False):
             k[j] = int(rng.integers(-B, B + 1))
@@ -233,7 +241,7 @@ def improve(problem: Problem, *, seconds: float, rng: np.random.Generator,
         k = local_search(problem, k, deadline=deadline)
         val = float(problem.objective(tau * k))
         if val < best_val:
-            best_k, best_val = k, val
+            best_k, best_val, idle = k, val, 0
     return tau * best_k.astype(float), best_val
 
 

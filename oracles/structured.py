@@ -28,7 +28,12 @@ in floating point) and the answer goes through ``certify``. Scores that fall wit
 of the margin (``structured_shape``, rounding) enter the bounds at their cheaper label; if
 that leaves a gap the oracle does not certify, it falls back to the reference.
 
-Fallback: a problem that does not have the shape (a Box domain, or continuous weight
+Generic tables: OPDisc's and RSPM's problems (a noise term: ``has_noise``) that do not have the
+shape go to the window oracle (``oracles.window``: branch and bound on the noise, which falls
+back to the reference itself when its search does not end), the certificate's ``fallback``
+saying ``structured: <reason> -> window``.
+
+Fallback: any other problem that does not have the shape (a Box domain, or continuous weight
 combinations too many to bound in the time limit: ``max_work``) is solved by the reference
 formulation through ``AutoOracle`` (``reference``, default Gurobi when its licence takes the
 model, else HiGHS: the choice depends on the data through the model's size alone, SPEC
@@ -53,9 +58,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.base import (
-    DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, Problem, Solution, Status, certify,
+    DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, IntegerGrid, Problem, Solution, Status,
+    certify,
 )  # fmt: skip
 from oracles.auto import AutoOracle
+from oracles.split import MapParts
+from oracles.window import WindowOracle
 from oracles.highs import threads_for
 from oracles.mip import DEFAULT_STRICT_EPS, check_solver_options
 from oracles.progress import reporter
@@ -85,6 +93,8 @@ class StructuredOracle:
             time limit at ``WORK_ENTRIES_PER_SECOND``.
         max_combos: also fall back above this many combinations (None: no count cap).
         reference: the backends of the fallback, in ``AutoOracle``'s order (module docstring).
+        parts, map_parts: how the window oracle's search is split (``oracles.window``), for
+            noisy problems without the shape.
     """
 
     time_limit: float = DEFAULT_TIME_LIMIT
@@ -92,6 +102,8 @@ class StructuredOracle:
     max_combos: int | None = None
     max_work: float | None = None
     reference: tuple[str, ...] = ("gurobi", "highs")
+    parts: int = 1
+    map_parts: MapParts | None = None
     name: str = "structured"
 
     def __post_init__(self) -> None:
@@ -122,8 +134,27 @@ class StructuredOracle:
         try:
             shape = decompose(problem, max_combos=self.max_combos, max_work=self.work_budget)
         except ShapeMismatch as why:
+            if has_noise(problem):  # OPDisc or RSPM on a generic table: the noise prunes
+                return self.window(problem, str(why), start)
             return self.fallback(problem, str(why), start)
         return _Search(self, problem, shape, start).run()
+
+    def window(self, problem: Problem, reason: str, start: float) -> Solution:
+        """The window oracle's branch and bound (``oracles.window``, which falls back to the
+        reference itself) with the time left; ``fallback`` says why."""
+        left = self.time_limit - (time.perf_counter() - start)
+        oracle = WindowOracle(time_limit=max(left, 1e-3), threads=self.threads,
+                              parts=self.parts, map_parts=self.map_parts,
+                              reference=self.reference)  # fmt: skip
+        solution = oracle.solve(problem)
+        c = solution.certificate
+        chain = f"window -> {c.fallback}" if c.fallback else "window"
+        return certify(
+            problem, solution.w, status=c.status, bound=c.bound,
+            seconds=time.perf_counter() - start, backend=c.backend, threads=c.threads,
+            solver_objective=c.solver_objective, fallback=f"{self.name}: {reason} -> {chain}",
+            message=c.message, extra=c.extra,
+        )  # fmt: skip
 
     def fallback(self, problem: Problem, reason: str, start: float) -> Solution:
         """The reference formulation on ``AutoOracle(prefer=reference)`` with the time left;
@@ -140,6 +171,14 @@ class StructuredOracle:
             fallback=f"{self.name}: {reason} -> {c.fallback or c.backend}",
             message=c.message, extra=c.extra,
         )  # fmt: skip
+
+
+def has_noise(problem: Problem) -> bool:
+    """OPDisc's and RSPM's problems (an IntegerGrid) carry a noise term; exact ERM's do not.
+    Which mechanism made the problem, not the data, decides it (SPEC section 8)."""
+    if not isinstance(problem.domain, IntegerGrid):
+        return False
+    return bool(np.any(problem.linear != 0)) or problem.norm_coef != 0.0
 
 
 class _Search:

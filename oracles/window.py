@@ -61,6 +61,7 @@ class WindowOracle:
         parts: the search is cut into this many parts (``oracles.split``), run by
             ``map_parts`` (default: one after the other in this process;
             ``pipeline.split_solve.ray_map_parts``: as Ray tasks).
+        reference: the fallback's backends, in ``AutoOracle``'s order.
     """
 
     time_limit: float = DEFAULT_TIME_LIMIT
@@ -73,6 +74,7 @@ class WindowOracle:
     seed: int = 0
     parts: int = 1
     map_parts: MapParts | None = None
+    reference: tuple[str, ...] = ("gurobi", "highs")
     name: str = "window"
 
     def __post_init__(self) -> None:
@@ -84,6 +86,8 @@ class WindowOracle:
             raise ValueError(f"search_share must be in (0, 1], found {self.search_share!r}")
         if self.max_nodes < 1:
             raise ValueError(f"max_nodes must be >= 1, found {self.max_nodes!r}")
+        # AutoOracle validates the names (and quotes them) and makes a list a tuple
+        object.__setattr__(self, "reference", AutoOracle(prefer=self.reference).prefer)
         if isinstance(self.parts, bool) or not isinstance(self.parts, int) or self.parts < 1:
             raise ValueError(f"parts must be an integer >= 1, found {self.parts!r}")
 
@@ -119,7 +123,7 @@ class WindowOracle:
                            seconds=time.perf_counter() - start, backend=self.name,
                            message=f"search stopped ({extra['stopped']}), no fallback",
                            extra=extra)  # fmt: skip
-        backend = AutoOracle(time_limit=left, threads=self.threads)
+        backend = AutoOracle(time_limit=left, threads=self.threads, prefer=self.reference)
         solution = backend.solve(problem)
         cert = solution.certificate
         extra = {**extra, "fallback_status": cert.status.value, "fallback_bound": cert.bound,

@@ -4,7 +4,7 @@ near the margin; ``parallel``: unmerged duplicate, proportional and repeated-col
 a MIP presolve's parallel-row reduction acts).
 
 The default run fuzzes ``FAST_SEEDS`` of each family; ``-m slow`` runs ``SLOW_SEEDS``:
-5,000 instances. Zero false certificates is the bar; uncertified answers are allowed (and
+5,000 instances. Both families hold OPDisc's, RSPM's and exact ERM's shapes. Zero false certificates is the bar; uncertified answers are allowed (and
 reported).
 """
 
@@ -19,13 +19,17 @@ from oracles.base import IntegerGrid, Problem
 from oracles.gurobi import ERRNO_NO_LICENSE, LicenceLimitError
 from oracles.objective import MergedRows
 from oracles.registry import make_oracle
+from oracles.window import WindowOracle
 from tests.oracles.fuzz import (
     FAMILIES, KINDS, MULTIPLES, Tally, brute_force, fuzz_instance, judge, parallel_instance,
 )  # fmt: skip
 
 FAST_SEEDS = {"mixed": range(120), "parallel": range(120)}
 SLOW_SEEDS = {"mixed": range(120, 2120), "parallel": range(120, 3120)}
-ORACLES = ("enumerate", "highs", "gurobi", "structured", "auto")
+#: Registered oracles, and ``window-parts``: the window oracle's search split into 3 parts
+#: (``oracles.split``, run one after the other here; tests/pipeline/test_split_solve.py runs
+#: them on Ray).
+ORACLES = ("enumerate", "highs", "gurobi", "structured", "auto", "window", "window-parts")
 
 # The issue's minimal reproduction: exact 0/1 ERM, d = 2, B = 2, D^2 = 2, mu = 1e-4. The minimum
 # is loss 4 at w = (0, 1), where row 0 scores mu - 1e-7; the old MIP certified (1, 0), loss 5.
@@ -40,6 +44,8 @@ def reproduction() -> Problem:
 
 
 def _oracle(name: str):
+    if name == "window-parts":
+        return WindowOracle(time_limit=30.0, parts=3, name=name)
     oracle = make_oracle(name, time_limit=30.0)
     if name == "gurobi":
         pytest.importorskip("gurobipy")

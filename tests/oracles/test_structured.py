@@ -17,6 +17,8 @@ not fit.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -27,7 +29,7 @@ from oracles.enumerate import EnumerationOracle, grid_points
 from oracles.highs import HighsOracle
 from oracles.objective import MergedRows
 from oracles.registry import make_oracle
-from oracles.structured import StructuredOracle
+from oracles.structured import StructuredOracle, has_noise
 from oracles.structured_milp import table_value
 from oracles.structured_shape import decompose, root_bounds
 from pipeline.data.synthetic import make_linear_threshold
@@ -227,8 +229,17 @@ def test_box_domain_falls_back_to_the_reference():
     assert cert.fallback.endswith(f" -> {cert.backend}")
 
 
-def test_too_many_combinations_fall_back_to_the_reference():
+def test_too_many_combinations_fall_back_to_the_window_or_the_reference():
+    """OPDisc's and RSPM's problems go to the window oracle, exact ERM's to the reference."""
     problem = small_instance(0)
+    assert has_noise(problem)
+    cert = StructuredOracle(max_combos=1, reference=("highs",)).solve(problem).certificate
+    assert cert.backend == "window" and cert.certified
+    assert "max_combos=1" in cert.fallback and cert.fallback.endswith(" -> window")
+    expected = EnumerationOracle().solve(problem).certificate.objective
+    assert abs(cert.objective - expected) <= OBJECTIVE_TOL
+    problem = dataclasses.replace(problem, linear=np.zeros(problem.d), norm_coef=0.0)
+    assert not has_noise(problem)
     cert = StructuredOracle(max_combos=1, reference=("highs",)).solve(problem).certificate
     assert cert.backend == "highs" and cert.certified
     assert "max_combos=1" in cert.fallback

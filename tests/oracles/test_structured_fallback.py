@@ -16,7 +16,7 @@ from oracles.base import OBJECTIVE_TOL, IntegerGrid, Problem, Status
 from oracles.gurobi import ERRNO_NO_LICENSE, ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError
 from oracles.mip import SolverUnavailableError, build_milp
 from oracles.objective import MergedRows
-from oracles.structured import StructuredOracle
+from oracles.structured import StructuredOracle, has_noise
 from tests.oracles.fuzz import brute_force, fuzz_instance
 
 #: Gurobi's pip licence (SPEC section 8).
@@ -52,10 +52,15 @@ def _assert_exact(problem: Problem, solution) -> None:
     assert abs(cert.objective - float(truth.minimum)) <= 1e-9 * max(1.0, abs(cert.objective))
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+#: Exact ERM instances of the fuzz (no noise term: the reference is their fallback).
+ERM_SEEDS = [2, 6, 10, 14]
+
+
+@pytest.mark.parametrize("seed", ERM_SEEDS)
 def test_a_fallback_within_the_licence_is_solved_by_gurobi(seed):
     _gurobi_licensed()
     problem = fuzz_instance(seed)
+    assert not has_noise(problem)
     milp = build_milp(problem)
     assert milp.n_cols <= LICENCE_LIMIT and milp.n_rows <= LICENCE_LIMIT
     solution = StructuredOracle(time_limit=60.0, max_combos=1).solve(problem)
@@ -84,7 +89,7 @@ def test_a_fallback_over_the_licence_is_solved_by_highs_with_the_licence_reason(
 
 def test_the_same_problem_on_either_backend_certifies_the_same_minimum():
     _gurobi_licensed()
-    problem = fuzz_instance(5)
+    problem = fuzz_instance(6)
     on_gurobi = StructuredOracle(max_combos=1, reference=("gurobi",)).solve(problem)
     on_highs = StructuredOracle(max_combos=1, reference=("highs",)).solve(problem)
     assert on_gurobi.certificate.fallback is not None  # the premise: a fallback happened
@@ -92,6 +97,17 @@ def test_the_same_problem_on_either_backend_certifies_the_same_minimum():
     assert abs(on_gurobi.certificate.objective - on_highs.certificate.objective) <= OBJECTIVE_TOL
     _assert_exact(problem, on_gurobi)
     _assert_exact(problem, on_highs)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 4])
+def test_a_noisy_problem_without_the_shape_goes_to_the_window_oracle(seed):
+    problem = fuzz_instance(seed)
+    assert has_noise(problem)
+    solution = StructuredOracle(time_limit=60.0, max_combos=1).solve(problem)
+    cert = solution.certificate
+    assert cert.backend == "window", cert
+    assert cert.fallback.startswith("structured: ") and cert.fallback.endswith(" -> window")
+    _assert_exact(problem, solution)
 
 
 def test_the_fallback_gets_the_time_left_and_the_threads(monkeypatch):
