@@ -48,6 +48,7 @@ from typing import Callable
 import numpy as np
 
 from oracles.base import Problem
+from oracles.progress import Reporter
 from oracles.noise_window import (
     WINDOW_REL_SLACK, RowPrune, Split, completion_tables, coordinate_order,
 )  # fmt: skip
@@ -286,10 +287,11 @@ Share = Callable[[float], float]
 
 def descend(t: Tables, start: Nodes, best: float, *, deadline: float = math.inf,
             max_nodes: int = 50_000_000, share: Share | None = None,
-            chunk: int = CHUNK) -> Outcome:  # fmt: skip
+            progress: Reporter | None = None, chunk: int = CHUNK) -> Outcome:  # fmt: skip
     """Depth-first branch and bound below ``start`` (module docstring), keeping points with F at
     most ``best`` (a value some grid point attains). Stops at ``deadline`` or past ``max_nodes``
-    with ``finished`` False and a proven bound."""
+    with ``finished`` False and a proven bound. ``progress`` (``oracles.progress``) is given
+    the best value and the least lower bound left below ``start`` when it is due."""
     t0 = time.perf_counter()
     w_best, found, best = None, math.inf, float(best)
     if share is not None:
@@ -306,6 +308,9 @@ def descend(t: Tables, start: Nodes, best: float, *, deadline: float = math.inf,
             reason = "deadline" if now > deadline else f"more than {max_nodes} nodes"
             return Outcome(w_best, found, min(found, best, left), False, made, leaves,
                            now - t0, reason)  # fmt: skip
+        if progress is not None and progress.due():
+            left = min(float(n.lb.min()) for n in stack) + t.const
+            progress.report(min(found, best), min(found, best, left))
         nodes = stack.pop()
         T = t.threshold(best)
         alive = nodes.lb <= T

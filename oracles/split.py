@@ -49,6 +49,7 @@ from oracles.branch import (
     Nodes, SearchStopped, Share, Tables, build_tables, deal, descend, frontier,
 )  # fmt: skip
 from oracles.grid_search import improve
+from oracles.progress import Reporter
 from oracles.noise_window import tightened_split
 
 #: The name a split solve's certificate carries as its backend (``WindowOracle``'s).
@@ -114,7 +115,8 @@ class PartResult:
 
 
 def solve_part_below(tables: Tables, task: PartTask, best: float, *, threads: int = 1,
-                     share: Share | None = None) -> PartResult:  # fmt: skip
+                     share: Share | None = None,
+                     progress: Reporter | None = None) -> PartResult:  # fmt: skip
     """One part searched depth first below ``best`` (module docstring, step 3).
 
     ``threads`` is recorded only: the search is numpy in one thread and builds no solver model.
@@ -123,7 +125,7 @@ def solve_part_below(tables: Tables, task: PartTask, best: float, *, threads: in
     nodes = Nodes.from_states(tables, task.states)
     left = task.deadline - time.time()
     out = descend(tables, nodes, float(best), deadline=start + left, max_nodes=task.max_nodes,
-                  share=share)  # fmt: skip
+                  share=share, progress=progress)  # fmt: skip
     status = Status.OPTIMAL if out.finished else Status.TIME_LIMIT
     return PartResult(task.index, status, out.value, out.w, out.bound, float(best),
                       time.perf_counter() - start, out.nodes, out.leaves, threads,
@@ -137,14 +139,17 @@ MapParts = Callable[[Tables, Sequence[PartTask], float], list]
 
 
 def sequential_parts(tables: Tables, tasks: Sequence[PartTask], incumbent: float, *,
-                     solve: SolvePart = solve_part_below) -> list[PartResult]:  # fmt: skip
+                     solve: SolvePart = solve_part_below,
+                     progress: Reporter | None = None) -> list[PartResult]:  # fmt: skip
     """Every part in this process, in order, each searched below the best value so far. A part
-    that raises is recorded as failed (``PartResult.failed``), the others go on."""
+    that raises is recorded as failed (``PartResult.failed``), the others go on. ``progress``
+    hears from a search of ONE part only (its bound is the whole's only then)."""
     best, results = float(incumbent), []
+    options = {"progress": progress} if progress is not None and len(tasks) == 1 else {}
     for task in tasks:
         start = time.perf_counter()
         try:
-            result = solve(tables, task, best)
+            result = solve(tables, task, best, **options)
         except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
             result = PartResult.failed(task.index, err, seconds=time.perf_counter() - start)
         if result.finished:

@@ -38,6 +38,7 @@ from oracles.base import (
 )  # fmt: skip
 from oracles.auto import AutoOracle
 from oracles.branch import SearchStopped
+from oracles.progress import reporter
 from oracles.split import MapParts, combine, plan_split, sequential_parts
 
 #: What the oracle does when the search does not certify: nothing (None) or the reference MIP.
@@ -104,8 +105,11 @@ class WindowOracle:
         except SearchStopped as err:  # the frontier alone: no part was searched
             return self._fallback(problem, None, math.inf, -math.inf, start,
                                   {"stopped": f"frontier: {err}"})  # fmt: skip
-        map_parts = sequential_parts if self.map_parts is None else self.map_parts
-        results = map_parts(plan.tables, plan.tasks, plan.incumbent)
+        if self.map_parts is None:
+            progress = reporter(problem.label, self.name)  # oracles.progress
+            results = sequential_parts(plan.tables, plan.tasks, plan.incumbent, progress=progress)
+        else:
+            results = self.map_parts(plan.tables, plan.tasks, plan.incumbent)
         solution = combine(plan, results, seconds=time.perf_counter() - start, backend=self.name)
         cert = solution.certificate
         if cert.certified or cert.status is not Status.TIME_LIMIT:

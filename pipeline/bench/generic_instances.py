@@ -1,5 +1,11 @@
-"""Issue 19's instances: scikit-learn's breast-cancer table as a generic table (30 continuous
-columns), and the OPDisc, Gaussian RSPM and exact 0/1 ERM problems built on it.
+"""Issue 19's instances: real tables with many continuous columns that scikit-learn ships
+(breast cancer: 30 columns; wine: 13; diabetes: 10; ``TABLES``), and the OPDisc, Gaussian RSPM
+and exact 0/1 ERM problems built on them.
+
+    python -m pipeline.bench.generic_instances --csv /abs/breast_cancer.csv [--table NAME]
+
+writes the table as a CSV and prints the ``+sweep=table`` command that runs it with its stated
+bounds (what the issue's done-when runs).
 
 The table goes through the project's own loader (``pipeline.data.table.load_table``, what
 ``+sweep=table dataset.balance=true`` runs): label ``malignant`` = +1, every column numeric and
@@ -10,7 +16,7 @@ rounds them, so the rounded values would put rows out of bounds). For a benchmar
 fixed, public choice; a release that wants its privacy to cover the encoding would state
 bounds that do not come from the data (SPEC section 1's remark on Adult's maxima).
 
-With the defaults: n = 326 training rows (163 of each label), all distinct, d = 30; OPDisc's
+Breast cancer with the defaults: n = 326 training rows (163 of each label), all distinct, d = 30; OPDisc's
 grid has B = floor(sqrt(30)) = 5 and D^2 = 30 (SPEC section 3), RSPM's is {-1, 0, 1}^30 with
 60 separator rows (SPEC section 4), delta = 1/n^2. The problems are built by the mechanisms'
 own code (``mechanisms.opdisc``, ``mechanisms.rspm``) from noise drawn with
@@ -32,21 +38,52 @@ from oracles.objective import MergedRows
 MECHANISMS = ("opdisc", "rspm", "erm")
 
 
-@lru_cache(maxsize=4)
-def breast_cancer_rows(split_seed: int = 0, balance_seed: int = 0) -> MergedRows:
-    """The balanced training rows of the breast-cancer table (module docstring)."""
-    import pandas as pd
-    from sklearn.datasets import load_breast_cancer
+#: Real tables with many continuous columns that scikit-learn ships (no download): name ->
+#: (loader, the label's positive value, what the label is).
+TABLES = {
+    "breast_cancer": ("load_breast_cancer", "malignant", "diagnosis: malignant (212) or benign"),
+    "wine": ("load_wine", "class_0", "cultivar: class_0 (59) or another (119)"),
+    "diabetes": ("load_diabetes", "high", "progression after a year above 140.5, the median"),
+}
 
+
+def table_frame(name: str = "breast_cancer"):
+    """The table ``name`` of ``TABLES`` as a DataFrame with a ``label`` column, and the stated
+    bounds of its columns (each column's minimum and maximum over the whole published table:
+    a fixed, public choice; module docstring). Column names have underscores for spaces, so
+    that a Hydra override can name them."""
+    import pandas as pd
+    from sklearn import datasets
+
+    loader, positive, _ = TABLES[name]
+    table = getattr(datasets, loader)()
+    columns = [c.replace(" ", "_") for c in table.feature_names]
+    frame = pd.DataFrame(table.data, columns=columns)
+    if name == "breast_cancer":
+        frame["label"] = np.where(table.target == 0, "malignant", "benign")
+    elif name == "wine":
+        frame["label"] = np.where(table.target == 0, "class_0", "other")
+    else:  # diabetes: a regression target, cut at its published median
+        frame["label"] = np.where(table.target > 140.5, "high", "low")
+    bounds = {c: [float(frame[c].min()), float(frame[c].max())] for c in columns}
+    return frame, positive, bounds
+
+
+@lru_cache(maxsize=8)
+def table_rows(name: str = "breast_cancer", split_seed: int = 0,
+               balance_seed: int = 0) -> MergedRows:  # fmt: skip
+    """The balanced training rows of the table ``name`` (module docstring)."""
     from pipeline.data.table import load_table
 
-    table = load_breast_cancer()
-    frame = pd.DataFrame(table.data, columns=table.feature_names)
-    frame["diagnosis"] = np.where(table.target == 0, "malignant", "benign")
-    bounds = {c: [float(frame[c].min()), float(frame[c].max())] for c in table.feature_names}
-    splits = load_table(frame, label="diagnosis", positive="malignant", numeric=bounds,
+    frame, positive, bounds = table_frame(name)
+    splits = load_table(frame, label="label", positive=positive, numeric=bounds,
                         split_seed=split_seed, balance=True, balance_seed=balance_seed)  # fmt: skip
     return MergedRows.from_xy(splits.train.features, splits.train.labels)
+
+
+def breast_cancer_rows(split_seed: int = 0, balance_seed: int = 0) -> MergedRows:
+    """The balanced training rows of the breast-cancer table (module docstring)."""
+    return table_rows("breast_cancer", split_seed, balance_seed)
 
 
 @dataclass(frozen=True)
@@ -66,9 +103,9 @@ class Instance:
 
 
 def make_instance(mechanism: str, epsilon: float | None = None, seed: int | None = None,
-                  rows: MergedRows | None = None) -> Instance:  # fmt: skip
-    """The problem of ``mechanism`` (opdisc, rspm or erm) on ``rows`` (default: the table)."""
-    rows = breast_cancer_rows() if rows is None else rows
+                  rows: MergedRows | None = None, table: str = "breast_cancer") -> Instance:  # fmt: skip
+    """The problem of ``mechanism`` (opdisc, rspm or erm) on ``rows`` (default: ``table``'s)."""
+    rows = table_rows(table) if rows is None else rows
     n, d = rows.n, rows.d
     if mechanism == "erm":
         (problem,) = ExactERM().problems(rows, {})
@@ -84,4 +121,28 @@ def make_instance(mechanism: str, epsilon: float | None = None, seed: int | None
     return Instance(mechanism, float(epsilon), int(seed), problem)
 
 
-__all__ = ["MECHANISMS", "Instance", "breast_cancer_rows", "make_instance"]
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m pipeline.bench.generic_instances",
+                                     description=__doc__.split("\n\n")[0])  # fmt: skip
+    parser.add_argument("--csv", type=Path, required=True, help="where to write the table")
+    parser.add_argument("--table", choices=sorted(TABLES), default="breast_cancer")
+    args = parser.parse_args(argv)
+    frame, positive, bounds = table_frame(args.table)
+    path = args.csv.resolve()
+    frame.to_csv(path, index=False)
+    numeric = ",".join(f"{c}:[{lo!r},{hi!r}]" for c, (lo, hi) in bounds.items())
+    print(f"wrote {path} ({len(frame)} rows, {len(bounds)} numeric columns); run it with")
+    print(f"python -m pipeline +sweep=table dataset.path={path} dataset.label=label "
+          f"dataset.positive={positive} dataset.balance=true 'dataset.numeric={{{numeric}}}'")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["MECHANISMS", "TABLES", "Instance", "breast_cancer_rows", "make_instance",
+           "table_frame", "table_rows"]

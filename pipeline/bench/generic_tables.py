@@ -1,23 +1,27 @@
-"""Issue 19 side by side: oracles on the breast-cancer table (30 continuous columns).
+"""Issue 19 side by side: the default oracle against today's reference on real generic tables.
 
-    python -m pipeline.bench.generic_tables [--mechanisms opdisc rspm erm] \
-        [--epsilons 1 3 10] [--seeds 0 1] [--oracles window highs gurobi] [--time-limit 120]
+    python -m pipeline.bench.generic_tables [--tables breast_cancer wine diabetes] \
+        [--mechanisms opdisc rspm erm] [--epsilons 0.3 1 3 10] [--seeds 0 1 2 3 4] \
+        [--oracles structured reference] [--time-limit 600] [--threads 1]
 
-Instances: ``pipeline.bench.generic_instances`` (n = 326 balanced training rows, d = 30;
-OPDisc on B = 5, D^2 = 30; Gaussian RSPM on {-1, 0, 1}^30; exact 0/1 ERM on OPDisc's grid;
-delta = 1/n^2; noise from numpy.random.default_rng(seed)). Oracles:
+Instances: ``pipeline.bench.generic_instances`` (tables that scikit-learn ships: breast cancer
+d = 30, wine d = 13, diabetes d = 10, every column continuous, balanced training rows; OPDisc
+on B = floor(sqrt(d)), D^2 = d; Gaussian RSPM on {-1, 0, 1}^d; exact 0/1 ERM on OPDisc's grid;
+delta = 1/n^2; noise from numpy.random.default_rng(seed)). Oracles, each run on every
+instance in turn, in one process:
 
-* ``window``: ``oracles.window.WindowOracle`` without its fallback (what the window alone
-  certifies; its bound when uncertified is the Lagrangian one);
-* ``window+mip``: the same with the fallback to the reference MIP (chosen by size);
-* ``highs``: the reference MILP on HiGHS as the ``highs`` oracle solves it (the unsafe presolve
-  reduction off, and a second opinion: ``oracles.highs.HighsOracle``);
-* ``gurobi``: the reference MILP on Gurobi (the model fits the pip licence: 717 columns).
+* ``structured``: the default oracle (``oracles.structured``): on these tables it has no shape
+  to use and hands OPDisc's and RSPM's problems to the window oracle's branch and bound
+  (``oracles.window``, falling back to the reference MIP when its search does not end), exact
+  ERM's to the reference;
+* ``reference``: what the default did before issue 19 on these tables: the reference MILP
+  through ``AutoOracle`` (Gurobi when its licence takes the model, else HiGHS);
+* ``window`` (the branch and bound without its fallback), ``highs``, ``gurobi``.
 
-One row per solve: certified, status, objective, bound, gap, wall seconds, and whether the
-answer agrees with the other methods' on the same instance (a certified answer that another
-method's feasible point beats is reported as FALSE). The machine and its load are printed
-before and after: figures from a shared machine.
+One row per solve: certified, status, objective, bound, gap, wall and CPU seconds, and whether
+the answer agrees with the other oracles' on the same instance (a certified answer that another
+oracle's feasible point beats is reported as FALSE). The machine and its load are printed
+before and after.
 """
 
 from __future__ import annotations
@@ -27,28 +31,24 @@ import statistics
 import sys
 import time
 
-
 from oracles.base import OBJECTIVE_TOL
 from pipeline.bench.fast_oracle import load_loadavg
-from pipeline.bench.generic_instances import MECHANISMS, breast_cancer_rows, make_instance
+from pipeline.bench.generic_instances import MECHANISMS, TABLES, make_instance, table_rows
 from pipeline.bench.machine import describe_machine, print_header
 
-ORACLES = ("window", "window+mip", "highs", "gurobi")
+ORACLES = ("structured", "reference", "window", "highs", "gurobi")
 
 
 def make(name: str, time_limit: float, threads: int):
-    from oracles.gurobi import GurobiOracle
-    from oracles.highs import HighsOracle
+    from oracles.registry import make_oracle
     from oracles.window import WindowOracle
 
+    if name == "reference":
+        return make_oracle("auto", time_limit=time_limit, threads=threads)
     if name == "window":
         return WindowOracle(time_limit=time_limit, threads=threads, fallback=None)
-    if name == "window+mip":
-        return WindowOracle(time_limit=time_limit, threads=threads, fallback="mip")
-    if name == "highs":
-        return HighsOracle(time_limit=time_limit, threads=threads)
-    if name == "gurobi":
-        return GurobiOracle(time_limit=time_limit, threads=threads)
+    if name in ORACLES:
+        return make_oracle(name, time_limit=time_limit, threads=threads)
     raise ValueError(f"unknown oracle {name!r}; known: {ORACLES}")
 
 
@@ -69,61 +69,80 @@ def check(problem, runs: list[tuple[str, object]]) -> list[str]:
     return out
 
 
+def _summary(name: str, got: list, private_only: bool) -> str:
+    got = [(c, wall, cpu) for mech, c, wall, cpu in got if mech != "erm" or not private_only]
+    if not got:
+        return f"{name}: none"
+    walls = [wall for _, wall, _ in got]
+    cpus = [cpu for _, _, cpu in got]
+    ok = sum(c.certified for c, _, _ in got)
+    return (f"{name}: {ok}/{len(got)} certified; wall s median {statistics.median(walls):.1f}, "
+            f"max {max(walls):.1f}; CPU s median {statistics.median(cpus):.1f}, "
+            f"max {max(cpus):.1f}")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m pipeline.bench.generic_tables",
+                                     description=__doc__.split("\n\n")[0])  # fmt: skip
+    parser.add_argument("--tables", nargs="+", choices=sorted(TABLES), default=list(TABLES))
     parser.add_argument("--mechanisms", nargs="+", choices=MECHANISMS, default=list(MECHANISMS))
-    parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 3.0, 10.0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--epsilons", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--oracles", nargs="+", choices=ORACLES,
-                        default=["window", "highs", "gurobi"])  # fmt: skip
-    parser.add_argument("--time-limit", type=float, default=120.0)
+                        default=["structured", "reference"])  # fmt: skip
+    parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
 
     import highspy  # noqa: F401 - imported once, so that no solve pays the import
 
-    rows = breast_cancer_rows()
     load_before = load_loadavg()
-    print(f"machine: {describe_machine()}; {load_before} at start (shared machine)")
-    print(f"table: breast cancer, n={rows.n}, distinct rows={rows.n_distinct}, d={rows.d}, "
-          f"delta=1/n^2, time limit {args.time_limit:g}s, threads {args.threads}")  # fmt: skip
-    print_header([("instance", "<22"), ("oracle", "<10"), ("cert", "<4"), ("status", "<12"),
-                  ("objective", ">12"), ("bound", ">12"), ("gap", ">9"), ("seconds", ">8")],
-                 "check  note")  # fmt: skip
-    specs = []
-    for mech in args.mechanisms:
-        if mech == "erm":
-            specs.append(("erm", None, None))
-        else:
-            specs += [(mech, e, s) for e in args.epsilons for s in args.seeds]
-    results: dict[str, list] = {name: [] for name in args.oracles}
+    print(f"machine: {describe_machine()}; {load_before} at start")
+    print(f"time limit {args.time_limit:g}s, threads {args.threads}, delta=1/n^2")
+    for table in args.tables:
+        rows = table_rows(table)
+        print(f"table {table}: {TABLES[table][2]}; n={rows.n}, distinct rows={rows.n_distinct}, "
+              f"d={rows.d}")  # fmt: skip
+    print_header([("instance", "<36"), ("oracle", "<10"), ("cert", "<4"), ("status", "<12"),
+                  ("objective", ">12"), ("bound", ">12"), ("gap", ">9"), ("wall_s", ">7"),
+                  ("cpu_s", ">7")], "check  note")  # fmt: skip
+    results: dict[tuple[str, str], list] = {}
     false = 0
-    for mech, eps, seed in specs:
-        inst = make_instance(mech, eps, seed, rows)
-        runs = []
-        for name in args.oracles:
-            oracle = make(name, args.time_limit, args.threads)
-            wall = time.perf_counter()
-            sol = oracle.solve(inst.problem)
-            runs.append((name, sol))
-            results[name].append((sol.certificate, time.perf_counter() - wall))
-        for (name, sol), verdict in zip(runs, check(inst.problem, runs)):
-            c = sol.certificate
-            false += verdict == "FALSE"
-            note = c.extra.get("window", "")
-            if "window_points" in c.extra:
-                note = f"window {c.extra['window_points']} points"
-            print(f"{inst.name:<22} {name:<10} {('yes' if c.certified else 'no'):<4} "
-                  f"{c.status.value:<12} {c.objective:>12.3f} {c.bound:>12.3f} {c.gap:>9.3f} "
-                  f"{c.seconds:>8.1f}  {verdict:<6} {note}", flush=True)  # fmt: skip
+    for table in args.tables:
+        specs = []
+        for mech in args.mechanisms:
+            if mech == "erm":
+                specs.append(("erm", None, None))
+            else:
+                specs += [(mech, e, s) for e in args.epsilons for s in args.seeds]
+        for mech, eps, seed in specs:
+            inst = make_instance(mech, eps, seed, table_rows(table))
+            runs = []
+            for name in args.oracles:
+                oracle = make(name, args.time_limit, args.threads)
+                wall, cpu = time.perf_counter(), time.process_time()
+                sol = oracle.solve(inst.problem)
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                runs.append((name, sol, wall, cpu))
+                results.setdefault((table, name), []).append((mech, sol.certificate, wall, cpu))
+            verdicts = check(inst.problem, [(name, sol) for name, sol, _, _ in runs])
+            for (name, sol, wall, cpu), verdict in zip(runs, verdicts):
+                c = sol.certificate
+                false += verdict == "FALSE"
+                note = c.fallback or c.backend
+                print(f"{table + ' ' + inst.name:<36} {name:<10} "
+                      f"{('yes' if c.certified else 'no'):<4} {c.status.value:<12} "
+                      f"{c.objective:>12.3f} {c.bound:>12.3f} {c.gap:>9.3f} {wall:>7.1f} "
+                      f"{cpu:>7.1f}  {verdict:<6} {note[-60:]}", flush=True)  # fmt: skip
     print()
-    for name, got in results.items():
-        times = [t for _, t in got]
-        ok = sum(c.certified for c, _ in got)
-        print(f"summary {name}: {ok}/{len(got)} certified; wall seconds median "
-              f"{statistics.median(times):.1f}, max {max(times):.1f} (uncertified solves at "
-              f"their full time)")  # fmt: skip
-    print(f"false certificates (beaten by another method's point): {false}")
+    for (table, name), got in results.items():
+        print(f"summary {table}, OPDisc and RSPM, {_summary(name, got, True)}")
+        erm = [c for mech, c, _, _ in got if mech == "erm"]
+        for c in erm:
+            print(f"summary {table}, exact ERM, {name}: "
+                  f"{'certified' if c.certified else 'not certified'}, objective "
+                  f"{c.objective:.3f}, bound {c.bound:.3f}, gap {c.gap:.3f}")  # fmt: skip
+    print(f"false certificates (beaten by another oracle's point): {false}")
     print(f"machine: {describe_machine()}; {load_before} at start, {load_loadavg()} at end")
     return 0
 

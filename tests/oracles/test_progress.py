@@ -204,3 +204,18 @@ def test_the_structured_search_reports_its_incumbent_and_bound():
     assert all(math.isfinite(p.incumbent) for p in seen)  # w = 0 is the first incumbent
     assert seen[-1].incumbent >= plain.certificate.objective - 1e-9
     assert all(p.bound <= plain.certificate.objective + 1e-6 for p in seen)
+
+
+def test_the_window_search_reports_its_best_and_a_valid_bound():
+    from oracles.window import WindowOracle
+    from tests.oracles.contract import hard_instance
+
+    problem = hard_instance()  # weak noise: the search runs for about a second
+    oracle = WindowOracle(time_limit=120.0, search_seconds=0.05, fallback=None)
+    plain, heard, seen = _solve_with_and_without(oracle, problem, interval=0.0)
+    assert plain.certificate.certified
+    same_answer(plain, heard)
+    assert seen and all(p.backend == "window" for p in seen)
+    assert all(p.incumbent >= plain.certificate.objective - 1e-9 for p in seen)
+    assert all(p.bound <= plain.certificate.objective + 1e-9 for p in seen)
+    assert all(p.bound <= p.incumbent for p in seen)
