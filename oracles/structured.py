@@ -174,11 +174,16 @@ class StructuredOracle:
 
 
 def has_noise(problem: Problem) -> bool:
-    """OPDisc's and RSPM's problems (an IntegerGrid) carry a noise term; exact ERM's do not.
-    Which mechanism made the problem, not the data, decides it (SPEC section 8)."""
+    """OPDisc's and RSPM's problems (an IntegerGrid) carry a noise term, exact ERM's do not:
+    OPDisc's is linear (and the norm term), RSPM's is the real-valued weights of its separator
+    rows, while data rows weigh whole counts. The noise, not the data, decides it (SPEC
+    section 8)."""
     if not isinstance(problem.domain, IntegerGrid):
         return False
-    return bool(np.any(problem.linear != 0)) or problem.norm_coef != 0.0
+    if np.any(problem.linear != 0) or problem.norm_coef != 0.0:
+        return True
+    weights = np.concatenate([problem.pos, problem.neg])
+    return bool(np.any((weights < 0) | (weights != np.round(weights))))
 
 
 class _Search:

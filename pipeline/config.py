@@ -36,7 +36,9 @@ class ConfigError(ValueError):
 
 
 #: The oracles a config may name (``oracles.registry``; ``convex`` is OPSamp's own).
-ORACLE_NAMES = ("structured", "auto", "highs", "gurobi", "enumerate")
+ORACLE_NAMES = ("structured", "auto", "highs", "gurobi", "enumerate", "window")
+#: The oracles whose one solve can be split into parts run as Ray tasks (``oracle.parts``).
+SPLIT_ORACLES = ("structured", "window")
 
 
 @dataclass
@@ -49,12 +51,20 @@ class OracleConfig:
     name: str = "structured"
     time_limit: float = DEFAULT_TIME_LIMIT
     threads: int = DEFAULT_THREADS
+    #: > 1: the window oracle's search (generic tables, ``oracles.window``) of one solve is cut
+    #: into this many parts run as Ray tasks of ``threads`` CPUs each, sharing the best value
+    #: (``pipeline.split_solve``); 1: in the run's own process.
+    parts: int = 1
 
     def check(self) -> None:
         _require(self.name in ORACLE_NAMES, "name", "must be " + ", ".join(ORACLE_NAMES),
                  self.name)  # fmt: skip
         _require(self.time_limit > 0, "time_limit", "must be > 0", self.time_limit)
         _require(self.threads >= 1, "threads", "must be >= 1", self.threads)
+        _require(self.parts >= 1, "parts", "must be >= 1", self.parts)
+        _require(self.parts == 1 or self.name in SPLIT_ORACLES, "parts",
+                 "must be 1 unless oracle.name is " + " or ".join(SPLIT_ORACLES),
+                 self.parts)  # fmt: skip
 
 
 # --- sweep, tracking, cluster ------------------------------------------------------------------

@@ -24,8 +24,9 @@ from oracles.registry import make_oracle as registry_oracle
 from pipeline.catalog import (
     CATALOG, NON_ORACLE, NON_PRIVATE, MechanismConfig, build_mechanism, run_whole,
 )  # fmt: skip
-from pipeline.config import Config, OracleConfig
+from pipeline.config import SPLIT_ORACLES, Config, OracleConfig
 from pipeline.data.record import Dataset
+from pipeline.split_solve import ray_map_parts
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,8 @@ def sweep_keys(config: Config) -> list[RunKey]:
 def make_oracle(cfg: OracleConfig, threads: int | None = None,
                 mechanism: MechanismConfig | None = None) -> Any:  # fmt: skip
     """The oracle ``mechanism`` needs (its catalog entry says which), built with the configured
-    options (time_limit, threads; default ``cfg.threads``).
+    options (time_limit, threads; default ``cfg.threads``; ``cfg.parts`` > 1 runs the window
+    search's parts as Ray tasks, ``pipeline.split_solve``).
 
     The one place an oracle is built for a run: the entry names an oracle (OPSamp's logistic
     loss: ``convex``) or the configured one (``cfg.name``); every oracle gets ``cfg.time_limit``
@@ -92,7 +94,11 @@ def make_oracle(cfg: OracleConfig, threads: int | None = None,
         if needed is None:
             raise ValueError(f"{mechanism.name!r} calls no oracle")
         name = cfg.name if needed == "configured" else needed
-    return registry_oracle(name, time_limit=cfg.time_limit, threads=threads or cfg.threads)
+    threads = threads or cfg.threads
+    options = {}
+    if cfg.parts > 1 and name in SPLIT_ORACLES:  # parts as Ray tasks of `threads` CPUs each
+        options = {"parts": cfg.parts, "map_parts": ray_map_parts(cpus_per_task=threads)}
+    return registry_oracle(name, time_limit=cfg.time_limit, threads=threads, **options)
 
 
 def privacy_delta(config: Config, n: int) -> float:

@@ -9,6 +9,8 @@ The Gurobi asserts are skipped only when Gurobi has no licence at all (errno 100
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -52,14 +54,17 @@ def _assert_exact(problem: Problem, solution) -> None:
     assert abs(cert.objective - float(truth.minimum)) <= 1e-9 * max(1.0, abs(cert.objective))
 
 
-#: Exact ERM instances of the fuzz (no noise term: the reference is their fallback).
-ERM_SEEDS = [2, 6, 10, 14]
+def erm_instance(seed: int) -> Problem:
+    """The fuzz's OPDisc instance ``seed`` without its noise: exact 0/1 ERM, whose fallback is
+    the reference (no noise for the window oracle to prune by)."""
+    problem = fuzz_instance(seed)
+    return dataclasses.replace(problem, linear=np.zeros(problem.d), norm_coef=0.0)
 
 
-@pytest.mark.parametrize("seed", ERM_SEEDS)
+@pytest.mark.parametrize("seed", [0, 4, 8, 12])
 def test_a_fallback_within_the_licence_is_solved_by_gurobi(seed):
     _gurobi_licensed()
-    problem = fuzz_instance(seed)
+    problem = erm_instance(seed)
     assert not has_noise(problem)
     milp = build_milp(problem)
     assert milp.n_cols <= LICENCE_LIMIT and milp.n_rows <= LICENCE_LIMIT
@@ -89,7 +94,7 @@ def test_a_fallback_over_the_licence_is_solved_by_highs_with_the_licence_reason(
 
 def test_the_same_problem_on_either_backend_certifies_the_same_minimum():
     _gurobi_licensed()
-    problem = fuzz_instance(6)
+    problem = erm_instance(4)
     on_gurobi = StructuredOracle(max_combos=1, reference=("gurobi",)).solve(problem)
     on_highs = StructuredOracle(max_combos=1, reference=("highs",)).solve(problem)
     assert on_gurobi.certificate.fallback is not None  # the premise: a fallback happened
@@ -99,7 +104,7 @@ def test_the_same_problem_on_either_backend_certifies_the_same_minimum():
     _assert_exact(problem, on_highs)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 3, 4])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])  # OPDisc, OPDisc, RSPM, near-margin OPDisc
 def test_a_noisy_problem_without_the_shape_goes_to_the_window_oracle(seed):
     problem = fuzz_instance(seed)
     assert has_noise(problem)

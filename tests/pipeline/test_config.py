@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
@@ -40,7 +42,7 @@ def test_adult_sweep_is_the_paper_grid():
     assert config.oracle.name == "structured"
 
 
-@pytest.mark.parametrize("name", ["structured", "auto", "highs", "gurobi", "enumerate"])
+@pytest.mark.parametrize("name", ["structured", "auto", "highs", "gurobi", "enumerate", "window"])
 def test_every_oracle_option_composes_and_builds(name):
     from pipeline.tasks import make_oracle
 
@@ -48,6 +50,28 @@ def test_every_oracle_option_composes_and_builds(name):
     assert config.oracle.name == name
     oracle = make_oracle(config.oracle)
     assert oracle.name == name
+
+
+@pytest.mark.parametrize("name", ["structured", "window"])
+def test_oracle_parts_split_the_window_search_into_ray_tasks(name):
+    from pipeline.split_solve import RayMapParts
+    from pipeline.tasks import make_oracle
+
+    config = validate(_compose([f"oracle={name}", "oracle.parts=4", "oracle.threads=2"]))
+    oracle = make_oracle(config.oracle)
+    assert oracle.parts == 4 and isinstance(oracle.map_parts, RayMapParts)
+    assert oracle.map_parts.cpus_per_task == 2  # a part holds the CPUs of the oracle's threads
+    assert make_oracle(validate(_compose([f"oracle={name}"])).oracle).map_parts is None
+
+
+@pytest.mark.parametrize("override, message", [
+    ("oracle.parts=0", "oracle.parts: must be >= 1, found 0"),
+    ("oracle=highs oracle.parts=2", "oracle.parts: must be 1 unless oracle.name is structured "
+                                    "or window, found 2"),
+])  # fmt: skip
+def test_oracle_parts_are_checked(override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        validate(_compose(override.split()))
 
 
 def test_overrides_reach_the_typed_config():
@@ -90,7 +114,7 @@ def test_unknown_option_lists_the_options():
         (["margin=0"], "margin: must be > 0, found 0.0"),
         (["cluster.num_cpus=0"], "cluster.num_cpus: must be >= 1 or null, found 0"),
         (["oracle.name=cplex"],
-         "oracle.name: must be structured, auto, highs, gurobi, enumerate, found 'cplex'"),
+         "oracle.name: must be structured, auto, highs, gurobi, enumerate, window, found 'cplex'"),
     ],
 )  # fmt: skip
 def test_bad_values_name_the_field(overrides, message):
