@@ -29,8 +29,8 @@ relative slack (``noise_window.threshold_slack``), so rounding can keep a node, 
 
 Depth first, a chunk of nodes at a time, lowest bounds first: memory stays bounded (the depth
 times the chunk), the best falls early, and every node is checked against the best when it is
-popped, not when it was made. The scores of the rows (``S``) are updated incrementally from the
-parent's.
+popped, not when it was made. The rows' signed scores (``Nodes.Y``) are updated incrementally
+from the parent's.
 
 Splitting (for Ray): ``frontier`` expands breadth first until a level holds enough nodes;
 ``deal`` hands them out round-robin in order of their bounds, so every part gets a share of the
@@ -55,6 +55,8 @@ from oracles.noise_window import (
 
 #: Nodes expanded at once (rows x chunk scores in memory per stack entry).
 CHUNK = 4096
+#: float32's unit roundoff: the signed scores Y are kept in float32 (``build_tables``).
+Y_ROUNDING = 2.0**-24
 #: How often (seconds) a search calls its ``share`` callback.
 SHARE_EVERY = 1.0
 
@@ -75,14 +77,20 @@ class Tables:
             not allowed).
         const: N_lam's constant.
         comp: (d + 1, cap + 1) ``noise_window.completion_tables``.
-        X: (u, d) the rows of L, coefficients on k (tau x_u), columns in search order.
+        X: (u, d) the rows of L that can owe (``extra`` > 0), coefficients on k (tau x_u),
+            columns in search order.
         reach: (u, d + 1, cap + 1) the exact max of |sum_{i >= j} X_ui k_i| over completions with
             square sum at most r (``reach_tables``).
-        tol: (u,) a rounding allowance on a row's score.
+        tol: (u,) a rounding allowance on a row's signed score (kept in float32).
         extra: (u,) what a row forced to its costly label owes above its minorant.
         costly_negative: (u,) the costly label is -1.
         margin: mu.
         scale: the size of N_lam's terms (``noise_window.threshold_slack``).
+        sign: (u,) -1 where the costly label is -1, else +1: a node keeps its rows' scores as
+            Y = sign (S - mu), and a row is forced exactly when Y exceeds its room.
+        steps: (d, u) sign X transposed: what fixing k_j = 1 adds to Y.
+        room: (d + 1, cap + 1, u) reach plus tol, rounded up to float32, by level and budget:
+            a row is forced when Y > room[level, cap - p].
     """
 
     problem: Problem
@@ -97,6 +105,9 @@ class Tables:
     costly_negative: np.ndarray
     margin: float
     scale: float
+    sign: np.ndarray
+    steps: np.ndarray
+    room: np.ndarray
 
     @property
     def d(self) -> int:
@@ -150,41 +161,53 @@ def build_tables(problem: Problem, tight: Split, prune: RowPrune) -> Tables:
     order = coordinate_order(tight)
     comp = completion_tables(tight, order)
     B = (tight.unary.shape[1] - 1) // 2
-    X = prune.X[:, order]
+    owes = prune.extra > 0  # a row whose minorant already carries its whole weight owes nothing
+    X = prune.X[owes][:, order]
     unary = tight.unary[order]
     finite = np.where(np.isfinite(unary), np.abs(unary), 0.0)
     norm = np.abs(tight.norm[np.isfinite(tight.norm)])
     scale = float(finite.max(axis=1).sum() + norm.max(initial=0.0) + abs(tight.const))
-    tol = 1e-9 * (1.0 + B * np.abs(X).sum(axis=1) + abs(prune.margin))
-    return Tables(problem, order, unary, float(tight.const), comp, X,
-                  reach_tables(X, B, comp.shape[1] - 1), tol, prune.extra,
-                  prune.costly_negative, float(prune.margin), scale)  # fmt: skip
+    # Y is kept in float32 (half the memory traffic): d + 1 rounded products and additions of
+    # terms whose sum is at most B |x|_1 + |mu| in size, each off by at most 2^-24 of it; the
+    # allowance is twice that
+    size = 1.0 + B * np.abs(X).sum(axis=1) + abs(prune.margin)
+    tol = Y_ROUNDING * 4 * (X.shape[1] + 2) * size
+    reach = reach_tables(X, B, comp.shape[1] - 1)
+    costly_negative = prune.costly_negative[owes]
+    sign = np.where(costly_negative, -1.0, 1.0)
+    room = (reach + tol[:, None, None]).transpose(1, 2, 0)
+    room = np.nextafter(room.astype(np.float32), np.float32(np.inf))  # rounded up: safe
+    steps = (sign[:, None] * X).T.astype(np.float32)
+    return Tables(problem, order, unary, float(tight.const), comp, X, reach, tol,
+                  prune.extra[owes], costly_negative, float(prune.margin), scale, sign,
+                  np.ascontiguousarray(steps), np.ascontiguousarray(room))  # fmt: skip
 
 
 @dataclass(eq=False)
 class Nodes:
     """Prefixes at one level: states (m, level) int8 in search order, their N_lam cost C, square
-    sum P, row scores S (m, u) and lower bound (C + Comp + owed, without ``const``)."""
+    sum P, signed row scores Y = sign (S - mu) (m, u; ``Tables.sign``) and lower bound
+    (C + Comp + owed, without ``const``)."""
 
     level: int
     states: np.ndarray
     C: np.ndarray
     P: np.ndarray
-    S: np.ndarray
+    Y: np.ndarray
     lb: np.ndarray
 
     def __len__(self) -> int:
         return len(self.states)
 
     def take(self, idx) -> "Nodes":
-        return Nodes(self.level, self.states[idx], self.C[idx], self.P[idx], self.S[idx],
+        return Nodes(self.level, self.states[idx], self.C[idx], self.P[idx], self.Y[idx],
                      self.lb[idx])  # fmt: skip
 
     @classmethod
     def root(cls, t: Tables) -> "Nodes":
         lb = np.array([t.comp[0, 0]])
         return cls(0, np.zeros((1, 0), np.int8), np.zeros(1), np.zeros(1, np.int64),
-                   np.zeros((1, t.X.shape[0])), lb)  # fmt: skip
+                   (-t.sign * t.margin)[None, :].astype(np.float32), lb)  # fmt: skip
 
     @classmethod
     def from_states(cls, t: Tables, states: np.ndarray) -> "Nodes":
@@ -195,18 +218,18 @@ class Nodes:
         idx = states.astype(np.int64) + B
         C = t.unary[np.arange(level)[None, :], idx].sum(axis=1) if level else np.zeros(len(states))
         P = (states.astype(np.int64) ** 2).sum(axis=1)
-        S = states.astype(float) @ t.X[:, :level].T
-        nodes = cls(level, states, C, P, S, np.zeros(len(states)))
-        nodes.lb = C + t.comp[level, P] + owed(t, level, P, S)
+        Y = (t.sign * (states.astype(float) @ t.X[:, :level].T - t.margin)).astype(np.float32)
+        nodes = cls(level, states, C, P, Y, np.zeros(len(states)))
+        nodes.lb = C + t.comp[level, P] + owed(t, level, P, Y)
         return nodes
 
 
-def owed(t: Tables, level: int, P: np.ndarray, S: np.ndarray) -> np.ndarray:
-    """What the rows forced by each node (level, square sums P, scores S) owe (module
-    docstring): a row is forced when its score cannot reach the other side of mu."""
-    rem = t.reach[:, level, :][:, t.cap - P].T + t.tol[None, :]  # (m, u)
-    rem *= 1.0 + 1e-12
-    forced = np.where(t.costly_negative[None, :], S + rem < t.margin, S - rem >= t.margin)
+def owed(t: Tables, level: int, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """What the rows forced by each node (level, square sums P, signed scores Y) owe (module
+    docstring): a row is forced when its score cannot reach the other side of mu, i.e. its
+    signed distance to mu on the costly side exceeds what the completion can still add. (The
+    strict test also leaves a row whose score could end exactly on mu unforced: safe.)"""
+    forced = Y > t.room[level][t.cap - P]  # (m, u)
     return forced.astype(float) @ t.extra
 
 
@@ -225,14 +248,14 @@ def expand(t: Tables, nodes: Nodes, T: float) -> Nodes:
     pi, vi = np.nonzero(ok)
     if not len(pi):
         return Nodes(j + 1, np.zeros((0, j + 1), np.int8), np.zeros(0), np.zeros(0, np.int64),
-                     np.zeros((0, t.X.shape[0])), np.zeros(0))  # fmt: skip
+                     np.zeros((0, len(t.sign)), np.float32), np.zeros(0))  # fmt: skip
     v = vals[vi]
     states = np.hstack([nodes.states[pi], v.astype(np.int8)[:, None]])
-    S = nodes.S[pi] + v[:, None].astype(float) * t.X[:, j][None, :]
+    Y = nodes.Y[pi] + v[:, None].astype(np.float32) * t.steps[j][None, :]
     P, C, lb = P2[pi, vi], C2[pi, vi], nb[pi, vi]
-    lb = lb + owed(t, j + 1, P, S)
+    lb = lb + owed(t, j + 1, P, Y)
     keep = lb <= T
-    return Nodes(j + 1, states[keep], C[keep], P[keep], S[keep], lb[keep])
+    return Nodes(j + 1, states[keep], C[keep], P[keep], Y[keep], lb[keep])
 
 
 def frontier(t: Tables, best: float, *, at_least: int, max_nodes: int = 2_000_000) -> Nodes:
