@@ -168,20 +168,6 @@ def completion_tables(split: Split, order: np.ndarray) -> np.ndarray:
     return comp
 
 
-def restrict(split: Split, fixed: dict[int, int] | None) -> Split:
-    """The Split of the part of the grid where k_j = v for every (j, v) in ``fixed``: the other
-    values of a fixed coordinate cost +inf (a restricted domain, ``GridPart``)."""
-    if not fixed:
-        return split
-    B = (split.unary.shape[1] - 1) // 2
-    unary = split.unary.copy()
-    for j, v in fixed.items():
-        keep = unary[j, v + B]
-        unary[j] = np.inf
-        unary[j, v + B] = keep
-    return Split(unary, split.norm, split.const, split.rows, split.loss_floor)
-
-
 def coordinate_order(split: Split) -> np.ndarray:
     """Coordinates by decreasing spread of their finite unary costs (costly first: a prefix of
     them prunes early); ties by index, so the order is a pure function of the Split."""
@@ -321,5 +307,5 @@ def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = No
 
 
 __all__ = ["RowPrune", "Split", "WINDOW_REL_SLACK", "completion_tables", "coordinate_order",
-           "restrict", "row_minorants", "row_prune", "separable_argmin", "split_objective",
+           "row_minorants", "row_prune", "separable_argmin", "split_objective",
            "threshold_slack", "tighten", "tightened_split"]

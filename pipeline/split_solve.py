@@ -1,8 +1,8 @@
 """A split solve on Ray (issue 19, item 2): the parts of ``oracles.split`` as Ray tasks that share
 the best value found so far.
 
-``oracles.split.solve_split(problem, ray_map_parts())`` runs the same code as the one-process
-solve; only where the parts run changes:
+``WindowOracle(parts=N, map_parts=ray_map_parts())`` (``oracles.window``) runs the same code as
+the one-process solve; only where the parts run changes:
 
 * the search's ``Tables`` (numpy records and the Problem) are put in Ray's object store ONCE
   and every task reads them from there; each part is a Ray task holding ``cpus_per_task`` CPUs
@@ -11,9 +11,10 @@ solve; only where the parts run changes:
   passed as its ``threads`` (recorded in its ``PartResult`` and the certificate; the search
   itself is numpy and builds no solver model);
 * a ``BestValue`` actor (no CPU, like ``pipeline.progress.ProgressBoard``) holds the least
-  exact objective found so far, starting at the incumbent's: a task reads it when it starts and
-  about every second while it searches (``oracles.branch.SHARE_EVERY``), and offers each better
-  point it finds at once, so the parts prune each other while they run;
+  exact objective found so far, starting at the incumbent's: a task reads it about every second
+  while it searches (``oracles.branch.SHARE_EVERY``) and offers each better point it finds at
+  once, so the parts prune each other while they run. A task never blocks on the actor (a task
+  blocked in ``ray.get`` lends its CPU to another part, and two parts would share one CPU);
 * a task that raises is recorded as a failed part (``PartResult.failed``), and so is a task
   Ray lost: the whole is then uncertified (``oracles.split.combine``), never retried with
   other parts' values.
@@ -57,30 +58,41 @@ def assigned_cpus() -> int:
     return max(1, int(round(cpus)))
 
 
-def solve_part_task(tables: Tables, task: PartTask, best: Any) -> PartResult:
+def solve_part_task(tables: Tables, task: PartTask, best: Any, start_value: float) -> PartResult:
     """One part on a Ray worker, sharing the best value through the ``best`` actor while it
-    searches. Its own failure is a failed part, not an exception."""
+    searches. Its own failure is a failed part, not an exception.
+
+    Nothing here waits on the actor: a task blocked in ``ray.get`` hands its CPU back to Ray,
+    which then starts another part on it, so two parts would share one CPU. Offers are sent
+    without waiting, and a read is taken only once it has arrived (``ray.wait`` with timeout
+    0); the part starts from ``start_value``, the best known when the parts were launched."""
     import ray
 
     start = time.perf_counter()
     threads = assigned_cpus()
+    pending = [best.read.remote()]
 
     def share(value: float) -> float:
         if math.isfinite(value):
-            return ray.get(best.offer.remote(value))
-        return ray.get(best.read.remote())
+            best.offer.remote(value)
+        ready, _ = ray.wait(pending, timeout=0)
+        if not ready:
+            return value
+        known = ray.get(ready[0])
+        pending[0] = best.read.remote()
+        return min(value, known)
 
     try:
-        return solve_part_below(tables, task, ray.get(best.read.remote()), threads=threads,
-                                share=share)  # fmt: skip
+        return solve_part_below(tables, task, start_value, threads=threads, share=share)
     except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
         return PartResult.failed(task.index, err, seconds=time.perf_counter() - start,
                                  threads=threads)  # fmt: skip
 
 
 class RayMapParts:
-    """``map_parts`` for ``oracles.split.solve_split``: every part a Ray task (module
-    docstring). Keeps ``best_seen``, the shared value when the last call ended."""
+    """``map_parts`` for ``oracles.window.WindowOracle``: every part a Ray task (module
+    docstring). Keeps ``best_seen``, the shared value read when the last call ended (offers are
+    not awaited, so it may miss the last ones)."""
 
     def __init__(self, cpus_per_task: int = 1) -> None:
         if cpus_per_task < 1:
@@ -96,7 +108,7 @@ class RayMapParts:
         remote = ray.remote(num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES)(
             solve_part_task)  # fmt: skip
         shared = ray.put(tables)
-        refs = [remote.remote(shared, task, best) for task in tasks]
+        refs = [remote.remote(shared, task, best, incumbent) for task in tasks]
         results = []
         try:
             for task, ref in zip(tasks, refs):

@@ -121,6 +121,23 @@ def make_instance(mechanism: str, epsilon: float | None = None, seed: int | None
     return Instance(mechanism, float(epsilon), int(seed), problem)
 
 
+def sweep_instance(mechanism: str, epsilon: float, run: int, table: str = "breast_cancer",
+                   sweep_seed: int = 0) -> Instance:  # fmt: skip
+    """The problem of run ``run`` of ``+sweep=table`` on ``table`` (noise from
+    ``pipeline.tasks.run_generator``, as the sweep draws it; mechanism opdisc or rspm)."""
+    from pipeline.tasks import RunKey, run_generator
+
+    rows = table_rows(table)
+    name = {"opdisc": "opdisc", "rspm": "rspm_gaussian"}[mechanism]
+    rng = run_generator(sweep_seed, RunKey(name, float(epsilon), int(run)))
+    if mechanism == "opdisc":
+        mech = OPDisc(OPDiscParams(epsilon, 1.0 / rows.n**2))
+    else:
+        mech = RSPM(RSPMParams(epsilon, 1.0 / rows.n**2, noise="gaussian"))
+    (problem,) = mech.problems(rows, mech.draw_noise(rng, rows.n, rows.d))
+    return Instance(mechanism, float(epsilon), int(run), problem)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     from pathlib import Path
@@ -145,4 +162,4 @@ if __name__ == "__main__":
 
 
 __all__ = ["MECHANISMS", "TABLES", "Instance", "breast_cancer_rows", "make_instance",
-           "table_frame", "table_rows"]
+           "sweep_instance", "table_frame", "table_rows"]

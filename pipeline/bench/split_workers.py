@@ -1,7 +1,7 @@
 """The split solve with 1 and 2 Ray workers, beside the one-process solve, on one instance.
 
     python -m pipeline.bench.split_workers [--mechanism opdisc|rspm] [--epsilon 3] [--seed 1] \
-        [--parts 8] [--workers 1 2]
+        [--parts 8] [--workers 1 2] [--sweep-run R]
 
 Issue 19, part 2: one large exact solve cut into parts (``oracles.split``) that run as Ray
 tasks sharing the best value while they run (``pipeline.split_solve``). The instance is the
@@ -22,7 +22,7 @@ import time
 
 from oracles.window import WindowOracle
 from pipeline.bench.fast_oracle import load_loadavg
-from pipeline.bench.generic_instances import make_instance
+from pipeline.bench.generic_instances import make_instance, sweep_instance
 from pipeline.bench.machine import describe_machine, print_header
 
 
@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epsilon", type=float, default=3.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--parts", type=int, default=8)
+    parser.add_argument("--sweep-run", type=int, default=None, metavar="R",
+                        help="instead of --seed: the noise of run R of +sweep=table on breast "
+                             "cancer (run 3 at epsilon 3 is the hardest the sweep met)")
     parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args(argv)
@@ -46,10 +49,15 @@ def main(argv: list[str] | None = None) -> int:
                               map_parts=map_parts)  # fmt: skip
         return oracle.solve(instance.problem)
 
-    instance = make_instance(args.mechanism, args.epsilon, args.seed)
+    if args.sweep_run is None:
+        instance = make_instance(args.mechanism, args.epsilon, args.seed)
+    else:
+        instance = sweep_instance(args.mechanism, args.epsilon, args.sweep_run)
     load_before = load_loadavg()
     print(f"machine: {describe_machine()}; {load_before} at start")
-    print(f"instance: breast cancer, {instance.name}, d={instance.problem.d}, "
+    which = instance.name if args.sweep_run is None else (
+        f"{args.mechanism} eps={args.epsilon:g}, noise of +sweep=table's run {args.sweep_run}")
+    print(f"instance: breast cancer, {which}, d={instance.problem.d}, "
           f"{instance.problem.n_rows} rows; parts={args.parts}")  # fmt: skip
     print_header([("method", "<14"), ("status", "<11"), ("objective", ">14"), ("wall_s", ">8"),
                   ("parts_s", ">8"), ("parts", ">6"), ("nodes", ">10"), ("speed-up", ">8")])
