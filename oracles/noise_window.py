@@ -34,7 +34,6 @@ is the whole grid, and only the forced rows prune.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from oracles.base import IntegerGrid, Problem
-from oracles.gurobi import ERRNO_NO_LICENSE, LicenceLimitError
 from oracles.objective import MergedRows
 from oracles.registry import make_oracle
 from oracles.window import WindowOracle
+from tests.oracles.licence import require_gurobi_licence
 from tests.oracles.fuzz import (
     FAMILIES, KINDS, MULTIPLES, Tally, brute_force, fuzz_instance, judge, parallel_instance,
 )  # fmt: skip
@@ -48,13 +48,7 @@ def _oracle(name: str):
         return WindowOracle(time_limit=30.0, parts=3, name=name)
     oracle = make_oracle(name, time_limit=30.0)
     if name == "gurobi":
-        pytest.importorskip("gurobipy")
-        try:  # skip only when there is no licence at all; a small model must fit the pip one
-            oracle.solve(reproduction())
-        except LicenceLimitError as err:
-            if err.errno == ERRNO_NO_LICENSE:
-                pytest.skip(f"Gurobi has no licence here: {err}")
-            raise
+        require_gurobi_licence()
     return oracle
 
 

@@ -176,16 +176,12 @@ def test_a_failing_channel_does_not_fail_a_highs_solve(where, monkeypatch):
 def test_a_gurobi_solve_reports_nothing_and_returns_the_same_answer():
     """No callback inside Gurobi (oracles.gurobi: a Python callback at every event slows the
     solve down when other Python threads run)."""
-    pytest.importorskip("gurobipy")
-    from oracles.gurobi import ERRNO_NO_LICENSE, GurobiOracle, LicenceLimitError
+    from oracles.gurobi import GurobiOracle
+    from tests.oracles.licence import require_gurobi_licence
 
+    require_gurobi_licence()
     oracle = GurobiOracle(time_limit=60.0)
-    try:
-        plain, heard, seen = _solve_with_and_without(oracle, slow_instance(), interval=0.05)
-    except LicenceLimitError as err:
-        if err.errno == ERRNO_NO_LICENSE:
-            pytest.skip(f"Gurobi has no licence here: {err}")
-        raise
+    plain, heard, seen = _solve_with_and_without(oracle, slow_instance(), interval=0.05)
     same_answer(plain, heard)
     assert plain.certificate.certified
     assert seen == []

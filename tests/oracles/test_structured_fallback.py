@@ -15,25 +15,15 @@ import numpy as np
 import pytest
 
 from oracles.base import OBJECTIVE_TOL, IntegerGrid, Problem, Status
-from oracles.gurobi import ERRNO_NO_LICENSE, ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError
+from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError
 from oracles.mip import SolverUnavailableError, build_milp
 from oracles.objective import MergedRows
 from oracles.structured import StructuredOracle, has_noise
 from tests.oracles.fuzz import brute_force, fuzz_instance
+from tests.oracles.licence import require_gurobi_licence
 
 #: Gurobi's pip licence (SPEC section 8).
 LICENCE_LIMIT = 2000
-
-
-def _gurobi_licensed() -> None:
-    """Skip when gurobipy is missing or has no licence at all; a small model must fit."""
-    pytest.importorskip("gurobipy")
-    try:
-        GurobiOracle(time_limit=10.0).solve(fuzz_instance(0))
-    except LicenceLimitError as err:
-        if err.errno == ERRNO_NO_LICENSE:
-            pytest.skip(f"Gurobi has no licence here: {err}")
-        raise
 
 
 def _large_instance(seed: int = 0, n: int = 1100) -> Problem:
@@ -63,7 +53,7 @@ def erm_instance(seed: int) -> Problem:
 
 @pytest.mark.parametrize("seed", [0, 4, 8, 12])
 def test_a_fallback_within_the_licence_is_solved_by_gurobi(seed):
-    _gurobi_licensed()
+    require_gurobi_licence()
     problem = erm_instance(seed)
     assert not has_noise(problem)
     milp = build_milp(problem)
@@ -79,7 +69,7 @@ def test_a_fallback_within_the_licence_is_solved_by_gurobi(seed):
 
 
 def test_a_fallback_over_the_licence_is_solved_by_highs_with_the_licence_reason():
-    _gurobi_licensed()
+    require_gurobi_licence()
     problem = _large_instance()
     milp = build_milp(problem)
     assert milp.n_rows > LICENCE_LIMIT  # the premise: Gurobi's licence refuses this model
@@ -93,7 +83,7 @@ def test_a_fallback_over_the_licence_is_solved_by_highs_with_the_licence_reason(
 
 
 def test_the_same_problem_on_either_backend_certifies_the_same_minimum():
-    _gurobi_licensed()
+    require_gurobi_licence()
     problem = erm_instance(4)
     on_gurobi = StructuredOracle(max_combos=1, reference=("gurobi",)).solve(problem)
     on_highs = StructuredOracle(max_combos=1, reference=("highs",)).solve(problem)
@@ -174,7 +164,7 @@ def test_reference_is_validated(reference):
 def test_gurobi_over_its_licence_after_the_first_model_is_not_retried_elsewhere(monkeypatch):
     """Band cuts (a second model) over the licence: Gurobi ran, so the answer is its own,
     uncertified, and AutoOracle does not hand the problem to HiGHS (SPEC section 8)."""
-    _gurobi_licensed()
+    require_gurobi_licence()
     from oracles.auto import AutoOracle
 
     problem = fuzz_instance(7)  # Gurobi needs a second model (band cuts) on this one

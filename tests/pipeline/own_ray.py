@@ -6,7 +6,6 @@ import contextlib
 import os
 from typing import Iterator
 
-import pytest
 
 
 @contextlib.contextmanager
@@ -16,7 +15,8 @@ def own_ray(num_cpus: int) -> Iterator[object]:
     ``ray.init`` writes RAY_AUTH_MODE=token (and more) into os.environ; every later test that
     starts a subprocess would inherit it, so the environment is restored afterwards.
     """
-    ray = pytest.importorskip("ray")
+    import ray  # a dependency: its absence is a failure, not a skip
+
     saved = dict(os.environ)
     ray.init(address="local", num_cpus=num_cpus, log_to_driver=False, include_dashboard=False)
     try:
