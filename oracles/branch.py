@@ -79,18 +79,15 @@ class Tables:
         comp: (d + 1, cap + 1) ``noise_window.completion_tables``.
         X: (u, d) the rows of L that can owe (``extra`` > 0), coefficients on k (tau x_u),
             columns in search order.
-        reach: (u, d + 1, cap + 1) the exact max of |sum_{i >= j} X_ui k_i| over completions with
-            square sum at most r (``reach_tables``).
-        tol: (u,) a rounding allowance on a row's signed score (kept in float32).
         extra: (u,) what a row forced to its costly label owes above its minorant.
-        costly_negative: (u,) the costly label is -1.
         margin: mu.
         scale: the size of N_lam's terms (``noise_window.threshold_slack``).
         sign: (u,) -1 where the costly label is -1, else +1: a node keeps its rows' scores as
             Y = sign (S - mu), and a row is forced exactly when Y exceeds its room.
         steps: (d, u) sign X transposed: what fixing k_j = 1 adds to Y.
-        room: (d + 1, cap + 1, u) reach plus tol, rounded up to float32, by level and budget:
-            a row is forced when Y > room[level, cap - p].
+        room: (d + 1, cap + 1, u) the exact max of |sum_{i >= level} X_ui k_i| over completions
+            with square sum at most r (``reach_tables``) plus a rounding allowance on Y, rounded
+            up to float32, by level and budget r: a row is forced when Y > room[level, cap - p].
     """
 
     problem: Problem
@@ -99,10 +96,7 @@ class Tables:
     const: float
     comp: np.ndarray
     X: np.ndarray
-    reach: np.ndarray
-    tol: np.ndarray
     extra: np.ndarray
-    costly_negative: np.ndarray
     margin: float
     scale: float
     sign: np.ndarray
@@ -173,13 +167,12 @@ def build_tables(problem: Problem, tight: Split, prune: RowPrune) -> Tables:
     size = 1.0 + B * np.abs(X).sum(axis=1) + abs(prune.margin)
     tol = Y_ROUNDING * 4 * (X.shape[1] + 2) * size
     reach = reach_tables(X, B, comp.shape[1] - 1)
-    costly_negative = prune.costly_negative[owes]
-    sign = np.where(costly_negative, -1.0, 1.0)
+    sign = np.where(prune.costly_negative[owes], -1.0, 1.0)
     room = (reach + tol[:, None, None]).transpose(1, 2, 0)
     room = np.nextafter(room.astype(np.float32), np.float32(np.inf))  # rounded up: safe
     steps = (sign[:, None] * X).T.astype(np.float32)
-    return Tables(problem, order, unary, float(tight.const), comp, X, reach, tol,
-                  prune.extra[owes], costly_negative, float(prune.margin), scale, sign,
+    return Tables(problem, order, unary, float(tight.const), comp, X, prune.extra[owes],
+                  float(prune.margin), scale, sign,
                   np.ascontiguousarray(steps), np.ascontiguousarray(room))  # fmt: skip
 
 

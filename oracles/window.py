@@ -38,6 +38,7 @@ from oracles.base import (
 )  # fmt: skip
 from oracles.auto import AutoOracle
 from oracles.branch import SearchStopped
+from oracles.mip import DEFAULT_STRICT_EPS, check_solver_options
 from oracles.progress import reporter
 from oracles.split import MapParts, combine, plan_split, sequential_parts
 
@@ -81,8 +82,9 @@ class WindowOracle:
     def __post_init__(self) -> None:
         if self.fallback not in FALLBACKS:
             raise ValueError(f"fallback must be one of {FALLBACKS}, found {self.fallback!r}")
-        if not (math.isfinite(self.time_limit) and self.time_limit > 0):
-            raise ValueError(f"time_limit must be finite and > 0, found {self.time_limit!r}")
+        # the shared validation of time_limit and threads (the fallback's strict_eps is its
+        # default, as in oracles.structured)
+        check_solver_options(self.time_limit, self.threads, DEFAULT_STRICT_EPS)
         if not 0 < self.search_share <= 1:
             raise ValueError(f"search_share must be in (0, 1], found {self.search_share!r}")
         if self.max_nodes < 1:
@@ -135,7 +137,6 @@ class WindowOracle:
         trusted = cert.status in (Status.OPTIMAL, Status.TIME_LIMIT)
         bound = max(lower, cert.bound) if trusted else lower
         w, value = (solution.w, cert.objective) if cert.objective < best else (w_best, best)
-        # (w_best is None only when the frontier stopped: then the reference's point is taken)
         status = Status.OPTIMAL if value - bound <= OBJECTIVE_TOL else Status.TIME_LIMIT
         return certify(problem, w, status=status, bound=min(bound, value),
                        seconds=time.perf_counter() - start, backend=self.name,
