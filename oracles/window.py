@@ -120,11 +120,11 @@ class WindowOracle:
         return self._fallback(problem, solution.w, cert.objective, cert.bound, start, extra)
 
     def _fallback(self, problem, w_best, best, lower, start, extra) -> Solution:
+        if w_best is None:  # the frontier stopped before any part: the grid's origin, no bound
+            w_best, lower = np.zeros(problem.d), -math.inf
+            best = float(problem.objective(w_best))
         left = self.time_limit - (time.perf_counter() - start)
-        if w_best is None or self.fallback is None or left <= 1.0:
-            if w_best is None:  # no point at all: the grid's origin, with nothing proven
-                w_best = np.zeros(problem.d)
-                lower = -math.inf
+        if self.fallback is None or left <= 1.0:
             return certify(problem, w_best, status=Status.TIME_LIMIT, bound=lower,
                            seconds=time.perf_counter() - start, backend=self.name,
                            message=f"search stopped ({extra['stopped']}), no fallback",

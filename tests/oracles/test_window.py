@@ -110,3 +110,20 @@ def test_the_oracle_refuses_a_box():
     problem = Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2))
     with pytest.raises(OracleError, match="IntegerGrid"):
         WindowOracle().solve(problem)
+
+
+def test_a_frontier_too_large_still_gets_the_fallback(monkeypatch):
+    """When the breadth-first frontier alone stops (no part searched), the reference MIP still
+    gets the remaining time: the answer is its certified minimum, not the grid's origin."""
+    from oracles import window
+    from oracles.branch import SearchStopped
+
+    def stopped(*args, **kwargs):
+        raise SearchStopped("more than 0 nodes at level 1")
+
+    monkeypatch.setattr(window, "plan_split", stopped)
+    problem = fuzz_instance(0)
+    solution = WindowOracle(time_limit=30.0).solve(problem)
+    cert = solution.certificate
+    assert cert.certified and "reference" in cert.fallback
+    assert abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9
