@@ -29,25 +29,10 @@ import time
 import numpy as np
 
 from oracles.base import IntegerGrid, Problem
-from oracles.mip import norm_cap
+from oracles.noise_window import grid_cap, norm_table, separable_argmin
 
 #: ``improve`` stops after this many restarts in a row without a better point.
 PATIENCE = 100
-
-
-def _norm_cap(domain: IntegerGrid) -> int:
-    cap = norm_cap(domain)
-    return domain.d * domain.bound**2 if cap is None else cap
-
-
-def _norm_table(problem: Problem) -> np.ndarray:
-    """norm_coef sqrt(D^2 - tau^2 q) for q = 0..cap (0 without a norm term)."""
-    domain = problem.domain
-    q = np.arange(_norm_cap(domain) + 1, dtype=float)
-    if problem.norm_coef == 0.0:
-        return np.zeros(len(q))
-    slack = np.maximum(problem.norm_radius_sq - domain.step**2 * q, 0.0)
-    return problem.norm_coef * np.sqrt(slack)
 
 
 class _Scorer:
@@ -56,12 +41,12 @@ class _Scorer:
     def __init__(self, problem: Problem) -> None:
         domain = problem.domain
         self.problem = problem
-        self.tau, self.B, self.cap = domain.step, domain.bound, _norm_cap(domain)
+        self.tau, self.B, self.cap = domain.step, domain.bound, grid_cap(domain)
         self.X = problem.points * self.tau  # scores are X @ k
         self.pos, self.neg = problem.pos, problem.neg
         self.mu = problem.margin
         self.lin = problem.linear * self.tau
-        self.norm = _norm_table(problem)
+        self.norm = norm_table(problem)
         self.ks = np.arange(-self.B, self.B + 1)
 
     def value(self, k: np.ndarray, scores: np.ndarray | None = None) -> float:
@@ -158,37 +143,15 @@ def noise_argmin(problem: Problem) -> np.ndarray:
     programming in floating point; the best q then adds the norm table.
     """
     domain = problem.domain
-    d, B, cap, tau = domain.d, domain.bound, _norm_cap(domain), domain.step
-    ks = np.arange(-B, B + 1)
-    INF = np.inf
-    best = np.full(cap + 1, INF)
-    best[0] = 0.0
-    choice = np.zeros((d, cap + 1), dtype=np.int64)
-    for j in range(d):
-        nxt = np.full(cap + 1, INF)
-        arg = np.zeros(cap + 1, dtype=np.int64)
-        for v in ks:
-            w2 = int(v * v)
-            if w2 > cap:
-                continue
-            cand = np.full(cap + 1, INF)
-            cand[w2:] = best[: cap + 1 - w2] + tau * problem.linear[j] * v
-            better = cand < nxt
-            nxt[better], arg[better] = cand[better], v
-        best, choice[j] = nxt, arg
-    total = best + _norm_table(problem)
-    q = int(np.argmin(total))
-    k = np.zeros(d, dtype=np.int64)
-    for j in range(d - 1, -1, -1):
-        k[j] = choice[j, q]
-        q -= int(k[j] ** 2)
-    return k
+    ks = np.arange(-domain.bound, domain.bound + 1)
+    unary = domain.step * problem.linear[:, None] * ks[None, :].astype(float)
+    return separable_argmin(unary, norm_table(problem))[1]
 
 
 def starting_points(problem: Problem) -> list[np.ndarray]:
     """Integer grid points to start the local search from (module docstring, starts)."""
     domain = problem.domain
-    d, B, cap = domain.d, domain.bound, _norm_cap(domain)
+    d, B, cap = domain.d, domain.bound, grid_cap(domain)
     starts = [np.zeros(d, dtype=np.int64), noise_argmin(problem)]
     X = problem.points
     weight = problem.pos + problem.neg
@@ -219,7 +182,7 @@ def improve(problem: Problem, *, seconds: float, rng: np.random.Generator,
         raise TypeError("the grid search needs an IntegerGrid domain")
     deadline = time.perf_counter() + seconds
     domain = problem.domain
-    tau, B, cap = domain.step, domain.bound, _norm_cap(domain)
+    tau, B, cap = domain.step, domain.bound, grid_cap(domain)
     best_k, best_val = None, math.inf
     for k0 in (starting_points(problem) if starts is None else starts):
         k = local_search(problem, k0, deadline=deadline)

@@ -100,14 +100,28 @@ class RowPrune:
     margin: float
 
 
+def grid_cap(domain: IntegerGrid) -> int:
+    """The largest ||k||^2 on the grid: the norm ball's cap, else the box's d B^2."""
+    cap = norm_cap(domain)
+    return domain.d * domain.bound**2 if cap is None else cap
+
+
+def norm_table(problem: Problem) -> np.ndarray:
+    """nu(q) = norm_coef sqrt(D^2 - tau^2 q) for q = 0..``grid_cap`` (0 without a norm term)."""
+    domain = problem.domain
+    q = np.arange(grid_cap(domain) + 1, dtype=float)
+    if problem.norm_coef == 0.0:
+        return np.zeros(len(q))
+    slack = np.maximum(problem.norm_radius_sq - domain.step**2 * q, 0.0)
+    return problem.norm_coef * np.sqrt(slack)
+
+
 def split_objective(problem: Problem) -> Split:
     """N and L of ``problem`` (module docstring)."""
     domain = problem.domain
     if not isinstance(domain, IntegerGrid):
         raise TypeError("the noise window needs an IntegerGrid domain")
     d, B, tau = domain.d, domain.bound, domain.step
-    cap = norm_cap(domain)
-    cap = d * B * B if cap is None else cap
     ks = np.arange(-B, B + 1)
     unary = tau * problem.linear[:, None] * ks[None, :].astype(float)
     X = problem.points
@@ -120,12 +134,7 @@ def split_objective(problem: Problem) -> Split:
         W[:, j] = tau * ks
         positive = exact_positive(X[u : u + 1], W, problem.margin)[0]
         unary[j] += np.where(positive, problem.neg[u], problem.pos[u])
-    q = np.arange(cap + 1, dtype=float)
-    if problem.norm_coef != 0.0:
-        slack = np.maximum(problem.norm_radius_sq - tau**2 * q, 0.0)
-        norm = problem.norm_coef * np.sqrt(slack)
-    else:
-        norm = np.zeros(cap + 1)
+    norm = norm_table(problem)
     rows = np.flatnonzero(nonzero >= 2)
     floor = float(np.minimum(problem.pos[rows], problem.neg[rows]).sum())
     return Split(unary, norm, const, rows, floor)
@@ -305,6 +314,6 @@ def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = No
     return RowPrune(problem.points[rows] * problem.domain.step, extra, pos > neg, problem.margin)
 
 
-__all__ = ["RowPrune", "Split", "WINDOW_REL_SLACK", "completion_tables", "coordinate_order",
+__all__ = ["RowPrune", "Split", "WINDOW_REL_SLACK", "completion_tables", "coordinate_order", "grid_cap", "norm_table",
            "row_minorants", "row_prune", "separable_argmin", "split_objective",
            "threshold_slack", "tighten", "tightened_split"]
