@@ -204,9 +204,14 @@ def test_the_structured_search_reports_its_incumbent_and_bound():
 
 def test_the_window_search_reports_its_best_and_a_valid_bound():
     from oracles.window import WindowOracle
-    from tests.oracles.contract import hard_instance
 
-    problem = hard_instance()  # weak noise: the search runs for about a second
+    rng = np.random.default_rng(7)  # weak noise, d = 8: the search runs for a fraction of a second
+    n, d = 300, 8
+    problem = Problem(
+        np.round(rng.normal(size=(n, d)), 2), rng.integers(0, 3, n), rng.integers(0, 3, n),
+        IntegerGrid(d, 4, 1.0, float(d)), linear=rng.normal(0.0, 1.0, d), norm_coef=-0.5,
+        norm_radius_sq=float(d), label="weak",
+    )  # fmt: skip
     oracle = WindowOracle(time_limit=120.0, search_seconds=0.05, fallback=None)
     plain, heard, seen = _solve_with_and_without(oracle, problem, interval=0.0)
     assert plain.certificate.certified
