@@ -8,7 +8,6 @@ call was certified optimal (SPEC section 8); DP-SGD's guarantee is the accountan
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -16,14 +15,6 @@ import numpy as np
 
 from oracles.base import Certificate
 from oracles.objective import DEFAULT_MARGIN, predict
-
-
-class PrivacyLeakWarning(RuntimeWarning):
-    """A choice was read off the private data without being accounted for (as in diffprivlib)."""
-
-
-class PrivacyError(RuntimeError):
-    """A privacy guarantee would be broken; nothing is released."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -75,11 +66,6 @@ def check_rng(rng: Any) -> np.random.Generator:
             f"rng must be a numpy.random.Generator (explicit, never global), found {type(rng)}"
         )
     return rng
-
-
-def warn_data_dependent(what: str) -> None:
-    warnings.warn(f"{what} is read off the private data and not accounted for",
-                  PrivacyLeakWarning, stacklevel=3)  # fmt: skip
 
 
 # --- the privacy claim and the release ---------------------------------------------------------

@@ -35,7 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mechanisms.base import warn_data_dependent
+from mechanisms.privacy import warn_data_dependent
 
 #: What to do with data beyond a mechanism's feature bound (as the table loader's
 #: ``dataset.out_of_bounds``).

@@ -36,7 +36,8 @@ from typing import Callable, Literal
 import numpy as np
 from scipy import fft, integrate, optimize, special
 
-from oracles.checks import check_epsilon_delta, check_int, check_real, check_result, check_shape
+from mechanisms.privacy import check_delta, check_epsilon_delta
+from oracles.checks import check_int, check_real, check_result, check_shape
 
 Calibration = Literal["proven", "paper", "paper_code"]
 CALIBRATIONS: tuple[str, ...] = ("proven", "paper", "paper_code")
@@ -278,7 +279,7 @@ def opdisc_epsilon(sigma: float, delta: float, *, d: int, D: float, tau: float =
 
     Decreasing in sigma; 0.0 when sigma is so large that (0, delta) is proven.
     """
-    check_epsilon_delta(1.0, delta, allow_zero_delta=False)
+    check_delta(delta, allow_zero_delta=False)
     check_real("sigma", sigma)
     c = _check_opdisc_shape(d, D, tau)
     a, k = c / sigma, int(d) + 1
@@ -516,7 +517,7 @@ def rspm_gaussian_epsilon(sigma: float, delta: float, *, m: int) -> float:
 
     Decreasing in sigma; 0.0 when sigma is so large that (0, delta) is proven.
     """
-    check_epsilon_delta(1.0, delta, allow_zero_delta=False)
+    check_delta(delta, allow_zero_delta=False)
     check_real("sigma", sigma)
     check_shape("m", m)
     sigma, m = float(sigma), int(m)

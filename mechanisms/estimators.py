@@ -15,13 +15,16 @@ from typing import Any
 import numpy as np
 
 from mechanisms.base import Release
+from mechanisms.dpsgd import DPSGDParams, run_dpsgd
 from mechanisms.expmech import ExpMechParams, run_expmech
+from mechanisms.logistic import fit_logistic
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from oracles.objective import DEFAULT_MARGIN, check_data, predict
+from oracles.registry import make_oracle
 
 
 def _generator(random_state: Any) -> np.random.Generator:
@@ -32,8 +35,6 @@ def _generator(random_state: Any) -> np.random.Generator:
 
 def _oracle(oracle: Any, **options: Any) -> Any:
     if isinstance(oracle, str):
-        from oracles.registry import make_oracle
-
         return make_oracle(oracle, **options)
     return oracle
 
@@ -184,8 +185,6 @@ class DPSGDClassifier(_PrivateLinearClassifier):
         self.learning_rate, self.epochs = learning_rate, epochs
 
     def _release(self, X, y, delta, rng) -> Release:
-        from mechanisms.dpsgd import DPSGDParams, run_dpsgd
-
         params = DPSGDParams(self.epsilon, delta, clip_norm=self.clip_norm,
                              batch_size=self.batch_size, learning_rate=self.learning_rate,
                              epochs=self.epochs)  # fmt: skip
@@ -196,6 +195,4 @@ class LogisticRegressionClassifier(_PrivateLinearClassifier):
     """Non-private logistic regression without intercept (SPEC section 7)."""
 
     def _release(self, X, y, delta, rng) -> Release:
-        from mechanisms.logistic import fit_logistic
-
         return fit_logistic(X, y, margin=self.margin)

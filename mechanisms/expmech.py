@@ -16,7 +16,7 @@ import numpy as np
 
 from mechanisms.base import PrivacyClaim, Release, check_rng
 from mechanisms.opdisc import opdisc_domain
-from oracles.checks import check_epsilon_delta
+from mechanisms.privacy import check_epsilon_delta
 from oracles.base import IntegerGrid, Problem
 from oracles.enumerate import DEFAULT_MAX_POINTS, all_objectives
 from oracles.objective import DEFAULT_MARGIN, MergedRows, check_data

@@ -27,11 +27,15 @@ import numpy as np
 from mechanisms.base import PrivacyClaim, Release, Secret
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
-    check_calibration, opdisc_epsilon, opdisc_sigma, opdisc_sigma_paper,
+    check_calibration,
+    opdisc_epsilon,
+    opdisc_sigma,
+    opdisc_sigma_paper,
 )  # fmt: skip
-from oracles.checks import check_epsilon_delta, check_real, check_result, check_shape
-from oracles.base import IntegerGrid, Problem, Solution
+from mechanisms.privacy import check_epsilon_delta
 from mechanisms.runner import exact_argmin_release
+from oracles.base import IntegerGrid, Problem, Solution
+from oracles.checks import check_real, check_result, check_shape
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 
 

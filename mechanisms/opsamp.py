@@ -58,10 +58,17 @@ import numpy as np
 from mechanisms.base import PrivacyClaim, Release, Secret, noise_parameters
 from mechanisms.bounds import check_out_of_bounds, enforce_feature_bound
 from mechanisms.calibration import (
-    check_calibration, check_opsamp_m, opsamp_epsilon, opsamp_eta, opsamp_gamma_m, opsamp_lambda,
+    check_calibration,
+    check_opsamp_m,
+    opsamp_epsilon,
+    opsamp_eta,
+    opsamp_gamma_m,
+    opsamp_lambda,
 )  # fmt: skip
-from oracles.checks import check_epsilon_delta, check_real, check_result, check_shape
+from mechanisms.privacy import check_epsilon_delta
 from oracles.base import Box, Problem, Solution
+from oracles.checks import check_real, check_result, check_shape
+from oracles.convex import ConvexProblem
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 
 
@@ -211,8 +218,6 @@ class OPSamp:
                                   label=f"{self.name}[{k}]")  # fmt: skip
                 for k, sigma in enumerate(noise["sigmas"].value)
             ]
-        from oracles.convex import ConvexProblem
-
         points = enforce_feature_bound(rows.points, p.x_max, out_of_bounds=p.out_of_bounds,
                                        mechanism="OPSamp", rows="distinct row")  # fmt: skip
         if points is not rows.points:

@@ -28,12 +28,16 @@ import numpy as np
 from mechanisms.base import Release, Secret
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
-    check_calibration, rspm_gaussian_epsilon, rspm_gaussian_sigma, rspm_gaussian_sigma_paper,
+    check_calibration,
+    rspm_gaussian_epsilon,
+    rspm_gaussian_sigma,
+    rspm_gaussian_sigma_paper,
     rspm_laplace_scale,
 )  # fmt: skip
-from oracles.checks import check_epsilon_delta, check_real, check_shape
-from oracles.base import IntegerGrid, Problem, Solution
+from mechanisms.privacy import check_epsilon_delta
 from mechanisms.runner import exact_argmin_release
+from oracles.base import IntegerGrid, Problem, Solution
+from oracles.checks import check_real, check_shape
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 
 

@@ -1,8 +1,8 @@
 """The one place numbers are validated: a parameter's type and range, its name in the message.
 
 The bottom of the import graph (it imports only numpy), so that the oracles, the mechanisms and
-the pipeline's config check a number the same way. A bad value raises ``InvalidValue`` (a
-ValueError) or TypeError; the message starts with the name of the parameter, which the config
+the pipeline's config check a number the same way (privacy targets: ``mechanisms.privacy``). A
+bad value raises ``InvalidValue`` (a ValueError) or TypeError; the message starts with the name of the parameter, which the config
 prefixes with the path of its key (``mechanisms.opdisc.tau: ...``).
 """
 
@@ -91,19 +91,5 @@ def check_result(name: str, value: float, **inputs: Any) -> float:
     return float(value)
 
 
-def check_epsilon_delta(epsilon: Any, delta: Any, *, allow_zero_delta: bool = True) -> None:
-    """A privacy target: epsilon finite and > 0, delta in [0, 1) (or (0, 1)); TypeError for a
-    wrong type, ValueError for a wrong value; messages quote the value."""
-    for name, value in (("epsilon", epsilon), ("delta", delta)):
-        if not is_real(value):
-            raise TypeError(f"{name} must be a real number, found {value!r}")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be finite and > 0, found {epsilon!r}")
-    low_ok = delta >= 0 if allow_zero_delta else delta > 0
-    if not (low_ok and delta < 1):
-        bound = "[0, 1)" if allow_zero_delta else "(0, 1)"
-        raise ValueError(f"delta must be in {bound}, found {delta!r}")
-
-
-__all__ = ["MAX_EXACT_INT", "InvalidValue", "check_epsilon_delta", "check_int", "check_real",
+__all__ = ["MAX_EXACT_INT", "InvalidValue", "check_int", "check_real",
            "check_result", "check_shape", "is_real", "require"]  # fmt: skip

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.base import IntegerGrid, Problem
-from oracles.mip import norm_cap
+from oracles.mip import norm_cap, row_score_range
 from oracles.objective import exact_positive
 
 #: Relative slack of the window's threshold against floating-point error (``threshold_slack``).
@@ -193,8 +193,6 @@ def row_minorants(problem: Problem, split: Split) -> tuple[np.ndarray, np.ndarra
         cost_u(k) >= min(pos_u, neg_u) + weight_u * lam * (G_u . k + h_u)   for every lam in [0, 1]
 
     on the whole grid (module docstring of ``tighten``)."""
-    from oracles.mip import row_score_range
-
     rows = split.rows
     X = problem.points[rows] * problem.domain.step
     low, high = row_score_range(problem)

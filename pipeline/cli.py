@@ -15,6 +15,10 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from pipeline.config import ConfigError, register, validate
+from pipeline.data import DataError
+from pipeline.lease import SweepBusyError
+from pipeline.preflight import ServiceError
+from pipeline.run import run
 
 register()
 
@@ -75,11 +79,6 @@ def _fail(code: ExitCode, message: str) -> None:
 def main(cfg: DictConfig) -> None:
     global composed
     composed = True
-    from pipeline.data import DataError
-    from pipeline.lease import SweepBusyError
-    from pipeline.preflight import ServiceError
-    from pipeline.run import run
-
     try:
         config = validate(cfg)
         if config.output_dir is None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Optional
@@ -20,10 +22,12 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
+from mechanisms.privacy import check_epsilon_delta
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
-from oracles.checks import InvalidValue, check_epsilon_delta
-from oracles.objective import DEFAULT_MARGIN
+from oracles.checks import InvalidValue
 from oracles.checks import require as _require
+from oracles.objective import DEFAULT_MARGIN
+from pipeline.audit import AUDITS
 from pipeline.catalog import CATALOG, MechanismConfig, settings_schema
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 
@@ -160,8 +164,6 @@ class AuditConfig:
     include_mutants: bool = False
 
     def check(self) -> None:
-        from pipeline.audit import AUDITS
-
         _require(self.mechanism in AUDITS, "mechanism", f"must be one of {sorted(AUDITS)}",
                  self.mechanism)  # fmt: skip
         _require(self.samples is None or self.samples >= 4, "samples", "must be >= 4 or null",
@@ -206,15 +208,26 @@ class Config:
                      missing)  # fmt: skip
 
 
+#: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
+OPERATIONAL = frozenset({"max_oracle_calls"})
+
+
+def sweep_id(resolved: dict[str, Any]) -> str:
+    """A deterministic id of a sweep's content (not of where its outputs go)."""
+    content = {k: v for k, v in resolved.items() if k not in ("tracking", "cluster", "output_dir")}
+    if isinstance(content.get("sweep"), dict):  # operational limits do not change the results
+        content["sweep"] = {k: v for k, v in content["sweep"].items() if k not in OPERATIONAL}
+    blob = json.dumps(content, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
 def _run_dir_resolver(elsewhere: str, *, _root_: DictConfig) -> str:
     """``${run_dir:ELSEWHERE}``: ``sweep-NAME-ID`` for a sweep, ELSEWHERE for any other run.
 
-    ID is the first 8 hex digits of the sweep's id (pipeline.tracking.sweep_id): rerunning the
+    ID is the first 8 hex digits of the sweep's id (``sweep_id``): rerunning the
     same command finds its MLflow database and skips the runs already FINISHED, and another grid
     (e.g. fewer epsilons) gets a directory of its own instead of overwriting this one's report.
     """
-    from pipeline.tracking import sweep_id
-
     if _root_.get("sweep") is None:
         return elsewhere
     content = _root_.copy()

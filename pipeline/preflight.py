@@ -33,7 +33,11 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import urlparse
 
+from mechanisms.bounds import FeatureBoundError
+from mechanisms.privacy import PrivacyLeakWarning
+from pipeline.catalog import NON_ORACLE, build_mechanism
 from pipeline.config import ConfigError
+from pipeline.tasks import privacy_delta
 
 log = logging.getLogger(__name__)
 
@@ -150,9 +154,6 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
     Raises ConfigError when the calibration fails (e.g. epsilon = 1e-300) or m exceeds
     ``sweep.max_oracle_calls``; warns above WARN_ORACLE_CALLS. Returns {epsilon: m}.
     """
-    from pipeline.catalog import build_mechanism
-    from pipeline.tasks import privacy_delta
-
     cfg = config.mechanisms.get("opsamp")
     if cfg is None or "opsamp" not in config.sweep.mechanisms:
         return {}
@@ -183,11 +184,6 @@ def check_data_bounds(config, train) -> list[str]:
     beyond a bound; returns the PrivacyLeakWarnings of data clipped on request (they are also
     logged), for the sweep's record.
     """
-    from mechanisms.base import PrivacyLeakWarning
-    from mechanisms.bounds import FeatureBoundError
-    from pipeline.catalog import NON_ORACLE, build_mechanism
-    from pipeline.tasks import privacy_delta
-
     delta = privacy_delta(config, train.n)
     leaks: list[str] = []
     for name in config.sweep.mechanisms:

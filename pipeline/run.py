@@ -16,9 +16,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import Config, ConfigError
-from pipeline.data import load_dataset
+from pipeline.audit import audit_table, run_audit
 from pipeline.catalog import NON_PRIVATE
+from pipeline.config import Config, ConfigError, sweep_id
+from pipeline.data import load_dataset
+from pipeline.lease import DriverLease
+from pipeline.preflight import (
+    check_data_bounds,
+    check_job_output_dir,
+    check_oracle_calls,
+    probe_ray_address,
+    probe_tracking_store,
+)  # fmt: skip
+from pipeline.report import write_report
+from pipeline.sweep import init_ray, run_sweep
+from pipeline.tasks import sweep_keys
+from pipeline.tracking import SweepTracker, default_tracking_uri, rows_from_mlflow
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +136,6 @@ def _probe_before_loading(config: Config, output_dir: Path) -> None:
     """The checks that need no data, first: a dead service fails in seconds, not after a load.
     (The sqlite store is probed later, under the driver's lock: another driver may be creating it.)
     """
-    from pipeline.preflight import check_job_output_dir, probe_ray_address, probe_tracking_store
-
     check_job_output_dir(output_dir)
     if config.cluster.address:
         probe_ray_address(config.cluster.address)  # seconds, not the minutes ray.init waits
@@ -138,13 +149,6 @@ def run_sweep_and_report(config: Config, output_dir: Path,
     """Check, lock, run, report (``data``: the loaded (train, test), else loaded here). Nothing is
     created in the tracking store before every check passed and Ray is up, so a sweep that
     cannot start leaves no FAILED parent behind."""
-    from pipeline.lease import DriverLease
-    from pipeline.preflight import check_data_bounds, check_oracle_calls, probe_tracking_store
-    from pipeline.report import write_report
-    from pipeline.sweep import init_ray, run_sweep
-    from pipeline.tasks import sweep_keys
-    from pipeline.tracking import SweepTracker, default_tracking_uri, rows_from_mlflow, sweep_id
-
     train, test = data if data is not None else load_dataset(config.dataset)
     resolved = dataclasses.asdict(config)
     if config.dataset.name == "table":  # a table's file is part of the sweep: edited, a new sweep
@@ -230,8 +234,6 @@ def run_sweep_and_report(config: Config, output_dir: Path,
 
 def run_audit_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
     """The privacy audit of one mechanism: its table (audit.md) and records (audit.json)."""
-    from pipeline.audit import audit_table, run_audit
-
     reports = run_audit(**dataclasses.asdict(config.audit))
     table = audit_table(reports)
     (output_dir / "audit.md").write_text(table + "\n")

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from mechanisms.base import Release
+from pipeline.catalog import NON_PRIVATE
 from pipeline.mlflow_log import CHILD_ROLE
 
 #: The float fields of a result row logged as metrics of its child run.
@@ -58,8 +59,6 @@ def child_times(row: dict[str, Any]) -> tuple[int, int]:
 
 def row_from_child(child) -> dict[str, Any]:
     """The result row a FINISHED child run records (the inverse of ``child_fields``)."""
-    from pipeline.tasks import privacy_status
-
     p, m, t = child.data.params, child.data.metrics, child.data.tags
     calls = int(p.get("oracle_calls", 0))
     certified = t.get("oracle_certified")
@@ -97,6 +96,14 @@ def row_from_child(child) -> dict[str, Any]:
         "privacy_status": t.get("privacy_status") or privacy_status(
             t.get("mechanism", ""), t.get("privacy_holds") == "yes"),
     }  # fmt: skip
+
+
+def privacy_status(mechanism: str, holds: bool) -> str:
+    """``holds`` / ``does not hold`` for a private mechanism, ``non-private`` for a reference
+    (whose ``privacy_holds`` is false by definition, not because a guarantee broke)."""
+    if mechanism in NON_PRIVATE:
+        return "non-private"
+    return "holds" if holds else "does not hold"
 
 
 def _metric(metrics: dict[str, float], tags: dict[str, str], name: str, default: float) -> float:

@@ -28,15 +28,22 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from pipeline.catalog import NON_ORACLE
 from pipeline.config import Config
 from pipeline.data.record import Dataset
-from pipeline.tracking import HEARTBEAT
-from pipeline.catalog import NON_ORACLE
+from pipeline.preflight import probe_ray_address, ray_connect_error
 from pipeline.progress import (
-    PROGRESS_EVERY, REPORT_EVERY, Channel, Progress, close_board, make_board, read_board,
+    PROGRESS_EVERY,
+    REPORT_EVERY,
+    Channel,
+    Progress,
+    close_board,
+    make_board,
+    read_board,
     reporting,
 )  # fmt: skip
 from pipeline.tasks import RunKey, run_one, sweep_keys
+from pipeline.tracking import HEARTBEAT
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +163,6 @@ def init_ray(config: Config) -> None:
     import os
 
     import ray
-
-    from pipeline.preflight import probe_ray_address, ray_connect_error
 
     if ray.is_initialized():
         return

@@ -22,10 +22,16 @@ from mechanisms.base import Release
 from mechanisms.runner import run, solve_sequentially
 from oracles.registry import make_oracle as registry_oracle
 from pipeline.catalog import (
-    CATALOG, NON_ORACLE, NON_PRIVATE, MechanismConfig, build_mechanism, run_whole,
+    CATALOG,
+    NON_ORACLE,
+    NON_PRIVATE,
+    MechanismConfig,
+    build_mechanism,
+    run_whole,
 )  # fmt: skip
 from pipeline.config import SPLIT_ORACLES, Config, OracleConfig
 from pipeline.data.record import Dataset
+from pipeline.run_record import privacy_status
 from pipeline.split_solve import ray_map_parts
 
 
@@ -179,11 +185,3 @@ def result_row(key: RunKey, release: Release, train: Dataset, test: Dataset | No
         "oracle_certified": all(c.certified for c in certificates),
         "privacy_status": privacy_status(key.mechanism, release.privacy.holds),
     }
-
-
-def privacy_status(mechanism: str, holds: bool) -> str:
-    """``holds`` / ``does not hold`` for a private mechanism, ``non-private`` for a reference
-    (whose ``privacy_holds`` is false by definition, not because a guarantee broke)."""
-    if mechanism in NON_PRIVATE:
-        return "non-private"
-    return "holds" if holds else "does not hold"

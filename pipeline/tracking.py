@@ -12,7 +12,6 @@ deletes unfinished ones, so nothing is duplicated.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -24,6 +23,7 @@ from typing import Any, Iterable
 from mechanisms.base import Release
 from pipeline import mlflow_log
 from pipeline.data.record import Dataset
+from pipeline.lease import SweepBusyError, this_driver
 from pipeline.run_record import child_fields, child_times, row_from_child
 
 FINISHED = "FINISHED"
@@ -31,22 +31,11 @@ FINISHED = "FINISHED"
 HEARTBEAT = 30
 DRIVER_TTL = 120
 MAX_PARAM = 6000  # MLflow's limit on a parameter value
-#: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
-OPERATIONAL = frozenset({"max_oracle_calls"})
 
 
 def default_tracking_uri(output_dir: Path) -> str:
     """A sqlite database under the output directory, as an absolute URI."""
     return f"sqlite:///{(Path(output_dir).resolve() / 'mlflow.db').as_posix()}"
-
-
-def sweep_id(resolved: dict[str, Any]) -> str:
-    """A deterministic id of a sweep's content (not of where its outputs go)."""
-    content = {k: v for k, v in resolved.items() if k not in ("tracking", "cluster", "output_dir")}
-    if isinstance(content.get("sweep"), dict):  # operational limits do not change the results
-        content["sweep"] = {k: v for k, v in content["sweep"].items() if k not in OPERATIONAL}
-    blob = json.dumps(content, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _alive(pid: int) -> bool:
@@ -114,8 +103,6 @@ class SweepTracker:
         on this host whose pid is gone is dead at once). Best effort: MLflow has no atomic
         compare-and-set, so two drivers started within the same second can both pass.
         """
-        from pipeline.lease import SweepBusyError, this_driver
-
         if self.parent_id is None:
             return
         run = self.client.get_run(self.parent_id)
@@ -136,8 +123,6 @@ class SweepTracker:
 
     def heartbeat(self, force: bool = False) -> None:
         """Renew this driver's lease on the parent run (at most every HEARTBEAT seconds)."""
-        from pipeline.lease import this_driver
-
         now = time.time()
         if self.parent_id is None or (not force and now - self._beat < HEARTBEAT):
             return

@@ -29,7 +29,8 @@ import dp_accounting
 import numpy as np
 from dp_accounting import dp_event, pld, rdp
 
-from oracles.checks import check_epsilon_delta, check_int, check_real, check_result
+from mechanisms.privacy import check_delta, check_epsilon_delta
+from oracles.checks import check_int, check_real, check_result
 
 #: Calibration stops once the accounted epsilon is within this fraction below the target.
 CALIBRATION_REL_TOL = 1e-3
@@ -217,7 +218,7 @@ def accounted_epsilon(
     check_real("noise_multiplier", noise_multiplier)
     _check_rate(sampling_rate)
     check_int("steps", steps)
-    check_epsilon_delta(1.0, delta, allow_zero_delta=False)
+    check_delta(delta, allow_zero_delta=False)
     _check_accountant(accountant)
     if accountant == PLD_REPLACE_ONE:
         check_real("value_discretization_interval", value_discretization_interval)

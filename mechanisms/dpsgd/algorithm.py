@@ -20,17 +20,16 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from mechanisms.base import (
-    PrivacyClaim,
-    PrivacyError,
-    Release,
-    check_rng,
-)
+from mechanisms.base import PrivacyClaim, Release, check_rng
 from mechanisms.dpsgd.accounting import (
-    ACCOUNTANT_DESCRIPTIONS, PLD_REPLACE_ONE, accounted_epsilon,
-    calibrate_noise_multiplier, pld_discretization,
+    ACCOUNTANT_DESCRIPTIONS,
+    PLD_REPLACE_ONE,
+    accounted_epsilon,
+    calibrate_noise_multiplier,
+    pld_discretization,
 )  # fmt: skip
-from oracles.checks import check_epsilon_delta, check_int, check_real
+from mechanisms.privacy import PrivacyError, check_epsilon_delta
+from oracles.checks import check_int, check_real
 from oracles.objective import check_data
 
 #: Epochs when neither ``epochs`` nor ``steps`` is given.

@@ -20,19 +20,18 @@ import dp_accounting
 import numpy as np
 from dp_accounting import dp_event
 
-from mechanisms.base import (
-    PrivacyClaim,
-    PrivacyError,
-    Release,
-    check_rng,
-    warn_data_dependent,
-)
+from mechanisms.base import PrivacyClaim, Release, check_rng
 from mechanisms.dpsgd.accounting import (
-    ACCOUNTANT_DESCRIPTIONS, PLD_REPLACE_ONE, RDP_GROUP, calibrate,
-    dpsgd_event, rdp_group_epsilon,
+    ACCOUNTANT_DESCRIPTIONS,
+    PLD_REPLACE_ONE,
+    RDP_GROUP,
+    calibrate,
+    dpsgd_event,
+    rdp_group_epsilon,
 )  # fmt: skip
 from mechanisms.dpsgd.algorithm import DEFAULT_EPOCHS, DPSGDParams, run_dpsgd, train_dpsgd
-from oracles.checks import check_epsilon_delta, check_int, check_real
+from mechanisms.privacy import PrivacyError, check_epsilon_delta, warn_data_dependent
+from oracles.checks import check_int, check_real
 from oracles.objective import check_data, predict
 
 # --- hyperparameter search -----------------------------------------------------------------------

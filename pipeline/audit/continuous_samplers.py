@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from mechanisms.base import Secret
+from mechanisms.dpsgd import run_dpsgd
 from oracles.objective import MergedRows, check_data
 from pipeline.audit.sampler_base import AuditError, BatchedGenerator, noise_scalars
 
@@ -41,8 +42,6 @@ class DPSGDSampler:
         """z, q, T exactly as ``run_dpsgd`` computes them for this n (one real run, cached)."""
         key = (self.params, len(y))
         if key not in _DPSGD_CALIBRATIONS:
-            from mechanisms.dpsgd import run_dpsgd
-
             noise = run_dpsgd(X, y, self.params, np.random.default_rng(0)).noise
             _DPSGD_CALIBRATIONS[key] = {"z": float(noise["noise_multiplier"]),
                                         "q": float(noise["sampling_rate"]),

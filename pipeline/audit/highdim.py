@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from mechanisms.opdisc import opdisc_domain
 from oracles.objective import MergedRows, check_data
 from pipeline.audit.core import NeighbouringPair
 from pipeline.audit.pairs import replace_pair
@@ -127,8 +128,6 @@ class SumCutOPDiscSampler(SumCutSampler):
     """OPDisc (or a variant of it: another calibration) on sum-cut data (module doc)."""
 
     def _check_domain(self, d: int, noise: dict[str, Any]) -> tuple[float, int]:
-        from mechanisms.opdisc import opdisc_domain
-
         p = self.mechanism.params
         domain, D = opdisc_domain(d, p.tau, p.B, p.D)
         if domain.step != 1.0 or domain.bound != 1:
@@ -227,51 +226,4 @@ class SumCutRSPMSampler(SumCutSampler):
         return w
 
 
-__all__ = ["SumCutOPDiscSampler", "SumCutRSPMSampler", "audit_sum_cut", "sum_cut_lambda",
-           "sum_cut_pair"]
-
-
-def audit_sum_cut(mechanism: str, d: int, *, samples: int, confidence: float = 0.95,
-                  seed: int = 0, variants: tuple[str, ...] = ("correct",)) -> list:  # fmt: skip
-    """One sum-cut pair at any d for a registered d >= 5 audit, its mechanism and its mutants
-    (the registry's pairs stop at d = 200; the paper's OPDisc sigma needs d of about 600)."""
-    from pipeline.audit.core import audit_pair
-    from pipeline.audit.registry import load_mutants, mechanism_audit
-
-    audit = mechanism_audit(mechanism)
-    makers = {"correct": audit.make_sampler}
-    makers |= {m.name: m.make for m in load_mutants() if m.mechanism == mechanism}
-    unknown = [v for v in variants if v not in makers]
-    if unknown:
-        raise ValueError(f"unknown variants {unknown} of {mechanism}; known: {sorted(makers)}")
-    pair = sum_cut_pair(d)
-    return [
-        audit_pair(makers[v](audit.params), pair, mechanism=audit.name, variant=v,
-                   epsilon=audit.epsilon, delta=audit.delta, samples=samples,
-                   confidence=confidence, seed=seed, claim_relation=audit.claim_relation)
-        for v in variants
-    ]  # fmt: skip
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m pipeline.audit.highdim opdisc_d5 --d 600 --samples 1000000 --variants paper``"""
-    import argparse
-
-    from pipeline.audit.report import audit_table
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("mechanism", choices=["opdisc_d5", "rspm_gaussian_d5"])
-    parser.add_argument("--d", type=int, required=True)
-    parser.add_argument("--samples", type=int, default=1_000_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--variants", nargs="+", default=["correct"])
-    args = parser.parse_args(argv)
-    reports = audit_sum_cut(args.mechanism, args.d, samples=args.samples, seed=args.seed,
-                            variants=tuple(args.variants))  # fmt: skip
-    for r in reports:
-        print(f"{r.line()}; {r.seconds:.0f} s")
-    print(audit_table(reports))
-
-
-if __name__ == "__main__":
-    main()
+__all__ = ["SumCutOPDiscSampler", "SumCutRSPMSampler", "sum_cut_lambda", "sum_cut_pair"]

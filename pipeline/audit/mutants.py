@@ -21,8 +21,12 @@ from mechanisms.opdisc import OPDisc
 from mechanisms.opsamp import OPSamp
 from mechanisms.rspm import RSPM, rspm_problem
 from pipeline.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler
-from pipeline.audit.samplers import (DPSGDSampler, ExpMechSampler, GridArgminSampler,
-                                     OPSampSampler)  # fmt: skip
+from pipeline.audit.samplers import (
+    DPSGDSampler,
+    ExpMechSampler,
+    GridArgminSampler,
+    OPSampSampler,  # fmt: skip
+)
 
 # --- OPDisc ---------------------------------------------------------------------------------------
 
@@ -133,7 +137,7 @@ def with_calibration(params: Any, calibration: str) -> Any:
 PAPER_OPDISC_NOT_CAUGHT = (
     "not on the registry's pairs (d <= 200): the sum cut's ln ratio at sum(w) = 1 grows like "
     "sqrt(d) (0.46 at d = 100, 0.71 at d = 200; paper_code 0.96, 1.38). It is caught at d = 600 "
-    "(eps_lb 1.189 at 1e6 samples: python -m pipeline.audit.highdim opdisc_d5 --d 600 "
+    "(eps_lb 1.189 at 1e6 samples: python -m pipeline.audit.sum_cut opdisc_d5 --d 600 "
     "--variants paper), too slow for CI"
 )
 PAPER_RSPM_NOT_CAUGHT = (

@@ -6,13 +6,29 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from mechanisms.dpsgd import DPSGDParams
+from mechanisms.expmech import ExpMechParams
+from mechanisms.opdisc import OPDisc, OPDiscParams
+from mechanisms.opsamp import OPSamp, OPSampParams
+from mechanisms.rspm import RSPM, RSPMParams
 from pipeline.audit.core import NeighbouringPair, audit_pair
 from pipeline.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_pair
-from pipeline.audit.pairs import (dpsgd_pairs, expmech_pairs, opdisc_pairs, opsamp_pairs,
-                                  rspm_pairs)  # fmt: skip
+from pipeline.audit.mutants import MUTANTS
+from pipeline.audit.pairs import (
+    dpsgd_pairs,
+    expmech_pairs,
+    opdisc_pairs,
+    opsamp_pairs,
+    rspm_pairs,  # fmt: skip
+)
 from pipeline.audit.report import CORRECT, AuditReport
-from pipeline.audit.samplers import (DPSGDSampler, ExpMechSampler, GridArgminSampler,
-                                     OPSampSampler, ReleaseSampler)  # fmt: skip
+from pipeline.audit.samplers import (
+    DPSGDSampler,
+    ExpMechSampler,
+    GridArgminSampler,
+    OPSampSampler,  # fmt: skip
+    ReleaseSampler,
+)
 from pipeline.audit.stats import check_confidence
 
 #: Claimed privacy of every audited mechanism (tiny instances, so the test has power).
@@ -45,16 +61,12 @@ class MechanismAudit:
 
 
 def _opdisc() -> MechanismAudit:
-    from mechanisms.opdisc import OPDisc, OPDiscParams
-
     return MechanismAudit("opdisc", OPDiscParams(EPSILON, DELTA), EPSILON, DELTA, "replace",
                           lambda p: GridArgminSampler(OPDisc(p)), opdisc_pairs,
                           200_000, 4_000_000)  # fmt: skip
 
 
 def _rspm(noise: str) -> MechanismAudit:
-    from mechanisms.rspm import RSPM, RSPMParams
-
     delta = DELTA if noise == "gaussian" else 0.0
     return MechanismAudit(f"rspm_{noise}", RSPMParams(EPSILON, delta, noise=noise), EPSILON,
                           delta, "replace", lambda p: GridArgminSampler(RSPM(p)), rspm_pairs,
@@ -62,23 +74,17 @@ def _rspm(noise: str) -> MechanismAudit:
 
 
 def _expmech() -> MechanismAudit:
-    from mechanisms.expmech import ExpMechParams
-
     return MechanismAudit("expmech", ExpMechParams(EPSILON), EPSILON, 0.0, "replace",
                           ExpMechSampler, expmech_pairs, 400_000, 10_000_000)  # fmt: skip
 
 
 def _dpsgd() -> MechanismAudit:
-    from mechanisms.dpsgd import DPSGDParams
-
     params = DPSGDParams(EPSILON, DELTA, clip_norm=1.0, batch_size=50, learning_rate=1.0, steps=1)
     return MechanismAudit("dpsgd_lr", params, EPSILON, DELTA, "replace", DPSGDSampler,
                           dpsgd_pairs, 1_000_000, 5_000_000)  # fmt: skip
 
 
 def _opsamp() -> MechanismAudit:
-    from mechanisms.opsamp import OPSamp, OPSampParams
-
     return MechanismAudit("opsamp", OPSampParams(EPSILON, DELTA), EPSILON, DELTA, "replace",
                           lambda p: OPSampSampler(OPSamp(p)), opsamp_pairs,
                           100_000, 1_000_000)  # fmt: skip
@@ -93,8 +99,6 @@ RSPM_HIGH_DIMS = (5, 25, 50)
 
 
 def _opdisc_high_dim() -> MechanismAudit:
-    from mechanisms.opdisc import OPDisc, OPDiscParams
-
     # B = 1: the grid {-1, 0, 1}^d, with the paper's D = sqrt(d) (SPEC 3); the calibration
     # depends on (d, D, tau) only, so the claim is the one OPDisc makes at that d and D
     return MechanismAudit(
@@ -105,8 +109,6 @@ def _opdisc_high_dim() -> MechanismAudit:
 
 
 def _rspm_high_dim() -> MechanismAudit:
-    from mechanisms.rspm import RSPM, RSPMParams
-
     return MechanismAudit(
         "rspm_gaussian_d5", RSPMParams(EPSILON, DELTA), EPSILON, DELTA, "replace",
         lambda p: SumCutRSPMSampler(RSPM(p)),
@@ -130,14 +132,6 @@ def mechanism_audit(name: str) -> MechanismAudit:
     if name not in AUDITS:
         raise ValueError(f"unknown mechanism {name!r}; known: {sorted(AUDITS)}")
     return AUDITS[name]()
-
-
-def load_mutants() -> tuple[Any, ...]:
-    """``MUTANTS``: the deliberately broken variants (and the papers' calibrations) the audit
-    must catch (pipeline.audit.mutants; imported on demand, it imports the samplers)."""
-    from pipeline.audit.mutants import MUTANTS
-
-    return tuple(MUTANTS)
 
 
 def audit_variant(audit: MechanismAudit, variant: str, make_sampler: Callable[[Any], Any], *,
@@ -170,7 +164,7 @@ def run_audit(mechanism: str, *, samples: int | None, confidence: float, seed: i
     options = {"samples": samples, "confidence": confidence, "seed": seed}
     reports = audit_variant(audit, CORRECT, audit.make_sampler, **options)
     if include_mutants:
-        for mutant in load_mutants():
+        for mutant in MUTANTS:
             if mutant.mechanism == mechanism:
                 reports += audit_variant(audit, mutant.name, mutant.make, **options)
     return reports

@@ -30,12 +30,19 @@ from typing import Any
 import numpy as np
 
 from mechanisms.base import Secret
+from mechanisms.expmech import run_expmech
+from mechanisms.opdisc import opdisc_domain
 from oracles.base import IntegerGrid, Problem
 from oracles.enumerate import all_objectives, grid_points
 from oracles.objective import MergedRows, check_data
 from pipeline.audit.continuous_samplers import DPSGDSampler, OPSampSampler
-from pipeline.audit.sampler_base import (AuditError, BatchedGenerator, FunctionSampler,
-                                         ReleaseSampler, noise_scalars)  # fmt: skip
+from pipeline.audit.sampler_base import (
+    AuditError,
+    BatchedGenerator,
+    FunctionSampler,
+    ReleaseSampler,  # fmt: skip
+    noise_scalars,
+)
 
 #: Objective values held at once by the grid sampler (memory bound: 8 bytes each).
 _CHUNK_ENTRIES = 4_000_000
@@ -150,8 +157,6 @@ class ExpMechSampler:
     kind: str = field(default="discrete", init=False)
 
     def probabilities(self, X, y) -> np.ndarray:
-        from mechanisms.expmech import run_expmech
-
         probe = _ChoiceProbe(np.random.PCG64(0))
         run_expmech(X, y, self.params, probe)
         if probe.probabilities is None:
@@ -159,8 +164,6 @@ class ExpMechSampler:
         return probe.probabilities
 
     def grid(self, d: int) -> np.ndarray:
-        from mechanisms.opdisc import opdisc_domain
-
         domain, _ = opdisc_domain(d, self.params.tau, self.params.B, self.params.D)
         return np.vstack(list(grid_points(domain)))
 

@@ -38,8 +38,11 @@ import numpy as np
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
 from oracles.base import OBJECTIVE_TOL
+from oracles.highs import HighsOracle
 from oracles.objective import MergedRows
+from oracles.registry import make_oracle
 from pipeline.bench.machine import describe_machine, print_header
+from pipeline.data.adult import load_adult
 
 
 @dataclass
@@ -121,10 +124,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import highspy  # noqa: F401 - imported once here, so that no solve pays the import
-
-    from oracles.highs import HighsOracle
-    from oracles.registry import make_oracle
-    from pipeline.data.adult import load_adult
 
     train = load_adult(args.data_dir).train
     X, y = train.features, train.labels

@@ -34,6 +34,8 @@ from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
 from oracles.base import Problem
 from oracles.objective import MergedRows
+from pipeline.data.table import load_table
+from pipeline.tasks import RunKey, run_generator
 
 MECHANISMS = ("opdisc", "rspm", "erm")
 
@@ -73,8 +75,6 @@ def table_frame(name: str = "breast_cancer"):
 def table_rows(name: str = "breast_cancer", split_seed: int = 0,
                balance_seed: int = 0) -> MergedRows:  # fmt: skip
     """The balanced training rows of the table ``name`` (module docstring)."""
-    from pipeline.data.table import load_table
-
     frame, positive, bounds = table_frame(name)
     splits = load_table(frame, label="label", positive=positive, numeric=bounds,
                         split_seed=split_seed, balance=True, balance_seed=balance_seed)  # fmt: skip
@@ -125,8 +125,6 @@ def sweep_instance(mechanism: str, epsilon: float, run: int, table: str = "breas
                    sweep_seed: int = 0) -> Instance:  # fmt: skip
     """The problem of run ``run`` of ``+sweep=table`` on ``table`` (noise from
     ``pipeline.tasks.run_generator``, as the sweep draws it; mechanism opdisc or rspm)."""
-    from pipeline.tasks import RunKey, run_generator
-
     rows = table_rows(table)
     name = {"opdisc": "opdisc", "rspm": "rspm_gaussian"}[mechanism]
     rng = run_generator(sweep_seed, RunKey(name, float(epsilon), int(run)))

@@ -32,6 +32,8 @@ import sys
 import time
 
 from oracles.base import OBJECTIVE_TOL
+from oracles.registry import make_oracle
+from oracles.window import WindowOracle
 from pipeline.bench.fast_oracle import load_loadavg
 from pipeline.bench.generic_instances import MECHANISMS, TABLES, make_instance, table_rows
 from pipeline.bench.machine import describe_machine, print_header
@@ -40,9 +42,6 @@ ORACLES = ("structured", "reference", "window", "highs", "gurobi")
 
 
 def make(name: str, time_limit: float, threads: int):
-    from oracles.registry import make_oracle
-    from oracles.window import WindowOracle
-
     if name == "reference":
         return make_oracle("auto", time_limit=time_limit, threads=threads)
     if name == "window":

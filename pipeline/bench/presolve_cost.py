@@ -44,6 +44,7 @@ from oracles.objective import MergedRows
 from pipeline.bench.fast_oracle import balanced_subsample, load_loadavg, make_mechanism
 from pipeline.bench.machine import describe_machine, print_header
 from pipeline.bench.wider_shapes import configured
+from pipeline.data.adult import load_adult
 
 #: (``presolve_rule_off`` mask or None for presolve off, second opinion) of each variant.
 VARIANTS = {"before": (0, False), "rules": (PRESOLVE_RULES_OFF, False), "off": (None, False),
@@ -85,8 +86,6 @@ def problems(args):
     """(name, Problem) for every instance, mechanism, epsilon and seed asked for."""
     datasets = []
     if args.subsamples:
-        from pipeline.data.adult import load_adult
-
         train = load_adult(args.data_dir).train
         for n in args.subsamples:
             X, y = balanced_subsample(train.features, train.labels, n, args.subsample_seed)

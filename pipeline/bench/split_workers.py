@@ -24,6 +24,7 @@ from oracles.window import WindowOracle
 from pipeline.bench.fast_oracle import load_loadavg
 from pipeline.bench.generic_instances import make_instance, sweep_instance
 from pipeline.bench.machine import describe_machine, print_header
+from pipeline.split_solve import ray_map_parts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,8 +41,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import ray
-
-    from pipeline.split_solve import ray_map_parts
 
     def solve(parts: int, map_parts=None):
         # no fallback: the search alone, so that every run does the same kind of work

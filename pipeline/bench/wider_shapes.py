@@ -34,8 +34,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.objective import MergedRows
-from pipeline.bench.fast_oracle import agreement, load_loadavg, make_mechanism
+from oracles.structured import StructuredOracle
+from oracles.structured_shape import ShapeMismatch, decompose
+from pipeline.bench.fast_oracle import Run, agreement, load_loadavg, make_mechanism
 from pipeline.bench.machine import describe_machine, print_header
+from pipeline.cli import CONFIG_DIR
+from pipeline.config import validate
+from pipeline.data import load_dataset
+from pipeline.data.adult import CATEGORICAL, COLUMNS, CONTINUOUS, resolve_data_dir
+from pipeline.data.table import load_table
 
 #: The former default of ``StructuredOracle.max_combos`` (before the cap became work).
 TODAY_MAX_COMBOS = 4096
@@ -64,9 +71,6 @@ def adult_variant(extra: tuple[str, ...], data_dir: str | None):
     continuous column divided by its training maximum (through ``pipeline.data.table``)."""
     import pandas as pd
 
-    from pipeline.data.adult import CATEGORICAL, COLUMNS, CONTINUOUS, resolve_data_dir
-    from pipeline.data.table import load_table
-
     directory, _ = resolve_data_dir(data_dir)
     frame = pd.read_csv(directory / "adult.data", header=None, names=list(COLUMNS),
                         skipinitialspace=True, dtype=str)  # fmt: skip
@@ -92,10 +96,6 @@ def adult_variant(extra: tuple[str, ...], data_dir: str | None):
 def configured(name: str):
     """The training set of conf/dataset/NAME.yaml."""
     from hydra import compose, initialize_config_dir
-
-    from pipeline.cli import CONFIG_DIR
-    from pipeline.config import validate
-    from pipeline.data import load_dataset
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         config = validate(compose(config_name="config", overrides=[f"dataset={name}"]))
@@ -127,9 +127,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import highspy  # noqa: F401 - imported once here, so that no solve pays the import
-
-    from oracles.structured import StructuredOracle
-    from oracles.structured_shape import ShapeMismatch, decompose
 
     now = StructuredOracle(time_limit=args.time_limit, threads=args.threads)
     today = StructuredOracle(time_limit=args.time_limit, threads=args.threads,
@@ -198,8 +195,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _as_run(s: Solve):
-    from pipeline.bench.fast_oracle import Run
-
     return Run(s.eps, s.seed, s.method, s.certified, s.status, s.objective, s.bound, s.seconds,
                s.cpu, s.w)  # fmt: skip
 

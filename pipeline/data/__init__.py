@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pipeline.data.adult import load_adult
 from pipeline.data.record import DataError, Dataset
+from pipeline.data.synthetic import make_linear_threshold
+from pipeline.data.table import load_table
 
 __all__ = ["DataError", "Dataset", "load_dataset"]
 
@@ -10,8 +13,6 @@ __all__ = ["DataError", "Dataset", "load_dataset"]
 def load_dataset(cfg) -> tuple[Dataset, Dataset | None]:
     """(training set, test set or None) for a dataset config node (pipeline.config)."""
     if cfg.name == "adult":
-        from pipeline.data.adult import load_adult
-
         splits = load_adult(
             cfg.data_dir,
             balance_seed=cfg.balance_seed,
@@ -22,16 +23,12 @@ def load_dataset(cfg) -> tuple[Dataset, Dataset | None]:
         )
         return splits.train, splits.test
     if cfg.name == "synthetic":
-        from pipeline.data.synthetic import make_linear_threshold
-
         train = make_linear_threshold(
             cfg.n, cfg.n_continuous, groups=tuple(cfg.groups), label_noise=cfg.label_noise,
             levels=cfg.levels, seed=cfg.seed,
         )  # fmt: skip
         return train, None
     if cfg.name == "table":
-        from pipeline.data.table import load_table
-
         splits = load_table(
             cfg.path, label=cfg.label, positive=cfg.positive, negative=cfg.negative,
             categorical=dict(cfg.categorical or {}), numeric=dict(cfg.numeric or {}),

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from mechanisms.base import PrivacyLeakWarning
+from mechanisms.privacy import PrivacyLeakWarning
 from pipeline.data.record import DataError
 from pipeline.data.table_reading import Raw
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.base import PrivacyLeakWarning
+from mechanisms.privacy import PrivacyLeakWarning
 from pipeline.data import DataError
 from pipeline.data.table import load_table
 from tests.conftest import REPO

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from mechanisms.base import PrivacyLeakWarning, Release
+from mechanisms.base import Release
 from mechanisms.dpsgd import (
     PLD_REPLACE_ONE,
     RDP_GROUP,
@@ -24,8 +24,8 @@ from mechanisms.dpsgd import (
     accounted_epsilon,
     calibrate_noise_multiplier,
     clip_and_sum,
-    draw_repetitions,
     dpsgd_event,
+    draw_repetitions,
     per_example_gradients,
     pld_discretization,
     pld_epsilon,
@@ -34,6 +34,7 @@ from mechanisms.dpsgd import (
     train_dpsgd,
     tune_dpsgd,
 )
+from mechanisms.privacy import PrivacyLeakWarning
 
 N_ADULT = 15_682
 DELTA_ADULT = 1 / N_ADULT**2

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechanisms.base import PrivacyLeakWarning
 from mechanisms.bounds import FeatureBoundError, enforce_feature_bound
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams, lipschitz_constant, surrogate_scale
+from mechanisms.privacy import PrivacyLeakWarning
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.convex import ConvexOracle

@@ -103,7 +103,7 @@ def test_duplicate_grid_entries_are_rejected(override, message):
 
 
 def test_each_grid_has_its_own_default_output_directory():
-    from pipeline.tracking import sweep_id
+    from pipeline.config import sweep_id
 
     def run_dir(overrides):
         return str(_compose(overrides, hydra=True).hydra.run.dir)
@@ -254,7 +254,7 @@ def test_a_live_driver_elsewhere_holds_the_sweep_through_the_tracking_store(trac
 
 
 def _row(mechanism, eps, i, acc, holds=True, certified=True, gap=0.0):
-    from pipeline.tasks import privacy_status
+    from pipeline.run_record import privacy_status
 
     return {"key": f"{mechanism}/eps={eps:g}/run={i}", "mechanism": mechanism,
             "requested_epsilon": eps, "run_index": i, "privacy_delta": 1e-5,
