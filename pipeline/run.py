@@ -31,7 +31,7 @@ from pipeline.preflight import (
 from pipeline.report import write_report
 from pipeline.sweep import init_ray, run_sweep
 from pipeline.tasks import sweep_keys
-from pipeline.tracking import SweepTracker, default_tracking_uri, rows_from_mlflow
+from pipeline.tracking import SweepTracker, default_tracking_uri, results_from_mlflow
 
 log = logging.getLogger(__name__)
 
@@ -193,20 +193,20 @@ def run_sweep_and_report(config: Config, output_dir: Path,
             interrupted = True
         finally:
             signal.signal(signal.SIGTERM, previous)
-            rows = rows_from_mlflow(tracker)
             wanted = {str(k) for k in keys}
-            rows = [r for r in rows if r["key"] in wanted]
-            private = [r for r in rows if r["mechanism"] not in NON_PRIVATE]
+            results = [r for r in results_from_mlflow(tracker) if r.key in wanted]
+            private = [r for r in results if r.mechanism not in NON_PRIVATE]
             outcome = SweepOutcome(
-                requested=len(keys), finished=len(rows), failed=failed, interrupted=interrupted,
-                private_not_holding=tuple(r["key"] for r in private if not r["privacy_holds"]),
+                requested=len(keys), finished=len(results), failed=failed,
+                interrupted=interrupted,
+                private_not_holding=tuple(r.key for r in private if not r.privacy_holds),
             )  # fmt: skip
-            finished_keys = {r["key"] for r in rows}
+            finished_keys = {r.key for r in results}
             missing = [str(k) for k in keys if str(k) not in finished_keys]
-            paths = write_report(rows, output_dir, f"Sweep {config.sweep.name} ({sid})",
+            paths = write_report([r.to_row() for r in results], output_dir, f"Sweep {config.sweep.name} ({sid})",
                                  outcome=outcome, missing=missing)  # fmt: skip
             metrics = {
-                "runs": float(len(rows)),
+                "runs": float(len(results)),
                 "runs_requested": float(len(keys)),
                 "runs_failed": float(len(failed)),
                 "private_runs_not_certified": float(len(outcome.private_not_holding)),
@@ -223,7 +223,7 @@ def run_sweep_and_report(config: Config, output_dir: Path,
         "status": outcome.status,
         "reason": outcome.reason,
         "runs_requested": len(keys),
-        "runs": len(rows),
+        "runs": len(results),
         "failures": len(failed),
         "failed": failed,
         "missing": missing,

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from mechanisms.base import Release
 from pipeline.catalog import NON_ORACLE
 from pipeline.config import Config
 from pipeline.data.record import Dataset
@@ -42,6 +43,7 @@ from pipeline.progress import (
     read_board,
     reporting,
 )  # fmt: skip
+from pipeline.run_record import RunResult
 from pipeline.tasks import RunKey, run_one, sweep_keys
 from pipeline.tracking import HEARTBEAT
 
@@ -82,9 +84,8 @@ def _remote_functions(solver_cpus: int):
     def run_task(config: Config, key: RunKey, train: Dataset, test: Dataset | None,
                  channel: Channel | None = None):  # fmt: skip
         with reporting(channel):
-            row, release = run_one(config, key, train, test, threads=_assigned_cpus())
-        row["node"] = _node_id()
-        return row, release
+            result, release = run_one(config, key, train, test, threads=_assigned_cpus())
+        return dataclasses.replace(result, node=_node_id()), release
 
     solve_task = ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)(solve_one)
     return run_task, solve_task
@@ -138,9 +139,9 @@ class RaySolveMany:
 
 def run_on_cluster(config: Config, key: RunKey, train: Dataset, test: Dataset | None,
                    run_task: Any, solve_task: Any, train_ref: Any, test_ref: Any,
-                   board: Any = None) -> tuple[dict[str, Any], Any]:  # fmt: skip
+                   board: Any = None) -> tuple[RunResult, Release]:  # fmt: skip
     """One run, from a driver thread: an oracle mechanism through ``run`` with its calls as
-    tasks, anything else as one task. The row's time is the compute the run cost: the driver's
+    tasks, anything else as one task. The result's time is the compute the run cost: the driver's
     own part plus what its tasks took, not how long they waited in the queue. ``board``: the
     sweep's progress board (``pipeline.progress``), if any."""
     import ray
@@ -151,10 +152,10 @@ def run_on_cluster(config: Config, key: RunKey, train: Dataset, test: Dataset | 
         channel = Channel(board, str(key), REPORT_EVERY)
         return ray.get(run_task.remote(config, key, train_ref, test_ref, channel))
     solver = RaySolveMany(solve_task, board, str(key))
-    row, release = run_one(config, key, train, test, solve_many=solver)
-    row["wall_seconds"] = row["wall_seconds"] - solver.waited + solver.task_seconds
-    row["node"] = ",".join(sorted(solver.nodes))
-    return row, release
+    result, release = run_one(config, key, train, test, solve_many=solver)
+    wall_seconds = result.wall_seconds - solver.waited + solver.task_seconds
+    return dataclasses.replace(result, wall_seconds=wall_seconds,
+                               node=",".join(sorted(solver.nodes))), release
 
 
 def init_ray(config: Config) -> None:
@@ -200,10 +201,10 @@ def failure_reason(error: BaseException) -> str:
 
 def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: Path,
               tracker, todo: list[RunKey] | None = None,
-              ) -> tuple[list[dict[str, Any]], dict[str, str]]:  # fmt: skip
+              ) -> tuple[list[RunResult], dict[str, str]]:  # fmt: skip
     """Run ``todo`` (default: every run not yet FINISHED).
 
-    Returns (rows of this call's runs, {key: one-line reason} of the runs that failed). A
+    Returns (results of this call's runs, {key: one-line reason} of the runs that failed). A
     KeyboardInterrupt propagates; the runs finished until then are already in MLflow.
     """
     import ray
@@ -224,7 +225,7 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
     progress = Progress(len(todo), keys=todo, slots=max(1, cpus // config.oracle.threads),
                         limit=config.oracle.time_limit, every=PROGRESS_EVERY)  # fmt: skip
     failed: dict[str, str] = {}
-    results: list[dict[str, Any]] = []
+    results: list[RunResult] = []
 
     def work(key: RunKey):
         progress.started(key)
@@ -249,11 +250,12 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
                 tracker.log_failed_child(str(key), key.mechanism, reason)
                 progress.update(f"{key} FAILED", key)
                 continue
-            row, release = value
-            tracker.log_child(row, release, dataclasses.asdict(config.mechanisms[key.mechanism]))
-            results.append(row)
-            progress.update(f"{key}: acc {row['train_accuracy']:.3f}, privacy "
-                            f"{row.get('privacy_status', row['privacy_holds'])}", key)  # fmt: skip
+            result, release = value
+            tracker.log_child(result, release,
+                              dataclasses.asdict(config.mechanisms[key.mechanism]))  # fmt: skip
+            results.append(result)
+            progress.update(f"{key}: acc {result.train_accuracy:.3f}, privacy "
+                            f"{result.privacy_status}", key)  # fmt: skip
     finally:
         progress.close()
         close_board(board)

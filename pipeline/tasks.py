@@ -31,7 +31,7 @@ from pipeline.catalog import (
 )  # fmt: skip
 from pipeline.config import SPLIT_ORACLES, Config, OracleConfig
 from pipeline.data.record import Dataset
-from pipeline.run_record import privacy_status
+from pipeline.run_record import RunResult
 from pipeline.split_solve import ray_map_parts
 
 
@@ -135,53 +135,10 @@ def run_release(
 
 def run_one(
     config: Config, key: RunKey, train: Dataset, test: Dataset | None, **kwargs: Any
-) -> tuple[dict[str, Any], Release]:
-    """Run one (mechanism, epsilon, run index) and summarize it as a flat result row."""
+) -> tuple[RunResult, Release]:
+    """Run one (mechanism, epsilon, run index): its result record and its release."""
     started = time.time()  # when it ran (the clock), and for how long (the monotonic clock)
     start = time.perf_counter()
     release = run_release(config, key, train, **kwargs)
     wall_seconds = time.perf_counter() - start
-    return result_row(key, release, train, test, wall_seconds, started=started), release
-
-
-def result_row(key: RunKey, release: Release, train: Dataset, test: Dataset | None,
-               wall_seconds: float, started: float | None = None) -> dict[str, Any]:  # fmt: skip
-    """One run summarized as a flat row of the results table.
-
-    ``started``: when the run began (seconds since the epoch; default: ``wall_seconds`` ago).
-    """
-    certificates = release.certificates
-    if started is None:
-        started = time.time() - wall_seconds
-    return {
-        "key": str(key),
-        "mechanism": key.mechanism,
-        # the grid's target; the guarantee is privacy_epsilon (proven for the noise, SPEC 10)
-        "requested_epsilon": key.epsilon,
-        "run_index": key.run_index,
-        # milliseconds since the epoch, as MLflow records a run's start: its child run starts
-        # then and ends wall_seconds later (pipeline.tracking)
-        "start_time_ms": int(round(started * 1000)),
-        "privacy_epsilon": release.privacy.epsilon,
-        "privacy_delta": release.privacy.delta,
-        "calibration": release.privacy.calibration or "",
-        "privacy_holds": release.privacy.holds,
-        "privacy_reason": release.privacy.reason,
-        "train_accuracy": release.accuracy(train.features, train.labels),
-        "test_accuracy": (release.accuracy(test.features, test.labels)
-                          if test is not None else float("nan")),  # fmt: skip
-        "wall_seconds": wall_seconds,
-        "oracle_seconds": release.oracle_seconds,
-        "oracle_calls": len(certificates),
-        "oracle_max_gap": release.max_gap,
-        # the one oracle call's [bound, objective] (the minimum lies there); nan for several
-        "oracle_objective": certificates[0].objective if len(certificates) == 1 else math.nan,
-        "oracle_bound": certificates[0].bound if len(certificates) == 1 else math.nan,
-        "train_n": int(len(train.labels)),
-        "oracle_backends": ",".join(sorted({c.backend for c in certificates})),
-        "oracle_fallbacks": ";".join(sorted({c.fallback for c in certificates if c.fallback})),
-        # every oracle answer the release rests on certified optimal (true with no oracle call):
-        # a non-private reference is the exact optimum only when this holds
-        "oracle_certified": all(c.certified for c in certificates),
-        "privacy_status": privacy_status(key.mechanism, release.privacy.holds),
-    }
+    return RunResult.of(key, release, train, test, wall_seconds, started=started), release

@@ -24,7 +24,7 @@ from mechanisms.base import Release
 from pipeline import mlflow_log
 from pipeline.data.record import Dataset
 from pipeline.lease import SweepBusyError, this_driver
-from pipeline.run_record import child_fields, child_times, row_from_child
+from pipeline.run_record import RunResult, release_fields
 
 FINISHED = "FINISHED"
 #: Seconds between a driver's heartbeats on its parent run, and after which a silent one is dead.
@@ -184,19 +184,20 @@ class SweepTracker:
         self._inputs = mlflow_log.dataset_inputs(name, train, test)
         self._feature_names = train.feature_names
 
-    def log_child(self, row: dict[str, Any], release: Release,
+    def log_child(self, result: RunResult, release: Release,
                   mechanism_cfg: dict[str, Any]) -> str:  # fmt: skip
         """One child run, created and finished in one step, timed as the run ran (not as logged):
-        the row (pipeline.run_record), its dataset as input, its classifier as the model
+        the result (pipeline.run_record), its dataset as input, its classifier as the model
         ``runs:/<id>/model``, the rest of the release in release.json (pipeline.mlflow_log)."""
         import mlflow
 
-        tags, params, metrics = child_fields(row, release, self.parent_id)
-        start, end = child_times(row)
-        run_id = self.client.create_run(self.experiment_id, start_time=start, tags=tags,
-                                        run_name=row["key"]).info.run_id  # fmt: skip
-        self._log_params(run_id, params)
-        self._log_metrics(run_id, metrics, timestamp=end)
+        noise, release_metrics = release_fields(release)
+        start, end = result.times()
+        run_id = self.client.create_run(self.experiment_id, start_time=start,
+                                        tags=result.to_tags(self.parent_id),
+                                        run_name=result.key).info.run_id  # fmt: skip
+        self._log_params(run_id, result.to_params() | noise)
+        self._log_metrics(run_id, release_metrics | result.to_metrics(), timestamp=end)
         if self._inputs:
             self.client.log_inputs(run_id, datasets=self._inputs)
         record = mlflow_log.release_json(release, mechanism_cfg)
@@ -243,11 +244,11 @@ class SweepTracker:
             self.client.log_batch(run_id, metrics=items[i:i + 500])
 
 
-def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
-    """Result rows of the sweep's FINISHED children (the runs done before a resume), one per key.
+def results_from_mlflow(tracker) -> list[RunResult]:
+    """The results of the sweep's FINISHED children (the runs done before a resume), one per key.
 
-    The inverse of ``SweepTracker.log_child``: a row logged there reads back the same, every key
-    with its type (pipeline.run_record, tests/pipeline/test_tracking.py).
+    The inverse of ``SweepTracker.log_child``: a result logged there reads back equal, every
+    field with its type (pipeline.run_record, tests/pipeline/test_run_record.py).
     """
     if tracker.parent_id is None:
         return []
@@ -256,11 +257,11 @@ def rows_from_mlflow(tracker) -> list[dict[str, Any]]:
         filter_string=f"tags.mlflow.parentRunId = '{tracker.parent_id}'",
         max_results=50_000,
     )
-    rows, seen = [], set()
+    results, seen = [], set()
     for child in children:
         key = child.data.tags.get("run_key")
         if child.info.status != "FINISHED" or key in seen:  # a duplicate of an older version
             continue
         seen.add(key)
-        rows.append(row_from_child(child))
-    return rows
+        results.append(RunResult.from_mlflow(child))
+    return results

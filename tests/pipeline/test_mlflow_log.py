@@ -5,6 +5,7 @@ One sqlite store per module (creating one costs seconds); every test reads the s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -16,8 +17,9 @@ from mechanisms.base import PrivacyClaim, Release
 from oracles.base import Certificate, Status
 from pipeline.data.record import Dataset
 from pipeline.mlflow_log import RUN_LIST_VIEW, VIEW_KEY
-from pipeline.tasks import RunKey, result_row
-from pipeline.tracking import SweepTracker, rows_from_mlflow
+from pipeline.run_record import RunResult
+from pipeline.tasks import RunKey
+from pipeline.tracking import SweepTracker, results_from_mlflow
 
 MARGIN = 0.25
 NAMES = ("age", "hours", "sex=male")
@@ -46,11 +48,11 @@ def logged(tmp_path_factory):
     tracker.use_datasets("toy", train, test)
     tracker.start_parent("test", "sid", {"sweep": {"name": "test"}})
     release = _release()
-    row = result_row(RunKey("opdisc", 0.5, 0), release, train, test, wall_seconds=2.5)
+    result = RunResult.of(RunKey("opdisc", 0.5, 0), release, train, test, wall_seconds=2.5)
     before = time.time()
-    run_id = tracker.log_child(row, release, {"name": "opdisc", "tau": 1.0})
+    run_id = tracker.log_child(result, release, {"name": "opdisc", "tau": 1.0})
     seconds = time.time() - before
-    return {"tracker": tracker, "run_id": run_id, "row": row, "release": release,
+    return {"tracker": tracker, "run_id": run_id, "result": result, "release": release,
             "train": train, "test": test, "logged_at": before, "log_seconds": seconds}  # fmt: skip
 
 
@@ -93,10 +95,10 @@ def test_the_model_signature_is_the_feature_names_in_and_the_label_out(logged):
 
 def test_the_run_lasts_its_wall_time_not_its_logging_time(logged):
     info = logged["tracker"].client.get_run(logged["run_id"]).info
-    row = logged["row"]
-    assert info.start_time == row["start_time_ms"]
-    assert abs((info.end_time - info.start_time) / 1000 - row["wall_seconds"]) < 0.002
-    # the run ended before its logging began (result_row's default start: wall_seconds ago)
+    result = logged["result"]
+    assert info.start_time == result.start_time_ms
+    assert abs((info.end_time - info.start_time) / 1000 - result.wall_seconds) < 0.002
+    # the run ended before its logging began (RunResult.of's default start: wall_seconds ago)
     assert info.end_time <= logged["logged_at"] * 1000 + 2
 
 
@@ -109,16 +111,17 @@ def test_run_one_records_when_the_run_started_and_its_duration(monkeypatch, tmp_
 
     monkeypatch.setattr(pipeline.tasks, "run_release", slow_release)
     before = time.time()
-    row, release = pipeline.tasks.run_one(None, RunKey("opdisc", 0.5, 1), _dataset(10, 2), None)
-    assert before * 1000 - 1 <= row["start_time_ms"] <= before * 1000 + 50
-    assert 0.3 <= row["wall_seconds"] < 0.4
+    result, release = pipeline.tasks.run_one(None, RunKey("opdisc", 0.5, 1), _dataset(10, 2),
+                                             None)  # fmt: skip
+    assert before * 1000 - 1 <= result.start_time_ms <= before * 1000 + 50
+    assert 0.3 <= result.wall_seconds < 0.4
     tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "timing", tmp_path / "art")
     tracker.start_parent("test", "sid", {})
     time.sleep(0.2)  # logged later than the run ended: the record must not say so
-    info = tracker.client.get_run(tracker.log_child(row, release, {})).info
-    assert abs((info.end_time - info.start_time) / 1000 - row["wall_seconds"]) < 0.002
-    (back,) = rows_from_mlflow(tracker)
-    assert back["start_time_ms"] == row["start_time_ms"]
+    info = tracker.client.get_run(tracker.log_child(result, release, {})).info
+    assert abs((info.end_time - info.start_time) / 1000 - result.wall_seconds) < 0.002
+    (back,) = results_from_mlflow(tracker)
+    assert back.start_time_ms == result.start_time_ms
 
 
 def test_the_run_list_shows_privacy_and_accuracy_not_every_detail(logged, tmp_path):
@@ -148,7 +151,8 @@ def test_a_model_is_logged_when_the_working_directory_was_replaced(logged, tmp_p
     the driver's working directory is gone (os.getcwd() fails) though its path exists again."""
     import os
 
-    tracker, release, row = logged["tracker"], logged["release"], dict(logged["row"])
+    tracker, release = logged["tracker"], logged["release"]
+    result = dataclasses.replace(logged["result"], key="opdisc/eps=0.5/run=1")
     job = tmp_path / "job"
     job.mkdir()
     monkeypatch.chdir(job)
@@ -157,7 +161,6 @@ def test_a_model_is_logged_when_the_working_directory_was_replaced(logged, tmp_p
     job.mkdir()  # ... and extracted again at the same path
     with pytest.raises(FileNotFoundError):
         os.getcwd()
-    row["key"] = "opdisc/eps=0.5/run=1"
-    run_id = tracker.log_child(row, release, {"name": "opdisc", "tau": 1.0})
+    run_id = tracker.log_child(result, release, {"name": "opdisc", "tau": 1.0})
     assert tracker.client.get_run(run_id).info.status == "FINISHED"
     assert os.getcwd() == str(job)  # back at the job's directory, by its path

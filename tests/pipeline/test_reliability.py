@@ -349,8 +349,8 @@ def _fake_sweep(stop_after: int, fail: set[str] = frozenset(), interrupt: bool =
                 failed[str(key)] = "GurobiError: Model too large for size-limited license"
                 tracker.log_failed_child(str(key), key.mechanism, failed[str(key)])
                 continue
-            row, release = run_one(config, key, train, test)
-            tracker.log_child(row, release, {})
+            result, release = run_one(config, key, train, test)
+            tracker.log_child(result, release, {})
         return [], failed
 
     return run_sweep
@@ -366,11 +366,11 @@ def _parent(tracking_db, experiment):
 
 
 def test_interrupted_sweep_says_so_first_and_resumes(tracking_db, tmp_path, monkeypatch):
-    import pipeline.sweep
+    import pipeline.run
     from pipeline.run import run
 
-    monkeypatch.setattr(pipeline.sweep, "init_ray", lambda config: None)
-    monkeypatch.setattr(pipeline.sweep, "run_sweep", _fake_sweep(3, interrupt=True))
+    monkeypatch.setattr(pipeline.run, "init_ray", lambda config: None)
+    monkeypatch.setattr(pipeline.run, "run_sweep", _fake_sweep(3, interrupt=True))
     config = _small_config(tracking_db, tmp_path, "interrupted")
     summary = run(config)
     assert exit_code(summary) == (ExitCode.INTERRUPTED, summary["sweep"]["reason"])
@@ -381,7 +381,7 @@ def test_interrupted_sweep_says_so_first_and_resumes(tracking_db, tmp_path, monk
     parent = _parent(tracking_db, "interrupted")
     assert parent.info.status == "KILLED" and parent.data.tags["outcome"] == "interrupted"
 
-    monkeypatch.setattr(pipeline.sweep, "run_sweep", _fake_sweep(99))
+    monkeypatch.setattr(pipeline.run, "run_sweep", _fake_sweep(99))
     summary = run(config)  # the same command again: the rest, nothing twice
     assert exit_code(summary) == (ExitCode.OK, "")
     assert summary["sweep"]["runs"] == 5 and summary["sweep"]["missing"] == []
@@ -390,11 +390,11 @@ def test_interrupted_sweep_says_so_first_and_resumes(tracking_db, tmp_path, monk
 
 
 def test_failed_runs_give_a_reason_and_a_failed_parent(tracking_db, tmp_path, monkeypatch):
-    import pipeline.sweep
+    import pipeline.run
     from pipeline.run import run
 
-    monkeypatch.setattr(pipeline.sweep, "init_ray", lambda config: None)
-    monkeypatch.setattr(pipeline.sweep, "run_sweep",
+    monkeypatch.setattr(pipeline.run, "init_ray", lambda config: None)
+    monkeypatch.setattr(pipeline.run, "run_sweep",
                         _fake_sweep(99, fail={"expmech/eps=0.5/run=1"}))  # fmt: skip
     summary = run(_small_config(tracking_db, tmp_path, "failing"))
     code, reason = exit_code(summary)

@@ -25,7 +25,8 @@ from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
 from pipeline.run import SweepOutcome
-from pipeline.tasks import sweep_keys
+from pipeline.tasks import RunKey, sweep_keys
+from tests.pipeline.records import result_for
 
 # --- SweepOutcome ----------------------------------------------------------------------------
 
@@ -200,7 +201,7 @@ class FakeTracker:
         return "http://127.0.0.1:5000/#/experiments/1/runs"
 
     def finished_keys(self) -> set[str]:
-        return {row["key"] for row in self.store.rows}
+        return {result.key for result in self.store.rows}
 
     def heartbeat(self, force: bool = False) -> None:
         pass
@@ -211,7 +212,7 @@ class FakeTracker:
         return self.parent_id
 
     def log_child(self, *args, **kwargs) -> str:  # its signature is growing (MLflow datasets)
-        self.store.rows.append(args[0] if args else kwargs["row"])
+        self.store.rows.append(args[0] if args else kwargs["result"])
         return "child"
 
     def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
@@ -222,8 +223,7 @@ class FakeTracker:
                          "tags": tags}  # fmt: skip
 
 
-def _row(key, holds: bool = True) -> dict:
-    return {"key": str(key), "mechanism": key.mechanism, "privacy_holds": holds}
+_row = result_for
 
 
 @pytest.fixture
@@ -246,13 +246,13 @@ def services(monkeypatch):
         path.write_text(outcome.headline() + "\n")
         return [path]
 
-    monkeypatch.setattr(pipeline.sweep, "init_ray", init_ray)
-    monkeypatch.setattr(pipeline.sweep, "run_sweep", run_sweep)
-    monkeypatch.setattr(pipeline.tracking, "SweepTracker",
+    monkeypatch.setattr(run_module, "init_ray", init_ray)
+    monkeypatch.setattr(run_module, "run_sweep", run_sweep)
+    monkeypatch.setattr(run_module, "SweepTracker",
                         lambda *args: FakeTracker(store, *args))  # fmt: skip
-    monkeypatch.setattr(pipeline.tracking, "rows_from_mlflow", lambda tracker: list(store.rows))
-    monkeypatch.setattr(pipeline.preflight, "probe_tracking_store", lambda uri: None)
-    monkeypatch.setattr(pipeline.report, "write_report", write_report)
+    monkeypatch.setattr(run_module, "results_from_mlflow", lambda tracker: list(store.rows))
+    monkeypatch.setattr(run_module, "probe_tracking_store", lambda uri: None)
+    monkeypatch.setattr(run_module, "write_report", write_report)
     return store
 
 
@@ -377,7 +377,7 @@ def test_a_resumed_sweep_runs_only_the_rest_and_counts_only_this_grid(services, 
     services.rows = [
         _row(keys[0]),
         _row(keys[1]),
-        {"key": "opdisc/eps=2/run=0", "mechanism": "opdisc", "privacy_holds": False},
+        _row(RunKey("opdisc", 2.0, 0), holds=False),
     ]
     services.parent = "parent-1"
     services.sweep = _logging_every_run()
@@ -402,7 +402,7 @@ def test_a_cluster_that_cannot_start_leaves_no_parent(services, tmp_path, monkey
     def init_ray(config):
         raise pipeline.preflight.ServiceError("cannot connect to the Ray cluster at x:1")
 
-    monkeypatch.setattr(pipeline.sweep, "init_ray", init_ray)
+    monkeypatch.setattr(run_module, "init_ray", init_ray)
     services.sweep = _logging_every_run()
     with pytest.raises(pipeline.preflight.ServiceError):
         run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)

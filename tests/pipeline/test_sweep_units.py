@@ -21,6 +21,7 @@ from pipeline.config import Config, SweepConfig
 from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.data.record import Dataset
 from pipeline.tasks import RunKey
+from tests.pipeline.records import result_for
 
 # --- fakes -----------------------------------------------------------------------------------
 
@@ -348,7 +349,7 @@ def test_oracle_run_time_is_driver_plus_task_seconds_not_queueing(fake_ray, cloc
                                           {"id": 1, "node": "node-a", "seconds": 4.0}])  # fmt: skip
         clock.advance(1.0)  # and finishes the release
         seen["solutions"], seen["train"] = solutions, train
-        return {"wall_seconds": clock.perf_counter() - start}, "release"
+        return result_for(key, wall_seconds=clock.perf_counter() - start), "release"
 
     def run_task_remote(*args):
         raise AssertionError("an oracle mechanism runs in the driver, its calls as tasks")
@@ -367,8 +368,8 @@ def test_oracle_run_time_is_driver_plus_task_seconds_not_queueing(fake_ray, cloc
     )
     assert release == "release" and seen["train"] is train
     assert seen["solutions"] == ["solution-0", "solution-1"]
-    assert row["wall_seconds"] == pytest.approx(2.0 + 1.0 + 3.0 + 4.0)  # not 53 s
-    assert row["node"] == "node-a,node-b"
+    assert row.wall_seconds == pytest.approx(2.0 + 1.0 + 3.0 + 4.0)  # not 53 s
+    assert row.node == "node-a,node-b"
 
 
 @pytest.mark.parametrize("mechanism", ["dpsgd_lr", "expmech"])
@@ -418,7 +419,7 @@ class FakeTracker:
 
 
 def _logged_row(args, kwargs):
-    return args[0] if args else kwargs["row"]
+    return args[0] if args else kwargs["result"]
 
 
 @pytest.fixture
@@ -440,9 +441,7 @@ def cluster(monkeypatch, fake_ray):
         assert (train_ref, test_ref) == ("ref-1", "ref-2")
         if str(key) in state.fail:
             raise state.fail[str(key)]
-        row = {"key": str(key), "mechanism": key.mechanism, "train_accuracy": 0.75,
-               "privacy_holds": True, "privacy_status": "holds"}  # fmt: skip
-        return row, f"release of {key}"
+        return result_for(key), f"release of {key}"
 
     monkeypatch.setattr(sweep, "init_ray", init_ray)
     monkeypatch.setattr(sweep, "_remote_functions", remote_functions)
@@ -463,9 +462,9 @@ def test_run_sweep_logs_each_run_and_each_failure_with_one_line(cluster, fake_ra
     assert tracker.failed_children == [(str(bad), "expmech",
                                         "ValueError: grid too large: 3^12 points")]  # fmt: skip
     logged = [_logged_row(*call) for call in tracker.children]
-    assert sorted(r["key"] for r in logged) == sorted(str(k) for k in keys if k != bad)
-    assert sorted(r["key"] for r in rows) == sorted(r["key"] for r in logged)
-    releases = {_logged_row(*c)["key"]: c[0][1] for c in tracker.children}
+    assert sorted(r.key for r in logged) == sorted(str(k) for k in keys if k != bad)
+    assert sorted(r.key for r in rows) == sorted(r.key for r in logged)
+    releases = {_logged_row(*c).key: c[0][1] for c in tracker.children}
     assert all(release == f"release of {key}" for key, release in releases.items())
     assert fake_ray.put_objects[0] is train and fake_ray.put_objects[1] is test  # once each
     assert cluster.init == 1 and cluster.threads == config.oracle.threads
@@ -478,7 +477,7 @@ def test_run_sweep_skips_the_runs_already_finished(cluster, tmp_path):
     tracker = FakeTracker(finished={str(done)})
     rows, failed = sweep.run_sweep(config, _dataset(), None, tmp_path, tracker)
     assert [str(k) for k in cluster.runs] == ["opdisc/eps=1/run=0"]
-    assert [r["key"] for r in rows] == ["opdisc/eps=1/run=0"] and failed == {}
+    assert [r.key for r in rows] == ["opdisc/eps=1/run=0"] and failed == {}
 
 
 @pytest.mark.parametrize("todo", [None, []])

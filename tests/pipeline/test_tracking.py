@@ -1,4 +1,4 @@
-"""One run record, round trip: result row -> MLflow child run -> rows_from_mlflow -> same row."""
+"""The sweep's MLflow side (pipeline.tracking): resuming reads FINISHED children only, once each."""
 
 from __future__ import annotations
 
@@ -9,64 +9,60 @@ import pytest
 
 from mechanisms.base import PrivacyClaim, Release
 from oracles.base import Certificate, Status
-from pipeline.tasks import RunKey, result_row
-from pipeline.tracking import SweepTracker, rows_from_mlflow
-
-
-def _certificate(gap: float, backend: str = "highs", fallback: str = "") -> Certificate:
-    status = Status.OPTIMAL if gap == 0 else Status.TIME_LIMIT
-    bound = 3.0 - gap if math.isfinite(gap) else -math.inf
-    return Certificate(status=status, objective=3.0, bound=bound, seconds=0.25, backend=backend,
-                       fallback=fallback or None)  # fmt: skip
-
-
-def _release(certificates, *, epsilon=1.0, holds=True, calibration="proven"):
-    claim = PrivacyClaim(epsilon, 1e-5, holds, "a reason, with: punctuation; and 'quotes'",
-                         requested_epsilon=1.0, requested_delta=1e-5,
-                         calibration=calibration)  # fmt: skip
-    return Release("opdisc", np.array([1.0, -1.0]), claim, noise={"sigma": 2.5},
-                   params={"tau": 1.0}, certificates=tuple(certificates),
-                   timings={"solve": 0.5})  # fmt: skip
+from pipeline.run_record import RunResult
+from pipeline.tasks import RunKey
+from pipeline.tracking import SweepTracker, default_tracking_uri, results_from_mlflow
 
 
 class _Data:
-    """A stand-in for a Dataset: what result_row reads."""
-
     def __init__(self, n: int) -> None:
-        rng = np.random.default_rng(n)
-        self.features = rng.integers(0, 2, size=(n, 2)).astype(float)
-        self.labels = rng.choice([-1, 1], size=n)
+        self.features = np.ones((n, 2))
+        self.labels = np.ones(n, dtype=int)
 
 
-CASES = {
-    "private, certified": (RunKey("opdisc", 0.5, 3), [_certificate(0.0)], {}, True),
-    "not certified, infinite gap, fallback, no test set": (
-        RunKey("rspm_gaussian", 1.0, 0),
-        [_certificate(math.inf, fallback="structured: shape -> highs"), _certificate(0.0)],
-        {"holds": False}, False),
-    "reference: epsilon inf, no oracle call, no calibration": (
-        RunKey("erm_01", math.inf, 0), [],
-        {"epsilon": math.inf, "holds": False, "calibration": None}, True),
-    "an epsilon %g cannot write exactly": (RunKey("opdisc", 0.5000001, 1), [_certificate(0.0)],
-                                           {}, True),
-}  # fmt: skip
+def _logged(tracker: SweepTracker, key: RunKey) -> RunResult:
+    claim = PrivacyClaim(1.0, 1e-5, True, "certified", calibration="proven")
+    certificate = Certificate(Status.OPTIMAL, 1.0, 1.0, 0.1, "highs")
+    release = Release(key.mechanism, np.array([1.0, 0.0]), claim, certificates=(certificate,))
+    result = RunResult.of(key, release, _Data(5), None, wall_seconds=0.5)
+    tracker.log_child(result, release, {})
+    return result
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_a_result_row_survives_mlflow(tmp_path, case):
-    key, certificates, claim, with_test = CASES[case]
-    release = _release(certificates, **claim)
-    train, test = _Data(30), (_Data(20) if with_test else None)
-    row = result_row(key, release, train, test, wall_seconds=1.5)
-    row["node"] = "node-a,node-b"
-    tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "round-trip", tmp_path / "art")
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """One sqlite store for the module (creating one takes seconds); each test its experiment."""
+    path = tmp_path_factory.mktemp("tracking")
+    uri = default_tracking_uri(path)
+    assert uri.startswith("sqlite:////") and uri.endswith("/mlflow.db")  # absolute
+    return uri
+
+
+def test_a_resumed_sweep_reads_its_finished_runs_and_redoes_the_others(store, tmp_path):
+    uri = store
+    tracker = SweepTracker(uri, "resume", tmp_path / "art")
+    assert results_from_mlflow(tracker) == [] and tracker.finished_keys() == set()
     tracker.start_parent("test", "sid", {"sweep": {"name": "test"}})
-    tracker.log_child(row, release, {"name": key.mechanism, "tau": 1.0})
-    (back,) = rows_from_mlflow(tracker)
-    assert set(back) == set(row)
-    for name, value in row.items():
-        assert type(back[name]) is type(value), (name, back[name], value)
-        if isinstance(value, float) and math.isnan(value):
-            assert math.isnan(back[name]), name
-        else:
-            assert back[name] == value, name
+    done = _logged(tracker, RunKey("opdisc", 0.5, 0))
+    tracker.log_failed_child("opdisc/eps=0.5/run=1", "opdisc", "GurobiError: licence")
+    unfinished = tracker.client.create_run(tracker.experiment_id, tags={
+        "mlflow.parentRunId": tracker.parent_id, "run_key": "opdisc/eps=0.5/run=2"})  # fmt: skip
+
+    again = SweepTracker(uri, "resume", tmp_path / "art")  # a rerun of the same sweep
+    assert again.find_parent("sid") == tracker.parent_id
+    assert again.finished_keys() == {done.key}
+    # the failed and the unfinished child were deleted: they will be redone, not duplicated
+    deleted = again.client.get_run(unfinished.info.run_id).info.lifecycle_stage
+    assert deleted == "deleted"
+    (back,) = results_from_mlflow(again)
+    assert back.key == done.key and back.privacy_holds and math.isnan(back.test_accuracy)
+
+
+def test_another_sweep_in_the_same_store_has_its_own_parent(store, tmp_path):
+    uri = store
+    first = SweepTracker(uri, "shared", tmp_path / "art")
+    first.start_parent("a", "sid-a", {})
+    _logged(first, RunKey("rspm_gaussian", 1.0, 0))
+    second = SweepTracker(uri, "shared", tmp_path / "art")
+    assert second.find_parent("sid-b") is None
+    assert results_from_mlflow(second) == []

@@ -1,0 +1,132 @@
+"""The run-result record: built from a release, logged as an MLflow child run, read back equal."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+
+import numpy as np
+import pytest
+
+from mechanisms.base import PrivacyClaim, Release
+from oracles.base import Certificate, Status
+from pipeline.run_record import METRICS, PARAMS, RunResult
+from pipeline.tasks import RunKey
+from pipeline.tracking import SweepTracker, results_from_mlflow
+
+
+def _certificate(gap: float, backend: str = "highs", fallback: str = "") -> Certificate:
+    status = Status.OPTIMAL if gap == 0 else Status.TIME_LIMIT
+    bound = 3.0 - gap if math.isfinite(gap) else -math.inf
+    return Certificate(status=status, objective=3.0, bound=bound, seconds=0.25, backend=backend,
+                       fallback=fallback or None)  # fmt: skip
+
+
+def _release(certificates, *, epsilon=1.0, holds=True, calibration="proven"):
+    claim = PrivacyClaim(epsilon, 1e-5, holds, "a reason, with: punctuation; and 'quotes'",
+                         requested_epsilon=1.0, requested_delta=1e-5,
+                         calibration=calibration)  # fmt: skip
+    return Release("opdisc", np.array([1.0, -1.0]), claim, noise={"sigma": 2.5},
+                   params={"tau": 1.0}, certificates=tuple(certificates),
+                   timings={"solve": 0.5})  # fmt: skip
+
+
+class _Data:
+    """A stand-in for a Dataset: what RunResult.of reads."""
+
+    def __init__(self, n: int) -> None:
+        rng = np.random.default_rng(n)
+        self.features = rng.integers(0, 2, size=(n, 2)).astype(float)
+        self.labels = rng.choice([-1, 1], size=n)
+
+
+CASES = {
+    "private, certified": (RunKey("opdisc", 0.5, 3), [_certificate(0.0)], {}, True),
+    "not certified, infinite gap, fallback, no test set": (
+        RunKey("rspm_gaussian", 1.0, 0),
+        [_certificate(math.inf, fallback="structured: shape -> highs"), _certificate(0.0)],
+        {"holds": False}, False),
+    "reference: epsilon inf, no oracle call, no calibration": (
+        RunKey("erm_01", math.inf, 0), [],
+        {"epsilon": math.inf, "holds": False, "calibration": None}, True),
+    "an epsilon %g cannot write exactly": (RunKey("opdisc", 0.5000001, 1), [_certificate(0.0)],
+                                           {}, True),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """One sqlite store for the module (creating one takes seconds); each case its experiment."""
+    return f"sqlite:///{tmp_path_factory.mktemp('records') / 'mlflow.db'}"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_result_survives_mlflow(store, tmp_path, case):
+    key, certificates, claim, with_test = CASES[case]
+    release = _release(certificates, **claim)
+    train, test = _Data(30), (_Data(20) if with_test else None)
+    result = dataclasses.replace(RunResult.of(key, release, train, test, wall_seconds=1.5),
+                                 node="node-a,node-b")  # fmt: skip
+    tracker = SweepTracker(store, f"round-trip {case}", tmp_path / "art")
+    tracker.start_parent("test", "sid", {"sweep": {"name": "test"}})
+    tracker.log_child(result, release, {"name": key.mechanism, "tau": 1.0})
+    (back,) = results_from_mlflow(tracker)
+    for field in dataclasses.fields(RunResult):
+        value, read = getattr(result, field.name), getattr(back, field.name)
+        assert type(read) is type(value), (field.name, read, value)
+        if isinstance(value, float) and math.isnan(value):
+            assert math.isnan(read), field.name
+        else:
+            assert read == value, field.name
+
+
+def test_every_field_has_one_place_in_the_child_run():
+    """A field is a param, a metric or a tag (verdicts and identity), never two of them."""
+    release = _release([_certificate(0.0)])
+    result = RunResult.of(RunKey("opdisc", 0.5, 3), release, _Data(30), _Data(20), 1.5)
+    params, metrics, tags = result.to_params(), result.to_metrics(), result.to_tags("p")
+    assert set(params) == set(PARAMS) and set(metrics) == set(METRICS)
+    assert not set(params) & set(metrics)
+    assert tags["run_key"] == "opdisc/eps=0.5/run=3" and tags["privacy_holds"] == "yes"
+    assert tags["mlflow.parentRunId"] == "p" and tags["backend"] == "highs"
+
+
+def test_a_non_finite_float_is_a_tag_not_a_metric():
+    release = _release([_certificate(math.inf), _certificate(0.0)], holds=False)
+    result = RunResult.of(RunKey("rspm_gaussian", 1.0, 0), release, _Data(30), None, 1.5)
+    assert math.isnan(result.test_accuracy) and math.isinf(result.oracle_max_gap)
+    assert "test_accuracy" not in result.to_metrics()
+    assert "oracle_max_gap" not in result.to_metrics()
+    tags = result.to_tags(None)
+    assert tags["nonfinite.test_accuracy"] == "nan"
+    assert tags["nonfinite.oracle_max_gap"] == "inf"
+    assert tags["privacy_status"] == "does not hold"
+
+
+def test_a_reference_is_non_private_and_certified_without_an_oracle_call():
+    release = _release([], epsilon=math.inf, holds=False, calibration=None)
+    result = RunResult.of(RunKey("erm_01", math.inf, 0), release, _Data(30), None, 0.1)
+    assert result.privacy_status == "non-private" and result.oracle_certified
+    assert result.calibration == "" and result.to_params()["calibration"] == "-"
+
+
+def test_a_child_logged_by_an_earlier_version_reads_back():
+    """Children logged before requested_epsilon, the verdict tags and the gap metrics existed."""
+    run = types.SimpleNamespace(
+        info=types.SimpleNamespace(start_time=1_000),
+        data=types.SimpleNamespace(
+            params={"target_epsilon": "0.5", "run_index": "2", "privacy_epsilon": "Infinity",
+                    "privacy_delta": "1e-05", "calibration": "None", "oracle_calls": "1",
+                    "train_n": "30", "privacy_reason": "old reason"},
+            metrics={"train_accuracy": 0.75, "oracle_certified_fraction": 1.0},
+            tags={"run_key": "opdisc/eps=0.5/run=2", "mechanism": "opdisc",
+                  "privacy_holds": "yes", "backend": "none"},
+        ),
+    )  # fmt: skip
+    result = RunResult.from_mlflow(run)
+    assert result.requested_epsilon == 0.5 and math.isinf(result.privacy_epsilon)
+    assert result.calibration == "" and result.privacy_reason == "old reason"
+    assert result.oracle_certified and result.privacy_status == "holds"
+    assert result.oracle_backends == "" and math.isnan(result.test_accuracy)
+    assert result.oracle_seconds == 0.0 and math.isnan(result.oracle_objective)
