@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.base import IntegerGrid, OracleError, Problem, Solution, Status, certify
+from oracles.checks import check_real
 
 #: Refuse grids larger than this (points): enumeration is for small instances.
 DEFAULT_MAX_POINTS = 5_000_000
@@ -42,10 +43,20 @@ def _product_chunks(base: int, d: int, chunk: int):
 
 @dataclass(frozen=True)
 class EnumerationOracle:
-    """Exact minimization by evaluating every point of an IntegerGrid."""
+    """Exact minimization by evaluating every point of an IntegerGrid.
+
+    ``time_limit`` (seconds, None: none) means what it means for every oracle: past it, the
+    best point found so far is returned uncertified (``Status.TIME_LIMIT``, bound -inf), checked
+    between chunks of points. It runs on one thread whatever ``threads`` a caller allows.
+    """
 
     max_points: int = DEFAULT_MAX_POINTS
+    time_limit: float | None = None
     name: str = "enumerate"
+
+    def __post_init__(self) -> None:
+        if self.time_limit is not None:
+            check_real("time_limit", self.time_limit)
 
     def solve(self, problem: Problem) -> Solution:
         domain = problem.domain
@@ -58,7 +69,12 @@ class EnumerationOracle:
             )
         start = time.perf_counter()
         best_value, best_w = np.inf, None
+        status, bound = Status.OPTIMAL, None
         for W in grid_points(domain):
+            if best_w is not None and self.time_limit is not None and (
+                    time.perf_counter() - start > self.time_limit):  # fmt: skip
+                status, bound = Status.TIME_LIMIT, -np.inf  # the rest of the grid is unseen
+                break
             values = problem.objective(W)
             i = int(np.argmin(values))
             # strict improvement by more than rounding keeps the first minimizer (ties)
@@ -67,7 +83,7 @@ class EnumerationOracle:
         if best_w is None:
             raise OracleError("the grid has no point inside the norm bound")
         return certify(
-            problem, best_w, status=Status.OPTIMAL, bound=best_value,
+            problem, best_w, status=status, bound=best_value if bound is None else bound,
             seconds=time.perf_counter() - start, backend=self.name, solver_objective=best_value,
         )  # fmt: skip
 

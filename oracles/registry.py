@@ -8,6 +8,7 @@ importing this module loads no solver.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 from oracles.auto import AutoOracle
@@ -23,22 +24,28 @@ OracleFactory = Callable[..., Oracle]
 
 
 def _enumeration(*, time_limit: float, threads: int, **options: Any) -> EnumerationOracle:
-    """Brute force has no time limit and runs on one thread: both options are not used.
+    """Brute force honours the time limit and runs on one thread (``threads`` is an allowance).
 
     Its size limit is ``max_points`` (an option), refused up front rather than timed out.
     """
-    return EnumerationOracle(**options)
+    return EnumerationOracle(time_limit=time_limit, **options)
 
 
 FACTORIES: dict[str, OracleFactory] = {
-    "enumerate": _enumeration,
+    "structured": StructuredOracle,
+    "auto": AutoOracle,
     "highs": HighsOracle,
     "gurobi": GurobiOracle,
-    "auto": AutoOracle,
+    "enumerate": _enumeration,
+    "window": WindowOracle,
     "convex": ConvexOracle,
-    "structured": StructuredOracle,
-    "window": WindowOracle,  # issue 19 prototype; not in any default
 }
+#: The oracles of the mechanisms' discrete problems, a config's ``oracle.name``: every one but
+#: ``convex``, which solves OPSamp's logistic problems only.
+DISCRETE = tuple(name for name in FACTORIES if name != "convex")
+#: The oracles whose one solve can be split into parts (they take ``parts`` and ``map_parts``).
+SPLIT = tuple(name for name, factory in FACTORIES.items()
+              if "parts" in inspect.signature(factory).parameters)  # fmt: skip
 
 
 def make_oracle(
@@ -57,4 +64,4 @@ def make_oracle(
     return factory(time_limit=time_limit, threads=threads, **options)
 
 
-__all__ = ["FACTORIES", "OracleFactory", "make_oracle"]
+__all__ = ["DISCRETE", "FACTORIES", "OracleFactory", "SPLIT", "make_oracle"]

@@ -1,17 +1,10 @@
-"""The mechanism catalog: one entry per mechanism a sweep can name.
+"""The catalog's Hydra side: each mechanism's settings schema, made from its catalog entry.
 
-An entry says, once, everything the pipeline needs of a mechanism:
-
-* its settings: the fields and defaults of the mechanism's own parameter dataclass
-  (``OPDiscParams``, ``RSPMParams``, ...) less what a run supplies (epsilon, delta, the
-  sweep's margin) and what the entry fixes (RSPM's noise). ``settings_schema`` turns them into
-  the Hydra schema registered in the ConfigStore (pipeline.config), so a default is written in
-  one place, the mechanism's module, and ``conf/mechanism/*.yaml`` holds only what differs;
-* how its settings are checked: by building the parameter dataclass, whose ``__post_init__`` is
-  the one validation (numbers: ``oracles.checks``);
-* how to build it for one run and which oracle it needs (``oracle``: ``None`` for a mechanism
-  that calls none, ``"configured"`` for the config's ``oracle.name``, ``"convex"``);
-* whether it is private (the non-private references run once per sweep, not per epsilon).
+The catalog itself, the single registry of the mechanisms, is ``mechanisms.catalog``;
+``settings_schema`` turns an entry's settings (its parameter dataclass's fields and defaults)
+into the Hydra schema registered in the ConfigStore (pipeline.config), so a default is written
+in one place, the mechanism's module. Every entry is in the config under ``mechanisms.NAME``
+(``pipeline.config.Config``); a sweep picks which ones run.
 """
 
 from __future__ import annotations
@@ -21,24 +14,11 @@ import sys
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Optional
+from typing import Any, Literal, Optional
 
-import numpy as np
 from omegaconf import MISSING
 
-from mechanisms.base import Release
-from mechanisms.dpsgd import DPSGDParams, run_dpsgd, tune_dpsgd
-from mechanisms.expmech import ExpMechParams, run_expmech
-from mechanisms.logistic import LogisticParams, run_logistic
-from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
-from mechanisms.opsamp import OPSamp, OPSampParams
-from mechanisms.rspm import RSPM, RSPMParams
-
-#: What a run supplies to a mechanism's parameters; never a setting.
-RUN_FIELDS = ("epsilon", "delta", "margin")
-#: The target at which settings are checked before anything runs (``Entry.check``): any valid
-#: (epsilon, delta) serves, every check of a setting is independent of them.
-CHECK_TARGET = (1.0, 1e-6)
+from mechanisms.catalog import CATALOG, Entry
 
 
 @dataclass
@@ -46,55 +26,6 @@ class MechanismConfig:
     """The base of every settings schema: the catalog entry's name."""
 
     name: str = MISSING
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One mechanism of the catalog (see the module docstring)."""
-
-    name: str
-    doc: str
-    #: The mechanism's parameter dataclass: its fields and defaults are the settings.
-    params: type
-    #: Builds the mechanism object (``mechanisms.runner`` protocol) from its parameters; for a
-    #: mechanism that calls an oracle.
-    build: Callable[[Any], Any] | None = None
-    #: Runs the mechanism whole: (params, settings, X, y, rng) -> Release; for the others.
-    run: Callable[..., Release] | None = None
-    private: bool = True
-    #: Parameter fields the entry sets itself (left out of the settings).
-    fixed: Mapping[str, Any] = field(default_factory=dict)
-    #: Settings that are not fields of ``params``: (name, type, default).
-    extra: tuple[tuple[str, Any, Any], ...] = ()
-    #: The oracle it needs, from its settings: None, "configured" or an oracle's name.
-    oracle: Callable[[Any], str | None] = lambda settings: None
-
-    def setting_fields(self) -> list[tuple[str, Any, Any]]:
-        """(name, type, default) of every setting, the parameter dataclass's first."""
-        out = []
-        hints = typing.get_type_hints(self.params)
-        for f in dataclasses.fields(self.params):
-            if f.name in RUN_FIELDS or f.name in self.fixed:
-                continue
-            if f.default is dataclasses.MISSING:
-                raise TypeError(f"{self.params.__name__}.{f.name} has no default: a setting "
-                                "needs one")  # fmt: skip
-            out.append((f.name, _schema_type(hints[f.name]), f.default))
-        return out + list(self.extra)
-
-    def parameters(self, settings: Any, epsilon: float, delta: float, margin: float) -> Any:
-        """The mechanism's parameters for one run (its ``__post_init__`` checks them)."""
-        names = {f.name for f in dataclasses.fields(self.params)}
-        run = {"epsilon": epsilon, "delta": delta, "margin": margin}
-        kwargs = {k: v for k, v in run.items() if k in names}
-        kwargs.update({n: getattr(settings, n) for n, _, _ in self.setting_fields()
-                       if n in names})  # fmt: skip
-        kwargs.update(self.fixed)
-        return self.params(**kwargs)
-
-    def check(self, settings: Any, margin: float) -> None:
-        """ValueError or TypeError, naming the setting, for a setting the mechanism refuses."""
-        self.parameters(settings, *CHECK_TARGET, margin)
 
 
 def _schema_type(hint: Any) -> Any:
@@ -118,7 +49,7 @@ def settings_schema(entry: Entry) -> type:
     if existing is not None:
         return existing
     fields = [("name", str, field(default=entry.name))]
-    fields += [(n, t, field(default=d)) for n, t, d in entry.setting_fields()]
+    fields += [(n, _schema_type(t), field(default=d)) for n, t, d in entry.setting_fields()]
     cls = dataclasses.make_dataclass(cls_name, fields, bases=(MechanismConfig,),
                                      namespace={"__doc__": entry.doc})  # fmt: skip
     cls.__module__ = __name__
@@ -126,83 +57,7 @@ def settings_schema(entry: Entry) -> type:
     return cls
 
 
-# --- how each mechanism runs whole -------------------------------------------------------------
-
-
-def _run_dpsgd(params: DPSGDParams, settings: Any, X: np.ndarray, y: np.ndarray,
-               rng: np.random.Generator) -> Release:  # fmt: skip
-    if settings.tune:
-        return tune_dpsgd(X, y, params.epsilon, params.delta, rng=rng,
-                          accounted=settings.tune_accounted)  # fmt: skip
-    return run_dpsgd(X, y, params, rng)
-
-
-def _run_expmech(params: ExpMechParams, settings: Any, X, y, rng) -> Release:
-    return run_expmech(X, y, params, rng)
-
-
-def _run_logistic(params: LogisticParams, settings: Any, X, y, rng) -> Release:
-    return run_logistic(X, y, params)
-
-
-def _configured(settings: Any) -> str:
-    return "configured"
-
-
-def _opsamp_oracle(settings: Any) -> str:
-    return "convex" if settings.loss == "logistic" else "configured"
-
-
-CATALOG: dict[str, Entry] = {e.name: e for e in [
-    Entry("opdisc", "OPDisc (SPEC section 3): W_tau; B and D null mean the paper's floor(sqrt(d)) "
-          "and sqrt(d); calibration proven (SPEC 10.1), paper or paper_code.",
-          OPDiscParams, build=OPDisc, oracle=_configured),
-    Entry("rspm_gaussian", "Gaussian RSPM over {-1, 0, 1}^d (SPEC section 4, 10.2).",
-          RSPMParams, build=RSPM, fixed={"noise": "gaussian"}, oracle=_configured),
-    Entry("rspm_laplace", "Laplace RSPM over {-1, 0, 1}^d: pure epsilon-DP (SPEC section 4).",
-          RSPMParams, build=RSPM, fixed={"noise": "laplace", "delta": 0.0},
-          oracle=_configured),
-    Entry("opsamp", "OPSamp (SPEC section 5) over the box [lower, upper]^d; the logistic loss "
-          "uses the convex oracle, zero_one the configured MIP oracle.",
-          OPSampParams, build=OPSamp, oracle=_opsamp_oracle),
-    Entry("dpsgd_lr", "DP-SGD logistic regression (SPEC section 6). tune: choose (clip_norm, "
-          "batch_size, learning_rate) on the data as the paper did (not private unless "
-          "tune_accounted).", DPSGDParams, run=_run_dpsgd,
-          extra=(("tune", bool, False), ("tune_accounted", bool, False))),
-    Entry("expmech", "The exponential mechanism over OPDisc's grid (small d only).",
-          ExpMechParams, run=_run_expmech),
-    Entry("erm_01", "Non-private exact 0/1 ERM over OPDisc's grid (SPEC section 7).",
-          ExactERM, build=lambda erm: erm, fixed={"name": "erm_01"}, private=False,
-          oracle=_configured),
-    Entry("logistic_regression", "Non-private logistic regression without intercept "
-          "(SPEC section 7).", LogisticParams, run=_run_logistic, private=False),
-]}  # fmt: skip
-
-#: The references: they run once per sweep (epsilon recorded as inf), not per epsilon.
-NON_PRIVATE = frozenset(name for name, e in CATALOG.items() if not e.private)
-#: Mechanisms that run whole, not through ``mechanisms.runner.run``.
-NON_ORACLE = frozenset(name for name, e in CATALOG.items() if e.run is not None)
-
-
 #: Every entry's settings schema, made at import so that a worker unpickles them by reference.
 SCHEMAS = {name: settings_schema(entry) for name, entry in CATALOG.items()}
 
-
-def build_mechanism(settings: Any, epsilon: float, delta: float, margin: float) -> Any:
-    """The mechanism object of an oracle-based mechanism (runner protocol) for one run."""
-    entry = CATALOG[settings.name]
-    if entry.build is None:
-        raise ValueError(f"{settings.name!r} is not an oracle-based mechanism")
-    return entry.build(entry.parameters(settings, epsilon, delta, margin))
-
-
-def run_whole(settings: Any, epsilon: float, delta: float, margin: float, X: np.ndarray,
-              y: np.ndarray, rng: np.random.Generator) -> Release:  # fmt: skip
-    """One run of a mechanism that calls no oracle."""
-    entry = CATALOG[settings.name]
-    params = entry.parameters(settings, epsilon, delta, margin)
-    return entry.run(params, settings, X, y, rng)
-
-
-__all__ = ["CATALOG", "Entry", "MechanismConfig", "NON_ORACLE", "NON_PRIVATE", "SCHEMAS",
-           "build_mechanism", "run_whole", "settings_schema"]  # fmt: skip
+__all__ = ["MechanismConfig", "SCHEMAS", "settings_schema"]

@@ -22,13 +22,15 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
+from mechanisms.catalog import CATALOG
 from mechanisms.privacy import check_epsilon_delta
+from oracles import registry
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from oracles.checks import InvalidValue
 from oracles.checks import require as _require
 from oracles.objective import DEFAULT_MARGIN
 from pipeline.audit import AUDITS
-from pipeline.catalog import CATALOG, MechanismConfig, settings_schema
+from pipeline.catalog import SCHEMAS, MechanismConfig, settings_schema
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 
 
@@ -39,10 +41,9 @@ class ConfigError(ValueError):
 # --- oracles -----------------------------------------------------------------------------------
 
 
-#: The oracles a config may name (``oracles.registry``; ``convex`` is OPSamp's own).
-ORACLE_NAMES = ("structured", "auto", "highs", "gurobi", "enumerate", "window")
-#: The oracles whose one solve can be split into parts run as Ray tasks (``oracle.parts``).
-SPLIT_ORACLES = ("structured", "window")
+#: The oracles a config may name, and those whose one solve can be split into parts run as Ray
+#: tasks (``oracle.parts``): the registry's (``oracles.registry``).
+ORACLE_NAMES, SPLIT_ORACLES = registry.DISCRETE, registry.SPLIT
 
 
 @dataclass
@@ -63,7 +64,8 @@ class OracleConfig:
     def check(self) -> None:
         _require(self.name in ORACLE_NAMES, "name", "must be " + ", ".join(ORACLE_NAMES),
                  self.name)  # fmt: skip
-        _require(self.time_limit > 0, "time_limit", "must be > 0", self.time_limit)
+        _require(math.isfinite(self.time_limit) and self.time_limit > 0, "time_limit",
+                 "must be finite and > 0", self.time_limit)  # fmt: skip
         _require(self.threads >= 1, "threads", "must be >= 1", self.threads)
         _require(self.parts >= 1, "parts", "must be >= 1", self.parts)
         _require(self.parts == 1 or self.name in SPLIT_ORACLES, "parts",
@@ -144,10 +146,15 @@ class ClusterConfig:
     address: Optional[str] = None
     #: CPUs for a local Ray; null means all of this machine's.
     num_cpus: Optional[int] = None
+    #: CPUs the Ray task of a run that calls no oracle holds (DP-SGD, the exponential
+    #: mechanism, logistic regression). An oracle call's task holds ``oracle.threads``, the
+    #: solver's thread count.
+    cpus_per_task: int = 1
 
     def check(self) -> None:
         _require(self.num_cpus is None or self.num_cpus >= 1, "num_cpus",
                  "must be >= 1 or null", self.num_cpus)  # fmt: skip
+        _require(self.cpus_per_task >= 1, "cpus_per_task", "must be >= 1", self.cpus_per_task)
 
 
 @dataclass
@@ -178,7 +185,8 @@ class AuditConfig:
 class Config:
     dataset: DatasetConfig = MISSING
     #: Settings of every mechanism, by name; a sweep picks which ones run.
-    mechanisms: dict[str, MechanismConfig] = field(default_factory=dict)
+    mechanisms: dict[str, MechanismConfig] = field(
+        default_factory=lambda: {name: schema() for name, schema in SCHEMAS.items()})
     oracle: OracleConfig = field(default_factory=OracleConfig)
     sweep: Optional[SweepConfig] = None
     audit: Optional[AuditConfig] = None

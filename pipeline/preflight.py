@@ -34,8 +34,8 @@ from typing import Iterable
 from urllib.parse import urlparse
 
 from mechanisms.bounds import FeatureBoundError
+from mechanisms.catalog import NON_ORACLE, build_mechanism
 from mechanisms.privacy import PrivacyLeakWarning
-from pipeline.catalog import NON_ORACLE, build_mechanism
 from pipeline.config import ConfigError
 from pipeline.tasks import privacy_delta
 

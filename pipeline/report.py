@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from pipeline.catalog import NON_PRIVATE
+from mechanisms.catalog import NON_PRIVATE
 
 
 def results_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -171,7 +171,6 @@ def figure_1b(frame: pd.DataFrame, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     from matplotlib.ticker import MaxNLocator
 
     private = frame[~frame["mechanism"].isin(NON_PRIVATE)]

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mechanisms.catalog import NON_PRIVATE
 from pipeline.audit import audit_table, run_audit
-from pipeline.catalog import NON_PRIVATE
 from pipeline.config import Config, ConfigError, sweep_id
 from pipeline.data import load_dataset
 from pipeline.lease import DriverLease

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mechanisms.base import Release
-from pipeline.catalog import NON_PRIVATE
+from mechanisms.catalog import NON_PRIVATE
 from pipeline.data.record import Dataset
 from pipeline.mlflow_log import CHILD_ROLE
 

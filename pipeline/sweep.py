@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mechanisms.base import Release
-from pipeline.catalog import NON_ORACLE
+from mechanisms.catalog import NON_ORACLE
 from pipeline.config import Config
 from pipeline.data.record import Dataset
 from pipeline.preflight import probe_ray_address, ray_connect_error
@@ -76,11 +76,12 @@ def solve_one(oracle: Any, problem: Any,
     return solution, _node_id(), time.perf_counter() - start
 
 
-def _remote_functions(solver_cpus: int):
-    """(run_task, solve_task), each holding ``solver_cpus`` CPUs and retried on a lost worker."""
+def _remote_functions(run_cpus: int, solver_cpus: int):
+    """(run_task, solve_task): a whole run of a mechanism without an oracle holding
+    ``run_cpus`` CPUs, an oracle call ``solver_cpus``; each retried on a lost worker."""
     import ray
 
-    @ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)
+    @ray.remote(num_cpus=run_cpus, max_retries=MAX_RETRIES)
     def run_task(config: Config, key: RunKey, train: Dataset, test: Dataset | None,
                  channel: Channel | None = None):  # fmt: skip
         with reporting(channel):
@@ -216,7 +217,8 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: 
     if not todo:
         return [], {}
     init_ray(config)
-    run_task, solve_task = _remote_functions(config.oracle.threads)
+    run_task, solve_task = _remote_functions(config.cluster.cpus_per_task,
+                                             config.oracle.threads)  # fmt: skip
     train_ref = ray.put(train)  # the dataset goes into the object store once
     test_ref = ray.put(test)
     cpus = int(ray.cluster_resources().get("CPU", 1))

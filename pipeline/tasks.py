@@ -11,7 +11,7 @@ import math
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,16 +19,10 @@ import numpy as np
 # to Ray (on a one-machine test cluster a second node re-extracts the job's working directory into
 # the same place while the driver runs). None of these imports a solver backend.
 from mechanisms.base import Release
-from mechanisms.runner import run, solve_sequentially
+from mechanisms.catalog import CATALOG, NON_PRIVATE
+from mechanisms.runner import SolveMany, solve_sequentially
 from oracles.registry import make_oracle as registry_oracle
-from pipeline.catalog import (
-    CATALOG,
-    NON_ORACLE,
-    NON_PRIVATE,
-    MechanismConfig,
-    build_mechanism,
-    run_whole,
-)  # fmt: skip
+from pipeline.catalog import MechanismConfig
 from pipeline.config import SPLIT_ORACLES, Config, OracleConfig
 from pipeline.data.record import Dataset
 from pipeline.run_record import RunResult
@@ -113,24 +107,18 @@ def privacy_delta(config: Config, n: int) -> float:
     return sweep_delta if sweep_delta is not None else 1.0 / n**2
 
 
-SolveMany = Callable[[Any, Sequence[Any]], list]
-
-
 def run_release(
     config: Config, key: RunKey, train: Dataset, *, solve_many: SolveMany | None = None,
     threads: int | None = None,
 ) -> Release:  # fmt: skip
-    """The release of one run (no I/O)."""
+    """The release of one run (no I/O): the catalog entry's one path (``Entry.release``)."""
     cfg = config.mechanisms[key.mechanism]
     rng = run_generator(config.sweep.sweep_seed if config.sweep else 0, key)
-    delta = privacy_delta(config, train.n)
-    X, y = train.features, train.labels
-    if cfg.name in NON_ORACLE:
-        return run_whole(cfg, key.epsilon, delta, config.margin, X, y, rng)
-    mechanism = build_mechanism(cfg, key.epsilon, delta, config.margin)
-    oracle = make_oracle(config.oracle, threads, mechanism=cfg)
-    return run(mechanism, X, y, oracle, rng, solve_many=solve_many or solve_sequentially,
-               feature_names=train.feature_names)
+    return CATALOG[cfg.name].release(
+        cfg, key.epsilon, privacy_delta(config, train.n), config.margin, train.features,
+        train.labels, rng, oracle=lambda needed: make_oracle(config.oracle, threads, cfg),
+        solve_many=solve_many or solve_sequentially, feature_names=train.feature_names,
+    )  # fmt: skip
 
 
 def run_one(

@@ -41,3 +41,29 @@ def test_unknown_option_is_a_type_error():
 def test_bad_option_value_is_refused():
     with pytest.raises(ValueError, match="time_limit"):
         make_oracle("gurobi", time_limit=-1.0)
+
+
+def _eleven_dimensional_problem():
+    """177,147 grid points: three chunks of enumeration."""
+    import numpy as np
+
+    from oracles.base import IntegerGrid, Problem
+
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 2, size=(6, 11)).astype(float)
+    return Problem(points=X, pos=np.ones(6), neg=np.zeros(6), domain=IntegerGrid(11, 1),
+                   linear=rng.normal(size=11))  # fmt: skip
+
+
+def test_the_time_limit_means_the_same_for_brute_force():
+    """oracle.time_limit reaches enumeration: past it, the best point so far, uncertified."""
+    from oracles.base import Status
+
+    problem = _eleven_dimensional_problem()
+    full = make_oracle("enumerate", time_limit=600.0).solve(problem)
+    assert full.certificate.status is Status.OPTIMAL and full.certificate.certified
+    cut = make_oracle("enumerate", time_limit=1e-9).solve(problem)
+    assert cut.certificate.status is Status.TIME_LIMIT and not cut.certificate.certified
+    assert cut.certificate.objective >= full.certificate.objective
+    with pytest.raises(ValueError, match="time_limit"):
+        make_oracle("enumerate", time_limit=float("inf"))

@@ -14,7 +14,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from pipeline.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS, SCHEMAS
+from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS
+from pipeline.catalog import SCHEMAS
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, register, validate
 from pipeline.data import load_dataset

@@ -45,7 +45,7 @@ def test_a_running_solve_reports_to_the_board(local_ray, monkeypatch):
     board = make_board()
     assert board is not None
     data = slow_erm_data()
-    solve_task = sweep._remote_functions(1)[1]
+    solve_task = sweep._remote_functions(1, 1)[1]
     result: dict = {}
 
     def go() -> None:

@@ -19,7 +19,7 @@ def local_ray():
     with own_ray(1):
         from pipeline.sweep import _remote_functions
 
-        yield _remote_functions(1)[1]
+        yield _remote_functions(1, 1)[1]
 
 
 def _data(n=40, d=3, seed=0):

@@ -430,8 +430,8 @@ def cluster(monkeypatch, fake_ray):
     def init_ray(config):
         state.init += 1
 
-    def remote_functions(threads):
-        state.threads = threads
+    def remote_functions(run_cpus, threads):
+        state.threads = (run_cpus, threads)
         return "run-task", "solve-task"
 
     def run_on_cluster(config, key, train, test, run_task, solve_task, train_ref, test_ref,
@@ -467,7 +467,8 @@ def test_run_sweep_logs_each_run_and_each_failure_with_one_line(cluster, fake_ra
     releases = {_logged_row(*c).key: c[0][1] for c in tracker.children}
     assert all(release == f"release of {key}" for key, release in releases.items())
     assert fake_ray.put_objects[0] is train and fake_ray.put_objects[1] is test  # once each
-    assert cluster.init == 1 and cluster.threads == config.oracle.threads
+    assert cluster.init == 1
+    assert cluster.threads == (config.cluster.cpus_per_task, config.oracle.threads)
     assert tracker.beats >= 1  # the driver's lease is renewed while it waits
 
 
