@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechanisms.base import Secret
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
@@ -129,45 +128,3 @@ def test_chunked_sampling_is_the_one_batch_stream():
     cells = sampler.sample(pair.X0, pair.y0, size, np.random.default_rng(5))
     w = sampler.releases(pair.X0, pair.y0, size, np.random.default_rng(5))
     np.testing.assert_array_equal(sampler.grid(7)[cells, 0], w.sum(axis=1))
-
-
-# --- OPSamp: why its paper calibration cannot be caught (pipeline.audit.opsamp_bounds) -----------
-
-
-def test_one_row_instance_premise_holds_with_the_convex_oracle():
-    """With the row's label -1, w_j stays at the upper bound whenever sigma_j >= G; with +1 every
-    solution is the upper corner (the coupling bound's premise), checked with the real oracle."""
-    from mechanisms.opsamp import OPSamp, OPSampParams
-    from oracles.convex import ConvexOracle
-
-    d = 5
-    mechanism = OPSamp(OPSampParams(1.0, 1e-5))
-    X = np.zeros((4, d))
-    X[-1] = 1.0
-    for label in (-1, 1):
-        rows = MergedRows.from_xy(X, np.array([1, 1, 1, label]))
-        noise = mechanism.draw_noise(np.random.default_rng(0), rows.n, d)
-        G, m = noise["G"], noise["m"]
-        sigmas = np.random.default_rng(1).uniform(0.0, 3.0 * G, size=(m, d))
-        sigmas[0] = np.linspace(0.9, 1.1, d) * G
-        noise["sigmas"] = Secret(sigmas)
-        W = np.array([ConvexOracle().solve(p).w for p in mechanism.problems(rows, noise)])
-        at_upper = np.isclose(W, 1.0, atol=1e-6)
-        if label == 1:
-            assert at_upper.all()
-        else:
-            assert at_upper[sigmas >= G].all() and not at_upper.all()
-
-
-@pytest.mark.parametrize("d,n", [(5, 4), (5, 2000), (23, 2000), (23, 15682), (100, 15682)])
-def test_opsamp_paper_calibration_is_within_the_claim_where_audited(d, n):
-    from mechanisms.opsamp import OPSamp, OPSampParams
-    from pipeline.audit.opsamp_bounds import opsamp_paper_bounds
-
-    paper = OPSamp(OPSampParams(1.0, 1e-5, calibration="paper"))
-    bounds = opsamp_paper_bounds(paper, n, d, 1e-5)
-    print("\n" + bounds.line())
-    assert bounds.proven_epsilon > 1.0  # SPEC 10.3 does not prove the claim ...
-    assert bounds.one_row_epsilon < 0.02 and bounds.one_row_delta <= 1e-5  # ... yet it holds
-    if n <= 151 * d:  # the Laplace scale exceeds the box's l1 diameter: epsilon-DP on any data
-        assert bounds.diameter_epsilon <= 1.0

@@ -1,0 +1,61 @@
+"""What the audit's samplers share (pipeline.audit.sampler_base): ``BatchedGenerator`` draws the
+sequential stream in one batch, ``FunctionSampler`` wraps any function, ``noise_scalars`` keeps
+a noise dict's parameters without its draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mechanisms.base import Secret
+from pipeline.audit.sampler_base import BatchedGenerator, FunctionSampler, noise_scalars
+
+
+def test_batched_generator_draws_the_sequential_stream():
+    a, b = np.random.default_rng(3), np.random.default_rng(3)
+    sequential = np.stack([a.normal(0.0, 2.0, size=3) for _ in range(5)])
+    np.testing.assert_array_equal(BatchedGenerator(b, 5).normal(0.0, 2.0, size=3), sequential)
+    sequential = np.stack([a.laplace(0.0, 1.5, size=(2, 2)) for _ in range(4)])
+    np.testing.assert_array_equal(BatchedGenerator(b, 4).laplace(0.0, 1.5, size=(2, 2)),
+                                  sequential)  # fmt: skip
+    with pytest.raises(AttributeError, match="does not offer 'choice'"):
+        BatchedGenerator(b, 2).choice(3)
+
+
+def test_batched_generator_adds_the_batch_axis_and_takes_only_a_generator():
+    batched = BatchedGenerator(np.random.default_rng(0), 3)
+    assert batched.batch == 3
+    assert batched.standard_normal().shape == (3,)  # one scalar per run
+    assert batched.random(size=4).shape == (3, 4)
+    assert batched.exponential(2.0, size=(2, 5)).shape == (3, 2, 5)
+    draws = batched.uniform(-1.0, 1.0, size=1000)
+    assert draws.min() >= -1.0 and draws.max() < 1.0
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+        BatchedGenerator(np.random.RandomState(0), 3)
+    with pytest.raises(AttributeError, match="only normal, laplace"):
+        batched.integers(5)
+
+
+def test_function_sampler_passes_the_call_through_and_checks_its_kind():
+    calls = []
+
+    def twice_the_labels(X, y, size, rng):
+        calls.append((X.shape, size))
+        return [2 * int(y[0])] * size
+
+    sampler = FunctionSampler(twice_the_labels)
+    out = sampler.sample(np.zeros((2, 1)), np.array([1, -1]), 3, np.random.default_rng(0))
+    assert isinstance(out, np.ndarray) and out.tolist() == [2, 2, 2]
+    assert calls == [((2, 1), 3)] and sampler.kind == "continuous"
+    grid = FunctionSampler(twice_the_labels, kind="discrete",
+                           grid_function=lambda d: np.eye(d))  # fmt: skip
+    np.testing.assert_array_equal(grid.grid(2), np.eye(2))
+    with pytest.raises(ValueError, match="kind must be 'discrete' or 'continuous', found 'grid'"):
+        FunctionSampler(twice_the_labels, kind="grid")
+
+
+def test_noise_scalars_drop_the_draws_and_keep_the_parameters():
+    noise = {"sigma": 2.5, "m": 3, "eta": Secret(np.ones(2)), "calibration": "proven"}
+    scalars = noise_scalars(noise)
+    assert scalars == {"sigma": 2.5, "m": 3, "calibration": "proven"}
+    assert "eta" in noise  # the noise itself is left whole
