@@ -188,7 +188,7 @@ def run_sweep_and_report(config: Config, output_dir: Path,
         # report of what finished and a KILLED parent, not a RUNNING one forever
         previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
-            _, failed = run_sweep(config, train, test, output_dir, tracker, todo)
+            _, failed = run_sweep(config, train, test, tracker, todo)
         except KeyboardInterrupt:
             interrupted = True
         finally:

@@ -25,7 +25,6 @@ import logging
 import queue
 import threading
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
 from mechanisms.base import Release
@@ -200,8 +199,8 @@ def failure_reason(error: BaseException) -> str:
     return (f"{name}: {lines[0]}" if lines else name)[:300]
 
 
-def run_sweep(config: Config, train: Dataset, test: Dataset | None, output_dir: Path,
-              tracker, todo: list[RunKey] | None = None,
+def run_sweep(config: Config, train: Dataset, test: Dataset | None, tracker,
+              todo: list[RunKey] | None = None,
               ) -> tuple[list[RunResult], dict[str, str]]:  # fmt: skip
     """Run ``todo`` (default: every run not yet FINISHED).
 

@@ -1,4 +1,8 @@
-"""What is audited: each mechanism's claim, its sampler, its pairs; and ``run_audit``."""
+"""What is audited: each mechanism's claim, its sampler, its pairs; and ``run_audit``.
+
+A mechanism's audited parameters are its catalog entry's (``mechanisms.catalog``) at the claim
+(EPSILON, DELTA); every private entry has an audit (tests/mechanisms/test_catalog.py).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from mechanisms.dpsgd import DPSGDParams
-from mechanisms.expmech import ExpMechParams
-from mechanisms.opdisc import OPDisc, OPDiscParams
-from mechanisms.opsamp import OPSamp, OPSampParams
-from mechanisms.rspm import RSPM, RSPMParams
+from mechanisms.catalog import CATALOG
+from mechanisms.opdisc import OPDisc
+from mechanisms.opsamp import OPSamp
+from mechanisms.rspm import RSPM
+from oracles.objective import DEFAULT_MARGIN
 from pipeline.audit.core import NeighbouringPair, audit_pair
 from pipeline.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_pair
 from pipeline.audit.mutants import MUTANTS
@@ -60,32 +64,40 @@ class MechanismAudit:
         return dataclasses.replace(self.params, **pair.settings) if pair.settings else self.params
 
 
+def _params(name: str, delta: float = DELTA, **settings: Any) -> Any:
+    """The parameters of catalog entry ``name`` (``mechanisms.catalog``) at the audited claim:
+    its default settings, ``settings`` changed."""
+    entry = CATALOG[name]
+    return entry.parameters(entry.default_settings(**settings), EPSILON, delta, DEFAULT_MARGIN)
+
+
 def _opdisc() -> MechanismAudit:
-    return MechanismAudit("opdisc", OPDiscParams(EPSILON, DELTA), EPSILON, DELTA, "replace",
+    return MechanismAudit("opdisc", _params("opdisc"), EPSILON, DELTA, "replace",
                           lambda p: GridArgminSampler(OPDisc(p)), opdisc_pairs,
                           200_000, 4_000_000)  # fmt: skip
 
 
 def _rspm(noise: str) -> MechanismAudit:
-    delta = DELTA if noise == "gaussian" else 0.0
-    return MechanismAudit(f"rspm_{noise}", RSPMParams(EPSILON, delta, noise=noise), EPSILON,
-                          delta, "replace", lambda p: GridArgminSampler(RSPM(p)), rspm_pairs,
+    name = f"rspm_{noise}"
+    params = _params(name)  # the entry fixes the noise (and Laplace's delta = 0)
+    return MechanismAudit(name, params, EPSILON, params.delta, "replace",
+                          lambda p: GridArgminSampler(RSPM(p)), rspm_pairs,
                           200_000, 4_000_000)  # fmt: skip
 
 
 def _expmech() -> MechanismAudit:
-    return MechanismAudit("expmech", ExpMechParams(EPSILON), EPSILON, 0.0, "replace",
+    return MechanismAudit("expmech", _params("expmech"), EPSILON, 0.0, "replace",
                           ExpMechSampler, expmech_pairs, 400_000, 10_000_000)  # fmt: skip
 
 
 def _dpsgd() -> MechanismAudit:
-    params = DPSGDParams(EPSILON, DELTA, clip_norm=1.0, batch_size=50, learning_rate=1.0, steps=1)
+    params = _params("dpsgd_lr", clip_norm=1.0, batch_size=50, learning_rate=1.0, steps=1)
     return MechanismAudit("dpsgd_lr", params, EPSILON, DELTA, "replace", DPSGDSampler,
                           dpsgd_pairs, 1_000_000, 5_000_000)  # fmt: skip
 
 
 def _opsamp() -> MechanismAudit:
-    return MechanismAudit("opsamp", OPSampParams(EPSILON, DELTA), EPSILON, DELTA, "replace",
+    return MechanismAudit("opsamp", _params("opsamp"), EPSILON, DELTA, "replace",
                           lambda p: OPSampSampler(OPSamp(p)), opsamp_pairs,
                           100_000, 1_000_000)  # fmt: skip
 
@@ -102,7 +114,7 @@ def _opdisc_high_dim() -> MechanismAudit:
     # B = 1: the grid {-1, 0, 1}^d, with the paper's D = sqrt(d) (SPEC 3); the calibration
     # depends on (d, D, tau) only, so the claim is the one OPDisc makes at that d and D
     return MechanismAudit(
-        "opdisc_d5", OPDiscParams(EPSILON, DELTA, B=1.0), EPSILON, DELTA, "replace",
+        "opdisc_d5", _params("opdisc", B=1.0), EPSILON, DELTA, "replace",
         lambda p: SumCutOPDiscSampler(OPDisc(p)),
         lambda: [sum_cut_pair(d) for d in OPDISC_HIGH_DIMS], 100_000, 1_000_000,
     )  # fmt: skip
@@ -110,7 +122,7 @@ def _opdisc_high_dim() -> MechanismAudit:
 
 def _rspm_high_dim() -> MechanismAudit:
     return MechanismAudit(
-        "rspm_gaussian_d5", RSPMParams(EPSILON, DELTA), EPSILON, DELTA, "replace",
+        "rspm_gaussian_d5", _params("rspm_gaussian"), EPSILON, DELTA, "replace",
         lambda p: SumCutRSPMSampler(RSPM(p)),
         lambda: [sum_cut_pair(d) for d in RSPM_HIGH_DIMS], 50_000, 1_000_000,
     )  # fmt: skip

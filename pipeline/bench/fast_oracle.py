@@ -35,11 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms.opdisc import OPDisc, OPDiscParams
-from mechanisms.rspm import RSPM, RSPMParams
+from mechanisms.catalog import CATALOG
 from oracles.base import OBJECTIVE_TOL
 from oracles.highs import HighsOracle
-from oracles.objective import MergedRows
+from oracles.objective import DEFAULT_MARGIN, MergedRows
 from oracles.registry import make_oracle
 from pipeline.bench.machine import describe_machine, print_header
 from pipeline.data.adult import load_adult
@@ -72,10 +71,16 @@ def balanced_subsample(X: np.ndarray, y: np.ndarray, n: int, seed: int):
     return X[keep], y[keep]
 
 
+#: The benchmarks' mechanisms: their names here and their catalog entries.
+CATALOG_NAMES = {"opdisc": "opdisc", "rspm": "rspm_gaussian"}
+
+
 def make_mechanism(name: str, epsilon: float, n: int):
-    if name == "opdisc":
-        return OPDisc(OPDiscParams(epsilon, 1.0 / n**2))
-    return RSPM(RSPMParams(epsilon, 1.0 / n**2, noise="gaussian"))
+    """The mechanism of catalog entry ``CATALOG_NAMES[name]`` with its default settings, at
+    (epsilon, 1/n^2) (``mechanisms.catalog``)."""
+    entry = CATALOG[CATALOG_NAMES[name]]
+    settings = entry.default_settings()
+    return entry.build(entry.parameters(settings, epsilon, 1.0 / n**2, DEFAULT_MARGIN))
 
 
 def load_loadavg() -> str:

@@ -30,11 +30,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
-from mechanisms.rspm import RSPM, RSPMParams
+from mechanisms.opdisc import ExactERM
 from oracles.base import Problem
 from oracles.objective import MergedRows
 from pipeline.data.table import load_table
+from pipeline.bench.fast_oracle import CATALOG_NAMES, make_mechanism
 from pipeline.tasks import RunKey, run_generator
 
 MECHANISMS = ("opdisc", "rspm", "erm")
@@ -110,12 +110,9 @@ def make_instance(mechanism: str, epsilon: float | None = None, seed: int | None
     if mechanism == "erm":
         (problem,) = ExactERM().problems(rows, {})
         return Instance("erm", None, None, problem)
-    if mechanism == "opdisc":
-        mech = OPDisc(OPDiscParams(epsilon, 1.0 / n**2))
-    elif mechanism == "rspm":
-        mech = RSPM(RSPMParams(epsilon, 1.0 / n**2, noise="gaussian"))
-    else:
+    if mechanism not in CATALOG_NAMES:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, found {mechanism!r}")
+    mech = make_mechanism(mechanism, epsilon, n)
     noise = mech.draw_noise(np.random.default_rng(seed), n, d)
     (problem,) = mech.problems(rows, noise)
     return Instance(mechanism, float(epsilon), int(seed), problem)
@@ -126,12 +123,8 @@ def sweep_instance(mechanism: str, epsilon: float, run: int, table: str = "breas
     """The problem of run ``run`` of ``+sweep=table`` on ``table`` (noise from
     ``pipeline.tasks.run_generator``, as the sweep draws it; mechanism opdisc or rspm)."""
     rows = table_rows(table)
-    name = {"opdisc": "opdisc", "rspm": "rspm_gaussian"}[mechanism]
-    rng = run_generator(sweep_seed, RunKey(name, float(epsilon), int(run)))
-    if mechanism == "opdisc":
-        mech = OPDisc(OPDiscParams(epsilon, 1.0 / rows.n**2))
-    else:
-        mech = RSPM(RSPMParams(epsilon, 1.0 / rows.n**2, noise="gaussian"))
+    rng = run_generator(sweep_seed, RunKey(CATALOG_NAMES[mechanism], float(epsilon), int(run)))
+    mech = make_mechanism(mechanism, epsilon, rows.n)
     (problem,) = mech.problems(rows, mech.draw_noise(rng, rows.n, rows.d))
     return Instance(mechanism, float(epsilon), int(run), problem)
 

@@ -17,6 +17,8 @@ import pytest
 from pipeline.data.record import Dataset
 from tests.pipeline.own_ray import own_ray
 
+pytestmark = pytest.mark.integration  # a local Ray of its own
+
 
 @pytest.fixture(scope="module")
 def local_ray():
@@ -89,7 +91,7 @@ def test_the_sweep_prints_a_running_solve_with_incumbent_and_bound(local_ray, mo
                     sweep=SweepConfig(name="progress", mechanisms=["erm_01"], epsilons=[1.0],
                                       seeds=1))  # fmt: skip
     tracker = FakeTracker()
-    rows, failed = sweep.run_sweep(config, slow_erm_data(), None, tmp_path, tracker)
+    rows, failed = sweep.run_sweep(config, slow_erm_data(), None, tracker)
     assert failed == {} and len(rows) == 1 and rows[0]["oracle_certified"]
     err = capsys.readouterr().err
     solve_lines = re.findall(r"^  erm_01/eps=inf/run=0 \d+s: highs \d+s incumbent (\S+) "

@@ -1,7 +1,8 @@
 """Issue 14: a sweep that fails loudly, never duplicates, and fails fast.
 
-Most checks run in-process without Ray (config, probes, lease, report, outcome); a few run
-``python -m pipeline`` in a subprocess for its exit code and last line of stderr.
+Most checks run in-process without Ray (config, probes, lease, report, outcome); a few
+(integration) run ``python -m pipeline`` in a subprocess for its exit code and last line of
+stderr.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def test_keys_added_with_plus_are_rejected_not_dropped(override, message):
     assert str(err.value).startswith(message)
 
 
+@pytest.mark.integration
 def test_cli_rejects_unknown_keys_with_exit_code_2(tmp_path):
     plus = _cli(["+sweep=smoke", "+oracle.timelimit=5"], tmp_path / "a")
     assert plus.returncode == ExitCode.USAGE, plus.stderr
@@ -167,6 +169,24 @@ def test_unreachable_ray_address_fails_in_seconds(monkeypatch):
     assert "if the cluster uses token authentication, set RAY_AUTH_MODE=token" in str(plain)
 
 
+def test_unreachable_tracking_server_stops_the_run_before_anything_is_written(tmp_path):
+    from pipeline.preflight import ServiceError
+    from pipeline.run import run
+
+    out = tmp_path / "out"
+    config = validate(_compose(["+sweep=smoke", "tracking.tracking_uri=http://127.0.0.1:"
+                                f"{_closed_port()}", f"output_dir={out}"]))  # fmt: skip
+    start = time.monotonic()
+    with pytest.raises(ServiceError) as raised:  # main: exit code 5, "error: " + this message
+        run(config)
+    assert time.monotonic() - start < 30
+    message = str(raised.value)
+    assert message.startswith("tracking server http://127.0.0.1:") and "unreachable" in message
+    assert "\n" not in message
+    assert sorted(p.name for p in out.iterdir()) == []  # no lock, no marker, no report
+
+
+@pytest.mark.integration
 def test_cli_unreachable_tracking_server_exits_5_and_leaves_nothing(tmp_path):
     out = tmp_path / "out"
     start = time.monotonic()
@@ -338,7 +358,7 @@ def _fake_sweep(stop_after: int, fail: set[str] = frozenset(), interrupt: bool =
     """run_sweep without Ray: runs keys in-process, logs them, fails or stops on request."""
     from pipeline.tasks import run_one
 
-    def run_sweep(config, train, test, output_dir, tracker, todo):
+    def run_sweep(config, train, test, tracker, todo):
         failed = {}
         for i, key in enumerate(todo):
             if i == stop_after:
@@ -422,6 +442,7 @@ def test_private_run_whose_guarantee_fails_is_exit_code_4():
 # --- items 1, 3, 11 end to end: a failing sweep on Ray, and a second driver meanwhile -------------
 
 
+@pytest.mark.integration
 def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
     from mlflow import MlflowClient
 

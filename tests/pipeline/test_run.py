@@ -236,7 +236,7 @@ def services(monkeypatch):
     def init_ray(config):
         store.events.append("init_ray")
 
-    def run_sweep(config, train, test, output_dir, tracker, todo):
+    def run_sweep(config, train, test, tracker, todo):
         store.todo = list(todo)
         return store.sweep(todo, tracker)
 

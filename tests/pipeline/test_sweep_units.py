@@ -455,7 +455,7 @@ def test_run_sweep_logs_each_run_and_each_failure_with_one_line(cluster, fake_ra
     cluster.fail[str(bad)] = ValueError("grid too large: 3^12 points\n  Traceback (most recent)")
     tracker = FakeTracker()
     train, test = _dataset(), _dataset(6)
-    rows, failed = sweep.run_sweep(config, train, test, tmp_path, tracker)
+    rows, failed = sweep.run_sweep(config, train, test, tracker)
     keys = sweep.sweep_keys(config)
     assert len(keys) == 6 and sorted(map(str, cluster.runs)) == sorted(map(str, keys))
     assert failed == {str(bad): "ValueError: grid too large: 3^12 points"}
@@ -476,7 +476,7 @@ def test_run_sweep_skips_the_runs_already_finished(cluster, tmp_path):
     config = _config(("opdisc",))
     done = RunKey("opdisc", 0.5, 0)
     tracker = FakeTracker(finished={str(done)})
-    rows, failed = sweep.run_sweep(config, _dataset(), None, tmp_path, tracker)
+    rows, failed = sweep.run_sweep(config, _dataset(), None, tracker)
     assert [str(k) for k in cluster.runs] == ["opdisc/eps=1/run=0"]
     assert [r.key for r in rows] == ["opdisc/eps=1/run=0"] and failed == {}
 
@@ -485,6 +485,6 @@ def test_run_sweep_skips_the_runs_already_finished(cluster, tmp_path):
 def test_nothing_to_run_returns_empty_without_starting_ray(cluster, fake_ray, tmp_path, todo):
     config = _config(("opdisc",))
     tracker = FakeTracker(finished={str(k) for k in sweep.sweep_keys(config)})
-    assert sweep.run_sweep(config, _dataset(), None, tmp_path, tracker, todo) == ([], {})
+    assert sweep.run_sweep(config, _dataset(), None, tracker, todo) == ([], {})
     assert cluster.init == 0 and cluster.threads is None and fake_ray.put_objects == []
     assert tracker.children == [] and tracker.failed_children == []
