@@ -1,4 +1,4 @@
-"""The one contract every oracle backend meets, subclassed per backend in ``test_contract.py``.
+"""The one contract every oracle backend meets, subclassed in each backend's test file.
 
 The reference is brute-force enumeration (``EnumerationOracle``): on small instances every MIP
 backend's certified objective must equal the enumerated minimum to 1e-6 (SPEC sections 3, 4, 8).

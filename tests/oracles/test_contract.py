@@ -1,8 +1,10 @@
-"""The oracle contract (``contract.py``) run against every backend, and checks of the suite.
+"""The oracle contract's instances (``contract.py``) cover what the contract claims: both norm
+signs, negative weights, repeated rows, one-hot columns; and they are reproducible.
 
-``TestEnumerate`` runs the suite against the reference itself, which proves that the suite's
-instances are solvable and its assertions consistent; the instance checks below prove that the
-instances cover what the contract claims (both norm signs, negative weights, repeated rows).
+Each backend's test file runs the contract (``TestEnumerate`` in test_enumerate.py, which proves
+the instances solvable and the assertions consistent; ``TestHighs``, ``TestGurobi``,
+``TestAuto``, ``TestStructured`` in test_highs.py, test_gurobi.py, test_auto.py and
+test_structured.py).
 """
 
 from __future__ import annotations
@@ -10,37 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from oracles.base import IntegerGrid
-from oracles.registry import make_oracle
-from tests.oracles.contract import KINDS, N_INSTANCES, OracleContract, make_instance
-
-
-class TestEnumerate(OracleContract):
-    supports_box = False
-    supports_time_limit = False
-
-    @classmethod
-    def make_oracle(cls, **options):
-        return make_oracle("enumerate", **options)
-
-
-class TestHighs(OracleContract):
-    @classmethod
-    def make_oracle(cls, **options):
-        return make_oracle("highs", **options)
-
-
-class TestGurobi(OracleContract):
-    """Every contract instance fits the pip licence (2,000 variables, 2,000 constraints)."""
-
-    @classmethod
-    def make_oracle(cls, **options):
-        return make_oracle("gurobi", **options)
-
-
-class TestAuto(OracleContract):
-    @classmethod
-    def make_oracle(cls, **options):
-        return make_oracle("auto", **options)
+from tests.oracles.contract import KINDS, N_INSTANCES, make_instance
 
 
 # --- the suite's instances cover what it claims ------------------------------------------------

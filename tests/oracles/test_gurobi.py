@@ -1,4 +1,5 @@
-"""Gurobi-specific behaviour: the pip licence's size limit, the status map (SPEC section 8)."""
+"""Gurobi (``oracles.gurobi``): the oracle contract, and Gurobi-specific behaviour: the pip
+licence's size limit, the status map (SPEC section 8)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,16 @@ from oracles.base import IntegerGrid, Problem, Status
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError, map_status
 from oracles.mip import SolverUnavailableError, build_milp
+from oracles.registry import make_oracle
+from tests.oracles.contract import OracleContract
+
+
+class TestGurobi(OracleContract):
+    """Every contract instance fits the pip licence (2,000 variables, 2,000 constraints)."""
+
+    @classmethod
+    def make_oracle(cls, **options):
+        return make_oracle("gurobi", **options)
 
 
 def over_the_licence() -> Problem:

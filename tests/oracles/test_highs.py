@@ -1,4 +1,5 @@
-"""HiGHS-specific behaviour: status map, thread quirk, time limit (SPEC section 8)."""
+"""HiGHS (``oracles.highs``): the oracle contract, and HiGHS-specific behaviour: status map,
+thread quirk, time limit (SPEC section 8)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import pytest
 import oracles.highs as highs_module
 from oracles.base import IntegerGrid, Problem, Status, certify
 from oracles.highs import HighsOracle, map_status
-from tests.oracles.contract import hard_instance, make_instance
+from oracles.registry import make_oracle
+from tests.oracles.contract import OracleContract, hard_instance, make_instance
+
+
+class TestHighs(OracleContract):
+    @classmethod
+    def make_oracle(cls, **options):
+        return make_oracle("highs", **options)
 
 
 @pytest.mark.parametrize(
