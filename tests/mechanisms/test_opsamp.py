@@ -1,13 +1,24 @@
-"""OPSamp's data bounds (SPEC sections 5 and 10.3; mechanisms.bounds): the feature bound x_max
-behind G is checked on every release, refused or clipped on request; and what the other
-mechanisms' proofs assume about the data."""
+"""OPSamp (``mechanisms.opsamp``; SPEC sections 5 and 10.3).
+
+* Its data bounds (``mechanisms.bounds``): the feature bound x_max behind G is checked on every
+  release, refused or clipped on request; and what the other mechanisms' proofs assume about
+  the data.
+* Its calibration as a release records it (SPEC 10.3: the proven lambda against the paper's,
+  gamma against the number of calls) and its parameters, over their whole input space.
+"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from mechanisms import calibration as cal
 from mechanisms.bounds import FeatureBoundError, enforce_feature_bound
+from mechanisms.calibration import opsamp_gamma_m
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams, lipschitz_constant, surrogate_scale
 from mechanisms.privacy import PrivacyLeakWarning
@@ -16,6 +27,13 @@ from mechanisms.runner import run
 from oracles.convex import ConvexOracle
 from oracles.objective import MergedRows
 from pipeline.data.synthetic import make_linear_threshold
+from tests.mechanisms.input_space import (
+    ANY_INT, DELTA, EPSILON, PARAMS_NAMES, assert_finite_positive, call_or_none, derandomized,
+    either,
+)  # fmt: skip
+
+N_ADULT = 15_682
+DELTA_ADULT = 1 / N_ADULT**2
 
 
 class NoOracle:
@@ -201,3 +219,87 @@ def test_every_mechanism_refuses_labels_outside_plus_minus_one(release):
     with pytest.raises(ValueError, match=r"labels must be -1 or \+1, found \[2\]"):
         release(X, np.array([1, -1, 2]))
 
+
+# --- the calibration and the parameters (SPEC 10.3) ---------------------------------------------
+
+
+@pytest.mark.parametrize("eps, ratio_low, ratio_high", [(0.1, 4.2, 4.4), (1.0, 3.7, 3.9)])
+def test_opsamp_paper_calibration_proves_several_times_the_epsilon(eps, ratio_low, ratio_high):
+    # SPEC 10.3: on Adult the corrected lambda is about 3.8 to 4.3 times the paper's
+    paper = OPSamp(OPSampParams(eps, DELTA_ADULT, calibration="paper")).calibrate(N_ADULT, 23)
+    proven = OPSamp(OPSampParams(eps, DELTA_ADULT)).calibrate(N_ADULT, 23)
+    assert ratio_low < proven["lambda"] / paper["lambda"] < ratio_high
+    assert ratio_low * eps < paper["proven_epsilon"] < ratio_high * eps
+    assert proven["proven_epsilon"] == eps
+    assert proven["lambda_sampling"] == pytest.approx(2 * 23 * 2 * proven["gamma"])
+    assert paper["lambda_sampling"] == pytest.approx(4 * 2 * paper["gamma"])
+    assert proven["lambda"] == pytest.approx(proven["lambda_sampling"]
+                                             + proven["lambda_stability"]
+                                             + proven["lambda_oracle"])  # fmt: skip
+
+
+def test_opsamp_gamma_buys_lambda_with_calls():
+    # SPEC 10.3: near gamma = 0.02 the first term (92 gamma) stops mattering; m ~ 30,000
+    _, gamma, m = opsamp_gamma_m(1.0, DELTA_ADULT, N_ADULT, 23, 2.0, gamma=0.02)
+    assert gamma == 0.02 and m == pytest.approx(30_000, rel=0.05)
+    cal = OPSamp(OPSampParams(1.0, DELTA_ADULT, gamma=0.02)).calibrate(N_ADULT, 23)
+    assert cal["lambda_sampling"] == pytest.approx(92 * 0.02)
+    assert cal["lambda_stability"] == pytest.approx(21.6, rel=0.01)
+    # m given instead of gamma: the smallest gamma m calls support, and back
+    by_m = OPSamp(OPSampParams(1.0, DELTA_ADULT, m=cal["m"])).calibrate(N_ADULT, 23)
+    assert by_m["m"] == cal["m"] and by_m["gamma"] <= 0.02
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(gamma=0.0), "gamma must be in"), (dict(gamma=1.5), "gamma must be in"),
+    (dict(m=0), "m must be"), (dict(gamma=0.5, m=10), "not both"),
+    (dict(calibration="paper_code"), "calibration must be one of"),
+])  # fmt: skip
+def test_opsamp_bad_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        OPSampParams(1.0, 1e-6, **kwargs)
+
+
+@derandomized(120)
+@given(epsilon=either(EPSILON), delta=either(DELTA),
+       lower=either(st.floats(-10, 0)), upper=either(st.floats(0.01, 10)),
+       gamma=st.one_of(st.none(), either(st.floats(1e-3, 1.0))),
+       m=st.one_of(st.none(), either(st.integers(1, 10**5), ANY_INT)),
+       n=either(st.integers(1, 10**6), ANY_INT), d=either(st.integers(1, 100), ANY_INT))
+def test_opsamp_params_and_calibrate_over_their_input_space(epsilon, delta, lower, upper, gamma,
+                                                            m, n, d):  # fmt: skip
+    params = call_or_none(PARAMS_NAMES, OPSampParams, epsilon, delta, lower=lower, upper=upper,
+                          gamma=gamma, m=m)  # fmt: skip
+    if params is None:
+        return
+    record = call_or_none(PARAMS_NAMES, OPSamp(params).calibrate, n, d)
+    if record is not None:
+        for key in ("gamma", "eta", "lambda", "lambda_proven", "laplace_scale", "proven_epsilon"):
+            assert_finite_positive(float(record[key]))
+        assert 0 < record["gamma"] <= 1 and record["m"] >= 1
+
+
+def test_opsamp_params_refuse_an_infinite_box():
+    for kwargs in (dict(lower=-math.inf), dict(upper=math.inf), dict(lower=math.nan)):
+        with pytest.raises(ValueError, match="(lower|upper) must be finite"):
+            OPSampParams(1.0, 1e-6, **kwargs)  # lower=-inf divided by zero in calibrate
+    with pytest.raises(ValueError, match="D_inf = upper - lower is not a finite float"):
+        OPSampParams(1.0, 1e-6, lower=-1e308, upper=1e308)
+
+
+@pytest.mark.parametrize("m", [1, 3])
+def test_opsamp_m_with_gamma_above_one_is_refused_like_gamma_above_one(m):
+    # m = 1 or 3 gave gamma 2.96 or 1.71; Lemma 9 needs gamma <= 1 (SPEC section 5), and
+    # gamma = sqrt(ln(4d / delta) / (2m)) <= 1 iff m >= ln(4d / delta) / 2
+    delta, d = 1e-6, 23
+    floor = math.ceil(math.log(4 * d / delta) / 2)
+    assert floor == cal.opsamp_m_floor(delta, d) == 10
+    with pytest.raises(ValueError, match=r"m must be >= 8 \(so that gamma"):
+        OPSampParams(1.0, delta, m=m)  # the floor at d = 1, known before the data
+    params = OPSampParams(1.0, delta, m=9)  # enough at d = 1, not at d = 23
+    with pytest.raises(ValueError, match=rf"m must be >= {floor} \(so that gamma .* d=23"):
+        OPSamp(params).calibrate(15_682, d)
+    record = OPSamp(OPSampParams(1.0, delta, m=floor)).calibrate(15_682, d)
+    assert record["m"] == floor and record["gamma"] <= 1
+    with pytest.raises(ValueError, match=r"gamma must be in \(0, 1\], found 1.5"):
+        OPSampParams(1.0, delta, gamma=1.5)
