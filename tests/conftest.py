@@ -18,6 +18,18 @@ def adult_data_dir() -> Path | None:
     return None
 
 
+def pytest_collection_modifyitems(config, items):
+    """A ``slow`` test runs only when the -m expression names ``slow``: ``-m integration`` (the
+    CI's second stage) runs the integration tests that are not also slow; ``-m ""`` runs all."""
+    expression = config.getoption("markexpr") or ""
+    if not expression or "slow" in expression:
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
 @pytest.fixture(scope="session")
 def adult_dir() -> Path:
     found = adult_data_dir()

@@ -12,6 +12,8 @@ from oracles.objective import MergedRows
 from oracles.registry import make_oracle
 from tests.pipeline.own_ray import own_ray
 
+pytestmark = pytest.mark.integration  # a local Ray of its own
+
 
 @pytest.fixture(scope="module")
 def local_ray():

@@ -31,6 +31,7 @@ def _unique_argmin(problem) -> bool:
     return sum(v == truth.minimum for v in truth.values) == 1
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("problem", [fuzz_instance(0), parallel_instance(2), fuzz_instance(7)],
                          ids=["opdisc", "parallel-rspm", "near-opdisc"])  # fmt: skip
 def test_the_split_solve_on_ray_is_the_one_process_answer(local_ray, problem):
@@ -50,6 +51,7 @@ def test_the_split_solve_on_ray_is_the_one_process_answer(local_ray, problem):
         np.testing.assert_array_equal(on_ray.w, in_process.w)
 
 
+@pytest.mark.integration
 def test_a_part_that_fails_on_ray_leaves_the_whole_uncertified(local_ray, monkeypatch):
     from pipeline import split_solve
 
@@ -73,10 +75,16 @@ def test_a_part_that_fails_on_ray_leaves_the_whole_uncertified(local_ray, monkey
     assert cert.bound <= cert.objective
 
 
+@pytest.mark.integration
 def test_a_task_gets_the_cpus_it_holds_as_threads(local_ray):
     from pipeline.split_solve import ray_map_parts
 
     solution = _split(fuzz_instance(4), ray_map_parts(cpus_per_task=2), parts=2)
     assert solution.certificate.certified and solution.certificate.threads == 2
+
+
+def test_a_task_holds_at_least_one_cpu():
+    from pipeline.split_solve import ray_map_parts
+
     with pytest.raises(ValueError, match="cpus_per_task must be >= 1, found 0"):
         ray_map_parts(cpus_per_task=0)

@@ -19,6 +19,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.integration  # an mlflow server, Ray clusters, subprocesses
+
 BIN = Path(sys.executable).parent
 # a small grid of the smoke sweep: every mechanism, one epsilon
 SMALL = ["+sweep=smoke", "sweep.epsilons=[1.0]", "sweep.seeds=1"]
