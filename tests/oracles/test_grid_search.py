@@ -1,0 +1,113 @@
+"""The grid heuristic (``oracles.grid_search``) proves nothing, so what is tested is what it
+promises: exact grid points, exact objectives, the noise-only argmin by brute force, local minima
+that no single move improves, and answers no worse than its starts."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from oracles.base import Box, IntegerGrid, Problem
+from oracles.grid_search import improve, local_search, noise_argmin, starting_points
+from oracles.noise_window import grid_cap
+from tests.oracles.contract import make_instance
+from tests.oracles.fuzz import fuzz_instance
+
+
+def _grid_ks(grid: IntegerGrid) -> np.ndarray:
+    K = np.array(list(itertools.product(range(-grid.bound, grid.bound + 1), repeat=grid.d)))
+    return K[(K * K).sum(axis=1) <= grid_cap(grid)]
+
+
+def _inside(grid: IntegerGrid, k: np.ndarray) -> bool:
+    return bool(np.all(np.abs(k) <= grid.bound) and int(k @ k) <= grid_cap(grid))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_noise_argmin_is_the_brute_force_minimum_of_the_noise_alone(seed):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 5))
+    grid = IntegerGrid(d, int(rng.integers(1, 4)), float(rng.choice([1.0, 0.5])))
+    grid = IntegerGrid(d, grid.bound, grid.step, 0.6 * d * (grid.bound * grid.step) ** 2)
+    problem = Problem(np.zeros((0, d)), [], [], grid, linear=rng.normal(0, 2, d),
+                      norm_coef=float(rng.choice([-3.0, 3.0])),
+                      norm_radius_sq=grid.norm_sq_max + 0.5)  # fmt: skip
+    K = _grid_ks(grid)
+    noise = problem.objective(grid.step * K.astype(float))  # no rows: F is the noise alone
+    k = noise_argmin(problem)
+    assert k.dtype.kind == "i" and _inside(grid, k)
+    assert problem.objective(grid.step * k.astype(float)) == pytest.approx(noise.min(), abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 5, 6])
+def test_starting_points_are_grid_points_the_first_two_zero_and_the_noise_argmin(seed):
+    problem = fuzz_instance(seed)
+    starts = starting_points(problem)
+    assert len(starts) >= 2 and not starts[0].any()
+    np.testing.assert_array_equal(starts[1], noise_argmin(problem))
+    for k in starts:
+        assert k.dtype.kind == "i" and k.shape == (problem.d,) and _inside(problem.domain, k)
+
+
+def _single_moves(grid: IntegerGrid, k: np.ndarray):
+    for j in range(grid.d):
+        for v in range(-grid.bound, grid.bound + 1):
+            if v != k[j]:
+                other = k.copy()
+                other[j] = v
+                if _inside(grid, other):
+                    yield other
+
+
+@pytest.mark.parametrize("seed", range(0, 24, 3))
+def test_local_search_ends_where_no_single_coordinate_change_improves(seed):
+    # the contract's instances: scores on a 0.005 lattice, far from mu, so that the search's
+    # floating-point scores and the exact rule agree (the fuzz's rows on the margin would not)
+    problem = make_instance(seed)
+    grid = problem.domain
+    rng = np.random.default_rng(seed)
+    K = _grid_ks(grid)
+    start = K[rng.integers(len(K))]
+    k = local_search(problem, start)
+    assert _inside(grid, k)
+    value = problem.objective(grid.step * k.astype(float))
+    assert value <= problem.objective(grid.step * start.astype(float)) + 1e-9
+    # the moves are scored in floating point: a better neighbour by more than rounding is a bug
+    for other in _single_moves(grid, k):
+        assert problem.objective(grid.step * other.astype(float)) >= value - 1e-9, (k, other)
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 5))
+def test_improve_returns_an_exact_grid_point_no_worse_than_its_starts(seed):
+    problem = fuzz_instance(seed)
+    grid = problem.domain
+    w, value = improve(problem, seconds=5.0, rng=np.random.default_rng(seed), patience=5)
+    assert grid.contains(w)
+    assert value == problem.objective(w)  # the exact rule, not the float scorer
+    best_start = min(problem.objective(grid.step * k.astype(float))
+                     for k in starting_points(problem))  # fmt: skip
+    assert value <= best_start
+    K = _grid_ks(grid)
+    assert value >= problem.objective(grid.step * K.astype(float)).min()  # a heuristic's value
+    again = improve(problem, seconds=5.0, rng=np.random.default_rng(seed), patience=5)
+    np.testing.assert_array_equal(again[0], w)  # the same generator, the same answer
+
+
+def test_improve_starts_where_it_is_told_and_refuses_a_box():
+    problem = Problem(np.zeros((0, 2)), [], [], IntegerGrid(2, 2), linear=[1.0, -1.0])
+    w, value = improve(problem, seconds=1.0, rng=np.random.default_rng(0), patience=0,
+                       starts=[np.array([2, -2])])  # fmt: skip
+    assert w.tolist() == [-2.0, 2.0] and value == -4.0  # the local search walks to the corner
+    with pytest.raises(TypeError, match="IntegerGrid"):
+        improve(Problem(np.zeros((0, 2)), [], [], Box(2)), seconds=1.0,
+                rng=np.random.default_rng(0))  # fmt: skip
+
+
+def test_a_zero_budget_still_returns_the_first_start_searched():
+    problem = fuzz_instance(3)
+    w, value = improve(problem, seconds=0.0, rng=np.random.default_rng(0))
+    assert problem.domain.contains(w) and value == problem.objective(w)
+    assert math.isfinite(value)
