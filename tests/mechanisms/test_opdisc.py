@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mechanisms.calibration import opdisc_delta, opdisc_epsilon, opdisc_sigma_paper
-from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams, opdisc_problem
+from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams, opdisc_domain, opdisc_problem
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle, all_objectives
 from oracles.objective import zero_one_loss
@@ -124,3 +124,26 @@ def test_opdisc_params_and_calibrate_over_their_input_space(epsilon, delta, tau,
     if record is not None:
         assert_finite_positive(record["sigma"])
         assert_finite_positive(record["proven_epsilon"], zero_ok=True)
+
+
+def test_the_domain_is_w_tau_with_the_papers_defaults():
+    # SPEC section 3: D = sqrt(d), B = floor(sqrt(d)); the grid's bound counts steps of tau
+    domain, D = opdisc_domain(5, tau=0.5)
+    assert (domain.d, domain.bound, domain.step) == (5, 4, 0.5)
+    assert domain.norm_sq_max == pytest.approx(5.0) and D == pytest.approx(math.sqrt(5))
+    domain, D = opdisc_domain(3, 1.0, B=2.5, D=1.5)
+    assert (domain.bound, domain.norm_sq_max, D) == (2, 2.25, 1.5)
+    # B / tau = 0.3 / 0.1 is 2.9999999999999996 in floating point: still 3 steps
+    assert opdisc_domain(2, tau=0.1, B=0.3)[0].bound == 3
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(d=3, tau=2.0, B=1.0), ValueError, r"B / tau must be >= 1, found B=1\.0, tau=2\.0"),
+    (dict(d=0), ValueError, "d must be >= 1, found 0"),
+    (dict(d=2.0), TypeError, "d must be an integer, found 2.0"),
+    (dict(d=2, D=1e200), ValueError, r"D\^2 is not a finite float > 0"),
+])  # fmt: skip
+def test_the_domain_refuses_what_has_no_grid(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        opdisc_domain(**kwargs)
+
