@@ -1,0 +1,102 @@
+"""The sweep's checks before it changes anything (pipeline.preflight), in-process: what each probe
+leaves alone, the address forms, the one-line messages, the OPSamp call count, and the data
+against the bounds the proofs assume. (Unreachable services, the job output directory and tiny
+epsilons end to end: test_reliability.py.)"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+from pipeline.cli import CONFIG_DIR
+from pipeline.config import ConfigError, validate
+from pipeline.data.record import Dataset
+from pipeline.preflight import (WARN_ORACLE_CALLS, _require_calls, check_data_bounds,
+                                check_job_output_dir, check_oracle_calls, probe_ray_address,
+                                probe_tracking_store, ray_connect_error, under_ray_job)  # fmt: skip
+
+
+def _config(*overrides):
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        return validate(compose(config_name="config",
+                                overrides=["+sweep=smoke", "sweep.epsilons=[1.0]", *overrides]))
+
+
+def test_probing_a_sqlite_store_leaves_nothing_behind(tmp_path):
+    probe_tracking_store(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert list(tmp_path.iterdir()) == []  # no database created, no probe file left
+    sqlite3.connect(tmp_path / "mlflow.db").close()
+    probe_tracking_store(f"sqlite:///{tmp_path / 'mlflow.db'}")  # an existing store: writable
+    assert [p.name for p in tmp_path.iterdir()] == ["mlflow.db"]
+
+
+@pytest.mark.parametrize("uri", ["sqlite:///:memory:", "file:///nonexistent/mlruns",
+                                 "databricks", "sqlite://"])  # fmt: skip
+def test_stores_that_need_no_probe_pass_without_one(uri):
+    probe_tracking_store(uri)
+
+
+@pytest.mark.parametrize("address", ["auto", "local", "http://127.0.0.1:1"])
+def test_addresses_ray_resolves_itself_are_not_probed(address):
+    probe_ray_address(address, timeout=0.01)  # nothing listens on port 1: no probe was made
+
+
+@pytest.mark.parametrize("address", ["ray://head", "head:port", ":6379"])
+def test_a_malformed_address_is_a_config_error(address):
+    with pytest.raises(ConfigError, match=rf"cluster.address: must be HOST:PORT.*'{address}'"):
+        probe_ray_address(address)
+
+
+def test_ray_errors_are_one_line_with_the_token_hint_only_when_it_can_help(monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # the driver already sends a token
+    error = ray_connect_error("h:1", ConnectionError("refused\ntraceback lines"))
+    assert str(error) == "cannot connect to the Ray cluster at h:1: ConnectionError: refused"
+    assert str(ray_connect_error("h:1", TimeoutError())).endswith(": TimeoutError: TimeoutError")
+
+
+def test_only_a_job_driver_checks_its_output_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
+    assert not under_ray_job()
+    check_job_output_dir(tmp_path, cwd=tmp_path)
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")
+    assert under_ray_job()
+    with pytest.raises(ConfigError, match="would vanish with the cluster"):
+        check_job_output_dir(tmp_path, cwd=tmp_path)  # the working directory itself
+    check_job_output_dir(tmp_path / "out", cwd=tmp_path / "job")  # a sibling: kept
+
+
+def test_oracle_calls_are_counted_only_when_opsamp_runs():
+    assert check_oracle_calls(_config("sweep.mechanisms=[opdisc,expmech]"), [1.0], n=400,
+                              d=8) == {}  # fmt: skip
+
+
+def test_the_call_limit_and_the_warning(caplog):
+    with pytest.raises(ConfigError, match=r"needs m=12,345 oracle calls .* more than "
+                                          r"sweep.max_oracle_calls=1,000; .*found 0.5"):
+        _require_calls(12_345, 1_000, 0.5, 2)
+    with pytest.raises(ConfigError, match=r"needs m=1e\+13 oracle calls"):
+        _require_calls(10**13, 1_000, 0.5, 2)
+    with caplog.at_level(logging.WARNING, logger="pipeline.preflight"):
+        _require_calls(WARN_ORACLE_CALLS, 1_000, 0.5, 3)
+        assert caplog.text == ""  # at the threshold: no warning
+        _require_calls(WARN_ORACLE_CALLS + 1, 1_000, 0.5, 3)
+    assert f"m={WARN_ORACLE_CALLS + 1} oracle calls (Ray tasks) per run, " \
+           f"{3 * (WARN_ORACLE_CALLS + 1)} for its 3 runs" in caplog.text
+
+
+def test_data_beyond_a_proofs_bound_is_refused_or_recorded_when_clipped(caplog):
+    data = Dataset(np.array([[0.5, 1.5], [0.0, 0.2]]), [1, -1], ["a", "b"])
+    refuse = _config("sweep.mechanisms=[opsamp,opdisc]")
+    with pytest.raises(ConfigError, match=r"^mechanisms.opsamp.x_max: row 0, column 'b' is 1.5"):
+        check_data_bounds(refuse, data)
+    clip = _config("sweep.mechanisms=[opsamp,opdisc]", "mechanisms.opsamp.out_of_bounds=clip")
+    with caplog.at_level(logging.WARNING, logger="pipeline.preflight"):
+        leaks = check_data_bounds(clip, data)
+    assert len(leaks) == 1 and leaks[0].startswith("mechanisms.opsamp: OPSamp clipped 1 entry")
+    assert leaks[0] in caplog.text
+    inside = Dataset(np.array([[0.5, 1.0], [0.0, -1.0]]), [1, -1], ["a", "b"])
+    assert check_data_bounds(refuse, inside) == []  # within the bound: nothing to say
