@@ -174,8 +174,9 @@ def test_unreachable_tracking_server_stops_the_run_before_anything_is_written(tm
     from pipeline.run import run
 
     out = tmp_path / "out"
-    config = validate(_compose(["+sweep=smoke", "tracking.tracking_uri=http://127.0.0.1:"
-                                f"{_closed_port()}", f"output_dir={out}"]))  # fmt: skip
+    uri = f"http://127.0.0.1:{_closed_port()}"
+    config = validate(_compose(["+sweep=smoke", f"tracking.tracking_uri={uri}",
+                                f"output_dir={out}"]))  # fmt: skip
     start = time.monotonic()
     with pytest.raises(ServiceError) as raised:  # main: exit code 5, "error: " + this message
         run(config)

@@ -1,6 +1,7 @@
 """pipeline.sweep, one piece at a time, without a Ray cluster: a fake clock, a fake ``ray``
-module and a fake tracker stand in for the services (tests/pipeline/test_sweep.py runs the
-sweep for real)."""
+module (``LocalRay``: every task run at once in-process, real mechanisms on a tiny dataset) and
+a tracking store in memory stand in for the services; the tests check what a sweep returns, logs
+and asks of the cluster (tests/pipeline/test_sweep.py runs the sweep for real)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ import types
 import numpy as np
 import pytest
 
+from mechanisms.base import Release
 from pipeline import sweep
 from pipeline.catalog import SCHEMAS
 from pipeline.config import Config, SweepConfig
-from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.data.record import Dataset
+from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.tasks import RunKey
 from tests.pipeline.records import result_for
 
@@ -340,7 +342,6 @@ def test_ray_solve_many_cancels_every_call_of_a_failed_run(fake_ray, clock):
 
 def test_oracle_run_time_is_driver_plus_task_seconds_not_queueing(fake_ray, clock, monkeypatch):
     fake_ray.get_seconds = 50.0
-    seen = {}
 
     def run_one(config, key, train, test, *, solve_many):
         start = clock.perf_counter()
@@ -348,143 +349,226 @@ def test_oracle_run_time_is_driver_plus_task_seconds_not_queueing(fake_ray, cloc
         solutions = solve_many("oracle", [{"id": 0, "node": "node-b", "seconds": 3.0},
                                           {"id": 1, "node": "node-a", "seconds": 4.0}])  # fmt: skip
         clock.advance(1.0)  # and finishes the release
-        seen["solutions"], seen["train"] = solutions, train
-        return result_for(key, wall_seconds=clock.perf_counter() - start), "release"
+        return result_for(key, wall_seconds=clock.perf_counter() - start), solutions
 
     def run_task_remote(*args):
         raise AssertionError("an oracle mechanism runs in the driver, its calls as tasks")
 
     monkeypatch.setattr(sweep, "run_one", run_one)
-    train = _dataset()
     row, release = sweep.run_on_cluster(
         _config(),
         RunKey("opdisc", 1.0, 0),
-        train,
+        _dataset(),
         None,
         types.SimpleNamespace(remote=run_task_remote),
         SolveTask(),
         "train-ref",
         "test-ref",
     )
-    assert release == "release" and seen["train"] is train
-    assert seen["solutions"] == ["solution-0", "solution-1"]
+    assert release == ["solution-0", "solution-1"]  # the calls' answers, in order
     assert row.wall_seconds == pytest.approx(2.0 + 1.0 + 3.0 + 4.0)  # not 53 s
     assert row.node == "node-a,node-b"
 
 
-@pytest.mark.parametrize("mechanism", ["dpsgd_lr", "expmech"])
-def test_a_non_oracle_run_is_one_task_on_the_object_store_data(fake_ray, monkeypatch, mechanism):
-    calls = []
+class TaskError(Exception):
+    """What ``ray.get`` raises for a task that raised: Ray's traceback text, the error as
+    ``cause`` (ray.exceptions.RayTaskError)."""
 
-    class RunTask:
-        def remote(self, *args):
-            calls.append(args)
-            return Ref(({"key": "row", "node": "n3"}, "release"))
+    def __init__(self, function: str, cause: BaseException) -> None:
+        super().__init__(f"ray::{function}() (pid=1, ip=127.0.0.1)\nTraceback ...\n{cause!r}")
+        self.cause = cause
 
-    def run_one(*args, **kwargs):
-        raise AssertionError("a non-oracle run runs whole in its task, not in the driver")
 
-    monkeypatch.setattr(sweep, "run_one", run_one)
-    config, key = _config(), RunKey(mechanism, 0.5, 0)
-    row, release = sweep.run_on_cluster(config, key, _dataset(), None, RunTask(), SolveTask(),
-                                        "train-ref", "test-ref")  # fmt: skip
-    assert (row, release) == ({"key": "row", "node": "n3"}, "release")
-    assert calls == [(config, key, "train-ref", "test-ref")]  # the refs, not the data
+class LocalRay(FakeRay):
+    """A Ray that runs every task at once, in the calling thread: ``remote`` functions run for
+    real, object refs given as arguments are resolved (as Ray does), a task's exception comes
+    back from ``get`` wrapped as Ray wraps it, and the runtime context a task sees is its own
+    (the CPUs it asked for; its node is ``node-<function name>``). Records what a cluster would
+    see: whether Ray was started and how, the objects put in its store, the tasks that ran and
+    the CPUs each asked for, and any dataset sent to a task by value instead of by reference."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: dict | None = None
+        self.ran: list[str] = []
+        self.cpus: dict[str, float] = {}
+        self.by_value: list[str] = []
+        self._task = threading.local()
+
+    # the driver's side
+    def is_initialized(self) -> bool:
+        return self.started is not None
+
+    def init(self, **options) -> None:
+        self.started = options
+
+    def put(self, value) -> Ref:
+        self.put_objects.append(value)
+        return Ref(value)
+
+    def remote(self, **options):
+        def decorate(function):
+            if isinstance(function, type):
+                raise TypeError("no actors on this Ray")  # the progress board: none, then
+            return types.SimpleNamespace(remote=lambda *args: self._run(function, options, args))
+
+        return decorate
+
+    def _run(self, function, options, args) -> Ref:
+        name = function.__name__
+        self.ran.append(name)
+        self.cpus[name] = options.get("num_cpus", 1)
+        self.by_value += [name for arg in args if isinstance(arg, Dataset)]
+        args = [arg.value if isinstance(arg, Ref) else arg for arg in args]
+        self._task.name = name
+        try:
+            return Ref(function(*args))
+        except Exception as cause:  # noqa: BLE001 - the task's failure, for get to raise
+            return Ref(error=TaskError(name, cause))
+        finally:
+            self._task.name = None
+
+    # a task's side
+    def get_runtime_context(self):
+        name = self._task.name
+        return types.SimpleNamespace(
+            get_assigned_resources=lambda: {"CPU": float(self.cpus[name])},
+            get_node_id=lambda: f"node-{name}",
+        )  # fmt: skip
+
+
+@pytest.fixture
+def local_ray(monkeypatch) -> LocalRay:
+    fake = LocalRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)  # else init_ray would join that cluster
+    return fake
+
+
+def _real_config(mechanisms=("opdisc", "dpsgd_lr", "expmech")) -> Config:
+    """Mechanisms that run for real in a fraction of a second on ``_dataset()``: the exact
+    OPDisc, DP-SGD with small batches, and an exponential mechanism whose grid (9 points) is
+    more than it may enumerate, so that its runs fail as issue 14's Adult runs did."""
+    settings = {"opdisc": SCHEMAS["opdisc"](),
+                "dpsgd_lr": SCHEMAS["dpsgd_lr"](batch_size=4, steps=3),
+                "expmech": SCHEMAS["expmech"](max_points=3)}  # fmt: skip
+    config = _config(mechanisms)
+    config.mechanisms = {m: settings[m] for m in mechanisms}
+    config.oracle.threads, config.cluster.cpus_per_task = 2, 1  # tell the two tasks apart
+    return config
+
+
+@pytest.mark.parametrize("mechanism", ["dpsgd_lr", "logistic_regression"])
+def test_a_non_oracle_run_is_one_task_on_the_object_store_data(local_ray, mechanism):
+    config = _real_config(("opdisc",))
+    config.mechanisms[mechanism] = SCHEMAS[mechanism](
+        **({"batch_size": 4, "steps": 3} if mechanism == "dpsgd_lr" else {}))  # fmt: skip
+    key, train, test = RunKey(mechanism, 0.5, 0), _dataset(), _dataset(6)
+    run_task, solve_task = sweep._remote_functions(config.cluster.cpus_per_task,
+                                                   config.oracle.threads)  # fmt: skip
+    result, release = sweep.run_on_cluster(config, key, train, test, run_task, solve_task,
+                                           local_ray.put(train), local_ray.put(test))  # fmt: skip
+    assert result.key == str(key) and isinstance(release, Release)
+    assert result.train_n == 12 and 0.0 <= result.test_accuracy <= 1.0  # both sets reached it
+    assert result.node == "node-run_task"  # ran whole in its task, not in the driver
+    assert local_ray.ran == ["run_task"] and local_ray.by_value == []  # the store's copy
+
+
+def test_an_oracle_run_runs_in_the_driver_and_solves_in_tasks(local_ray):
+    config = _real_config(("opdisc",))
+    key, train = RunKey("opdisc", 1.0, 0), _dataset()
+    run_task, solve_task = sweep._remote_functions(config.cluster.cpus_per_task,
+                                                   config.oracle.threads)  # fmt: skip
+    result, release = sweep.run_on_cluster(config, key, train, None, run_task, solve_task,
+                                           local_ray.put(train), local_ray.put(None))  # fmt: skip
+    assert result.key == str(key) and isinstance(release, Release)
+    assert result.oracle_certified and result.privacy_holds
+    assert result.node == "node-solve_one"  # where its oracle call ran
+    assert local_ray.ran == ["solve_one"] * result.oracle_calls and result.oracle_calls >= 1
+    assert local_ray.cpus == {"solve_one": 2}  # the oracle's threads
 
 
 # --- run_sweep -------------------------------------------------------------------------------
 
 
 class FakeTracker:
-    """The SweepTracker calls run_sweep makes, recorded."""
+    """A tracking store in memory: the runs a sweep logged (``children``: key -> (result,
+    release)), the failures (``failures``: key -> reasons, one per attempt), and what it
+    reports as finished (those logged, and ``finished`` given at the start)."""
 
     def __init__(self, finished: set[str] = frozenset()) -> None:
         self.finished = set(finished)
-        self.children: list[tuple] = []
-        self.failed_children: list[tuple] = []
+        self.children: dict[str, tuple] = {}
+        self.failures: dict[str, list[str]] = {}
         self.beats = 0
 
     def finished_keys(self) -> set[str]:
-        return set(self.finished)
+        return self.finished | set(self.children)
 
     def heartbeat(self, force: bool = False) -> None:
         self.beats += 1
 
-    def log_child(self, *args, **kwargs) -> str:  # its signature is growing (MLflow datasets)
-        self.children.append((args, kwargs))
+    def log_child(self, result, release, mechanism_config=None, *args, **kwargs) -> str:
+        assert result.key not in self.children, f"{result.key} logged twice"
+        self.children[result.key] = (result, release)
         return f"child-{len(self.children)}"
 
     def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
-        self.failed_children.append((key, mechanism, reason))
+        self.failures.setdefault(key, []).append(reason)
 
 
-def _logged_row(args, kwargs):
-    return args[0] if args else kwargs["result"]
+GRID_TOO_LARGE = ("ValueError: the grid has up to 9 points, more than max_points=3: the "
+                  "exponential mechanism needs an enumerable grid")  # fmt: skip
 
 
-@pytest.fixture
-def cluster(monkeypatch, fake_ray):
-    """run_sweep's Ray side faked; ``cluster.runs`` records the keys run_on_cluster got."""
-    state = types.SimpleNamespace(runs=[], init=0, threads=None, fail={})
-
-    def init_ray(config):
-        state.init += 1
-
-    def remote_functions(run_cpus, threads):
-        state.threads = (run_cpus, threads)
-        return "run-task", "solve-task"
-
-    def run_on_cluster(config, key, train, test, run_task, solve_task, train_ref, test_ref,
-                       board=None):
-        state.runs.append(key)
-        assert (run_task, solve_task) == ("run-task", "solve-task")
-        assert (train_ref, test_ref) == ("ref-1", "ref-2")
-        if str(key) in state.fail:
-            raise state.fail[str(key)]
-        return result_for(key), f"release of {key}"
-
-    monkeypatch.setattr(sweep, "init_ray", init_ray)
-    monkeypatch.setattr(sweep, "_remote_functions", remote_functions)
-    monkeypatch.setattr(sweep, "run_on_cluster", run_on_cluster)
-    return state
-
-
-def test_run_sweep_logs_each_run_and_each_failure_with_one_line(cluster, fake_ray, tmp_path):
-    config = _config()
-    bad = RunKey("expmech", 0.5, 0)
-    cluster.fail[str(bad)] = ValueError("grid too large: 3^12 points\n  Traceback (most recent)")
+def test_run_sweep_logs_each_run_and_each_failure_with_one_line(local_ray):
+    config = _real_config()
     tracker = FakeTracker()
     train, test = _dataset(), _dataset(6)
-    rows, failed = sweep.run_sweep(config, train, test, tracker)
-    keys = sweep.sweep_keys(config)
-    assert len(keys) == 6 and sorted(map(str, cluster.runs)) == sorted(map(str, keys))
-    assert failed == {str(bad): "ValueError: grid too large: 3^12 points"}
-    assert tracker.failed_children == [(str(bad), "expmech",
-                                        "ValueError: grid too large: 3^12 points")]  # fmt: skip
-    logged = [_logged_row(*call) for call in tracker.children]
-    assert sorted(r.key for r in logged) == sorted(str(k) for k in keys if k != bad)
-    assert sorted(r.key for r in rows) == sorted(r.key for r in logged)
-    releases = {_logged_row(*c).key: c[0][1] for c in tracker.children}
-    assert all(release == f"release of {key}" for key, release in releases.items())
-    assert fake_ray.put_objects[0] is train and fake_ray.put_objects[1] is test  # once each
-    assert cluster.init == 1
-    assert cluster.threads == (config.cluster.cpus_per_task, config.oracle.threads)
+    results, failed = sweep.run_sweep(config, train, test, tracker)
+    keys = [str(k) for k in sweep.sweep_keys(config)]
+    bad = [k for k in keys if k.startswith("expmech/")]
+    assert len(keys) == 6 and len(bad) == 2
+    assert failed == {k: GRID_TOO_LARGE for k in bad}  # one line, not Ray's traceback
+    assert tracker.failures == {k: [GRID_TOO_LARGE] for k in bad}
+    assert sorted(r.key for r in results) == sorted(set(keys) - set(bad))
+    assert tracker.children.keys() == {r.key for r in results}
+    for result, release in tracker.children.values():
+        assert isinstance(release, Release) and 0.0 <= result.train_accuracy <= 1.0
+        assert result.train_n == 12 and 0.0 <= result.test_accuracy <= 1.0
+    assert {r.mechanism: r.node for r in results} == {"opdisc": "node-solve_one",
+                                                      "dpsgd_lr": "node-run_task"}  # fmt: skip
+    # a Ray of its own, the data in its store once, each task with the CPUs the config gives it
+    assert local_ray.started["address"] == "local"
+    assert local_ray.started["num_cpus"] == config.cluster.num_cpus
+    assert len(local_ray.put_objects) == 2 and local_ray.by_value == []
+    assert local_ray.cpus == {"solve_one": config.oracle.threads,
+                              "run_task": config.cluster.cpus_per_task}  # fmt: skip
     assert tracker.beats >= 1  # the driver's lease is renewed while it waits
 
 
-def test_run_sweep_skips_the_runs_already_finished(cluster, tmp_path):
-    config = _config(("opdisc",))
-    done = RunKey("opdisc", 0.5, 0)
-    tracker = FakeTracker(finished={str(done)})
-    rows, failed = sweep.run_sweep(config, _dataset(), None, tracker)
-    assert [str(k) for k in cluster.runs] == ["opdisc/eps=1/run=0"]
-    assert [r.key for r in rows] == ["opdisc/eps=1/run=0"] and failed == {}
+def test_a_second_sweep_redoes_only_the_runs_that_did_not_finish(local_ray):
+    config = _real_config()
+    tracker = FakeTracker()
+    first, failed = sweep.run_sweep(config, _dataset(), None, tracker)
+    again, failed_again = sweep.run_sweep(config, _dataset(), None, tracker)
+    assert again == [] and failed_again == failed  # only the failed runs ran, and failed again
+    assert all(len(reasons) == 2 for reasons in tracker.failures.values())
+    assert len(tracker.children) == len(first) == 4  # each finished run logged once
+
+
+def test_run_sweep_skips_the_runs_already_finished(local_ray):
+    config = _real_config(("opdisc",))
+    tracker = FakeTracker(finished={"opdisc/eps=0.5/run=0"})
+    results, failed = sweep.run_sweep(config, _dataset(), None, tracker)
+    assert [r.key for r in results] == ["opdisc/eps=1/run=0"] and failed == {}
+    assert list(tracker.children) == ["opdisc/eps=1/run=0"]
 
 
 @pytest.mark.parametrize("todo", [None, []])
-def test_nothing_to_run_returns_empty_without_starting_ray(cluster, fake_ray, tmp_path, todo):
-    config = _config(("opdisc",))
+def test_nothing_to_run_returns_empty_without_starting_ray(local_ray, todo):
+    config = _real_config(("opdisc",))
     tracker = FakeTracker(finished={str(k) for k in sweep.sweep_keys(config)})
     assert sweep.run_sweep(config, _dataset(), None, tracker, todo) == ([], {})
-    assert cluster.init == 0 and cluster.threads is None and fake_ray.put_objects == []
-    assert tracker.children == [] and tracker.failed_children == []
+    assert not local_ray.is_initialized() and local_ray.put_objects == []
+    assert local_ray.ran == [] and tracker.children == {} and tracker.failures == {}
