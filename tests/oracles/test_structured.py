@@ -29,7 +29,8 @@ not fit.
   tolerances of 1e-9 certified a false optimum of the reference formulation
   (``oracles.mip.GRID_FEASIBILITY_TOL``): the reference with its default tolerances and the
   structured oracle certify the same objective, and the structured w encoded into the
-  reference MILP is feasible at that objective.
+  reference MILP is feasible at that objective (``-m slow``: the reference takes about a minute
+  there; the default run checks the same on a balanced n = 1,000 subsample).
 * The fallback goes through AutoOracle's rule (issue 19, item 3; SPEC 8): Gurobi solves the
   reference formulation when its licence takes the model, HiGHS when it does not (the licence
   reason in the certificate's ``fallback``), and a backend that ran is never retried
@@ -152,7 +153,11 @@ def test_small_instances_match_enumeration_and_the_reference(oracle, seed):
     assert reference.certified and abs(reference.objective - expected) <= OBJECTIVE_TOL
 
 
-@pytest.mark.parametrize("seed", range(10))
+# Seeds 1 and 8: the reference (HiGHS) takes 10 to 20 s on each; their shapes (d = 8 with
+# eta_(d+1) > 0, d = 10 RSPM) stay in the default run through seeds 7, 2 and 5.
+@pytest.mark.parametrize(
+    "seed", [pytest.param(s, marks=pytest.mark.slow) if s in (1, 8) else s for s in range(10)]
+)
 def test_medium_instances_match_the_reference(oracle, seed):
     problem = medium_instance(seed)
     reference = HighsOracle(time_limit=120.0).solve(problem).certificate
@@ -455,13 +460,20 @@ def test_full_adult_exact_erm_is_certified(adult_rows):
     assert 0.7663 < accuracy < 0.8256
 
 
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])  # 4 s, 50 s
-def test_reference_agrees_where_tight_tolerances_certified_a_false_optimum(adult, seed):
+# n = 4,000 seed 0 is the instance where tight tolerances certified a false optimum; the
+# reference takes HiGHS about a minute on it (50 s on seed 1), so the default run checks the
+# same agreement on a balanced n = 1,000 subsample (a few seconds).
+@pytest.mark.parametrize("n, seed", [
+    (1000, 0),
+    pytest.param(4000, 0, marks=pytest.mark.slow),
+    pytest.param(4000, 1, marks=pytest.mark.slow),
+])  # fmt: skip
+def test_reference_agrees_where_tight_tolerances_certified_a_false_optimum(adult, n, seed):
     from oracles.highs import HighsOracle
     from oracles.mip import build_milp
     from pipeline.bench.fast_oracle import balanced_subsample
 
-    X, y = balanced_subsample(adult.train.features, adult.train.labels, 4000, 0)
+    X, y = balanced_subsample(adult.train.features, adult.train.labels, n, 0)
     rows = MergedRows.from_xy(X, y)
     problem = _problem(rows, "opdisc", 0.5, seed)
     fast = StructuredOracle(time_limit=120).solve(problem)
