@@ -256,6 +256,7 @@ def test_opsamp_lambda_terms_are_monotone_in_gamma():
 
 # --- only typed errors; finite and positive where defined --------------------------------------
 
+
 OPDISC_NAMES = names_pattern("epsilon", "delta", "d", "D", "tau", "sigma", "c")
 
 

@@ -321,6 +321,7 @@ def test_all_continuous_borderline_falls_back_instead_of_error(oracle, seed):
 
 # --- the cap is bounding work (issue 12) -------------------------------------------------------
 
+
 def wide_problem(seed: int, n: int = 40) -> Problem:
     """d = 9: one group of 3 and 6 continuous columns on 3 levels; OPDisc's grid with B = 2,
     D^2 = 9 gives 4,185 combinations of the continuous weights (the former cap: 4,096) and
@@ -401,6 +402,7 @@ def test_benchmark_prints_both_behaviours_side_by_side(capsys):
 
 
 # --- the paper's Adult instance (issue 6) ------------------------------------------------------
+
 
 def _problem(rows: MergedRows, mechanism: str, eps: float, seed: int) -> Problem:
     n = rows.n
@@ -505,6 +507,7 @@ def test_goal_grid_is_certified_within_the_time_goal(adult_rows, mechanism):
 
 
 # --- the fallback goes through AutoOracle's rule (issue 19, item 3) ----------------------------
+
 
 #: Gurobi's pip licence (SPEC section 8).
 LICENCE_LIMIT = 2000
