@@ -96,7 +96,7 @@ BOX_POSITIVE_GUARD = 1e-7
 #: * too tight breaks the search: with 1e-9, HiGHS 1.15 CERTIFIED FALSE OPTIMA of this
 #:   formulation (measured on Adult, balanced n = 4,000, OPDisc eps = 0.5, seeds 0 and 1:
 #:   "optimal" -4012.65 and -2680.19 where feasible points of -4016.31 and -2716.95 exist;
-#:   ``tests/oracles/test_structured_adult.py``). ``certify`` cannot see that: the point it is
+#:   ``tests/oracles/test_structured.py``). ``certify`` cannot see that: the point it is
 #:   given is evaluated correctly, the claim that nothing is better is the solver's.
 #: * as loose as ``strict_eps`` lets a row with a score in [mu - eps, mu] take either label:
 #:   with 1e-6 the MIP returned such a point, which ``certify`` refused (INCONSISTENT: safe, but

@@ -156,7 +156,7 @@ class Mutant:
 
     ``factor`` says how far the claim is off by the privacy proof. ``undetectable``, when set,
     says why the mutant is in fact still within the claim on every instance the audit can run
-    (tests/audit/test_audit.py computes the exact epsilon): it is reported, not caught.
+    (tests/audit/test_core.py computes the exact epsilon): it is reported, not caught.
     """
 
     mechanism: str

