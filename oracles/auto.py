@@ -25,7 +25,8 @@ from dataclasses import dataclass, replace
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Oracle, Problem, Solution
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
-from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError, check_solver_options
+from oracles.checks import check_solver_options
+from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError
 
 #: The time limit a backend gets when (almost) nothing is left of the solve's.
 MIN_TIME_LEFT = 1e-3

@@ -91,5 +91,15 @@ def check_result(name: str, value: float, **inputs: Any) -> float:
     return float(value)
 
 
+def check_solver_options(time_limit: Any, threads: Any, strict_eps: Any = None) -> None:
+    """The options every oracle takes: ``time_limit`` (seconds) finite and > 0, ``threads`` an
+    integer >= 1, and a MIP backend's ``strict_eps`` finite and > 0 (None: not one of its
+    options); messages quote the value."""
+    check_real("time_limit", time_limit)
+    check_int("threads", threads)
+    if strict_eps is not None:
+        check_real("strict_eps", strict_eps)
+
+
 __all__ = ["MAX_EXACT_INT", "InvalidValue", "check_int", "check_real",
-           "check_result", "check_shape", "is_real", "require"]  # fmt: skip
+           "check_result", "check_shape", "check_solver_options", "is_real", "require"]  # fmt: skip

@@ -45,7 +45,7 @@ from scipy.special import expit
 from oracles.base import (
     Box, Certificate, DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Solution, Status,
 )  # fmt: skip
-from oracles.checks import check_int, check_real
+from oracles.checks import check_int, check_real, check_solver_options
 from oracles.objective import MergedRows, check_data
 
 LOSSES = ("logistic", "hinge")
@@ -235,10 +235,9 @@ class ConvexOracle:
 
     def __post_init__(self) -> None:
         _check_loss(self.loss)
-        for field_name in ("tol", "time_limit"):
-            check_real(field_name, getattr(self, field_name))
-        for field_name in ("max_iter", "threads"):
-            check_int(field_name, getattr(self, field_name))
+        check_solver_options(self.time_limit, self.threads)
+        check_real("tol", self.tol)
+        check_int("max_iter", self.max_iter)
 
     def solve_convex(
         self, X: Any, y: Any, sigma: Any, box: Box, *, scale: float | None = None

@@ -34,14 +34,13 @@ import numpy as np
 from oracles.base import (
     DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Problem, Solution, Status, certify,
 )  # fmt: skip
-from oracles.checks import check_real
+from oracles.checks import check_real, check_solver_options
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
     Milp,
     RawSolve,
     SolverUnavailableError,
-    check_solver_options,
     feasibility_tol_for,
     solve_resolving_band,
 )

@@ -53,7 +53,7 @@ from oracles.base import (
     DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, OracleError, Problem, Solution, Status,
     certify,
 )  # fmt: skip
-from oracles.checks import check_real
+from oracles.checks import check_real, check_solver_options
 from oracles.progress import Reporter, guarded, reporter
 from oracles.mip import (
     BandResolved,
@@ -62,7 +62,6 @@ from oracles.mip import (
     Milp,
     RawSolve,
     SolverUnavailableError,
-    check_solver_options,
     feasibility_tol_for,
     solve_resolving_band,
 )

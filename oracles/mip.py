@@ -73,7 +73,6 @@ import scipy.sparse
 
 from oracles.objective import exact_positive
 from oracles.base import Box, IntegerGrid, OracleError, Problem, Status
-from oracles.checks import check_int, check_real
 from oracles.margin_band import (
     MAX_BAND_ROUNDS,
     BandCut,
@@ -130,13 +129,6 @@ def feasibility_tol_for(problem: Problem, override: float | None = None) -> floa
     if override is not None:
         return float(override)
     return BOX_FEASIBILITY_TOL if isinstance(problem.domain, Box) else GRID_FEASIBILITY_TOL
-
-
-def check_solver_options(time_limit: float, threads: int, strict_eps: float) -> None:
-    """The one validation of the options every MIP backend takes; messages quote the value."""
-    check_real("time_limit", time_limit)
-    check_int("threads", threads)
-    check_real("strict_eps", strict_eps)
 
 
 def attainable_square_sums(d: int, bound: int, cap: int) -> np.ndarray:
@@ -600,7 +592,6 @@ __all__ = [
     "SolverUnavailableError",
     "attainable_square_sums",
     "build_milp",
-    "check_solver_options",
     "default_point",
     "norm_cap",
     "row_score_range",

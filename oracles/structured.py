@@ -65,7 +65,7 @@ from oracles.auto import AutoOracle
 from oracles.split import MapParts
 from oracles.window import WindowOracle
 from oracles.highs import threads_for
-from oracles.mip import DEFAULT_STRICT_EPS, check_solver_options
+from oracles.checks import check_solver_options
 from oracles.progress import reporter
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_shape import ShapeMismatch, cell_bounds, decompose, separable_bounds
@@ -109,7 +109,7 @@ class StructuredOracle:
     def __post_init__(self) -> None:
         # the shared validation of time_limit and threads; the reference's strict_eps is not
         # an option here (the fallback uses its default), so its own default is passed
-        check_solver_options(self.time_limit, self.threads, DEFAULT_STRICT_EPS)
+        check_solver_options(self.time_limit, self.threads)
         if self.max_combos is not None:
             if isinstance(self.max_combos, bool) or not isinstance(self.max_combos, int):
                 raise TypeError(f"max_combos must be an integer or None, found {self.max_combos!r}")

@@ -38,7 +38,7 @@ from oracles.base import (
 )  # fmt: skip
 from oracles.auto import AutoOracle
 from oracles.branch import SearchStopped
-from oracles.mip import DEFAULT_STRICT_EPS, check_solver_options
+from oracles.checks import check_solver_options
 from oracles.progress import reporter
 from oracles.split import MapParts, combine, plan_split, sequential_parts
 
@@ -84,7 +84,7 @@ class WindowOracle:
             raise ValueError(f"fallback must be one of {FALLBACKS}, found {self.fallback!r}")
         # the shared validation of time_limit and threads (the fallback's strict_eps is its
         # default, as in oracles.structured)
-        check_solver_options(self.time_limit, self.threads, DEFAULT_STRICT_EPS)
+        check_solver_options(self.time_limit, self.threads)
         if not 0 < self.search_share <= 1:
             raise ValueError(f"search_share must be in (0, 1], found {self.search_share!r}")
         if self.max_nodes < 1:

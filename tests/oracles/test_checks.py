@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from oracles.checks import (
-    MAX_EXACT_INT, InvalidValue, check_int, check_real, check_result, check_shape, is_real,
+    MAX_EXACT_INT, InvalidValue, check_int, check_real, check_result, check_shape,
+    check_solver_options, is_real,
     require,
 )  # fmt: skip
 
@@ -149,3 +150,20 @@ def test_require_raises_only_when_not_ok():
     require(True, "k", "never raised", 0)
     with pytest.raises(InvalidValue, match=r"^k: must be one of \('a', 'b'\), found 'c'$"):
         require(False, "k", "must be one of ('a', 'b')", "c")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, text",
+    [
+        (dict(time_limit=0.0, threads=1, strict_eps=1e-6), ValueError, "time_limit"),
+        (dict(time_limit=math.inf, threads=1, strict_eps=1e-6), ValueError, "inf"),
+        (dict(time_limit="60", threads=1, strict_eps=1e-6), TypeError, "'60'"),
+        (dict(time_limit=60.0, threads=0, strict_eps=1e-6), ValueError, "threads"),
+        (dict(time_limit=60.0, threads=1.5, strict_eps=1e-6), TypeError, "1.5"),
+        (dict(time_limit=60.0, threads=1, strict_eps=0.0), ValueError, "strict_eps"),
+        (dict(time_limit="60", threads=1), TypeError, "'60'"),  # an oracle without strict_eps
+    ],
+)
+def test_solver_options_are_validated_with_the_value_quoted(kwargs, error, text):
+    with pytest.raises(error, match=text):
+        check_solver_options(**kwargs)

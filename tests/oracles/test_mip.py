@@ -8,7 +8,6 @@ only has to find the best assignment.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -22,7 +21,6 @@ from oracles.mip import (
     FormulationError,
     attainable_square_sums,
     build_milp,
-    check_solver_options,
     default_point,
     row_score_range,
 )
@@ -228,22 +226,6 @@ def test_default_point_is_in_the_domain():
     for domain in (IntegerGrid(2, 1), Box(2, 0.5, 1.0), Box(2, -2.0, -1.0), Box(1)):
         problem = Problem(np.zeros((0, domain.d)), [], [], domain)
         assert domain.contains(default_point(problem))
-
-
-@pytest.mark.parametrize(
-    "kwargs, error, text",
-    [
-        (dict(time_limit=0.0, threads=1, strict_eps=1e-6), ValueError, "time_limit"),
-        (dict(time_limit=math.inf, threads=1, strict_eps=1e-6), ValueError, "inf"),
-        (dict(time_limit="60", threads=1, strict_eps=1e-6), TypeError, "'60'"),
-        (dict(time_limit=60.0, threads=0, strict_eps=1e-6), ValueError, "threads"),
-        (dict(time_limit=60.0, threads=1.5, strict_eps=1e-6), TypeError, "1.5"),
-        (dict(time_limit=60.0, threads=1, strict_eps=0.0), ValueError, "strict_eps"),
-    ],
-)
-def test_solver_options_are_validated_with_the_value_quoted(kwargs, error, text):
-    with pytest.raises(error, match=text):
-        check_solver_options(**kwargs)
 
 
 def test_build_rejects_bad_epsilons():
