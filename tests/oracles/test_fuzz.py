@@ -24,8 +24,10 @@ from tests.oracles.fuzz import (
     FAMILIES, KINDS, MULTIPLES, Tally, brute_force, fuzz_instance, judge, parallel_instance,
 )  # fmt: skip
 
-FAST_SEEDS = {"mixed": range(120), "parallel": range(120)}
-SLOW_SEEDS = {"mixed": range(120, 2120), "parallel": range(120, 3120)}
+#: 60 of each family (about a second per oracle and family; 5 to 10 s for HiGHS and the window
+#: oracle on ``parallel``); the coverage tests below check that these hold what the issue lists.
+FAST_SEEDS = {"mixed": range(60), "parallel": range(60)}
+SLOW_SEEDS = {"mixed": range(60, 2060), "parallel": range(60, 3060)}
 #: Registered oracles, and ``window-parts``: the window oracle's search split into 3 parts
 #: (``oracles.split``, run one after the other here; tests/pipeline/test_split_solve.py runs
 #: them on Ray).
@@ -113,7 +115,8 @@ def test_the_fuzz_covers_what_the_issue_lists():
     opdisc = [p for p in problems if p.norm_coef != 0]
     assert any(p.norm_coef > 0 for p in opdisc) and any(p.norm_coef < 0 for p in opdisc)
     assert any(np.any(p.pos < 0) for p in problems if p.label.startswith("rspm"))
-    assert sum(p.norm_coef == 0 and not p.linear.any() for p in problems) >= 20  # exact ERM
+    exact_erm = sum(p.norm_coef == 0 and not p.linear.any() for p in problems)
+    assert exact_erm >= len(problems) / 6
     assert any(np.any((p.pos > 0) & (p.neg > 0)) for p in problems)  # a repeat, both labels
     onehot = [np.all(np.isin(p.points, (0.0, 1.0)), axis=0).any() for p in problems]
     assert any(onehot) and not all(onehot)
@@ -148,7 +151,8 @@ def test_the_parallel_family_has_the_rows_a_presolve_merges():
         repeated_column += any(
             np.array_equal(X[:, j], X[:, k]) for j in range(p.d) for k in range(j + 1, p.d)
         )  # fmt: skip
-    assert duplicated >= 60 and proportional >= 60 and repeated_column >= 15, (
+    half, eighth = len(problems) / 2, len(problems) / 8
+    assert duplicated >= half and proportional >= half and repeated_column >= eighth, (
         duplicated, proportional, repeated_column)  # fmt: skip
     opdisc = [p for p in problems if p.norm_coef != 0]
     assert any(p.norm_coef > 0 for p in opdisc) and any(p.norm_coef < 0 for p in opdisc)
