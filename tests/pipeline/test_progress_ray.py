@@ -92,7 +92,7 @@ def test_the_sweep_prints_a_running_solve_with_incumbent_and_bound(local_ray, mo
                                       seeds=1))  # fmt: skip
     tracker = FakeTracker()
     rows, failed = sweep.run_sweep(config, slow_erm_data(), None, tracker)
-    assert failed == {} and len(rows) == 1 and rows[0]["oracle_certified"]
+    assert failed == {} and len(rows) == 1 and rows[0].oracle_certified
     err = capsys.readouterr().err
     solve_lines = re.findall(r"^  erm_01/eps=inf/run=0 \d+s: highs \d+s incumbent (\S+) "
                              r"bound (\S+) gap (\S+)$", err, flags=re.M)  # fmt: skip
