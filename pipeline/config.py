@@ -29,7 +29,7 @@ from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from oracles.checks import InvalidValue
 from oracles.checks import require as _require
 from oracles.objective import DEFAULT_MARGIN
-from pipeline.audit import AUDITS
+from mechanisms.audit import AUDITS
 from pipeline.catalog import SCHEMAS, MechanismConfig, settings_schema
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 
@@ -159,15 +159,15 @@ class ClusterConfig:
 
 @dataclass
 class AuditConfig:
-    """Statistical privacy audit of one mechanism (pipeline.audit.run_audit)."""
+    """Statistical privacy audit of one mechanism (mechanisms.audit.run_audit)."""
 
     mechanism: str = MISSING
-    #: Releases per dataset and pair; null: the audit's own (pipeline.audit.registry).
+    #: Releases per dataset and pair; null: the audit's own (mechanisms.audit.registry).
     samples: Optional[int] = None
     #: Confidence of each pair's lower bound on epsilon (both directions).
     confidence: float = 0.95
     seed: int = 0
-    #: Also audit the deliberately broken variants of pipeline/audit/mutants.py.
+    #: Also audit the deliberately broken variants of mechanisms/audit/mutants.py.
     include_mutants: bool = False
 
     def check(self) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mechanisms.catalog import NON_PRIVATE
-from pipeline.audit import audit_table, run_audit
+from mechanisms.audit import audit_table, run_audit
 from pipeline.config import Config, ConfigError, sweep_id
 from pipeline.data import load_dataset
 from pipeline.lease import DriverLease

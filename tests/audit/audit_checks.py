@@ -3,7 +3,7 @@ share: the mutants each is expected to catch or not, and the checks of a run's r
 
 from __future__ import annotations
 
-from pipeline.audit.mutants import MUTANTS
+from mechanisms.audit.mutants import MUTANTS
 
 CAUGHT = [m for m in MUTANTS if not m.undetectable]
 #: Mutants shown within the claim by the exact epsilon of every d = 1 replacement; those of the

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from pipeline.audit import audit_table, mechanism_audit, run_audit
+from mechanisms.audit import audit_table, mechanism_audit, run_audit
 
 #: Fixed seed and confidence of the test audits (STYLE: statistical tests state their error).
 SEED = 0

@@ -19,10 +19,10 @@ import numpy as np
 from scipy import optimize, stats
 
 from oracles.objective import MergedRows
-from pipeline.audit.core import NeighbouringPair
-from pipeline.audit.samplers import affine_objective
+from mechanisms.audit.core import NeighbouringPair
+from mechanisms.audit.samplers import affine_objective
 
-#: The six kinds of d = 1 examples on the grid {-1, 0, 1} (pipeline.audit.pairs).
+#: The six kinds of d = 1 examples on the grid {-1, 0, 1} (mechanisms.audit.pairs).
 D1_EXAMPLES = [((x,), y) for x in (-1.0, 0.0, 1.0) for y in (-1, 1)]
 
 

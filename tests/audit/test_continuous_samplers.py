@@ -1,4 +1,4 @@
-"""The continuous samplers (pipeline.audit.continuous_samplers) against the real mechanisms:
+"""The continuous samplers (mechanisms.audit.continuous_samplers) against the real mechanisms:
 DP-SGD's vectorized steps reproduce ``train_dpsgd`` draw for draw; OPSamp's exact
 one-dimensional minimizers agree with the convex oracle's certified ones, and its release with
 ``finish``; both refuse what they cannot audit faithfully (d != 1)."""
@@ -13,9 +13,9 @@ from mechanisms.base import Secret
 from mechanisms.dpsgd import DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.opsamp import OPSamp, OPSampParams
 from oracles.objective import MergedRows
-from pipeline.audit.continuous_samplers import DPSGDSampler, OPSampSampler
-from pipeline.audit.mutants import DPSGDNoClipping, OPSampNoOutputNoise
-from pipeline.audit.sampler_base import AuditError
+from mechanisms.audit.continuous_samplers import DPSGDSampler, OPSampSampler
+from mechanisms.audit.mutants import DPSGDNoClipping, OPSampNoOutputNoise
+from mechanisms.audit.sampler_base import AuditError
 
 
 def _sequential_draws(seed, n, d, steps):

@@ -1,4 +1,4 @@
-"""Auditing one variant on one neighbouring pair (pipeline.audit.core): the pairs' checks, the
+"""Auditing one variant on one neighbouring pair (mechanisms.audit.core): the pairs' checks, the
 generator per (seed, variant, pair), ``audit_pair``'s wiring, and the audit's soundness where the
 exact epsilon is known (d = 1 Gaussian and Laplace pairs, ExpMech, one-step DP-SGD): eps_lb never
 exceeds it (the session's runs at 95% confidence with seed 0, tests/audit/conftest.py).
@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.audit import AUDITS, NeighbouringPair, mechanism_audit
-from pipeline.audit.core import audit_pair, pair_generator
-from pipeline.audit.mutants import MUTANTS
-from pipeline.audit.samplers import FunctionSampler
-from pipeline.audit.stats import epsilon_lower_bound, per_bound_alpha
+from mechanisms.audit import AUDITS, NeighbouringPair, mechanism_audit
+from mechanisms.audit.core import audit_pair, pair_generator
+from mechanisms.audit.mutants import MUTANTS
+from mechanisms.audit.samplers import FunctionSampler
+from mechanisms.audit.stats import epsilon_lower_bound, per_bound_alpha
 from tests.audit.exact import exact_epsilon, expmech_exact_epsilon
 
 

@@ -1,11 +1,11 @@
-"""The audit at d >= 5 (SPEC 10.5; pipeline.audit.highdim), at 95% confidence with seed 0.
+"""The audit at d >= 5 (SPEC 10.5; mechanisms.audit.highdim), at 95% confidence with seed 0.
 
 * the sum-cut samplers reproduce ``run`` with the enumeration oracle release for release (same
   generator, exactly equal w) for OPDisc under every calibration and for RSPM;
 * the proven calibrations are never caught: eps_lb <= the claimed epsilon on every pair;
 * no variant's eps_lb exceeds the epsilon SPEC 10 proves for the noise it actually used (the
   proof is an upper bound; an audit above it would refute the proof);
-* the papers' calibrations: what the audit measures is reported (pipeline/audit/mutants.py says
+* the papers' calibrations: what the audit measures is reported (mechanisms/audit/mutants.py says
   why they are not caught at these sizes).
 """
 
@@ -19,11 +19,11 @@ from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle
 from oracles.objective import MergedRows
-from pipeline.audit import mechanism_audit
-from pipeline.audit.highdim import (SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_lambda,
+from mechanisms.audit import mechanism_audit
+from mechanisms.audit.highdim import (SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_lambda,
                                     sum_cut_pair)  # fmt: skip
-from pipeline.audit.samplers import AuditError
-from pipeline.audit.mutants import MUTANTS
+from mechanisms.audit.samplers import AuditError
+from mechanisms.audit.mutants import MUTANTS
 
 RELEASES = 200
 
@@ -120,7 +120,7 @@ def test_paper_calibrations_prove_more_than_the_claim_at_the_audited_d():
 
 
 def test_chunked_sampling_is_the_one_batch_stream():
-    import pipeline.audit.highdim as highdim
+    import mechanisms.audit.highdim as highdim
 
     pair = sum_cut_pair(7)
     sampler = SAMPLED[0]

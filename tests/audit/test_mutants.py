@@ -1,4 +1,4 @@
-"""The deliberately broken mechanisms (pipeline.audit.mutants): each changes one thing of the real
+"""The deliberately broken mechanisms (mechanisms.audit.mutants): each changes one thing of the real
 mechanism; the audit at 95% confidence with seed 0 catches every mutant that is not shown within
 the claim exactly (``Mutant.undetectable``), and those are within it.
 
@@ -21,12 +21,12 @@ from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.rspm import RSPM, RSPMParams
 from oracles.enumerate import grid_points
 from oracles.objective import MergedRows
-from pipeline.audit import AUDITS, mechanism_audit
-from pipeline.audit.mutants import (MUTANTS, DPSGDNoClipping, OPDiscPlainEta, OPDiscSigmaThird,
+from mechanisms.audit import AUDITS, mechanism_audit
+from mechanisms.audit.mutants import (MUTANTS, DPSGDNoClipping, OPDiscPlainEta, OPDiscSigmaThird,
                                     OPSampNoOutputNoise, RSPMDropSeparators, RSPMLaplaceQuarter,
                                     RSPMSigmaThird, expmech_without_half,
                                     with_calibration)  # fmt: skip
-from pipeline.audit.samplers import DPSGDSampler
+from mechanisms.audit.samplers import DPSGDSampler
 from tests.audit.audit_checks import CAUGHT, NOT_DETECTABLE, check_mutant, report_lines
 from tests.audit.exact import all_d1_replacements, exact_epsilon, gaussian_epsilon
 

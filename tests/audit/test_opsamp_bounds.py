@@ -1,4 +1,4 @@
-"""Why no audit can catch OPSamp's paper calibration (pipeline.audit.opsamp_bounds): the premise
+"""Why no audit can catch OPSamp's paper calibration (mechanisms.audit.opsamp_bounds): the premise
 of the coupling bound, checked with the real convex oracle, the two bounds where the audit runs,
 and the bounds' arithmetic against the module's formulas."""
 
@@ -11,7 +11,7 @@ from scipy import stats
 from mechanisms.base import Secret
 from mechanisms.opsamp import OPSamp, OPSampParams
 from oracles.objective import MergedRows
-from pipeline.audit.opsamp_bounds import opsamp_paper_bounds
+from mechanisms.audit.opsamp_bounds import opsamp_paper_bounds
 
 
 def test_one_row_instance_premise_holds_with_the_convex_oracle():
@@ -42,7 +42,7 @@ def test_one_row_instance_premise_holds_with_the_convex_oracle():
 @pytest.mark.parametrize("d,n", [(5, 4), (5, 2000), (23, 2000), (23, 15682), (100, 15682)])
 def test_opsamp_paper_calibration_is_within_the_claim_where_audited(d, n):
     from mechanisms.opsamp import OPSamp, OPSampParams
-    from pipeline.audit.opsamp_bounds import opsamp_paper_bounds
+    from mechanisms.audit.opsamp_bounds import opsamp_paper_bounds
 
     paper = OPSamp(OPSampParams(1.0, 1e-5, calibration="paper"))
     bounds = opsamp_paper_bounds(paper, n, d, 1e-5)

@@ -1,4 +1,4 @@
-"""The audit's neighbouring pairs (pipeline.audit.pairs): how they are built, that each is the
+"""The audit's neighbouring pairs (mechanisms.audit.pairs): how they are built, that each is the
 pair its note describes (the loss changes the module doc states, computed with the exact 0/1
 loss), and that every mechanism's list is well formed."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from oracles.objective import zero_one_loss
-from pipeline.audit.pairs import (add_pair, dpsgd_pairs, expmech_pairs, opdisc_pairs,
+from mechanisms.audit.pairs import (add_pair, dpsgd_pairs, expmech_pairs, opdisc_pairs,
                                   opsamp_pairs, replace_pair, rspm_pairs)  # fmt: skip
 
 #: w = -1, 0, 1 on d = 1, the grid of the module doc.

@@ -1,4 +1,4 @@
-"""The registry of audits (pipeline.audit.registry): ``run_audit`` of every mechanism at 95%
+"""The registry of audits (mechanisms.audit.registry): ``run_audit`` of every mechanism at 95%
 confidence with seed 0, its arguments, and conf/audit/*.yaml.
 
 * every mechanism as implemented: eps_lb <= claimed epsilon on every decisive pair;
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from pipeline.audit import AUDITS, mechanism_audit, run_audit
+from mechanisms.audit import AUDITS, mechanism_audit, run_audit
 from tests.audit.audit_checks import (CAUGHT, NOT_DETECTABLE, check_mechanism, check_mutant,
                                       report_lines)  # fmt: skip
 

@@ -1,10 +1,10 @@
-"""The audit's result record and its markdown table (pipeline.audit.report)."""
+"""The audit's result record and its markdown table (mechanisms.audit.report)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipeline.audit import AuditReport, audit_table
+from mechanisms.audit import AuditReport, audit_table
 
 
 def _report(**changes) -> AuditReport:

@@ -1,4 +1,4 @@
-"""What the audit's samplers share (pipeline.audit.sampler_base): ``BatchedGenerator`` draws the
+"""What the audit's samplers share (mechanisms.audit.sampler_base): ``BatchedGenerator`` draws the
 sequential stream in one batch, ``FunctionSampler`` wraps any function, ``noise_scalars`` keeps
 a noise dict's parameters without its draws."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mechanisms.base import Secret
-from pipeline.audit.sampler_base import BatchedGenerator, FunctionSampler, noise_scalars
+from mechanisms.audit.sampler_base import BatchedGenerator, FunctionSampler, noise_scalars
 
 
 def test_batched_generator_draws_the_sequential_stream():

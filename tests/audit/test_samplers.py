@@ -1,4 +1,4 @@
-"""The discrete samplers against the real mechanisms (pipeline.audit.samplers): the audit must
+"""The discrete samplers against the real mechanisms (mechanisms.audit.samplers): the audit must
 test the mechanisms' code.
 
 For OPDisc, RSPM, ExpMech and their mutants the batched sampler reproduces the real ``run``
@@ -18,8 +18,8 @@ from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle
-from pipeline.audit.samplers import AuditError, ExpMechSampler, GridArgminSampler
-from pipeline.audit.mutants import (OPDiscPlainEta, OPDiscSigmaThird, RSPMDropSeparators,
+from mechanisms.audit.samplers import AuditError, ExpMechSampler, GridArgminSampler
+from mechanisms.audit.mutants import (OPDiscPlainEta, OPDiscSigmaThird, RSPMDropSeparators,
                                     RSPMLaplaceQuarter, RSPMSigmaThird,
                                     expmech_without_half)  # fmt: skip
 

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from pipeline.audit.core import NeighbouringPair, audit_pair
-from pipeline.audit.stats import (choose_event, cp_lower, cp_upper, epsilon_lower_bound,
+from mechanisms.audit.core import NeighbouringPair, audit_pair
+from mechanisms.audit.stats import (choose_event, cp_lower, cp_upper, epsilon_lower_bound,
                                   per_bound_alpha)  # fmt: skip
 
 
@@ -124,7 +124,7 @@ def test_audit_is_below_and_close_to_the_exact_epsilon_of_randomized_response(tr
 
 
 def test_a_plain_function_plugs_in_as_a_sampler():
-    from pipeline.audit.samplers import FunctionSampler
+    from mechanisms.audit.samplers import FunctionSampler
 
     def laplace_count(X, y, size, rng):  # sum of labels + Lap(2 / eps): eps-DP under replacement
         return float(np.sum(y)) + rng.laplace(0.0, 2.0 / 1.0, size=size)

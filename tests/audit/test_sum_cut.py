@@ -1,4 +1,4 @@
-"""The audit at d >= 5 at any d (pipeline.audit.sum_cut): ``audit_sum_cut`` and its command line,
+"""The audit at d >= 5 at any d (mechanisms.audit.sum_cut): ``audit_sum_cut`` and its command line,
 on small d and few samples (the figures are not the point here: the wiring is)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from pipeline.audit.registry import audit_variant, mechanism_audit
-from pipeline.audit.sum_cut import audit_sum_cut, main
+from mechanisms.audit.registry import audit_variant, mechanism_audit
+from mechanisms.audit.sum_cut import audit_sum_cut, main
 
 
 def _same(a, b) -> bool:

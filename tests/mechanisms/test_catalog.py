@@ -11,7 +11,7 @@ import pytest
 from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS
 from mechanisms.estimators import CLASSIFIERS
 from oracles.registry import make_oracle
-from pipeline.audit.registry import AUDITS
+from mechanisms.audit.registry import AUDITS
 
 
 def _data(n: int = 40, d: int = 2):

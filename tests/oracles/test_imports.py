@@ -41,7 +41,7 @@ def test_no_private_name_is_imported_across_modules(package):
 @pytest.mark.parametrize("package", PACKAGES)
 def test_imports_go_one_way(package):
     """oracles <- mechanisms <- pipeline, and nothing installed imports the test tree (the audit's
-    mutants live in pipeline/audit/mutants.py)."""
+    mutants live in mechanisms/audit/mutants.py)."""
     above = {"oracles": ("mechanisms", "pipeline"), "mechanisms": ("pipeline",), "pipeline": ()}
     forbidden = above[package] + ("tests",)
     bad = [(str(p.relative_to(REPO)), module) for p, module, _ in _imports(package)

@@ -2,18 +2,18 @@
 
 For a mechanism, a pair of neighbouring datasets and many independent releases on each, the
 audit chooses an output event on half of the releases and bounds epsilon from below on the
-other half with Clopper-Pearson intervals (pipeline.audit.stats). A bound above the claimed
+other half with Clopper-Pearson intervals (mechanisms.audit.stats). A bound above the claimed
 epsilon refutes the claim; every mechanism must stay below it, every mutant
-(pipeline/audit/mutants.py) must be caught.
+(mechanisms/audit/mutants.py) must be caught.
 
-    from pipeline.audit import run_audit, audit_table
+    from mechanisms.audit import run_audit, audit_table
     reports = run_audit("opdisc", samples=200_000, confidence=0.95, seed=0, include_mutants=True)
     print(audit_table(reports))
 """
 
-from pipeline.audit.core import NeighbouringPair, audit_pair
-from pipeline.audit.registry import AUDITS, MechanismAudit, mechanism_audit, run_audit
-from pipeline.audit.report import CORRECT, AuditReport, audit_table
+from mechanisms.audit.core import NeighbouringPair, audit_pair
+from mechanisms.audit.registry import AUDITS, MechanismAudit, mechanism_audit, run_audit
+from mechanisms.audit.report import CORRECT, AuditReport, audit_table
 
 __all__ = [
     "AUDITS", "CORRECT", "AuditReport", "MechanismAudit", "NeighbouringPair", "audit_pair",

@@ -45,9 +45,9 @@ import numpy as np
 
 from mechanisms.opdisc import opdisc_domain
 from oracles.objective import MergedRows, check_data
-from pipeline.audit.core import NeighbouringPair
-from pipeline.audit.pairs import replace_pair
-from pipeline.audit.samplers import AuditError, BatchedGenerator
+from mechanisms.audit.core import NeighbouringPair
+from mechanisms.audit.pairs import replace_pair
+from mechanisms.audit.samplers import AuditError, BatchedGenerator
 
 #: Releases computed at once (memory: chunk x d floats, or chunk x d x (2d + 1) for RSPM's w).
 _CHUNK = 20_000

@@ -13,13 +13,13 @@ re-implementation of it (tests/audit/test_samplers.py checks each against the re
   first minimizer in lexicographic grid order, the enumeration oracle's rule.
 * ``ExpMechSampler``: the sampling probabilities are the ones ``run_expmech`` computes (read off
   a probing generator), then sampled with ``Generator.choice`` exactly as it does.
-* ``DPSGDSampler`` and ``OPSampSampler`` (pipeline.audit.continuous_samplers).
+* ``DPSGDSampler`` and ``OPSampSampler`` (mechanisms.audit.continuous_samplers).
 
 A sampler returns, per release, a cell index (``kind = "discrete"``: the grid point) or a scalar
 statistic (``kind = "continuous"``: the released w, d = 1).
 
 The discrete samplers are here; the protocol, ``AuditError``, ``FunctionSampler`` and
-``BatchedGenerator`` are in pipeline.audit.sampler_base. Every sampler is imported from here.
+``BatchedGenerator`` are in mechanisms.audit.sampler_base. Every sampler is imported from here.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from mechanisms.opdisc import opdisc_domain
 from oracles.base import IntegerGrid, Problem
 from oracles.enumerate import all_objectives, grid_points
 from oracles.objective import MergedRows, check_data
-from pipeline.audit.continuous_samplers import DPSGDSampler, OPSampSampler
-from pipeline.audit.sampler_base import (
+from mechanisms.audit.continuous_samplers import DPSGDSampler, OPSampSampler
+from mechanisms.audit.sampler_base import (
     AuditError,
     BatchedGenerator,
     FunctionSampler,

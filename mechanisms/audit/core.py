@@ -1,4 +1,4 @@
-"""Auditing one mechanism variant on one neighbouring pair (statistics in pipeline.audit.stats)."""
+"""Auditing one mechanism variant on one neighbouring pair (statistics in mechanisms.audit.stats)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from oracles.objective import check_data
-from pipeline.audit.report import AuditReport
-from pipeline.audit.samplers import ReleaseSampler
-from pipeline.audit.stats import choose_event, epsilon_lower_bound, per_bound_alpha
+from mechanisms.audit.report import AuditReport
+from mechanisms.audit.samplers import ReleaseSampler
+from mechanisms.audit.stats import choose_event, epsilon_lower_bound, per_bound_alpha
 
 RELATIONS = ("replace", "add_remove")
 

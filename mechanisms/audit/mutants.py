@@ -3,7 +3,7 @@
 Each mutant changes exactly one thing of the real mechanism (a subclass overriding one step,
 or the real function called with one wrong argument) and keeps the real mechanism's privacy
 claim, which it violates by a known factor. They live beside the audit that must catch them,
-never in mechanisms/: ``pipeline.audit.run_audit(..., include_mutants=True)`` and the tests
+never in mechanisms/: ``mechanisms.audit.run_audit(..., include_mutants=True)`` and the tests
 import ``MUTANTS`` from here.
 """
 
@@ -20,8 +20,8 @@ from mechanisms.expmech import ExpMechParams
 from mechanisms.opdisc import OPDisc
 from mechanisms.opsamp import OPSamp
 from mechanisms.rspm import RSPM, rspm_problem
-from pipeline.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler
-from pipeline.audit.samplers import (
+from mechanisms.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler
+from mechanisms.audit.samplers import (
     DPSGDSampler,
     ExpMechSampler,
     GridArgminSampler,
@@ -125,7 +125,7 @@ def expmech_without_half(params: ExpMechParams) -> ExpMechSampler:
     return ExpMechSampler(dataclasses.replace(params, epsilon=2.0 * params.epsilon))
 
 
-# --- the papers' calibrations at d >= 5 (SPEC 10.1, 10.2; pipeline.audit.highdim) ----------------
+# --- the papers' calibrations at d >= 5 (SPEC 10.1, 10.2; mechanisms.audit.highdim) ----------------
 
 
 def with_calibration(params: Any, calibration: str) -> Any:
@@ -137,7 +137,7 @@ def with_calibration(params: Any, calibration: str) -> Any:
 PAPER_OPDISC_NOT_CAUGHT = (
     "not on the registry's pairs (d <= 200): the sum cut's ln ratio at sum(w) = 1 grows like "
     "sqrt(d) (0.46 at d = 100, 0.71 at d = 200; paper_code 0.96, 1.38). It is caught at d = 600 "
-    "(eps_lb 1.189 at 1e6 samples: python -m pipeline.audit.sum_cut opdisc_d5 --d 600 "
+    "(eps_lb 1.189 at 1e6 samples: python -m mechanisms.audit.sum_cut opdisc_d5 --d 600 "
     "--variants paper), too slow for CI"
 )
 PAPER_RSPM_NOT_CAUGHT = (

@@ -1,4 +1,4 @@
-"""What the audit's release samplers share (pipeline.audit.samplers re-exports it): the
+"""What the audit's release samplers share (mechanisms.audit.samplers re-exports it): the
 ``ReleaseSampler`` protocol, the ``AuditError`` a sampler raises when it cannot run a mechanism
 faithfully, ``FunctionSampler`` (any function as a sampler), ``BatchedGenerator`` (a batch of
 every noise draw, for the mechanisms' own ``draw_noise``) and ``noise_scalars``."""

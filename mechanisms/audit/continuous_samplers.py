@@ -1,5 +1,5 @@
 """Samplers of the continuous releases (``kind = "continuous"``: the released w, d = 1) for the
-audit (pipeline.audit.samplers):
+audit (mechanisms.audit.samplers):
 
 * ``DPSGDSampler``: z, q and T from ``run_dpsgd`` itself; the T steps vectorized over the batch
   with ``clip_and_sum``'s rule and ``per_example_gradients``' formula (checked against
@@ -20,7 +20,7 @@ import numpy as np
 from mechanisms.base import Secret
 from mechanisms.dpsgd import run_dpsgd
 from oracles.objective import MergedRows, check_data
-from pipeline.audit.sampler_base import AuditError, BatchedGenerator, noise_scalars
+from mechanisms.audit.sampler_base import AuditError, BatchedGenerator, noise_scalars
 
 
 @dataclass(frozen=True)

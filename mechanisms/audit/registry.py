@@ -15,25 +15,25 @@ from mechanisms.opdisc import OPDisc
 from mechanisms.opsamp import OPSamp
 from mechanisms.rspm import RSPM
 from oracles.objective import DEFAULT_MARGIN
-from pipeline.audit.core import NeighbouringPair, audit_pair
-from pipeline.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_pair
-from pipeline.audit.mutants import MUTANTS
-from pipeline.audit.pairs import (
+from mechanisms.audit.core import NeighbouringPair, audit_pair
+from mechanisms.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_pair
+from mechanisms.audit.mutants import MUTANTS
+from mechanisms.audit.pairs import (
     dpsgd_pairs,
     expmech_pairs,
     opdisc_pairs,
     opsamp_pairs,
     rspm_pairs,  # fmt: skip
 )
-from pipeline.audit.report import CORRECT, AuditReport
-from pipeline.audit.samplers import (
+from mechanisms.audit.report import CORRECT, AuditReport
+from mechanisms.audit.samplers import (
     DPSGDSampler,
     ExpMechSampler,
     GridArgminSampler,
     OPSampSampler,  # fmt: skip
     ReleaseSampler,
 )
-from pipeline.audit.stats import check_confidence
+from mechanisms.audit.stats import check_confidence
 
 #: Claimed privacy of every audited mechanism (tiny instances, so the test has power).
 EPSILON = 1.0
@@ -45,7 +45,7 @@ class MechanismAudit:
     """A mechanism under audit: its parameters (hence its claim), sampler and pairs.
 
     ``make_sampler(params)`` builds the sampler of the mechanism as implemented; mutants
-    (pipeline/audit/mutants.py) build theirs from the same ``params``. A pair's ``settings``
+    (mechanisms/audit/mutants.py) build theirs from the same ``params``. A pair's ``settings``
     replace fields of ``params`` for that pair (DP-SGD's batch size and steps).
     """
 
@@ -102,7 +102,7 @@ def _opsamp() -> MechanismAudit:
                           100_000, 1_000_000)  # fmt: skip
 
 
-# --- the audit at d >= 5 (SPEC 10.5; pipeline.audit.highdim) ------------------------------------
+# --- the audit at d >= 5 (SPEC 10.5; mechanisms.audit.highdim) ------------------------------------
 
 #: Dimensions of the sum-cut pairs: the default audit runs all three, so the effect's growth in
 #: d shows in one table.

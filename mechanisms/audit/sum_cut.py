@@ -1,21 +1,21 @@
 """The audit at d >= 5 at any d (SPEC 10.5): one sum-cut pair, the mechanism and its mutants.
 
-The registry's d >= 5 audits (``pipeline.audit.registry``) stop at d = 200; the paper's OPDisc
-sigma needs d of about 600, so this runs one sum-cut pair (``pipeline.audit.highdim``) at a d of
+The registry's d >= 5 audits (``mechanisms.audit.registry``) stop at d = 200; the paper's OPDisc
+sigma needs d of about 600, so this runs one sum-cut pair (``mechanisms.audit.highdim``) at a d of
 the caller's choice, from Python or from the command line::
 
-    python -m pipeline.audit.sum_cut opdisc_d5 --d 600 --samples 1000000 --variants paper
+    python -m mechanisms.audit.sum_cut opdisc_d5 --d 600 --samples 1000000 --variants paper
 """
 
 from __future__ import annotations
 
 import argparse
 
-from pipeline.audit.core import audit_pair
-from pipeline.audit.highdim import sum_cut_pair
-from pipeline.audit.mutants import MUTANTS
-from pipeline.audit.registry import mechanism_audit
-from pipeline.audit.report import AuditReport, audit_table
+from mechanisms.audit.core import audit_pair
+from mechanisms.audit.highdim import sum_cut_pair
+from mechanisms.audit.mutants import MUTANTS
+from mechanisms.audit.registry import mechanism_audit
+from mechanisms.audit.report import AuditReport, audit_table
 
 
 def audit_sum_cut(
@@ -40,7 +40,7 @@ def audit_sum_cut(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m pipeline.audit.sum_cut opdisc_d5 --d 600 --samples 1000000 --variants paper``"""
+    """``python -m mechanisms.audit.sum_cut opdisc_d5 --d 600 --samples 1000000 --variants paper``"""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("mechanism", choices=["opdisc_d5", "rspm_gaussian_d5"])
     parser.add_argument("--d", type=int, required=True)

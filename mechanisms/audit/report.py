@@ -12,7 +12,7 @@ CORRECT = "correct"
 
 @dataclass(frozen=True)
 class AuditReport:
-    """One neighbouring pair audited against one mechanism variant (pipeline.audit.stats).
+    """One neighbouring pair audited against one mechanism variant (mechanisms.audit.stats).
 
     ``eps_lb_forward`` bounds epsilon from below with the event chosen for (D, D') (numerator
     D), ``eps_lb_backward`` with the datasets swapped. Both hold at once with probability
@@ -21,7 +21,7 @@ class AuditReport:
     second half (``eval_samples``) gave the counts ``count_*`` and the bounds.
     ``claim_relation`` is the neighbouring relation the claim is stated for (``relation`` is the
     pair's); ``finding`` is set on pairs where the mechanism as implemented is known to exceed
-    its claim (a reported bug, pipeline.audit.pairs).
+    its claim (a reported bug, mechanisms.audit.pairs).
     """
 
     mechanism: str

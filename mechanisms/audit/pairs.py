@@ -21,7 +21,7 @@ from typing import Iterable
 
 import numpy as np
 
-from pipeline.audit.core import NeighbouringPair
+from mechanisms.audit.core import NeighbouringPair
 
 Row = tuple[tuple[float, ...], int, int]  # (x, y, count)
 
