@@ -51,8 +51,10 @@ def noise_parameters(noise: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, Secret):
             continue
         if np.ndim(value) != 0:
-            raise TypeError(f"noise[{key!r}] is neither a scalar nor a Secret, found shape "
-                            f"{np.shape(value)}: wrap a noise draw in Secret")  # fmt: skip
+            raise TypeError(
+                f"noise[{key!r}] is neither a scalar nor a Secret, found shape "
+                f"{np.shape(value)}: wrap a noise draw in Secret"
+            )
         out[key] = value
     return out
 
@@ -94,9 +96,14 @@ class PrivacyClaim:
 
     @classmethod
     def from_certificates(
-        cls, epsilon: float, delta: float, certificates: Sequence[Certificate], *, needs: str,
+        cls,
+        epsilon: float,
+        delta: float,
+        certificates: Sequence[Certificate],
+        *,
+        needs: str,
         **provenance: Any,
-    ) -> "PrivacyClaim":  # fmt: skip
+    ) -> "PrivacyClaim":
         """Holds iff every certificate proves what the mechanism's proof ``needs``.
 
         ``provenance``: requested_epsilon, requested_delta, calibration (recorded as given).
@@ -107,13 +114,20 @@ class PrivacyClaim:
         if failed:
             first = failed[0]
             return cls(
-                epsilon, delta, False,
+                epsilon,
+                delta,
+                False,
                 f"{len(failed)} of {len(certificates)} oracle calls not certified ({needs}); "
                 f"first: {first.backend} {first.status.value}, gap {first.gap:.6g}",
                 **provenance,
-            )  # fmt: skip
-        return cls(epsilon, delta, True,
-                   f"all {len(certificates)} oracle calls certified ({needs})", **provenance)
+            )
+        return cls(
+            epsilon,
+            delta,
+            True,
+            f"all {len(certificates)} oracle calls certified ({needs})",
+            **provenance,
+        )
 
     def to_params(self) -> dict[str, Any]:
         return {
@@ -173,8 +187,10 @@ class Release:
         """
         out: dict[str, Any] = {"mechanism": self.mechanism, "margin": self.margin}
         params = dict(self.params)
-        requested = {"requested_epsilon": params.pop("epsilon", None),
-                     "requested_delta": params.pop("delta", None)}  # fmt: skip
+        requested = {
+            "requested_epsilon": params.pop("epsilon", None),
+            "requested_delta": params.pop("delta", None),
+        }
         out.update({f"param.{k}": v for k, v in params.items()})
         out.update({f"noise.{k}": v for k, v in noise_parameters(self.noise).items()})
         claim = self.privacy.to_params()
@@ -182,8 +198,9 @@ class Release:
         backends = sorted({c.backend for c in self.certificates})
         out["oracle_backends"] = ",".join(backends)
         out["oracle_calls"] = len(self.certificates)
-        out["oracle_fallbacks"] = ";".join(sorted({c.fallback for c in self.certificates
-                                                     if c.fallback}))  # fmt: skip
+        out["oracle_fallbacks"] = ";".join(
+            sorted({c.fallback for c in self.certificates if c.fallback})
+        )
         return out
 
     def to_metrics(self) -> dict[str, float]:

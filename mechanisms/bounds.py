@@ -58,8 +58,10 @@ class BeyondBound:
     in_rows: int
 
     def counted(self) -> str:
-        return (f"{self.entries} {'entry' if self.entries == 1 else 'entries'} in {self.in_rows} "
-                f"{self.rows}{'' if self.in_rows == 1 else 's'}")  # fmt: skip
+        return (
+            f"{self.entries} {'entry' if self.entries == 1 else 'entries'} in {self.in_rows} "
+            f"{self.rows}{'' if self.in_rows == 1 else 's'}"
+        )
 
 
 class FeatureBoundError(ValueError):
@@ -80,11 +82,13 @@ class FeatureBoundError(ValueError):
 
     def message(self, prefix: str = "") -> str:
         b = self.where
-        return (f"{prefix}x_max: {b.rows} {b.row}, column {b.column!r} is {b.value!r}, beyond "
-                f"the feature bound |x| <= x_max = {b.x_max!r} that {b.mechanism}'s privacy "
-                f"proof assumes ({b.counted()}); raise {prefix}x_max to a public bound on the "
-                f"data, or set {prefix}out_of_bounds=clip to clip them (a PrivacyLeakWarning), "
-                f"found {b.x_max!r}")  # fmt: skip
+        return (
+            f"{prefix}x_max: {b.rows} {b.row}, column {b.column!r} is {b.value!r}, beyond "
+            f"the feature bound |x| <= x_max = {b.x_max!r} that {b.mechanism}'s privacy "
+            f"proof assumes ({b.counted()}); raise {prefix}x_max to a public bound on the "
+            f"data, or set {prefix}out_of_bounds=clip to clip them (a PrivacyLeakWarning), "
+            f"found {b.x_max!r}"
+        )
 
 
 def check_out_of_bounds(value: object) -> None:
@@ -93,9 +97,14 @@ def check_out_of_bounds(value: object) -> None:
 
 
 def enforce_feature_bound(
-    X: np.ndarray, x_max: float, *, out_of_bounds: str, mechanism: str,
-    feature_names: Sequence[str] | None = None, rows: str = "row",
-) -> np.ndarray:  # fmt: skip
+    X: np.ndarray,
+    x_max: float,
+    *,
+    out_of_bounds: str,
+    mechanism: str,
+    feature_names: Sequence[str] | None = None,
+    rows: str = "row",
+) -> np.ndarray:
     """``X`` if every |x_ij| <= x_max (each row's l_inf norm), else refused or clipped.
 
     ``out_of_bounds``: ``error`` raises FeatureBoundError naming the first entry beyond the
@@ -109,8 +118,16 @@ def enforce_feature_bound(
         return X
     first = [int(k) for k in np.argwhere(beyond)[0]]
     column: int | str = feature_names[first[1]] if feature_names is not None else first[1]
-    where = BeyondBound(mechanism, x_max, rows, first[0], column, float(X[tuple(first)]),
-                        int(beyond.sum()), int(beyond.any(axis=1).sum()))  # fmt: skip
+    where = BeyondBound(
+        mechanism,
+        x_max,
+        rows,
+        first[0],
+        column,
+        float(X[tuple(first)]),
+        int(beyond.sum()),
+        int(beyond.any(axis=1).sum()),
+    )
     if out_of_bounds == "clip":
         warn_data_dependent(
             f"{mechanism} clipped {where.counted()} beyond x_max = {x_max!r} to it "
@@ -129,11 +146,18 @@ class NoFeatureBound:
     proofs use. The labels are checked by ``oracles.objective.check_data``.
     """
 
-    def enforce_bounds(self, X: np.ndarray,
-                       feature_names: Sequence[str] | None = None) -> np.ndarray:  # fmt: skip
+    def enforce_bounds(
+        self, X: np.ndarray, feature_names: Sequence[str] | None = None
+    ) -> np.ndarray:
         """``X`` unchanged: no feature bound to check (class docstring)."""
         return np.asarray(X, dtype=float)
 
 
-__all__ = ["BeyondBound", "FeatureBoundError", "NoFeatureBound", "OUT_OF_BOUNDS",
-           "check_out_of_bounds", "enforce_feature_bound"]  # fmt: skip
+__all__ = [
+    "BeyondBound",
+    "FeatureBoundError",
+    "NoFeatureBound",
+    "OUT_OF_BOUNDS",
+    "check_out_of_bounds",
+    "enforce_feature_bound",
+]

@@ -86,8 +86,9 @@ def _root(log_f: Callable[[float], float], log_target: float, x0: float, what: s
         while True:
             t_lo, t_hi = t_hi, t_hi + _LOG_STEP
             if t_hi > _LOG_MAX:
-                raise ValueError(f"no finite {what} meets the target: it would exceed "
-                                 f"{np.finfo(float).max:.3g}")  # fmt: skip
+                raise ValueError(
+                    f"no finite {what} meets the target: it would exceed {np.finfo(float).max:.3g}"
+                )
             if g(t_hi) <= 0:
                 break
     else:
@@ -101,8 +102,7 @@ def _root(log_f: Callable[[float], float], log_target: float, x0: float, what: s
     return math.exp(optimize.brentq(g, t_lo, t_hi, xtol=ROOT_RTOL / 4))
 
 
-def _smallest_safe(log_f: Callable[[float], float], target: float, x0: float, what: str
-                   ) -> float:  # fmt: skip
+def _smallest_safe(log_f: Callable[[float], float], target: float, x0: float, what: str) -> float:
     """The root of ``_root``, moved up by ROOT_RTOL steps until log_f(x) meets ``target``."""
     x = _root(log_f, math.log(target), x0, what) * (1 + ROOT_RTOL)
     for _ in range(10_000):  # the root's tolerance must never land on the unsafe side
@@ -112,8 +112,9 @@ def _smallest_safe(log_f: Callable[[float], float], target: float, x0: float, wh
     raise RuntimeError(f"the {what} search did not converge near {x!r}")  # a bug, not an input
 
 
-def _epsilon_for(log_delta_of_eps: Callable[[float], float], delta: float, eps0: float,
-                 **inputs: float) -> float:  # fmt: skip
+def _epsilon_for(
+    log_delta_of_eps: Callable[[float], float], delta: float, eps0: float, **inputs: float
+) -> float:
     """Smallest epsilon >= 0 with delta(epsilon) <= delta (delta(epsilon) decreasing).
 
     0.0 when even epsilon = 0 is proven at ``delta`` (a noise level so large that the loss
@@ -215,8 +216,9 @@ def _opdisc_log_delta(epsilon: float, a: float, k: int) -> float:
             continue
         inner = [lo + (hi - lo) * f for f in (1e-4, 1e-3, 1e-2, 0.1)]
         points = sorted({p for p in inner + [kink] if lo < p < hi})
-        value, _ = integrate.quad(integrand, lo, hi, points=points, epsabs=0.0, epsrel=1e-11,
-                                  limit=500)  # fmt: skip
+        value, _ = integrate.quad(
+            integrand, lo, hi, points=points, epsabs=0.0, epsrel=1e-11, limit=500
+        )
         total += value
     if total <= 0.0:
         return -math.inf
@@ -228,8 +230,7 @@ def _check_opdisc_shape(d: int, D: float, tau: float) -> float:
     return opdisc_shift_norm(D, tau)
 
 
-def opdisc_log_delta(epsilon: float, sigma: float, *, d: int, D: float, tau: float = 1.0
-                     ) -> float:  # fmt: skip
+def opdisc_log_delta(epsilon: float, sigma: float, *, d: int, D: float, tau: float = 1.0) -> float:
     """log of ``opdisc_delta``, finite down to deltas far below the smallest float."""
     check_real("epsilon", epsilon, ">= 0")
     check_real("sigma", sigma)
@@ -269,8 +270,7 @@ def _opdisc_sigma_cached(epsilon: float, delta: float, d: int, D: float, tau: fl
     # first guess: the loss a R + a^2/2 reaches epsilon where R's tail holds about delta
     a0 = min(epsilon / (math.sqrt(k) + _first_guess_tail(delta) + 1.0), math.sqrt(epsilon))
     sigma0 = c / a0 if a0 > 0 else math.inf  # _root starts in the float range either way
-    sigma = _smallest_safe(lambda s: _opdisc_log_delta(epsilon, c / s, k), delta, sigma0,
-                           "sigma")  # fmt: skip
+    sigma = _smallest_safe(lambda s: _opdisc_log_delta(epsilon, c / s, k), delta, sigma0, "sigma")
     return check_result("sigma", sigma, epsilon=epsilon, delta=delta, d=d, D=D, tau=tau)
 
 
@@ -284,8 +284,9 @@ def opdisc_epsilon(sigma: float, delta: float, *, d: int, D: float, tau: float =
     c = _check_opdisc_shape(d, D, tau)
     a, k = c / sigma, int(d) + 1
     eps0 = a * (math.sqrt(k) + _first_guess_tail(delta)) + 0.5 * a * a
-    return _epsilon_for(lambda e: _opdisc_log_delta(e, a, k), float(delta), eps0, sigma=sigma,
-                        d=d, D=D, tau=tau)  # fmt: skip
+    return _epsilon_for(
+        lambda e: _opdisc_log_delta(e, a, k), float(delta), eps0, sigma=sigma, d=d, D=D, tau=tau
+    )
 
 
 # --- Gaussian RSPM (SPEC section 10.2) ---------------------------------------------------------
@@ -419,8 +420,10 @@ def _tilted_half_normal_sum(m: int, tilt: int) -> HalfNormalSum:
     # Q(S outside the window), by Chernoff on q's moment generating function, over a few t
     def chernoff(edge: float, sign: float) -> float:
         gap = abs(edge - center)
-        return min(m * _log_sum_exp(log_q + sign * t * x) - sign * t * edge
-                   for t in (gap / m * 2.0 ** (i / 2) for i in range(-4, 8)))  # fmt: skip
+        return min(
+            m * _log_sum_exp(log_q + sign * t * x) - sign * t * edge
+            for t in (gap / m * 2.0 ** (i / 2) for i in range(-4, 8))
+        )
 
     log_outside = chernoff((start + size) * h, 1.0)
     if start > 0:
@@ -428,11 +431,23 @@ def _tilted_half_normal_sum(m: int, tilt: int) -> HalfNormalSum:
     # the terms beyond the cut: sum_{x_j > cut} p_j e^(theta x_j) <= 2 e^(theta h + theta^2/2)
     # P(Z > cut - h - theta) (the cell's mass is at most h times the density at its left end);
     # any one of the m terms beyond it: m M^(m-1) times that (a union bound)
-    log_tail = (math.log(2.0) + theta * h + 0.5 * theta * theta
-                + float(special.log_ndtr(-(J * h - h - theta))))  # fmt: skip
+    log_tail = (
+        math.log(2.0)
+        + theta * h
+        + 0.5 * theta * theta
+        + float(special.log_ndtr(-(J * h - h - theta)))
+    )
     log_cut = math.log(m) + (m - 1) * float(np.logaddexp(log_mgf, log_tail)) + log_tail
-    return HalfNormalSum(m=m, step=h, pmf=pmf, theta=theta, start=start, log_mgf=log_mgf,
-                         log_outside=min(log_outside, 0.0), log_cut=log_cut)  # fmt: skip
+    return HalfNormalSum(
+        m=m,
+        step=h,
+        pmf=pmf,
+        theta=theta,
+        start=start,
+        log_mgf=log_mgf,
+        log_outside=min(log_outside, 0.0),
+        log_cut=log_cut,
+    )
 
 
 def _rspm_log_delta(epsilon: float, sigma: float, m: int) -> float:
@@ -463,8 +478,7 @@ def _rspm_log_delta(epsilon: float, sigma: float, m: int) -> float:
         with np.errstate(divide="ignore"):
             terms = np.log(law.pmf[first:last]) - theta * u + np.log(-np.expm1(-b * u))
         log_main = _log_sum_exp(terms)
-    log_delta = (m * law.log_mgf - theta * s0
-                 + float(np.logaddexp(log_main, law.log_outside)))  # fmt: skip
+    log_delta = m * law.log_mgf - theta * s0 + float(np.logaddexp(log_main, law.log_outside))
     log_delta = float(np.logaddexp(log_delta, law.log_cut - theta * s0))
     return min(log_delta, 0.0)
 
@@ -522,8 +536,9 @@ def rspm_gaussian_epsilon(sigma: float, delta: float, *, m: int) -> float:
     check_shape("m", m)
     sigma, m = float(sigma), int(m)
     eps0 = 2.0 * _rspm_first_guess_tail(m, delta) / sigma + 2.0 * m / sigma / sigma
-    return _epsilon_for(lambda e: _rspm_log_delta(e, sigma, m), float(delta), eps0,
-                        sigma=sigma, m=m)  # fmt: skip
+    return _epsilon_for(
+        lambda e: _rspm_log_delta(e, sigma, m), float(delta), eps0, sigma=sigma, m=m
+    )
 
 
 def rspm_laplace_scale(epsilon: float, m: int) -> float:
@@ -564,21 +579,28 @@ def opsamp_m_floor(delta: float, d: int = 1) -> int:
 
 def _m_floor_reason(delta: float, d: int | None) -> str:
     where = f"d={d}, delta={delta!r}" if d is not None else f"delta={delta!r} and any d"
-    return (f"so that gamma = sqrt(ln(4d / delta) / (2m)) <= 1, which Lemma 9 needs (SPEC "
-            f"section 5), at {where}")  # fmt: skip
+    return (
+        f"so that gamma = sqrt(ln(4d / delta) / (2m)) <= 1, which Lemma 9 needs (SPEC "
+        f"section 5), at {where}"
+    )
 
 
 def check_opsamp_m(m: int, delta: float, d: int | None = None) -> None:
     """m an integer >= ``opsamp_m_floor(delta, d)`` (d None: the floor for every d)."""
     check_shape("m", m)
-    check_int("m", m, opsamp_m_floor(delta, 1 if d is None else d),
-              why=_m_floor_reason(delta, d))  # fmt: skip
+    check_int("m", m, opsamp_m_floor(delta, 1 if d is None else d), why=_m_floor_reason(delta, d))
 
 
 def opsamp_gamma_m(
-    epsilon: float, delta: float, n: int, d: int, D_inf: float, *,
-    gamma: float | None = None, m: int | None = None,
-) -> tuple[float, float, int]:  # fmt: skip
+    epsilon: float,
+    delta: float,
+    n: int,
+    d: int,
+    D_inf: float,
+    *,
+    gamma: float | None = None,
+    m: int | None = None,
+) -> tuple[float, float, int]:
     """(gamma_raw, gamma, m): the paper's gamma capped at 1, or the one a user chose.
 
     m = ceil(ln(4d / delta) / (2 gamma^2)) (SPEC section 5). A user may give gamma in (0, 1]
@@ -595,11 +617,18 @@ def opsamp_gamma_m(
         raise ValueError(f"give gamma or m, not both (found gamma={gamma!r}, m={m!r})")
     D_2 = float(D_inf) * math.sqrt(d)
     # gamma_raw = sqrt(epsilon / n) d^(5/4) sqrt(D_2), as a log so that nothing overflows
-    log_gamma_raw = 0.5 * (math.log(epsilon) - math.log(n)) + 1.25 * math.log(d) \
-        + 0.5 * math.log(D_2)
+    log_gamma_raw = (
+        0.5 * (math.log(epsilon) - math.log(n)) + 1.25 * math.log(d) + 0.5 * math.log(D_2)
+    )
     gamma_raw = math.exp(log_gamma_raw) if log_gamma_raw < _LOG_MAX else math.inf
-    check_result("gamma_raw = sqrt(epsilon / n) d^(5/4) sqrt(D_2)", gamma_raw, epsilon=epsilon,
-                 n=n, d=d, D_inf=D_inf)  # fmt: skip
+    check_result(
+        "gamma_raw = sqrt(epsilon / n) d^(5/4) sqrt(D_2)",
+        gamma_raw,
+        epsilon=epsilon,
+        n=n,
+        d=d,
+        D_inf=D_inf,
+    )
     log_term = math.log(4 * d) - math.log(delta)  # ln(4d / delta)
     if m is not None:
         check_opsamp_m(m, delta, d)
@@ -609,8 +638,10 @@ def opsamp_gamma_m(
     check_real("gamma", gamma, "(0, 1]")
     calls = log_term / (2 * gamma) / gamma  # gamma^2 can underflow to 0 where gamma is not
     if not calls <= 2**53:
-        raise ValueError(f"m = ln(4d / delta) / (2 gamma^2) = {calls:.3g} oracle calls at "
-                         f"gamma={gamma!r}, delta={delta!r}, d={d}: more than 2**53")  # fmt: skip
+        raise ValueError(
+            f"m = ln(4d / delta) / (2 gamma^2) = {calls:.3g} oracle calls at "
+            f"gamma={gamma!r}, delta={delta!r}, d={d}: more than 2**53"
+        )
     return gamma_raw, gamma, math.ceil(calls)
 
 
@@ -625,20 +656,44 @@ def opsamp_eta(epsilon: float, n: int, d: int, *, G: float, beta: float, D_inf: 
     check_real("G", G)
     check_real("beta", beta, "(0, 1)")
     check_real("D_inf", D_inf)
-    epsilon, n, d, G, beta, D_inf = float(epsilon), int(n), int(d), float(G), float(beta), \
-        float(D_inf)
+    epsilon, n, d, G, beta, D_inf = (
+        float(epsilon),
+        int(n),
+        int(d),
+        float(G),
+        float(beta),
+        float(D_inf),
+    )
     D_2 = D_inf * math.sqrt(d)
     # divided one factor at a time, G out of the root: no product in a denominator can
     # underflow to 0 (D_inf = 1e-200 squared) where its factors are not
-    eta = math.sqrt(D_2 * math.sqrt(2 * d) * epsilon / 250 / d**2 / D_inf / D_inf
-                    / (1 + math.log(2 / beta)) / n) / G
+    eta = (
+        math.sqrt(
+            D_2
+            * math.sqrt(2 * d)
+            * epsilon
+            / 250
+            / d**2
+            / D_inf
+            / D_inf
+            / (1 + math.log(2 / beta))
+            / n
+        )
+        / G
+    )
     return check_result("eta", eta, epsilon=epsilon, n=n, d=d, G=G, beta=beta, D_inf=D_inf)
 
 
 def opsamp_lambda(
-    d: int, *, gamma: float, eta: float, G: float, D_inf: float, alpha: float,
+    d: int,
+    *,
+    gamma: float,
+    eta: float,
+    G: float,
+    D_inf: float,
+    alpha: float,
     calibration: str = "proven",
-) -> OPSampLambda:  # fmt: skip
+) -> OPSampLambda:
     """lambda's three terms. 'proven': sampling = 2 d D_inf gamma (SPEC 10.3). 'paper': the
     paper's 4 D_inf gamma, which bounds ||v||_inf, not the ||v||_1 the Laplace step needs.
 
@@ -651,11 +706,18 @@ def opsamp_lambda(
     check_real("D_inf", D_inf)
     check_real("alpha", alpha, ">= 0")
     check_calibration(calibration, allowed=("proven", "paper"))
-    d, gamma, eta, G, D_inf, alpha = int(d), float(gamma), float(eta), float(G), float(D_inf), \
-        float(alpha)
+    d, gamma, eta, G, D_inf, alpha = (
+        int(d),
+        float(gamma),
+        float(eta),
+        float(G),
+        float(D_inf),
+        float(alpha),
+    )
     sampling = 2 * d * D_inf * gamma if calibration == "proven" else 4 * D_inf * gamma
-    terms = OPSampLambda(sampling=sampling, stability=250 * eta * G * d**2 * (D_inf * D_inf),
-                         oracle=alpha / (10 * G))  # fmt: skip
+    terms = OPSampLambda(
+        sampling=sampling, stability=250 * eta * G * d**2 * (D_inf * D_inf), oracle=alpha / (10 * G)
+    )
     inputs = dict(d=d, gamma=gamma, eta=eta, G=G, D_inf=D_inf, alpha=alpha)
     check_result("lambda's sampling term", terms.sampling, **inputs)
     check_result("lambda's stability term", terms.stability, **inputs)
@@ -671,5 +733,9 @@ def opsamp_epsilon(laplace_scale: float, proven_lambda: float) -> float:
     """
     check_real("laplace_scale", laplace_scale)
     check_real("proven_lambda", proven_lambda)
-    return check_result("epsilon", float(proven_lambda) / float(laplace_scale),
-                        laplace_scale=laplace_scale, proven_lambda=proven_lambda)  # fmt: skip
+    return check_result(
+        "epsilon",
+        float(proven_lambda) / float(laplace_scale),
+        laplace_scale=laplace_scale,
+        proven_lambda=proven_lambda,
+    )

@@ -73,8 +73,9 @@ class Entry:
             if f.name in RUN_FIELDS or f.name in self.fixed:
                 continue
             if f.default is dataclasses.MISSING:
-                raise TypeError(f"{self.params.__name__}.{f.name} has no default: a setting "
-                                "needs one")  # fmt: skip
+                raise TypeError(
+                    f"{self.params.__name__}.{f.name} has no default: a setting needs one"
+                )
             out.append((f.name, hints[f.name], f.default))
         return out + list(self.extra)
 
@@ -83,8 +84,7 @@ class Entry:
         names = {f.name for f in dataclasses.fields(self.params)}
         run = {"epsilon": epsilon, "delta": delta, "margin": margin}
         kwargs = {k: v for k, v in run.items() if k in names}
-        kwargs.update({n: getattr(settings, n) for n, _, _ in self.setting_fields()
-                       if n in names})  # fmt: skip
+        kwargs.update({n: getattr(settings, n) for n, _, _ in self.setting_fields() if n in names})
         kwargs.update(self.fixed)
         return self.params(**kwargs)
 
@@ -102,10 +102,19 @@ class Entry:
         return SimpleNamespace(**(settings | changes))
 
     def release(
-        self, settings: Any, epsilon: float, delta: float, margin: float, X: np.ndarray,
-        y: np.ndarray, rng: np.random.Generator, *, oracle: Callable[[str], Any] | None = None,
-        solve_many: SolveMany = solve_sequentially, feature_names: Sequence[str] | None = None,
-    ) -> Release:  # fmt: skip
+        self,
+        settings: Any,
+        epsilon: float,
+        delta: float,
+        margin: float,
+        X: np.ndarray,
+        y: np.ndarray,
+        rng: np.random.Generator,
+        *,
+        oracle: Callable[[str], Any] | None = None,
+        solve_many: SolveMany = solve_sequentially,
+        feature_names: Sequence[str] | None = None,
+    ) -> Release:
         """One run, by the one path every mechanism takes: its parameters from ``settings`` and
         the run's target (checked as they are built), then the mechanism on (X, y) with the
         explicit generator ``rng``.
@@ -121,18 +130,27 @@ class Entry:
         needed = self.oracle(settings)
         if oracle is None:
             raise ValueError(f"{self.name} needs an oracle ({needed}): pass oracle=")
-        return run(self.build(params), X, y, oracle(needed), rng, solve_many=solve_many,
-                   feature_names=feature_names)  # fmt: skip
+        return run(
+            self.build(params),
+            X,
+            y,
+            oracle(needed),
+            rng,
+            solve_many=solve_many,
+            feature_names=feature_names,
+        )
 
 
 # --- how each mechanism runs whole -------------------------------------------------------------
 
 
-def _run_dpsgd(params: DPSGDParams, settings: Any, X: np.ndarray, y: np.ndarray,
-               rng: np.random.Generator) -> Release:  # fmt: skip
+def _run_dpsgd(
+    params: DPSGDParams, settings: Any, X: np.ndarray, y: np.ndarray, rng: np.random.Generator
+) -> Release:
     if settings.tune:
-        return tune_dpsgd(X, y, params.epsilon, params.delta, rng=rng,
-                          accounted=settings.tune_accounted)  # fmt: skip
+        return tune_dpsgd(
+            X, y, params.epsilon, params.delta, rng=rng, accounted=settings.tune_accounted
+        )
     return run_dpsgd(X, y, params, rng)
 
 
@@ -152,30 +170,74 @@ def _opsamp_oracle(settings: Any) -> str:
     return "convex" if settings.loss == "logistic" else "configured"
 
 
-CATALOG: dict[str, Entry] = {e.name: e for e in [
-    Entry("opdisc", "OPDisc (SPEC section 3): W_tau; B and D null mean the paper's floor(sqrt(d)) "
-          "and sqrt(d); calibration proven (SPEC 10.1), paper or paper_code.",
-          OPDiscParams, build=OPDisc, oracle=_configured),
-    Entry("rspm_gaussian", "Gaussian RSPM over {-1, 0, 1}^d (SPEC section 4, 10.2).",
-          RSPMParams, build=RSPM, fixed={"noise": "gaussian"}, oracle=_configured),
-    Entry("rspm_laplace", "Laplace RSPM over {-1, 0, 1}^d: pure epsilon-DP (SPEC section 4).",
-          RSPMParams, build=RSPM, fixed={"noise": "laplace", "delta": 0.0},
-          oracle=_configured),
-    Entry("opsamp", "OPSamp (SPEC section 5) over the box [lower, upper]^d; the logistic loss "
-          "uses the convex oracle, zero_one the configured MIP oracle.",
-          OPSampParams, build=OPSamp, oracle=_opsamp_oracle),
-    Entry("dpsgd_lr", "DP-SGD logistic regression (SPEC section 6). tune: choose (clip_norm, "
-          "batch_size, learning_rate) on the data as the paper did (not private unless "
-          "tune_accounted).", DPSGDParams, run=_run_dpsgd,
-          extra=(("tune", bool, False), ("tune_accounted", bool, False))),
-    Entry("expmech", "The exponential mechanism over OPDisc's grid (small d only).",
-          ExpMechParams, run=_run_expmech),
-    Entry("erm_01", "Non-private exact 0/1 ERM over OPDisc's grid (SPEC section 7).",
-          ExactERM, build=lambda erm: erm, fixed={"name": "erm_01"}, private=False,
-          oracle=_configured),
-    Entry("logistic_regression", "Non-private logistic regression without intercept "
-          "(SPEC section 7).", LogisticParams, run=_run_logistic, private=False),
-]}  # fmt: skip
+CATALOG: dict[str, Entry] = {
+    e.name: e
+    for e in [
+        Entry(
+            "opdisc",
+            "OPDisc (SPEC section 3): W_tau; B and D null mean the paper's floor(sqrt(d)) "
+            "and sqrt(d); calibration proven (SPEC 10.1), paper or paper_code.",
+            OPDiscParams,
+            build=OPDisc,
+            oracle=_configured,
+        ),
+        Entry(
+            "rspm_gaussian",
+            "Gaussian RSPM over {-1, 0, 1}^d (SPEC section 4, 10.2).",
+            RSPMParams,
+            build=RSPM,
+            fixed={"noise": "gaussian"},
+            oracle=_configured,
+        ),
+        Entry(
+            "rspm_laplace",
+            "Laplace RSPM over {-1, 0, 1}^d: pure epsilon-DP (SPEC section 4).",
+            RSPMParams,
+            build=RSPM,
+            fixed={"noise": "laplace", "delta": 0.0},
+            oracle=_configured,
+        ),
+        Entry(
+            "opsamp",
+            "OPSamp (SPEC section 5) over the box [lower, upper]^d; the logistic loss "
+            "uses the convex oracle, zero_one the configured MIP oracle.",
+            OPSampParams,
+            build=OPSamp,
+            oracle=_opsamp_oracle,
+        ),
+        Entry(
+            "dpsgd_lr",
+            "DP-SGD logistic regression (SPEC section 6). tune: choose (clip_norm, "
+            "batch_size, learning_rate) on the data as the paper did (not private unless "
+            "tune_accounted).",
+            DPSGDParams,
+            run=_run_dpsgd,
+            extra=(("tune", bool, False), ("tune_accounted", bool, False)),
+        ),
+        Entry(
+            "expmech",
+            "The exponential mechanism over OPDisc's grid (small d only).",
+            ExpMechParams,
+            run=_run_expmech,
+        ),
+        Entry(
+            "erm_01",
+            "Non-private exact 0/1 ERM over OPDisc's grid (SPEC section 7).",
+            ExactERM,
+            build=lambda erm: erm,
+            fixed={"name": "erm_01"},
+            private=False,
+            oracle=_configured,
+        ),
+        Entry(
+            "logistic_regression",
+            "Non-private logistic regression without intercept (SPEC section 7).",
+            LogisticParams,
+            run=_run_logistic,
+            private=False,
+        ),
+    ]
+}
 
 #: The references: they run once per sweep (epsilon recorded as inf), not per epsilon.
 NON_PRIVATE = frozenset(name for name, e in CATALOG.items() if not e.private)
@@ -191,5 +253,12 @@ def build_mechanism(settings: Any, epsilon: float, delta: float, margin: float) 
     return entry.build(entry.parameters(settings, epsilon, delta, margin))
 
 
-__all__ = ["CATALOG", "CHECK_TARGET", "Entry", "NON_ORACLE", "NON_PRIVATE", "RUN_FIELDS",
-           "build_mechanism"]  # fmt: skip
+__all__ = [
+    "CATALOG",
+    "CHECK_TARGET",
+    "Entry",
+    "NON_ORACLE",
+    "NON_PRIVATE",
+    "RUN_FIELDS",
+    "build_mechanism",
+]

@@ -61,10 +61,19 @@ class CatalogClassifier:
         X, y = check_data(X, y)
         entry = self._entry
         delta = 1.0 / X.shape[0] ** 2 if self.delta is None else self.delta
-        settings = entry.default_settings(**{n: getattr(self, n) for n, _, _ in
-                                             entry.setting_fields()})  # fmt: skip
-        self.release_ = entry.release(settings, self.epsilon, delta, self.margin, X, y,
-                                      _generator(self.random_state), oracle=self._oracle)  # fmt: skip
+        settings = entry.default_settings(
+            **{n: getattr(self, n) for n, _, _ in entry.setting_fields()}
+        )
+        self.release_ = entry.release(
+            settings,
+            self.epsilon,
+            delta,
+            self.margin,
+            X,
+            y,
+            _generator(self.random_state),
+            oracle=self._oracle,
+        )
         self.coef_ = np.asarray(self.release_.w)
         self.classes_ = np.array([-1, 1])
         return self
@@ -91,25 +100,36 @@ class CatalogClassifier:
 def _signature(entry: Entry) -> inspect.Signature:
     """epsilon and delta (positional or keyword), then keywords: the oracle's options if the
     entry calls one, the margin, the seed, and the entry's settings with their defaults."""
+
     def keyword(name: str, default: Any) -> inspect.Parameter:
         return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
 
     positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    parameters = [inspect.Parameter("epsilon", positional, default=1.0),
-                  inspect.Parameter("delta", positional, default=None)]  # fmt: skip
+    parameters = [
+        inspect.Parameter("epsilon", positional, default=1.0),
+        inspect.Parameter("delta", positional, default=None),
+    ]
     if entry.build is not None:
-        parameters += [keyword("oracle", DEFAULT_ORACLE), keyword("time_limit", DEFAULT_TIME_LIMIT),
-                       keyword("threads", DEFAULT_THREADS)]  # fmt: skip
+        parameters += [
+            keyword("oracle", DEFAULT_ORACLE),
+            keyword("time_limit", DEFAULT_TIME_LIMIT),
+            keyword("threads", DEFAULT_THREADS),
+        ]
     parameters += [keyword("margin", DEFAULT_MARGIN), keyword("random_state", None)]
     parameters += [keyword(name, default) for name, _, default in entry.setting_fields()]
     return inspect.Signature(parameters)
 
 
 #: Class names that are not the entry's name in title case plus "Classifier".
-CLASS_NAMES = {"opdisc": "OPDiscClassifier", "rspm_gaussian": "RSPMClassifier",
-               "rspm_laplace": "RSPMLaplaceClassifier", "opsamp": "OPSampClassifier",
-               "dpsgd_lr": "DPSGDClassifier", "expmech": "ExpMechClassifier",
-               "erm_01": "ExactERMClassifier"}  # fmt: skip
+CLASS_NAMES = {
+    "opdisc": "OPDiscClassifier",
+    "rspm_gaussian": "RSPMClassifier",
+    "rspm_laplace": "RSPMLaplaceClassifier",
+    "opsamp": "OPSampClassifier",
+    "dpsgd_lr": "DPSGDClassifier",
+    "expmech": "ExpMechClassifier",
+    "erm_01": "ExactERMClassifier",
+}
 
 
 def classifier(name: str) -> type:
@@ -125,13 +145,20 @@ def classifier(name: str) -> type:
 
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
     __init__.__signature__ = signature.replace(
-        parameters=[self_parameter, *signature.parameters.values()])
-    cls = type(class_name, (CatalogClassifier,), {
-        "_entry": entry, "__module__": __name__, "__init__": __init__,
-        "__signature__": signature,
-        "__doc__": f"{entry.doc}\n\nThe estimator of catalog entry {name!r} "
-                   f"(mechanisms.estimators).",
-    })  # fmt: skip
+        parameters=[self_parameter, *signature.parameters.values()]
+    )
+    cls = type(
+        class_name,
+        (CatalogClassifier,),
+        {
+            "_entry": entry,
+            "__module__": __name__,
+            "__init__": __init__,
+            "__signature__": signature,
+            "__doc__": f"{entry.doc}\n\nThe estimator of catalog entry {name!r} "
+            f"(mechanisms.estimators).",
+        },
+    )
     __init__.__qualname__ = f"{class_name}.__init__"
     globals()[class_name] = cls
     return cls
@@ -140,5 +167,9 @@ def classifier(name: str) -> type:
 #: The estimator of every catalog entry, by entry name.
 CLASSIFIERS = {name: classifier(name) for name in CATALOG}
 
-__all__ = ["CLASSIFIERS", "CatalogClassifier", "classifier", *(c.__name__ for c in
-                                                                 CLASSIFIERS.values())]  # fmt: skip
+__all__ = [
+    "CLASSIFIERS",
+    "CatalogClassifier",
+    "classifier",
+    *(c.__name__ for c in CLASSIFIERS.values()),
+]

@@ -39,8 +39,9 @@ class ExpMechParams:
         check_epsilon_delta(self.epsilon, 0.0)
 
 
-def run_expmech(X: np.ndarray, y: np.ndarray, params: ExpMechParams,
-                rng: np.random.Generator) -> Release:  # fmt: skip
+def run_expmech(
+    X: np.ndarray, y: np.ndarray, params: ExpMechParams, rng: np.random.Generator
+) -> Release:
     """Sample w from the exponential mechanism over the grid."""
     X, y = check_data(X, y)
     rng = check_rng(rng)
@@ -58,14 +59,20 @@ def run_expmech(X: np.ndarray, y: np.ndarray, params: ExpMechParams,
     probs = np.exp(logits - logits.max())
     probs /= probs.sum()
     w = W[rng.choice(len(W), p=probs)]
-    claim = PrivacyClaim(params.epsilon, 0.0, True,
-                         "exponential mechanism over a data-independent grid (exact sampling)",
-                         requested_epsilon=params.epsilon, requested_delta=0.0)  # fmt: skip
+    claim = PrivacyClaim(
+        params.epsilon,
+        0.0,
+        True,
+        "exponential mechanism over a data-independent grid (exact sampling)",
+        requested_epsilon=params.epsilon,
+        requested_delta=0.0,
+    )
     return Release(
-        mechanism="expmech", w=w, privacy=claim,
+        mechanism="expmech",
+        w=w,
+        privacy=claim,
         noise={"grid_size": len(W), "sensitivity": SENSITIVITY},
         params={"epsilon": params.epsilon, "tau": params.tau, "B": params.B, "D": params.D},
-        timings={"total": time.perf_counter() - start}, margin=params.margin,
-    )  # fmt: skip
-
-
+        timings={"total": time.perf_counter() - start},
+        margin=params.margin,
+    )

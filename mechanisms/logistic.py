@@ -70,27 +70,41 @@ def run_logistic(
     start = time.perf_counter()
     yf = y.astype(float)
     result = minimize(
-        _value_and_gradient, np.zeros(X.shape[1]), args=(X, yf, params.l2), jac=True,
-        method="L-BFGS-B", options={"maxiter": params.max_iter, "gtol": params.tol, "ftol": 1e-15},
-    )  # fmt: skip
+        _value_and_gradient,
+        np.zeros(X.shape[1]),
+        args=(X, yf, params.l2),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": params.max_iter, "gtol": params.tol, "ftol": 1e-15},
+    )
     seconds = time.perf_counter() - start
     gradient_norm = float(np.abs(result.jac).max())
     return Release(
         mechanism="logistic_regression",
         w=result.x,
         privacy=PrivacyClaim(math.inf, 0.0, False, NON_PRIVATE),
-        params={**asdict(params), "iterations": int(result.nit), "loss": float(result.fun),
-                "gradient_max_abs": gradient_norm, "converged": bool(result.success),
-                "solver_message": str(result.message)},  # fmt: skip
+        params={
+            **asdict(params),
+            "iterations": int(result.nit),
+            "loss": float(result.fun),
+            "gradient_max_abs": gradient_norm,
+            "converged": bool(result.success),
+            "solver_message": str(result.message),
+        },
         timings={"fit": seconds, "total": seconds},
         margin=params.margin,
     )
 
 
 def fit_logistic(
-    X: Any, y: Any, l2: float = 0.0, *, tol: float = 1e-10, max_iter: int = 10_000,
+    X: Any,
+    y: Any,
+    l2: float = 0.0,
+    *,
+    tol: float = 1e-10,
+    max_iter: int = 10_000,
     margin: float = DEFAULT_MARGIN,
-) -> Release:  # fmt: skip
+) -> Release:
     """``run_logistic`` with the parameters as keywords."""
     return run_logistic(X, y, LogisticParams(l2=l2, tol=tol, max_iter=max_iter, margin=margin))
 

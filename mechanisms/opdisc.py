@@ -31,7 +31,7 @@ from mechanisms.calibration import (
     opdisc_epsilon,
     opdisc_sigma,
     opdisc_sigma_paper,
-)  # fmt: skip
+)
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.runner import exact_argmin_release
 from oracles.base import IntegerGrid, Problem, Solution
@@ -94,9 +94,15 @@ class OPDisc(NoFeatureBound):
             if p.calibration == "paper_code":
                 sigma /= 2.0  # the paper's published code divides Algorithm 1's sigma by 2
             proven = opdisc_epsilon(sigma, p.delta, d=d, D=D, tau=tau)
-        return {"sigma": sigma, "D": D, "B": domain.bound * domain.step, "tau": tau,
-                "calibration": p.calibration, "proven_epsilon": proven,
-                "proven_delta": p.delta}  # fmt: skip
+        return {
+            "sigma": sigma,
+            "D": D,
+            "B": domain.bound * domain.step,
+            "tau": tau,
+            "calibration": p.calibration,
+            "proven_epsilon": proven,
+            "proven_delta": p.delta,
+        }
 
     def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
         cal = self.calibrate(n, d)
@@ -113,8 +119,9 @@ class OPDisc(NoFeatureBound):
         rng: np.random.Generator,
         timings: dict[str, float],
     ) -> Release:
-        return exact_argmin_release(self.name, self.params, noise, solutions, timings,
-                                    needs="OPDisc needs the exact argmin")
+        return exact_argmin_release(
+            self.name, self.params, noise, solutions, timings, needs="OPDisc needs the exact argmin"
+        )
 
 
 def opdisc_problem(
@@ -131,9 +138,14 @@ def opdisc_problem(
     if eta.shape != (d + 1,):
         raise ValueError(f"eta must have length d + 1 = {d + 1}, found {eta.shape}")
     return Problem.from_rows(
-        rows, domain, linear=-eta[:d] / D, norm_coef=float(-eta[d] / D),
-        norm_radius_sq=D * D, margin=params.margin, label=label,
-    )  # fmt: skip
+        rows,
+        domain,
+        linear=-eta[:d] / D,
+        norm_coef=float(-eta[d] / D),
+        norm_radius_sq=D * D,
+        margin=params.margin,
+        label=label,
+    )
 
 
 @dataclass(frozen=True)
@@ -157,8 +169,11 @@ class ExactERM(NoFeatureBound):
         (solution,) = solutions
         claim = PrivacyClaim(math.inf, 0.0, False, "non-private reference (SPEC section 7)")
         return Release(
-            mechanism=self.name, w=solution.w, privacy=claim,
+            mechanism=self.name,
+            w=solution.w,
+            privacy=claim,
             params={"tau": self.tau, "B": self.B, "D": self.D},
             certificates=(solution.certificate,),
-            timings=timings | {"total": sum(timings.values())}, margin=self.margin,
-        )  # fmt: skip
+            timings=timings | {"total": sum(timings.values())},
+            margin=self.margin,
+        )

@@ -64,7 +64,7 @@ from mechanisms.calibration import (
     opsamp_eta,
     opsamp_gamma_m,
     opsamp_lambda,
-)  # fmt: skip
+)
 from mechanisms.privacy import check_epsilon_delta
 from oracles.base import Box, Problem, Solution
 from oracles.checks import check_real, check_result, check_shape
@@ -101,8 +101,9 @@ class OPSampParams:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
         check_calibration(self.calibration, allowed=("proven", "paper"))
         if self.gamma is not None and self.m is not None:
-            raise ValueError(f"give gamma or m, not both (found gamma={self.gamma!r}, "
-                             f"m={self.m!r})")  # fmt: skip
+            raise ValueError(
+                f"give gamma or m, not both (found gamma={self.gamma!r}, m={self.m!r})"
+            )
         if self.gamma is not None:
             check_real("gamma", self.gamma, "(0, 1]")  # Lemma 9 needs gamma <= 1 (SPEC 5)
         if self.m is not None:  # the same bound on gamma, at every d (calibrate checks it at d)
@@ -115,8 +116,9 @@ class OPSampParams:
         check_real("upper", self.upper, "")
         if not self.lower < self.upper:
             raise ValueError(f"need lower < upper, found {self.lower!r}, {self.upper!r}")
-        check_result("D_inf = upper - lower", self.upper - self.lower, lower=self.lower,
-                     upper=self.upper)  # fmt: skip
+        check_result(
+            "D_inf = upper - lower", self.upper - self.lower, lower=self.lower, upper=self.upper
+        )
         check_real("x_max", self.x_max)
         check_real("margin", self.margin)
         check_out_of_bounds(self.out_of_bounds)
@@ -141,10 +143,19 @@ def lipschitz_constant(params: OPSampParams, d: int) -> float:
 
 
 def opsamp_calibration(
-    epsilon: float, delta: float, n: int, d: int, *, G: float, beta: float, alpha: float,
-    D_inf: float, calibration: str = "proven", gamma: float | None = None,
+    epsilon: float,
+    delta: float,
+    n: int,
+    d: int,
+    *,
+    G: float,
+    beta: float,
+    alpha: float,
+    D_inf: float,
+    calibration: str = "proven",
+    gamma: float | None = None,
     m: int | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """gamma, m, eta, lambda (and its terms) and the (epsilon, delta) proven (SPEC 5, 10.3).
 
     m uses ln(4d / delta), not Algorithm 2's ln(2d / delta): the Hoeffding union bound over d
@@ -156,19 +167,36 @@ def opsamp_calibration(
     check_calibration(calibration, allowed=("proven", "paper"))
     gamma_raw, gamma, m = opsamp_gamma_m(epsilon, delta, n, d, D_inf, gamma=gamma, m=m)
     eta = opsamp_eta(epsilon, n, d, G=G, beta=beta, D_inf=D_inf)
-    used = opsamp_lambda(d, gamma=gamma, eta=eta, G=G, D_inf=D_inf, alpha=alpha,
-                         calibration=calibration)  # fmt: skip
+    used = opsamp_lambda(
+        d, gamma=gamma, eta=eta, G=G, D_inf=D_inf, alpha=alpha, calibration=calibration
+    )
     proven = opsamp_lambda(d, gamma=gamma, eta=eta, G=G, D_inf=D_inf, alpha=alpha)
-    scale = check_result("laplace_scale = lambda / epsilon", used.total / epsilon,
-                         **{"lambda": used.total, "epsilon": epsilon})  # fmt: skip
-    return {"gamma_raw": gamma_raw, "gamma": gamma, "m": m, "eta": eta, "lambda": used.total,
-            "lambda_sampling": used.sampling, "lambda_stability": used.stability,
-            "lambda_oracle": used.oracle, "lambda_proven": proven.total, "laplace_scale": scale,
-            "G": G, "D_inf": D_inf, "D_2": D_inf * math.sqrt(d), "calibration": calibration,
-            # 'proven': the scale is lambda_proven / epsilon by construction
-            "proven_epsilon": (epsilon if calibration == "proven"
-                               else opsamp_epsilon(scale, proven.total)),
-            "proven_delta": delta}  # fmt: skip
+    scale = check_result(
+        "laplace_scale = lambda / epsilon",
+        used.total / epsilon,
+        **{"lambda": used.total, "epsilon": epsilon},
+    )
+    return {
+        "gamma_raw": gamma_raw,
+        "gamma": gamma,
+        "m": m,
+        "eta": eta,
+        "lambda": used.total,
+        "lambda_sampling": used.sampling,
+        "lambda_stability": used.stability,
+        "lambda_oracle": used.oracle,
+        "lambda_proven": proven.total,
+        "laplace_scale": scale,
+        "G": G,
+        "D_inf": D_inf,
+        "D_2": D_inf * math.sqrt(d),
+        "calibration": calibration,
+        # 'proven': the scale is lambda_proven / epsilon by construction
+        "proven_epsilon": (
+            epsilon if calibration == "proven" else opsamp_epsilon(scale, proven.total)
+        ),
+        "proven_delta": delta,
+    }
 
 
 @dataclass(frozen=True)
@@ -181,12 +209,22 @@ class OPSamp:
         check_shape("n", n)
         check_shape("d", d)
         return opsamp_calibration(
-            p.epsilon, p.delta, n, d, G=lipschitz_constant(p, d), beta=p.beta, alpha=p.alpha,
-            D_inf=p.upper - p.lower, calibration=p.calibration, gamma=p.gamma, m=p.m,
-        )  # fmt: skip
+            p.epsilon,
+            p.delta,
+            n,
+            d,
+            G=lipschitz_constant(p, d),
+            beta=p.beta,
+            alpha=p.alpha,
+            D_inf=p.upper - p.lower,
+            calibration=p.calibration,
+            gamma=p.gamma,
+            m=p.m,
+        )
 
-    def enforce_bounds(self, X: np.ndarray,
-                       feature_names: Sequence[str] | None = None) -> np.ndarray:  # fmt: skip
+    def enforce_bounds(
+        self, X: np.ndarray, feature_names: Sequence[str] | None = None
+    ) -> np.ndarray:
         """The data the release may use: ``X`` when every |x_ij| <= x_max (the logistic loss's
         range and Lipschitz constant rest on it, module docstring), else a FeatureBoundError
         naming the first row and column beyond it, or, with ``out_of_bounds='clip'``, ``X``
@@ -194,8 +232,13 @@ class OPSamp:
         """
         if self.params.loss == "zero_one":
             return np.asarray(X, dtype=float)
-        return enforce_feature_bound(X, self.params.x_max, out_of_bounds=self.params.out_of_bounds,
-                                     mechanism="OPSamp", feature_names=feature_names)  # fmt: skip
+        return enforce_feature_bound(
+            X,
+            self.params.x_max,
+            out_of_bounds=self.params.out_of_bounds,
+            mechanism="OPSamp",
+            feature_names=feature_names,
+        )
 
     def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
         cal = self.calibrate(n, d)
@@ -214,12 +257,18 @@ class OPSamp:
         box = Box(rows.d, p.lower, p.upper)
         if p.loss == "zero_one":
             return [
-                Problem.from_rows(rows, box, linear=-sigma, margin=p.margin,
-                                  label=f"{self.name}[{k}]")  # fmt: skip
+                Problem.from_rows(
+                    rows, box, linear=-sigma, margin=p.margin, label=f"{self.name}[{k}]"
+                )
                 for k, sigma in enumerate(noise["sigmas"].value)
             ]
-        points = enforce_feature_bound(rows.points, p.x_max, out_of_bounds=p.out_of_bounds,
-                                       mechanism="OPSamp", rows="distinct row")  # fmt: skip
+        points = enforce_feature_bound(
+            rows.points,
+            p.x_max,
+            out_of_bounds=p.out_of_bounds,
+            mechanism="OPSamp",
+            rows="distinct row",
+        )
         if points is not rows.points:
             rows = MergedRows(points, rows.pos, rows.neg)
         R, S = surrogate_scale(rows.d, p.lower, p.upper, p.x_max)
@@ -247,28 +296,53 @@ class OPSamp:
         W = np.vstack([s.w for s in solutions])
         w = W.mean(axis=0) + noise["output_laplace"].value
         gaps = [self.normalized_gap(s, rows.n) for s in solutions]
-        bad = [i for i, (s, g) in enumerate(zip(solutions, gaps))
-               if s.certificate.status.value in ("no_solution", "error", "inconsistent")
-               or not g <= p.alpha + 1e-12]  # fmt: skip
-        proof = {"requested_epsilon": p.epsilon, "requested_delta": p.delta,
-                 "calibration": noise["calibration"]}
+        bad = [
+            i
+            for i, (s, g) in enumerate(zip(solutions, gaps))
+            if s.certificate.status.value in ("no_solution", "error", "inconsistent")
+            or not g <= p.alpha + 1e-12
+        ]
+        proof = {
+            "requested_epsilon": p.epsilon,
+            "requested_delta": p.delta,
+            "calibration": noise["calibration"],
+        }
         eps, delta = noise["proven_epsilon"], noise["proven_delta"]
         if p.loss == "zero_one":
-            claim = PrivacyClaim(eps, delta, False,
-                                 "the 0/1 loss is not Lipschitz: OPSamp's privacy proof needs a "
-                                 "G-Lipschitz loss (SPEC section 5)", **proof)  # fmt: skip
+            claim = PrivacyClaim(
+                eps,
+                delta,
+                False,
+                "the 0/1 loss is not Lipschitz: OPSamp's privacy proof needs a "
+                "G-Lipschitz loss (SPEC section 5)",
+                **proof,
+            )
         elif bad:
-            claim = PrivacyClaim(eps, delta, False,
-                                 f"{len(bad)} of {len(solutions)} oracle calls did not certify "
-                                 f"gap <= alpha = {p.alpha} (largest {max(gaps):.3g})",
-                                 **proof)  # fmt: skip
+            claim = PrivacyClaim(
+                eps,
+                delta,
+                False,
+                f"{len(bad)} of {len(solutions)} oracle calls did not certify "
+                f"gap <= alpha = {p.alpha} (largest {max(gaps):.3g})",
+                **proof,
+            )
         else:
-            claim = PrivacyClaim(eps, delta, True,
-                                 f"all {len(solutions)} oracle calls certified gap <= alpha = "
-                                 f"{p.alpha} (largest {max(gaps):.3g})", **proof)  # fmt: skip
+            claim = PrivacyClaim(
+                eps,
+                delta,
+                True,
+                f"all {len(solutions)} oracle calls certified gap <= alpha = "
+                f"{p.alpha} (largest {max(gaps):.3g})",
+                **proof,
+            )
         record = noise_parameters(noise)
         return Release(
-            mechanism=self.name, w=w, privacy=claim, noise=record | {"max_gap": max(gaps)},
-            params=asdict(p), certificates=tuple(s.certificate for s in solutions),
-            timings=timings | {"total": sum(timings.values())}, margin=p.margin,
-        )  # fmt: skip
+            mechanism=self.name,
+            w=w,
+            privacy=claim,
+            noise=record | {"max_gap": max(gaps)},
+            params=asdict(p),
+            certificates=tuple(s.certificate for s in solutions),
+            timings=timings | {"total": sum(timings.values())},
+            margin=p.margin,
+        )

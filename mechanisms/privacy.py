@@ -27,8 +27,11 @@ class PrivacyError(RuntimeError):
 
 def warn_data_dependent(what: str) -> None:
     """A ``PrivacyLeakWarning`` that ``what`` is read off the private data, unaccounted for."""
-    warnings.warn(f"{what} is read off the private data and not accounted for",
-                  PrivacyLeakWarning, stacklevel=3)  # fmt: skip
+    warnings.warn(
+        f"{what} is read off the private data and not accounted for",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
 
 
 def check_epsilon(epsilon: Any) -> None:
@@ -58,5 +61,11 @@ def check_epsilon_delta(epsilon: Any, delta: Any, *, allow_zero_delta: bool = Tr
     check_delta(delta, allow_zero_delta=allow_zero_delta)
 
 
-__all__ = ["PrivacyError", "PrivacyLeakWarning", "check_delta", "check_epsilon",
-           "check_epsilon_delta", "warn_data_dependent"]  # fmt: skip
+__all__ = [
+    "PrivacyError",
+    "PrivacyLeakWarning",
+    "check_delta",
+    "check_epsilon",
+    "check_epsilon_delta",
+    "warn_data_dependent",
+]

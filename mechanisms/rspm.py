@@ -33,7 +33,7 @@ from mechanisms.calibration import (
     rspm_gaussian_sigma,
     rspm_gaussian_sigma_paper,
     rspm_laplace_scale,
-)  # fmt: skip
+)
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.runner import exact_argmin_release
 from oracles.base import IntegerGrid, Problem, Solution
@@ -79,8 +79,10 @@ class RSPM(NoFeatureBound):
         m = 2 * d  # the separator set's size (SPEC section 4)
         common = {"m": m, "calibration": p.calibration, "proven_delta": p.delta}
         if p.noise == "laplace":  # pure DP; its proof holds as written (SPEC 10.2)
-            return common | {"laplace_scale": rspm_laplace_scale(p.epsilon, m),
-                             "proven_epsilon": p.epsilon}  # fmt: skip
+            return common | {
+                "laplace_scale": rspm_laplace_scale(p.epsilon, m),
+                "proven_epsilon": p.epsilon,
+            }
         if p.calibration == "proven":
             sigma = rspm_gaussian_sigma(p.epsilon, p.delta, m)
             proven = p.epsilon  # sigma was chosen so that delta(epsilon; sigma) <= delta
@@ -98,8 +100,7 @@ class RSPM(NoFeatureBound):
         return {**cal, "eta": Secret(eta)}
 
     def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Problem]:
-        return [rspm_problem(rows, noise["eta"].value, margin=self.params.margin,
-                             label=self.name)]  # fmt: skip
+        return [rspm_problem(rows, noise["eta"].value, margin=self.params.margin, label=self.name)]
 
     def finish(
         self,
@@ -109,8 +110,9 @@ class RSPM(NoFeatureBound):
         rng: np.random.Generator,
         timings: dict[str, float],
     ) -> Release:
-        return exact_argmin_release(self.name, self.params, noise, solutions, timings,
-                                    needs="RSPM needs the exact argmin")
+        return exact_argmin_release(
+            self.name, self.params, noise, solutions, timings, needs="RSPM needs the exact argmin"
+        )
 
 
 def rspm_problem(
@@ -125,7 +127,9 @@ def rspm_problem(
     points, _ = separator_set(d)
     eta = np.asarray(eta, dtype=float)
     if eta.shape != (2 * d,):
-        raise ValueError(f"eta must have one weight per separator element (2d = {2 * d}), "
-                         f"found shape {eta.shape}")  # fmt: skip
+        raise ValueError(
+            f"eta must have one weight per separator element (2d = {2 * d}), "
+            f"found shape {eta.shape}"
+        )
     base = Problem.from_rows(rows, IntegerGrid(d=d, bound=1), margin=margin, label=label)
     return base.with_rows(points, eta, np.zeros(2 * d))

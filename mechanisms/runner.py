@@ -26,8 +26,9 @@ from oracles.objective import MergedRows, check_data
 class OracleMechanism(Protocol):
     name: str
 
-    def enforce_bounds(self, X: np.ndarray,
-                       feature_names: Sequence[str] | None = None) -> np.ndarray: ...
+    def enforce_bounds(
+        self, X: np.ndarray, feature_names: Sequence[str] | None = None
+    ) -> np.ndarray: ...
 
     def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]: ...
 
@@ -80,9 +81,14 @@ def run(
 
 
 def exact_argmin_release(
-    name: str, params: Any, noise: dict[str, Any], solutions: Sequence[Solution],
-    timings: dict[str, float], *, needs: str,
-) -> Release:  # fmt: skip
+    name: str,
+    params: Any,
+    noise: dict[str, Any],
+    solutions: Sequence[Solution],
+    timings: dict[str, float],
+    *,
+    needs: str,
+) -> Release:
     """The release of a mechanism whose privacy rests on one exact argmin (OPDisc, RSPM).
 
     ``params`` is the mechanism's frozen params record (epsilon, delta, margin, ...); the claim
@@ -94,12 +100,21 @@ def exact_argmin_release(
 
     (solution,) = solutions
     claim = PrivacyClaim.from_certificates(
-        noise["proven_epsilon"], noise["proven_delta"], [solution.certificate], needs=needs,
-        requested_epsilon=params.epsilon, requested_delta=params.delta,
+        noise["proven_epsilon"],
+        noise["proven_delta"],
+        [solution.certificate],
+        needs=needs,
+        requested_epsilon=params.epsilon,
+        requested_delta=params.delta,
         calibration=noise["calibration"],
-    )  # fmt: skip
+    )
     return Release(
-        mechanism=name, w=solution.w, privacy=claim, noise=noise_parameters(noise),
-        params=asdict(params), certificates=(solution.certificate,),
-        timings=timings | {"total": sum(timings.values())}, margin=params.margin,
-    )  # fmt: skip
+        mechanism=name,
+        w=solution.w,
+        privacy=claim,
+        noise=noise_parameters(noise),
+        params=asdict(params),
+        certificates=(solution.certificate,),
+        timings=timings | {"total": sum(timings.values())},
+        margin=params.margin,
+    )

@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass, replace
 
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Oracle, Problem, Solution
+from oracles.checks import check_solver_options
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
-from oracles.checks import check_solver_options
 from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError
 
 #: The time limit a backend gets when (almost) nothing is left of the solve's.
@@ -66,8 +66,9 @@ class AutoOracle:
 
     def backend(self, name: str, time_limit: float) -> Oracle:
         """The backend ``name`` with this oracle's options and ``time_limit``."""
-        return BACKENDS[name](time_limit=time_limit, threads=self.threads,
-                              strict_eps=self.strict_eps)  # fmt: skip
+        return BACKENDS[name](
+            time_limit=time_limit, threads=self.threads, strict_eps=self.strict_eps
+        )
 
     def solve(self, problem: Problem) -> Solution:
         start = time.perf_counter()

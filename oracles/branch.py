@@ -48,10 +48,14 @@ from typing import Callable
 import numpy as np
 
 from oracles.base import Problem
-from oracles.progress import Reporter
 from oracles.noise_window import (
-    WINDOW_REL_SLACK, RowPrune, Split, completion_tables, coordinate_order,
-)  # fmt: skip
+    WINDOW_REL_SLACK,
+    RowPrune,
+    Split,
+    completion_tables,
+    coordinate_order,
+)
+from oracles.progress import Reporter
 
 #: Nodes expanded at once (rows x chunk scores in memory per stack entry).
 CHUNK = 4096
@@ -171,9 +175,20 @@ def build_tables(problem: Problem, tight: Split, prune: RowPrune) -> Tables:
     room = (reach + tol[:, None, None]).transpose(1, 2, 0)
     room = np.nextafter(room.astype(np.float32), np.float32(np.inf))  # rounded up: safe
     steps = (sign[:, None] * X).T.astype(np.float32)
-    return Tables(problem, order, unary, float(tight.const), comp, X, prune.extra[owes],
-                  float(prune.margin), scale, sign,
-                  np.ascontiguousarray(steps), np.ascontiguousarray(room))  # fmt: skip
+    return Tables(
+        problem,
+        order,
+        unary,
+        float(tight.const),
+        comp,
+        X,
+        prune.extra[owes],
+        float(prune.margin),
+        scale,
+        sign,
+        np.ascontiguousarray(steps),
+        np.ascontiguousarray(room),
+    )
 
 
 @dataclass(eq=False)
@@ -193,14 +208,21 @@ class Nodes:
         return len(self.states)
 
     def take(self, idx) -> "Nodes":
-        return Nodes(self.level, self.states[idx], self.C[idx], self.P[idx], self.Y[idx],
-                     self.lb[idx])  # fmt: skip
+        return Nodes(
+            self.level, self.states[idx], self.C[idx], self.P[idx], self.Y[idx], self.lb[idx]
+        )
 
     @classmethod
     def root(cls, t: Tables) -> "Nodes":
         lb = np.array([t.comp[0, 0]])
-        return cls(0, np.zeros((1, 0), np.int8), np.zeros(1), np.zeros(1, np.int64),
-                   (-t.sign * t.margin)[None, :].astype(np.float32), lb)  # fmt: skip
+        return cls(
+            0,
+            np.zeros((1, 0), np.int8),
+            np.zeros(1),
+            np.zeros(1, np.int64),
+            (-t.sign * t.margin)[None, :].astype(np.float32),
+            lb,
+        )
 
     @classmethod
     def from_states(cls, t: Tables, states: np.ndarray) -> "Nodes":
@@ -240,8 +262,14 @@ def expand(t: Tables, nodes: Nodes, T: float) -> Nodes:
     ok &= nb <= T
     pi, vi = np.nonzero(ok)
     if not len(pi):
-        return Nodes(j + 1, np.zeros((0, j + 1), np.int8), np.zeros(0), np.zeros(0, np.int64),
-                     np.zeros((0, len(t.sign)), np.float32), np.zeros(0))  # fmt: skip
+        return Nodes(
+            j + 1,
+            np.zeros((0, j + 1), np.int8),
+            np.zeros(0),
+            np.zeros(0, np.int64),
+            np.zeros((0, len(t.sign)), np.float32),
+            np.zeros(0),
+        )
     v = vals[vi]
     states = np.hstack([nodes.states[pi], v.astype(np.int8)[:, None]])
     Y = nodes.Y[pi] + v[:, None].astype(np.float32) * t.steps[j][None, :]
@@ -301,9 +329,17 @@ class Outcome:
 Share = Callable[[float], float]
 
 
-def descend(t: Tables, start: Nodes, best: float, *, deadline: float = math.inf,
-            max_nodes: int = 50_000_000, share: Share | None = None,
-            progress: Reporter | None = None, chunk: int = CHUNK) -> Outcome:  # fmt: skip
+def descend(
+    t: Tables,
+    start: Nodes,
+    best: float,
+    *,
+    deadline: float = math.inf,
+    max_nodes: int = 50_000_000,
+    share: Share | None = None,
+    progress: Reporter | None = None,
+    chunk: int = CHUNK,
+) -> Outcome:
     """Depth-first branch and bound below ``start`` (module docstring), keeping points with F at
     most ``best`` (a value some grid point attains). Stops at ``deadline`` or past ``max_nodes``
     with ``finished`` False and a proven bound. ``progress`` (``oracles.progress``) is given
@@ -322,8 +358,9 @@ def descend(t: Tables, start: Nodes, best: float, *, deadline: float = math.inf,
         if now > deadline or made > max_nodes:
             left = min(float(n.lb.min()) for n in stack) + t.const
             reason = "deadline" if now > deadline else f"more than {max_nodes} nodes"
-            return Outcome(w_best, found, min(found, best, left), False, made, leaves,
-                           now - t0, reason)  # fmt: skip
+            return Outcome(
+                w_best, found, min(found, best, left), False, made, leaves, now - t0, reason
+            )
         if progress is not None and progress.due():
             left = min(float(n.lb.min()) for n in stack) + t.const
             progress.report(min(found, best), min(found, best, left))
@@ -357,5 +394,18 @@ def descend(t: Tables, start: Nodes, best: float, *, deadline: float = math.inf,
     return Outcome(w_best, found, min(found, best), True, made, leaves, time.perf_counter() - t0)
 
 
-__all__ = ["CHUNK", "Nodes", "Outcome", "SearchStopped", "Share", "Tables", "build_tables",
-           "deal", "descend", "expand", "frontier", "owed", "reach_tables"]
+__all__ = [
+    "CHUNK",
+    "Nodes",
+    "Outcome",
+    "SearchStopped",
+    "Share",
+    "Tables",
+    "build_tables",
+    "deal",
+    "descend",
+    "expand",
+    "frontier",
+    "owed",
+    "reach_tables",
+]

@@ -36,9 +36,12 @@ def is_real(value: Any) -> bool:
 
 
 _BOUNDS = {
-    "> 0": lambda v: v > 0, ">= 0": lambda v: v >= 0, "": lambda v: True,
-    "(0, 1]": lambda v: 0 < v <= 1, "(0, 1)": lambda v: 0 < v < 1,
-}  # fmt: skip
+    "> 0": lambda v: v > 0,
+    ">= 0": lambda v: v >= 0,
+    "": lambda v: True,
+    "(0, 1]": lambda v: 0 < v <= 1,
+    "(0, 1)": lambda v: 0 < v < 1,
+}
 
 #: The largest integer a shape (a dimension, a count) may take: every integer up to it is a
 #: float exactly, so the float formulas that take it lose nothing to rounding.
@@ -54,8 +57,9 @@ def check_real(name: str, value: Any, bound: str = "> 0") -> None:
     if not (math.isfinite(value) and _BOUNDS[bound](value)):
         if bound.startswith("("):
             raise ValueError(f"{name} must be in {bound}, found {value!r}")
-        raise ValueError(f"{name} must be finite{' and ' + bound if bound else ''}, "
-                         f"found {value!r}")  # fmt: skip
+        raise ValueError(
+            f"{name} must be finite{' and ' + bound if bound else ''}, found {value!r}"
+        )
 
 
 def check_int(name: str, value: Any, minimum: int = 1, *, why: str = "") -> None:
@@ -72,8 +76,9 @@ def check_shape(name: str, value: Any, minimum: int = 1) -> None:
     """A dimension or a count (d, m, n): an integer in [``minimum``, 2**53]."""
     check_int(name, value, minimum)
     if value > MAX_EXACT_INT:
-        raise ValueError(f"{name} must be <= 2**53 (the largest integer a float holds exactly), "
-                         f"found {value!r}")  # fmt: skip
+        raise ValueError(
+            f"{name} must be <= 2**53 (the largest integer a float holds exactly), found {value!r}"
+        )
 
 
 def check_result(name: str, value: float, **inputs: Any) -> float:
@@ -83,11 +88,16 @@ def check_result(name: str, value: float, **inputs: Any) -> float:
     (D = 1e200 squared, tau = 1e-300 inverted): that is refused here, naming the result and the
     inputs, instead of returning inf, nan or 0.
     """
-    if not (isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
-            and value > 0):  # fmt: skip
+    if not (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and math.isfinite(value)
+        and value > 0
+    ):
         args = ", ".join(f"{k}={v!r}" for k, v in inputs.items())
-        raise ValueError(f"{name} is not a finite float > 0 for {args}: found {value!r} (an "
-                         f"input is too large or too small for a float here)")  # fmt: skip
+        raise ValueError(
+            f"{name} is not a finite float > 0 for {args}: found {value!r} (an "
+            f"input is too large or too small for a float here)"
+        )
     return float(value)
 
 
@@ -101,5 +111,14 @@ def check_solver_options(time_limit: Any, threads: Any, strict_eps: Any = None) 
         check_real("strict_eps", strict_eps)
 
 
-__all__ = ["MAX_EXACT_INT", "InvalidValue", "check_int", "check_real",
-           "check_result", "check_shape", "check_solver_options", "is_real", "require"]  # fmt: skip
+__all__ = [
+    "MAX_EXACT_INT",
+    "InvalidValue",
+    "check_int",
+    "check_real",
+    "check_result",
+    "check_shape",
+    "check_solver_options",
+    "is_real",
+    "require",
+]

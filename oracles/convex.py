@@ -43,8 +43,14 @@ from scipy.optimize import minimize
 from scipy.special import expit
 
 from oracles.base import (
-    Box, Certificate, DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Solution, Status,
-)  # fmt: skip
+    DEFAULT_THREADS,
+    DEFAULT_TIME_LIMIT,
+    Box,
+    Certificate,
+    OracleError,
+    Solution,
+    Status,
+)
 from oracles.checks import check_int, check_real, check_solver_options
 from oracles.objective import MergedRows, check_data
 
@@ -130,8 +136,9 @@ class ConvexProblem:
             raise ValueError("weights must not all be zero")
         sigma = np.asarray(self.sigma, dtype=float)
         if sigma.shape != (self.box.d,) or not np.isfinite(sigma).all():
-            raise ValueError(f"sigma must be a finite vector of length {self.box.d}, "
-                             f"found shape {sigma.shape}")  # fmt: skip
+            raise ValueError(
+                f"sigma must be a finite vector of length {self.box.d}, found shape {sigma.shape}"
+            )
         needed = loss_scale(box_radius(points, self.box), self.loss)
         scale, source = self.scale, "given"
         if scale is None:
@@ -299,10 +306,13 @@ class ConvexOracle:
             if time.perf_counter() - start > self.time_limit:
                 break
             result = minimize(
-                problem.value_and_gradient, w, jac=True, method="L-BFGS-B",
+                problem.value_and_gradient,
+                w,
+                jac=True,
+                method="L-BFGS-B",
                 bounds=[(lo, hi)] * problem.d,
                 options={"maxiter": self.max_iter - iterations, "ftol": 1e-15, "gtol": 1e-13},
-            )  # fmt: skip
+            )
             iterations += max(int(result.nit), 1)
             rounds += 1
             candidate = np.clip(result.x, lo, hi)
@@ -319,25 +329,44 @@ class ConvexOracle:
         u, d, n = len(problem.labels), problem.d, problem.n
         # variables (w, xi); min c sum m_k xi_k - <sigma, w>/n; -y_k <x_k, w> - xi_k <= -1
         c = np.concatenate([-problem.sigma / n, problem.weights / (n * problem.scale)])
-        A = hstack([csr_matrix(-problem.labels[:, None] * problem.points),
-                    -identity(u, format="csr")], format="csr")  # fmt: skip
+        A = hstack(
+            [csr_matrix(-problem.labels[:, None] * problem.points), -identity(u, format="csr")],
+            format="csr",
+        )
         bounds = [(problem.box.lower, problem.box.upper)] * d + [(0.0, None)] * u
-        result = linprog(c, A_ub=A, b_ub=-np.ones(u), bounds=bounds, method="highs",
-                         options={"time_limit": self.time_limit})  # fmt: skip
+        result = linprog(
+            c,
+            A_ub=A,
+            b_ub=-np.ones(u),
+            bounds=bounds,
+            method="highs",
+            options={"time_limit": self.time_limit},
+        )
         if result.x is None:
             w = np.full(d, np.clip(0.0, problem.box.lower, problem.box.upper))
-            return w, {"gap": math.inf, "status": Status.ERROR,
-                       "message": f"HiGHS (linprog) failed: {result.message}"}  # fmt: skip
+            return w, {
+                "gap": math.inf,
+                "status": Status.ERROR,
+                "message": f"HiGHS (linprog) failed: {result.message}",
+            }
         w = np.clip(result.x[:d], problem.box.lower, problem.box.upper)
         multipliers = -np.asarray(result.ineqlin.marginals)  # >= 0 for <= constraints
         a = multipliers * (n * problem.scale) / problem.weights
         gap = max(problem.objective(w) - problem.dual_bound(a), 0.0)
         status = None if result.status == 0 else Status.TIME_LIMIT
-        return w, {"gap": gap, "status": status, "message": "" if status is None
-                   else f"HiGHS (linprog) stopped: {result.message}",
-                   "iterations": int(getattr(result, "nit", 0))}  # fmt: skip
+        return w, {
+            "gap": gap,
+            "status": status,
+            "message": "" if status is None else f"HiGHS (linprog) stopped: {result.message}",
+            "iterations": int(getattr(result, "nit", 0)),
+        }
 
 
 __all__ = [
-    "LOSSES", "ConvexOracle", "ConvexProblem", "box_radius", "loss_scale", "surrogate_value",
-]  # fmt: skip
+    "LOSSES",
+    "ConvexOracle",
+    "ConvexProblem",
+    "box_radius",
+    "loss_scale",
+    "surrogate_value",
+]

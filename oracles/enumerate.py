@@ -71,8 +71,11 @@ class EnumerationOracle:
         best_value, best_w = np.inf, None
         status, bound = Status.OPTIMAL, None
         for W in grid_points(domain):
-            if best_w is not None and self.time_limit is not None and (
-                    time.perf_counter() - start > self.time_limit):  # fmt: skip
+            if (
+                best_w is not None
+                and self.time_limit is not None
+                and (time.perf_counter() - start > self.time_limit)
+            ):
                 status, bound = Status.TIME_LIMIT, -np.inf  # the rest of the grid is unseen
                 break
             values = problem.objective(W)
@@ -83,9 +86,14 @@ class EnumerationOracle:
         if best_w is None:
             raise OracleError("the grid has no point inside the norm bound")
         return certify(
-            problem, best_w, status=status, bound=best_value if bound is None else bound,
-            seconds=time.perf_counter() - start, backend=self.name, solver_objective=best_value,
-        )  # fmt: skip
+            problem,
+            best_w,
+            status=status,
+            bound=best_value if bound is None else bound,
+            seconds=time.perf_counter() - start,
+            backend=self.name,
+            solver_objective=best_value,
+        )
 
 
 def all_objectives(problem: Problem) -> tuple[np.ndarray, np.ndarray]:

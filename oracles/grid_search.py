@@ -93,7 +93,7 @@ class _Scorer:
                 qj = q - k[j] ** 2 + (k[j] + dj) ** 2
                 for dl in steps:
                     new_l = k + dl
-                    ok = (np.abs(new_l) <= self.B)
+                    ok = np.abs(new_l) <= self.B
                     ok[j] = False
                     q_new = qj - k**2 + new_l**2
                     ok &= q_new <= self.cap
@@ -102,8 +102,13 @@ class _Scorer:
                     S = s1[:, None] + self.X * dl  # (u, d): column l moved by dl
                     positive = S >= self.mu
                     loss = self.neg @ positive + self.pos @ ~positive
-                    val = (loss + float(self.lin @ k) + self.lin[j] * dj + self.lin * dl
-                           + self.norm[np.clip(q_new, 0, self.cap)])  # fmt: skip
+                    val = (
+                        loss
+                        + float(self.lin @ k)
+                        + self.lin[j] * dj
+                        + self.lin * dl
+                        + self.norm[np.clip(q_new, 0, self.cap)]
+                    )
                     val = np.where(ok, val, np.inf)
                     i = int(np.argmin(val))
                     if val[i] - cur < best[0] - 1e-12:
@@ -111,8 +116,9 @@ class _Scorer:
         return best
 
 
-def local_search(problem: Problem, k0: np.ndarray, *, pairs: bool = True,
-                 deadline: float = math.inf) -> np.ndarray:  # fmt: skip
+def local_search(
+    problem: Problem, k0: np.ndarray, *, pairs: bool = True, deadline: float = math.inf
+) -> np.ndarray:
     """A local minimum of F (in floating point) reached from the grid point ``k0``
     (integer coordinates; module docstring, moves)."""
     sc = _Scorer(problem)
@@ -157,8 +163,9 @@ def starting_points(problem: Problem) -> list[np.ndarray]:
     weight = problem.pos + problem.neg
     target = np.where(weight > 0, (problem.pos - problem.neg) / np.where(weight > 0, weight, 1), 0)
     sw = np.sqrt(np.abs(weight))
-    direction, *_ = np.linalg.lstsq(np.hstack([X, np.ones((len(X), 1))]) * sw[:, None],
-                                    target * sw, rcond=None)  # fmt: skip
+    direction, *_ = np.linalg.lstsq(
+        np.hstack([X, np.ones((len(X), 1))]) * sw[:, None], target * sw, rcond=None
+    )
     direction = direction[:d]
     norm = float(np.linalg.norm(direction))
     if norm > 0:
@@ -171,9 +178,14 @@ def starting_points(problem: Problem) -> list[np.ndarray]:
     return starts
 
 
-def improve(problem: Problem, *, seconds: float, rng: np.random.Generator,
-            starts: list[np.ndarray] | None = None,
-            patience: int = PATIENCE) -> tuple[np.ndarray, float]:  # fmt: skip
+def improve(
+    problem: Problem,
+    *,
+    seconds: float,
+    rng: np.random.Generator,
+    starts: list[np.ndarray] | None = None,
+    patience: int = PATIENCE,
+) -> tuple[np.ndarray, float]:
     """The best grid point w found in at most about ``seconds`` and its EXACT objective
     (module docstring: starts, local search, random restarts). The restarts stop early after
     ``patience`` of them in a row found nothing better (a small problem does not wait for its
@@ -184,7 +196,7 @@ def improve(problem: Problem, *, seconds: float, rng: np.random.Generator,
     domain = problem.domain
     tau, B, cap = domain.step, domain.bound, grid_cap(domain)
     best_k, best_val = None, math.inf
-    for k0 in (starting_points(problem) if starts is None else starts):
+    for k0 in starting_points(problem) if starts is None else starts:
         k = local_search(problem, k0, deadline=deadline)
         val = float(problem.objective(tau * k))
         if val < best_val:

@@ -32,8 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.base import (
-    DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OracleError, Problem, Solution, Status, certify,
-)  # fmt: skip
+    DEFAULT_THREADS,
+    DEFAULT_TIME_LIMIT,
+    OracleError,
+    Problem,
+    Solution,
+    Status,
+    certify,
+)
 from oracles.checks import check_real, check_solver_options
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
@@ -52,9 +58,17 @@ LICENCE_ERRNOS = {ERRNO_SIZE_LIMIT: "licence limit", ERRNO_NO_LICENSE: "no licen
 
 # Gurobi's status codes (gurobipy.GRB.Status), spelled out so that mapping needs no gurobipy.
 _OPTIMAL = 2
-_LIMIT_CODES = {6: "CUTOFF", 7: "ITERATION_LIMIT", 8: "NODE_LIMIT", 9: "TIME_LIMIT",
-                10: "SOLUTION_LIMIT", 11: "INTERRUPTED", 15: "USER_OBJ_LIMIT",
-                16: "WORK_LIMIT", 17: "MEM_LIMIT"}  # fmt: skip
+_LIMIT_CODES = {
+    6: "CUTOFF",
+    7: "ITERATION_LIMIT",
+    8: "NODE_LIMIT",
+    9: "TIME_LIMIT",
+    10: "SOLUTION_LIMIT",
+    11: "INTERRUPTED",
+    15: "USER_OBJ_LIMIT",
+    16: "WORK_LIMIT",
+    17: "MEM_LIMIT",
+}
 _INFEASIBLE_CODES = {3: "INFEASIBLE", 4: "INF_OR_UNBD", 5: "UNBOUNDED"}
 
 
@@ -150,19 +164,33 @@ class GurobiOracle:
             except LicenceLimitError as err:
                 if rounds == 1:
                     raise  # the first model's size: AutoOracle may choose another backend
-                return RawSolve(Status.ERROR, (
-                    f"the band cuts of solve {rounds} took the model over Gurobi's licence "
-                    f"({err}); not retried on another backend (SPEC section 8)"
-                ), None, None, -math.inf, milp.stats())  # fmt: skip
+                return RawSolve(
+                    Status.ERROR,
+                    (
+                        f"the band cuts of solve {rounds} took the model over Gurobi's licence "
+                        f"({err}); not retried on another backend (SPEC section 8)"
+                    ),
+                    None,
+                    None,
+                    -math.inf,
+                    milp.stats(),
+                )
 
-        result = solve_resolving_band(problem, run, strict_eps=self.strict_eps,
-                                      time_limit=float(self.time_limit))  # fmt: skip
+        result = solve_resolving_band(
+            problem, run, strict_eps=self.strict_eps, time_limit=float(self.time_limit)
+        )
         return certify(
-            problem, result.w, status=result.status, bound=result.bound,
-            seconds=time.perf_counter() - start, backend=self.name, threads=self.threads,
-            solver_objective=result.solver_objective, message=result.message,
+            problem,
+            result.w,
+            status=result.status,
+            bound=result.bound,
+            seconds=time.perf_counter() - start,
+            backend=self.name,
+            threads=self.threads,
+            solver_objective=result.solver_objective,
+            message=result.message,
             extra=result.extra,
-        )  # fmt: skip
+        )
 
     def _run(self, gp, milp: Milp, time_limit: float) -> RawSolve:
         """One Gurobi solve of ``milp``; licence errors become ``LicenceLimitError``."""
@@ -180,8 +208,12 @@ class GurobiOracle:
             raise OracleError(f"Gurobi failed with errno {err.errno}: {err}") from err
         code, sol_count, x, solver_objective, bound, solver_seconds = result
         status, message = map_status(code, sol_count)
-        extra = {**milp.stats(), "n_constraints": n_constraints, "solver_status": code,
-                 "solver_seconds": solver_seconds}  # fmt: skip
+        extra = {
+            **milp.stats(),
+            "n_constraints": n_constraints,
+            "solver_status": code,
+            "solver_seconds": solver_seconds,
+        }
         if x is not None:
             extra["max_violation"] = milp.max_violation(x)
         else:

@@ -50,21 +50,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.base import (
-    DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, OracleError, Problem, Solution, Status,
+    DEFAULT_THREADS,
+    DEFAULT_TIME_LIMIT,
+    OBJECTIVE_TOL,
+    OracleError,
+    Problem,
+    Solution,
+    Status,
     certify,
-)  # fmt: skip
+)
 from oracles.checks import check_real, check_solver_options
-from oracles.progress import Reporter, guarded, reporter
 from oracles.mip import (
-    BandResolved,
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
+    BandResolved,
     Milp,
     RawSolve,
     SolverUnavailableError,
     feasibility_tol_for,
     solve_resolving_band,
 )
+from oracles.progress import Reporter, guarded, reporter
 
 #: HiGHS's ``presolve_rule_off`` bit mask for every solve (module docstring): bit 13
 #: is the reduction "Parallel rows and columns" in HiGHS 1.15 and 1.16. With it off, the fuzz
@@ -84,9 +90,17 @@ _THREADS_IN_FORCE: int | None = None
 
 #: HiGHS model statuses (by name) that mean "stopped at a limit", not "failed".
 _LIMIT_STATUSES = frozenset(
-    {"kTimeLimit", "kIterationLimit", "kSolutionLimit", "kInterrupt", "kHighsInterrupt",
-     "kMemoryLimit", "kObjectiveBound", "kObjectiveTarget"}
-)  # fmt: skip
+    {
+        "kTimeLimit",
+        "kIterationLimit",
+        "kSolutionLimit",
+        "kInterrupt",
+        "kHighsInterrupt",
+        "kMemoryLimit",
+        "kObjectiveBound",
+        "kObjectiveTarget",
+    }
+)
 _INFEASIBLE_STATUSES = frozenset({"kInfeasible", "kUnboundedOrInfeasible", "kUnbounded"})
 
 
@@ -163,26 +177,44 @@ class HighsOracle:
         def run(milp: Milp, time_limit: float) -> RawSolve:
             return self._run(highspy, milp, threads, tol, time_limit, progress=progress)
 
-        result = solve_resolving_band(problem, run, strict_eps=self.strict_eps,
-                                      time_limit=float(self.time_limit))  # fmt: skip
+        result = solve_resolving_band(
+            problem, run, strict_eps=self.strict_eps, time_limit=float(self.time_limit)
+        )
         first = certify(
-            problem, result.w, status=result.status, bound=result.bound,
-            seconds=time.perf_counter() - start, backend=self.name, threads=threads,
+            problem,
+            result.w,
+            status=result.status,
+            bound=result.bound,
+            seconds=time.perf_counter() - start,
+            backend=self.name,
+            threads=threads,
             solver_objective=result.solver_objective,
             message=" | ".join(m for m in (result.message, thread_note) if m),
             extra={**result.extra, "feasibility_tol": tol},
-        )  # fmt: skip
+        )
         if not (self.asks_twice and first.certificate.certified and result.milp.integer.any()):
             return first  # nothing claimed, or an LP (no branch and bound to doubt)
         left = self.time_limit - (time.perf_counter() - start)
 
         def run_again(milp: Milp, time_limit: float) -> RawSolve:
-            return self._run(highspy, milp, threads, tol, time_limit, SECOND_OPINION_OPTIONS,
-                             milp.encode(first.w), progress)  # fmt: skip
+            return self._run(
+                highspy,
+                milp,
+                threads,
+                tol,
+                time_limit,
+                SECOND_OPINION_OPTIONS,
+                milp.encode(first.w),
+                progress,
+            )
 
-        second = solve_resolving_band(problem, run_again, strict_eps=self.strict_eps,
-                                      time_limit=max(left, 1e-3),
-                                      cuts=result.milp.band_cuts)  # fmt: skip
+        second = solve_resolving_band(
+            problem,
+            run_again,
+            strict_eps=self.strict_eps,
+            time_limit=max(left, 1e-3),
+            cuts=result.milp.band_cuts,
+        )
         return self.second_opinion(problem, first, second, start)
 
     @property
@@ -191,8 +223,9 @@ class HighsOracle:
         benchmark of what it costs, ``pipeline.bench.presolve_cost``, measures without it."""
         return True
 
-    def second_opinion(self, problem: Problem, first: Solution, second: BandResolved,
-                       start: float) -> Solution:
+    def second_opinion(
+        self, problem: Problem, first: Solution, second: BandResolved, start: float
+    ) -> Solution:
         """``first`` (certified by the first solve) judged by ``second``, a solve of the same
         problem in another configuration started from ``first`` (module docstring)."""
         c = first.certificate
@@ -200,24 +233,38 @@ class HighsOracle:
         value = float(problem.objective(second.w))
         if value < c.objective - SECOND_OPINION_MARGIN:
             w, status = second.w, Status.INCONSISTENT
-            note = (f"second opinion (presolve off) refuted the first solve's bound {c.bound!r}: "
-                    f"F = {value!r} at w = {second.w.tolist()}")
+            note = (
+                f"second opinion (presolve off) refuted the first solve's bound {c.bound!r}: "
+                f"F = {value!r} at w = {second.w.tolist()}"
+            )
         elif status is Status.OPTIMAL and second.bound >= c.objective - SECOND_OPINION_MARGIN:
             bound = min(c.bound, second.bound)
             note = f"second opinion (presolve off): bound {second.bound!r}"
         else:
             status = status if status is not Status.OPTIMAL else Status.INCONSISTENT
-            note = ("second opinion (presolve off) did not confirm the bound: "
-                    f"{second.message or status.value}, bound {second.bound!r}")
-        extra = {**c.extra, "first_bound": c.bound, "second_opinion_bound": second.bound,
-                 "second_opinion_seconds": second.extra.get("solver_seconds"),
-                 "second_opinion_band_rounds": second.extra.get("band_rounds")}
+            note = (
+                "second opinion (presolve off) did not confirm the bound: "
+                f"{second.message or status.value}, bound {second.bound!r}"
+            )
+        extra = {
+            **c.extra,
+            "first_bound": c.bound,
+            "second_opinion_bound": second.bound,
+            "second_opinion_seconds": second.extra.get("solver_seconds"),
+            "second_opinion_band_rounds": second.extra.get("band_rounds"),
+        }
         return certify(
-            problem, w, status=status, bound=bound, seconds=time.perf_counter() - start,
-            backend=c.backend, threads=c.threads,
+            problem,
+            w,
+            status=status,
+            bound=bound,
+            seconds=time.perf_counter() - start,
+            backend=c.backend,
+            threads=c.threads,
             solver_objective=c.solver_objective if w is first.w else None,
-            message=" | ".join(m for m in (c.message, note) if m), extra=extra,
-        )  # fmt: skip
+            message=" | ".join(m for m in (c.message, note) if m),
+            extra=extra,
+        )
 
     def solver_options(self, threads: int, tol: float, time_limit: float) -> dict[str, object]:
         """The HiGHS options of one solve. ``presolve_rule_off`` is ``PRESOLVE_RULES_OFF``
@@ -234,10 +281,17 @@ class HighsOracle:
             "presolve_rule_off": PRESOLVE_RULES_OFF,
         }
 
-    def _run(self, highspy, milp: Milp, threads: int, tol: float, time_limit: float,
-             override: dict[str, object] | None = None,
-             start_x: np.ndarray | None = None,
-             progress: Reporter | None = None) -> RawSolve:  # fmt: skip
+    def _run(
+        self,
+        highspy,
+        milp: Milp,
+        threads: int,
+        tol: float,
+        time_limit: float,
+        override: dict[str, object] | None = None,
+        start_x: np.ndarray | None = None,
+        progress: Reporter | None = None,
+    ) -> RawSolve:
         """One HiGHS solve of ``milp`` (``override``: options that replace the usual ones;
         ``start_x``: a feasible assignment to start from; reporting to ``progress`` when it
         is active)."""
@@ -264,10 +318,14 @@ class HighsOracle:
         info = h.getInfo()
         has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
         status, message = map_status(status_name, has_solution)
-        extra = {**milp.stats(), "solver_status": model_status, "solver_status_name": status_name,
-                 "solver_seconds": solver_seconds,
-                 "presolve": options.get("presolve", "choose"),
-                 "presolve_rule_off": options["presolve_rule_off"]}
+        extra = {
+            **milp.stats(),
+            "solver_status": model_status,
+            "solver_status_name": status_name,
+            "solver_seconds": solver_seconds,
+            "presolve": options.get("presolve", "choose"),
+            "presolve_rule_off": options["presolve_rule_off"],
+        }
         x = objective = None
         if has_solution:
             x = np.asarray(h.getSolution().col_value, dtype=float)
@@ -334,5 +392,10 @@ def _highs_lp(highspy, milp: Milp):
     return lp
 
 
-__all__ = ["PRESOLVE_RULES_OFF", "SECOND_OPINION_MARGIN", "HighsOracle", "map_status",
-           "threads_for"]
+__all__ = [
+    "PRESOLVE_RULES_OFF",
+    "SECOND_OPINION_MARGIN",
+    "HighsOracle",
+    "map_status",
+    "threads_for",
+]

@@ -72,8 +72,10 @@ MAX_BAND_ROUNDS = 12
 def exact_grid_values(domain: IntegerGrid) -> bool:
     """True when every grid value fl(tau k) equals tau k exactly (tau = 1, 1/2, ...)."""
     step = Fraction(domain.step)
-    return all(Fraction(float(v)) == k * step
-               for v, k in zip(domain.values, range(-domain.bound, domain.bound + 1)))  # fmt: skip
+    return all(
+        Fraction(float(v)) == k * step
+        for v, k in zip(domain.values, range(-domain.bound, domain.bound + 1))
+    )
 
 
 def _coarse_mask(problem: Problem, X: np.ndarray) -> np.ndarray:
@@ -112,12 +114,16 @@ def margin_gaps(problem: Problem, rows: np.ndarray) -> np.ndarray:
         r = XF @ combos.T
         err = score_error_bound(np.abs(XF) @ np.abs(combos).T, len(fine_cols) + 1) + 1e-300
         err = err + 4 * 2.0**-53 * (abs(mu) + np.abs(r))  # the subtraction and the division
-        gap = np.where(has_coarse[block, None], _coarse_gap(mu - r, tau),
-                       np.where(r < mu, mu - r, np.inf))  # fmt: skip
+        gap = np.where(
+            has_coarse[block, None], _coarse_gap(mu - r, tau), np.where(r < mu, mu - r, np.inf)
+        )
         # not conclusive in floating point: near an integer multiple of tau, or near mu
         t = (mu - r) / tau
-        unsure = np.where(has_coarse[block, None], np.abs(t - np.round(t)) * tau <= 2 * err,
-                          np.abs(mu - r) <= 2 * err)  # fmt: skip
+        unsure = np.where(
+            has_coarse[block, None],
+            np.abs(t - np.round(t)) * tau <= 2 * err,
+            np.abs(mu - r) <= 2 * err,
+        )
         lower = np.where(unsure, np.inf, gap - err)
         for i, c in zip(*np.nonzero(unsure)):
             u = start + int(i)
@@ -176,11 +182,17 @@ def band_cut(problem: Problem, row: int, w: np.ndarray) -> BandCut:
     coarse_cols = np.flatnonzero(coarse)
     k = np.round(np.asarray(w, dtype=float) / domain.step).astype(np.int64)
     values = domain.values[k[fine_cols] + domain.bound]
-    r = sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(x[fine_cols], values)),
-            Fraction(0))  # fmt: skip
+    r = sum(
+        (Fraction(float(a)) * Fraction(float(b)) for a, b in zip(x[fine_cols], values)), Fraction(0)
+    )
     T = math.ceil((Fraction(problem.margin) - r) / Fraction(domain.step))
-    return BandCut(int(row), tuple(int(j) for j in fine_cols), tuple(int(v) for v in k[fine_cols]),
-                   tuple(int(j) for j in coarse_cols), float(domain.step * (T - 0.5)))  # fmt: skip
+    return BandCut(
+        int(row),
+        tuple(int(j) for j in fine_cols),
+        tuple(int(v) for v in k[fine_cols]),
+        tuple(int(j) for j in coarse_cols),
+        float(domain.step * (T - 0.5)),
+    )
 
 
 def mislabelled_rows(milp, x: np.ndarray) -> np.ndarray:

@@ -71,7 +71,6 @@ from typing import Callable
 import numpy as np
 import scipy.sparse
 
-from oracles.objective import exact_positive
 from oracles.base import Box, IntegerGrid, OracleError, Problem, Status
 from oracles.margin_band import (
     MAX_BAND_ROUNDS,
@@ -80,6 +79,7 @@ from oracles.margin_band import (
     mislabelled_rows,
     strict_eps_per_row,
 )
+from oracles.objective import exact_positive
 
 #: Default eps of ``z_u = 0 => <w, x_u> <= mu - eps``: on a Box the eps of every row, on an
 #: IntegerGrid the cap of each row's proven eps_u (module docstring, the strict side).
@@ -423,10 +423,12 @@ def build_milp(
 
     n_cols, n_rows = len(build.cost), len(build.row_lower)
     matrix = scipy.sparse.csr_array(
-        (np.asarray(build.vals), (np.asarray(build.rows, dtype=np.int64),
-                                  np.asarray(build.cols, dtype=np.int64))),
+        (
+            np.asarray(build.vals),
+            (np.asarray(build.rows, dtype=np.int64), np.asarray(build.cols, dtype=np.int64)),
+        ),
         shape=(n_rows, n_cols),
-    )  # fmt: skip
+    )
     matrix.sum_duplicates()
     return Milp(
         problem=problem,
@@ -451,8 +453,9 @@ def build_milp(
     )
 
 
-def _add_band_cut(build: _Builder, cut: BandCut, problem: Problem, w_cols, onehot, z_col,
-                  low, high) -> None:  # fmt: skip
+def _add_band_cut(
+    build: _Builder, cut: BandCut, problem: Problem, w_cols, onehot, z_col, low, high
+) -> None:
     """s >= sum_j b_{j, c_j} - (|F| - 1) (s = 1 when w agrees with the cut's fine values), and
 
         s = 1, z = 1  =>  A >= theta:   A - M1 s - M1 z >= theta - 2 M1
@@ -467,8 +470,7 @@ def _add_band_cut(build: _Builder, cut: BandCut, problem: Problem, w_cols, oneho
     x = problem.points[cut.row]
     s_col = build.columns(1, 0.0, 1.0, False)[0]
     fine_b = [onehot[j, k + domain.bound] for j, k in zip(cut.fine_cols, cut.fine_k)]
-    build.row(np.r_[s_col, fine_b], np.r_[1.0, -np.ones(len(fine_b))],
-              1.0 - len(fine_b), np.inf)  # fmt: skip
+    build.row(np.r_[s_col, fine_b], np.r_[1.0, -np.ones(len(fine_b))], 1.0 - len(fine_b), np.inf)
     coarse = list(cut.coarse_cols)
     reach = domain.step * domain.bound * float(np.abs(x[coarse]).sum()) * (1 + RANGE_REL_SLACK)
     theta = cut.threshold
@@ -561,8 +563,9 @@ def solve_resolving_band(
     extra = {**raw.extra, "band_rounds": rounds, "band_cuts": len(cuts)}
     message = " | ".join(m for m in (raw.message, *notes) if m)
     if raw.status is Status.ERROR:
-        return BandResolved(milp, Status.ERROR, message, default_point(problem), None,
-                            -math.inf, extra)  # fmt: skip
+        return BandResolved(
+            milp, Status.ERROR, message, default_point(problem), None, -math.inf, extra
+        )
     if best is None:
         return BandResolved(milp, raw.status, message, default_point(problem), None, bound, extra)
     _, w, solver_objective = best

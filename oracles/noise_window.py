@@ -242,8 +242,9 @@ def separable_argmin(unary: np.ndarray, norm: np.ndarray) -> tuple[float, np.nda
     return value, k
 
 
-def tighten(problem: Problem, split: Split, upper: float, *, iterations: int = 300,
-            rng_seed: int = 0) -> tuple[Split, float]:  # fmt: skip
+def tighten(
+    problem: Problem, split: Split, upper: float, *, iterations: int = 300, rng_seed: int = 0
+) -> tuple[Split, float]:
     """A Split whose N is a tighter minorant of F: N_lam = N + L_min + sum_u w_u lam_u m_u(k),
     with lam in [0, 1]^rows chosen by projected subgradient ascent on the Lagrangian dual
     max_lam min_k N_lam(k) (Polyak steps towards ``upper``). Returns the Split (its rows'
@@ -291,8 +292,9 @@ def tighten(problem: Problem, split: Split, upper: float, *, iterations: int = 3
     return tightened, val + const, row_prune(problem, split, weight * best_lam)
 
 
-def tightened_split(problem: Problem, upper: float,
-                    iterations: int) -> tuple[Split, float, RowPrune]:  # fmt: skip
+def tightened_split(
+    problem: Problem, upper: float, iterations: int
+) -> tuple[Split, float, RowPrune]:
     """The minorant N_lam tightened below ``upper`` (``tighten``; the plain N with the rows'
     floor when ``iterations`` is 0), its proven lower bound, and its ``RowPrune``."""
     split = split_objective(problem)
@@ -312,6 +314,19 @@ def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = No
     return RowPrune(problem.points[rows] * problem.domain.step, extra, pos > neg, problem.margin)
 
 
-__all__ = ["RowPrune", "Split", "WINDOW_REL_SLACK", "completion_tables", "coordinate_order", "grid_cap", "norm_table",
-           "row_minorants", "row_prune", "separable_argmin", "split_objective",
-           "threshold_slack", "tighten", "tightened_split"]
+__all__ = [
+    "RowPrune",
+    "Split",
+    "WINDOW_REL_SLACK",
+    "completion_tables",
+    "coordinate_order",
+    "grid_cap",
+    "norm_table",
+    "row_minorants",
+    "row_prune",
+    "separable_argmin",
+    "split_objective",
+    "threshold_slack",
+    "tighten",
+    "tightened_split",
+]

@@ -79,8 +79,12 @@ def listening(listener: Listener, interval: float = DEFAULT_INTERVAL) -> Iterato
     report per solve per ``interval`` seconds) until the block ends."""
     if not callable(listener):
         raise TypeError(f"listener must be callable, found {listener!r}")
-    if not (isinstance(interval, (int, float)) and not isinstance(interval, bool)
-            and math.isfinite(interval) and interval >= 0):  # fmt: skip
+    if not (
+        isinstance(interval, (int, float))
+        and not isinstance(interval, bool)
+        and math.isfinite(interval)
+        and interval >= 0
+    ):
         raise ValueError(f"interval must be a finite number >= 0, found {interval!r}")
     registration = _Registration(listener, float(interval))
     with _LOCK:
@@ -106,8 +110,13 @@ def _as_value(x: object, missing: float) -> float:
 class Reporter:
     """The reports of one solve: throttled, silenced on failure, inactive without a listener."""
 
-    def __init__(self, label: str, backend: str, registration: _Registration | None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:  # fmt: skip
+    def __init__(
+        self,
+        label: str,
+        backend: str,
+        registration: _Registration | None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.label, self.backend, self.clock = str(label), str(backend), clock
         self._registration = registration
         self.start = clock()
@@ -136,17 +145,21 @@ class Reporter:
                 return
             self._last = now
             progress = SolveProgress(
-                self.label, self.backend, now - self.start,
-                _as_value(incumbent, math.inf), _as_value(bound, -math.inf),
-            )  # fmt: skip
+                self.label,
+                self.backend,
+                now - self.start,
+                _as_value(incumbent, math.inf),
+                _as_value(bound, -math.inf),
+            )
             registration.listener(progress)
         except Exception as err:  # noqa: BLE001 - progress must never fail a solve
             self._registration = None  # this solve reports no more
             log.warning("progress listener failed, %s reports no more: %r", self.label, err)
 
 
-def reporter(label: str, backend: str, *,
-             clock: Callable[[], float] = time.perf_counter) -> Reporter:  # fmt: skip
+def reporter(
+    label: str, backend: str, *, clock: Callable[[], float] = time.perf_counter
+) -> Reporter:
     """A Reporter for a solve starting now, bound to the listener in force (if any)."""
     with _LOCK:
         registration = _CURRENT[-1] if _CURRENT else None

@@ -44,12 +44,17 @@ FACTORIES: dict[str, OracleFactory] = {
 #: ``convex``, which solves OPSamp's logistic problems only.
 DISCRETE = tuple(name for name in FACTORIES if name != "convex")
 #: The oracles whose one solve can be split into parts (they take ``parts`` and ``map_parts``).
-SPLIT = tuple(name for name, factory in FACTORIES.items()
-              if "parts" in inspect.signature(factory).parameters)  # fmt: skip
+SPLIT = tuple(
+    name for name, factory in FACTORIES.items() if "parts" in inspect.signature(factory).parameters
+)
 
 
 def make_oracle(
-    name: str, *, time_limit: float = DEFAULT_TIME_LIMIT, threads: int = DEFAULT_THREADS, **options: Any
+    name: str,
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    threads: int = DEFAULT_THREADS,
+    **options: Any,
 ) -> Oracle:
     """The oracle registered as ``name``, built with these options.
 

@@ -46,11 +46,18 @@ import numpy as np
 
 from oracles.base import IntegerGrid, OracleError, Problem, Solution, Status, certify
 from oracles.branch import (
-    Nodes, SearchStopped, Share, Tables, build_tables, deal, descend, frontier,
-)  # fmt: skip
+    Nodes,
+    SearchStopped,
+    Share,
+    Tables,
+    build_tables,
+    deal,
+    descend,
+    frontier,
+)
 from oracles.grid_search import improve
-from oracles.progress import Reporter
 from oracles.noise_window import tightened_split
+from oracles.progress import Reporter
 
 #: The name a split solve's certificate carries as its backend (``WindowOracle``'s).
 BACKEND = "window"
@@ -106,17 +113,33 @@ class PartResult:
         return self.status is Status.OPTIMAL
 
     @classmethod
-    def failed(cls, index: int, err: BaseException, *, seconds: float = 0.0,
-               threads: int = 1) -> "PartResult":  # fmt: skip
+    def failed(
+        cls, index: int, err: BaseException, *, seconds: float = 0.0, threads: int = 1
+    ) -> "PartResult":
         """A part whose solve raised ``err``: nothing found, nothing proven."""
         status = Status.TIME_LIMIT if isinstance(err, SearchStopped) else Status.ERROR
-        return cls(index, status, math.inf, None, -math.inf, math.nan, seconds, threads=threads,
-                   message=f"{type(err).__name__}: {err}")  # fmt: skip
+        return cls(
+            index,
+            status,
+            math.inf,
+            None,
+            -math.inf,
+            math.nan,
+            seconds,
+            threads=threads,
+            message=f"{type(err).__name__}: {err}",
+        )
 
 
-def solve_part_below(tables: Tables, task: PartTask, best: float, *, threads: int = 1,
-                     share: Share | None = None,
-                     progress: Reporter | None = None) -> PartResult:  # fmt: skip
+def solve_part_below(
+    tables: Tables,
+    task: PartTask,
+    best: float,
+    *,
+    threads: int = 1,
+    share: Share | None = None,
+    progress: Reporter | None = None,
+) -> PartResult:
     """One part searched depth first below ``best`` (module docstring, step 3).
 
     ``threads`` is recorded only: the search is numpy in one thread and builds no solver model.
@@ -124,12 +147,29 @@ def solve_part_below(tables: Tables, task: PartTask, best: float, *, threads: in
     start = time.perf_counter()
     nodes = Nodes.from_states(tables, task.states)
     left = task.deadline - time.time()
-    out = descend(tables, nodes, float(best), deadline=start + left, max_nodes=task.max_nodes,
-                  share=share, progress=progress)  # fmt: skip
+    out = descend(
+        tables,
+        nodes,
+        float(best),
+        deadline=start + left,
+        max_nodes=task.max_nodes,
+        share=share,
+        progress=progress,
+    )
     status = Status.OPTIMAL if out.finished else Status.TIME_LIMIT
-    return PartResult(task.index, status, out.value, out.w, out.bound, float(best),
-                      time.perf_counter() - start, out.nodes, out.leaves, threads,
-                      out.message)  # fmt: skip
+    return PartResult(
+        task.index,
+        status,
+        out.value,
+        out.w,
+        out.bound,
+        float(best),
+        time.perf_counter() - start,
+        out.nodes,
+        out.leaves,
+        threads,
+        out.message,
+    )
 
 
 SolvePart = Callable[..., PartResult]
@@ -138,9 +178,14 @@ SolvePart = Callable[..., PartResult]
 MapParts = Callable[[Tables, Sequence[PartTask], float], list]
 
 
-def sequential_parts(tables: Tables, tasks: Sequence[PartTask], incumbent: float, *,
-                     solve: SolvePart = solve_part_below,
-                     progress: Reporter | None = None) -> list[PartResult]:  # fmt: skip
+def sequential_parts(
+    tables: Tables,
+    tasks: Sequence[PartTask],
+    incumbent: float,
+    *,
+    solve: SolvePart = solve_part_below,
+    progress: Reporter | None = None,
+) -> list[PartResult]:
     """Every part in this process, in order, each searched below the best value so far. A part
     that raises is recorded as failed (``PartResult.failed``), the others go on. ``progress``
     hears from a search of ONE part only (its bound is the whole's only then)."""
@@ -172,9 +217,16 @@ class SplitPlan:
     extra: dict = field(default_factory=dict)
 
 
-def plan_split(problem: Problem, *, parts: int = 1, search_seconds: float = 1.0, seed: int = 0,
-               lagrange_iterations: int = 300, deadline: float = math.inf,
-               max_nodes: int = 50_000_000) -> SplitPlan:  # fmt: skip
+def plan_split(
+    problem: Problem,
+    *,
+    parts: int = 1,
+    search_seconds: float = 1.0,
+    seed: int = 0,
+    lagrange_iterations: int = 300,
+    deadline: float = math.inf,
+    max_nodes: int = 50_000_000,
+) -> SplitPlan:
     """Steps 1 and 2 of the module docstring (``deadline``: ``time.time()`` seconds, for every
     part). Raises ``SearchStopped`` when the frontier alone passes ``MAX_FRONTIER`` nodes."""
     start = time.perf_counter()
@@ -187,46 +239,99 @@ def plan_split(problem: Problem, *, parts: int = 1, search_seconds: float = 1.0,
     tables = build_tables(problem, tight, prune)
     at_least = 1 if parts == 1 else NODES_PER_PART * parts
     nodes = frontier(tables, upper, at_least=at_least, max_nodes=MAX_FRONTIER)
-    tasks = tuple(PartTask(i, nodes.states[group], deadline, max_nodes)
-                  for i, group in enumerate(deal(nodes, parts)))  # fmt: skip
-    return SplitPlan(problem, np.asarray(w_inc, dtype=float), float(upper), tables, tasks,
-                     float(lower), time.perf_counter() - start,
-                     {"parts_asked": parts, "frontier_level": nodes.level,
-                      "frontier_nodes": len(nodes)})  # fmt: skip
+    tasks = tuple(
+        PartTask(i, nodes.states[group], deadline, max_nodes)
+        for i, group in enumerate(deal(nodes, parts))
+    )
+    return SplitPlan(
+        problem,
+        np.asarray(w_inc, dtype=float),
+        float(upper),
+        tables,
+        tasks,
+        float(lower),
+        time.perf_counter() - start,
+        {"parts_asked": parts, "frontier_level": nodes.level, "frontier_nodes": len(nodes)},
+    )
 
 
-def combine(plan: SplitPlan, results: Sequence[PartResult], *, seconds: float,
-            backend: str = BACKEND) -> Solution:  # fmt: skip
+def combine(
+    plan: SplitPlan, results: Sequence[PartResult], *, seconds: float, backend: str = BACKEND
+) -> Solution:
     """The whole answer from the parts' (module docstring, step 4)."""
     results = sorted(results, key=lambda r: r.index)
     if [r.index for r in results] != list(range(len(plan.tasks))):
-        raise ValueError(f"need one result per part (0..{len(plan.tasks) - 1}), found "
-                         f"{[r.index for r in results]}")  # fmt: skip
+        raise ValueError(
+            f"need one result per part (0..{len(plan.tasks) - 1}), found "
+            f"{[r.index for r in results]}"
+        )
     w, value = plan.w_incumbent, plan.incumbent
     for r in results:
         if r.w is not None and r.value < value:
             w, value = r.w, r.value
     bound = min([plan.incumbent] + [r.bound for r in results])
     unfinished = [r for r in results if not r.finished]
-    extra = {**plan.extra, "incumbent": plan.incumbent, "lagrange_bound": plan.lagrange_bound,
-             "parts": len(results), "parts_unfinished": len(unfinished),
-             "nodes": sum(r.nodes for r in results), "leaves": sum(r.leaves for r in results),
-             "part_seconds": sum(r.seconds for r in results)}  # fmt: skip
+    extra = {
+        **plan.extra,
+        "incumbent": plan.incumbent,
+        "lagrange_bound": plan.lagrange_bound,
+        "parts": len(results),
+        "parts_unfinished": len(unfinished),
+        "nodes": sum(r.nodes for r in results),
+        "leaves": sum(r.leaves for r in results),
+        "part_seconds": sum(r.seconds for r in results),
+    }
     threads = max([r.threads for r in results], default=1)
     if not results:  # no node below the incumbent: impossible unless rounding failed
-        return certify(plan.problem, w, status=Status.ERROR, bound=plan.lagrange_bound,
-                       seconds=seconds, backend=backend, message="no parts", extra=extra)
+        return certify(
+            plan.problem,
+            w,
+            status=Status.ERROR,
+            bound=plan.lagrange_bound,
+            seconds=seconds,
+            backend=backend,
+            message="no parts",
+            extra=extra,
+        )
     if unfinished:
-        status = (Status.ERROR if any(r.status is Status.ERROR for r in unfinished)
-                  else Status.TIME_LIMIT)  # fmt: skip
+        status = (
+            Status.ERROR if any(r.status is Status.ERROR for r in unfinished) else Status.TIME_LIMIT
+        )
         # a stopped part proved its own bound, a failed one -inf; both lower bounds hold
         bound = min(max(bound, plan.lagrange_bound), value)
         message = f"{len(unfinished)} of {len(results)} parts unfinished: {unfinished[0].message}"
-        return certify(plan.problem, w, status=status, bound=bound, seconds=seconds,
-                       backend=backend, threads=threads, message=message, extra=extra)
-    return certify(plan.problem, w, status=Status.OPTIMAL, bound=bound, seconds=seconds,
-                   backend=backend, threads=threads, solver_objective=value, extra=extra)
+        return certify(
+            plan.problem,
+            w,
+            status=status,
+            bound=bound,
+            seconds=seconds,
+            backend=backend,
+            threads=threads,
+            message=message,
+            extra=extra,
+        )
+    return certify(
+        plan.problem,
+        w,
+        status=Status.OPTIMAL,
+        bound=bound,
+        seconds=seconds,
+        backend=backend,
+        threads=threads,
+        solver_objective=value,
+        extra=extra,
+    )
 
 
-__all__ = ["BACKEND", "MapParts", "PartResult", "PartTask", "SplitPlan", "combine",
-           "plan_split", "sequential_parts", "solve_part_below"]
+__all__ = [
+    "BACKEND",
+    "MapParts",
+    "PartResult",
+    "PartTask",
+    "SplitPlan",
+    "combine",
+    "plan_split",
+    "sequential_parts",
+    "solve_part_below",
+]

@@ -57,18 +57,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.base import (
-    DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, IntegerGrid, Problem, Solution, Status,
-    certify,
-)  # fmt: skip
 from oracles.auto import AutoOracle
-from oracles.split import MapParts
-from oracles.window import WindowOracle
-from oracles.highs import threads_for
+from oracles.base import (
+    DEFAULT_THREADS,
+    DEFAULT_TIME_LIMIT,
+    OBJECTIVE_TOL,
+    IntegerGrid,
+    Problem,
+    Solution,
+    Status,
+    certify,
+)
 from oracles.checks import check_solver_options
+from oracles.highs import threads_for
 from oracles.progress import reporter
+from oracles.split import MapParts
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_shape import ShapeMismatch, cell_bounds, decompose, separable_bounds
+from oracles.window import WindowOracle
 
 #: Table entries the bounding pass computes per second on one core, set low: measured 19
 #: million on this project's 2-core machine shared with other jobs (Adult, d = 25).
@@ -115,9 +121,11 @@ class StructuredOracle:
                 raise TypeError(f"max_combos must be an integer or None, found {self.max_combos!r}")
             if self.max_combos < 1:
                 raise ValueError(f"max_combos must be >= 1, found {self.max_combos!r}")
-        if self.max_work is not None and not (isinstance(self.max_work, (int, float))
-                                              and not isinstance(self.max_work, bool)
-                                              and self.max_work > 0):  # fmt: skip
+        if self.max_work is not None and not (
+            isinstance(self.max_work, (int, float))
+            and not isinstance(self.max_work, bool)
+            and self.max_work > 0
+        ):
             raise ValueError(f"max_work must be > 0 or None, found {self.max_work!r}")
         # AutoOracle validates the names (and quotes them) and makes a list a tuple
         object.__setattr__(self, "reference", AutoOracle(prefer=self.reference).prefer)
@@ -143,34 +151,52 @@ class StructuredOracle:
         """The window oracle's branch and bound (``oracles.window``, which falls back to the
         reference itself) with the time left; ``fallback`` says why."""
         left = self.time_limit - (time.perf_counter() - start)
-        oracle = WindowOracle(time_limit=max(left, 1e-3), threads=self.threads,
-                              parts=self.parts, map_parts=self.map_parts,
-                              reference=self.reference)  # fmt: skip
+        oracle = WindowOracle(
+            time_limit=max(left, 1e-3),
+            threads=self.threads,
+            parts=self.parts,
+            map_parts=self.map_parts,
+            reference=self.reference,
+        )
         solution = oracle.solve(problem)
         c = solution.certificate
         chain = f"window -> {c.fallback}" if c.fallback else "window"
         return certify(
-            problem, solution.w, status=c.status, bound=c.bound,
-            seconds=time.perf_counter() - start, backend=c.backend, threads=c.threads,
-            solver_objective=c.solver_objective, fallback=f"{self.name}: {reason} -> {chain}",
-            message=c.message, extra=c.extra,
-        )  # fmt: skip
+            problem,
+            solution.w,
+            status=c.status,
+            bound=c.bound,
+            seconds=time.perf_counter() - start,
+            backend=c.backend,
+            threads=c.threads,
+            solver_objective=c.solver_objective,
+            fallback=f"{self.name}: {reason} -> {chain}",
+            message=c.message,
+            extra=c.extra,
+        )
 
     def fallback(self, problem: Problem, reason: str, start: float) -> Solution:
         """The reference formulation on ``AutoOracle(prefer=reference)`` with the time left;
         ``fallback`` is this oracle's reason, then the backend chain (module docstring)."""
         left = self.time_limit - (time.perf_counter() - start)
-        reference = AutoOracle(time_limit=max(left, 1e-3), threads=self.threads,
-                               prefer=self.reference)  # fmt: skip
+        reference = AutoOracle(
+            time_limit=max(left, 1e-3), threads=self.threads, prefer=self.reference
+        )
         solution = reference.solve(problem)
         c = solution.certificate
         return certify(
-            problem, solution.w, status=c.status, bound=c.bound,
-            seconds=time.perf_counter() - start, backend=c.backend, threads=c.threads,
+            problem,
+            solution.w,
+            status=c.status,
+            bound=c.bound,
+            seconds=time.perf_counter() - start,
+            backend=c.backend,
+            threads=c.threads,
             solver_objective=c.solver_objective,
             fallback=f"{self.name}: {reason} -> {c.fallback or c.backend}",
-            message=c.message, extra=c.extra,
-        )  # fmt: skip
+            message=c.message,
+            extra=c.extra,
+        )
 
 
 def has_noise(problem: Problem) -> bool:
@@ -196,8 +222,15 @@ class _Search:
         self.best_w, self.best_value = zero, float(problem.objective(zero))
         self.best_model: float | None = None  # the tables' value of best_w, when it has one
         self.progress = reporter(problem.label, oracle.name)  # oracles.progress
-        self.stats = {"subproblems": 0, "cutoff": 0, "solved": 0, "max_sub_seconds": 0.0,
-                      "sub_seconds": 0.0, "max_breakpoints": 0, "tabled": 0}  # fmt: skip
+        self.stats = {
+            "subproblems": 0,
+            "cutoff": 0,
+            "solved": 0,
+            "max_sub_seconds": 0.0,
+            "sub_seconds": 0.0,
+            "max_breakpoints": 0,
+            "tabled": 0,
+        }
 
     def offer(self, w: np.ndarray, model_value: float | None) -> None:
         value = float(self.problem.objective(w))
@@ -257,14 +290,19 @@ class _Search:
             self.stats["max_sub_seconds"] = max(self.stats["max_sub_seconds"], res.seconds)
             if res.outcome == "error":
                 return self.oracle.fallback(
-                    self.problem, f"HiGHS failed on the subproblem of k_P={kP.tolist()} "
-                    f"({res.status_name})", self.start)  # fmt: skip
+                    self.problem,
+                    f"HiGHS failed on the subproblem of k_P={kP.tolist()} ({res.status_name})",
+                    self.start,
+                )
             if res.kC is not None and res.outcome in ("solved", "time_limit"):
                 model = table_value(shape, kP, res.kC, f_v)
                 if res.value is not None and abs(model - res.value) > 1e-6 * max(1, abs(model)):
                     return self.oracle.fallback(
-                        self.problem, f"subproblem of k_P={kP.tolist()}: HiGHS objective "
-                        f"{res.value!r} != table value {model!r}", self.start)  # fmt: skip
+                        self.problem,
+                        f"subproblem of k_P={kP.tolist()}: HiGHS objective "
+                        f"{res.value!r} != table value {model!r}",
+                        self.start,
+                    )
                 w = shape.weights(kP, res.kC)
                 self.offer(w, model if not borderline[i] else None)
                 if borderline[i] and float(self.problem.objective(w)) > model + OBJECTIVE_TOL:
@@ -279,17 +317,27 @@ class _Search:
         if status is Status.OPTIMAL and self.best_value - bound > OBJECTIVE_TOL:
             if open_borderline:
                 return self.oracle.fallback(
-                    self.problem, "scores at the margin left a gap", self.start)
+                    self.problem, "scores at the margin left a gap", self.start
+                )
             status = Status.ERROR  # pragma: no cover - every combination was closed
             notes.append(f"closed every combination but bound {bound!r} < {self.best_value!r}")
-        extra = {**shape.describe(), **self.stats,
-                 "combinations_pruned_by_bound": int(nv - closed.sum())}
+        extra = {
+            **shape.describe(),
+            **self.stats,
+            "combinations_pruned_by_bound": int(nv - closed.sum()),
+        }
         return certify(
-            self.problem, self.best_w, status=status, bound=bound,
-            seconds=time.perf_counter() - self.start, backend=self.oracle.name,
-            threads=threads, solver_objective=self.best_model,
-            message=" | ".join([*notes, thread_note] if thread_note else notes), extra=extra,
-        )  # fmt: skip
+            self.problem,
+            self.best_w,
+            status=status,
+            bound=bound,
+            seconds=time.perf_counter() - self.start,
+            backend=self.oracle.name,
+            threads=threads,
+            solver_objective=self.best_model,
+            message=" | ".join([*notes, thread_note] if thread_note else notes),
+            extra=extra,
+        )
 
 
 __all__ = ["BOUNDING_SHARE", "StructuredOracle", "WORK_ENTRIES_PER_SECOND"]

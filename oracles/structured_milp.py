@@ -41,9 +41,15 @@ from oracles.structured_shape import Shape
 STEP_REL_TOL = 1e-12
 
 _LIMIT_STATUSES = frozenset(
-    {"kTimeLimit", "kIterationLimit", "kSolutionLimit", "kInterrupt", "kHighsInterrupt",
-     "kMemoryLimit"}
-)  # fmt: skip
+    {
+        "kTimeLimit",
+        "kIterationLimit",
+        "kSolutionLimit",
+        "kInterrupt",
+        "kHighsInterrupt",
+        "kMemoryLimit",
+    }
+)
 _CUTOFF_STATUSES = frozenset({"kInfeasible", "kObjectiveBound"})
 
 
@@ -115,8 +121,9 @@ def build_subproblem(shape: Shape, kP: np.ndarray, f_v: np.ndarray) -> SubMilp:
         n_rows += len(lower[-1])
 
     # one-hot rows
-    add_rows(np.repeat(np.arange(nC), nk), np.arange(nC * nk), np.ones(nC * nk),
-             np.ones(nC), np.ones(nC))  # fmt: skip
+    add_rows(
+        np.repeat(np.arange(nC), nk), np.arange(nC * nk), np.ones(nC * nk), np.ones(nC), np.ones(nC)
+    )
 
     # the norm (exact table) or its bound
     sq_cols = np.arange(nC * nk)
@@ -127,8 +134,13 @@ def build_subproblem(shape: Shape, kP: np.ndarray, f_v: np.ndarray) -> SubMilp:
         cost.append(shape.norm[qP + m])
         n_cols += len(m)
         add_rows(np.zeros(len(m), dtype=np.int64), t_cols, np.ones(len(m)), 1.0, 1.0)
-        add_rows(np.zeros(len(sq_cols) + len(m), dtype=np.int64), np.r_[sq_cols, t_cols],
-                 np.r_[sq_vals, -m.astype(float)], 0.0, 0.0)  # fmt: skip
+        add_rows(
+            np.zeros(len(sq_cols) + len(m), dtype=np.int64),
+            np.r_[sq_cols, t_cols],
+            np.r_[sq_vals, -m.astype(float)],
+            0.0,
+            0.0,
+        )
     else:
         offset += float(shape.norm[qP])
         if Q < nC * r * r:
@@ -167,8 +179,13 @@ def build_subproblem(shape: Shape, kP: np.ndarray, f_v: np.ndarray) -> SubMilp:
             y_coef = np.where(dlt > 0, -(Rb - beta + 1), -(beta + Rb)).astype(float)
             lo = np.where(dlt > 0, -np.inf, -Rb.astype(float))
             hi = np.where(dlt > 0, (beta - 1).astype(float), np.inf)
-            add_rows(np.r_[row_of_entry, np.arange(n_breakpoints)],
-                     np.r_[entry_cols[take], y_cols], np.r_[entry_vals[take], y_coef], lo, hi)
+            add_rows(
+                np.r_[row_of_entry, np.arange(n_breakpoints)],
+                np.r_[entry_cols[take], y_cols],
+                np.r_[entry_vals[take], y_coef],
+                lo,
+                hi,
+            )
 
     matrix = scipy.sparse.csr_array(
         (np.concatenate(rows_v), (np.concatenate(rows_i), np.concatenate(rows_j))),
@@ -176,10 +193,16 @@ def build_subproblem(shape: Shape, kP: np.ndarray, f_v: np.ndarray) -> SubMilp:
     )
     matrix.sum_duplicates()
     return SubMilp(
-        kP=np.asarray(kP), cost=np.concatenate(cost).astype(float), offset=float(offset),
-        matrix=matrix, row_lower=np.concatenate(lower), row_upper=np.concatenate(upper),
-        values=values, n_binary_cols=nC, n_breakpoints=n_breakpoints,
-    )  # fmt: skip
+        kP=np.asarray(kP),
+        cost=np.concatenate(cost).astype(float),
+        offset=float(offset),
+        matrix=matrix,
+        row_lower=np.concatenate(lower),
+        row_upper=np.concatenate(upper),
+        values=values,
+        n_binary_cols=nC,
+        n_breakpoints=n_breakpoints,
+    )
 
 
 @dataclass(frozen=True)
@@ -260,8 +283,7 @@ def solve_subproblem(
         bound = bound if math.isfinite(bound) else -math.inf
         if cutoff is not None:
             bound = min(bound, float(cutoff))
-        return SubResult("time_limit", bound, kC if below else None, value, seconds, status,
-                         nodes)  # fmt: skip
+        return SubResult("time_limit", bound, kC if below else None, value, seconds, status, nodes)
     return SubResult("error", -math.inf, None, None, seconds, status, nodes)
 
 

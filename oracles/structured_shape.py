@@ -47,7 +47,7 @@ from fractions import Fraction
 import numpy as np
 
 from oracles.base import IntegerGrid, Problem
-from oracles.mip import norm_cap, attainable_square_sums
+from oracles.mip import attainable_square_sums, norm_cap
 from oracles.objective import exact_positive
 
 #: Relative width of the band around mu inside which a score counts as borderline.
@@ -179,8 +179,7 @@ class Shape:
         neg = np.broadcast_to(self.neg[:, None], k_pos.shape)
         if borderline.any():
             low = np.minimum(pos, neg)
-            index = np.concatenate([(base + k_neg + off + 1).ravel(),
-                                    (base + k_pos + off).ravel()])  # fmt: skip
+            index = np.concatenate([(base + k_neg + off + 1).ravel(), (base + k_pos + off).ravel()])
             weight = np.concatenate([(low - pos).ravel(), (neg - low).ravel()])
         else:  # k_pos = k_neg + 1 everywhere: one step per row
             index, weight = (base + k_pos + off).ravel(), (neg - pos).ravel()
@@ -205,8 +204,9 @@ class Shape:
             return k_pos, k_pos - 1
         V = step * kP_block.astype(float)
         r = self.cont_x @ V.T if len(self.cont_cols) else np.zeros((m, len(kP_block)))
-        tol = BORDER_REL_TOL * max(1.0, abs(mu), float(np.abs(r).max(initial=0.0))
-                                   + step * self.score_offset)  # fmt: skip
+        tol = BORDER_REL_TOL * max(
+            1.0, abs(mu), float(np.abs(r).max(initial=0.0)) + step * self.score_offset
+        )
         k_pos = np.ceil((mu + tol - r) / step).astype(np.int64)
         k_neg = np.floor((mu - tol - r) / step).astype(np.int64)
         return k_pos, k_neg
@@ -221,8 +221,9 @@ def bounding_work(n_combos: int, n_rows: int, n_cells: int, max_cell_size: int, 
     return float(n_combos) * (n_rows + n_cells * n_scores + COMBO_OVERHEAD_ENTRIES)
 
 
-def decompose(problem: Problem, *, max_combos: int | None = None,
-              max_work: float | None = None) -> Shape:
+def decompose(
+    problem: Problem, *, max_combos: int | None = None, max_work: float | None = None
+) -> Shape:
     """The Shape of ``problem`` (module docstring), or ShapeMismatch saying why it does not fit.
 
     It does not fit when the continuous weights have more combinations than ``max_combos``
@@ -282,13 +283,25 @@ def decompose(problem: Problem, *, max_combos: int | None = None,
     norm = np.where(reach, norm, np.inf)
 
     return Shape(
-        problem=problem, step=float(step), bound=int(B), cap=int(cap), ks=ks, const=const,
-        unary=unary, binary_cols=binary_cols, cont_cols=cont_cols,
-        cells=cells, cell_of=cell_of, cont_x=Xr[:, cont_cols],
-        pos=pos[rest].astype(float), neg=neg[rest].astype(float), norm=norm, combos=combos,
+        problem=problem,
+        step=float(step),
+        bound=int(B),
+        cap=int(cap),
+        ks=ks,
+        const=const,
+        unary=unary,
+        binary_cols=binary_cols,
+        cont_cols=cont_cols,
+        cells=cells,
+        cell_of=cell_of,
+        cont_x=Xr[:, cont_cols],
+        pos=pos[rest].astype(float),
+        neg=neg[rest].astype(float),
+        norm=norm,
+        combos=combos,
         groups=onehot_groups(Xr[:, binary_cols], binary_cols),
         dyadic=dyadic_scale(Xr, cont_cols, step, B),
-    )  # fmt: skip
+    )
 
 
 def dyadic_scale(X: np.ndarray, cont_cols: np.ndarray, step: float, B: int):
@@ -337,8 +350,7 @@ def _combos(p: int, B: int, cap: int) -> np.ndarray:
     for _ in range(p):  # each row extended by every k, in order: lexicographic
         ext_norms = (norms[:, None] + ks[None, :] ** 2).ravel()
         keep = ext_norms <= cap
-        rows = np.hstack([np.repeat(rows, len(ks), axis=0),
-                          np.tile(ks, len(norms))[:, None]])[keep]  # fmt: skip
+        rows = np.hstack([np.repeat(rows, len(ks), axis=0), np.tile(ks, len(norms))[:, None]])[keep]
         norms = ext_norms[keep]
     return rows.reshape(len(rows), p)
 

@@ -32,11 +32,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.base import (
-    DEFAULT_THREADS, DEFAULT_TIME_LIMIT, OBJECTIVE_TOL, IntegerGrid, OracleError, Problem,
-    Solution, Status, certify,
-)  # fmt: skip
 from oracles.auto import AutoOracle
+from oracles.base import (
+    DEFAULT_THREADS,
+    DEFAULT_TIME_LIMIT,
+    OBJECTIVE_TOL,
+    IntegerGrid,
+    OracleError,
+    Problem,
+    Solution,
+    Status,
+    certify,
+)
 from oracles.branch import SearchStopped
 from oracles.checks import check_solver_options
 from oracles.progress import reporter
@@ -100,13 +107,19 @@ class WindowOracle:
             raise OracleError(f"the window oracle needs an IntegerGrid, found {problem.domain!r}")
         deadline = time.time() + self.search_share * self.time_limit
         try:
-            plan = plan_split(problem, parts=self.parts, seed=self.seed, deadline=deadline,
-                              search_seconds=min(self.search_seconds, 0.1 * self.time_limit),
-                              lagrange_iterations=self.lagrange_iterations,
-                              max_nodes=self.max_nodes)  # fmt: skip
+            plan = plan_split(
+                problem,
+                parts=self.parts,
+                seed=self.seed,
+                deadline=deadline,
+                search_seconds=min(self.search_seconds, 0.1 * self.time_limit),
+                lagrange_iterations=self.lagrange_iterations,
+                max_nodes=self.max_nodes,
+            )
         except SearchStopped as err:  # the frontier alone: no part was searched
-            return self._fallback(problem, None, math.inf, -math.inf, start,
-                                  {"stopped": f"frontier: {err}"})  # fmt: skip
+            return self._fallback(
+                problem, None, math.inf, -math.inf, start, {"stopped": f"frontier: {err}"}
+            )
         if self.map_parts is None:
             progress = reporter(problem.label, self.name)  # oracles.progress
             results = sequential_parts(plan.tables, plan.tasks, plan.incumbent, progress=progress)
@@ -125,23 +138,40 @@ class WindowOracle:
             best = float(problem.objective(w_best))
         left = self.time_limit - (time.perf_counter() - start)
         if self.fallback is None or left <= 1.0:
-            return certify(problem, w_best, status=Status.TIME_LIMIT, bound=lower,
-                           seconds=time.perf_counter() - start, backend=self.name,
-                           message=f"search stopped ({extra['stopped']}), no fallback",
-                           extra=extra)  # fmt: skip
+            return certify(
+                problem,
+                w_best,
+                status=Status.TIME_LIMIT,
+                bound=lower,
+                seconds=time.perf_counter() - start,
+                backend=self.name,
+                message=f"search stopped ({extra['stopped']}), no fallback",
+                extra=extra,
+            )
         backend = AutoOracle(time_limit=left, threads=self.threads, prefer=self.reference)
         solution = backend.solve(problem)
         cert = solution.certificate
-        extra = {**extra, "fallback_status": cert.status.value, "fallback_bound": cert.bound,
-                 "fallback_objective": cert.objective}  # fmt: skip
+        extra = {
+            **extra,
+            "fallback_status": cert.status.value,
+            "fallback_bound": cert.bound,
+            "fallback_objective": cert.objective,
+        }
         trusted = cert.status in (Status.OPTIMAL, Status.TIME_LIMIT)
         bound = max(lower, cert.bound) if trusted else lower
         w, value = (solution.w, cert.objective) if cert.objective < best else (w_best, best)
         status = Status.OPTIMAL if value - bound <= OBJECTIVE_TOL else Status.TIME_LIMIT
-        return certify(problem, w, status=status, bound=min(bound, value),
-                       seconds=time.perf_counter() - start, backend=self.name,
-                       fallback=f"search stopped; reference on {backend.name}",
-                       message=cert.message, extra=extra)  # fmt: skip
+        return certify(
+            problem,
+            w,
+            status=status,
+            bound=min(bound, value),
+            seconds=time.perf_counter() - start,
+            backend=self.name,
+            fallback=f"search stopped; reference on {backend.name}",
+            message=cert.message,
+            extra=extra,
+        )
 
 
 __all__ = ["FALLBACKS", "WindowOracle"]

@@ -50,8 +50,9 @@ def settings_schema(entry: Entry) -> type:
         return existing
     fields = [("name", str, field(default=entry.name))]
     fields += [(n, _schema_type(t), field(default=d)) for n, t, d in entry.setting_fields()]
-    cls = dataclasses.make_dataclass(cls_name, fields, bases=(MechanismConfig,),
-                                     namespace={"__doc__": entry.doc})  # fmt: skip
+    cls = dataclasses.make_dataclass(
+        cls_name, fields, bases=(MechanismConfig,), namespace={"__doc__": entry.doc}
+    )
     cls.__module__ = __name__
     setattr(sys.modules[__name__], cls_name, cls)
     return cls

@@ -22,6 +22,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
+from mechanisms.audit import AUDITS
 from mechanisms.catalog import CATALOG
 from mechanisms.privacy import check_epsilon_delta
 from oracles import registry
@@ -29,7 +30,6 @@ from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from oracles.checks import InvalidValue
 from oracles.checks import require as _require
 from oracles.objective import DEFAULT_MARGIN
-from mechanisms.audit import AUDITS
 from pipeline.catalog import SCHEMAS, MechanismConfig, settings_schema
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 
@@ -62,15 +62,21 @@ class OracleConfig:
     parts: int = 1
 
     def check(self) -> None:
-        _require(self.name in ORACLE_NAMES, "name", "must be " + ", ".join(ORACLE_NAMES),
-                 self.name)  # fmt: skip
-        _require(math.isfinite(self.time_limit) and self.time_limit > 0, "time_limit",
-                 "must be finite and > 0", self.time_limit)  # fmt: skip
+        _require(self.name in ORACLE_NAMES, "name", "must be " + ", ".join(ORACLE_NAMES), self.name)
+        _require(
+            math.isfinite(self.time_limit) and self.time_limit > 0,
+            "time_limit",
+            "must be finite and > 0",
+            self.time_limit,
+        )
         _require(self.threads >= 1, "threads", "must be >= 1", self.threads)
         _require(self.parts >= 1, "parts", "must be >= 1", self.parts)
-        _require(self.parts == 1 or self.name in SPLIT_ORACLES, "parts",
-                 "must be 1 unless oracle.name is " + " or ".join(SPLIT_ORACLES),
-                 self.parts)  # fmt: skip
+        _require(
+            self.parts == 1 or self.name in SPLIT_ORACLES,
+            "parts",
+            "must be 1 unless oracle.name is " + " or ".join(SPLIT_ORACLES),
+            self.parts,
+        )
 
 
 # --- sweep, tracking, cluster ------------------------------------------------------------------
@@ -104,33 +110,50 @@ class SweepConfig:
 
     def check(self) -> None:
         for name in self.mechanisms:
-            _require(name in CATALOG, "mechanisms",
-                     f"unknown mechanism {name!r}; known: {sorted(CATALOG)}",
-                     list(self.mechanisms))  # fmt: skip
-        _require(len(self.epsilons) > 0, "epsilons", "must list at least one epsilon",
-                 self.epsilons)  # fmt: skip
+            _require(
+                name in CATALOG,
+                "mechanisms",
+                f"unknown mechanism {name!r}; known: {sorted(CATALOG)}",
+                list(self.mechanisms),
+            )
+        _require(
+            len(self.epsilons) > 0, "epsilons", "must list at least one epsilon", self.epsilons
+        )
         for eps in self.epsilons:  # the mechanisms' own check of a target (oracles.checks)
-            _require(_is_target(eps), "epsilons", "every epsilon must be > 0",
-                     list(self.epsilons))  # fmt: skip
+            _require(_is_target(eps), "epsilons", "every epsilon must be > 0", list(self.epsilons))
         # a run's key and noise seed derive from epsilon (to 1e-9): a repeat would run twice or
         # share a key with its neighbour, and one of the two would overwrite the other
         seen: dict[int, float] = {}
         for eps in self.epsilons:
             nano = round(eps * 1e9)
-            _require(nano not in seen, "epsilons",
-                     f"lists {eps!r} twice" if seen.get(nano) == eps else
-                     f"{seen.get(nano)!r} and {eps!r} are closer than 1e-9 (they would share a "
-                     "run's noise seed)", list(self.epsilons))  # fmt: skip
+            _require(
+                nano not in seen,
+                "epsilons",
+                f"lists {eps!r} twice"
+                if seen.get(nano) == eps
+                else f"{seen.get(nano)!r} and {eps!r} are closer than 1e-9 (they would share a "
+                "run's noise seed)",
+                list(self.epsilons),
+            )
             seen[nano] = eps
         repeated = sorted({m for m in self.mechanisms if list(self.mechanisms).count(m) > 1})
-        _require(not repeated, "mechanisms", f"lists {', '.join(repeated)} more than once",
-                 list(self.mechanisms))  # fmt: skip
+        _require(
+            not repeated,
+            "mechanisms",
+            f"lists {', '.join(repeated)} more than once",
+            list(self.mechanisms),
+        )
         _require(self.seeds >= 1, "seeds", "must be >= 1", self.seeds)
-        _require(self.max_oracle_calls >= 1, "max_oracle_calls", "must be >= 1",
-                 self.max_oracle_calls)  # fmt: skip
+        _require(
+            self.max_oracle_calls >= 1, "max_oracle_calls", "must be >= 1", self.max_oracle_calls
+        )
         if self.privacy_delta is not None:
-            _require(0 < self.privacy_delta < 1, "privacy_delta", "must be in (0, 1) or null",
-                     self.privacy_delta)  # fmt: skip
+            _require(
+                0 < self.privacy_delta < 1,
+                "privacy_delta",
+                "must be in (0, 1) or null",
+                self.privacy_delta,
+            )
 
 
 @dataclass
@@ -152,8 +175,12 @@ class ClusterConfig:
     cpus_per_task: int = 1
 
     def check(self) -> None:
-        _require(self.num_cpus is None or self.num_cpus >= 1, "num_cpus",
-                 "must be >= 1 or null", self.num_cpus)  # fmt: skip
+        _require(
+            self.num_cpus is None or self.num_cpus >= 1,
+            "num_cpus",
+            "must be >= 1 or null",
+            self.num_cpus,
+        )
         _require(self.cpus_per_task >= 1, "cpus_per_task", "must be >= 1", self.cpus_per_task)
 
 
@@ -171,10 +198,18 @@ class AuditConfig:
     include_mutants: bool = False
 
     def check(self) -> None:
-        _require(self.mechanism in AUDITS, "mechanism", f"must be one of {sorted(AUDITS)}",
-                 self.mechanism)  # fmt: skip
-        _require(self.samples is None or self.samples >= 4, "samples", "must be >= 4 or null",
-                 self.samples)  # fmt: skip
+        _require(
+            self.mechanism in AUDITS,
+            "mechanism",
+            f"must be one of {sorted(AUDITS)}",
+            self.mechanism,
+        )
+        _require(
+            self.samples is None or self.samples >= 4,
+            "samples",
+            "must be >= 4 or null",
+            self.samples,
+        )
         _require(0 < self.confidence < 1, "confidence", "must be in (0, 1)", self.confidence)
 
 
@@ -186,7 +221,8 @@ class Config:
     dataset: DatasetConfig = MISSING
     #: Settings of every mechanism, by name; a sweep picks which ones run.
     mechanisms: dict[str, MechanismConfig] = field(
-        default_factory=lambda: {name: schema() for name, schema in SCHEMAS.items()})
+        default_factory=lambda: {name: schema() for name, schema in SCHEMAS.items()}
+    )
     oracle: OracleConfig = field(default_factory=OracleConfig)
     sweep: Optional[SweepConfig] = None
     audit: Optional[AuditConfig] = None
@@ -199,21 +235,31 @@ class Config:
     output_dir: Optional[str] = None
 
     def check(self) -> None:
-        _require(math.isfinite(self.margin) and self.margin > 0, "margin", "must be > 0",
-                 self.margin)  # fmt: skip
+        _require(
+            math.isfinite(self.margin) and self.margin > 0, "margin", "must be > 0", self.margin
+        )
         for key, settings in self.mechanisms.items():
-            _require(key in CATALOG, f"mechanisms.{key}", f"not in the catalog ({', '.join(CATALOG)})",
-                     dataclasses.asdict(settings))  # fmt: skip
-            _require(settings.name == key, f"mechanisms.{key}.name",
-                     f"must be {key!r}, the catalog entry whose settings these are", settings.name)
+            _require(
+                key in CATALOG,
+                f"mechanisms.{key}",
+                f"not in the catalog ({', '.join(CATALOG)})",
+                dataclasses.asdict(settings),
+            )
+            _require(
+                settings.name == key,
+                f"mechanisms.{key}.name",
+                f"must be {key!r}, the catalog entry whose settings these are",
+                settings.name,
+            )
             try:  # the mechanism's own checks of its parameters (pipeline.catalog)
                 CATALOG[key].check(settings, self.margin)
             except (TypeError, ValueError) as e:
                 raise ConfigError(f"mechanisms.{key}: {e}") from None
         if self.sweep is not None:
             missing = [m for m in self.sweep.mechanisms if m not in self.mechanisms]
-            _require(not missing, "sweep.mechanisms", "no settings under mechanisms.<name> for",
-                     missing)  # fmt: skip
+            _require(
+                not missing, "sweep.mechanisms", "no settings under mechanisms.<name> for", missing
+            )
 
 
 #: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
@@ -265,6 +311,7 @@ def register() -> None:
     cs.store(group="schema/tracking", name="tracking", node=TrackingConfig, package="tracking")
     cs.store(group="schema/cluster", name="cluster", node=ClusterConfig, package="cluster")
 
+
 def _check_tree(obj: Any, prefix: str) -> None:
     for f in fields(obj):
         child = getattr(obj, f.name)
@@ -299,8 +346,9 @@ def _check_known_keys(node: DictConfig, prefix: str) -> None:
             close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
             where = prefix[:-1] or "the root config"
-            raise ConfigError(f"{prefix}{key}: unknown key{hint}; the keys of {where} are "
-                              f"{', '.join(known)}")  # fmt: skip
+            raise ConfigError(
+                f"{prefix}{key}: unknown key{hint}; the keys of {where} are {', '.join(known)}"
+            )
         child = node._get_node(key)
         if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing():
             _check_known_keys(child, f"{prefix}{key}.")

@@ -49,9 +49,14 @@ class DriverLease:
             os.close(fd)
             raise SweepBusyError(
                 f"another driver is running in {self.path.parent} ({holder}); wait for it to "
-                f"finish (rerunning then resumes), or use another hydra.run.dir") from None
-        holder = {"host": socket.gethostname(), "pid": os.getpid(), "sweep_id": self.sweep_id,
-                  "started": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
+                f"finish (rerunning then resumes), or use another hydra.run.dir"
+            ) from None
+        holder = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "sweep_id": self.sweep_id,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        }
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder).encode(), 0)
         self._fd = fd
@@ -82,5 +87,7 @@ def _read_holder(fd: int) -> str:
         return "holder unknown"
     if not holder:
         return "holder unknown"
-    return (f"pid {holder.get('pid')} on {holder.get('host')}, sweep {holder.get('sweep_id')}, "
-            f"started {holder.get('started')}")  # fmt: skip
+    return (
+        f"pid {holder.get('pid')} on {holder.get('host')}, sweep {holder.get('sweep_id')}, "
+        f"started {holder.get('started')}"
+    )

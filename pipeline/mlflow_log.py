@@ -50,12 +50,18 @@ def _column(kind: str, name: str) -> str:
 #: What the run list shows first, in this order: the dataset and the model, the guarantee
 #: (proven epsilon, whether it holds, its calibration), the accuracies, the oracle certificate.
 RUN_LIST_COLUMNS = (
-    "duration", _column("attributes", "Dataset"), _column("attributes", "Models"),
-    _column("params", "privacy_epsilon"), _column("tags", "privacy_status"),
-    _column("params", "calibration"), _column("metrics", "train_accuracy"),
-    _column("metrics", "test_accuracy"), _column("tags", "oracle_certified"),
-    _column("metrics", "oracle_max_gap"), _column("params", "requested_epsilon"),
-)  # fmt: skip
+    "duration",
+    _column("attributes", "Dataset"),
+    _column("attributes", "Models"),
+    _column("params", "privacy_epsilon"),
+    _column("tags", "privacy_status"),
+    _column("params", "calibration"),
+    _column("metrics", "train_accuracy"),
+    _column("metrics", "test_accuracy"),
+    _column("tags", "oracle_certified"),
+    _column("metrics", "oracle_max_gap"),
+    _column("params", "requested_epsilon"),
+)
 RUN_LIST_VIEW = {
     "searchFilter": f"tags.role = '{CHILD_ROLE}'",  # the children, not their parent
     # sorted by anything but the start time, the UI lists children flat, not folded under the
@@ -64,8 +70,11 @@ RUN_LIST_VIEW = {
     "orderByAsc": True,
     "selectedColumns": list(RUN_LIST_COLUMNS),
     "columnOrder": list(RUN_LIST_COLUMNS),
-    "columnWidths": {_column("attributes", "Dataset"): 240, _column("attributes", "Models"): 100,
-                     _column("params", "calibration"): 150},
+    "columnWidths": {
+        _column("attributes", "Dataset"): 240,
+        _column("attributes", "Models"): 100,
+        _column("params", "calibration"): 150,
+    },
 }
 
 
@@ -95,8 +104,7 @@ def _mlflow_dataset(name: str, data: Dataset):
 
     frame = pd.DataFrame(data.features, columns=list(data.feature_names))
     frame[LABEL] = data.labels.astype(np.int64)
-    return mlflow.data.from_pandas(frame, source=_source(data.provenance), name=name,
-                                   targets=LABEL)  # fmt: skip
+    return mlflow.data.from_pandas(frame, source=_source(data.provenance), name=name, targets=LABEL)
 
 
 def dataset_inputs(name: str, train: Dataset, test: Dataset | None) -> list:
@@ -107,9 +115,13 @@ def dataset_inputs(name: str, train: Dataset, test: Dataset | None) -> list:
     splits = {"train": train} if test is None else {"train": train, "test": test}
     with warnings.catch_warnings():  # the label column holds integers, never missing
         warnings.filterwarnings("ignore", ".*integer column", UserWarning)
-        return [DatasetInput(_mlflow_dataset(name, data)._to_mlflow_entity(),
-                             [InputTag(MLFLOW_DATASET_CONTEXT, context)])
-                for context, data in splits.items()]  # fmt: skip
+        return [
+            DatasetInput(
+                _mlflow_dataset(name, data)._to_mlflow_entity(),
+                [InputTag(MLFLOW_DATASET_CONTEXT, context)],
+            )
+            for context, data in splits.items()
+        ]
 
 
 def model_signature(feature_names: Sequence[str]):
@@ -121,8 +133,9 @@ def model_signature(feature_names: Sequence[str]):
     return ModelSignature(inputs=inputs, outputs=Schema([ColSpec("long", LABEL)]))
 
 
-def log_release_model(client, experiment_id: str, run_id: str, release: Release,
-                      feature_names: Sequence[str]) -> str:  # fmt: skip
+def log_release_model(
+    client, experiment_id: str, run_id: str, release: Release, feature_names: Sequence[str]
+) -> str:
     """Log ``release``'s classifier as the model of run ``run_id``; returns its model id."""
     import mlflow
     from mlflow.entities import LoggedModelStatus
@@ -130,26 +143,45 @@ def log_release_model(client, experiment_id: str, run_id: str, release: Release,
 
     claim = release.privacy
     model = client.create_logged_model(
-        experiment_id, name=MODEL_NAME, source_run_id=run_id, model_type="linear threshold",
-        params={"mechanism": release.mechanism, "privacy_epsilon": str(claim.epsilon),
-                "privacy_delta": str(claim.delta), "privacy_holds": str(claim.holds),
-                "margin": str(release.margin)},
-    )  # fmt: skip
-    classifier = {"feature_names": list(feature_names), "w": [float(v) for v in release.w],
-                  "margin": float(release.margin)}  # fmt: skip
-    requirements = [f"mlflow=={mlflow.__version__}", f"numpy=={np.__version__}",
-                    f"pandas=={pd.__version__}"]  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp, _working_directory(tmp), \
-            warnings.catch_warnings():  # fmt: skip
+        experiment_id,
+        name=MODEL_NAME,
+        source_run_id=run_id,
+        model_type="linear threshold",
+        params={
+            "mechanism": release.mechanism,
+            "privacy_epsilon": str(claim.epsilon),
+            "privacy_delta": str(claim.delta),
+            "privacy_holds": str(claim.holds),
+            "margin": str(release.margin),
+        },
+    )
+    classifier = {
+        "feature_names": list(feature_names),
+        "w": [float(v) for v in release.w],
+        "margin": float(release.margin),
+    }
+    requirements = [
+        f"mlflow=={mlflow.__version__}",
+        f"numpy=={np.__version__}",
+        f"pandas=={pd.__version__}",
+    ]
+    with tempfile.TemporaryDirectory() as tmp, _working_directory(tmp), warnings.catch_warnings():
         # not model_config: MLflow would copy it into the run's params
         path = Path(tmp) / "classifier.json"
         path.write_text(json.dumps(classifier))
         # no input example, on purpose: it would publish a private row
         warnings.filterwarnings("ignore", ".*input example", UserWarning)
-        Model.log(artifact_path=None, name=MODEL_NAME, flavor=mlflow.pyfunc, run_id=run_id,
-                  model_id=model.model_id, python_model=str(MODEL_CODE),
-                  artifacts={"classifier": str(path)}, signature=model_signature(feature_names),
-                  pip_requirements=requirements)  # fmt: skip
+        Model.log(
+            artifact_path=None,
+            name=MODEL_NAME,
+            flavor=mlflow.pyfunc,
+            run_id=run_id,
+            model_id=model.model_id,
+            python_model=str(MODEL_CODE),
+            artifacts={"classifier": str(path)},
+            signature=model_signature(feature_names),
+            pip_requirements=requirements,
+        )
     client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
     return model.model_id
 
@@ -181,9 +213,13 @@ def _working_directory(path: str):
 
 def release_json(release: Release, mechanism_cfg: Mapping[str, Any]) -> str:
     """release.json: what was run and everything the release rests on, in full."""
-    record = {"mechanism_config": dict(mechanism_cfg), "release": release.to_params(),
-              "metrics": release.to_metrics(), "w": release.w.tolist(),
-              "certificates": [c.to_params() for c in release.certificates]}  # fmt: skip
+    record = {
+        "mechanism_config": dict(mechanism_cfg),
+        "release": release.to_params(),
+        "metrics": release.to_metrics(),
+        "w": release.w.tolist(),
+        "certificates": [c.to_params() for c in release.certificates],
+    }
     return json.dumps(record, indent=1, default=_json_value)
 
 

@@ -59,25 +59,29 @@ def probe_tracking_store(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
         try:
             with urllib.request.urlopen(url, timeout=timeout) as response:
                 if response.status != 200:
-                    raise ServiceError(f"tracking server {uri} answered {response.status} at "
-                                       f"/health (tracking.tracking_uri)")  # fmt: skip
+                    raise ServiceError(
+                        f"tracking server {uri} answered {response.status} at "
+                        f"/health (tracking.tracking_uri)"
+                    )
         except (urllib.error.URLError, OSError, ValueError) as e:
             reason = getattr(e, "reason", e)
             raise ServiceError(
                 f"tracking server {uri} unreachable: {reason} (tracking.tracking_uri; start the "
-                f"server or fix the URI)") from None
+                f"server or fix the URI)"
+            ) from None
     elif parsed.scheme == "sqlite":
         _probe_sqlite(uri)
 
 
 def _probe_sqlite(uri: str) -> None:
-    path = Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+    path = Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:///") else None
     if path is None or str(path) in ("", ":memory:"):
         return
     where = f"tracking store {uri}"
     if not path.parent.is_dir():
-        raise ServiceError(f"{where}: directory {path.parent} does not exist "
-                           f"(tracking.tracking_uri)")  # fmt: skip
+        raise ServiceError(
+            f"{where}: directory {path.parent} does not exist (tracking.tracking_uri)"
+        )
     try:
         # sqlite writes a journal beside the database: the directory must take new files. A file
         # of another name, so that nobody takes it for the store while MLflow creates it.
@@ -92,8 +96,10 @@ def _probe_sqlite(uri: str) -> None:
                 connection.close()
     except (OSError, sqlite3.Error) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else e
-        raise ServiceError(f"{where} cannot be written: {reason} (tracking.tracking_uri, or a "
-                           f"writable hydra.run.dir)") from None
+        raise ServiceError(
+            f"{where} cannot be written: {reason} (tracking.tracking_uri, or a "
+            f"writable hydra.run.dir)"
+        ) from None
 
 
 def probe_ray_address(address: str, timeout: float = PROBE_TIMEOUT) -> None:
@@ -102,14 +108,17 @@ def probe_ray_address(address: str, timeout: float = PROBE_TIMEOUT) -> None:
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
-        raise ConfigError(f"cluster.address: must be HOST:PORT, auto or ray://HOST:PORT, "
-                          f"found {address!r}")  # fmt: skip
+        raise ConfigError(
+            f"cluster.address: must be HOST:PORT, auto or ray://HOST:PORT, found {address!r}"
+        )
     try:
         with socket.create_connection((host, int(port)), timeout=timeout):
             pass
     except OSError as e:
-        raise ServiceError(f"Ray cluster at {address} unreachable: {e.strerror or e} "
-                           f"(cluster.address; is the head node up?)") from None
+        raise ServiceError(
+            f"Ray cluster at {address} unreachable: {e.strerror or e} "
+            f"(cluster.address; is the head node up?)"
+        ) from None
 
 
 def ray_connect_error(address: str, error: BaseException) -> ServiceError:
@@ -119,14 +128,19 @@ def ray_connect_error(address: str, error: BaseException) -> ServiceError:
     hint = ""
     lowered = str(error).lower()
     if "token" in lowered or "auth" in lowered:
-        hint = (" (the cluster uses token authentication: set RAY_AUTH_MODE=token and the "
-                "cluster's RAY_AUTH_TOKEN for the driver)")
+        hint = (
+            " (the cluster uses token authentication: set RAY_AUTH_MODE=token and the "
+            "cluster's RAY_AUTH_TOKEN for the driver)"
+        )
     elif os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
         # Ray 2.60 reports a missing token as a plain connection failure
-        hint = (" (if the cluster uses token authentication, set RAY_AUTH_MODE=token and the "
-                "cluster's RAY_AUTH_TOKEN for the driver)")
-    return ServiceError(f"cannot connect to the Ray cluster at {address}: "
-                        f"{type(error).__name__}: {first}{hint}")
+        hint = (
+            " (if the cluster uses token authentication, set RAY_AUTH_MODE=token and the "
+            "cluster's RAY_AUTH_TOKEN for the driver)"
+        )
+    return ServiceError(
+        f"cannot connect to the Ray cluster at {address}: {type(error).__name__}: {first}{hint}"
+    )
 
 
 def under_ray_job() -> bool:
@@ -145,7 +159,8 @@ def check_job_output_dir(output_dir: Path, cwd: Path | None = None) -> None:
             f"hydra.run.dir: under `ray job submit` the driver runs in Ray's temporary copy of "
             f"the working directory, so {output_dir} would vanish with the cluster; give an "
             f"absolute path outside it, e.g. hydra.run.dir=/shared/results/NAME, found "
-            f"{str(output_dir)!r}")  # fmt: skip
+            f"{str(output_dir)!r}"
+        )
 
 
 def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dict[float, int]:
@@ -169,8 +184,10 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
             if not all(math.isfinite(float(v)) for v in numbers):
                 raise ValueError(f"the calibration is not finite: {calibration}")
         except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError) as e:
-            raise ConfigError(f"sweep.epsilons: OPSamp cannot be calibrated at epsilon "
-                              f"{eps!r} (n={n}, d={d}): {e}, found {eps!r}") from None
+            raise ConfigError(
+                f"sweep.epsilons: OPSamp cannot be calibrated at epsilon "
+                f"{eps!r} (n={n}, d={d}): {e}, found {eps!r}"
+            ) from None
         _require_calls(m, limit, eps, config.sweep.seeds)
         out[eps] = int(m)
     return out
@@ -215,7 +232,13 @@ def _require_calls(m: int, limit: int, eps: float, seeds: int) -> None:
         raise ConfigError(
             f"sweep.epsilons: OPSamp at epsilon {eps!r} needs m={_count(m)} oracle calls (Ray "
             f"tasks) per run, more than sweep.max_oracle_calls={limit:,}; raise the limit or drop that "
-            f"epsilon, found {eps!r}")  # fmt: skip
+            f"epsilon, found {eps!r}"
+        )
     if m > WARN_ORACLE_CALLS:
-        log.warning("OPSamp at epsilon %g needs m=%d oracle calls (Ray tasks) per run, %d for "
-                    "its %d runs", eps, m, m * seeds, seeds)  # fmt: skip
+        log.warning(
+            "OPSamp at epsilon %g needs m=%d oracle calls (Ray tasks) per run, %d for its %d runs",
+            eps,
+            m,
+            m * seeds,
+            seeds,
+        )

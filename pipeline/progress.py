@@ -87,8 +87,10 @@ class ProgressBoard:
 
     def snapshot(self) -> list[BoardEntry]:
         now = time.monotonic()
-        return [BoardEntry(tag, now - start, self.latest.get(tag))
-                for tag, start in self.started.items()]  # fmt: skip
+        return [
+            BoardEntry(tag, now - start, self.latest.get(tag))
+            for tag, start in self.started.items()
+        ]
 
 
 def make_board() -> Any | None:
@@ -184,10 +186,15 @@ def left_of_running(elapsed: float, typical: float, limit: float | None) -> floa
     return max(0.0, min(overrun, limit - elapsed))
 
 
-def estimate_eta(*, finished: Sequence[tuple[Hashable, float]],
-                 running: Sequence[tuple[Hashable, float]], pending: Sequence[Hashable],
-                 slots: int, throughput: float | None = None,
-                 limit: float | None = None) -> float | None:  # fmt: skip
+def estimate_eta(
+    *,
+    finished: Sequence[tuple[Hashable, float]],
+    running: Sequence[tuple[Hashable, float]],
+    pending: Sequence[Hashable],
+    slots: int,
+    throughput: float | None = None,
+    limit: float | None = None,
+) -> float | None:
     """Seconds until the sweep ends (module docstring), or None when nothing gives a typical
     duration. ``finished``: (mechanism, seconds); ``running``: (mechanism, elapsed);
     ``pending``: the mechanisms of the runs not started; ``throughput``: elapsed x slots / done
@@ -225,8 +232,10 @@ def running_line(entry: BoardEntry) -> str:
     if p is None:
         return f"{head}: no solver report yet"
     gap = f"{p.gap:.4g}" if math.isfinite(p.gap) else "-"
-    return (f"{head}: {p.backend} {p.elapsed:.0f}s incumbent {_number(p.incumbent)} "
-            f"bound {_number(p.bound)} gap {gap}")  # fmt: skip
+    return (
+        f"{head}: {p.backend} {p.elapsed:.0f}s incumbent {_number(p.incumbent)} "
+        f"bound {_number(p.bound)} gap {gap}"
+    )
 
 
 def _group(key: Any) -> Hashable:
@@ -237,9 +246,16 @@ class Progress:
     """A console progress line: done / total, elapsed, ETA (one line per update off a TTY),
     and every ``every`` seconds a block of the running tasks (``show_running``)."""
 
-    def __init__(self, total: int, stream=None, *, keys: Iterable[Any] = (),
-                 slots: int = 1, limit: float | None = None,
-                 every: float = PROGRESS_EVERY) -> None:  # fmt: skip
+    def __init__(
+        self,
+        total: int,
+        stream=None,
+        *,
+        keys: Iterable[Any] = (),
+        slots: int = 1,
+        limit: float | None = None,
+        every: float = PROGRESS_EVERY,
+    ) -> None:
         stream = sys.stderr if stream is None else stream  # the one in force now, not at import
         self.total, self.done, self.start, self.stream = total, 0, time.perf_counter(), stream
         self.tty = hasattr(stream, "isatty") and stream.isatty()
@@ -287,10 +303,14 @@ class Progress:
         pending = [self.groups[k] for k in waiting][:n_pending]
         pending += [None] * (n_pending - len(pending))
         throughput = elapsed * self.slots / self.done if self.done else None
-        return estimate_eta(finished=finished,
-                            running=[(self.groups.get(k), e) for k, e in running.items()],
-                            pending=pending, slots=self.slots, throughput=throughput,
-                            limit=self.limit)  # fmt: skip
+        return estimate_eta(
+            finished=finished,
+            running=[(self.groups.get(k), e) for k, e in running.items()],
+            pending=pending,
+            slots=self.slots,
+            throughput=throughput,
+            limit=self.limit,
+        )
 
     def update(self, label: str, key: Any = None) -> None:
         """A run ended (``key``: which, to learn its duration)."""
@@ -335,8 +355,10 @@ class Progress:
         eta_text = f"{eta:5.0f}s" if eta is not None else "    ?s"
         width = 30
         filled = int(width * self.done / max(self.total, 1))
-        return (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                f"elapsed {elapsed:5.0f}s eta {eta_text}  {label}")  # fmt: skip
+        return (
+            f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+            f"elapsed {elapsed:5.0f}s eta {eta_text}  {label}"
+        )
 
     def _write_line(self, label: str, below: Sequence[str] = ()) -> None:
         line = self._line(label)

@@ -17,8 +17,7 @@ def results_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(list(rows))
     if frame.empty:
         return frame
-    return frame.sort_values(["mechanism", "requested_epsilon", "run_index"]).reset_index(
-        drop=True)
+    return frame.sort_values(["mechanism", "requested_epsilon", "run_index"]).reset_index(drop=True)
 
 
 def aggregate(frame: pd.DataFrame) -> pd.DataFrame:
@@ -78,8 +77,10 @@ class ReferenceBound:
         low = f"{self.bound:.6g}" if math.isfinite(self.bound) else "-inf (no bound)"
         text = f"the optimum lies in [{low}, {self.value:.6g}]"
         if self.accuracy_low is not None:
-            text += (f" (training errors); its training accuracy in "
-                     f"[{self.accuracy_low:.4f}, {self.accuracy_high:.4f}]")  # fmt: skip
+            text += (
+                f" (training errors); its training accuracy in "
+                f"[{self.accuracy_low:.4f}, {self.accuracy_high:.4f}]"
+            )
         return text
 
 
@@ -109,8 +110,10 @@ def reference_label(frame: pd.DataFrame, name: str) -> str:
     gap = frame.loc[frame["mechanism"] == name, "oracle_max_gap"].max()
     known = reference_bound(frame, name)
     if known is not None and known.accuracy_low is not None:
-        return (f"{name} NOT certified (gap {gap:.4g}): optimum accuracy in "
-                f"[{known.accuracy_low:.4f}, {known.accuracy_high:.4f}]")  # fmt: skip
+        return (
+            f"{name} NOT certified (gap {gap:.4g}): optimum accuracy in "
+            f"[{known.accuracy_low:.4f}, {known.accuracy_high:.4f}]"
+        )
     return f"{name} (non-private, NOT certified: gap {gap:.4g}, not the optimum)"
 
 
@@ -132,28 +135,48 @@ def figure_1a(frame: pd.DataFrame, path: Path) -> Path:
                 known = reference_bound(frame, name)
                 if known is not None and known.accuracy_low is not None:
                     # a bound, not a value: the band where the optimum's accuracy lies
-                    ax.axhspan(known.accuracy_low, known.accuracy_high, color="red", alpha=0.15,
-                               label=label)  # fmt: skip
+                    ax.axhspan(
+                        known.accuracy_low,
+                        known.accuracy_high,
+                        color="red",
+                        alpha=0.15,
+                        label=label,
+                    )
                     label = f"{name} feasible point (not the optimum)"
                 color, width = "red", 0.8
-            ax.axhline(part["train_acc_mean"].iloc[0], color=color, linestyle=style,
-                       linewidth=width, label=label)  # fmt: skip
+            ax.axhline(
+                part["train_acc_mean"].iloc[0],
+                color=color,
+                linestyle=style,
+                linewidth=width,
+                label=label,
+            )
             continue
         part = part.sort_values("requested_epsilon")
         # plotted at the epsilon proven for the noise used (SPEC 10), not the requested one
-        x = part["proven_epsilon"].where(np.isfinite(part["proven_epsilon"]),
-                                         part["requested_epsilon"])
+        x = part["proven_epsilon"].where(
+            np.isfinite(part["proven_epsilon"]), part["requested_epsilon"]
+        )
         paper = any(c.startswith("paper") for c in part["calibration"])
-        label = f"{name} (calibration {','.join(sorted(set(part['calibration'])))})" if paper \
-            else name
-        ax.errorbar(x, part["train_acc_mean"], yerr=part["train_acc_sd"],
-                    marker="o", capsize=3, label=label)  # fmt: skip
-    uncertified = frame[(~frame["privacy_holds"].astype(bool))
-                        & ~frame["mechanism"].isin(NON_PRIVATE)]  # fmt: skip
+        label = (
+            f"{name} (calibration {','.join(sorted(set(part['calibration'])))})" if paper else name
+        )
+        ax.errorbar(
+            x, part["train_acc_mean"], yerr=part["train_acc_sd"], marker="o", capsize=3, label=label
+        )
+    uncertified = frame[
+        (~frame["privacy_holds"].astype(bool)) & ~frame["mechanism"].isin(NON_PRIVATE)
+    ]
     if len(uncertified):
         proven = uncertified.get("privacy_epsilon", uncertified["requested_epsilon"])
-        ax.scatter(proven, uncertified["train_accuracy"], marker="x",
-                   color="red", zorder=5, label="privacy does not hold")  # fmt: skip
+        ax.scatter(
+            proven,
+            uncertified["train_accuracy"],
+            marker="x",
+            color="red",
+            zorder=5,
+            label="privacy does not hold",
+        )
     ax.set_xlabel("epsilon proven for the noise used (SPEC section 10)")
     ax.set_ylabel("training accuracy (0/1)")
     ax.set_title("Figure 1a: accuracy against epsilon (mean ± sd over runs)")
@@ -182,12 +205,21 @@ def figure_1b(frame: pd.DataFrame, path: Path) -> Path:
         bins = np.logspace(low - 1e-9, high + 1e-9 if high > low else low + 1, 25)
         # stacked, opaque bars: every colour drawn is a mechanism's, and in the legend (blended
         # translucent bars made colours that were not)
-        groups = [(name, part["wall_seconds"].clip(lower=1e-3).dropna())
-                  for name, part in private.groupby("mechanism")]  # fmt: skip
+        groups = [
+            (name, part["wall_seconds"].clip(lower=1e-3).dropna())
+            for name, part in private.groupby("mechanism")
+        ]
         groups = [(name, t) for name, t in groups if len(t)]
         colors = [f"C{i}" for i in range(len(groups))]
-        ax.hist([t for _, t in groups], bins=bins, stacked=True, color=colors,
-                label=[name for name, _ in groups], edgecolor="white", linewidth=0.3)  # fmt: skip
+        ax.hist(
+            [t for _, t in groups],
+            bins=bins,
+            stacked=True,
+            color=colors,
+            label=[name for name, _ in groups],
+            edgecolor="white",
+            linewidth=0.3,
+        )
         ax.set_xscale("log")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of runs
     ax.set_xlabel("run time (seconds, log scale)")
@@ -206,9 +238,11 @@ def outcome_lines(outcome, missing: Sequence[str]) -> list[str]:
         return []
     lines = [outcome.headline(), ""]
     if outcome.status in ("interrupted", "incomplete"):
-        lines.append(f"{outcome.finished} of {outcome.requested} requested runs finished; the "
-                     f"tables below cover those only. Rerun the same command to finish the "
-                     f"sweep (finished runs are kept).")  # fmt: skip
+        lines.append(
+            f"{outcome.finished} of {outcome.requested} requested runs finished; the "
+            f"tables below cover those only. Rerun the same command to finish the "
+            f"sweep (finished runs are kept)."
+        )
         for key, why in list(outcome.failed.items())[:10]:
             lines.append(f"- failed: {key}: {why}")
         if len(outcome.failed) > 10:
@@ -221,20 +255,23 @@ def outcome_lines(outcome, missing: Sequence[str]) -> list[str]:
     return lines
 
 
-def summary_text(frame: pd.DataFrame, title: str, outcome=None,
-                 missing: Sequence[str] = ()) -> str:  # fmt: skip
+def summary_text(frame: pd.DataFrame, title: str, outcome=None, missing: Sequence[str] = ()) -> str:
     lines = [f"# {title}", "", *outcome_lines(outcome, missing)]
     if frame.empty:
         return "\n".join(lines + ["No run finished."]) + "\n"
     agg = aggregate(frame)
     requested = f" of {outcome.requested} requested" if outcome is not None else ""
     lines += [f"{len(frame)}{requested} runs finished.", ""]
-    lines.append("Epsilon proven, delta: the largest (epsilon, delta) guarantee that SPEC section "
-                 "10 proves for the noise the runs used; epsilon exceeds the requested one when "
-                 "a paper's calibration was used.")  # fmt: skip
+    lines.append(
+        "Epsilon proven, delta: the largest (epsilon, delta) guarantee that SPEC section "
+        "10 proves for the noise the runs used; epsilon exceeds the requested one when "
+        "a paper's calibration was used."
+    )
     lines.append("")
-    lines.append("| mechanism | requested epsilon | epsilon proven | delta | calibration | runs | "
-                 "train acc (mean ± sd) | test acc | private | median s | max s |")  # fmt: skip
+    lines.append(
+        "| mechanism | requested epsilon | epsilon proven | delta | calibration | runs | "
+        "train acc (mean ± sd) | test acc | private | median s | max s |"
+    )
     lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in agg.itertuples():
         if r.mechanism in NON_PRIVATE:
@@ -250,9 +287,13 @@ def summary_text(frame: pd.DataFrame, title: str, outcome=None,
         )
     references = agg[agg["mechanism"].isin(NON_PRIVATE)]
     if len(references):
-        lines += ["", "Non-private references (not private by design; no privacy column):", "",
-                  "| reference | train acc | test acc | oracle certified | max gap | s |",
-                  "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        lines += [
+            "",
+            "Non-private references (not private by design; no privacy column):",
+            "",
+            "| reference | train acc | test acc | oracle certified | max gap | s |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
         for r in references.itertuples():
             part = frame[frame["mechanism"] == r.mechanism]
             certified = reference_certified(frame, r.mechanism)
@@ -263,18 +304,26 @@ def summary_text(frame: pd.DataFrame, title: str, outcome=None,
                 verdict += f"; gap {known.gap:.4g}: {known.interval()}"
             if int(part["oracle_calls"].max()) == 0:
                 verdict = "- (no oracle)"
-            lines.append(f"| {r.mechanism} | {r.train_acc_mean:.4f} | {r.test_acc_mean:.4f} | "
-                         f"{verdict} | {gap:.4g} | {r.wall_max:.2f} |")  # fmt: skip
-    not_private = frame[(~frame["privacy_holds"].astype(bool))
-                        & ~frame["mechanism"].isin(NON_PRIVATE)]  # fmt: skip
+            lines.append(
+                f"| {r.mechanism} | {r.train_acc_mean:.4f} | {r.test_acc_mean:.4f} | "
+                f"{verdict} | {gap:.4g} | {r.wall_max:.2f} |"
+            )
+    not_private = frame[
+        (~frame["privacy_holds"].astype(bool)) & ~frame["mechanism"].isin(NON_PRIVATE)
+    ]
     lines += ["", f"Private-mechanism runs whose privacy does NOT hold: {len(not_private)}."]
     for r in not_private.head(10).itertuples():
         lines.append(f"- {r.key}: {r.privacy_reason}")
     return "\n".join(lines) + "\n"
 
 
-def write_report(rows: Sequence[dict[str, Any]], output_dir: Path, title: str, outcome=None,
-                 missing: Sequence[str] = ()) -> list[Path]:  # fmt: skip
+def write_report(
+    rows: Sequence[dict[str, Any]],
+    output_dir: Path,
+    title: str,
+    outcome=None,
+    missing: Sequence[str] = (),
+) -> list[Path]:
     """results.csv, fig1a.png, fig1b.png and summary.md in ``output_dir``.
 
     ``outcome`` (pipeline.run.SweepOutcome) puts the verdict first in summary.md; figures of an

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mechanisms.catalog import NON_PRIVATE
 from mechanisms.audit import audit_table, run_audit
+from mechanisms.catalog import NON_PRIVATE
 from pipeline.config import Config, ConfigError, sweep_id
 from pipeline.data import load_dataset
 from pipeline.lease import DriverLease
@@ -27,7 +27,7 @@ from pipeline.preflight import (
     check_oracle_calls,
     probe_ray_address,
     probe_tracking_store,
-)  # fmt: skip
+)
 from pipeline.report import write_report
 from pipeline.sweep import init_ray, run_sweep
 from pipeline.tasks import sweep_keys
@@ -85,8 +85,10 @@ class SweepOutcome:
         """One line: what is wrong (empty when complete)."""
         missing = self.requested - self.finished
         if self.status == "interrupted":
-            return (f"sweep interrupted: {self.finished} of {self.requested} requested runs "
-                    f"finished, {missing} not run; rerun the same command to resume")
+            return (
+                f"sweep interrupted: {self.finished} of {self.requested} requested runs "
+                f"finished, {missing} not run; rerun the same command to resume"
+            )
         if self.status == "incomplete":
             text = f"{missing} of {self.requested} requested runs did not finish"
             if self.failed:
@@ -95,18 +97,24 @@ class SweepOutcome:
             return text
         if self.status == "privacy_not_holding":
             first = self.private_not_holding[0]
-            return (f"privacy does not hold for {len(self.private_not_holding)} private run(s) "
-                    f"(first: {first}); see summary.md")
+            return (
+                f"privacy does not hold for {len(self.private_not_holding)} private run(s) "
+                f"(first: {first}); see summary.md"
+            )
         return ""
 
     def headline(self) -> str:
         """The first line of summary.md."""
         if self.status == "complete":
-            return (f"**Complete**: all {self.requested} requested runs finished and privacy "
-                    f"holds for every private run.")
-        label = {"interrupted": "INTERRUPTED (partial sweep)",
-                 "incomplete": "INCOMPLETE (partial sweep)",
-                 "privacy_not_holding": "PRIVACY DOES NOT HOLD"}[self.status]
+            return (
+                f"**Complete**: all {self.requested} requested runs finished and privacy "
+                f"holds for every private run."
+            )
+        label = {
+            "interrupted": "INTERRUPTED (partial sweep)",
+            "incomplete": "INCOMPLETE (partial sweep)",
+            "privacy_not_holding": "PRIVACY DOES NOT HOLD",
+        }[self.status]
         return f"**{label}**: {self.reason}."
 
 
@@ -128,7 +136,8 @@ def _claim_output_dir(output_dir: Path, sid: str) -> None:
         raise ConfigError(
             f"hydra.run.dir: {output_dir} holds the report of another sweep ({other}; this one is "
             f"{sid}: a different grid or config) and would be overwritten; give another "
-            f"hydra.run.dir, found {str(output_dir)!r}")  # fmt: skip
+            f"hydra.run.dir, found {str(output_dir)!r}"
+        )
     marker.write_text(sid + "\n")
 
 
@@ -144,8 +153,9 @@ def _probe_before_loading(config: Config, output_dir: Path) -> None:
         probe_tracking_store(uri)
 
 
-def run_sweep_and_report(config: Config, output_dir: Path,
-                         data: tuple[Any, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def run_sweep_and_report(
+    config: Config, output_dir: Path, data: tuple[Any, Any] | None = None
+) -> dict[str, Any]:
     """Check, lock, run, report (``data``: the loaded (train, test), else loaded here). Nothing is
     created in the tracking store before every check passed and Ray is up, so a sweep that
     cannot start leaves no FAILED parent behind."""
@@ -170,8 +180,13 @@ def run_sweep_and_report(config: Config, output_dir: Path,
         tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store
         done = tracker.finished_keys()
         todo = [k for k in keys if str(k) not in done]
-        log.info("sweep %s: %d runs, %d already finished, %d to run",
-                 config.sweep.name, len(keys), len(keys) - len(todo), len(todo))  # fmt: skip
+        log.info(
+            "sweep %s: %d runs, %d already finished, %d to run",
+            config.sweep.name,
+            len(keys),
+            len(keys) - len(todo),
+            len(todo),
+        )
         if todo:
             init_ray(config)  # connect (or fail, in one line) before the parent exists
         parent = tracker.start_parent(config.sweep.name, sid, resolved)
@@ -180,8 +195,14 @@ def run_sweep_and_report(config: Config, output_dir: Path,
         leaks = [*(train.provenance.get("privacy_leak_warnings") or []), *clipped]
         if leaks:
             tracker.client.set_tag(parent, "privacy_leak_warnings", " | ".join(leaks)[:5000])
-        log.info("MLflow: %s, experiment %r, sweep run %s (sweep_id %s); its runs: %s",
-                 uri, config.tracking.experiment, parent, sid, tracker.view_url())  # fmt: skip
+        log.info(
+            "MLflow: %s, experiment %r, sweep run %s (sweep_id %s); its runs: %s",
+            uri,
+            config.tracking.experiment,
+            parent,
+            sid,
+            tracker.view_url(),
+        )
         failed: dict[str, str] = {}
         interrupted = False
         # SIGTERM (`ray job stop`, a scheduler's timeout) ends the sweep like Ctrl-C: with a
@@ -197,25 +218,38 @@ def run_sweep_and_report(config: Config, output_dir: Path,
             results = [r for r in results_from_mlflow(tracker) if r.key in wanted]
             private = [r for r in results if r.mechanism not in NON_PRIVATE]
             outcome = SweepOutcome(
-                requested=len(keys), finished=len(results), failed=failed,
+                requested=len(keys),
+                finished=len(results),
+                failed=failed,
                 interrupted=interrupted,
                 private_not_holding=tuple(r.key for r in private if not r.privacy_holds),
-            )  # fmt: skip
+            )
             finished_keys = {r.key for r in results}
             missing = [str(k) for k in keys if str(k) not in finished_keys]
-            paths = write_report([r.to_row() for r in results], output_dir, f"Sweep {config.sweep.name} ({sid})",
-                                 outcome=outcome, missing=missing)  # fmt: skip
+            paths = write_report(
+                [r.to_row() for r in results],
+                output_dir,
+                f"Sweep {config.sweep.name} ({sid})",
+                outcome=outcome,
+                missing=missing,
+            )
             metrics = {
                 "runs": float(len(results)),
                 "runs_requested": float(len(keys)),
                 "runs_failed": float(len(failed)),
                 "private_runs_not_certified": float(len(outcome.private_not_holding)),
             }
-            status = {"complete": "FINISHED", "privacy_not_holding": "FINISHED",
-                      "interrupted": "KILLED"}.get(outcome.status, "FAILED")  # fmt: skip
-            tracker.finish_parent(paths, metrics, status=status,
-                                  tags={"outcome": outcome.status,
-                                        "failure_reason": outcome.reason or "-"})  # fmt: skip
+            status = {
+                "complete": "FINISHED",
+                "privacy_not_holding": "FINISHED",
+                "interrupted": "KILLED",
+            }.get(outcome.status, "FAILED")
+            tracker.finish_parent(
+                paths,
+                metrics,
+                status=status,
+                tags={"outcome": outcome.status, "failure_reason": outcome.reason or "-"},
+            )
     return {
         "sweep_id": sid,
         "parent_run_id": parent,
@@ -237,12 +271,16 @@ def run_audit_and_report(config: Config, output_dir: Path) -> dict[str, Any]:
     reports = run_audit(**dataclasses.asdict(config.audit))
     table = audit_table(reports)
     (output_dir / "audit.md").write_text(table + "\n")
-    _write_json(output_dir / "audit.json",
-                {"reports": [r.to_params() | r.to_metrics() for r in reports]})  # fmt: skip
+    _write_json(
+        output_dir / "audit.json", {"reports": [r.to_params() | r.to_metrics() for r in reports]}
+    )
     log.info("privacy audit of %s:\n%s", config.audit.mechanism, table)
     caught = [r for r in reports if not r.is_mutant and r.exceeds_claim]
-    return {"reports": len(reports), "correct_pairs_exceeding_claim": len(caught),
-            "table": str(output_dir / "audit.md")}
+    return {
+        "reports": len(reports),
+        "correct_pairs_exceeding_claim": len(caught),
+        "table": str(output_dir / "audit.md"),
+    }
 
 
 def run(config: Config) -> dict[str, Any]:
@@ -257,17 +295,28 @@ def run(config: Config) -> dict[str, Any]:
     t = summary["train"]
     log.info(
         "%s: n=%d d=%d (+1: %d, -1: %d), %d distinct rows, best possible accuracy %.4f",
-        summary["dataset"], t["n"], t["d"], t["positives"], t["negatives"],
-        t["distinct_rows"], t["best_possible_accuracy"],
-    )  # fmt: skip
+        summary["dataset"],
+        t["n"],
+        t["d"],
+        t["positives"],
+        t["negatives"],
+        t["distinct_rows"],
+        t["best_possible_accuracy"],
+    )
     if config.audit is not None:
         summary["audit"] = run_audit_and_report(config, output_dir)
     if config.sweep is not None:
         summary["sweep"] = run_sweep_and_report(config, output_dir, data)
         done = summary["sweep"]
-        log.info("sweep %s: %s, %d of %d requested runs finished, %d failed; report in %s",
-                 done["sweep_id"], done["status"], done["runs"], done["runs_requested"],
-                 done["failures"], output_dir)  # fmt: skip
+        log.info(
+            "sweep %s: %s, %d of %d requested runs finished, %d failed; report in %s",
+            done["sweep_id"],
+            done["status"],
+            done["runs"],
+            done["runs_requested"],
+            done["failures"],
+            output_dir,
+        )
     _write_json(output_dir / "summary.json", summary)
     log.info("summary written to %s", output_dir / "summary.json")
     return summary

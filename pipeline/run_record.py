@@ -26,11 +26,25 @@ from pipeline.data.record import Dataset
 from pipeline.mlflow_log import CHILD_ROLE
 
 #: The float fields logged as metrics of the child run.
-METRICS = ("train_accuracy", "test_accuracy", "wall_seconds", "oracle_seconds",
-           "oracle_max_gap", "oracle_objective", "oracle_bound")  # fmt: skip
+METRICS = (
+    "train_accuracy",
+    "test_accuracy",
+    "wall_seconds",
+    "oracle_seconds",
+    "oracle_max_gap",
+    "oracle_objective",
+    "oracle_bound",
+)
 #: The fields logged as params (the run's identity and its privacy claim).
-PARAMS = ("privacy_epsilon", "privacy_delta", "calibration", "requested_epsilon", "run_index",
-          "oracle_calls", "train_n")  # fmt: skip
+PARAMS = (
+    "privacy_epsilon",
+    "privacy_delta",
+    "calibration",
+    "requested_epsilon",
+    "run_index",
+    "oracle_calls",
+    "train_n",
+)
 MAX_TAG = 5000
 
 
@@ -82,8 +96,16 @@ class RunResult:
     privacy_status: str
 
     @classmethod
-    def of(cls, key: Any, release: Release, train: Dataset, test: Dataset | None,
-           wall_seconds: float, started: float | None = None, node: str = "") -> RunResult:  # fmt: skip
+    def of(
+        cls,
+        key: Any,
+        release: Release,
+        train: Dataset,
+        test: Dataset | None,
+        wall_seconds: float,
+        started: float | None = None,
+        node: str = "",
+    ) -> RunResult:
         """The result of run ``key`` (a pipeline.tasks.RunKey) that released ``release``.
 
         ``started``: when the run began (seconds since the epoch; default: ``wall_seconds`` ago).
@@ -93,25 +115,33 @@ class RunResult:
             started = time.time() - wall_seconds
         one = certificates[0] if len(certificates) == 1 else None
         return cls(
-            key=str(key), mechanism=key.mechanism, start_time_ms=int(round(started * 1000)),
-            requested_epsilon=float(key.epsilon), run_index=int(key.run_index),
+            key=str(key),
+            mechanism=key.mechanism,
+            start_time_ms=int(round(started * 1000)),
+            requested_epsilon=float(key.epsilon),
+            run_index=int(key.run_index),
             privacy_epsilon=float(release.privacy.epsilon),
             privacy_delta=float(release.privacy.delta),
             calibration=release.privacy.calibration or "",
-            privacy_holds=bool(release.privacy.holds), privacy_reason=release.privacy.reason,
+            privacy_holds=bool(release.privacy.holds),
+            privacy_reason=release.privacy.reason,
             train_accuracy=release.accuracy(train.features, train.labels),
-            test_accuracy=(release.accuracy(test.features, test.labels)
-                           if test is not None else math.nan),
-            wall_seconds=float(wall_seconds), oracle_seconds=release.oracle_seconds,
-            oracle_calls=len(certificates), oracle_max_gap=float(release.max_gap),
+            test_accuracy=(
+                release.accuracy(test.features, test.labels) if test is not None else math.nan
+            ),
+            wall_seconds=float(wall_seconds),
+            oracle_seconds=release.oracle_seconds,
+            oracle_calls=len(certificates),
+            oracle_max_gap=float(release.max_gap),
             oracle_objective=float(one.objective) if one is not None else math.nan,
             oracle_bound=float(one.bound) if one is not None else math.nan,
             train_n=int(len(train.labels)),
             oracle_backends=",".join(sorted({c.backend for c in certificates})),
             oracle_fallbacks=";".join(sorted({c.fallback for c in certificates if c.fallback})),
-            node=node, oracle_certified=all(c.certified for c in certificates),
+            node=node,
+            oracle_certified=all(c.certified for c in certificates),
             privacy_status=privacy_status(key.mechanism, release.privacy.holds),
-        )  # fmt: skip
+        )
 
     def to_row(self) -> dict[str, Any]:
         """The row of results.csv: every field, by name."""
@@ -122,13 +152,17 @@ class RunResult:
     def to_tags(self, parent_id: str | None) -> dict[str, str]:
         """Verdicts and identity as tags; a non-finite metric (MLflow keeps none) as a tag."""
         tags = {
-            "mlflow.parentRunId": parent_id, "role": CHILD_ROLE, "run_key": self.key,
-            "mechanism": self.mechanism, "privacy_status": self.privacy_status,
+            "mlflow.parentRunId": parent_id,
+            "role": CHILD_ROLE,
+            "run_key": self.key,
+            "mechanism": self.mechanism,
+            "privacy_status": self.privacy_status,
             "privacy_holds": "yes" if self.privacy_holds else "no",
             "oracle_certified": "yes" if self.oracle_certified else "no",
             "privacy_reason": self.privacy_reason[:MAX_TAG],
-            "backend": self.oracle_backends or "none", "node": self.node,
-        }  # fmt: skip
+            "backend": self.oracle_backends or "none",
+            "node": self.node,
+        }
         if self.oracle_fallbacks:
             tags["oracle_fallback"] = self.oracle_fallbacks
         for name in METRICS:
@@ -150,8 +184,11 @@ class RunResult:
     def times(self) -> tuple[int, int]:
         """(start, end) of the child run in ms: when the run started, and wall_seconds later."""
         wall = self.wall_seconds
-        end = (self.start_time_ms + round(1000 * wall) if math.isfinite(wall)
-               else int(time.time() * 1000))  # fmt: skip
+        end = (
+            self.start_time_ms + round(1000 * wall)
+            if math.isfinite(wall)
+            else int(time.time() * 1000)
+        )
         return self.start_time_ms, end
 
     @classmethod
@@ -178,31 +215,39 @@ class RunResult:
         mechanism = t.get("mechanism", "")
         holds = t.get("privacy_holds") == "yes"
         return cls(
-            key=t.get("run_key", ""), mechanism=mechanism,
+            key=t.get("run_key", ""),
+            mechanism=mechanism,
             start_time_ms=int(run.info.start_time),
             requested_epsilon=param("requested_epsilon", "target_epsilon", "epsilon"),
             run_index=int(p.get("run_index", 0)),
-            privacy_epsilon=param("privacy_epsilon"), privacy_delta=param("privacy_delta"),
-            calibration=("" if p.get("calibration") in (None, "None", "null", "-")
-                         else p["calibration"]),
+            privacy_epsilon=param("privacy_epsilon"),
+            privacy_delta=param("privacy_delta"),
+            calibration=(
+                "" if p.get("calibration") in (None, "None", "null", "-") else p["calibration"]
+            ),
             privacy_holds=holds,
             # a tag; a param in children logged before it was one
             privacy_reason=t.get("privacy_reason", p.get("privacy_reason", "")),
             train_accuracy=number("train_accuracy", math.nan),
             test_accuracy=number("test_accuracy", math.nan),
             wall_seconds=number("wall_seconds", math.nan),
-            oracle_seconds=number("oracle_seconds", 0.0), oracle_calls=calls,
+            oracle_seconds=number("oracle_seconds", 0.0),
+            oracle_calls=calls,
             oracle_max_gap=number("oracle_max_gap", 0.0),
             oracle_objective=number("oracle_objective", math.nan),
             oracle_bound=number("oracle_bound", math.nan),
             train_n=int(p.get("train_n", 0)),
             oracle_backends="" if t.get("backend") == "none" else t.get("backend", ""),
-            oracle_fallbacks=t.get("oracle_fallback", ""), node=t.get("node", ""),
+            oracle_fallbacks=t.get("oracle_fallback", ""),
+            node=t.get("node", ""),
             # children logged before these tags existed: read them off the metrics
-            oracle_certified=(certified == "yes" if certified is not None else
-                              calls == 0 or m.get("oracle_certified_fraction") == 1.0),
+            oracle_certified=(
+                certified == "yes"
+                if certified is not None
+                else calls == 0 or m.get("oracle_certified_fraction") == 1.0
+            ),
             privacy_status=t.get("privacy_status") or privacy_status(mechanism, holds),
-        )  # fmt: skip
+        )
 
 
 def release_fields(release: Release) -> tuple[dict[str, Any], dict[str, float]]:
@@ -211,4 +256,3 @@ def release_fields(release: Release) -> tuple[dict[str, Any], dict[str, float]]:
     params = {k: v for k, v in release.to_params().items() if k.startswith("noise.")}
     metrics = {k: float(v) for k, v in release.to_metrics().items()}
     return params, {k: v for k, v in metrics.items() if math.isfinite(v)}
-

@@ -85,8 +85,9 @@ def solve_part_task(tables: Tables, task: PartTask, best: Any, start_value: floa
     try:
         return solve_part_below(tables, task, start_value, threads=threads, share=share)
     except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
-        return PartResult.failed(task.index, err, seconds=time.perf_counter() - start,
-                                 threads=threads)  # fmt: skip
+        return PartResult.failed(
+            task.index, err, seconds=time.perf_counter() - start, threads=threads
+        )
 
 
 class RayMapParts:
@@ -100,13 +101,13 @@ class RayMapParts:
         self.cpus_per_task = int(cpus_per_task)
         self.best_seen = math.inf
 
-    def __call__(self, tables: Tables, tasks: Sequence[PartTask],
-                 incumbent: float) -> list[PartResult]:  # fmt: skip
+    def __call__(
+        self, tables: Tables, tasks: Sequence[PartTask], incumbent: float
+    ) -> list[PartResult]:
         import ray
 
         best = ray.remote(num_cpus=0, max_restarts=0)(BestValue).remote(incumbent)
-        remote = ray.remote(num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES)(
-            solve_part_task)  # fmt: skip
+        remote = ray.remote(num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES)(solve_part_task)
         shared = ray.put(tables)
         refs = [remote.remote(shared, task, best, incumbent) for task in tasks]
         results = []
@@ -131,5 +132,11 @@ def ray_map_parts(cpus_per_task: int = 1) -> RayMapParts:
     return RayMapParts(cpus_per_task)
 
 
-__all__ = ["BestValue", "MAX_RETRIES", "RayMapParts", "assigned_cpus", "ray_map_parts",
-           "solve_part_task"]
+__all__ = [
+    "BestValue",
+    "MAX_RETRIES",
+    "RayMapParts",
+    "assigned_cpus",
+    "ray_map_parts",
+    "solve_part_task",
+]

@@ -41,7 +41,7 @@ from pipeline.progress import (
     make_board,
     read_board,
     reporting,
-)  # fmt: skip
+)
 from pipeline.run_record import RunResult
 from pipeline.tasks import RunKey, run_one, sweep_keys
 from pipeline.tracking import HEARTBEAT
@@ -65,8 +65,7 @@ def _node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
-def solve_one(oracle: Any, problem: Any,
-              channel: Channel | None = None) -> tuple[Any, str, float]:  # fmt: skip
+def solve_one(oracle: Any, problem: Any, channel: Channel | None = None) -> tuple[Any, str, float]:
     """One oracle call on a Ray worker: (solution, node, seconds the task took). With a
     ``channel``, the solver's progress goes to the driver's board (``pipeline.progress``)."""
     start = time.perf_counter()
@@ -81,8 +80,13 @@ def _remote_functions(run_cpus: int, solver_cpus: int):
     import ray
 
     @ray.remote(num_cpus=run_cpus, max_retries=MAX_RETRIES)
-    def run_task(config: Config, key: RunKey, train: Dataset, test: Dataset | None,
-                 channel: Channel | None = None):  # fmt: skip
+    def run_task(
+        config: Config,
+        key: RunKey,
+        train: Dataset,
+        test: Dataset | None,
+        channel: Channel | None = None,
+    ):
         with reporting(channel):
             result, release = run_one(config, key, train, test, threads=_assigned_cpus())
         return dataclasses.replace(result, node=_node_id()), release
@@ -111,10 +115,13 @@ class RaySolveMany:
     def _submit(self, oracle: Any, problems: Sequence[Any]) -> list[Any]:
         if self.board is None:
             return [self.solve_task.remote(oracle, problem) for problem in problems]
-        tags = [self.tag] if len(problems) == 1 else [f"{self.tag}#{i}"
-                                                      for i in range(len(problems))]  # fmt: skip
-        return [self.solve_task.remote(oracle, problem, Channel(self.board, tag, REPORT_EVERY))
-                for problem, tag in zip(problems, tags)]  # fmt: skip
+        tags = (
+            [self.tag] if len(problems) == 1 else [f"{self.tag}#{i}" for i in range(len(problems))]
+        )
+        return [
+            self.solve_task.remote(oracle, problem, Channel(self.board, tag, REPORT_EVERY))
+            for problem, tag in zip(problems, tags)
+        ]
 
     def __call__(self, oracle: Any, problems: Sequence[Any]) -> list[Any]:
         import ray
@@ -137,9 +144,17 @@ class RaySolveMany:
         return solutions
 
 
-def run_on_cluster(config: Config, key: RunKey, train: Dataset, test: Dataset | None,
-                   run_task: Any, solve_task: Any, train_ref: Any, test_ref: Any,
-                   board: Any = None) -> tuple[RunResult, Release]:  # fmt: skip
+def run_on_cluster(
+    config: Config,
+    key: RunKey,
+    train: Dataset,
+    test: Dataset | None,
+    run_task: Any,
+    solve_task: Any,
+    train_ref: Any,
+    test_ref: Any,
+    board: Any = None,
+) -> tuple[RunResult, Release]:
     """One run, from a driver thread: an oracle mechanism through ``run`` with its calls as
     tasks, anything else as one task. The result's time is the compute the run cost: the driver's
     own part plus what its tasks took, not how long they waited in the queue. ``board``: the
@@ -154,8 +169,9 @@ def run_on_cluster(config: Config, key: RunKey, train: Dataset, test: Dataset | 
     solver = RaySolveMany(solve_task, board, str(key))
     result, release = run_one(config, key, train, test, solve_many=solver)
     wall_seconds = result.wall_seconds - solver.waited + solver.task_seconds
-    return dataclasses.replace(result, wall_seconds=wall_seconds,
-                               node=",".join(sorted(solver.nodes))), release
+    return dataclasses.replace(
+        result, wall_seconds=wall_seconds, node=",".join(sorted(solver.nodes))
+    ), release
 
 
 def init_ray(config: Config) -> None:
@@ -185,8 +201,12 @@ def init_ray(config: Config) -> None:
         level = quiet.level
         quiet.setLevel(logging.ERROR)
         try:
-            ray.init(address="local", num_cpus=config.cluster.num_cpus, log_to_driver=False,
-                     include_dashboard=False)  # fmt: skip
+            ray.init(
+                address="local",
+                num_cpus=config.cluster.num_cpus,
+                log_to_driver=False,
+                include_dashboard=False,
+            )
         finally:
             quiet.setLevel(level)
 
@@ -199,9 +219,13 @@ def failure_reason(error: BaseException) -> str:
     return (f"{name}: {lines[0]}" if lines else name)[:300]
 
 
-def run_sweep(config: Config, train: Dataset, test: Dataset | None, tracker,
-              todo: list[RunKey] | None = None,
-              ) -> tuple[list[RunResult], dict[str, str]]:  # fmt: skip
+def run_sweep(
+    config: Config,
+    train: Dataset,
+    test: Dataset | None,
+    tracker,
+    todo: list[RunKey] | None = None,
+) -> tuple[list[RunResult], dict[str, str]]:
     """Run ``todo`` (default: every run not yet FINISHED).
 
     Returns (results of this call's runs, {key: one-line reason} of the runs that failed). A
@@ -216,22 +240,27 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, tracker,
     if not todo:
         return [], {}
     init_ray(config)
-    run_task, solve_task = _remote_functions(config.cluster.cpus_per_task,
-                                             config.oracle.threads)  # fmt: skip
+    run_task, solve_task = _remote_functions(config.cluster.cpus_per_task, config.oracle.threads)
     train_ref = ray.put(train)  # the dataset goes into the object store once
     test_ref = ray.put(test)
     cpus = int(ray.cluster_resources().get("CPU", 1))
     in_flight = max(4, 2 * cpus)
     board = make_board()  # the running solves' progress (pipeline.progress); None: without
-    progress = Progress(len(todo), keys=todo, slots=max(1, cpus // config.oracle.threads),
-                        limit=config.oracle.time_limit, every=PROGRESS_EVERY)  # fmt: skip
+    progress = Progress(
+        len(todo),
+        keys=todo,
+        slots=max(1, cpus // config.oracle.threads),
+        limit=config.oracle.time_limit,
+        every=PROGRESS_EVERY,
+    )
     failed: dict[str, str] = {}
     results: list[RunResult] = []
 
     def work(key: RunKey):
         progress.started(key)
-        return run_on_cluster(config, key, train, test, run_task, solve_task, train_ref,
-                              test_ref, board)  # fmt: skip
+        return run_on_cluster(
+            config, key, train, test, run_task, solve_task, train_ref, test_ref, board
+        )
 
     def tick() -> None:
         if progress.due():
@@ -239,10 +268,13 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, tracker,
 
     try:
         for key, value, error in _in_threads(
-            todo, in_flight, work,
+            todo,
+            in_flight,
+            work,
             heartbeat=tracker.heartbeat,  # the lease on the parent run: this driver is alive
-            tick=tick, wait=min(HEARTBEAT, PROGRESS_EVERY),
-        ):  # fmt: skip
+            tick=tick,
+            wait=min(HEARTBEAT, PROGRESS_EVERY),
+        ):
             if error is not None:
                 # a run failed for good: record why, go on, redo it on the next run
                 reason = failure_reason(error)
@@ -252,19 +284,20 @@ def run_sweep(config: Config, train: Dataset, test: Dataset | None, tracker,
                 progress.update(f"{key} FAILED", key)
                 continue
             result, release = value
-            tracker.log_child(result, release,
-                              dataclasses.asdict(config.mechanisms[key.mechanism]))  # fmt: skip
+            tracker.log_child(result, release, dataclasses.asdict(config.mechanisms[key.mechanism]))
             results.append(result)
-            progress.update(f"{key}: acc {result.train_accuracy:.3f}, privacy "
-                            f"{result.privacy_status}", key)  # fmt: skip
+            progress.update(
+                f"{key}: acc {result.train_accuracy:.3f}, privacy {result.privacy_status}", key
+            )
     finally:
         progress.close()
         close_board(board)
     return results, failed
 
 
-def _in_threads(keys: list[RunKey], in_flight: int, work, *, heartbeat, tick=None,
-                wait: float | None = None):  # fmt: skip
+def _in_threads(
+    keys: list[RunKey], in_flight: int, work, *, heartbeat, tick=None, wait: float | None = None
+):
     """Yield (key, work(key), None) or (key, None, error) as they complete, ``in_flight``
     daemon threads working at a time (daemons: an interrupted driver exits without waiting for
     the cluster); ``heartbeat()`` and ``tick()`` at least every ``wait`` seconds (default and

@@ -78,8 +78,9 @@ def sweep_keys(config: Config) -> list[RunKey]:
     return keys
 
 
-def make_oracle(cfg: OracleConfig, threads: int | None = None,
-                mechanism: MechanismConfig | None = None) -> Any:  # fmt: skip
+def make_oracle(
+    cfg: OracleConfig, threads: int | None = None, mechanism: MechanismConfig | None = None
+) -> Any:
     """The oracle ``mechanism`` needs (its catalog entry says which), built with the configured
     options (time_limit, threads; default ``cfg.threads``; ``cfg.parts`` > 1 runs the window
     search's parts as Ray tasks, ``pipeline.split_solve``).
@@ -108,17 +109,28 @@ def privacy_delta(config: Config, n: int) -> float:
 
 
 def run_release(
-    config: Config, key: RunKey, train: Dataset, *, solve_many: SolveMany | None = None,
+    config: Config,
+    key: RunKey,
+    train: Dataset,
+    *,
+    solve_many: SolveMany | None = None,
     threads: int | None = None,
-) -> Release:  # fmt: skip
+) -> Release:
     """The release of one run (no I/O): the catalog entry's one path (``Entry.release``)."""
     cfg = config.mechanisms[key.mechanism]
     rng = run_generator(config.sweep.sweep_seed if config.sweep else 0, key)
     return CATALOG[cfg.name].release(
-        cfg, key.epsilon, privacy_delta(config, train.n), config.margin, train.features,
-        train.labels, rng, oracle=lambda needed: make_oracle(config.oracle, threads, cfg),
-        solve_many=solve_many or solve_sequentially, feature_names=train.feature_names,
-    )  # fmt: skip
+        cfg,
+        key.epsilon,
+        privacy_delta(config, train.n),
+        config.margin,
+        train.features,
+        train.labels,
+        rng,
+        oracle=lambda needed: make_oracle(config.oracle, threads, cfg),
+        solve_many=solve_many or solve_sequentially,
+        feature_names=train.feature_names,
+    )
 
 
 def run_one(

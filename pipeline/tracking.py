@@ -119,7 +119,8 @@ class SweepTracker:
         if age < DRIVER_TTL:
             raise SweepBusyError(
                 f"another driver ({holder}) is running this sweep (tracking store {self.uri}, "
-                f"heartbeat {age:.0f} s ago); wait for it, or for {DRIVER_TTL} s after it died")
+                f"heartbeat {age:.0f} s ago); wait for it, or for {DRIVER_TTL} s after it died"
+            )
 
     def heartbeat(self, force: bool = False) -> None:
         """Renew this driver's lease on the parent run (at most every HEARTBEAT seconds)."""
@@ -134,8 +135,9 @@ class SweepTracker:
         """The parent run of this sweep: the existing one for the same sweep_id, else new (with
         the sweep's datasets as input). Stores the run list's view in the experiment."""
         view = f"mlflow.sharedViewState.{mlflow_log.VIEW_KEY}"
-        self.client.set_experiment_tag(self.experiment_id, view,
-                                       json.dumps(mlflow_log.RUN_LIST_VIEW))  # fmt: skip
+        self.client.set_experiment_tag(
+            self.experiment_id, view, json.dumps(mlflow_log.RUN_LIST_VIEW)
+        )
         if self.find_parent(sid) is not None:
             self.client.update_run(self.parent_id, status="RUNNING")
             for tag in ("outcome", "failure_reason"):  # this attempt's verdict is not known yet
@@ -143,9 +145,10 @@ class SweepTracker:
             self.heartbeat(force=True)
             return self.parent_id
         run = self.client.create_run(
-            self.experiment_id, run_name=f"sweep-{sweep_name}",
+            self.experiment_id,
+            run_name=f"sweep-{sweep_name}",
             tags={"sweep_id": sid, "role": "sweep", "sweep_name": sweep_name},
-        )  # fmt: skip
+        )
         self.parent_id = run.info.run_id
         self.heartbeat(force=True)
         flat: dict[str, Any] = {}
@@ -168,9 +171,10 @@ class SweepTracker:
         if self.parent_id is None:
             return done
         children = self.client.search_runs(
-            [self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{self.parent_id}'",
+            [self.experiment_id],
+            filter_string=f"tags.mlflow.parentRunId = '{self.parent_id}'",
             max_results=50_000,
-        )  # fmt: skip
+        )
         for child in children:
             key = child.data.tags.get("run_key")
             if child.info.status == FINISHED and key and key not in done:
@@ -184,8 +188,7 @@ class SweepTracker:
         self._inputs = mlflow_log.dataset_inputs(name, train, test)
         self._feature_names = train.feature_names
 
-    def log_child(self, result: RunResult, release: Release,
-                  mechanism_cfg: dict[str, Any]) -> str:  # fmt: skip
+    def log_child(self, result: RunResult, release: Release, mechanism_cfg: dict[str, Any]) -> str:
         """One child run, created and finished in one step, timed as the run ran (not as logged):
         the result (pipeline.run_record), its dataset as input, its classifier as the model
         ``runs:/<id>/model``, the rest of the release in release.json (pipeline.mlflow_log)."""
@@ -193,9 +196,12 @@ class SweepTracker:
 
         noise, release_metrics = release_fields(release)
         start, end = result.times()
-        run_id = self.client.create_run(self.experiment_id, start_time=start,
-                                        tags=result.to_tags(self.parent_id),
-                                        run_name=result.key).info.run_id  # fmt: skip
+        run_id = self.client.create_run(
+            self.experiment_id,
+            start_time=start,
+            tags=result.to_tags(self.parent_id),
+            run_name=result.key,
+        ).info.run_id
         self._log_params(run_id, result.to_params() | noise)
         self._log_metrics(run_id, release_metrics | result.to_metrics(), timestamp=end)
         if self._inputs:
@@ -210,15 +216,28 @@ class SweepTracker:
 
     def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
         """A run that failed for good, as a FAILED child with its reason (redone on resume)."""
-        run = self.client.create_run(self.experiment_id, run_name=key, tags={
-            "mlflow.parentRunId": self.parent_id, "role": mlflow_log.CHILD_ROLE, "run_key": key,
-            "mechanism": mechanism, "failure_reason": reason[:5000]})  # fmt: skip
+        run = self.client.create_run(
+            self.experiment_id,
+            run_name=key,
+            tags={
+                "mlflow.parentRunId": self.parent_id,
+                "role": mlflow_log.CHILD_ROLE,
+                "run_key": key,
+                "mechanism": mechanism,
+                "failure_reason": reason[:5000],
+            },
+        )
         if self._inputs:
             self.client.log_inputs(run.info.run_id, datasets=self._inputs)
         self.client.set_terminated(run.info.run_id, status="FAILED")
 
-    def finish_parent(self, artifacts: Iterable[Path], metrics: dict[str, float],
-                      status: str = FINISHED, tags: dict[str, str] | None = None) -> None:
+    def finish_parent(
+        self,
+        artifacts: Iterable[Path],
+        metrics: dict[str, float],
+        status: str = FINISHED,
+        tags: dict[str, str] | None = None,
+    ) -> None:
         """Artifacts, metrics, the outcome tags (``outcome``, ``failure_reason``), then status."""
         for name, value in (tags or {}).items():
             self.client.set_tag(self.parent_id, name, value[:5000])
@@ -232,16 +251,17 @@ class SweepTracker:
 
         items = [Param(k[:250], _param(v)) for k, v in params.items()]
         for i in range(0, len(items), 100):
-            self.client.log_batch(run_id, params=items[i:i + 100])
+            self.client.log_batch(run_id, params=items[i : i + 100])
 
-    def _log_metrics(self, run_id: str, metrics: dict[str, float],
-                     timestamp: int | None = None) -> None:  # fmt: skip
+    def _log_metrics(
+        self, run_id: str, metrics: dict[str, float], timestamp: int | None = None
+    ) -> None:
         from mlflow.entities import Metric
 
         now = timestamp or int(time.time() * 1000)
         items = [Metric(k, float(v), now, 0) for k, v in metrics.items() if math.isfinite(v)]
         for i in range(0, len(items), 500):
-            self.client.log_batch(run_id, metrics=items[i:i + 500])
+            self.client.log_batch(run_id, metrics=items[i : i + 500])
 
 
 def results_from_mlflow(tracker) -> list[RunResult]:

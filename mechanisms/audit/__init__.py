@@ -16,6 +16,13 @@ from mechanisms.audit.registry import AUDITS, MechanismAudit, mechanism_audit, r
 from mechanisms.audit.report import CORRECT, AuditReport, audit_table
 
 __all__ = [
-    "AUDITS", "CORRECT", "AuditReport", "MechanismAudit", "NeighbouringPair", "audit_pair",
-    "audit_table", "mechanism_audit", "run_audit",
-]  # fmt: skip
+    "AUDITS",
+    "CORRECT",
+    "AuditReport",
+    "MechanismAudit",
+    "NeighbouringPair",
+    "audit_pair",
+    "audit_table",
+    "mechanism_audit",
+    "run_audit",
+]

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from mechanisms.audit.sampler_base import AuditError, BatchedGenerator, noise_scalars
 from mechanisms.base import Secret
 from mechanisms.dpsgd import run_dpsgd
 from oracles.objective import MergedRows, check_data
-from mechanisms.audit.sampler_base import AuditError, BatchedGenerator, noise_scalars
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,11 @@ class DPSGDSampler:
         key = (self.params, len(y))
         if key not in _DPSGD_CALIBRATIONS:
             noise = run_dpsgd(X, y, self.params, np.random.default_rng(0)).noise
-            _DPSGD_CALIBRATIONS[key] = {"z": float(noise["noise_multiplier"]),
-                                        "q": float(noise["sampling_rate"]),
-                                        "steps": int(noise["steps"])}  # fmt: skip
+            _DPSGD_CALIBRATIONS[key] = {
+                "z": float(noise["noise_multiplier"]),
+                "q": float(noise["sampling_rate"]),
+                "steps": int(noise["steps"]),
+            }
         return dict(_DPSGD_CALIBRATIONS[key])
 
     @staticmethod
@@ -53,8 +55,9 @@ class DPSGDSampler:
         """``clip_and_sum``'s factors min(1, C / ||g_i||)."""
         return np.minimum(1.0, clip_norm / np.maximum(norms, np.finfo(float).tiny))
 
-    def train(self, X, y, cal: dict[str, float], uniforms: np.ndarray,
-              normals: np.ndarray) -> np.ndarray:  # fmt: skip
+    def train(
+        self, X, y, cal: dict[str, float], uniforms: np.ndarray, normals: np.ndarray
+    ) -> np.ndarray:
         """The batch of releases for given draws: uniforms (N, T, n), standard normals (N, T, d)."""
         from scipy.special import expit
 
@@ -127,8 +130,11 @@ class OPSampSampler:
         sigmas = np.asarray(noise["sigmas"].value, dtype=float)  # (N, m, 1)
         if sigmas.ndim != 3 or sigmas.shape[2] != 1:
             raise AuditError(f"the OPSamp sampler needs d = 1, found sigmas {sigmas.shape}")
-        single = {**noise_scalars(noise), "sigmas": Secret(sigmas[0]), "output_laplace":
-                  Secret(noise["output_laplace"].value[0])}  # fmt: skip
+        single = {
+            **noise_scalars(noise),
+            "sigmas": Secret(sigmas[0]),
+            "output_laplace": Secret(noise["output_laplace"].value[0]),
+        }
         problem = self.mechanism.problems(rows, single)[0]
         lo, hi = problem.box.lower, problem.box.upper
         x = problem.points[:, 0]

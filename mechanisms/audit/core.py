@@ -9,10 +9,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from oracles.objective import check_data
 from mechanisms.audit.report import AuditReport
 from mechanisms.audit.samplers import ReleaseSampler
 from mechanisms.audit.stats import choose_event, epsilon_lower_bound, per_bound_alpha
+from oracles.objective import check_data
 
 RELATIONS = ("replace", "add_remove")
 
@@ -43,19 +43,23 @@ class NeighbouringPair:
         X0, y0 = check_data(self.X0, self.y0)
         X1, y1 = check_data(self.X1, self.y1)
         if X0.shape[1] != X1.shape[1]:
-            raise ValueError(f"{self.name}: D and D' must have the same d, found "
-                             f"{X0.shape[1]} and {X1.shape[1]}")  # fmt: skip
+            raise ValueError(
+                f"{self.name}: D and D' must have the same d, found {X0.shape[1]} and {X1.shape[1]}"
+            )
         if self.relation not in RELATIONS:
-            raise ValueError(f"{self.name}: relation must be one of {RELATIONS}, "
-                             f"found {self.relation!r}")  # fmt: skip
+            raise ValueError(
+                f"{self.name}: relation must be one of {RELATIONS}, found {self.relation!r}"
+            )
         if self.relation == "replace":
             differ = np.any(X0 != X1, axis=1) | (y0 != y1) if len(y0) == len(y1) else None
             if differ is None or int(differ.sum()) != 1:
-                raise ValueError(f"{self.name}: a replace pair needs equal sizes and exactly one "
-                                 "differing row")  # fmt: skip
+                raise ValueError(
+                    f"{self.name}: a replace pair needs equal sizes and exactly one differing row"
+                )
         else:
-            if len(y1) != len(y0) + 1 or not (np.array_equal(X1[:-1], X0)
-                                              and np.array_equal(y1[:-1], y0)):  # fmt: skip
+            if len(y1) != len(y0) + 1 or not (
+                np.array_equal(X1[:-1], X0) and np.array_equal(y1[:-1], y0)
+            ):
                 raise ValueError(f"{self.name}: an add_remove pair needs D' = D plus one last row")
         object.__setattr__(self, "settings", dict(self.settings))
         for name, value in (("X0", X0), ("y0", y0), ("X1", X1), ("y1", y1)):
@@ -78,10 +82,18 @@ def pair_generator(seed: int, variant: str, pair: str) -> np.random.Generator:
 
 
 def audit_pair(
-    sampler: ReleaseSampler, pair: NeighbouringPair, *, mechanism: str, variant: str,
-    epsilon: float, delta: float, samples: int, confidence: float, seed: int,
+    sampler: ReleaseSampler,
+    pair: NeighbouringPair,
+    *,
+    mechanism: str,
+    variant: str,
+    epsilon: float,
+    delta: float,
+    samples: int,
+    confidence: float,
+    seed: int,
     claim_relation: str = "replace",
-) -> AuditReport:  # fmt: skip
+) -> AuditReport:
     """Draw ``samples`` releases on each dataset, choose events on half, bound on the rest."""
     if samples < 4:
         raise ValueError(f"samples must be >= 4, found {samples!r}")
@@ -99,8 +111,10 @@ def audit_pair(
     if sampler.kind == "discrete":
         grid = sampler.grid(pair.d)
         describe = getattr(sampler, "describe", None)  # a sampler of a statistic names its cells
-        options |= {"n_cells": len(grid),
-                    "describe": describe(pair.d) if describe else lambda c: _point(grid[c])}
+        options |= {
+            "n_cells": len(grid),
+            "describe": describe(pair.d) if describe else lambda c: _point(grid[c]),
+        }
     forward = choose_event(select0, select1, **options)
     backward = choose_event(select1, select0, **options)
     fd, fd1 = int(forward.contains(eval0).sum()), int(forward.contains(eval1).sum())
@@ -108,15 +122,27 @@ def audit_pair(
     eps_forward = float(epsilon_lower_bound(fd, fd1, total, delta, alpha))
     eps_backward = float(epsilon_lower_bound(bd1, bd, total, delta, alpha))
     return AuditReport(
-        mechanism=mechanism, variant=variant, pair=pair.name, relation=pair.relation,
-        claimed_epsilon=float(epsilon), claimed_delta=float(delta),
-        eps_lb_forward=eps_forward, eps_lb_backward=eps_backward, samples=int(samples),
-        confidence=float(confidence), seed=int(seed),
-        event_forward=forward.description, event_backward=backward.description,
-        count_forward_d=fd, count_forward_d_prime=fd1, count_backward_d_prime=bd1,
-        count_backward_d=bd, seconds=time.perf_counter() - start,
-        claim_relation=claim_relation, finding=pair.finding,
-    )  # fmt: skip
+        mechanism=mechanism,
+        variant=variant,
+        pair=pair.name,
+        relation=pair.relation,
+        claimed_epsilon=float(epsilon),
+        claimed_delta=float(delta),
+        eps_lb_forward=eps_forward,
+        eps_lb_backward=eps_backward,
+        samples=int(samples),
+        confidence=float(confidence),
+        seed=int(seed),
+        event_forward=forward.description,
+        event_backward=backward.description,
+        count_forward_d=fd,
+        count_forward_d_prime=fd1,
+        count_backward_d_prime=bd1,
+        count_backward_d=bd,
+        seconds=time.perf_counter() - start,
+        claim_relation=claim_relation,
+        finding=pair.finding,
+    )
 
 
 def _point(w: np.ndarray) -> str:

@@ -43,11 +43,11 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.opdisc import opdisc_domain
-from oracles.objective import MergedRows, check_data
 from mechanisms.audit.core import NeighbouringPair
 from mechanisms.audit.pairs import replace_pair
 from mechanisms.audit.samplers import AuditError, BatchedGenerator
+from mechanisms.opdisc import opdisc_domain
+from oracles.objective import MergedRows, check_data
 
 #: Releases computed at once (memory: chunk x d floats, or chunk x d x (2d + 1) for RSPM's w).
 _CHUNK = 20_000
@@ -57,10 +57,13 @@ def sum_cut_pair(d: int, zero_rows: int = 2) -> NeighbouringPair:
     """D = zero rows + (1_d, -1), D' = zero rows + (1_d, +1): lam = +1 on D, -1 on D'."""
     ones = tuple([1.0] * d)
     return replace_pair(
-        f"sum_cut_d{d}", [(tuple([0.0] * d), 1, zero_rows)], (ones, -1), (ones, 1),
+        f"sum_cut_d{d}",
+        [(tuple([0.0] * d), 1, zero_rows)],
+        (ones, -1),
+        (ones, 1),
         f"d = {d}: constant loss (x = 0 rows) except the flipped row at x = 1_d, which moves "
         "every w with sum(w) >= 1 against every w with sum(w) <= 0 by 2",
-    )  # fmt: skip
+    )
 
 
 def sum_cut_lambda(rows: MergedRows, margin: float) -> int:
@@ -72,8 +75,10 @@ def sum_cut_lambda(rows: MergedRows, margin: float) -> int:
             continue  # h_w(0) = -1 for every w: constant loss
         c = float(point[0])
         if not (np.all(point == c) and c >= 2 * margin):
-            raise AuditError(f"sum-cut data needs rows at 0 or at c 1_d with c >= 2 mu, found "
-                             f"{point.tolist()} (d = {d})")  # fmt: skip
+            raise AuditError(
+                f"sum-cut data needs rows at 0 or at c 1_d with c >= 2 mu, found "
+                f"{point.tolist()} (d = {d})"
+            )
         lam += int(neg) - int(pos)
     return lam
 
@@ -104,8 +109,7 @@ class SumCutSampler:
         out = []
         for start in range(0, size, _CHUNK):
             noise = self.noise(rows, min(_CHUNK, size - start), rng)
-            out.append(self.sums(np.asarray(noise["eta"].value, dtype=float), lam, noise)
-                       + rows.d)  # fmt: skip
+            out.append(self.sums(np.asarray(noise["eta"].value, dtype=float), lam, noise) + rows.d)
         return np.concatenate(out)
 
     def releases(self, X, y, size, rng) -> np.ndarray:
@@ -131,8 +135,10 @@ class SumCutOPDiscSampler(SumCutSampler):
         p = self.mechanism.params
         domain, D = opdisc_domain(d, p.tau, p.B, p.D)
         if domain.step != 1.0 or domain.bound != 1:
-            raise AuditError(f"the sum-cut sampler needs the grid {{-1, 0, 1}}^d (tau = 1, B = 1),"
-                             f" found tau={domain.step!r}, bound={domain.bound!r}")  # fmt: skip
+            raise AuditError(
+                f"the sum-cut sampler needs the grid {{-1, 0, 1}}^d (tau = 1, B = 1),"
+                f" found tau={domain.step!r}, bound={domain.bound!r}"
+            )
         if not math.isclose(float(noise["D"]), D):
             raise AuditError(f"D mismatch: {noise['D']!r} != {D!r}")
         s_max = min(d, int(math.floor(domain.norm_sq_max + 1e-9)))
@@ -196,9 +202,9 @@ class SumCutRSPMSampler(SumCutSampler):
         down, up = np.empty_like(F), np.empty_like(F)
         for j in range(d):
             down[:, -1] = np.inf
-            np.add(F[:, 1:], a[:, j:j + 1], out=down[:, :-1])  # w_j = -1: sum t came from t + 1
+            np.add(F[:, 1:], a[:, j : j + 1], out=down[:, :-1])  # w_j = -1: sum t came from t + 1
             up[:, 0] = np.inf
-            np.add(F[:, :-1], b[:, j:j + 1], out=up[:, 1:])  # w_j = +1: from t - 1
+            np.add(F[:, :-1], b[:, j : j + 1], out=up[:, 1:])  # w_j = +1: from t - 1
             stay = F + (a[:, j] + b[:, j])[:, None]  # w_j = 0
             if keep_choices:
                 options = np.stack([down, stay, up])

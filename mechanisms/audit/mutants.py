@@ -15,18 +15,18 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mechanisms.base import Secret
-from mechanisms.expmech import ExpMechParams
-from mechanisms.opdisc import OPDisc
-from mechanisms.opsamp import OPSamp
-from mechanisms.rspm import RSPM, rspm_problem
 from mechanisms.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler
 from mechanisms.audit.samplers import (
     DPSGDSampler,
     ExpMechSampler,
     GridArgminSampler,
-    OPSampSampler,  # fmt: skip
+    OPSampSampler,
 )
+from mechanisms.base import Secret
+from mechanisms.expmech import ExpMechParams
+from mechanisms.opdisc import OPDisc
+from mechanisms.opsamp import OPSamp
+from mechanisms.rspm import RSPM, rspm_problem
 
 # --- OPDisc ---------------------------------------------------------------------------------------
 
@@ -81,7 +81,7 @@ class RSPMDropSeparators(RSPM):
 
     def problems(self, rows, noise):
         eta = np.array(noise["eta"].value, dtype=float)
-        eta[rows.d:] = 0.0  # (-e_j, +1) are the last d elements of separator_set
+        eta[rows.d :] = 0.0  # (-e_j, +1) are the last d elements of separator_set
         return [rspm_problem(rows, eta, margin=self.params.margin, label=self.name)]
 
 
@@ -175,35 +175,75 @@ SIGMA_THIRD_PRIVATE = (
 
 
 MUTANTS: tuple[Mutant, ...] = (
-    Mutant("opdisc", "plain_eta", lambda p: GridArgminSampler(OPDiscPlainEta(p)),
-           "unbounded (w = 0 gets no noise)"),
-    Mutant("opdisc", "sigma_third", lambda p: GridArgminSampler(OPDiscSigmaThird(p)), "3x",
-           undetectable=SIGMA_THIRD_PRIVATE.format(v="sqrt(2)", mu="0.179")),
-    Mutant("rspm_gaussian", "sigma_third", lambda p: GridArgminSampler(RSPMSigmaThird(p)), "3x",
-           undetectable=SIGMA_THIRD_PRIVATE.format(v="2", mu="0.179")),
-    Mutant("rspm_gaussian", "drop_separators",
-           lambda p: GridArgminSampler(RSPMDropSeparators(p)), "unbounded (not a separator)"),
-    Mutant("rspm_laplace", "quarter_scale", lambda p: GridArgminSampler(RSPMLaplaceQuarter(p)),
-           "4x"),
-    Mutant("rspm_laplace", "drop_separators",
-           lambda p: GridArgminSampler(RSPMDropSeparators(p)), "unbounded (not a separator)"),
+    Mutant(
+        "opdisc",
+        "plain_eta",
+        lambda p: GridArgminSampler(OPDiscPlainEta(p)),
+        "unbounded (w = 0 gets no noise)",
+    ),
+    Mutant(
+        "opdisc",
+        "sigma_third",
+        lambda p: GridArgminSampler(OPDiscSigmaThird(p)),
+        "3x",
+        undetectable=SIGMA_THIRD_PRIVATE.format(v="sqrt(2)", mu="0.179"),
+    ),
+    Mutant(
+        "rspm_gaussian",
+        "sigma_third",
+        lambda p: GridArgminSampler(RSPMSigmaThird(p)),
+        "3x",
+        undetectable=SIGMA_THIRD_PRIVATE.format(v="2", mu="0.179"),
+    ),
+    Mutant(
+        "rspm_gaussian",
+        "drop_separators",
+        lambda p: GridArgminSampler(RSPMDropSeparators(p)),
+        "unbounded (not a separator)",
+    ),
+    Mutant(
+        "rspm_laplace", "quarter_scale", lambda p: GridArgminSampler(RSPMLaplaceQuarter(p)), "4x"
+    ),
+    Mutant(
+        "rspm_laplace",
+        "drop_separators",
+        lambda p: GridArgminSampler(RSPMDropSeparators(p)),
+        "unbounded (not a separator)",
+    ),
     Mutant("expmech", "without_half", expmech_without_half, "2x"),
-    Mutant("dpsgd_lr", "no_clipping", lambda p: DPSGDNoClipping(p),
-           "||grad|| / C = 5 for the norm-10 example"),
-    Mutant("opsamp", "no_output_noise",
-           lambda p: OPSampSampler(OPSampNoOutputNoise(p)), "unbounded (atom at the corner)"),
+    Mutant(
+        "dpsgd_lr",
+        "no_clipping",
+        lambda p: DPSGDNoClipping(p),
+        "||grad|| / C = 5 for the norm-10 example",
+    ),
+    Mutant(
+        "opsamp",
+        "no_output_noise",
+        lambda p: OPSampSampler(OPSampNoOutputNoise(p)),
+        "unbounded (atom at the corner)",
+    ),
     # caught on sum_cut_d200 (the t = 1 cell: ln ratio about 1.38, 2e5-sample estimate)
-    Mutant("opdisc_d5", "paper_code",
-           lambda p: SumCutOPDiscSampler(OPDisc(with_calibration(p, "paper_code"))),
-           "SPEC 10.1 proves 1.805 / 2.603 / 4.318 / 5.701 at d = 5 / 23 / 100 / 200"),
-    Mutant("opdisc_d5", "paper",
-           lambda p: SumCutOPDiscSampler(OPDisc(with_calibration(p, "paper"))),
-           "SPEC 10.1 proves 0.864 / 1.265 / 2.123 / 2.815 at d = 5 / 23 / 100 / 200",
-           undetectable=PAPER_OPDISC_NOT_CAUGHT),
-    Mutant("rspm_gaussian_d5", "paper",
-           lambda p: SumCutRSPMSampler(RSPM(with_calibration(p, "paper"))),
-           "SPEC 10.2 proves 0.404 / 0.653 / 0.846 at d = 5 / 25 / 50 (delta 1e-5)",
-           undetectable=PAPER_RSPM_NOT_CAUGHT),
-)  # fmt: skip
+    Mutant(
+        "opdisc_d5",
+        "paper_code",
+        lambda p: SumCutOPDiscSampler(OPDisc(with_calibration(p, "paper_code"))),
+        "SPEC 10.1 proves 1.805 / 2.603 / 4.318 / 5.701 at d = 5 / 23 / 100 / 200",
+    ),
+    Mutant(
+        "opdisc_d5",
+        "paper",
+        lambda p: SumCutOPDiscSampler(OPDisc(with_calibration(p, "paper"))),
+        "SPEC 10.1 proves 0.864 / 1.265 / 2.123 / 2.815 at d = 5 / 23 / 100 / 200",
+        undetectable=PAPER_OPDISC_NOT_CAUGHT,
+    ),
+    Mutant(
+        "rspm_gaussian_d5",
+        "paper",
+        lambda p: SumCutRSPMSampler(RSPM(with_calibration(p, "paper"))),
+        "SPEC 10.2 proves 0.404 / 0.653 / 0.846 at d = 5 / 25 / 50 (delta 1e-5)",
+        undetectable=PAPER_RSPM_NOT_CAUGHT,
+    ),
+)
 
 __all__ = ["MUTANTS", "Mutant"]

@@ -48,10 +48,12 @@ class OPSampPaperBounds:
     moved_bound: int  # k: at most k of the m d coordinates leave the corner, but w.p. delta
 
     def line(self) -> str:
-        return (f"d={self.d} n={self.n}: scale {self.laplace_scale:.3g}, SPEC 10.3 proves "
-                f"{self.proven_epsilon:.3f}; diameter bound {self.diameter_epsilon:.3f} "
-                f"(any data); one-row instance <= {self.one_row_epsilon:.4f} at delta "
-                f"{self.one_row_delta:.2g} (K <= {self.moved_bound})")  # fmt: skip
+        return (
+            f"d={self.d} n={self.n}: scale {self.laplace_scale:.3g}, SPEC 10.3 proves "
+            f"{self.proven_epsilon:.3f}; diameter bound {self.diameter_epsilon:.3f} "
+            f"(any data); one-row instance <= {self.one_row_epsilon:.4f} at delta "
+            f"{self.one_row_delta:.2g} (K <= {self.moved_bound})"
+        )
 
 
 def opsamp_paper_bounds(mechanism, n: int, d: int, delta: float) -> OPSampPaperBounds:
@@ -66,11 +68,16 @@ def opsamp_paper_bounds(mechanism, n: int, d: int, delta: float) -> OPSampPaperB
     while moved.sf(k) > delta:  # sf(k) = P(K > k)
         k += 1
     return OPSampPaperBounds(
-        d=d, n=n, requested_epsilon=p.epsilon, proven_epsilon=float(cal["proven_epsilon"]),
-        laplace_scale=scale, diameter_epsilon=d * D_inf / scale,
-        one_row_epsilon=D_inf * k / (m * scale), one_row_delta=float(moved.sf(k)),
+        d=d,
+        n=n,
+        requested_epsilon=p.epsilon,
+        proven_epsilon=float(cal["proven_epsilon"]),
+        laplace_scale=scale,
+        diameter_epsilon=d * D_inf / scale,
+        one_row_epsilon=D_inf * k / (m * scale),
+        one_row_delta=float(moved.sf(k)),
         moved_bound=k,
-    )  # fmt: skip
+    )
 
 
 __all__ = ["OPSampPaperBounds", "opsamp_paper_bounds"]

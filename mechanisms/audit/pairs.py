@@ -34,8 +34,9 @@ def _rows(spec: Iterable[Row]) -> tuple[np.ndarray, np.ndarray]:
     return np.array(X, dtype=float), np.array(y, dtype=np.int8)
 
 
-def replace_pair(name: str, base: Iterable[Row], old: Row, new: Row, note: str,
-                 **kwargs) -> NeighbouringPair:  # fmt: skip
+def replace_pair(
+    name: str, base: Iterable[Row], old: Row, new: Row, note: str, **kwargs
+) -> NeighbouringPair:
     """D = base + old, D' = base + new (the replaced example is the last row)."""
     base = list(base)
     X0, y0 = _rows(base + [(old[0], old[1], 1)])
@@ -63,12 +64,18 @@ def _d2_search_pair(name: str, note: str) -> NeighbouringPair:
 def opdisc_pairs() -> list[NeighbouringPair]:
     return [
         replace_pair(
-            "flip_far_label", [((-1.0,), -1, 1)], ((1.0,), -1), ((1.0,), 1),
+            "flip_far_label",
+            [((-1.0,), -1, 1)],
+            ((1.0,), -1),
+            ((1.0,), 1),
             "the flip moves L(1) + L(-1) - 2 L(0) from 2 to 0: without the normalization pi "
             "(w = 0 gets no noise) w = 0 can win on D and never on D'",
         ),
         replace_pair(
-            "duplicated_rows_tail", [((1.0,), 1, 30)], ((1.0,), 1), ((-1.0,), 1),
+            "duplicated_rows_tail",
+            [((1.0,), 1, 30)],
+            ((1.0,), 1),
+            ((-1.0,), 1),
             "31 copies of (1, +1) make w = 1 win by 31: the other outputs need eta_1 about 2 s.d. "
             "(of sigma / 3) into the tail; the replacement shifts the noise by |v| = sqrt(2), "
             "the largest any d = 1 replacement makes",
@@ -77,54 +84,79 @@ def opdisc_pairs() -> list[NeighbouringPair]:
             "d2_duplicated_flip",
             "d = 2, 15 rows, a label flip at x = (1, 1) (best of a random search for sigma / 3)",
         ),
-    ]  # fmt: skip
+    ]
 
 
 def expmech_pairs() -> list[NeighbouringPair]:
     return [
         replace_pair(
-            "far_flip_rare_output", [((1.0,), 1, 7)], ((1.0,), 1), ((-1.0,), 1),
+            "far_flip_rare_output",
+            [((1.0,), 1, 7)],
+            ((1.0,), 1),
+            ((-1.0,), 1),
             "Delta = (-1, 0, 1) and w = -1 has small mass: its ratio approaches e^epsilon",
         ),
         replace_pair(
-            "label_flip_duplicates", [((1.0,), 1, 5)], ((1.0,), -1), ((1.0,), 1),
+            "label_flip_duplicates",
+            [((1.0,), 1, 5)],
+            ((1.0,), -1),
+            ((1.0,), 1),
             "Delta = (1, 1, -1) with w = 1 dominant: {-1, 0} is rare and moves by e^epsilon",
         ),
         _d2_search_pair("d2_duplicated_flip", "d = 2 (9 grid points), a label flip at (1, 1)"),
-    ]  # fmt: skip
+    ]
 
 
 # --- RSPM --------------------------------------------------------------------------------------
 
 
 def rspm_pairs() -> list[NeighbouringPair]:
-    d2_base = [((0.0, 0.0), -1, 1), ((1.0, 1.0), -1, 2), ((1.0, 0.0), -1, 2),
-               ((-1.0, -1.0), -1, 1), ((1.0, 1.0), 1, 1), ((-1.0, 0.0), -1, 1),
-               ((0.0, -1.0), -1, 1)]  # fmt: skip
+    d2_base = [
+        ((0.0, 0.0), -1, 1),
+        ((1.0, 1.0), -1, 2),
+        ((1.0, 0.0), -1, 2),
+        ((-1.0, -1.0), -1, 1),
+        ((1.0, 1.0), 1, 1),
+        ((-1.0, 0.0), -1, 1),
+        ((0.0, -1.0), -1, 1),
+    ]
     return [
         replace_pair(
-            "separator_aligned_flip", [((1.0,), 1, 1)], ((1.0,), -1), ((1.0,), 1),
+            "separator_aligned_flip",
+            [((1.0,), 1, 1)],
+            ((1.0,), -1),
+            ((1.0,), 1),
             "the replaced example becomes a copy of the separator element (e_1, +1): "
             "L(1) - L(0) goes 0 -> -2, both in the left tail of the separator weight",
         ),
         replace_pair(
-            "aligned_with_dropped_separator", [], ((-1.0,), -1), ((-1.0,), 1),
+            "aligned_with_dropped_separator",
+            [],
+            ((-1.0,), -1),
+            ((-1.0,), 1),
             "the new example is the separator element (-e_1, +1): L(-1) - L(0) goes +1 -> -1, "
             "the decision between w = -1 and w = 0 that only that element's weight randomizes",
         ),
         replace_pair(
-            "duplicated_rows_tail", [((1.0,), 1, 28)], ((1.0,), 1), ((1.0,), -1),
+            "duplicated_rows_tail",
+            [((1.0,), 1, 28)],
+            ((1.0,), 1),
+            ((1.0,), -1),
             "28 duplicated rows put w = 0 about 2.5 s.d. (sigma / 3) into the tail; the "
             "replacement moves L(1) - L(0) by 2",
         ),
         replace_pair(
-            "d2_random_search", d2_base, ((1.0, -1.0), -1), ((1.0, 1.0), 1),
+            "d2_random_search",
+            d2_base,
+            ((1.0, -1.0), -1),
+            ((1.0, 1.0), 1),
             "d = 2, 10 rows (best of a random search for the quarter-scale Laplace mutant)",
         ),
-    ]  # fmt: skip
+    ]
 
 
 # --- DP-SGD ------------------------------------------------------------------------------------
+
 
 def dpsgd_pairs() -> list[NeighbouringPair]:
     """Replace-one pairs (DP-SGD's claim is replace-one by group privacy, mechanisms.dpsgd).
@@ -137,18 +169,33 @@ def dpsgd_pairs() -> list[NeighbouringPair]:
     # zero-feature rows have zero gradient, so they add no signal of their own
     pad = [((0.0,), 1, 10_000)]
     return [
-        replace_pair("replace_large_norm_flip", [((0.0,), 1, 50)], ((10.0,), 1), ((10.0,), -1),
-                     "the norm-10 example's label flipped: the clipped gradient goes -C -> +C; "
-                     "q = 1, T = 1: the Gaussian mechanism with sensitivity 2C",
-                     settings={"batch_size": 51, "steps": 1}),
-        replace_pair("replace_zero_with_large_norm", pad, ((0.0,), 1), ((10.0,), 1),
-                     "a zero row replaced by an example of norm 10 (gradient clipped to C); "
-                     "Poisson sampling q = 1/2 and T = 4 averaged iterates",
-                     settings={"batch_size": 5_000, "steps": 4}),
-        replace_pair("replace_with_duplicate", pad + [((3.0,), 1, 5)], ((0.0,), 1), ((3.0,), 1),
-                     "a zero row replaced by a 6th duplicate of a clipped example, T = 2",
-                     settings={"batch_size": 10_005, "steps": 2}),
-    ]  # fmt: skip
+        replace_pair(
+            "replace_large_norm_flip",
+            [((0.0,), 1, 50)],
+            ((10.0,), 1),
+            ((10.0,), -1),
+            "the norm-10 example's label flipped: the clipped gradient goes -C -> +C; "
+            "q = 1, T = 1: the Gaussian mechanism with sensitivity 2C",
+            settings={"batch_size": 51, "steps": 1},
+        ),
+        replace_pair(
+            "replace_zero_with_large_norm",
+            pad,
+            ((0.0,), 1),
+            ((10.0,), 1),
+            "a zero row replaced by an example of norm 10 (gradient clipped to C); "
+            "Poisson sampling q = 1/2 and T = 4 averaged iterates",
+            settings={"batch_size": 5_000, "steps": 4},
+        ),
+        replace_pair(
+            "replace_with_duplicate",
+            pad + [((3.0,), 1, 5)],
+            ((0.0,), 1),
+            ((3.0,), 1),
+            "a zero row replaced by a 6th duplicate of a clipped example, T = 2",
+            settings={"batch_size": 10_005, "steps": 2},
+        ),
+    ]
 
 
 # --- OPSamp ------------------------------------------------------------------------------------
@@ -157,16 +204,25 @@ def dpsgd_pairs() -> list[NeighbouringPair]:
 def opsamp_pairs() -> list[NeighbouringPair]:
     return [
         replace_pair(
-            "flip_label_n1", [], ((1.0,), 1), ((1.0,), -1),
+            "flip_label_n1",
+            [],
+            ((1.0,), 1),
+            ((1.0,), -1),
             "n = 1: on D f' < 0 on the whole box for every sigma >= 0, so every w_k = 1; on D' "
             "w_k < 1 whenever sigma_k < f'(1) (about 12% of releases have some w_k < 1)",
         ),
         replace_pair(
-            "flip_label_zero_padding", [((0.0,), 1, 3)], ((1.0,), 1), ((1.0,), -1),
+            "flip_label_zero_padding",
+            [((0.0,), 1, 3)],
+            ((1.0,), 1),
+            ((1.0,), -1),
             "the same flip beside 3 zero-feature rows (n = 4: m = 13, smaller eta)",
         ),
         replace_pair(
-            "zero_to_misclassified", [], ((0.0,), -1), ((1.0,), -1),
+            "zero_to_misclassified",
+            [],
+            ((0.0,), -1),
+            ((1.0,), -1),
             "a zero-feature row (no gradient: w_k = 1 always) replaced by a misclassified one",
         ),
-    ]  # fmt: skip
+    ]

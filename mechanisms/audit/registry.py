@@ -10,11 +10,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from mechanisms.catalog import CATALOG
-from mechanisms.opdisc import OPDisc
-from mechanisms.opsamp import OPSamp
-from mechanisms.rspm import RSPM
-from oracles.objective import DEFAULT_MARGIN
 from mechanisms.audit.core import NeighbouringPair, audit_pair
 from mechanisms.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_pair
 from mechanisms.audit.mutants import MUTANTS
@@ -23,17 +18,22 @@ from mechanisms.audit.pairs import (
     expmech_pairs,
     opdisc_pairs,
     opsamp_pairs,
-    rspm_pairs,  # fmt: skip
+    rspm_pairs,
 )
 from mechanisms.audit.report import CORRECT, AuditReport
 from mechanisms.audit.samplers import (
     DPSGDSampler,
     ExpMechSampler,
     GridArgminSampler,
-    OPSampSampler,  # fmt: skip
+    OPSampSampler,
     ReleaseSampler,
 )
 from mechanisms.audit.stats import check_confidence
+from mechanisms.catalog import CATALOG
+from mechanisms.opdisc import OPDisc
+from mechanisms.opsamp import OPSamp
+from mechanisms.rspm import RSPM
+from oracles.objective import DEFAULT_MARGIN
 
 #: Claimed privacy of every audited mechanism (tiny instances, so the test has power).
 EPSILON = 1.0
@@ -72,34 +72,76 @@ def _params(name: str, delta: float = DELTA, **settings: Any) -> Any:
 
 
 def _opdisc() -> MechanismAudit:
-    return MechanismAudit("opdisc", _params("opdisc"), EPSILON, DELTA, "replace",
-                          lambda p: GridArgminSampler(OPDisc(p)), opdisc_pairs,
-                          200_000, 4_000_000)  # fmt: skip
+    return MechanismAudit(
+        "opdisc",
+        _params("opdisc"),
+        EPSILON,
+        DELTA,
+        "replace",
+        lambda p: GridArgminSampler(OPDisc(p)),
+        opdisc_pairs,
+        200_000,
+        4_000_000,
+    )
 
 
 def _rspm(noise: str) -> MechanismAudit:
     name = f"rspm_{noise}"
     params = _params(name)  # the entry fixes the noise (and Laplace's delta = 0)
-    return MechanismAudit(name, params, EPSILON, params.delta, "replace",
-                          lambda p: GridArgminSampler(RSPM(p)), rspm_pairs,
-                          200_000, 4_000_000)  # fmt: skip
+    return MechanismAudit(
+        name,
+        params,
+        EPSILON,
+        params.delta,
+        "replace",
+        lambda p: GridArgminSampler(RSPM(p)),
+        rspm_pairs,
+        200_000,
+        4_000_000,
+    )
 
 
 def _expmech() -> MechanismAudit:
-    return MechanismAudit("expmech", _params("expmech"), EPSILON, 0.0, "replace",
-                          ExpMechSampler, expmech_pairs, 400_000, 10_000_000)  # fmt: skip
+    return MechanismAudit(
+        "expmech",
+        _params("expmech"),
+        EPSILON,
+        0.0,
+        "replace",
+        ExpMechSampler,
+        expmech_pairs,
+        400_000,
+        10_000_000,
+    )
 
 
 def _dpsgd() -> MechanismAudit:
     params = _params("dpsgd_lr", clip_norm=1.0, batch_size=50, learning_rate=1.0, steps=1)
-    return MechanismAudit("dpsgd_lr", params, EPSILON, DELTA, "replace", DPSGDSampler,
-                          dpsgd_pairs, 1_000_000, 5_000_000)  # fmt: skip
+    return MechanismAudit(
+        "dpsgd_lr",
+        params,
+        EPSILON,
+        DELTA,
+        "replace",
+        DPSGDSampler,
+        dpsgd_pairs,
+        1_000_000,
+        5_000_000,
+    )
 
 
 def _opsamp() -> MechanismAudit:
-    return MechanismAudit("opsamp", _params("opsamp"), EPSILON, DELTA, "replace",
-                          lambda p: OPSampSampler(OPSamp(p)), opsamp_pairs,
-                          100_000, 1_000_000)  # fmt: skip
+    return MechanismAudit(
+        "opsamp",
+        _params("opsamp"),
+        EPSILON,
+        DELTA,
+        "replace",
+        lambda p: OPSampSampler(OPSamp(p)),
+        opsamp_pairs,
+        100_000,
+        1_000_000,
+    )
 
 
 # --- the audit at d >= 5 (SPEC 10.5; mechanisms.audit.highdim) ------------------------------------
@@ -114,18 +156,30 @@ def _opdisc_high_dim() -> MechanismAudit:
     # B = 1: the grid {-1, 0, 1}^d, with the paper's D = sqrt(d) (SPEC 3); the calibration
     # depends on (d, D, tau) only, so the claim is the one OPDisc makes at that d and D
     return MechanismAudit(
-        "opdisc_d5", _params("opdisc", B=1.0), EPSILON, DELTA, "replace",
+        "opdisc_d5",
+        _params("opdisc", B=1.0),
+        EPSILON,
+        DELTA,
+        "replace",
         lambda p: SumCutOPDiscSampler(OPDisc(p)),
-        lambda: [sum_cut_pair(d) for d in OPDISC_HIGH_DIMS], 100_000, 1_000_000,
-    )  # fmt: skip
+        lambda: [sum_cut_pair(d) for d in OPDISC_HIGH_DIMS],
+        100_000,
+        1_000_000,
+    )
 
 
 def _rspm_high_dim() -> MechanismAudit:
     return MechanismAudit(
-        "rspm_gaussian_d5", _params("rspm_gaussian"), EPSILON, DELTA, "replace",
+        "rspm_gaussian_d5",
+        _params("rspm_gaussian"),
+        EPSILON,
+        DELTA,
+        "replace",
         lambda p: SumCutRSPMSampler(RSPM(p)),
-        lambda: [sum_cut_pair(d) for d in RSPM_HIGH_DIMS], 50_000, 1_000_000,
-    )  # fmt: skip
+        lambda: [sum_cut_pair(d) for d in RSPM_HIGH_DIMS],
+        50_000,
+        1_000_000,
+    )
 
 
 AUDITS: dict[str, Callable[[], MechanismAudit]] = {
@@ -146,21 +200,41 @@ def mechanism_audit(name: str) -> MechanismAudit:
     return AUDITS[name]()
 
 
-def audit_variant(audit: MechanismAudit, variant: str, make_sampler: Callable[[Any], Any], *,
-                  samples: int, confidence: float, seed: int) -> list[AuditReport]:  # fmt: skip
+def audit_variant(
+    audit: MechanismAudit,
+    variant: str,
+    make_sampler: Callable[[Any], Any],
+    *,
+    samples: int,
+    confidence: float,
+    seed: int,
+) -> list[AuditReport]:
     """Every pair of ``audit`` against one variant (the mechanism or a mutant)."""
     return [
         audit_pair(
-            make_sampler(audit.params_for(pair)), pair, mechanism=audit.name, variant=variant,
-            epsilon=audit.epsilon, delta=audit.delta, samples=samples, confidence=confidence,
-            seed=seed, claim_relation=audit.claim_relation,
-        )  # fmt: skip
+            make_sampler(audit.params_for(pair)),
+            pair,
+            mechanism=audit.name,
+            variant=variant,
+            epsilon=audit.epsilon,
+            delta=audit.delta,
+            samples=samples,
+            confidence=confidence,
+            seed=seed,
+            claim_relation=audit.claim_relation,
+        )
         for pair in audit.pairs()
     ]
 
 
-def run_audit(mechanism: str, *, samples: int | None, confidence: float, seed: int,
-              include_mutants: bool = False) -> list[AuditReport]:  # fmt: skip
+def run_audit(
+    mechanism: str,
+    *,
+    samples: int | None,
+    confidence: float,
+    seed: int,
+    include_mutants: bool = False,
+) -> list[AuditReport]:
     """Audit ``mechanism`` (a key of AUDITS) on all its pairs; mutants after it if asked.
 
     ``samples`` releases per dataset and pair (half choose the events, half bound epsilon;

@@ -92,14 +92,33 @@ class AuditReport:
         return self.is_mutant and self.decisive and self.exceeds_claim
 
     def to_params(self) -> dict[str, Any]:
-        keys = ("mechanism", "variant", "pair", "relation", "claim_relation", "claimed_epsilon",
-                "claimed_delta", "samples", "confidence", "seed", "event_forward",
-                "event_backward", "finding")  # fmt: skip
+        keys = (
+            "mechanism",
+            "variant",
+            "pair",
+            "relation",
+            "claim_relation",
+            "claimed_epsilon",
+            "claimed_delta",
+            "samples",
+            "confidence",
+            "seed",
+            "event_forward",
+            "event_backward",
+            "finding",
+        )
         return {f"audit.{k}": getattr(self, k) for k in keys}
 
     def to_metrics(self) -> dict[str, float]:
-        keys = ("eps_lb_forward", "eps_lb_backward", "count_forward_d", "count_forward_d_prime",
-                "count_backward_d_prime", "count_backward_d", "seconds")  # fmt: skip
+        keys = (
+            "eps_lb_forward",
+            "eps_lb_backward",
+            "count_forward_d",
+            "count_forward_d_prime",
+            "count_backward_d_prime",
+            "count_backward_d",
+            "seconds",
+        )
         out = {f"audit.{k}": float(getattr(self, k)) for k in keys}
         out["audit.eps_lb"] = self.eps_lb
         out["audit.exceeds_claim"] = float(self.exceeds_claim)
@@ -124,13 +143,15 @@ class AuditReport:
         verdict = "EXCEEDS" if self.exceeds_claim else "within"
         if self.finding:
             verdict += " (known finding)"
-        return (f"{self.mechanism}[{self.variant}] {self.pair} ({self.relation}): eps_lb "
-                f"{self.eps_lb_forward:.3f} / {self.eps_lb_backward:.3f} vs claimed "
-                f"({self.claimed_epsilon:g}, {self.claimed_delta:g}) -> {verdict}; "
-                f"{self.samples} samples/dataset; events {self.event_forward} | "
-                f"{self.event_backward}; counts {self.count_forward_d}/"
-                f"{self.count_forward_d_prime}, {self.count_backward_d_prime}/"
-                f"{self.count_backward_d}")  # fmt: skip
+        return (
+            f"{self.mechanism}[{self.variant}] {self.pair} ({self.relation}): eps_lb "
+            f"{self.eps_lb_forward:.3f} / {self.eps_lb_backward:.3f} vs claimed "
+            f"({self.claimed_epsilon:g}, {self.claimed_delta:g}) -> {verdict}; "
+            f"{self.samples} samples/dataset; events {self.event_forward} | "
+            f"{self.event_backward}; counts {self.count_forward_d}/"
+            f"{self.count_forward_d_prime}, {self.count_backward_d_prime}/"
+            f"{self.count_backward_d}"
+        )
 
 
 def _fmt_eps(value: float) -> str:
@@ -148,8 +169,10 @@ def audit_table(reports: Iterable[AuditReport]) -> str:
     """
     reports = list(reports)
     caught = {(r.mechanism, r.variant) for r in reports if r.catches}
-    header = ("| mechanism | variant | claimed (eps, delta) | pair | relation | eps_lb D->D' "
-              "| eps_lb D'->D | samples/dataset | verdict |")  # fmt: skip
+    header = (
+        "| mechanism | variant | claimed (eps, delta) | pair | relation | eps_lb D->D' "
+        "| eps_lb D'->D | samples/dataset | verdict |"
+    )
     lines = [header, "|" + "---|" * 9]
     for r in reports:
         if not r.is_mutant:

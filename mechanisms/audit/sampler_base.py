@@ -22,8 +22,9 @@ class ReleaseSampler(Protocol):
 
     kind: str  # "discrete" or "continuous"
 
-    def sample(self, X: np.ndarray, y: np.ndarray, size: int,
-               rng: np.random.Generator) -> np.ndarray: ...  # fmt: skip
+    def sample(
+        self, X: np.ndarray, y: np.ndarray, size: int, rng: np.random.Generator
+    ) -> np.ndarray: ...
 
     # discrete samplers also offer grid(d) -> (k, d): the point of each cell index
 
@@ -71,8 +72,9 @@ class BatchedGenerator:
 
     def __getattr__(self, name: str):
         if name not in self._METHODS:
-            raise AttributeError(f"BatchedGenerator does not offer {name!r} (only "
-                                 f"{', '.join(self._METHODS)})")  # fmt: skip
+            raise AttributeError(
+                f"BatchedGenerator does not offer {name!r} (only {', '.join(self._METHODS)})"
+            )
         method = getattr(self._rng, name)
 
         def draw(*args: Any, size: Any = None, **kwargs: Any) -> np.ndarray:
@@ -88,5 +90,9 @@ def noise_scalars(noise: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
-    "AuditError", "BatchedGenerator", "FunctionSampler", "ReleaseSampler", "noise_scalars",
-]  # fmt: skip
+    "AuditError",
+    "BatchedGenerator",
+    "FunctionSampler",
+    "ReleaseSampler",
+    "noise_scalars",
+]

@@ -29,20 +29,20 @@ from typing import Any
 
 import numpy as np
 
+from mechanisms.audit.continuous_samplers import DPSGDSampler, OPSampSampler
+from mechanisms.audit.sampler_base import (
+    AuditError,
+    BatchedGenerator,
+    FunctionSampler,
+    ReleaseSampler,
+    noise_scalars,
+)
 from mechanisms.base import Secret
 from mechanisms.expmech import run_expmech
 from mechanisms.opdisc import opdisc_domain
 from oracles.base import IntegerGrid, Problem
 from oracles.enumerate import all_objectives, grid_points
 from oracles.objective import MergedRows, check_data
-from mechanisms.audit.continuous_samplers import DPSGDSampler, OPSampSampler
-from mechanisms.audit.sampler_base import (
-    AuditError,
-    BatchedGenerator,
-    FunctionSampler,
-    ReleaseSampler,  # fmt: skip
-    noise_scalars,
-)
 
 #: Objective values held at once by the grid sampler (memory bound: 8 bytes each).
 _CHUNK_ENTRIES = 4_000_000
@@ -64,9 +64,12 @@ class AffineObjective:
 
 
 def affine_objective(
-    mechanism: Any, rows: MergedRows, noise: dict[str, Any], key: str = "eta",
+    mechanism: Any,
+    rows: MergedRows,
+    noise: dict[str, Any],
+    key: str = "eta",
     check: np.ndarray | None = None,
-) -> AffineObjective:  # fmt: skip
+) -> AffineObjective:
     """The objective of ``mechanism.problems`` as an affine function of ``noise[key]``.
 
     Built from the mechanism's own problem with eta = 0 and eta = each unit vector; ``check``
@@ -78,8 +81,9 @@ def affine_objective(
     def problem(eta: np.ndarray) -> Problem:
         problems = mechanism.problems(rows, {**scalars, key: Secret(eta)})
         if len(problems) != 1 or not isinstance(problems[0], Problem):
-            raise AuditError(f"{type(mechanism).__name__} must build exactly one Problem, found "
-                             f"{len(problems)}")  # fmt: skip
+            raise AuditError(
+                f"{type(mechanism).__name__} must build exactly one Problem, found {len(problems)}"
+            )
         if not isinstance(problems[0].domain, IntegerGrid):
             raise AuditError("the grid sampler needs an IntegerGrid domain")
         return problems[0]
@@ -95,8 +99,10 @@ def affine_objective(
         direct = problem(np.asarray(check, dtype=float)).objective(grid)
         scale = 1.0 + np.abs(direct).max()
         if not np.allclose(affine.values(check[None, :])[0], direct, rtol=0, atol=1e-9 * scale):
-            raise AuditError(f"the objective of {type(mechanism).__name__} is not affine in "
-                             f"noise[{key!r}]: the grid sampler does not apply")  # fmt: skip
+            raise AuditError(
+                f"the objective of {type(mechanism).__name__} is not affine in "
+                f"noise[{key!r}]: the grid sampler does not apply"
+            )
     return affine
 
 
@@ -125,10 +131,14 @@ class GridArgminSampler:
         single = {**noise_scalars(noise), self.noise_key: Secret(eta[0])}
         affine = affine_objective(self.mechanism, rows, single, self.noise_key, check=eta[0])
         step = max(1, _CHUNK_ENTRIES // len(affine.grid))  # bounds the (releases, k) matrix
-        return np.concatenate([
-            np.argmin(affine.values(eta[i:i + step]), axis=1)  # first minimizer: lexicographic
-            for i in range(0, len(eta), step)
-        ])  # fmt: skip
+        return np.concatenate(
+            [
+                np.argmin(
+                    affine.values(eta[i : i + step]), axis=1
+                )  # first minimizer: lexicographic
+                for i in range(0, len(eta), step)
+            ]
+        )
 
     def sample(self, X, y, size, rng) -> np.ndarray:
         X, y = check_data(X, y)
@@ -173,6 +183,14 @@ class ExpMechSampler:
 
 
 __all__ = [
-    "AffineObjective", "AuditError", "BatchedGenerator", "DPSGDSampler", "ExpMechSampler",
-    "FunctionSampler", "GridArgminSampler", "OPSampSampler", "ReleaseSampler", "affine_objective",
-]  # fmt: skip
+    "AffineObjective",
+    "AuditError",
+    "BatchedGenerator",
+    "DPSGDSampler",
+    "ExpMechSampler",
+    "FunctionSampler",
+    "GridArgminSampler",
+    "OPSampSampler",
+    "ReleaseSampler",
+    "affine_objective",
+]

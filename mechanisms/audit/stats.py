@@ -59,8 +59,7 @@ def cp_upper(count, total: int, alpha: float) -> np.ndarray:
     return np.where(count < total, high, 1.0)
 
 
-def epsilon_lower_bound(count_num, count_den, total: int, delta: float,
-                        alpha: float) -> np.ndarray:  # fmt: skip
+def epsilon_lower_bound(count_num, count_den, total: int, delta: float, alpha: float) -> np.ndarray:
     """eps_lb = ln((p1_low - delta) / p0_high), floored at 0 (module docstring).
 
     ``count_num`` events among ``total`` runs on the numerator dataset, ``count_den`` on the
@@ -109,9 +108,16 @@ def _discrete_candidates(num: np.ndarray, den: np.ndarray, k: int):
 
 
 def choose_event(
-    num: np.ndarray, den: np.ndarray, *, kind: str, delta: float, alpha: float,
-    n_cells: int | None = None, describe=None, max_thresholds: int = 4000,
-) -> Event:  # fmt: skip
+    num: np.ndarray,
+    den: np.ndarray,
+    *,
+    kind: str,
+    delta: float,
+    alpha: float,
+    n_cells: int | None = None,
+    describe=None,
+    max_thresholds: int = 4000,
+) -> Event:
     """The event with the largest eps_lb on these (selection) samples.
 
     ``num`` are outputs on the numerator dataset, ``den`` on the other, same length. Discrete:
@@ -150,4 +156,3 @@ def choose_event(
         return Event(f"s >= {t:.6g}", threshold=t, upper=True)
     t = float(pooled[int(np.argmax(eps_lo))])
     return Event(f"s < {t:.6g}", threshold=t, upper=False)
-

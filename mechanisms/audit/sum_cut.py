@@ -19,7 +19,12 @@ from mechanisms.audit.report import AuditReport, audit_table
 
 
 def audit_sum_cut(
-    mechanism: str, d: int, *, samples: int, confidence: float = 0.95, seed: int = 0,
+    mechanism: str,
+    d: int,
+    *,
+    samples: int,
+    confidence: float = 0.95,
+    seed: int = 0,
     variants: tuple[str, ...] = ("correct",),
 ) -> list[AuditReport]:
     """One sum-cut pair at any d for a registered d >= 5 audit, its mechanism and its mutants
@@ -32,11 +37,20 @@ def audit_sum_cut(
         raise ValueError(f"unknown variants {unknown} of {mechanism}; known: {sorted(makers)}")
     pair = sum_cut_pair(d)
     return [
-        audit_pair(makers[v](audit.params), pair, mechanism=audit.name, variant=v,
-                   epsilon=audit.epsilon, delta=audit.delta, samples=samples,
-                   confidence=confidence, seed=seed, claim_relation=audit.claim_relation)
+        audit_pair(
+            makers[v](audit.params),
+            pair,
+            mechanism=audit.name,
+            variant=v,
+            epsilon=audit.epsilon,
+            delta=audit.delta,
+            samples=samples,
+            confidence=confidence,
+            seed=seed,
+            claim_relation=audit.claim_relation,
+        )
         for v in variants
-    ]  # fmt: skip
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -48,8 +62,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variants", nargs="+", default=["correct"])
     args = parser.parse_args(argv)
-    reports = audit_sum_cut(args.mechanism, args.d, samples=args.samples, seed=args.seed,
-                            variants=tuple(args.variants))  # fmt: skip
+    reports = audit_sum_cut(
+        args.mechanism, args.d, samples=args.samples, seed=args.seed, variants=tuple(args.variants)
+    )
     for r in reports:
         print(f"{r.line()}; {r.seconds:.0f} s")
     print(audit_table(reports))

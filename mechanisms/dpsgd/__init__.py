@@ -13,23 +13,61 @@ This package re-exports their public names.
 from __future__ import annotations
 
 from mechanisms.dpsgd.accounting import (
-    ACCOUNTANT_DESCRIPTIONS, ACCOUNTANTS, DEFAULT_PLD_DISCRETIZATION, PLD_RELATIVE_DISCRETIZATION,
-    PLD_REPLACE_ONE, RDP_GROUP, accounted_epsilon, add_or_remove_epsilon, calibrate,
-    calibrate_noise_multiplier, dpsgd_event, pld_discretization, pld_epsilon, rdp_group_epsilon,
-)  # fmt: skip
+    ACCOUNTANT_DESCRIPTIONS,
+    ACCOUNTANTS,
+    DEFAULT_PLD_DISCRETIZATION,
+    PLD_RELATIVE_DISCRETIZATION,
+    PLD_REPLACE_ONE,
+    RDP_GROUP,
+    accounted_epsilon,
+    add_or_remove_epsilon,
+    calibrate,
+    calibrate_noise_multiplier,
+    dpsgd_event,
+    pld_discretization,
+    pld_epsilon,
+    rdp_group_epsilon,
+)
 from mechanisms.dpsgd.algorithm import (
-    DEFAULT_EPOCHS, DPSGDParams, add_noise, clip_and_sum, per_example_gradients, run_dpsgd,
+    DEFAULT_EPOCHS,
+    DPSGDParams,
+    add_noise,
+    clip_and_sum,
+    per_example_gradients,
+    run_dpsgd,
     train_dpsgd,
-)  # fmt: skip
+)
 from mechanisms.dpsgd.tuning import (
-    DPSGDGrid, draw_repetitions, repeat_and_select_event, tune_dpsgd,
-)  # fmt: skip
+    DPSGDGrid,
+    draw_repetitions,
+    repeat_and_select_event,
+    tune_dpsgd,
+)
 
 __all__ = [
-    "ACCOUNTANTS", "ACCOUNTANT_DESCRIPTIONS", "DEFAULT_EPOCHS", "DEFAULT_PLD_DISCRETIZATION",
-    "DPSGDGrid", "DPSGDParams", "PLD_RELATIVE_DISCRETIZATION", "PLD_REPLACE_ONE", "RDP_GROUP",
-    "accounted_epsilon", "add_noise", "add_or_remove_epsilon", "calibrate",
-    "calibrate_noise_multiplier", "clip_and_sum", "draw_repetitions", "dpsgd_event",
-    "per_example_gradients", "pld_discretization", "pld_epsilon", "rdp_group_epsilon",
-    "repeat_and_select_event", "run_dpsgd", "train_dpsgd", "tune_dpsgd",
-]  # fmt: skip
+    "ACCOUNTANTS",
+    "ACCOUNTANT_DESCRIPTIONS",
+    "DEFAULT_EPOCHS",
+    "DEFAULT_PLD_DISCRETIZATION",
+    "DPSGDGrid",
+    "DPSGDParams",
+    "PLD_RELATIVE_DISCRETIZATION",
+    "PLD_REPLACE_ONE",
+    "RDP_GROUP",
+    "accounted_epsilon",
+    "add_noise",
+    "add_or_remove_epsilon",
+    "calibrate",
+    "calibrate_noise_multiplier",
+    "clip_and_sum",
+    "draw_repetitions",
+    "dpsgd_event",
+    "per_example_gradients",
+    "pld_discretization",
+    "pld_epsilon",
+    "rdp_group_epsilon",
+    "repeat_and_select_event",
+    "run_dpsgd",
+    "train_dpsgd",
+    "tune_dpsgd",
+]

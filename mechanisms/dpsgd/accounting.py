@@ -51,10 +51,10 @@ ACCOUNTANTS = (PLD_REPLACE_ONE, RDP_GROUP)
 #: What each accountant is, in a release's claim.
 ACCOUNTANT_DESCRIPTIONS = {
     PLD_REPLACE_ONE: "pld_replace_one (dp_accounting.pld.PLDAccountant, REPLACE_ONE, "
-                     "pessimistic estimate)",
+    "pessimistic estimate)",
     RDP_GROUP: "rdp_group (dp_accounting.rdp.RdpAccountant, add-or-remove-one, to replace-one "
-               "by group privacy)",
-}  # fmt: skip
+    "by group privacy)",
+}
 #: PLD value discretization interval per unit of target epsilon (``pld_discretization``).
 PLD_RELATIVE_DISCRETIZATION = 1e-3
 #: ``accounted_epsilon``'s PLD discretization when none is given (1e-3 * epsilon at 0.1).
@@ -70,8 +70,9 @@ def _check_rate(sampling_rate: Any) -> None:
         raise ValueError(f"sampling_rate must be in (0, 1], found {sampling_rate!r}")
 
 
-def pld_buckets(noise_multiplier: float, sampling_rate: float,
-                value_discretization_interval: float) -> float:  # fmt: skip
+def pld_buckets(
+    noise_multiplier: float, sampling_rate: float, value_discretization_interval: float
+) -> float:
     """About how many buckets one DP-SGD step's privacy loss takes on the PLD grid (an upper
     estimate): its range over |x| <= 12 z, beyond which dp-accounting truncates the Gaussian,
     divided by the interval.
@@ -86,8 +87,9 @@ def pld_buckets(noise_multiplier: float, sampling_rate: float,
     return spread / value_discretization_interval
 
 
-def _check_pld_grid(noise_multiplier: float, sampling_rate: float,
-                    value_discretization_interval: float) -> None:  # fmt: skip
+def _check_pld_grid(
+    noise_multiplier: float, sampling_rate: float, value_discretization_interval: float
+) -> None:
     buckets = pld_buckets(noise_multiplier, sampling_rate, value_discretization_interval)
     if not buckets <= MAX_PLD_BUCKETS:
         raise ValueError(
@@ -96,7 +98,7 @@ def _check_pld_grid(noise_multiplier: float, sampling_rate: float,
             f"{value_discretization_interval!r} needs about {buckets:.3g} buckets per step, more "
             f"than {MAX_PLD_BUCKETS:g}: the target epsilon is too small (or the noise too small "
             f"for this interval) to account on a grid"
-        )  # fmt: skip
+        )
 
 
 # --- accounting ----------------------------------------------------------------------------------
@@ -127,8 +129,9 @@ def pld_discretization(epsilon: float) -> float:
     0.1 / 0.5 / 1.0 in 0.2 to 0.6 s each.
     """
     check_real("epsilon", epsilon)
-    return check_result("pld_discretization", PLD_RELATIVE_DISCRETIZATION * float(epsilon),
-                        epsilon=epsilon)  # fmt: skip
+    return check_result(
+        "pld_discretization", PLD_RELATIVE_DISCRETIZATION * float(epsilon), epsilon=epsilon
+    )
 
 
 def pld_epsilon(
@@ -193,12 +196,14 @@ def _check_accountant(accountant: Any) -> None:
         raise ValueError(f"accountant must be one of {ACCOUNTANTS}, found {accountant!r}")
 
 
-def _epsilon_of(accountant: str, value_discretization_interval: float
-                ) -> Callable[[dp_event.DpEvent, float], float]:  # fmt: skip
+def _epsilon_of(
+    accountant: str, value_discretization_interval: float
+) -> Callable[[dp_event.DpEvent, float], float]:
     if accountant == RDP_GROUP:
         return rdp_group_epsilon
-    return functools.partial(pld_epsilon,
-                             value_discretization_interval=value_discretization_interval)
+    return functools.partial(
+        pld_epsilon, value_discretization_interval=value_discretization_interval
+    )
 
 
 def accounted_epsilon(
@@ -244,13 +249,15 @@ def calibrate_noise_multiplier(
     _check_rate(sampling_rate)
     check_int("steps", steps)
     _check_accountant(accountant)
-    return _calibrated_noise_multiplier(float(epsilon), float(delta), float(sampling_rate),
-                                        int(steps), accountant)  # fmt: skip
+    return _calibrated_noise_multiplier(
+        float(epsilon), float(delta), float(sampling_rate), int(steps), accountant
+    )
 
 
 @functools.lru_cache(maxsize=1024)
-def _calibrated_noise_multiplier(epsilon: float, delta: float, sampling_rate: float, steps: int,
-                                 accountant: str) -> float:  # fmt: skip
+def _calibrated_noise_multiplier(
+    epsilon: float, delta: float, sampling_rate: float, steps: int, accountant: str
+) -> float:
     interval = pld_discretization(epsilon)
 
     def make_event(z: float) -> dp_event.DpEvent:
@@ -261,8 +268,9 @@ def _calibrated_noise_multiplier(epsilon: float, delta: float, sampling_rate: fl
     # PLD: bracket from the top, where its grid is smallest (module docstring); RDP costs the
     # same at every z, and from z = 1 takes fewer steps
     start = _Z_TOP if accountant == PLD_REPLACE_ONE else 1.0
-    return calibrate(make_event, epsilon, delta, epsilon_of=_epsilon_of(accountant, interval),
-                     start=start)  # fmt: skip
+    return calibrate(
+        make_event, epsilon, delta, epsilon_of=_epsilon_of(accountant, interval), start=start
+    )
 
 
 def calibrate(
@@ -292,16 +300,19 @@ def calibrate(
     while eps_hi > epsilon:
         hi *= 2.0
         if hi > _Z_MAX:
-            raise ValueError(f"no noise multiplier <= {hi / 2:g} reaches epsilon={epsilon!r} "
-                             f"at delta={delta!r}")  # fmt: skip
+            raise ValueError(
+                f"no noise multiplier <= {hi / 2:g} reaches epsilon={epsilon!r} at delta={delta!r}"
+            )
         eps_hi = eps(hi)
     lo = hi / 2.0
     eps_lo = eps(lo)
     while eps_lo <= epsilon:  # the target is loose: z below 1 suffices
         hi, eps_hi, lo = lo, eps_lo, lo / 2.0
         if lo < _Z_MIN:
-            raise ValueError(f"epsilon={epsilon!r} is reached by any noise multiplier >= "
-                             f"{_Z_MIN:g}: nothing to calibrate")  # fmt: skip
+            raise ValueError(
+                f"epsilon={epsilon!r} is reached by any noise multiplier >= "
+                f"{_Z_MIN:g}: nothing to calibrate"
+            )
         eps_lo = eps(lo)
     while eps_hi < (1.0 - rel_tol) * epsilon and hi / lo > 1.0 + 1e-9:
         mid = math.sqrt(lo * hi)
@@ -311,4 +322,3 @@ def calibrate(
         else:
             lo = mid
     return hi
-

@@ -27,7 +27,7 @@ from mechanisms.dpsgd.accounting import (
     accounted_epsilon,
     calibrate_noise_multiplier,
     pld_discretization,
-)  # fmt: skip
+)
 from mechanisms.privacy import PrivacyError, check_epsilon_delta
 from oracles.checks import check_int, check_real
 from oracles.objective import check_data
@@ -84,7 +84,6 @@ class DPSGDParams:
         if self.steps is not None:
             return int(self.steps)
         return max(1, math.ceil(self.epochs * n / self.batch_size))
-
 
 
 # --- the algorithm, step by step -----------------------------------------------------------------
@@ -146,31 +145,48 @@ def run_dpsgd(X: Any, y: Any, params: DPSGDParams, rng: np.random.Generator) -> 
     q, steps = params.sampling_rate(n), params.num_steps(n)
     discretization = pld_discretization(params.epsilon)
     z = calibrate_noise_multiplier(params.epsilon, params.delta, q, steps)
-    eps = accounted_epsilon(z, q, steps, params.delta,
-                            value_discretization_interval=discretization)  # fmt: skip
+    eps = accounted_epsilon(z, q, steps, params.delta, value_discretization_interval=discretization)
     if eps > params.epsilon:  # calibrate guarantees it; a failure here is a bug, never a release
         raise PrivacyError(f"accounted epsilon {eps!r} exceeds the target {params.epsilon!r}")
     calibrated = time.perf_counter()
-    w = train_dpsgd(X, y, noise_multiplier=z, clip_norm=params.clip_norm,
-                    batch_size=params.batch_size, learning_rate=params.learning_rate,
-                    steps=steps, rng=rng)  # fmt: skip
+    w = train_dpsgd(
+        X,
+        y,
+        noise_multiplier=z,
+        clip_norm=params.clip_norm,
+        batch_size=params.batch_size,
+        learning_rate=params.learning_rate,
+        steps=steps,
+        rng=rng,
+    )
     trained = time.perf_counter()
     claim = PrivacyClaim(
-        params.epsilon, params.delta, True,
+        params.epsilon,
+        params.delta,
+        True,
         f"{ACCOUNTANT_DESCRIPTIONS[PLD_REPLACE_ONE]}, value discretization "
         f"{discretization:.3g}: {steps} Poisson-subsampled Gaussian steps, q={q:.6g}, z={z:.6g}",
-        accounted_epsilon=eps, requested_epsilon=params.epsilon, requested_delta=params.delta,
+        accounted_epsilon=eps,
+        requested_epsilon=params.epsilon,
+        requested_delta=params.delta,
         calibration=PLD_REPLACE_ONE,
-    )  # fmt: skip
+    )
     return Release(
         mechanism="dpsgd",
         w=w,
         privacy=claim,
-        noise={"noise_multiplier": z, "sampling_rate": q, "steps": steps,
-               "noise_std": z * params.clip_norm, "accountant": PLD_REPLACE_ONE,
-               "pld_discretization": discretization},  # fmt: skip
+        noise={
+            "noise_multiplier": z,
+            "sampling_rate": q,
+            "steps": steps,
+            "noise_std": z * params.clip_norm,
+            "accountant": PLD_REPLACE_ONE,
+            "pld_discretization": discretization,
+        },
         params=asdict(params),
-        timings={"calibrate": calibrated - start, "train": trained - calibrated,
-                 "total": trained - start},  # fmt: skip
+        timings={
+            "calibrate": calibrated - start,
+            "train": trained - calibrated,
+            "total": trained - start,
+        },
     )
-

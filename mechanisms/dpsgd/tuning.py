@@ -28,7 +28,7 @@ from mechanisms.dpsgd.accounting import (
     calibrate,
     dpsgd_event,
     rdp_group_epsilon,
-)  # fmt: skip
+)
 from mechanisms.dpsgd.algorithm import DEFAULT_EPOCHS, DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.privacy import PrivacyError, check_epsilon_delta, warn_data_dependent
 from oracles.checks import check_int, check_real
@@ -47,8 +47,11 @@ class DPSGDGrid:
     epochs: float = DEFAULT_EPOCHS
 
     def __post_init__(self) -> None:
-        for name, check in (("clip_norms", check_real), ("batch_sizes", check_int),
-                            ("learning_rates", check_real)):  # fmt: skip
+        for name, check in (
+            ("clip_norms", check_real),
+            ("batch_sizes", check_int),
+            ("learning_rates", check_real),
+        ):
             values = getattr(self, name)
             values = (values,) if np.ndim(values) == 0 else tuple(values)
             if not values:
@@ -64,8 +67,9 @@ class DPSGDGrid:
 
     def params(self, epsilon: float, delta: float, candidate: Sequence[Any]) -> DPSGDParams:
         C, b, lr = candidate
-        return DPSGDParams(epsilon, delta, clip_norm=C, batch_size=b, learning_rate=lr,
-                           epochs=self.epochs)  # fmt: skip
+        return DPSGDParams(
+            epsilon, delta, clip_norm=C, batch_size=b, learning_rate=lr, epochs=self.epochs
+        )
 
 
 def tune_dpsgd(
@@ -119,8 +123,17 @@ def tune_dpsgd(
             "training accuracy over the grid"
         )
         return _tune_unaccounted(X, y, epsilon, delta, grid, rng)
-    return _tune_repeat_and_select(X, y, epsilon, delta, grid, rng, mean_runs=mean_runs,
-                                   shape=shape, score_noise_ratio=score_noise_ratio)  # fmt: skip
+    return _tune_repeat_and_select(
+        X,
+        y,
+        epsilon,
+        delta,
+        grid,
+        rng,
+        mean_runs=mean_runs,
+        shape=shape,
+        score_noise_ratio=score_noise_ratio,
+    )
 
 
 def _tune_unaccounted(X, y, epsilon, delta, grid, rng) -> Release:
@@ -133,21 +146,29 @@ def _tune_unaccounted(X, y, epsilon, delta, grid, rng) -> Release:
             best, best_accuracy = release, accuracy
     runs = len(grid.candidates())
     claim = PrivacyClaim(
-        epsilon, delta, False,
+        epsilon,
+        delta,
+        False,
         f"each of {runs} runs is ({epsilon}, {delta})-DP "
         f"({ACCOUNTANT_DESCRIPTIONS[PLD_REPLACE_ONE]}), but the hyperparameters were selected "
         "by non-private training accuracy: the selection is unaccounted",
-        accounted_epsilon=best.privacy.accounted_epsilon, requested_epsilon=epsilon,
-        requested_delta=delta, calibration=PLD_REPLACE_ONE,
-    )  # fmt: skip
+        accounted_epsilon=best.privacy.accounted_epsilon,
+        requested_epsilon=epsilon,
+        requested_delta=delta,
+        calibration=PLD_REPLACE_ONE,
+    )
     return Release(
         mechanism="dpsgd_tuned",
         w=best.w,
         privacy=claim,
         noise=best.noise,
-        params={**best.params, "selection": "unaccounted",
-                "selection_rule": "max training accuracy", "candidates": runs,
-                "selected_train_accuracy": best_accuracy},  # fmt: skip
+        params={
+            **best.params,
+            "selection": "unaccounted",
+            "selection_rule": "max training accuracy",
+            "candidates": runs,
+            "selected_train_accuracy": best_accuracy,
+        },
         timings={"total": time.perf_counter() - start},
     )
 
@@ -206,8 +227,9 @@ def _tnb_gamma(mean: float, shape: float) -> float:
     return hi
 
 
-def _tune_repeat_and_select(X, y, epsilon, delta, grid, rng, *, mean_runs, shape,
-                            score_noise_ratio) -> Release:  # fmt: skip
+def _tune_repeat_and_select(
+    X, y, epsilon, delta, grid, rng, *, mean_runs, shape, score_noise_ratio
+) -> Release:
     candidates = grid.candidates()
     mean_runs = float(len(candidates)) if mean_runs is None else mean_runs
     check_real("mean_runs", mean_runs)
@@ -224,8 +246,9 @@ def _tune_repeat_and_select(X, y, epsilon, delta, grid, rng, *, mean_runs, shape
     configs = sorted({(p.sampling_rate(n), p.num_steps(n)) for p in runs_params})
 
     def make_event(z: float) -> dp_event.DpEvent:
-        return repeat_and_select_event(z, configs, mean_runs=mean_runs, shape=shape,
-                                       score_noise_ratio=score_noise_ratio)  # fmt: skip
+        return repeat_and_select_event(
+            z, configs, mean_runs=mean_runs, shape=shape, score_noise_ratio=score_noise_ratio
+        )
 
     z = calibrate(make_event, epsilon, delta, epsilon_of=rdp_group_epsilon)
     eps = rdp_group_epsilon(make_event(z), delta)
@@ -239,39 +262,67 @@ def _tune_repeat_and_select(X, y, epsilon, delta, grid, rng, *, mean_runs, shape
     for _ in range(runs):
         candidate = candidates[int(rng.integers(len(candidates)))]
         params = grid.params(epsilon, delta, candidate)
-        w = train_dpsgd(X, y, noise_multiplier=z, clip_norm=params.clip_norm,
-                        batch_size=params.batch_size, learning_rate=params.learning_rate,
-                        steps=params.num_steps(n), rng=rng)  # fmt: skip
+        w = train_dpsgd(
+            X,
+            y,
+            noise_multiplier=z,
+            clip_norm=params.clip_norm,
+            batch_size=params.batch_size,
+            learning_rate=params.learning_rate,
+            steps=params.num_steps(n),
+            rng=rng,
+        )
         correct = int(np.count_nonzero(predict(X, w) == y))  # the reported rule (SPEC 2)
         score = correct + rng.normal(0.0, score_std)
         if score > best_score:
             best_w, best_score, best = w, score, params
     finished = time.perf_counter()
     claim = PrivacyClaim(
-        epsilon, delta, True,
+        epsilon,
+        delta,
+        True,
         f"{ACCOUNTANT_DESCRIPTIONS[RDP_GROUP]}; the PLD accountant does not support "
         f"RepeatAndSelectDpEvent: repeat-and-select over {runs} runs (mean {mean_runs:g}, "
         f"shape {shape:g}), "
         f"candidates uniform over {len(candidates)}, noisy-count scores (std {score_std:.4g}), "
         f"shared z={z:.6g}",
-        accounted_epsilon=eps, requested_epsilon=epsilon, requested_delta=delta,
+        accounted_epsilon=eps,
+        requested_epsilon=epsilon,
+        requested_delta=delta,
         calibration=RDP_GROUP,
-    )  # fmt: skip
+    )
     chosen = asdict(best) if best is not None else {}
-    noise = {"noise_multiplier": z, "score_noise_std": score_std, "mean_runs": mean_runs,
-             "shape": shape, "runs": runs, "accountant": RDP_GROUP}  # fmt: skip
+    noise = {
+        "noise_multiplier": z,
+        "score_noise_std": score_std,
+        "mean_runs": mean_runs,
+        "shape": shape,
+        "runs": runs,
+        "accountant": RDP_GROUP,
+    }
     if best is not None:
-        noise |= {"sampling_rate": best.sampling_rate(n), "steps": best.num_steps(n),
-                  "noise_std": z * best.clip_norm}  # fmt: skip
+        noise |= {
+            "sampling_rate": best.sampling_rate(n),
+            "steps": best.num_steps(n),
+            "noise_std": z * best.clip_norm,
+        }
     return Release(
         mechanism="dpsgd_tuned",
         w=best_w,
         privacy=claim,
         noise=noise,
-        params={**chosen, "epsilon": epsilon, "delta": delta, "selection": "repeat_and_select",
-                "selection_rule": "max noisy count of correct training predictions",
-                "candidates": len(candidates),
-                "selected_noisy_score": best_score if best is not None else None},  # fmt: skip
-        timings={"calibrate": calibrated - start, "train": finished - calibrated,
-                 "total": finished - start},  # fmt: skip
+        params={
+            **chosen,
+            "epsilon": epsilon,
+            "delta": delta,
+            "selection": "repeat_and_select",
+            "selection_rule": "max noisy count of correct training predictions",
+            "candidates": len(candidates),
+            "selected_noisy_score": best_score if best is not None else None,
+        },
+        timings={
+            "calibrate": calibrated - start,
+            "train": finished - calibrated,
+            "total": finished - start,
+        },
     )

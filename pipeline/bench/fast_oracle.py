@@ -64,10 +64,14 @@ def balanced_subsample(X: np.ndarray, y: np.ndarray, n: int, seed: int):
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == -1)
     half = n // 2
     if not 2 <= n or n - half > min(len(pos), len(neg)):
-        raise ValueError(f"a balanced subsample of {n} rows needs 2 <= n <= "
-                         f"{2 * min(len(pos), len(neg))}")  # fmt: skip
-    keep = np.sort(np.concatenate([rng.choice(pos, half, replace=False),
-                                   rng.choice(neg, n - half, replace=False)]))  # fmt: skip
+        raise ValueError(
+            f"a balanced subsample of {n} rows needs 2 <= n <= {2 * min(len(pos), len(neg))}"
+        )
+    keep = np.sort(
+        np.concatenate(
+            [rng.choice(pos, half, replace=False), rng.choice(neg, n - half, replace=False)]
+        )
+    )
     return X[keep], y[keep]
 
 
@@ -95,8 +99,18 @@ def solve(oracle, method: str, problem, eps: float, seed: int) -> Run:
     solution = oracle.solve(problem)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     c = solution.certificate
-    return Run(eps, seed, method, c.certified, c.status.value, c.objective, c.bound, wall, cpu,
-               np.asarray(solution.w))  # fmt: skip
+    return Run(
+        eps,
+        seed,
+        method,
+        c.certified,
+        c.status.value,
+        c.objective,
+        c.bound,
+        wall,
+        cpu,
+        np.asarray(solution.w),
+    )
 
 
 def agreement(problem, fast: Run, ref: Run) -> str:
@@ -107,8 +121,10 @@ def agreement(problem, fast: Run, ref: Run) -> str:
     exact = float(problem.objective(lower.w))
     delta = higher.objective - exact
     if higher.certified and problem.domain.contains(lower.w):
-        return (f"DISAGREE: {higher.method}'s certificate is false, {lower.method}'s w is "
-                f"feasible and lower by {delta:.6g}")  # fmt: skip
+        return (
+            f"DISAGREE: {higher.method}'s certificate is false, {lower.method}'s w is "
+            f"feasible and lower by {delta:.6g}"
+        )
     return f"differ by {delta:.6g} ({higher.method} not certified)"
 
 
@@ -120,10 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--subsample", type=int, default=None)
     parser.add_argument("--subsample-seed", type=int, default=0)
-    parser.add_argument("--oracle", default="structured",
-                        help="the oracle to measure (oracles.registry name; default structured)")
-    parser.add_argument("--reference", action="store_true",
-                        help="also solve every instance with the reference (HighsOracle)")
+    parser.add_argument(
+        "--oracle",
+        default="structured",
+        help="the oracle to measure (oracles.registry name; default structured)",
+    )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also solve every instance with the reference (HighsOracle)",
+    )
     parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -142,9 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     instance = "adult" if not args.subsample else f"adult-sub{args.subsample}s{args.subsample_seed}"
     load_before = load_loadavg()
     print(f"machine: {describe_machine()}; {load_before} at start")
-    print(f"instance: {instance}, mechanism {args.mechanism}, n={n}, distinct rows="
-          f"{rows.n_distinct}, d={d}, delta=1/n^2, time limit {args.time_limit:g}s, threads "
-          f"{args.threads}")  # fmt: skip
+    print(
+        f"instance: {instance}, mechanism {args.mechanism}, n={n}, distinct rows="
+        f"{rows.n_distinct}, d={d}, delta=1/n^2, time limit {args.time_limit:g}s, threads "
+        f"{args.threads}"
+    )
     try:
         measured = make_oracle(args.oracle, time_limit=args.time_limit, threads=args.threads)
     except ValueError as err:
@@ -152,9 +176,22 @@ def main(argv: list[str] | None = None) -> int:
     oracles = [(args.oracle, measured)]
     if args.reference:
         oracles.append(("reference", HighsOracle(time_limit=args.time_limit, threads=args.threads)))
-    print_header([("instance", "<18"), ("n", ">6"), ("distinct", ">8"), ("eps", ">5"),
-                  ("seed", ">4"), ("method", "<10"), ("status", "<11"), ("objective", ">14"),
-                  ("bound", ">14"), ("seconds", ">8"), ("cpu_s", ">8")], "check")  # fmt: skip
+    print_header(
+        [
+            ("instance", "<18"),
+            ("n", ">6"),
+            ("distinct", ">8"),
+            ("eps", ">5"),
+            ("seed", ">4"),
+            ("method", "<10"),
+            ("status", "<11"),
+            ("objective", ">14"),
+            ("bound", ">14"),
+            ("seconds", ">8"),
+            ("cpu_s", ">8"),
+        ],
+        "check",
+    )
     runs: list[Run] = []
     notes: list[str] = []
     for eps in args.epsilons:
@@ -170,9 +207,12 @@ def main(argv: list[str] | None = None) -> int:
                 check = agreement(problem, pair[0], run) if len(pair) == 2 else ""
                 if check.startswith("DISAGREE"):
                     notes.append(f"eps={eps:g} seed={seed}: {check}")
-                print(f"{instance:<18} {n:>6} {rows.n_distinct:>8} {eps:>5g} {seed:>4} "
-                      f"{method:<10} {run.status:<11} {run.objective:>14.6f} {run.bound:>14.6f} "
-                      f"{run.seconds:>8.2f} {run.cpu:>8.2f}  {check}", flush=True)  # fmt: skip
+                print(
+                    f"{instance:<18} {n:>6} {rows.n_distinct:>8} {eps:>5g} {seed:>4} "
+                    f"{method:<10} {run.status:<11} {run.objective:>14.6f} {run.bound:>14.6f} "
+                    f"{run.seconds:>8.2f} {run.cpu:>8.2f}  {check}",
+                    flush=True,
+                )
 
     print()
     for method, _ in oracles:
@@ -180,10 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         times = [r.seconds for r in mine]
         ok = sum(r.certified for r in mine)
         flag = "" if ok == len(mine) else " (uncertified solves counted at their full time)"
-        print(f"summary {method}: {ok}/{len(mine)} certified optimal; time to certificate "
-              f"median {statistics.median(times):.2f}s, max {max(times):.2f}s; cpu median "
-              f"{statistics.median(r.cpu for r in mine):.2f}s, max "
-              f"{max(r.cpu for r in mine):.2f}s{flag}")  # fmt: skip
+        print(
+            f"summary {method}: {ok}/{len(mine)} certified optimal; time to certificate "
+            f"median {statistics.median(times):.2f}s, max {max(times):.2f}s; cpu median "
+            f"{statistics.median(r.cpu for r in mine):.2f}s, max "
+            f"{max(r.cpu for r in mine):.2f}s{flag}"
+        )
     if args.reference:
         fast = [r for r in runs if r.method == args.oracle]
         ref = [r for r in runs if r.method == "reference"]
@@ -191,22 +233,31 @@ def main(argv: list[str] | None = None) -> int:
         lower_only = any(not b.certified for b in ref)
         mark = ">=" if lower_only else ""
         per = ", ".join(f"{('' if b.certified else '>=')}{x:.1f}" for x, b in zip(ratios, ref))
-        of_medians = (statistics.median(r.seconds for r in ref)
-                      / statistics.median(r.seconds for r in fast))  # fmt: skip
+        of_medians = statistics.median(r.seconds for r in ref) / statistics.median(
+            r.seconds for r in fast
+        )
         of_totals = sum(r.seconds for r in ref) / sum(r.seconds for r in fast)
-        print(f"ratio reference/{args.oracle} (wall seconds, same instances, same run): median "
-              f"{mark}{statistics.median(ratios):.1f}x, min {min(ratios):.1f}x, of medians "
-              f"{mark}{of_medians:.1f}x, of totals {mark}{of_totals:.1f}x")  # fmt: skip
+        print(
+            f"ratio reference/{args.oracle} (wall seconds, same instances, same run): median "
+            f"{mark}{statistics.median(ratios):.1f}x, min {min(ratios):.1f}x, of medians "
+            f"{mark}{of_medians:.1f}x, of totals {mark}{of_totals:.1f}x"
+        )
         print(f"per instance: {per}")
         cpu = [b.cpu / a.cpu for a, b in zip(fast, ref)]
-        print(f"ratio in CPU seconds of this process (insensitive to a shared machine): median "
-              f"{mark}{statistics.median(cpu):.1f}x, min {min(cpu):.1f}x, of totals "
-              f"{mark}{sum(r.cpu for r in ref) / sum(r.cpu for r in fast):.1f}x")  # fmt: skip
-        agree = sum(abs(a.objective - b.objective) <= OBJECTIVE_TOL
-                    for a, b in zip(fast, ref) if a.certified and b.certified)  # fmt: skip
+        print(
+            f"ratio in CPU seconds of this process (insensitive to a shared machine): median "
+            f"{mark}{statistics.median(cpu):.1f}x, min {min(cpu):.1f}x, of totals "
+            f"{mark}{sum(r.cpu for r in ref) / sum(r.cpu for r in fast):.1f}x"
+        )
+        agree = sum(
+            abs(a.objective - b.objective) <= OBJECTIVE_TOL
+            for a, b in zip(fast, ref)
+            if a.certified and b.certified
+        )
         both = sum(a.certified and b.certified for a, b in zip(fast, ref))
-        print(f"agreement: {agree}/{both} instances certified by both have the same objective "
-              f"(1e-6)")
+        print(
+            f"agreement: {agree}/{both} instances certified by both have the same objective (1e-6)"
+        )
         for note in notes:
             print(f"  {note}")
     print(f"machine: {describe_machine()}; {load_before} at start, {load_loadavg()} at end")

@@ -33,8 +33,8 @@ import numpy as np
 from mechanisms.opdisc import ExactERM
 from oracles.base import Problem
 from oracles.objective import MergedRows
-from pipeline.data.table import load_table
 from pipeline.bench.fast_oracle import CATALOG_NAMES, make_mechanism
+from pipeline.data.table import load_table
 from pipeline.tasks import RunKey, run_generator
 
 MECHANISMS = ("opdisc", "rspm", "erm")
@@ -72,12 +72,20 @@ def table_frame(name: str = "breast_cancer"):
 
 
 @lru_cache(maxsize=8)
-def table_rows(name: str = "breast_cancer", split_seed: int = 0,
-               balance_seed: int = 0) -> MergedRows:  # fmt: skip
+def table_rows(
+    name: str = "breast_cancer", split_seed: int = 0, balance_seed: int = 0
+) -> MergedRows:
     """The balanced training rows of the table ``name`` (module docstring)."""
     frame, positive, bounds = table_frame(name)
-    splits = load_table(frame, label="label", positive=positive, numeric=bounds,
-                        split_seed=split_seed, balance=True, balance_seed=balance_seed)  # fmt: skip
+    splits = load_table(
+        frame,
+        label="label",
+        positive=positive,
+        numeric=bounds,
+        split_seed=split_seed,
+        balance=True,
+        balance_seed=balance_seed,
+    )
     return MergedRows.from_xy(splits.train.features, splits.train.labels)
 
 
@@ -102,8 +110,13 @@ class Instance:
         return f"{self.mechanism} eps={self.epsilon:g} seed={self.seed}"
 
 
-def make_instance(mechanism: str, epsilon: float | None = None, seed: int | None = None,
-                  rows: MergedRows | None = None, table: str = "breast_cancer") -> Instance:  # fmt: skip
+def make_instance(
+    mechanism: str,
+    epsilon: float | None = None,
+    seed: int | None = None,
+    rows: MergedRows | None = None,
+    table: str = "breast_cancer",
+) -> Instance:
     """The problem of ``mechanism`` (opdisc, rspm or erm) on ``rows`` (default: ``table``'s)."""
     rows = table_rows(table) if rows is None else rows
     n, d = rows.n, rows.d
@@ -118,8 +131,9 @@ def make_instance(mechanism: str, epsilon: float | None = None, seed: int | None
     return Instance(mechanism, float(epsilon), int(seed), problem)
 
 
-def sweep_instance(mechanism: str, epsilon: float, run: int, table: str = "breast_cancer",
-                   sweep_seed: int = 0) -> Instance:  # fmt: skip
+def sweep_instance(
+    mechanism: str, epsilon: float, run: int, table: str = "breast_cancer", sweep_seed: int = 0
+) -> Instance:
     """The problem of run ``run`` of ``+sweep=table`` on ``table`` (noise from
     ``pipeline.tasks.run_generator``, as the sweep draws it; mechanism opdisc or rspm)."""
     rows = table_rows(table)
@@ -133,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     from pathlib import Path
 
-    parser = argparse.ArgumentParser(prog="python -m pipeline.bench.generic_instances",
-                                     description=__doc__.split("\n\n")[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.bench.generic_instances", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--csv", type=Path, required=True, help="where to write the table")
     parser.add_argument("--table", choices=sorted(TABLES), default="breast_cancer")
     args = parser.parse_args(argv)
@@ -143,8 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     frame.to_csv(path, index=False)
     numeric = ",".join(f"{c}:[{lo!r},{hi!r}]" for c, (lo, hi) in bounds.items())
     print(f"wrote {path} ({len(frame)} rows, {len(bounds)} numeric columns); run it with")
-    print(f"python -m pipeline +sweep=table dataset.path={path} dataset.label=label "
-          f"dataset.positive={positive} dataset.balance=true 'dataset.numeric={{{numeric}}}'")
+    print(
+        f"python -m pipeline +sweep=table dataset.path={path} dataset.label=label "
+        f"dataset.positive={positive} dataset.balance=true 'dataset.numeric={{{numeric}}}'"
+    )
     return 0
 
 
@@ -152,5 +169,13 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["MECHANISMS", "TABLES", "Instance", "breast_cancer_rows", "make_instance",
-           "sweep_instance", "table_frame", "table_rows"]
+__all__ = [
+    "MECHANISMS",
+    "TABLES",
+    "Instance",
+    "breast_cancer_rows",
+    "make_instance",
+    "sweep_instance",
+    "table_frame",
+    "table_rows",
+]

@@ -75,20 +75,24 @@ def _summary(name: str, got: list, private_only: bool) -> str:
     walls = [wall for _, wall, _ in got]
     cpus = [cpu for _, _, cpu in got]
     ok = sum(c.certified for c, _, _ in got)
-    return (f"{name}: {ok}/{len(got)} certified; wall s median {statistics.median(walls):.1f}, "
-            f"max {max(walls):.1f}; CPU s median {statistics.median(cpus):.1f}, "
-            f"max {max(cpus):.1f}")  # fmt: skip
+    return (
+        f"{name}: {ok}/{len(got)} certified; wall s median {statistics.median(walls):.1f}, "
+        f"max {max(walls):.1f}; CPU s median {statistics.median(cpus):.1f}, "
+        f"max {max(cpus):.1f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.bench.generic_tables",
-                                     description=__doc__.split("\n\n")[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.bench.generic_tables", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--tables", nargs="+", choices=sorted(TABLES), default=list(TABLES))
     parser.add_argument("--mechanisms", nargs="+", choices=MECHANISMS, default=list(MECHANISMS))
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--oracles", nargs="+", choices=ORACLES,
-                        default=["structured", "reference"])  # fmt: skip
+    parser.add_argument(
+        "--oracles", nargs="+", choices=ORACLES, default=["structured", "reference"]
+    )
     parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -100,11 +104,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"time limit {args.time_limit:g}s, threads {args.threads}, delta=1/n^2")
     for table in args.tables:
         rows = table_rows(table)
-        print(f"table {table}: {TABLES[table][2]}; n={rows.n}, distinct rows={rows.n_distinct}, "
-              f"d={rows.d}")  # fmt: skip
-    print_header([("instance", "<36"), ("oracle", "<10"), ("cert", "<4"), ("status", "<12"),
-                  ("objective", ">12"), ("bound", ">12"), ("gap", ">9"), ("wall_s", ">7"),
-                  ("cpu_s", ">7")], "check  note")  # fmt: skip
+        print(
+            f"table {table}: {TABLES[table][2]}; n={rows.n}, distinct rows={rows.n_distinct}, "
+            f"d={rows.d}"
+        )
+    print_header(
+        [
+            ("instance", "<36"),
+            ("oracle", "<10"),
+            ("cert", "<4"),
+            ("status", "<12"),
+            ("objective", ">12"),
+            ("bound", ">12"),
+            ("gap", ">9"),
+            ("wall_s", ">7"),
+            ("cpu_s", ">7"),
+        ],
+        "check  note",
+    )
     results: dict[tuple[str, str], list] = {}
     false = 0
     for table in args.tables:
@@ -129,18 +146,23 @@ def main(argv: list[str] | None = None) -> int:
                 c = sol.certificate
                 false += verdict == "FALSE"
                 note = c.fallback or c.backend
-                print(f"{table + ' ' + inst.name:<36} {name:<10} "
-                      f"{('yes' if c.certified else 'no'):<4} {c.status.value:<12} "
-                      f"{c.objective:>12.3f} {c.bound:>12.3f} {c.gap:>9.3f} {wall:>7.1f} "
-                      f"{cpu:>7.1f}  {verdict:<6} {note[-60:]}", flush=True)  # fmt: skip
+                print(
+                    f"{table + ' ' + inst.name:<36} {name:<10} "
+                    f"{('yes' if c.certified else 'no'):<4} {c.status.value:<12} "
+                    f"{c.objective:>12.3f} {c.bound:>12.3f} {c.gap:>9.3f} {wall:>7.1f} "
+                    f"{cpu:>7.1f}  {verdict:<6} {note[-60:]}",
+                    flush=True,
+                )
     print()
     for (table, name), got in results.items():
         print(f"summary {table}, OPDisc and RSPM, {_summary(name, got, True)}")
         erm = [c for mech, c, _, _ in got if mech == "erm"]
         for c in erm:
-            print(f"summary {table}, exact ERM, {name}: "
-                  f"{'certified' if c.certified else 'not certified'}, objective "
-                  f"{c.objective:.3f}, bound {c.bound:.3f}, gap {c.gap:.3f}")  # fmt: skip
+            print(
+                f"summary {table}, exact ERM, {name}: "
+                f"{'certified' if c.certified else 'not certified'}, objective "
+                f"{c.objective:.3f}, bound {c.bound:.3f}, gap {c.gap:.3f}"
+            )
     print(f"false certificates (beaten by another oracle's point): {false}")
     print(f"machine: {describe_machine()}; {load_before} at start, {load_loadavg()} at end")
     return 0

@@ -23,8 +23,10 @@ def describe_machine() -> str:
             memory = f"{kb / 2**20:.1f} GiB"
     except (OSError, ValueError, IndexError):
         pass
-    return (f"{platform.node()}: {cpu}, {os.cpu_count()} cores, {memory} RAM, "
-            f"{platform.system()} {platform.release()}, Python {platform.python_version()}")
+    return (
+        f"{platform.node()}: {cpu}, {os.cpu_count()} cores, {memory} RAM, "
+        f"{platform.system()} {platform.release()}, Python {platform.python_version()}"
+    )
 
 
 def print_header(columns: list[tuple[str, str]], tail: str = "") -> None:

@@ -47,8 +47,12 @@ from pipeline.bench.wider_shapes import configured
 from pipeline.data.adult import load_adult
 
 #: (``presolve_rule_off`` mask or None for presolve off, second opinion) of each variant.
-VARIANTS = {"before": (0, False), "rules": (PRESOLVE_RULES_OFF, False), "off": (None, False),
-            "now": (PRESOLVE_RULES_OFF, True)}  # fmt: skip
+VARIANTS = {
+    "before": (0, False),
+    "rules": (PRESOLVE_RULES_OFF, False),
+    "off": (None, False),
+    "now": (PRESOLVE_RULES_OFF, True),
+}
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,11 @@ def problems(args):
                 for seed in args.seeds:
                     noise = mech.draw_noise(np.random.default_rng(seed), rows.n, rows.d)
                     (problem,) = mech.problems(rows, noise)
-                    yield f"{name} d={rows.d} u={rows.n_distinct} {mechanism} eps={eps:g} " \
-                          f"seed={seed}", problem
+                    yield (
+                        f"{name} d={rows.d} u={rows.n_distinct} {mechanism} eps={eps:g} "
+                        f"seed={seed}",
+                        problem,
+                    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,29 +117,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subsamples", type=int, nargs="*", default=[2000, 4000])
     parser.add_argument("--subsample-seed", type=int, default=0)
     parser.add_argument("--tables", nargs="*", default=["islr_default", "credit_card"])
-    parser.add_argument("--mechanisms", nargs="+", choices=("opdisc", "rspm"),
-                        default=["opdisc", "rspm"])
+    parser.add_argument(
+        "--mechanisms", nargs="+", choices=("opdisc", "rspm"), default=["opdisc", "rspm"]
+    )
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--variants", nargs="+", choices=tuple(VARIANTS),
-                        default=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", choices=tuple(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--time-limit", type=float, default=300.0)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
 
     import highspy  # noqa: F401 - imported once here, so that no solve pays the import
 
-    oracles = {v: _ComparisonHighs(time_limit=args.time_limit, threads=args.threads,
-                                   mask=VARIANTS[v][0], twice=VARIANTS[v][1])
-               for v in args.variants}  # fmt: skip
+    oracles = {
+        v: _ComparisonHighs(
+            time_limit=args.time_limit,
+            threads=args.threads,
+            mask=VARIANTS[v][0],
+            twice=VARIANTS[v][1],
+        )
+        for v in args.variants
+    }
     load_before = load_loadavg()
     print(f"machine: {describe_machine()}; {load_before} at start")
-    print(f"reference formulation on HiGHS, time limit {args.time_limit:g}s, threads "
-          f"{args.threads}; rules = presolve_rule_off {PRESOLVE_RULES_OFF}; now = rules, then "
-          f"the second opinion (presolve off)")
-    print_header([("problem", "<48"), ("variant", "<8"), ("status", "<11"),
-                  ("objective", ">13"), ("bound", ">13"), ("seconds", ">8"), ("cpu_s", ">8")],
-                 "check")  # fmt: skip
+    print(
+        f"reference formulation on HiGHS, time limit {args.time_limit:g}s, threads "
+        f"{args.threads}; rules = presolve_rule_off {PRESOLVE_RULES_OFF}; now = rules, then "
+        f"the second opinion (presolve off)"
+    )
+    print_header(
+        [
+            ("problem", "<48"),
+            ("variant", "<8"),
+            ("status", "<11"),
+            ("objective", ">13"),
+            ("bound", ">13"),
+            ("seconds", ">8"),
+            ("cpu_s", ">8"),
+        ],
+        "check",
+    )
     solves: list[Solve] = []
     for name, problem in problems(args):
         done = []
@@ -148,21 +172,28 @@ def main(argv: list[str] | None = None) -> int:
             if s.certified and len(certified) > 1:
                 spread = max(x.objective for x in certified) - min(x.objective for x in certified)
                 check = "agree" if spread <= 1e-6 else f"DISAGREE by {spread:.6g}"
-            print(f"{name:<48} {variant:<8} {s.status:<11} {s.objective:>13.4f} "
-                  f"{s.bound:>13.4f} {s.seconds:>8.2f} {s.cpu:>8.2f}  {check}", flush=True)
+            print(
+                f"{name:<48} {variant:<8} {s.status:<11} {s.objective:>13.4f} "
+                f"{s.bound:>13.4f} {s.seconds:>8.2f} {s.cpu:>8.2f}  {check}",
+                flush=True,
+            )
     print()
     base = {s.problem: s for s in solves if s.variant == "before"}
     for variant in oracles:
         mine = [s for s in solves if s.variant == variant]
         ok = sum(s.certified for s in mine)
         times = [s.seconds for s in mine]
-        line = (f"{variant:<8} {ok}/{len(mine)} certified; total {sum(times):.1f}s, median "
-                f"{statistics.median(times):.2f}s, max {max(times):.2f}s")
+        line = (
+            f"{variant:<8} {ok}/{len(mine)} certified; total {sum(times):.1f}s, median "
+            f"{statistics.median(times):.2f}s, max {max(times):.2f}s"
+        )
         ratios = [s.seconds / base[s.problem].seconds for s in mine if s.problem in base]
         if ratios and variant != "before":
-            line += (f"; time / before per problem: median {statistics.median(ratios):.2f}, "
-                     f"max {max(ratios):.2f}; of the totals "
-                     f"{sum(times) / sum(base[s.problem].seconds for s in mine):.2f}")
+            line += (
+                f"; time / before per problem: median {statistics.median(ratios):.2f}, "
+                f"max {max(ratios):.2f}; of the totals "
+                f"{sum(times) / sum(base[s.problem].seconds for s in mine):.2f}"
+            )
         print(line + ("" if ok == len(mine) else " (uncertified solves at their full time)"))
     print(f"machine: {describe_machine()}; {load_before} at start, {load_loadavg()} at end")
     return 0

@@ -33,9 +33,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epsilon", type=float, default=3.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--parts", type=int, default=8)
-    parser.add_argument("--sweep-run", type=int, default=None, metavar="R",
-                        help="instead of --seed: the noise of run R of +sweep=table on breast "
-                             "cancer (run 3 at epsilon 3 is the hardest the sweep met)")
+    parser.add_argument(
+        "--sweep-run",
+        type=int,
+        default=None,
+        metavar="R",
+        help="instead of --seed: the noise of run R of +sweep=table on breast "
+        "cancer (run 3 at epsilon 3 is the hardest the sweep met)",
+    )
     parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args(argv)
@@ -44,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def solve(parts: int, map_parts=None):
         # no fallback: the search alone, so that every run does the same kind of work
-        oracle = WindowOracle(time_limit=args.time_limit, fallback=None, parts=parts,
-                              map_parts=map_parts)  # fmt: skip
+        oracle = WindowOracle(
+            time_limit=args.time_limit, fallback=None, parts=parts, map_parts=map_parts
+        )
         return oracle.solve(instance.problem)
 
     if args.sweep_run is None:
@@ -54,12 +60,29 @@ def main(argv: list[str] | None = None) -> int:
         instance = sweep_instance(args.mechanism, args.epsilon, args.sweep_run)
     load_before = load_loadavg()
     print(f"machine: {describe_machine()}; {load_before} at start")
-    which = instance.name if args.sweep_run is None else (
-        f"{args.mechanism} eps={args.epsilon:g}, noise of +sweep=table's run {args.sweep_run}")
-    print(f"instance: breast cancer, {which}, d={instance.problem.d}, "
-          f"{instance.problem.n_rows} rows; parts={args.parts}")  # fmt: skip
-    print_header([("method", "<14"), ("status", "<11"), ("objective", ">14"), ("wall_s", ">8"),
-                  ("parts_s", ">8"), ("parts", ">6"), ("nodes", ">10"), ("speed-up", ">8")])
+    which = (
+        instance.name
+        if args.sweep_run is None
+        else (
+            f"{args.mechanism} eps={args.epsilon:g}, noise of +sweep=table's run {args.sweep_run}"
+        )
+    )
+    print(
+        f"instance: breast cancer, {which}, d={instance.problem.d}, "
+        f"{instance.problem.n_rows} rows; parts={args.parts}"
+    )
+    print_header(
+        [
+            ("method", "<14"),
+            ("status", "<11"),
+            ("objective", ">14"),
+            ("wall_s", ">8"),
+            ("parts_s", ">8"),
+            ("parts", ">6"),
+            ("nodes", ">10"),
+            ("speed-up", ">8"),
+        ]
+    )
     runs = []
 
     def show(method: str, solution, wall: float) -> None:
@@ -67,20 +90,27 @@ def main(argv: list[str] | None = None) -> int:
         runs.append((method, c, wall))
         one = next((w for m, _, w in runs if m == "ray 1 worker"), None)
         speed = f"{one / wall:.2f}" if one else ""
-        print(f"{method:<14} {c.status.value:<11} {c.objective:>14.6f} {wall:>8.2f} "
-              f"{c.extra.get('part_seconds', 0.0):>8.2f} {c.extra.get('parts', 0):>6} "
-              f"{c.extra.get('nodes', 0):>10} {speed:>8}", flush=True)  # fmt: skip
+        print(
+            f"{method:<14} {c.status.value:<11} {c.objective:>14.6f} {wall:>8.2f} "
+            f"{c.extra.get('part_seconds', 0.0):>8.2f} {c.extra.get('parts', 0):>6} "
+            f"{c.extra.get('nodes', 0):>10} {speed:>8}",
+            flush=True,
+        )
 
     start = time.perf_counter()
     show("one process", solve(1), time.perf_counter() - start)
     for workers in args.workers:
-        ray.init(address="local", num_cpus=workers, include_dashboard=False,
-                 log_to_driver=False)  # its own Ray, never a running cluster
+        ray.init(
+            address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False
+        )  # its own Ray, never a running cluster
         try:
             start = time.perf_counter()
             solution = solve(args.parts, ray_map_parts(1))
-            show(f"ray {workers} worker" + ("s" if workers > 1 else ""), solution,
-                 time.perf_counter() - start)
+            show(
+                f"ray {workers} worker" + ("s" if workers > 1 else ""),
+                solution,
+                time.perf_counter() - start,
+            )
         finally:
             ray.shutdown()
     values = {round(c.objective, 9) for _, c, _ in runs}

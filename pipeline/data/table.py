@@ -37,8 +37,15 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from pipeline.data.record import DataError, Dataset
-from pipeline.data.table_encoding import (check_columns, check_two_classes, complete_rows, encode,
-                                          fit_encoding, labels, numeric_values)  # fmt: skip
+from pipeline.data.table_encoding import (
+    check_columns,
+    check_two_classes,
+    complete_rows,
+    encode,
+    fit_encoding,
+    labels,
+    numeric_values,
+)
 from pipeline.data.table_reading import Source, read_table
 
 OUT_OF_BOUNDS = ("error", "clip")
@@ -55,8 +62,9 @@ class TableSplits:
 def _balance(y: np.ndarray, rows: np.ndarray, seed: int) -> np.ndarray:
     """All rows of the smaller class, as many of the larger drawn without replacement."""
     positives, negatives = rows[y[rows] == 1], rows[y[rows] == -1]
-    small, large = (positives, negatives) if len(positives) <= len(negatives) else (
-        negatives, positives)  # fmt: skip
+    small, large = (
+        (positives, negatives) if len(positives) <= len(negatives) else (negatives, positives)
+    )
     chosen = np.random.default_rng(seed).choice(large, size=len(small), replace=False)
     return np.sort(np.concatenate([small, chosen]))
 
@@ -136,8 +144,10 @@ def load_table(
         rng = np.random.default_rng(split_seed)
         n_test = int(round(test_fraction * len(keep)))
         if n_test == 0 or n_test == len(keep):
-            raise DataError(f"{raw.where}: test_fraction={test_fraction} of {len(keep)} rows "
-                            "leaves an empty training or test set")  # fmt: skip
+            raise DataError(
+                f"{raw.where}: test_fraction={test_fraction} of {len(keep)} rows "
+                "leaves an empty training or test set"
+            )
         picked = np.zeros(len(keep), dtype=bool)
         picked[rng.choice(len(keep), size=n_test, replace=False)] = True
         train_rows, test_rows, test_raw = keep[~picked], keep[picked], raw
@@ -150,26 +160,43 @@ def load_table(
     X, _, clipped = encode(raw, train_rows, enc, stated, out_of_bounds)
     common = {
         **raw.provenance,
-        "label": label, "positive": positive, "negative": negative,
+        "label": label,
+        "positive": positive,
+        "negative": negative,
         "categorical_levels": {c: list(v) for c, v in enc.levels.items()},
         "numeric_bounds": {c: list(b) for c, b in enc.bounds.items()},
         "privacy_leak_warnings": list(enc.leaks),
-        "balance": bool(balance), "balance_seed": int(balance_seed),
-        "split_seed": int(split_seed), "test_fraction": float(test_fraction),
+        "balance": bool(balance),
+        "balance_seed": int(balance_seed),
+        "split_seed": int(split_seed),
+        "test_fraction": float(test_fraction),
         "rows_in_file": int(len(raw.frame)),
         "rows_dropped_missing": int(len(raw.frame) - len(keep)),
-    }  # fmt: skip
-    train = Dataset(X, y_all[train_rows], enc.names(),
-                    {**common, "split": "train", "clipped_values": clipped})  # fmt: skip
+    }
+    train = Dataset(
+        X, y_all[train_rows], enc.names(), {**common, "split": "train", "clipped_values": clipped}
+    )
     test = None
     if test_raw is not None:
-        y_test = y_all[test_rows] if test_raw is raw else labels(
-            test_raw, test_rows, label, positive, negative)  # fmt: skip
+        y_test = (
+            y_all[test_rows]
+            if test_raw is raw
+            else labels(test_raw, test_rows, label, positive, negative)
+        )
         X_test, unseen, clipped_test = encode(test_raw, test_rows, enc, stated, out_of_bounds)
         extra = {"test_source": test_raw.provenance} if test_raw is not raw else {}
-        test = Dataset(X_test, y_test, enc.names(),
-                       {**common, "split": "test", "unseen_levels": unseen,
-                        "clipped_values": clipped_test, **extra})  # fmt: skip
+        test = Dataset(
+            X_test,
+            y_test,
+            enc.names(),
+            {
+                **common,
+                "split": "test",
+                "unseen_levels": unseen,
+                "clipped_values": clipped_test,
+                **extra,
+            },
+        )
     return TableSplits(train=train, test=test)
 
 

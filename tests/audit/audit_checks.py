@@ -8,8 +8,9 @@ from mechanisms.audit.mutants import MUTANTS
 CAUGHT = [m for m in MUTANTS if not m.undetectable]
 #: Mutants shown within the claim by the exact epsilon of every d = 1 replacement; those of the
 #: audit at d >= 5 are checked in tests/audit/test_highdim.py.
-NOT_DETECTABLE = [m for m in MUTANTS
-                  if m.undetectable and m.mechanism in ("opdisc", "rspm_gaussian")]
+NOT_DETECTABLE = [
+    m for m in MUTANTS if m.undetectable and m.mechanism in ("opdisc", "rspm_gaussian")
+]
 
 
 def report_lines(reports) -> str:
@@ -28,5 +29,6 @@ def check_mutant(reports, mutant):
     own = [r for r in reports if r.variant == mutant.name]
     print("\n" + report_lines(own))
     assert own, f"no reports for mutant {mutant.name}"
-    assert any(r.catches for r in own), f"mutant {mutant.mechanism}/{mutant.name} not caught:\n" \
-                                        + report_lines(own)
+    assert any(r.catches for r in own), (
+        f"mutant {mutant.mechanism}/{mutant.name} not caught:\n" + report_lines(own)
+    )

@@ -26,8 +26,9 @@ def audit_reports(mechanism: str, scale: str = "default") -> list:
     if key not in _REPORTS:
         audit = mechanism_audit(mechanism)
         samples = audit.default_samples if scale == "default" else audit.slow_samples
-        _REPORTS[key] = run_audit(mechanism, samples=samples, confidence=CONFIDENCE, seed=SEED,
-                                  include_mutants=True)  # fmt: skip
+        _REPORTS[key] = run_audit(
+            mechanism, samples=samples, confidence=CONFIDENCE, seed=SEED, include_mutants=True
+        )
     return _REPORTS[key]
 
 

@@ -18,9 +18,9 @@ import math
 import numpy as np
 from scipy import optimize, stats
 
-from oracles.objective import MergedRows
 from mechanisms.audit.core import NeighbouringPair
 from mechanisms.audit.samplers import affine_objective
+from oracles.objective import MergedRows
 
 #: The six kinds of d = 1 examples on the grid {-1, 0, 1} (mechanisms.audit.pairs).
 D1_EXAMPLES = [((x,), y) for x in (-1.0, 0.0, 1.0) for y in (-1, 1)]
@@ -32,8 +32,11 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
         return 0.0
 
     def excess(eps: float) -> float:
-        return (stats.norm.cdf(mu / 2 - eps / mu)
-                - math.exp(eps) * stats.norm.cdf(-mu / 2 - eps / mu) - delta)  # fmt: skip
+        return (
+            stats.norm.cdf(mu / 2 - eps / mu)
+            - math.exp(eps) * stats.norm.cdf(-mu / 2 - eps / mu)
+            - delta
+        )
 
     if excess(0.0) <= 0:
         return 0.0

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 import mechanisms.dpsgd as dpsgd
+from mechanisms.audit.continuous_samplers import DPSGDSampler, OPSampSampler
+from mechanisms.audit.mutants import DPSGDNoClipping, OPSampNoOutputNoise
+from mechanisms.audit.sampler_base import AuditError
 from mechanisms.base import Secret
 from mechanisms.dpsgd import DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.opsamp import OPSamp, OPSampParams
 from oracles.objective import MergedRows
-from mechanisms.audit.continuous_samplers import DPSGDSampler, OPSampSampler
-from mechanisms.audit.mutants import DPSGDNoClipping, OPSampNoOutputNoise
-from mechanisms.audit.sampler_base import AuditError
 
 
 def _sequential_draws(seed, n, d, steps):
@@ -41,9 +41,16 @@ def test_dpsgd_steps_reproduce_train_dpsgd_draw_for_draw(sampler_cls, clip, monk
     for seed in range(5):
         uniforms, normals = _sequential_draws(seed, len(y), 1, cal["steps"])
         mine = sampler.train(X, y, cal, uniforms, normals)[0]
-        real = train_dpsgd(X, y, noise_multiplier=cal["z"], clip_norm=params.clip_norm,
-                           batch_size=params.batch_size, learning_rate=params.learning_rate,
-                           steps=cal["steps"], rng=np.random.default_rng(seed))  # fmt: skip
+        real = train_dpsgd(
+            X,
+            y,
+            noise_multiplier=cal["z"],
+            clip_norm=params.clip_norm,
+            batch_size=params.batch_size,
+            learning_rate=params.learning_rate,
+            steps=cal["steps"],
+            rng=np.random.default_rng(seed),
+        )
         np.testing.assert_allclose(mine, real, rtol=1e-12, atol=1e-15)
         # rows with x = 0 change nothing: sample() leaves them out
         active = X[:, 0] != 0
@@ -66,8 +73,11 @@ def test_opsamp_sampler_agrees_with_the_convex_oracle_and_finish(mechanism_cls, 
     noise["sigmas"] = Secret(np.linspace(0.0, 0.8, m)[:, None])
     oracle = ConvexOracle()
     solutions = [oracle.solve(p) for p in mechanism.problems(rows, noise)]
-    batched = {**noise, "sigmas": Secret(noise["sigmas"].value[None]), "output_laplace":
-               Secret(noise["output_laplace"].value[None])}  # fmt: skip
+    batched = {
+        **noise,
+        "sigmas": Secret(noise["sigmas"].value[None]),
+        "output_laplace": Secret(noise["output_laplace"].value[None]),
+    }
     sampler = OPSampSampler(mechanism)
     minimizers = sampler.minimizers(rows, batched)[0]
     certified = np.array([s.w[0] for s in solutions])
@@ -91,8 +101,9 @@ def test_dpsgd_sampler_is_seeded_chunked_and_needs_d_1():
     X = np.array([[1.0], [-2.0], [0.0]])
     y = np.array([1, -1, 1])
     whole = DPSGDSampler(PARAMS).sample(X, y, 30, np.random.default_rng(4))
-    np.testing.assert_array_equal(whole, DPSGDSampler(PARAMS).sample(X, y, 30,
-                                                                      np.random.default_rng(4)))
+    np.testing.assert_array_equal(
+        whole, DPSGDSampler(PARAMS).sample(X, y, 30, np.random.default_rng(4))
+    )
     assert whole.shape == (30,) and len(np.unique(whole)) == 30  # Gaussian noise: all distinct
     # chunks of 7: the first chunk is what one batch of 7 draws from the same generator
     chunked = DPSGDSampler(PARAMS, chunk=7).sample(X, y, 30, np.random.default_rng(4))

@@ -21,8 +21,9 @@ def test_pairs_are_neighbours():
     with pytest.raises(ValueError, match="exactly one differing row"):
         NeighbouringPair("bad", np.zeros((2, 1)), [1, 1], np.ones((2, 1)), [1, 1])
     with pytest.raises(ValueError, match="D' = D plus one last row"):
-        NeighbouringPair("bad", np.zeros((2, 1)), [1, 1], np.ones((3, 1)), [1, 1, 1],
-                         relation="add_remove")  # fmt: skip
+        NeighbouringPair(
+            "bad", np.zeros((2, 1)), [1, 1], np.ones((3, 1)), [1, 1, 1], relation="add_remove"
+        )
     for name in AUDITS:
         pairs = mechanism_audit(name).pairs()
         assert len(pairs) >= 3 and len({p.name for p in pairs}) == len(pairs)
@@ -31,16 +32,16 @@ def test_pairs_are_neighbours():
 def test_a_pair_is_frozen_and_checks_its_relation_and_width():
     X0 = np.array([[0.0], [1.0]])
     settings = {"steps": 2}
-    pair = NeighbouringPair("p", X0, [1, -1], np.array([[0.0], [-1.0]]), [1, -1],
-                            settings=settings)  # fmt: skip
+    pair = NeighbouringPair("p", X0, [1, -1], np.array([[0.0], [-1.0]]), [1, -1], settings=settings)
     assert (pair.n, pair.d) == (2, 1)
     for a in (pair.X0, pair.y0, pair.X1, pair.y1):
         assert not a.flags.writeable
     X0[0, 0] = 5.0
     settings["steps"] = 9
     assert pair.X0[0, 0] == 0.0 and pair.settings == {"steps": 2}  # copies, not views
-    added = NeighbouringPair("a", X0[:1], [1], np.vstack([X0[:1], [[1.0]]]), [1, 1],
-                             relation="add_remove")  # fmt: skip
+    added = NeighbouringPair(
+        "a", X0[:1], [1], np.vstack([X0[:1], [[1.0]]]), [1, 1], relation="add_remove"
+    )
     assert (added.n, len(added.y1)) == (1, 2)
     with pytest.raises(ValueError, match="relation must be one of"):
         NeighbouringPair("r", np.zeros((1, 1)), [1], np.ones((1, 1)), [1], relation="swap")
@@ -53,13 +54,17 @@ def test_a_pair_is_frozen_and_checks_its_relation_and_width():
 def test_each_variant_and_pair_draws_its_own_reproducible_stream():
     first = pair_generator(3, "correct", "flip").random(4)
     np.testing.assert_array_equal(pair_generator(3, "correct", "flip").random(4), first)
-    for other in (pair_generator(4, "correct", "flip"), pair_generator(3, "mutant", "flip"),
-                  pair_generator(3, "correct", "other")):  # fmt: skip
+    for other in (
+        pair_generator(4, "correct", "flip"),
+        pair_generator(3, "mutant", "flip"),
+        pair_generator(3, "correct", "other"),
+    ):
         assert not np.array_equal(other.random(4), first)
 
 
-_PAIR = NeighbouringPair("flip", np.zeros((1, 1)), np.array([1]), np.zeros((1, 1)),
-                         np.array([-1]), finding="a known bug")  # fmt: skip
+_PAIR = NeighbouringPair(
+    "flip", np.zeros((1, 1)), np.array([1]), np.zeros((1, 1)), np.array([-1]), finding="a known bug"
+)
 
 
 def _label_cell(X, y, size, rng):
@@ -68,10 +73,21 @@ def _label_cell(X, y, size, rng):
 
 
 def test_audit_pair_bounds_a_deterministic_release_from_its_counts():
-    sampler = FunctionSampler(_label_cell, kind="discrete",
-                              grid_function=lambda d: np.array([[0.0], [1.0]]))  # fmt: skip
-    report = audit_pair(sampler, _PAIR, mechanism="m", variant="v", epsilon=1.0, delta=0.0,
-                        samples=101, confidence=0.95, seed=0, claim_relation="add_remove")
+    sampler = FunctionSampler(
+        _label_cell, kind="discrete", grid_function=lambda d: np.array([[0.0], [1.0]])
+    )
+    report = audit_pair(
+        sampler,
+        _PAIR,
+        mechanism="m",
+        variant="v",
+        epsilon=1.0,
+        delta=0.0,
+        samples=101,
+        confidence=0.95,
+        seed=0,
+        claim_relation="add_remove",
+    )
     total = 101 - 101 // 2  # the second half bounds; the first half chose the events
     assert report.eval_samples == total
     assert (report.count_forward_d, report.count_forward_d_prime) == (total, 0)
@@ -88,14 +104,32 @@ def test_audit_pair_bounds_a_deterministic_release_from_its_counts():
 
 def test_audit_pair_finds_nothing_when_the_release_ignores_the_data():
     sampler = FunctionSampler(lambda X, y, size, rng: rng.normal(size=size))
-    report = audit_pair(sampler, _PAIR, mechanism="m", variant="v", epsilon=1.0, delta=1e-5,
-                        samples=2_000, confidence=0.95, seed=1)  # fmt: skip
+    report = audit_pair(
+        sampler,
+        _PAIR,
+        mechanism="m",
+        variant="v",
+        epsilon=1.0,
+        delta=1e-5,
+        samples=2_000,
+        confidence=0.95,
+        seed=1,
+    )
     # the same law on D and D': eps_lb > 0.5 needs a Clopper-Pearson bound to fail, which at
     # 95% confidence happens with probability <= 5% (and never for this fixed seed)
     assert report.eps_lb < 0.5
     with pytest.raises(ValueError, match="samples must be >= 4, found 3"):
-        audit_pair(sampler, _PAIR, mechanism="m", variant="v", epsilon=1.0, delta=0.0,
-                   samples=3, confidence=0.95, seed=0)  # fmt: skip
+        audit_pair(
+            sampler,
+            _PAIR,
+            mechanism="m",
+            variant="v",
+            epsilon=1.0,
+            delta=0.0,
+            samples=3,
+            confidence=0.95,
+            seed=0,
+        )
 
 
 # --- soundness against the exact epsilon (the session's audit runs) ------------------------------
@@ -145,8 +179,9 @@ def test_dpsgd_audit_never_exceeds_the_exact_epsilon_of_one_step_pairs(reports_o
         if report.is_mutant or report.pair not in pairs:
             continue
         pair = pairs[report.pair]
-        forward, backward = dpsgd_exact_epsilon(audit.make_sampler(audit.params_for(pair)),
-                                                pair, audit.delta)  # fmt: skip
+        forward, backward = dpsgd_exact_epsilon(
+            audit.make_sampler(audit.params_for(pair)), pair, audit.delta
+        )
         lines.append(f"{report.line()}; exact epsilon {forward:.3f} / {backward:.3f}")
         assert report.eps_lb_forward <= forward and report.eps_lb_backward <= backward, lines[-1]
         assert max(forward, backward) <= audit.epsilon, lines[-1]  # the claim is exact-checked

@@ -14,16 +14,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mechanisms.audit import mechanism_audit
+from mechanisms.audit.highdim import (
+    SumCutOPDiscSampler,
+    SumCutRSPMSampler,
+    sum_cut_lambda,
+    sum_cut_pair,
+)
+from mechanisms.audit.mutants import MUTANTS
+from mechanisms.audit.samplers import AuditError
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle
 from oracles.objective import MergedRows
-from mechanisms.audit import mechanism_audit
-from mechanisms.audit.highdim import (SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_lambda,
-                                    sum_cut_pair)  # fmt: skip
-from mechanisms.audit.samplers import AuditError
-from mechanisms.audit.mutants import MUTANTS
 
 RELEASES = 200
 
@@ -37,16 +41,21 @@ def _memoized_proven_epsilon(monkeypatch):
 
     import mechanisms.rspm as rspm
 
-    monkeypatch.setattr(rspm, "rspm_gaussian_epsilon",
-                        functools.lru_cache(maxsize=None)(rspm.rspm_gaussian_epsilon))  # fmt: skip
+    monkeypatch.setattr(
+        rspm, "rspm_gaussian_epsilon", functools.lru_cache(maxsize=None)(rspm.rspm_gaussian_epsilon)
+    )
+
+
 HIGH_DIM = ("opdisc_d5", "rspm_gaussian_d5")
 
-SAMPLED = [
-    SumCutOPDiscSampler(OPDisc(OPDiscParams(1.0, 1e-5, B=1.0, calibration=c)))
-    for c in ("proven", "paper", "paper_code")
-] + [
-    SumCutRSPMSampler(RSPM(RSPMParams(1.0, 1e-5, calibration=c))) for c in ("proven", "paper")
-] + [SumCutRSPMSampler(RSPM(RSPMParams(1.0, 0.0, noise="laplace")))]  # fmt: skip
+SAMPLED = (
+    [
+        SumCutOPDiscSampler(OPDisc(OPDiscParams(1.0, 1e-5, B=1.0, calibration=c)))
+        for c in ("proven", "paper", "paper_code")
+    ]
+    + [SumCutRSPMSampler(RSPM(RSPMParams(1.0, 1e-5, calibration=c))) for c in ("proven", "paper")]
+    + [SumCutRSPMSampler(RSPM(RSPMParams(1.0, 0.0, noise="laplace")))]
+)
 
 
 def _name(sampler) -> str:
@@ -60,10 +69,12 @@ def test_sum_cut_sampler_reproduces_run_release_for_release(sampler, d):
     pair = sum_cut_pair(d)
     for X, y in ((pair.X0, pair.y0), (pair.X1, pair.y1)):
         rng = np.random.default_rng(17)
-        expected = np.array([run(sampler.mechanism, X, y, EnumerationOracle(), rng).w
-                             for _ in range(RELEASES)])  # fmt: skip
+        expected = np.array(
+            [run(sampler.mechanism, X, y, EnumerationOracle(), rng).w for _ in range(RELEASES)]
+        )
         np.testing.assert_array_equal(
-            sampler.releases(X, y, RELEASES, np.random.default_rng(17)), expected)
+            sampler.releases(X, y, RELEASES, np.random.default_rng(17)), expected
+        )
         cells = sampler.sample(X, y, RELEASES, np.random.default_rng(17))
         np.testing.assert_array_equal(sampler.grid(d)[cells, 0], expected.sum(axis=1))
         # the data really are on both sides of the cut: both kinds of release occur
@@ -108,7 +119,8 @@ def test_high_dim_audit_is_below_what_the_proofs_prove(mechanism, reports_of):
             assert not r.exceeds_claim, lines[-1]
     print("\n" + "\n".join(lines))
     assert {r.variant for r in reports} == {"correct"} | {
-        m.name for m in MUTANTS if m.mechanism == mechanism}
+        m.name for m in MUTANTS if m.mechanism == mechanism
+    }
 
 
 def test_paper_calibrations_prove_more_than_the_claim_at_the_audited_d():

@@ -13,6 +13,20 @@ import dataclasses
 import numpy as np
 import pytest
 
+from mechanisms.audit import AUDITS, mechanism_audit
+from mechanisms.audit.mutants import (
+    MUTANTS,
+    DPSGDNoClipping,
+    OPDiscPlainEta,
+    OPDiscSigmaThird,
+    OPSampNoOutputNoise,
+    RSPMDropSeparators,
+    RSPMLaplaceQuarter,
+    RSPMSigmaThird,
+    expmech_without_half,
+    with_calibration,
+)
+from mechanisms.audit.samplers import DPSGDSampler
 from mechanisms.base import Secret
 from mechanisms.dpsgd import DPSGDParams
 from mechanisms.expmech import ExpMechParams
@@ -21,12 +35,6 @@ from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.rspm import RSPM, RSPMParams
 from oracles.enumerate import grid_points
 from oracles.objective import MergedRows
-from mechanisms.audit import AUDITS, mechanism_audit
-from mechanisms.audit.mutants import (MUTANTS, DPSGDNoClipping, OPDiscPlainEta, OPDiscSigmaThird,
-                                    OPSampNoOutputNoise, RSPMDropSeparators, RSPMLaplaceQuarter,
-                                    RSPMSigmaThird, expmech_without_half,
-                                    with_calibration)  # fmt: skip
-from mechanisms.audit.samplers import DPSGDSampler
 from tests.audit.audit_checks import CAUGHT, NOT_DETECTABLE, check_mutant, report_lines
 from tests.audit.exact import all_d1_replacements, exact_epsilon, gaussian_epsilon
 
@@ -43,9 +51,11 @@ def test_undetectable_mutant_is_within_the_claim_exactly(mutant, reports_of):
     mechanism = mutant.make(audit.params).mechanism
     worst = max(exact_epsilon(mechanism, pair, audit.delta) for pair in all_d1_replacements())
     own = [r for r in reports_of(mutant.mechanism) if r.variant == mutant.name]
-    print(f"\n{mutant.mechanism}/{mutant.name}: exact epsilon over every d = 1 replacement "
-          f"<= {worst:.3f} at delta {audit.delta:g} (claim {audit.epsilon:g}); "
-          f"{mutant.undetectable}\n{report_lines(own)}")  # fmt: skip
+    print(
+        f"\n{mutant.mechanism}/{mutant.name}: exact epsilon over every d = 1 replacement "
+        f"<= {worst:.3f} at delta {audit.delta:g} (claim {audit.epsilon:g}); "
+        f"{mutant.undetectable}\n{report_lines(own)}"
+    )
     assert worst < audit.epsilon
     assert not any(r.catches for r in own)
 
@@ -65,8 +75,9 @@ def test_sigma_third_exact_epsilon_figures():
 
 # --- the one change of each mutant ----------------------------------------------------------------
 
-ROWS = MergedRows.from_xy(np.array([[1.0, 0.0], [-1.0, 1.0], [0.0, -1.0], [1.0, 1.0]]),
-                          np.array([1, -1, 1, -1]))  # fmt: skip
+ROWS = MergedRows.from_xy(
+    np.array([[1.0, 0.0], [-1.0, 1.0], [0.0, -1.0], [1.0, 1.0]]), np.array([1, -1, 1, -1])
+)
 
 
 def _grid_values(problem) -> np.ndarray:
@@ -89,8 +100,9 @@ def test_sigma_third_is_the_papers_sigma_divided_by_three(mutant_cls, real):
     paper = real(dataclasses.replace(params, calibration="paper")).calibrate(12, 2)
     mine = mutant_cls(params).calibrate(12, 2)
     assert mine["sigma"] == pytest.approx(paper["sigma"] / 3.0, rel=1e-12)
-    assert {k: v for k, v in mine.items() if k != "sigma"} == \
-        {k: v for k, v in paper.items() if k != "sigma"}
+    assert {k: v for k, v in mine.items() if k != "sigma"} == {
+        k: v for k, v in paper.items() if k != "sigma"
+    }
 
 
 def test_laplace_quarter_is_a_quarter_of_rspms_scale():
@@ -116,13 +128,13 @@ def test_drop_separators_ignores_the_weights_of_the_negative_separators():
     noise = mechanism.draw_noise(np.random.default_rng(1), ROWS.n, ROWS.d)
     eta = np.asarray(noise["eta"].value, dtype=float)
     moved = eta.copy()
-    moved[ROWS.d:] += 5.0  # the weights of (-e_j, +1), the last d separator elements
+    moved[ROWS.d :] += 5.0  # the weights of (-e_j, +1), the last d separator elements
     (a,) = mechanism.problems(ROWS, noise)
     (b,) = mechanism.problems(ROWS, {**noise, "eta": Secret(moved)})
     np.testing.assert_array_equal(_grid_values(a), _grid_values(b))
     # it is the real RSPM with those weights at zero
     zeroed = eta.copy()
-    zeroed[ROWS.d:] = 0.0
+    zeroed[ROWS.d :] = 0.0
     (real,) = RSPM(mechanism.params).problems(ROWS, {**noise, "eta": Secret(zeroed)})
     np.testing.assert_allclose(_grid_values(a), _grid_values(real), rtol=0, atol=1e-12)
     (real_moved,) = RSPM(mechanism.params).problems(ROWS, {**noise, "eta": Secret(moved)})

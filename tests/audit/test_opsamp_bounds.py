@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from mechanisms.audit.opsamp_bounds import opsamp_paper_bounds
 from mechanisms.base import Secret
 from mechanisms.opsamp import OPSamp, OPSampParams
 from oracles.objective import MergedRows
-from mechanisms.audit.opsamp_bounds import opsamp_paper_bounds
 
 
 def test_one_row_instance_premise_holds_with_the_convex_oracle():
@@ -41,8 +41,8 @@ def test_one_row_instance_premise_holds_with_the_convex_oracle():
 
 @pytest.mark.parametrize("d,n", [(5, 4), (5, 2000), (23, 2000), (23, 15682), (100, 15682)])
 def test_opsamp_paper_calibration_is_within_the_claim_where_audited(d, n):
-    from mechanisms.opsamp import OPSamp, OPSampParams
     from mechanisms.audit.opsamp_bounds import opsamp_paper_bounds
+    from mechanisms.opsamp import OPSamp, OPSampParams
 
     paper = OPSamp(OPSampParams(1.0, 1e-5, calibration="paper"))
     bounds = opsamp_paper_bounds(paper, n, d, 1e-5)

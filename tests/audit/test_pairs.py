@@ -7,9 +7,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mechanisms.audit.pairs import (
+    add_pair,
+    dpsgd_pairs,
+    expmech_pairs,
+    opdisc_pairs,
+    opsamp_pairs,
+    replace_pair,
+    rspm_pairs,
+)
 from oracles.objective import zero_one_loss
-from mechanisms.audit.pairs import (add_pair, dpsgd_pairs, expmech_pairs, opdisc_pairs,
-                                  opsamp_pairs, replace_pair, rspm_pairs)  # fmt: skip
 
 #: w = -1, 0, 1 on d = 1, the grid of the module doc.
 W1 = np.array([[-1.0], [0.0], [1.0]])
@@ -19,17 +26,30 @@ def _losses(X, y) -> list[int]:
     return [int(v) for v in zero_one_loss(np.asarray(X, float), np.asarray(y), W1)]
 
 
-@pytest.mark.parametrize("x, label, vector", [
-    (1.0, 1, [1, 1, 0]), (1.0, -1, [0, 0, 1]), (0.0, 1, [1, 1, 1]),
-    (-1.0, 1, [0, 1, 1]), (-1.0, -1, [1, 0, 0]), (0.0, -1, [0, 0, 0]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "x, label, vector",
+    [
+        (1.0, 1, [1, 1, 0]),
+        (1.0, -1, [0, 0, 1]),
+        (0.0, 1, [1, 1, 1]),
+        (-1.0, 1, [0, 1, 1]),
+        (-1.0, -1, [1, 0, 0]),
+        (0.0, -1, [0, 0, 0]),
+    ],
+)
 def test_the_loss_vectors_of_the_module_doc_are_the_zero_one_losses(x, label, vector):
     assert _losses([[x]], [label]) == vector
 
 
 def test_replace_pair_expands_the_base_and_replaces_the_last_row():
-    pair = replace_pair("p", [((1.0, 0.0), 1, 3), ((0.0, -1.0), -1, 2)], ((1.0, 1.0), 1),
-                        ((-1.0, 1.0), -1), "why", settings={"steps": 2})  # fmt: skip
+    pair = replace_pair(
+        "p",
+        [((1.0, 0.0), 1, 3), ((0.0, -1.0), -1, 2)],
+        ((1.0, 1.0), 1),
+        ((-1.0, 1.0), -1),
+        "why",
+        settings={"steps": 2},
+    )
     assert (pair.n, pair.d, pair.relation, pair.note) == (6, 2, "replace", "why")
     np.testing.assert_array_equal(pair.X0[:5], [[1, 0]] * 3 + [[0, -1]] * 2)
     np.testing.assert_array_equal(pair.X0[:5], pair.X1[:5])
@@ -64,8 +84,13 @@ def test_opdisc_pairs_are_the_ones_their_notes_describe():
 
 
 def test_every_list_is_well_formed():
-    lists = {"opdisc": opdisc_pairs(), "expmech": expmech_pairs(), "rspm": rspm_pairs(),
-             "dpsgd": dpsgd_pairs(), "opsamp": opsamp_pairs()}  # fmt: skip
+    lists = {
+        "opdisc": opdisc_pairs(),
+        "expmech": expmech_pairs(),
+        "rspm": rspm_pairs(),
+        "dpsgd": dpsgd_pairs(),
+        "opsamp": opsamp_pairs(),
+    }
     for name, pairs in lists.items():
         assert len(pairs) >= 3, name
         assert len({p.name for p in pairs}) == len(pairs), name

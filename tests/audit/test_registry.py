@@ -19,8 +19,13 @@ import pytest
 from omegaconf import OmegaConf
 
 from mechanisms.audit import AUDITS, mechanism_audit, run_audit
-from tests.audit.audit_checks import (CAUGHT, NOT_DETECTABLE, check_mechanism, check_mutant,
-                                      report_lines)  # fmt: skip
+from tests.audit.audit_checks import (
+    CAUGHT,
+    NOT_DETECTABLE,
+    check_mechanism,
+    check_mutant,
+    report_lines,
+)
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "audit"
 
@@ -33,8 +38,9 @@ def test_mechanism_stays_within_its_claim(mechanism, reports_of):
 def test_dpsgd_replace_one_claim_holds_on_the_pair_that_broke_the_add_remove_claim(reports_of):
     """The audit found DP-SGD's add/remove claim broken under replacement (eps_lb 1.45 > 1);
     with the replace-one accounting (mechanisms.dpsgd.accounting, PLD replace-one) the same pair is within."""
-    flip = [r for r in reports_of("dpsgd_lr")
-            if not r.is_mutant and r.pair == "replace_large_norm_flip"]  # fmt: skip
+    flip = [
+        r for r in reports_of("dpsgd_lr") if not r.is_mutant and r.pair == "replace_large_norm_flip"
+    ]
     print("\n" + report_lines(flip))
     assert len(flip) == 1 and not flip[0].exceeds_claim
 
@@ -84,9 +90,9 @@ def test_audit_yaml_mirrors_the_registry(name):
 
 
 def test_audit_yaml_composes_with_the_registered_schema():
-    import pipeline.config as config
-
     from hydra import compose, initialize_config_dir
+
+    import pipeline.config as config
 
     config.register()
     with initialize_config_dir(config_dir=str(CONF.parent), version_base=None):

@@ -9,12 +9,25 @@ from mechanisms.audit import AuditReport, audit_table
 
 def _report(**changes) -> AuditReport:
     base = dict(
-        mechanism="opdisc", variant="correct", pair="flip", relation="replace",
-        claimed_epsilon=1.0, claimed_delta=1e-5, eps_lb_forward=0.25, eps_lb_backward=0.5,
-        samples=1000, confidence=0.95, seed=3, event_forward="{w=(0)}", event_backward="s >= 1",
-        count_forward_d=10, count_forward_d_prime=2, count_backward_d_prime=7,
-        count_backward_d=1, seconds=0.5,
-    )  # fmt: skip
+        mechanism="opdisc",
+        variant="correct",
+        pair="flip",
+        relation="replace",
+        claimed_epsilon=1.0,
+        claimed_delta=1e-5,
+        eps_lb_forward=0.25,
+        eps_lb_backward=0.5,
+        samples=1000,
+        confidence=0.95,
+        seed=3,
+        event_forward="{w=(0)}",
+        event_backward="s >= 1",
+        count_forward_d=10,
+        count_forward_d_prime=2,
+        count_backward_d_prime=7,
+        count_backward_d=1,
+        seconds=0.5,
+    )
     return AuditReport(**(base | changes))
 
 
@@ -85,7 +98,9 @@ def test_report_rejects_a_confidence_outside_0_1_and_a_non_finite_bound():
 
 def test_line_states_the_bounds_the_claim_and_a_known_finding():
     line = _report(pair="bug", eps_lb_backward=3.0, finding="known").line()
-    assert line.startswith("opdisc[correct] bug (replace): eps_lb 0.250 / 3.000 vs claimed "
-                           "(1, 1e-05) -> EXCEEDS (known finding); 1000 samples/dataset")
+    assert line.startswith(
+        "opdisc[correct] bug (replace): eps_lb 0.250 / 3.000 vs claimed "
+        "(1, 1e-05) -> EXCEEDS (known finding); 1000 samples/dataset"
+    )
     assert line.endswith("counts 10/2, 7/1")
     assert "-> within;" in _report().line()

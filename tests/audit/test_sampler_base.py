@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechanisms.base import Secret
 from mechanisms.audit.sampler_base import BatchedGenerator, FunctionSampler, noise_scalars
+from mechanisms.base import Secret
 
 
 def test_batched_generator_draws_the_sequential_stream():
@@ -16,8 +16,7 @@ def test_batched_generator_draws_the_sequential_stream():
     sequential = np.stack([a.normal(0.0, 2.0, size=3) for _ in range(5)])
     np.testing.assert_array_equal(BatchedGenerator(b, 5).normal(0.0, 2.0, size=3), sequential)
     sequential = np.stack([a.laplace(0.0, 1.5, size=(2, 2)) for _ in range(4)])
-    np.testing.assert_array_equal(BatchedGenerator(b, 4).laplace(0.0, 1.5, size=(2, 2)),
-                                  sequential)  # fmt: skip
+    np.testing.assert_array_equal(BatchedGenerator(b, 4).laplace(0.0, 1.5, size=(2, 2)), sequential)
     with pytest.raises(AttributeError, match="does not offer 'choice'"):
         BatchedGenerator(b, 2).choice(3)
 
@@ -47,8 +46,7 @@ def test_function_sampler_passes_the_call_through_and_checks_its_kind():
     out = sampler.sample(np.zeros((2, 1)), np.array([1, -1]), 3, np.random.default_rng(0))
     assert isinstance(out, np.ndarray) and out.tolist() == [2, 2, 2]
     assert calls == [((2, 1), 3)] and sampler.kind == "continuous"
-    grid = FunctionSampler(twice_the_labels, kind="discrete",
-                           grid_function=lambda d: np.eye(d))  # fmt: skip
+    grid = FunctionSampler(twice_the_labels, kind="discrete", grid_function=lambda d: np.eye(d))
     np.testing.assert_array_equal(grid.grid(2), np.eye(2))
     with pytest.raises(ValueError, match="kind must be 'discrete' or 'continuous', found 'grid'"):
         FunctionSampler(twice_the_labels, kind="grid")

@@ -13,15 +13,20 @@ import dataclasses
 import numpy as np
 import pytest
 
+from mechanisms.audit.mutants import (
+    OPDiscPlainEta,
+    OPDiscSigmaThird,
+    RSPMDropSeparators,
+    RSPMLaplaceQuarter,
+    RSPMSigmaThird,
+    expmech_without_half,
+)
+from mechanisms.audit.samplers import AuditError, ExpMechSampler, GridArgminSampler
 from mechanisms.expmech import ExpMechParams, run_expmech
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle
-from mechanisms.audit.samplers import AuditError, ExpMechSampler, GridArgminSampler
-from mechanisms.audit.mutants import (OPDiscPlainEta, OPDiscSigmaThird, RSPMDropSeparators,
-                                    RSPMLaplaceQuarter, RSPMSigmaThird,
-                                    expmech_without_half)  # fmt: skip
 
 RELEASES = 60
 
@@ -37,19 +42,33 @@ OPDISC = OPDiscParams(1.0, 1e-5)
 RSPM_G = RSPMParams(1.0, 1e-5)
 RSPM_L = RSPMParams(1.0, 0.0, noise="laplace")
 GRID_MECHANISMS = [
-    OPDisc(OPDISC), OPDiscPlainEta(OPDISC), OPDiscSigmaThird(OPDISC),
-    RSPM(RSPM_G), RSPMSigmaThird(RSPM_G), RSPMDropSeparators(RSPM_G),
-    RSPM(RSPM_L), RSPMLaplaceQuarter(RSPM_L), RSPMDropSeparators(RSPM_L),
-]  # fmt: skip
+    OPDisc(OPDISC),
+    OPDiscPlainEta(OPDISC),
+    OPDiscSigmaThird(OPDISC),
+    RSPM(RSPM_G),
+    RSPMSigmaThird(RSPM_G),
+    RSPMDropSeparators(RSPM_G),
+    RSPM(RSPM_L),
+    RSPMLaplaceQuarter(RSPM_L),
+    RSPMDropSeparators(RSPM_L),
+]
 
 
-@pytest.mark.parametrize("mechanism", GRID_MECHANISMS,
-                         ids=lambda m: f"{type(m).__name__}-{getattr(m.params, 'noise', '')}")
+@pytest.mark.parametrize(
+    "mechanism",
+    GRID_MECHANISMS,
+    ids=lambda m: f"{type(m).__name__}-{getattr(m.params, 'noise', '')}",
+)
 @pytest.mark.parametrize("d", [1, 2])
 def test_grid_sampler_reproduces_run_release_for_release(mechanism, d):
     X, y = _data(d, 12, seed=d)
-    expected = np.array([run(mechanism, X, y, EnumerationOracle(), rng).w
-                         for rng in [np.random.default_rng(7)] for _ in range(RELEASES)])
+    expected = np.array(
+        [
+            run(mechanism, X, y, EnumerationOracle(), rng).w
+            for rng in [np.random.default_rng(7)]
+            for _ in range(RELEASES)
+        ]
+    )
     sampler = GridArgminSampler(mechanism)
     cells = sampler.sample(X, y, RELEASES, np.random.default_rng(7))
     np.testing.assert_array_equal(sampler.grid(d)[cells], expected)
@@ -60,7 +79,7 @@ class _SquaredNoise(OPDisc):
     def problems(self, rows, noise):
         (problem,) = super().problems(rows, noise)
         eta = np.asarray(noise["eta"].value)
-        return [dataclasses.replace(problem, linear=-eta[: rows.d] ** 2)]
+        return [dataclasses.replace(problem, linear=-(eta[: rows.d] ** 2))]
 
 
 def test_grid_sampler_refuses_an_objective_not_affine_in_the_noise():
@@ -80,5 +99,6 @@ def test_expmech_sampler_reproduces_run_expmech(d):
     np.testing.assert_array_equal(sampler.grid(d)[cells], expected)
     # the mutant is run_expmech at 2 epsilon under the claim epsilon
     mutant = expmech_without_half(params)
-    np.testing.assert_allclose(mutant.probabilities(X, y),
-                               ExpMechSampler(ExpMechParams(2.0)).probabilities(X, y))
+    np.testing.assert_allclose(
+        mutant.probabilities(X, y), ExpMechSampler(ExpMechParams(2.0)).probabilities(X, y)
+    )

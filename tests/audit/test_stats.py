@@ -13,8 +13,13 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from mechanisms.audit.core import NeighbouringPair, audit_pair
-from mechanisms.audit.stats import (choose_event, cp_lower, cp_upper, epsilon_lower_bound,
-                                  per_bound_alpha)  # fmt: skip
+from mechanisms.audit.stats import (
+    choose_event,
+    cp_lower,
+    cp_upper,
+    epsilon_lower_bound,
+    per_bound_alpha,
+)
 
 
 def test_per_bound_alpha_is_bonferroni_over_four_bounds():
@@ -28,8 +33,7 @@ def test_per_bound_alpha_is_bonferroni_over_four_bounds():
 @pytest.mark.parametrize("count,total", [(1, 10), (37, 200), (500, 1000), (9, 10)])
 def test_one_sided_bounds_are_the_ends_of_the_two_sided_exact_interval(count, total):
     alpha = 0.0125
-    ci = stats.binomtest(count, total).proportion_ci(confidence_level=1 - 2 * alpha,
-                                                     method="exact")  # fmt: skip
+    ci = stats.binomtest(count, total).proportion_ci(confidence_level=1 - 2 * alpha, method="exact")
     assert float(cp_lower(count, total, alpha)) == pytest.approx(ci.low, rel=1e-9)
     assert float(cp_upper(count, total, alpha)) == pytest.approx(ci.high, rel=1e-9)
 
@@ -109,15 +113,22 @@ class RandomizedResponse:
         return np.array([[0.0], [1.0]])
 
 
-PAIR = NeighbouringPair("flip", np.zeros((1, 1)), np.array([1]), np.zeros((1, 1)),
-                        np.array([-1]))  # fmt: skip
+PAIR = NeighbouringPair("flip", np.zeros((1, 1)), np.array([1]), np.zeros((1, 1)), np.array([-1]))
 
 
 @pytest.mark.parametrize("true_epsilon", [0.5, 1.0, 2.0])
 def test_audit_is_below_and_close_to_the_exact_epsilon_of_randomized_response(true_epsilon):
-    report = audit_pair(RandomizedResponse(true_epsilon), PAIR, mechanism="rr", variant="correct",
-                        epsilon=true_epsilon, delta=0.0, samples=200_000, confidence=0.95,
-                        seed=0)  # fmt: skip
+    report = audit_pair(
+        RandomizedResponse(true_epsilon),
+        PAIR,
+        mechanism="rr",
+        variant="correct",
+        epsilon=true_epsilon,
+        delta=0.0,
+        samples=200_000,
+        confidence=0.95,
+        seed=0,
+    )
     print(report.line())
     assert report.eps_lb <= true_epsilon
     assert report.eps_lb >= 0.9 * true_epsilon  # the audit has power where the truth is known
@@ -129,9 +140,17 @@ def test_a_plain_function_plugs_in_as_a_sampler():
     def laplace_count(X, y, size, rng):  # sum of labels + Lap(2 / eps): eps-DP under replacement
         return float(np.sum(y)) + rng.laplace(0.0, 2.0 / 1.0, size=size)
 
-    report = audit_pair(FunctionSampler(laplace_count), PAIR, mechanism="laplace",
-                        variant="correct", epsilon=1.0, delta=0.0, samples=200_000,
-                        confidence=0.95, seed=0)  # fmt: skip
+    report = audit_pair(
+        FunctionSampler(laplace_count),
+        PAIR,
+        mechanism="laplace",
+        variant="correct",
+        epsilon=1.0,
+        delta=0.0,
+        samples=200_000,
+        confidence=0.95,
+        seed=0,
+    )
     print(report.line())
     assert 0.8 <= report.eps_lb <= 1.0
     with pytest.raises(ValueError, match="needs grid_function"):
@@ -139,8 +158,16 @@ def test_a_plain_function_plugs_in_as_a_sampler():
 
 
 def test_audit_catches_randomized_response_claiming_half_its_epsilon():
-    report = audit_pair(RandomizedResponse(2.0), PAIR, mechanism="rr", variant="mutant",
-                        epsilon=1.0, delta=0.0, samples=100_000, confidence=0.95,
-                        seed=0)  # fmt: skip
+    report = audit_pair(
+        RandomizedResponse(2.0),
+        PAIR,
+        mechanism="rr",
+        variant="mutant",
+        epsilon=1.0,
+        delta=0.0,
+        samples=100_000,
+        confidence=0.95,
+        seed=0,
+    )
     print(report.line())
     assert report.exceeds_claim, report.line()

@@ -8,8 +8,9 @@ import pytest
 from oracles.objective import MergedRows
 from pipeline.bench.fast_oracle import make_mechanism
 
-TINY_ROWS = MergedRows.from_xy(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-1.0, 0.0]]),
-                               np.array([1, -1, 1, -1]))  # fmt: skip
+TINY_ROWS = MergedRows.from_xy(
+    np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-1.0, 0.0]]), np.array([1, -1, 1, -1])
+)
 
 
 @pytest.fixture

@@ -10,16 +10,27 @@ import pytest
 
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
-from pipeline.bench.generic_instances import (TABLES, main, make_instance, sweep_instance,
-                                              table_frame, table_rows)  # fmt: skip
+from pipeline.bench.generic_instances import (
+    TABLES,
+    main,
+    make_instance,
+    sweep_instance,
+    table_frame,
+    table_rows,
+)
 from pipeline.data.table import load_table
 from pipeline.tasks import RunKey, run_generator
 from tests.bench.conftest import TINY_ROWS
 
 
-@pytest.mark.parametrize("name, rows, columns, positives", [
-    ("breast_cancer", 569, 30, 212), ("wine", 178, 13, 59), ("diabetes", 442, 10, 221),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, rows, columns, positives",
+    [
+        ("breast_cancer", 569, 30, 212),
+        ("wine", 178, 13, 59),
+        ("diabetes", 442, 10, 221),
+    ],
+)
 def test_each_table_has_its_label_and_bounds_that_hold_every_row(name, rows, columns, positives):
     frame, positive, bounds = table_frame(name)
     assert positive == TABLES[name][1] and frame.shape == (rows, columns + 1)
@@ -70,8 +81,10 @@ def test_the_command_line_writes_the_table_and_a_command_whose_bounds_hold_it(tm
     assert main(["--csv", str(tmp_path / "wine.csv"), "--table", "wine"]) == 0
     first, command = capsys.readouterr().out.splitlines()
     assert first.startswith(f"wrote {tmp_path / 'wine.csv'} (178 rows, 13 numeric columns)")
-    assert command.startswith(f"python -m pipeline +sweep=table dataset.path={tmp_path}/wine.csv "
-                              "dataset.label=label dataset.positive=class_0 dataset.balance=true")
+    assert command.startswith(
+        f"python -m pipeline +sweep=table dataset.path={tmp_path}/wine.csv "
+        "dataset.label=label dataset.positive=class_0 dataset.balance=true"
+    )
     numeric = command.split("'dataset.numeric={", 1)[1].rstrip("}'")
     bounds = {}
     for item in numeric.split("],"):
@@ -80,6 +93,7 @@ def test_the_command_line_writes_the_table_and_a_command_whose_bounds_hold_it(tm
     frame = pd.read_csv(tmp_path / "wine.csv")
     assert len(bounds) == 13 and set(bounds) < set(frame.columns)
     # the stated bounds hold every row of the written file (out_of_bounds=error would say)
-    train = load_table(tmp_path / "wine.csv", label="label", positive="class_0", numeric=bounds,
-                       test_fraction=0.0).train  # fmt: skip
+    train = load_table(
+        tmp_path / "wine.csv", label="label", positive="class_0", numeric=bounds, test_fraction=0.0
+    ).train
     assert train.n == 178 and train.features.min() == 0.0 and train.features.max() == 1.0

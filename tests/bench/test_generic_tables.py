@@ -26,8 +26,10 @@ def test_oracles_are_made_by_name_with_the_limits_given():
 
 
 def _answer(w, objective, certified):
-    return SimpleNamespace(w=np.asarray(w, dtype=float),
-                           certificate=SimpleNamespace(objective=objective, certified=certified))
+    return SimpleNamespace(
+        w=np.asarray(w, dtype=float),
+        certificate=SimpleNamespace(objective=objective, certified=certified),
+    )
 
 
 def test_each_answer_is_judged_against_the_best_point_any_oracle_found(tiny_problem):
@@ -35,9 +37,11 @@ def test_each_answer_is_judged_against_the_best_point_any_oracle_found(tiny_prob
     values = [float(tiny_problem.objective(w)) for w in points]
     best = int(np.argmin(values))
     worse = [i for i in range(3) if values[i] > values[best] + 1e-3][0]
-    runs = [("a", _answer(points[best], values[best], True)),
-            ("b", _answer(points[worse], values[worse], False)),
-            ("c", _answer(points[worse], values[worse], True))]  # fmt: skip
+    runs = [
+        ("a", _answer(points[best], values[best], True)),
+        ("b", _answer(points[worse], values[worse], False)),
+        ("c", _answer(points[worse], values[worse], True)),
+    ]
     verdicts = check(tiny_problem, runs)
     gap = values[worse] - values[best]
     # a certified value that another oracle's feasible point beats is a false certificate
@@ -50,16 +54,20 @@ def test_each_answer_is_judged_against_the_best_point_any_oracle_found(tiny_prob
 def test_the_summary_counts_certified_solves_and_leaves_erm_out_when_asked():
     ok, no = SimpleNamespace(certified=True), SimpleNamespace(certified=False)
     got = [("opdisc", ok, 1.0, 0.5), ("rspm", no, 3.0, 2.5), ("erm", ok, 100.0, 90.0)]
-    assert _summary("window", got, True) == ("window: 1/2 certified; wall s median 2.0, max 3.0; "
-                                             "CPU s median 1.5, max 2.5")  # fmt: skip
+    assert _summary("window", got, True) == (
+        "window: 1/2 certified; wall s median 2.0, max 3.0; CPU s median 1.5, max 2.5"
+    )
     assert _summary("window", got, False).startswith("window: 2/3 certified; wall s median 3.0")
     assert _summary("window", got[2:], True) == "window: none"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--oracles", "cplex"], "argument --oracles: invalid choice: 'cplex'"),
-    (["--tables", "iris"], "argument --tables: invalid choice: 'iris'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--oracles", "cplex"], "argument --oracles: invalid choice: 'cplex'"),
+        (["--tables", "iris"], "argument --tables: invalid choice: 'iris'"),
+    ],
+)
 def test_bad_options_are_usage_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as err:
         main(argv)

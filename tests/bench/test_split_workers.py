@@ -10,11 +10,14 @@ import pytest
 from pipeline.bench.split_workers import main
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--mechanism", "erm"], "argument --mechanism: invalid choice: 'erm'"),
-    (["--workers", "two"], "argument --workers: invalid int value: 'two'"),
-    (["--sweep-run"], "argument --sweep-run: expected one argument"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--mechanism", "erm"], "argument --mechanism: invalid choice: 'erm'"),
+        (["--workers", "two"], "argument --workers: invalid int value: 'two'"),
+        (["--sweep-run"], "argument --sweep-run: expected one argument"),
+    ],
+)
 def test_bad_options_are_usage_errors_before_ray_starts(argv, message, capsys):
     with pytest.raises(SystemExit) as err:
         main(argv)

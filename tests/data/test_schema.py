@@ -7,8 +7,12 @@ from __future__ import annotations
 import pytest
 
 from oracles.checks import InvalidValue
-from pipeline.data.schema import (DATASET_SCHEMAS, AdultDatasetConfig, SyntheticDatasetConfig,
-                                  TableDatasetConfig)  # fmt: skip
+from pipeline.data.schema import (
+    DATASET_SCHEMAS,
+    AdultDatasetConfig,
+    SyntheticDatasetConfig,
+    TableDatasetConfig,
+)
 
 
 def test_table_config_errors_name_the_key(tmp_path):
@@ -17,41 +21,51 @@ def test_table_config_errors_name_the_key(tmp_path):
     from pipeline.cli import CONFIG_DIR
     from pipeline.config import ConfigError, validate
 
-    base = ["dataset=table", f"dataset.path={tmp_path}/x.csv", "dataset.label=y",
-            "dataset.positive=1"]  # fmt: skip
+    base = [
+        "dataset=table",
+        f"dataset.path={tmp_path}/x.csv",
+        "dataset.label=y",
+        "dataset.positive=1",
+    ]
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
-        ok = validate(compose(config_name="config",
-                              overrides=[*base, "dataset.numeric={a:[0,1],b:null}"]))  # fmt: skip
+        ok = validate(
+            compose(config_name="config", overrides=[*base, "dataset.numeric={a:[0,1],b:null}"])
+        )
         assert ok.dataset.numeric == {"a": [0, 1], "b": None}
         with pytest.raises(ConfigError, match=r"dataset.numeric.a: must be \[low, high\]"):
-            validate(compose(config_name="config",
-                             overrides=[*base, "dataset.numeric={a:[2,1]}"]))  # fmt: skip
+            validate(compose(config_name="config", overrides=[*base, "dataset.numeric={a:[2,1]}"]))
         with pytest.raises(ConfigError, match="dataset.numeric: list at least one feature"):
             validate(compose(config_name="config", overrides=base))
 
 
 def _table(**changes) -> TableDatasetConfig:
-    return TableDatasetConfig(**({"path": "t.csv", "label": "y", "positive": "1",
-                                  "numeric": {"a": [0, 1]}} | changes))  # fmt: skip
+    return TableDatasetConfig(
+        **({"path": "t.csv", "label": "y", "positive": "1", "numeric": {"a": [0, 1]}} | changes)
+    )
 
 
 def test_the_schemas_are_registered_under_their_names_with_defaults_that_pass():
     assert {k: v().name for k, v in DATASET_SCHEMAS.items() if k != "table"} == {
-        "adult": "adult", "synthetic": "synthetic"}
+        "adult": "adult",
+        "synthetic": "synthetic",
+    }
     assert DATASET_SCHEMAS["table"] is TableDatasetConfig and _table().name == "table"
     AdultDatasetConfig().check()
     SyntheticDatasetConfig().check()
     _table().check()
 
 
-@pytest.mark.parametrize("schema, changes, key", [
-    (AdultDatasetConfig, {"url": ""}, "url"),
-    (SyntheticDatasetConfig, {"n": 1}, "n"),
-    (SyntheticDatasetConfig, {"n_continuous": -1}, "n_continuous"),
-    (SyntheticDatasetConfig, {"groups": [3, 1]}, "groups"),
-    (SyntheticDatasetConfig, {"label_noise": 0.6}, "label_noise"),
-    (SyntheticDatasetConfig, {"levels": 1}, "levels"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "schema, changes, key",
+    [
+        (AdultDatasetConfig, {"url": ""}, "url"),
+        (SyntheticDatasetConfig, {"n": 1}, "n"),
+        (SyntheticDatasetConfig, {"n_continuous": -1}, "n_continuous"),
+        (SyntheticDatasetConfig, {"groups": [3, 1]}, "groups"),
+        (SyntheticDatasetConfig, {"label_noise": 0.6}, "label_noise"),
+        (SyntheticDatasetConfig, {"levels": 1}, "levels"),
+    ],
+)
 def test_a_value_out_of_range_names_its_field(schema, changes, key):
     with pytest.raises(InvalidValue) as err:
         schema(**changes).check()
@@ -59,19 +73,22 @@ def test_a_value_out_of_range_names_its_field(schema, changes, key):
     SyntheticDatasetConfig(levels=None).check()  # null levels: continuous columns
 
 
-@pytest.mark.parametrize("changes, key, message", [
-    ({"path": ""}, "path", "must name a CSV/Parquet file"),
-    ({"label": ""}, "label", "must name the label column"),
-    ({"test_fraction": 1.0}, "test_fraction", "must be in [0, 1)"),
-    ({"out_of_bounds": "drop"}, "out_of_bounds", "must be error or clip"),
-    ({"categorical": ["a"]}, "categorical", "must map column names"),
-    ({"numeric": {}}, "numeric", "list at least one feature column"),
-    ({"categorical": {"a": None}}, "numeric", "columns listed as both categorical and numeric"),
-    ({"numeric": {"a": [0, float("inf")]}}, "numeric.a", "must be [low, high] with low < high"),
-    ({"numeric": {"a": [True, 2]}}, "numeric.a", "must be [low, high] with low < high"),
-    ({"categorical": {"c": ["x", "x"]}}, "categorical.c", "must be a list of distinct levels"),
-    ({"categorical": {"c": []}}, "categorical.c", "must be a list of distinct levels"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "changes, key, message",
+    [
+        ({"path": ""}, "path", "must name a CSV/Parquet file"),
+        ({"label": ""}, "label", "must name the label column"),
+        ({"test_fraction": 1.0}, "test_fraction", "must be in [0, 1)"),
+        ({"out_of_bounds": "drop"}, "out_of_bounds", "must be error or clip"),
+        ({"categorical": ["a"]}, "categorical", "must map column names"),
+        ({"numeric": {}}, "numeric", "list at least one feature column"),
+        ({"categorical": {"a": None}}, "numeric", "columns listed as both categorical and numeric"),
+        ({"numeric": {"a": [0, float("inf")]}}, "numeric.a", "must be [low, high] with low < high"),
+        ({"numeric": {"a": [True, 2]}}, "numeric.a", "must be [low, high] with low < high"),
+        ({"categorical": {"c": ["x", "x"]}}, "categorical.c", "must be a list of distinct levels"),
+        ({"categorical": {"c": []}}, "categorical.c", "must be a list of distinct levels"),
+    ],
+)
 def test_table_checks_name_the_field(changes, key, message):
     with pytest.raises(InvalidValue) as err:
         _table(**changes).check()

@@ -17,7 +17,9 @@ def test_synthetic_is_seeded_and_shaped():
     np.testing.assert_array_equal(a.features, b.features)
     np.testing.assert_array_equal(a.labels, b.labels)
     assert not np.array_equal(a.features, c.features)
-    assert (a.features[:, :3].sum(axis=1) == 1).all() and (a.features[:, 3:7].sum(axis=1) == 1).all()
+    assert (a.features[:, :3].sum(axis=1) == 1).all() and (
+        a.features[:, 3:7].sum(axis=1) == 1
+    ).all()
     assert a.merged().n_distinct < a.n  # rounding to levels makes duplicate rows
 
 
@@ -30,9 +32,14 @@ def test_synthetic_label_noise_is_near_its_rate():
 
 
 @pytest.mark.parametrize(
-    "kwargs", [dict(n=1, n_continuous=2), dict(n=10, n_continuous=2, label_noise=0.7),
-               dict(n=10, n_continuous=0), dict(n=10, n_continuous=1, groups=(1,))]
-)  # fmt: skip
+    "kwargs",
+    [
+        dict(n=1, n_continuous=2),
+        dict(n=10, n_continuous=2, label_noise=0.7),
+        dict(n=10, n_continuous=0),
+        dict(n=10, n_continuous=1, groups=(1,)),
+    ],
+)
 def test_synthetic_rejects_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         make_linear_threshold(**kwargs)

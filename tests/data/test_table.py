@@ -60,27 +60,58 @@ def test_test_file_uses_the_training_encoding(tmp_path):
     np.testing.assert_array_equal(splits.test.labels, [1, -1])
 
 
-@pytest.mark.parametrize("text, kw, message", [
-    (CSV, {"label": "target"}, "no column 'target'"),
-    (CSV, {"numeric": {"size": [0, 10], "weight": [0, 1]}}, "no column 'weight'"),
-    (CSV.replace("blue,4,40,no", "blue,4,40,maybe"), {},
-     "row 3 (line 5): label column 'y' has 'maybe', neither the positive value 'yes' nor "
-     "the negative 'no'"),
-    (CSV.replace("green,5,50", "green,,50"), {}, "row 4 (line 6): column 'size' is missing"),
-    (CSV.replace("green,5,50", "green,NaN,50"), {}, "row 4 (line 6): column 'size' is missing"),
-    (CSV.replace("red,6,60", "red,six,60"), {},
-     "row 5 (line 7): numeric column 'size' must hold finite numbers, found 'six'"),
-    (CSV.replace(",no", ",yes"), {"negative": None}, "every row equal to the positive value 'yes'"),
-    (CSV, {"positive": "Yes", "negative": None}, "no row equal to the positive value 'Yes'"),
-    (CSV.replace("red,3,30", "red,30,30"), {},
-     "row 2 (line 4): numeric column 'size' has 30.0 outside its stated bounds [0.0, 10.0]"),
-    (CSV.replace("blue,4,40", "pink,4,40"), {},
-     "row 3 (line 5): categorical column 'colour' has level 'pink' outside the stated levels"),
-    ("", {}, "the file is empty"),
-    ("colour,size,income,y\n", {}, "no data rows"),
-], ids=["missing-label", "missing-feature", "unseen-label", "empty-cell", "nan", "non-numeric",
-        "one-class", "positive-absent", "out-of-bounds", "unknown-level", "empty-file",
-        "header-only"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, kw, message",
+    [
+        (CSV, {"label": "target"}, "no column 'target'"),
+        (CSV, {"numeric": {"size": [0, 10], "weight": [0, 1]}}, "no column 'weight'"),
+        (
+            CSV.replace("blue,4,40,no", "blue,4,40,maybe"),
+            {},
+            "row 3 (line 5): label column 'y' has 'maybe', neither the positive value 'yes' nor "
+            "the negative 'no'",
+        ),
+        (CSV.replace("green,5,50", "green,,50"), {}, "row 4 (line 6): column 'size' is missing"),
+        (CSV.replace("green,5,50", "green,NaN,50"), {}, "row 4 (line 6): column 'size' is missing"),
+        (
+            CSV.replace("red,6,60", "red,six,60"),
+            {},
+            "row 5 (line 7): numeric column 'size' must hold finite numbers, found 'six'",
+        ),
+        (
+            CSV.replace(",no", ",yes"),
+            {"negative": None},
+            "every row equal to the positive value 'yes'",
+        ),
+        (CSV, {"positive": "Yes", "negative": None}, "no row equal to the positive value 'Yes'"),
+        (
+            CSV.replace("red,3,30", "red,30,30"),
+            {},
+            "row 2 (line 4): numeric column 'size' has 30.0 outside its stated bounds [0.0, 10.0]",
+        ),
+        (
+            CSV.replace("blue,4,40", "pink,4,40"),
+            {},
+            "row 3 (line 5): categorical column 'colour' has level 'pink' outside the stated levels",
+        ),
+        ("", {}, "the file is empty"),
+        ("colour,size,income,y\n", {}, "no data rows"),
+    ],
+    ids=[
+        "missing-label",
+        "missing-feature",
+        "unseen-label",
+        "empty-cell",
+        "nan",
+        "non-numeric",
+        "one-class",
+        "positive-absent",
+        "out-of-bounds",
+        "unknown-level",
+        "empty-file",
+        "header-only",
+    ],
+)
 def test_bad_input_is_named(tmp_path, text, kw, message):
     path = write(tmp_path, text)
     with pytest.raises(DataError, match=None) as err:
@@ -96,15 +127,21 @@ def test_bad_input_is_named(tmp_path, text, kw, message):
 def test_adult_columns_through_the_table_loader_reproduce_load_adult(adult_dir, adult):
     from pipeline.data.adult import CATEGORICAL, COLUMNS, CONTINUOUS
 
-    frame = pd.read_csv(adult_dir / "adult.data", header=None, names=list(COLUMNS),
-                        skipinitialspace=True, dtype=str)  # fmt: skip
+    frame = pd.read_csv(
+        adult_dir / "adult.data", header=None, names=list(COLUMNS), skipinitialspace=True, dtype=str
+    )
     maxima = adult.train.provenance["continuous_maxima"]
     train = load_table(
-        frame, label="income", positive=">50K", negative="<=50K",
+        frame,
+        label="income",
+        positive=">50K",
+        negative="<=50K",
         categorical={c: list(levels) for c, levels in CATEGORICAL},
         numeric={c: [0, maxima[c]] for c in CONTINUOUS},
-        test_fraction=0.0, balance=True, balance_seed=0,
-    ).train  # fmt: skip
+        test_fraction=0.0,
+        balance=True,
+        balance_seed=0,
+    ).train
     assert train.feature_names == adult.train.feature_names
     np.testing.assert_array_equal(train.features, adult.train.features)
     np.testing.assert_array_equal(train.labels, adult.train.labels)
@@ -142,19 +179,39 @@ def test_a_users_csv_runs_end_to_end(tmp_path):
 
     rng = np.random.default_rng(0)
     n = 60
-    frame = pd.DataFrame({"colour": rng.choice(["red", "blue"], n), "x": rng.integers(0, 8, n),
-                          "z": rng.integers(0, 4, n)})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "colour": rng.choice(["red", "blue"], n),
+            "x": rng.integers(0, 8, n),
+            "z": rng.integers(0, 4, n),
+        }
+    )
     frame["label"] = np.where(frame["x"] + 2 * (frame["colour"] == "red") > 4, "pos", "neg")
     frame.to_csv(tmp_path / "mine.csv", index=False)
     out = tmp_path / "out"
-    args = ["+sweep=table", f"dataset.path={tmp_path / 'mine.csv'}", "dataset.label=label",
-            "dataset.positive=pos", "dataset.categorical={colour:null}",
-            "dataset.numeric={x:[0,8],z:[0,4]}", "sweep.mechanisms=[opdisc,erm_01]",
-            "sweep.epsilons=[1.0]", "sweep.seeds=1", "cluster.num_cpus=1",
-            "oracle.time_limit=60", f"hydra.run.dir={out}"]  # fmt: skip
+    args = [
+        "+sweep=table",
+        f"dataset.path={tmp_path / 'mine.csv'}",
+        "dataset.label=label",
+        "dataset.positive=pos",
+        "dataset.categorical={colour:null}",
+        "dataset.numeric={x:[0,8],z:[0,4]}",
+        "sweep.mechanisms=[opdisc,erm_01]",
+        "sweep.epsilons=[1.0]",
+        "sweep.seeds=1",
+        "cluster.num_cpus=1",
+        "oracle.time_limit=60",
+        f"hydra.run.dir={out}",
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    result = subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "PrivacyLeakWarning" in result.stderr  # levels of colour read off the data
     for name in ("results.csv", "fig1a_accuracy.png", "fig1b_runtime.png", "summary.md"):
@@ -165,8 +222,9 @@ def test_a_users_csv_runs_end_to_end(tmp_path):
     assert "levels of 'colour'" in parent.data.tags["privacy_leak_warnings"]
     assert parent.data.params["dataset.path"] == str(tmp_path / "mine.csv")
     assert len(parent.data.params["dataset.content.sha256"]) == 64  # an edited file: a new sweep
-    children = client.search_runs([exp.experiment_id],
-                                  f"tags.mlflow.parentRunId = '{parent.info.run_id}'")  # fmt: skip
+    children = client.search_runs(
+        [exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+    )
     assert {c.data.tags["mechanism"] for c in children} == {"opdisc", "erm_01"}
     opdisc = next(c for c in children if c.data.tags["mechanism"] == "opdisc")
     assert opdisc.data.tags["privacy_holds"] == "yes"

@@ -12,9 +12,16 @@ import pytest
 
 from mechanisms.privacy import PrivacyLeakWarning
 from pipeline.data import DataError
-from pipeline.data.table_encoding import (Encoding, check_columns, check_two_classes,
-                                          complete_rows, encode, fit_encoding, labels,
-                                          numeric_values)  # fmt: skip
+from pipeline.data.table_encoding import (
+    Encoding,
+    check_columns,
+    check_two_classes,
+    complete_rows,
+    encode,
+    fit_encoding,
+    labels,
+    numeric_values,
+)
 from pipeline.data.table_reading import Raw
 from tests.data.tables import CSV, load, write
 
@@ -28,8 +35,9 @@ ALL = np.arange(4)
 
 def test_bounds_and_levels_read_off_the_data_warn_and_are_recorded(tmp_path):
     with pytest.warns(PrivacyLeakWarning) as record:
-        train = load(write(tmp_path, CSV), categorical=["colour"],
-                     numeric={"size": None, "income": [0, 100]}).train  # fmt: skip
+        train = load(
+            write(tmp_path, CSV), categorical=["colour"], numeric={"size": None, "income": [0, 100]}
+        ).train
     messages = [str(w.message) for w in record]
     assert any("levels of 'colour'" in m for m in messages)
     assert any("bounds of 'size' [1.0, 8.0]" in m for m in messages)
@@ -49,27 +57,36 @@ def test_labels_compare_text_and_refuse_a_third_value_only_when_negative_is_set(
     raw = _raw(y=[" yes", "no", 1.0, "maybe"])  # 1.0 read from Parquet is the level "1"
     np.testing.assert_array_equal(labels(raw, ALL, "y", "yes", None), [1, -1, -1, -1])
     np.testing.assert_array_equal(labels(raw, np.array([2]), "y", "1", None), [1])
-    with pytest.raises(DataError, match=r"t.csv: row 2 \(line 4\): label column 'y' has '1', "
-                                        r"neither the positive value 'yes' nor the negative "
-                                        r"'no' \(2 such rows\)"):
+    with pytest.raises(
+        DataError,
+        match=r"t.csv: row 2 \(line 4\): label column 'y' has '1', "
+        r"neither the positive value 'yes' nor the negative "
+        r"'no' \(2 such rows\)",
+    ):
         labels(raw, ALL, "y", "yes", "no")
 
 
 def test_one_class_is_refused_with_the_values_seen():
     raw = _raw(y=["a", "a", "b"])
     check_two_classes(raw, np.array([1, -1]), "y", "a", "the rows used")  # both: fine
-    with pytest.raises(DataError, match=r"in the training rows, label column 'y' has no row "
-                                        r"equal to the positive value 'c', so one class only; "
-                                        r"values found in the file: \['a', 'b'\]"):
+    with pytest.raises(
+        DataError,
+        match=r"in the training rows, label column 'y' has no row "
+        r"equal to the positive value 'c', so one class only; "
+        r"values found in the file: \['a', 'b'\]",
+    ):
         check_two_classes(raw, np.array([-1, -1]), "y", "c", "the training rows")
 
 
-@pytest.mark.parametrize("label, categorical, numeric, message", [
-    ("y", {"c": None}, {"zz": None}, "t.csv: no column 'zz'; the columns are ['c', 'x', 'y']"),
-    ("y", {"c": None}, {"c": None}, "columns ['c'] are listed as both categorical and numeric"),
-    ("y", {"y": None}, {}, "the label column 'y' is also listed as a feature"),
-    ("y", {}, {}, "no feature columns"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "label, categorical, numeric, message",
+    [
+        ("y", {"c": None}, {"zz": None}, "t.csv: no column 'zz'; the columns are ['c', 'x', 'y']"),
+        ("y", {"c": None}, {"c": None}, "columns ['c'] are listed as both categorical and numeric"),
+        ("y", {"y": None}, {}, "the label column 'y' is also listed as a feature"),
+        ("y", {}, {}, "no feature columns"),
+    ],
+)
 def test_column_checks_name_the_columns(label, categorical, numeric, message):
     raw = _raw(c=["a"], x=["1"], y=["p"])
     with pytest.raises(DataError) as err:
@@ -86,12 +103,16 @@ def test_blank_and_nan_cells_are_missing():
 
 
 def test_numeric_values_take_booleans_and_name_the_first_bad_row():
-    np.testing.assert_array_equal(numeric_values(_raw(b=[True, False]), "b", np.arange(2)),
-                                  [1.0, 0.0])  # fmt: skip
+    np.testing.assert_array_equal(
+        numeric_values(_raw(b=[True, False]), "b", np.arange(2)), [1.0, 0.0]
+    )
     raw = _raw(x=["1", "inf", "two", "3"])
     np.testing.assert_array_equal(numeric_values(raw, "x", np.array([0, 3])), [1.0, 3.0])
-    with pytest.raises(DataError, match=r"row 1 \(line 3\): numeric column 'x' must hold finite "
-                                        r"numbers, found 'inf' \(2 such rows\)"):
+    with pytest.raises(
+        DataError,
+        match=r"row 1 \(line 3\): numeric column 'x' must hold finite "
+        r"numbers, found 'inf' \(2 such rows\)",
+    ):
         numeric_values(raw, "x", ALL)
 
 
@@ -118,17 +139,23 @@ def test_stated_levels_and_bounds_are_checked_and_clipped_on_request():
     np.testing.assert_array_equal(X[:, 2], [0.0, 0.0, 0.5, 1.0])
     np.testing.assert_array_equal(X[:, :2], [[0, 1], [1, 0], [0, 1], [1, 0]])  # stated order
     assert clipped == 2
-    with pytest.raises(DataError, match=r"row 0 \(line 2\): numeric column 'x' has -5.0 outside "
-                                        r"its stated bounds \[0.0, 10.0\] \(2 such rows\)"):
+    with pytest.raises(
+        DataError,
+        match=r"row 0 \(line 2\): numeric column 'x' has -5.0 outside "
+        r"its stated bounds \[0.0, 10.0\] \(2 such rows\)",
+    ):
         encode(raw, ALL, enc, stated={"x"}, out_of_bounds="error")
 
 
-@pytest.mark.parametrize("categorical, numeric, message", [
-    ({"c": ["a", "a"]}, {}, "the stated levels ['a', 'a'] must be distinct and non-empty"),
-    ({}, {"x": [0, 1, 2]}, "bounds must be [low, high], found [0, 1, 2]"),
-    ({}, {"x": [3, 3]}, "bounds must be finite with low < high, found [3.0, 3.0]"),
-    ({}, {"k": None}, "numeric column 'k' is constant (7.0) in the training rows"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "categorical, numeric, message",
+    [
+        ({"c": ["a", "a"]}, {}, "the stated levels ['a', 'a'] must be distinct and non-empty"),
+        ({}, {"x": [0, 1, 2]}, "bounds must be [low, high], found [0, 1, 2]"),
+        ({}, {"x": [3, 3]}, "bounds must be finite with low < high, found [3.0, 3.0]"),
+        ({}, {"k": None}, "numeric column 'k' is constant (7.0) in the training rows"),
+    ],
+)
 def test_bad_stated_encodings_are_refused(categorical, numeric, message):
     raw = _raw(c=["a", "a"], x=["1", "2"], k=["7", "7"])
     with pytest.raises(DataError) as err:

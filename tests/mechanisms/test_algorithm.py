@@ -12,10 +12,13 @@ import pytest
 from mechanisms.base import Release
 from mechanisms.dpsgd.accounting import accounted_epsilon, calibrate_noise_multiplier
 from mechanisms.dpsgd.algorithm import (
-    DPSGDParams, clip_and_sum, per_example_gradients, run_dpsgd, train_dpsgd,
-)  # fmt: skip
+    DPSGDParams,
+    clip_and_sum,
+    per_example_gradients,
+    run_dpsgd,
+    train_dpsgd,
+)
 from tests.mechanisms.dpsgd_helpers import toy
-
 
 # --- parameters ----------------------------------------------------------------------------------
 
@@ -95,8 +98,7 @@ def test_clipping_bounds_each_contribution():
 
 def test_noiseless_training_learns_and_is_reproducible():
     X, y = toy()
-    kw = dict(noise_multiplier=1e-12, clip_norm=10.0, batch_size=100, learning_rate=1.0,
-              steps=400)  # fmt: skip
+    kw = dict(noise_multiplier=1e-12, clip_norm=10.0, batch_size=100, learning_rate=1.0, steps=400)
     w1 = train_dpsgd(X, y, rng=np.random.default_rng(3), **kw)
     w2 = train_dpsgd(X, y, rng=np.random.default_rng(3), **kw)
     np.testing.assert_array_equal(w1, w2)
@@ -118,7 +120,8 @@ def test_release_records_the_accounting():
     assert r.noise["accountant"] == "pld_replace_one" and r.noise["pld_discretization"] == 2e-3
     assert "PLDAccountant, REPLACE_ONE" in r.privacy.reason
     assert r.privacy.accounted_epsilon == accounted_epsilon(
-        z, 0.1, 50, 1e-5, value_discretization_interval=2e-3)
+        z, 0.1, 50, 1e-5, value_discretization_interval=2e-3
+    )
     assert r.to_params()["noise.accountant"] == "pld_replace_one"
     assert {"calibrate", "train", "total"} <= set(r.timings)
     assert r.to_params()["noise.noise_multiplier"] == r.noise["noise_multiplier"]
@@ -133,8 +136,9 @@ def test_adult_epsilon_1_reaches_a_sensible_accuracy(adult):
     X, y = adult.train.features, adult.train.labels
     delta = 1 / adult.train.n**2
     params = DPSGDParams(1.0, delta, clip_norm=2.0, batch_size=64, learning_rate=2.0, epochs=5)
-    accuracies = [run_dpsgd(X, y, params, np.random.default_rng(seed)).accuracy(X, y)
-                  for seed in range(3)]  # fmt: skip
+    accuracies = [
+        run_dpsgd(X, y, params, np.random.default_rng(seed)).accuracy(X, y) for seed in range(3)
+    ]
     print(f"DP-SGD on Adult, eps=1, delta=1/n^2: training accuracies {accuracies}")
     # measured 0.771, 0.772, 0.772 (seeds 0-2, PLD z = 1.533; 0.770, 0.772, 0.772 with the
     # RDP + group z = 2.01); 0.761 is the "married" one-feature rule.

@@ -25,10 +25,13 @@ ORACLE = EnumerationOracle()
 
 @pytest.mark.parametrize(
     "mechanism",
-    [OPDisc(OPDiscParams(1.0, 1e-4)), RSPM(RSPMParams(1.0, 1e-4)),
-     RSPM(RSPMParams(1.0, noise="laplace"))],
+    [
+        OPDisc(OPDiscParams(1.0, 1e-4)),
+        RSPM(RSPMParams(1.0, 1e-4)),
+        RSPM(RSPMParams(1.0, noise="laplace")),
+    ],
     ids=lambda m: m.name,
-)  # fmt: skip
+)
 def test_release_is_private_only_with_a_certified_argmin(small, mechanism):
     release = run(mechanism, small.features, small.labels, ORACLE, np.random.default_rng(0))
     assert release.privacy.holds and release.certificates[0].certified
@@ -39,12 +42,12 @@ def test_release_is_private_only_with_a_certified_argmin(small, mechanism):
 
         def solve(self, problem):
             good = ORACLE.solve(problem)
-            cert = dataclasses.replace(good.certificate, status=Status.TIME_LIMIT,
-                                       bound=good.certificate.objective - 1.0)  # fmt: skip
+            cert = dataclasses.replace(
+                good.certificate, status=Status.TIME_LIMIT, bound=good.certificate.objective - 1.0
+            )
             return Solution(good.w, cert)
 
-    uncertified = run(mechanism, small.features, small.labels, TimedOut(),
-                      np.random.default_rng(0))  # fmt: skip
+    uncertified = run(mechanism, small.features, small.labels, TimedOut(), np.random.default_rng(0))
     assert not uncertified.privacy.holds
     assert "not certified" in uncertified.privacy.reason
     assert uncertified.to_params()["privacy_holds"] is False
@@ -52,8 +55,9 @@ def test_release_is_private_only_with_a_certified_argmin(small, mechanism):
 
 
 def test_release_records_round_trip(small):
-    release = run(RSPM(RSPMParams(0.7, 1e-5)), small.features, small.labels, ORACLE,
-                  np.random.default_rng(2))  # fmt: skip
+    release = run(
+        RSPM(RSPMParams(0.7, 1e-5)), small.features, small.labels, ORACLE, np.random.default_rng(2)
+    )
     params, metrics = release.to_params(), release.to_metrics()
     assert params["mechanism"] == "rspm_gaussian" and params["requested_epsilon"] == 0.7
     assert "param.epsilon" not in params  # one name for the requested target
@@ -62,8 +66,16 @@ def test_release_records_round_trip(small):
     assert params["noise.calibration"] == "proven" and params["privacy_epsilon"] == 0.7
     assert params["privacy_holds"] is True and params["oracle_backends"] == "enumerate"
     assert all(isinstance(v, float) for v in metrics.values())
-    rebuilt = Release(release.mechanism, release.w, release.privacy, release.noise,
-                      release.params, release.certificates, release.timings, release.margin)
+    rebuilt = Release(
+        release.mechanism,
+        release.w,
+        release.privacy,
+        release.noise,
+        release.params,
+        release.certificates,
+        release.timings,
+        release.margin,
+    )
     assert rebuilt.to_params() == params
     with pytest.raises(ValueError):
         release.w[0] = 3.0
@@ -74,10 +86,16 @@ def test_release_records_round_trip(small):
 def test_every_release_records_the_requested_target_once(small):
     """requested_epsilon / requested_delta beside the proven privacy_epsilon / privacy_delta,
     never also param.epsilon (issue 18)."""
-    releases = [run(OPDisc(OPDiscParams(0.5, 1e-5)), small.features, small.labels, ORACLE,
-                    np.random.default_rng(0)),
-                run_expmech(small.features, small.labels, ExpMechParams(0.5),
-                            np.random.default_rng(0))]  # fmt: skip
+    releases = [
+        run(
+            OPDisc(OPDiscParams(0.5, 1e-5)),
+            small.features,
+            small.labels,
+            ORACLE,
+            np.random.default_rng(0),
+        ),
+        run_expmech(small.features, small.labels, ExpMechParams(0.5), np.random.default_rng(0)),
+    ]
     for release, delta in zip(releases, (1e-5, 0.0)):
         params = release.to_params()
         assert (params["requested_epsilon"], params["requested_delta"]) == (0.5, delta)
@@ -87,8 +105,13 @@ def test_every_release_records_the_requested_target_once(small):
 
 def test_bad_data_is_a_clear_error():
     with pytest.raises(ValueError, match=r"labels must be -1 or \+1, found \[0\]"):
-        run(OPDisc(OPDiscParams(1.0, 1e-5)), np.ones((3, 2)), np.array([0, 1, 1]), ORACLE,
-            np.random.default_rng(0))  # fmt: skip
+        run(
+            OPDisc(OPDiscParams(1.0, 1e-5)),
+            np.ones((3, 2)),
+            np.array([0, 1, 1]),
+            ORACLE,
+            np.random.default_rng(0),
+        )
     with pytest.raises(TypeError, match="numpy.random.Generator"):
         run(OPDisc(OPDiscParams(1.0, 1e-5)), np.ones((3, 2)), np.array([1, 1, -1]), ORACLE, 0)
 
@@ -98,8 +121,12 @@ def test_bad_data_is_a_clear_error():
 
 def _draw_mechanisms():
     # OPSamp with 3 calls: delta = 0.1 keeps gamma = sqrt(ln(4d / delta) / 6) <= 1 (Lemma 9)
-    return [OPDisc(OPDiscParams(1.0, 1e-4)), RSPM(RSPMParams(1.0, 1e-4)),
-            RSPM(RSPMParams(1.0, noise="laplace")), OPSamp(OPSampParams(1.0, 0.1, m=3))]
+    return [
+        OPDisc(OPDiscParams(1.0, 1e-4)),
+        RSPM(RSPMParams(1.0, 1e-4)),
+        RSPM(RSPMParams(1.0, noise="laplace")),
+        OPSamp(OPSampParams(1.0, 0.1, m=3)),
+    ]
 
 
 @pytest.mark.parametrize("mechanism", _draw_mechanisms(), ids=lambda m: f"{m.name}")
@@ -145,8 +172,15 @@ def test_a_secret_shows_its_shape_and_dtype_never_its_values():
 
 
 def test_noise_parameters_keeps_the_scalars_and_drops_the_secrets():
-    noise = {"sigma": 2.5, "m": 46, "calibration": "proven", "z": np.float64(1.5),
-             "zero_d": np.array(3.0), "eta": Secret(np.ones(4)), "sigma_k": Secret(np.ones((3, 2)))}
+    noise = {
+        "sigma": 2.5,
+        "m": 46,
+        "calibration": "proven",
+        "z": np.float64(1.5),
+        "zero_d": np.array(3.0),
+        "eta": Secret(np.ones(4)),
+        "sigma_k": Secret(np.ones((3, 2))),
+    }
     kept = noise_parameters(noise)
     assert kept == {"sigma": 2.5, "m": 46, "calibration": "proven", "z": 1.5, "zero_d": 3.0}
     assert "eta" in noise and "sigma_k" in noise  # the input is not changed
@@ -155,15 +189,23 @@ def test_noise_parameters_keeps_the_scalars_and_drops_the_secrets():
 
 @pytest.mark.parametrize("value", [[1.0, 2.0], np.ones(1), np.ones((2, 2)), (0.5,)])
 def test_noise_parameters_refuses_an_unwrapped_draw_naming_its_key(value):
-    with pytest.raises(TypeError, match=r"^noise\['draw'\] is neither a scalar nor a Secret, found "
-                                        r"shape \(\d"):
+    with pytest.raises(
+        TypeError,
+        match=r"^noise\['draw'\] is neither a scalar nor a Secret, found "
+        r"shape \(\d",
+    ):
         noise_parameters({"sigma": 1.0, "draw": value})
 
 
 def test_a_release_is_frozen_and_its_weights_a_read_only_copy():
     w = np.array([1.0, -2.0])
-    release = Release("m", w, PrivacyClaim(1.0, 0.0, True, "ok"),
-                      noise={"sigma": 3.0, "eta": Secret(np.ones(3))}, params={"tau": 1.0})
+    release = Release(
+        "m",
+        w,
+        PrivacyClaim(1.0, 0.0, True, "ok"),
+        noise={"sigma": 3.0, "eta": Secret(np.ones(3))},
+        params={"tau": 1.0},
+    )
     w[0] = 9.0  # the caller's array is not the release's
     assert release.w.tolist() == [1.0, -2.0] and release.w.dtype == float
     assert not release.w.flags.writeable
@@ -184,8 +226,9 @@ def test_a_release_predicts_with_its_own_margin():
 
 def test_release_metrics_sum_times_and_take_the_largest_gap():
     certs = (_cert(seconds=1.5), _cert(Status.TIME_LIMIT, 5.0, 4.0, seconds=2.0))
-    release = Release("m", [0.0], PrivacyClaim(1.0, 0.0, False, ""), certificates=certs,
-                      timings={"solve": 3.5})  # fmt: skip
+    release = Release(
+        "m", [0.0], PrivacyClaim(1.0, 0.0, False, ""), certificates=certs, timings={"solve": 3.5}
+    )
     assert release.oracle_seconds == 3.5 and release.max_gap == 1.0
     metrics = release.to_metrics()
     assert metrics["oracle_certified_fraction"] == 0.5 and metrics["time.solve"] == 3.5
@@ -207,19 +250,24 @@ def test_to_params_takes_the_requested_target_from_the_claim_else_the_params():
 
 def test_a_claim_holds_only_when_every_certificate_is_certified():
     good = [_cert(backend="a"), _cert(objective=OBJECTIVE_TOL, bound=0.0, backend="b")]  # edge
-    claim = PrivacyClaim.from_certificates(1.0, 1e-5, good, needs="the exact argmin",
-                                           requested_epsilon=0.9, calibration="proven")
+    claim = PrivacyClaim.from_certificates(
+        1.0, 1e-5, good, needs="the exact argmin", requested_epsilon=0.9, calibration="proven"
+    )
     assert claim.holds and claim.reason == "all 2 oracle calls certified (the exact argmin)"
     assert (claim.epsilon, claim.delta) == (1.0, 1e-5)
     assert (claim.requested_epsilon, claim.calibration, claim.requested_delta) == (
-        0.9, "proven", None)
+        0.9,
+        "proven",
+        None,
+    )
     # a gap just above the tolerance, or a status other than OPTIMAL, is not certified
     loose = _cert(objective=2 * OBJECTIVE_TOL, bound=0.0, backend="loose")
     stopped = _cert(Status.TIME_LIMIT, 4.0, 3.5, backend="stopped")
     claim = PrivacyClaim.from_certificates(1.0, 1e-5, good + [loose, stopped], needs="x")
     assert not claim.holds
-    assert claim.reason == ("2 of 4 oracle calls not certified (x); first: loose optimal, "
-                            "gap 2e-06")
+    assert claim.reason == (
+        "2 of 4 oracle calls not certified (x); first: loose optimal, gap 2e-06"
+    )
     inconsistent = _cert(Status.INCONSISTENT, backend="odd")
     assert not PrivacyClaim.from_certificates(1.0, 0.0, [inconsistent], needs="x").holds
 

@@ -64,8 +64,9 @@ def test_opdisc_sigma_on_adult_is_about_708():
     # SPEC section 3: 7 * G * D^2 * sqrt(ln(1/delta)) / (tau * eps), G = 1, D^2 = 23, ln(n^2)
     sigma = opdisc_sigma_paper(1.0, DELTA_ADULT, 1.0, math.sqrt(23))
     assert sigma == pytest.approx(707.6777, abs=1e-3)
-    assert opdisc_sigma_paper(0.1, DELTA_ADULT, 1.0, math.sqrt(23)) == pytest.approx(7076.777,
-                                                                                      abs=1e-2)
+    assert opdisc_sigma_paper(0.1, DELTA_ADULT, 1.0, math.sqrt(23)) == pytest.approx(
+        7076.777, abs=1e-2
+    )
 
 
 def test_opdisc_paper_domain():
@@ -74,8 +75,12 @@ def test_opdisc_paper_domain():
     assert D == pytest.approx(math.sqrt(23))
 
 
-@given(eps=st.floats(0.01, 10), delta=st.floats(1e-12, 0.5), tau=st.floats(0.1, 2),
-       D=st.floats(0.5, 10))  # fmt: skip
+@given(
+    eps=st.floats(0.01, 10),
+    delta=st.floats(1e-12, 0.5),
+    tau=st.floats(0.1, 2),
+    D=st.floats(0.5, 10),
+)
 def test_opdisc_sigma_scaling(eps, delta, tau, D):
     sigma = opdisc_sigma_paper(eps, delta, tau, D)
     assert opdisc_sigma_paper(2 * eps, delta, tau, D) == pytest.approx(sigma / 2)
@@ -139,9 +144,15 @@ def test_wrong_type_is_a_type_error():
 # --- OPDisc, SPEC 10.1 -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("eps, sigma, paper, eps_paper",
-                         [(0.1, 7712, 7077, 0.109), (0.3, 2628, 2359, 0.335),
-                          (0.5, 1593, 1415, 0.564), (1.0, 809, 708, 1.146)])  # fmt: skip
+@pytest.mark.parametrize(
+    "eps, sigma, paper, eps_paper",
+    [
+        (0.1, 7712, 7077, 0.109),
+        (0.3, 2628, 2359, 0.335),
+        (0.5, 1593, 1415, 0.564),
+        (1.0, 809, 708, 1.146),
+    ],
+)
 def test_opdisc_table_of_spec_10_1(eps, sigma, paper, eps_paper):
     proven = opdisc_sigma(eps, DELTA_ADULT, d=D_ADULT, D=D_RADIUS)
     assert proven == pytest.approx(sigma, rel=0.01)
@@ -150,7 +161,8 @@ def test_opdisc_table_of_spec_10_1(eps, sigma, paper, eps_paper):
     sigma_paper = opdisc_sigma_paper(eps, DELTA_ADULT, 1.0, D_RADIUS)
     assert sigma_paper == pytest.approx(paper, rel=0.01)
     assert opdisc_epsilon(sigma_paper, DELTA_ADULT, d=D_ADULT, D=D_RADIUS) == pytest.approx(
-        eps_paper, rel=0.01)
+        eps_paper, rel=0.01
+    )
 
 
 def test_opdisc_paper_sigma_proves_only_delta_2_9e_6_at_epsilon_1():
@@ -162,8 +174,8 @@ def test_opdisc_paper_sigma_proves_only_delta_2_9e_6_at_epsilon_1():
 def test_opdisc_proven_sigma_is_monotone():
     base = dict(d=10, D=math.sqrt(10))
     s = opdisc_sigma(0.5, 1e-6, **base)
-    assert opdisc_sigma(1.0, 1e-6, **base) < s            # more epsilon, less noise
-    assert opdisc_sigma(0.5, 1e-4, **base) < s            # more delta, less noise
+    assert opdisc_sigma(1.0, 1e-6, **base) < s  # more epsilon, less noise
+    assert opdisc_sigma(0.5, 1e-4, **base) < s  # more delta, less noise
     assert opdisc_sigma(0.5, 1e-6, d=40, D=math.sqrt(10)) > s  # larger d: ||eta|| grows
     sigmas = [opdisc_sigma(0.5, 1e-6, d=d, D=math.sqrt(10)) for d in (2, 5, 23, 100, 400)]
     assert sigmas == sorted(sigmas)
@@ -171,8 +183,10 @@ def test_opdisc_proven_sigma_is_monotone():
 
 def test_opdisc_paper_sigma_falls_further_short_as_d_grows():
     # sigma_paper has no factor for d (SPEC 10.1): the epsilon it proves grows with d
-    proven = [opdisc_epsilon(opdisc_sigma_paper(1.0, 1e-6, 1.0, 3.0), 1e-6, d=d, D=3.0)
-              for d in (5, 23, 100, 400)]  # fmt: skip
+    proven = [
+        opdisc_epsilon(opdisc_sigma_paper(1.0, 1e-6, 1.0, 3.0), 1e-6, d=d, D=3.0)
+        for d in (5, 23, 100, 400)
+    ]
     assert proven == sorted(proven) and proven[-1] > 2.0
 
 
@@ -193,8 +207,9 @@ def test_opdisc_delta_against_monte_carlo(eps, sigma_scale):
 # --- Gaussian RSPM, SPEC 10.2 ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("eps, sigma, paper", [(0.1, 1146, 2087), (0.3, 390, 696),
-                                               (0.5, 236, 417), (1.0, 119.6, 209)])  # fmt: skip
+@pytest.mark.parametrize(
+    "eps, sigma, paper", [(0.1, 1146, 2087), (0.3, 390, 696), (0.5, 236, 417), (1.0, 119.6, 209)]
+)
 def test_rspm_table_of_spec_10_2(eps, sigma, paper):
     m = 2 * D_ADULT
     proven = rspm_gaussian_sigma(eps, DELTA_ADULT, m)
@@ -202,8 +217,10 @@ def test_rspm_table_of_spec_10_2(eps, sigma, paper):
     assert rspm_gaussian_delta(eps, proven, m=m) <= DELTA_ADULT
     assert rspm_gaussian_sigma_paper(eps, DELTA_ADULT, m) == pytest.approx(paper, rel=0.01)
     # at m = 46 the paper's sigma is more than enough: it proves a smaller epsilon
-    assert rspm_gaussian_epsilon(rspm_gaussian_sigma_paper(eps, DELTA_ADULT, m), DELTA_ADULT,
-                                 m=m) < eps  # fmt: skip
+    assert (
+        rspm_gaussian_epsilon(rspm_gaussian_sigma_paper(eps, DELTA_ADULT, m), DELTA_ADULT, m=m)
+        < eps
+    )
 
 
 def test_rspm_paper_constant_is_not_enough_beyond_m_250():
@@ -212,7 +229,8 @@ def test_rspm_paper_constant_is_not_enough_beyond_m_250():
     assert rspm_gaussian_sigma_paper(1.0, DELTA_ADULT, 400) == pytest.approx(615, rel=0.01)
     assert rspm_gaussian_epsilon(615.37, DELTA_ADULT, m=400) > 1.0
     assert rspm_gaussian_sigma(1.0, DELTA_ADULT, 200) < rspm_gaussian_sigma_paper(
-        1.0, DELTA_ADULT, 200)
+        1.0, DELTA_ADULT, 200
+    )
 
 
 def test_rspm_proven_sigma_is_monotone():
@@ -249,8 +267,10 @@ def test_rspm_delta_against_monte_carlo(m, eps, sigma):
 
 
 def test_opsamp_lambda_terms_are_monotone_in_gamma():
-    lams = [opsamp_lambda(23, gamma=g, eta=1e-3, G=0.05, D_inf=2.0, alpha=1e-4).total
-            for g in (0.01, 0.1, 0.5, 1.0)]  # fmt: skip
+    lams = [
+        opsamp_lambda(23, gamma=g, eta=1e-3, G=0.05, D_inf=2.0, alpha=1e-4).total
+        for g in (0.01, 0.1, 0.5, 1.0)
+    ]
     assert lams == sorted(lams)
 
 
@@ -261,8 +281,13 @@ OPDISC_NAMES = names_pattern("epsilon", "delta", "d", "D", "tau", "sigma", "c")
 
 
 @derandomized(150)
-@given(epsilon=either(EPSILON), delta=either(DELTA), d=either(st.integers(1, 10**6), ANY_INT),
-       D=either(log_uniform(1e-3, 1e3)), tau=either(log_uniform(1e-2, 10)))  # fmt: skip
+@given(
+    epsilon=either(EPSILON),
+    delta=either(DELTA),
+    d=either(st.integers(1, 10**6), ANY_INT),
+    D=either(log_uniform(1e-3, 1e3)),
+    tau=either(log_uniform(1e-2, 10)),
+)
 def test_opdisc_sigma_over_its_input_space(epsilon, delta, d, D, tau):
     sigma = call_or_none(OPDISC_NAMES, cal.opdisc_sigma, epsilon, delta, d=d, D=D, tau=tau)
     if sigma is not None:
@@ -278,9 +303,13 @@ def test_opdisc_sigma_over_its_input_space(epsilon, delta, d, D, tau):
 
 
 @derandomized(60)
-@given(sigma=either(log_uniform(1e-3, 1e6)), delta=either(DELTA),
-       d=either(st.integers(1, 1000), ANY_INT), D=either(log_uniform(0.1, 10)),
-       epsilon=either(st.floats(0, 50)))  # fmt: skip
+@given(
+    sigma=either(log_uniform(1e-3, 1e6)),
+    delta=either(DELTA),
+    d=either(st.integers(1, 1000), ANY_INT),
+    D=either(log_uniform(0.1, 10)),
+    epsilon=either(st.floats(0, 50)),
+)
 def test_opdisc_epsilon_and_delta_over_their_input_space(sigma, delta, d, D, epsilon):
     eps = call_or_none(OPDISC_NAMES, cal.opdisc_epsilon, sigma, delta, d=d, D=D)
     if eps is not None:
@@ -308,15 +337,21 @@ def test_rspm_sigma_over_its_input_space(epsilon, delta, m):
 @derandomized(100)
 @given(epsilon=either(EPSILON), delta=either(DELTA), m=either(st.integers(1, 10**6), ANY_INT))
 def test_rspm_closed_forms_over_their_input_space(epsilon, delta, m):
-    for value in (call_or_none(RSPM_NAMES, cal.rspm_gaussian_sigma_paper, epsilon, delta, m),
-                  call_or_none(RSPM_NAMES, cal.rspm_laplace_scale, epsilon, m)):  # fmt: skip
+    for value in (
+        call_or_none(RSPM_NAMES, cal.rspm_gaussian_sigma_paper, epsilon, delta, m),
+        call_or_none(RSPM_NAMES, cal.rspm_laplace_scale, epsilon, m),
+    ):
         if value is not None:
             assert_finite_positive(value)
 
 
 @derandomized(14)
-@given(sigma=either(log_uniform(1e-2, 1e5)), delta=either(DELTA),
-       m=either(st.integers(1, 8), ANY_INT), epsilon=either(st.floats(0, 20)))  # fmt: skip
+@given(
+    sigma=either(log_uniform(1e-2, 1e5)),
+    delta=either(DELTA),
+    m=either(st.integers(1, 8), ANY_INT),
+    epsilon=either(st.floats(0, 20)),
+)
 def test_rspm_epsilon_and_delta_over_their_input_space(sigma, delta, m, epsilon):
     eps = call_or_none(RSPM_NAMES, cal.rspm_gaussian_epsilon, sigma, delta, m=m)
     if eps is not None:
@@ -327,22 +362,44 @@ def test_rspm_epsilon_and_delta_over_their_input_space(sigma, delta, m, epsilon)
         assert 0.0 <= value <= 1.0
 
 
-OPSAMP_NAMES = names_pattern("epsilon", "delta", "n", "d", "D_inf", "gamma", "m", "G", "beta",
-                             "eta", "alpha", "laplace_scale", "proven_lambda", "calibration",
-                             "lambda")
+OPSAMP_NAMES = names_pattern(
+    "epsilon",
+    "delta",
+    "n",
+    "d",
+    "D_inf",
+    "gamma",
+    "m",
+    "G",
+    "beta",
+    "eta",
+    "alpha",
+    "laplace_scale",
+    "proven_lambda",
+    "calibration",
+    "lambda",
+)
 
 
 @derandomized(300)
-@given(epsilon=either(EPSILON), delta=either(DELTA), n=either(st.integers(1, 10**7), ANY_INT),
-       d=either(st.integers(1, 10**4), ANY_INT), D_inf=either(log_uniform(1e-2, 1e2)),
-       gamma=st.one_of(st.none(), either(st.floats(1e-3, 1.0))),
-       m=st.one_of(st.none(), either(st.integers(1, 10**6), ANY_INT)),
-       G=either(log_uniform(1e-3, 10)), beta=either(st.floats(1e-3, 0.999)),
-       alpha=either(st.floats(0, 1)))  # fmt: skip
-def test_opsamp_functions_over_their_input_space(epsilon, delta, n, d, D_inf, gamma, m, G, beta,
-                                                 alpha):  # fmt: skip
-    out = call_or_none(OPSAMP_NAMES, cal.opsamp_gamma_m, epsilon, delta, n, d, D_inf, gamma=gamma,
-                       m=m)
+@given(
+    epsilon=either(EPSILON),
+    delta=either(DELTA),
+    n=either(st.integers(1, 10**7), ANY_INT),
+    d=either(st.integers(1, 10**4), ANY_INT),
+    D_inf=either(log_uniform(1e-2, 1e2)),
+    gamma=st.one_of(st.none(), either(st.floats(1e-3, 1.0))),
+    m=st.one_of(st.none(), either(st.integers(1, 10**6), ANY_INT)),
+    G=either(log_uniform(1e-3, 10)),
+    beta=either(st.floats(1e-3, 0.999)),
+    alpha=either(st.floats(0, 1)),
+)
+def test_opsamp_functions_over_their_input_space(
+    epsilon, delta, n, d, D_inf, gamma, m, G, beta, alpha
+):
+    out = call_or_none(
+        OPSAMP_NAMES, cal.opsamp_gamma_m, epsilon, delta, n, d, D_inf, gamma=gamma, m=m
+    )
     if out is not None:
         gamma_raw, used_gamma, calls = out
         assert_finite_positive(gamma_raw)
@@ -351,9 +408,16 @@ def test_opsamp_functions_over_their_input_space(epsilon, delta, n, d, D_inf, ga
     eta = call_or_none(OPSAMP_NAMES, cal.opsamp_eta, epsilon, n, d, G=G, beta=beta, D_inf=D_inf)
     if eta is not None:
         assert_finite_positive(eta)
-    lam = call_or_none(OPSAMP_NAMES, cal.opsamp_lambda, d,
-                       gamma=gamma if gamma is not None else 0.5,
-                       eta=eta if eta is not None else G, G=G, D_inf=D_inf, alpha=alpha)
+    lam = call_or_none(
+        OPSAMP_NAMES,
+        cal.opsamp_lambda,
+        d,
+        gamma=gamma if gamma is not None else 0.5,
+        eta=eta if eta is not None else G,
+        G=G,
+        D_inf=D_inf,
+        alpha=alpha,
+    )
     if lam is not None:
         assert_finite_positive(lam.sampling)
         assert_finite_positive(lam.stability)
@@ -377,8 +441,15 @@ FACTOR = st.floats(1.01, 100)
 
 
 @derandomized(40)
-@given(epsilon=MODERATE_EPS, delta=MODERATE_DELTA, d=st.integers(1, 500), D=log_uniform(0.5, 5),
-       tau=log_uniform(0.25, 2), f=FACTOR, extra=st.integers(1, 50))  # fmt: skip
+@given(
+    epsilon=MODERATE_EPS,
+    delta=MODERATE_DELTA,
+    d=st.integers(1, 500),
+    D=log_uniform(0.5, 5),
+    tau=log_uniform(0.25, 2),
+    f=FACTOR,
+    extra=st.integers(1, 50),
+)
 def test_opdisc_sigma_is_monotone(epsilon, delta, d, D, tau, f, extra):
     # SPEC 10.1: more epsilon or more delta, less noise; larger d, ||eta|| grows: more noise
     sigma = cal.opdisc_sigma(epsilon, delta, d=d, D=D, tau=tau)
@@ -387,7 +458,8 @@ def test_opdisc_sigma_is_monotone(epsilon, delta, d, D, tau, f, extra):
     assert cal.opdisc_sigma(epsilon, delta, d=d + extra, D=D, tau=tau) >= sigma * (1 - SLACK)
     # c = 4 D^2 / tau^2 scales sigma exactly (the loss depends on c / sigma only)
     assert cal.opdisc_sigma(epsilon, delta, d=d, D=D * f, tau=tau) == pytest.approx(
-        sigma * f * f, rel=2 * SLACK)
+        sigma * f * f, rel=2 * SLACK
+    )
     # and the epsilon a sigma proves falls as sigma grows
     eps_here = cal.opdisc_epsilon(sigma, delta, d=d, D=D, tau=tau)
     assert eps_here <= epsilon * (1 + SLACK) + 1e-300
@@ -395,8 +467,13 @@ def test_opdisc_sigma_is_monotone(epsilon, delta, d, D, tau, f, extra):
 
 
 @derandomized(60)
-@given(epsilon=MODERATE_EPS, sigma=log_uniform(1.0, 1e5), d=st.integers(1, 200),
-       D=log_uniform(0.5, 5), f=FACTOR)  # fmt: skip
+@given(
+    epsilon=MODERATE_EPS,
+    sigma=log_uniform(1.0, 1e5),
+    d=st.integers(1, 200),
+    D=log_uniform(0.5, 5),
+    f=FACTOR,
+)
 def test_opdisc_delta_is_monotone(epsilon, sigma, d, D, f):
     value = cal.opdisc_log_delta(epsilon, sigma, d=d, D=D)
     assert cal.opdisc_log_delta(epsilon * f, sigma, d=d, D=D) <= value + 1e-9
@@ -404,8 +481,12 @@ def test_opdisc_delta_is_monotone(epsilon, sigma, d, D, f):
 
 
 @derandomized(6)
-@given(epsilon=log_uniform(0.1, 3), delta=log_uniform(1e-300, 1e-3), m=st.integers(1, 6),
-       f=st.floats(1.2, 4))  # fmt: skip
+@given(
+    epsilon=log_uniform(0.1, 3),
+    delta=log_uniform(1e-300, 1e-3),
+    m=st.integers(1, 6),
+    f=st.floats(1.2, 4),
+)
 def test_rspm_sigma_is_monotone(epsilon, delta, m, f):
     # SPEC 10.2: decreasing in epsilon and delta, increasing in m (S is a sum of m terms)
     sigma = cal.rspm_gaussian_sigma(epsilon, delta, m)
@@ -417,14 +498,22 @@ def test_rspm_sigma_is_monotone(epsilon, delta, m, f):
 
 
 @derandomized(200)
-@given(epsilon=EPSILON, delta=DELTA, m=st.integers(1, 10**6), D=log_uniform(0.1, 10),
-       tau=log_uniform(0.1, 10), f=FACTOR)  # fmt: skip
+@given(
+    epsilon=EPSILON,
+    delta=DELTA,
+    m=st.integers(1, 10**6),
+    D=log_uniform(0.1, 10),
+    tau=log_uniform(0.1, 10),
+    f=FACTOR,
+)
 def test_the_papers_closed_forms_are_monotone(epsilon, delta, m, D, tau, f):
     # SPEC sections 3 and 4: sigma_paper ~ D^2 sqrt(ln(1/delta)) / (tau^2 epsilon) and
     # sqrt(m ln(1/delta)) / epsilon; the Laplace scale 2m / epsilon
     names = names_pattern("sigma_paper", "epsilon", "laplace_scale")
-    for sigma_of in (lambda e, dl: cal.opdisc_sigma_paper(e, dl, tau, D),
-                     lambda e, dl: cal.rspm_gaussian_sigma_paper(e, dl, m)):  # fmt: skip
+    for sigma_of in (
+        lambda e, dl: cal.opdisc_sigma_paper(e, dl, tau, D),
+        lambda e, dl: cal.rspm_gaussian_sigma_paper(e, dl, m),
+    ):
         base = call_or_none(names, sigma_of, epsilon, delta)
         if base is None:
             continue
@@ -441,10 +530,18 @@ def test_the_papers_closed_forms_are_monotone(epsilon, delta, m, D, tau, f):
 
 
 @derandomized(300)
-@given(epsilon=MODERATE_EPS, delta=MODERATE_DELTA, n=st.integers(1, 10**6),
-       d=st.integers(1, 1000), D_inf=log_uniform(0.1, 10), gamma=st.floats(1e-3, 1.0),
-       G=log_uniform(1e-3, 10), beta=st.floats(0.01, 0.99), alpha=st.floats(0, 1),
-       f=FACTOR)  # fmt: skip
+@given(
+    epsilon=MODERATE_EPS,
+    delta=MODERATE_DELTA,
+    n=st.integers(1, 10**6),
+    d=st.integers(1, 1000),
+    D_inf=log_uniform(0.1, 10),
+    gamma=st.floats(1e-3, 1.0),
+    G=log_uniform(1e-3, 10),
+    beta=st.floats(0.01, 0.99),
+    alpha=st.floats(0, 1),
+    f=FACTOR,
+)
 def test_opsamp_calibration_is_monotone(epsilon, delta, n, d, D_inf, gamma, G, beta, alpha, f):
     # SPEC 5 and 10.3: m = ceil(ln(4d / delta) / (2 gamma^2)) falls as gamma grows and grows with
     # d and 1/delta; a given m gives gamma = sqrt(ln(4d / delta) / (2m)), falling in m
@@ -535,8 +632,13 @@ def test_rspm_tail_is_an_upper_bound_on_the_exact_integral_for_one_term():
         start = s0 - shift
         log_norm = special.log_ndtr(-start) + math.log(2)
         density = lambda u: math.exp(-0.5 * u * (2 * start + u)) / math.sqrt(2 * math.pi)  # noqa
-        inner, _ = integrate.quad(lambda u: -math.expm1(-b * (u + shift)) * density(u), 0,
-                                  40 / start, epsabs=0, epsrel=1e-12)  # fmt: skip
+        inner, _ = integrate.quad(
+            lambda u: -math.expm1(-b * (u + shift)) * density(u),
+            0,
+            40 / start,
+            epsabs=0,
+            epsrel=1e-12,
+        )
         return log_norm - special.log_ndtr(-start) - 0.5 * start * start + math.log(inner)
 
     ours = cal.rspm_gaussian_log_delta(eps, sigma, m=1)
@@ -551,19 +653,22 @@ def test_rspm_tail_is_an_upper_bound_on_the_exact_integral_for_one_term():
 D23 = math.sqrt(23)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(d=2.5), TypeError, "d must be an integer, found 2.5"),
-    (dict(d=True), TypeError, "d must be an integer, found True"),
-    (dict(d=0), ValueError, "d must be >= 1, found 0"),
-    (dict(D=-D23), ValueError, "D must be finite and > 0"),
-    (dict(tau=-1.0), ValueError, "tau must be finite and > 0, found -1.0"),
-    (dict(D=0.0), ValueError, "D must be finite and > 0, found 0.0"),
-    (dict(tau=0.0), ValueError, "tau must be finite and > 0, found 0.0"),
-    (dict(D=math.inf), ValueError, "D must be finite and > 0, found inf"),
-    (dict(D=math.nan), ValueError, "D must be finite and > 0, found nan"),
-    (dict(tau=math.nan), ValueError, "tau must be finite and > 0, found nan"),
-    (dict(D=1e200), ValueError, r"c = 4 D\^2 / tau\^2 is not a finite float > 0 for D=1e\+200"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(d=2.5), TypeError, "d must be an integer, found 2.5"),
+        (dict(d=True), TypeError, "d must be an integer, found True"),
+        (dict(d=0), ValueError, "d must be >= 1, found 0"),
+        (dict(D=-D23), ValueError, "D must be finite and > 0"),
+        (dict(tau=-1.0), ValueError, "tau must be finite and > 0, found -1.0"),
+        (dict(D=0.0), ValueError, "D must be finite and > 0, found 0.0"),
+        (dict(tau=0.0), ValueError, "tau must be finite and > 0, found 0.0"),
+        (dict(D=math.inf), ValueError, "D must be finite and > 0, found inf"),
+        (dict(D=math.nan), ValueError, "D must be finite and > 0, found nan"),
+        (dict(tau=math.nan), ValueError, "tau must be finite and > 0, found nan"),
+        (dict(D=1e200), ValueError, r"c = 4 D\^2 / tau\^2 is not a finite float > 0 for D=1e\+200"),
+    ],
+)
 def test_opdisc_sigma_refuses_each_bad_shape(kwargs, error, match):
     args = dict(d=23, D=D23, tau=1.0) | kwargs
     with pytest.raises(error, match=match):
@@ -581,10 +686,12 @@ def test_opdisc_sigma_paper_refuses_what_would_give_zero_or_inf(tau, D):
 
 
 def test_rspm_refuses_a_non_integral_m():
-    for call in (lambda: cal.rspm_gaussian_delta(1.0, 10.0, m=2.5),  # used m = 2
-                 lambda: cal.rspm_gaussian_sigma(1.0, 1e-6, 2.5),
-                 lambda: cal.rspm_gaussian_epsilon(10.0, 1e-6, m=2.5),
-                 lambda: cal.rspm_laplace_scale(1.0, 2.5)):  # fmt: skip
+    for call in (
+        lambda: cal.rspm_gaussian_delta(1.0, 10.0, m=2.5),  # used m = 2
+        lambda: cal.rspm_gaussian_sigma(1.0, 1e-6, 2.5),
+        lambda: cal.rspm_gaussian_epsilon(10.0, 1e-6, m=2.5),
+        lambda: cal.rspm_laplace_scale(1.0, 2.5),
+    ):
         with pytest.raises(TypeError, match="m must be an integer, found 2.5"):
             call()
     with pytest.raises(TypeError, match="m must be an integer, found True"):

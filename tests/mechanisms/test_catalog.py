@@ -8,10 +8,10 @@ import inspect
 import numpy as np
 import pytest
 
+from mechanisms.audit.registry import AUDITS
 from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS
 from mechanisms.estimators import CLASSIFIERS
 from oracles.registry import make_oracle
-from mechanisms.audit.registry import AUDITS
 
 
 def _data(n: int = 40, d: int = 2):
@@ -31,16 +31,22 @@ def test_every_entry_runs_by_the_one_path_and_its_estimator_is_that_path(name):
         calls.append(needed)
         return make_oracle("enumerate" if needed == "configured" else needed)
 
-    release = entry.release(settings, 1.0, 1e-4, 1e-4, X, y, np.random.default_rng(7),
-                            oracle=oracle)  # fmt: skip
+    release = entry.release(
+        settings, 1.0, 1e-4, 1e-4, X, y, np.random.default_rng(7), oracle=oracle
+    )
     assert release.w.shape == (2,)
     assert calls == ([] if name in NON_ORACLE else [entry.oracle(settings)])
     assert release.privacy.holds == entry.private  # the references never claim privacy
     # the estimator of the entry: the same settings, the same seed, the same release
     cls = CLASSIFIERS[name]
     options = {"oracle": "enumerate"} if "oracle" in inspect.signature(cls).parameters else {}
-    clf = cls(1.0, 1e-4, random_state=np.random.default_rng(7), **options,
-              **({"batch_size": 16} if name == "dpsgd_lr" else {})).fit(X, y)  # fmt: skip
+    clf = cls(
+        1.0,
+        1e-4,
+        random_state=np.random.default_rng(7),
+        **options,
+        **({"batch_size": 16} if name == "dpsgd_lr" else {}),
+    ).fit(X, y)
     np.testing.assert_array_equal(clf.coef_, release.w)
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import pytest
 
 from mechanisms.base import PrivacyClaim
-from mechanisms.estimators import (ExactERMClassifier, ExpMechClassifier, OPDiscClassifier,
-                                   RSPMClassifier)  # fmt: skip
+from mechanisms.estimators import (
+    ExactERMClassifier,
+    ExpMechClassifier,
+    OPDiscClassifier,
+    RSPMClassifier,
+)
 
 
 @pytest.mark.parametrize("cls", [OPDiscClassifier, RSPMClassifier, ExactERMClassifier])

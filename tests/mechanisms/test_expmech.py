@@ -34,5 +34,9 @@ def test_expmech_samples_from_the_exponential_distribution():
 def test_expmech_refuses_a_grid_too_large():
     data = make_linear_threshold(20, 12, seed=0)
     with pytest.raises(ValueError, match="enumerable grid"):
-        run_expmech(data.features, data.labels, ExpMechParams(1.0, max_points=1000),
-                    np.random.default_rng(0))  # fmt: skip
+        run_expmech(
+            data.features,
+            data.labels,
+            ExpMechParams(1.0, max_points=1000),
+            np.random.default_rng(0),
+        )

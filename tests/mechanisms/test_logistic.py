@@ -38,8 +38,9 @@ def test_the_solution_is_stationary_and_matches_a_reference():
     # sklearn's C is 1 / (n * l2) for the mean loss; no intercept
     from sklearn.linear_model import LogisticRegression
 
-    ref = LogisticRegression(C=1 / (len(y) * 0.01), fit_intercept=False, tol=1e-12,
-                             max_iter=10_000).fit(X, y)  # fmt: skip
+    ref = LogisticRegression(
+        C=1 / (len(y) * 0.01), fit_intercept=False, tol=1e-12, max_iter=10_000
+    ).fit(X, y)
     np.testing.assert_allclose(w, ref.coef_[0], atol=1e-5)
     assert logistic_loss(w, X, y, 0.01) <= logistic_loss(ref.coef_[0], X, y, 0.01) + 1e-12
 

@@ -17,9 +17,15 @@ from oracles.enumerate import EnumerationOracle, all_objectives
 from oracles.objective import zero_one_loss
 from oracles.registry import make_oracle
 from tests.mechanisms.input_space import (
-    ANY_INT, DELTA, EPSILON, PARAMS_NAMES, assert_finite_positive, call_or_none, derandomized,
+    ANY_INT,
+    DELTA,
+    EPSILON,
+    PARAMS_NAMES,
+    assert_finite_positive,
+    call_or_none,
+    derandomized,
     either,
-)  # fmt: skip
+)
 
 N_ADULT = 15_682
 DELTA_ADULT = 1 / N_ADULT**2
@@ -47,25 +53,30 @@ def test_same_seed_same_release_other_seed_other_noise(small):
     a = run(mech, small.features, small.labels, ORACLE, np.random.default_rng(5))
     b = run(mech, small.features, small.labels, ORACLE, np.random.default_rng(5))
     np.testing.assert_array_equal(a.w, b.w)
-    noises = {tuple(mech.draw_noise(np.random.default_rng(s), 200, 5)["eta"].value)
-              for s in range(3)}  # fmt: skip
+    noises = {
+        tuple(mech.draw_noise(np.random.default_rng(s), 200, 5)["eta"].value) for s in range(3)
+    }
     assert len(noises) == 3
 
 
 def test_exact_erm_is_the_noise_free_optimum(small):
     release = run(ExactERM(), small.features, small.labels, ORACLE, np.random.default_rng(0))
-    W, values = all_objectives(opdisc_problem(small.merged(), np.zeros(small.d + 1),
-                                              OPDiscParams(1.0, 1e-4)))  # fmt: skip
+    W, values = all_objectives(
+        opdisc_problem(small.merged(), np.zeros(small.d + 1), OPDiscParams(1.0, 1e-4))
+    )
     assert zero_one_loss(small.features, small.labels, release.w) == values.min()
     assert not release.privacy.holds and release.privacy.epsilon == math.inf
 
 
 @pytest.mark.parametrize(
     "make, error",
-    [(lambda: OPDiscParams(0.0, 1e-5), ValueError), (lambda: OPDiscParams(1.0, 0.0), ValueError),
-     (lambda: OPDiscParams(1.0, 1e-5, tau=-1), ValueError),
-     (lambda: OPDiscParams("1", 1e-5), TypeError)],
-)  # fmt: skip
+    [
+        (lambda: OPDiscParams(0.0, 1e-5), ValueError),
+        (lambda: OPDiscParams(1.0, 0.0), ValueError),
+        (lambda: OPDiscParams(1.0, 1e-5, tau=-1), ValueError),
+        (lambda: OPDiscParams("1", 1e-5), TypeError),
+    ],
+)
 def test_bad_parameters_are_clear_errors(make, error):
     with pytest.raises(error):
         make()
@@ -81,8 +92,9 @@ def _tiny():
     return X, y
 
 
-@pytest.mark.parametrize("calibration, factor", [("proven", None), ("paper", 1.0),
-                                                 ("paper_code", 0.5)])  # fmt: skip
+@pytest.mark.parametrize(
+    "calibration, factor", [("proven", None), ("paper", 1.0), ("paper_code", 0.5)]
+)
 def test_opdisc_release_records_the_proven_epsilon(calibration, factor):
     X, y = _tiny()
     mech = OPDisc(OPDiscParams(1.0, 1e-5, calibration=calibration))
@@ -109,15 +121,30 @@ def test_paper_code_opdisc_proves_more_than_requested():
 
 
 @derandomized(40)
-@given(epsilon=either(EPSILON), delta=either(DELTA), tau=either(st.floats(0.5, 2)),
-       B=st.one_of(st.none(), either(st.floats(1, 5))),
-       D=st.one_of(st.none(), either(st.floats(1, 10))), margin=either(st.floats(1e-6, 0.5)),
-       calibration=st.sampled_from(["proven", "paper", "paper_code", "papers", 1]),
-       d=either(st.integers(1, 50), ANY_INT))  # fmt: skip
-def test_opdisc_params_and_calibrate_over_their_input_space(epsilon, delta, tau, B, D, margin,
-                                                            calibration, d):  # fmt: skip
-    params = call_or_none(PARAMS_NAMES, OPDiscParams, epsilon, delta, tau=tau, B=B, D=D,
-                          margin=margin, calibration=calibration)  # fmt: skip
+@given(
+    epsilon=either(EPSILON),
+    delta=either(DELTA),
+    tau=either(st.floats(0.5, 2)),
+    B=st.one_of(st.none(), either(st.floats(1, 5))),
+    D=st.one_of(st.none(), either(st.floats(1, 10))),
+    margin=either(st.floats(1e-6, 0.5)),
+    calibration=st.sampled_from(["proven", "paper", "paper_code", "papers", 1]),
+    d=either(st.integers(1, 50), ANY_INT),
+)
+def test_opdisc_params_and_calibrate_over_their_input_space(
+    epsilon, delta, tau, B, D, margin, calibration, d
+):
+    params = call_or_none(
+        PARAMS_NAMES,
+        OPDiscParams,
+        epsilon,
+        delta,
+        tau=tau,
+        B=B,
+        D=D,
+        margin=margin,
+        calibration=calibration,
+    )
     if params is None:
         return
     record = call_or_none(PARAMS_NAMES, OPDisc(params).calibrate, 100, d)
@@ -137,13 +164,15 @@ def test_the_domain_is_w_tau_with_the_papers_defaults():
     assert opdisc_domain(2, tau=0.1, B=0.3)[0].bound == 3
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(d=3, tau=2.0, B=1.0), ValueError, r"B / tau must be >= 1, found B=1\.0, tau=2\.0"),
-    (dict(d=0), ValueError, "d must be >= 1, found 0"),
-    (dict(d=2.0), TypeError, "d must be an integer, found 2.0"),
-    (dict(d=2, D=1e200), ValueError, r"D\^2 is not a finite float > 0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(d=3, tau=2.0, B=1.0), ValueError, r"B / tau must be >= 1, found B=1\.0, tau=2\.0"),
+        (dict(d=0), ValueError, "d must be >= 1, found 0"),
+        (dict(d=2.0), TypeError, "d must be an integer, found 2.0"),
+        (dict(d=2, D=1e200), ValueError, r"D\^2 is not a finite float > 0"),
+    ],
+)
 def test_the_domain_refuses_what_has_no_grid(kwargs, error, match):
     with pytest.raises(error, match=match):
         opdisc_domain(**kwargs)
-

@@ -28,9 +28,15 @@ from oracles.convex import ConvexOracle
 from oracles.objective import MergedRows
 from pipeline.data.synthetic import make_linear_threshold
 from tests.mechanisms.input_space import (
-    ANY_INT, DELTA, EPSILON, PARAMS_NAMES, assert_finite_positive, call_or_none, derandomized,
+    ANY_INT,
+    DELTA,
+    EPSILON,
+    PARAMS_NAMES,
+    assert_finite_positive,
+    call_or_none,
+    derandomized,
     either,
-)  # fmt: skip
+)
 
 N_ADULT = 15_682
 DELTA_ADULT = 1 / N_ADULT**2
@@ -83,11 +89,14 @@ def test_adult_shaped_data_beyond_x_max_half_is_refused():
     first = int(np.flatnonzero(np.abs(data.features[0]) > 0.5)[0])
     assert (error.where.row, error.where.column) == (0, data.feature_names[first])
     assert (error.where.value, error.where.x_max) == (1.0, 0.5)
-    assert str(error).startswith(f"x_max: row 0, column {data.feature_names[first]!r} is 1.0, "
-                                 "beyond the feature bound |x| <= x_max = 0.5 that OPSamp's "
-                                 "privacy proof assumes (")  # fmt: skip
-    assert str(error).endswith("or set out_of_bounds=clip to clip them (a PrivacyLeakWarning), "
-                               "found 0.5")  # fmt: skip
+    assert str(error).startswith(
+        f"x_max: row 0, column {data.feature_names[first]!r} is 1.0, "
+        "beyond the feature bound |x| <= x_max = 0.5 that OPSamp's "
+        "privacy proof assumes ("
+    )
+    assert str(error).endswith(
+        "or set out_of_bounds=clip to clip them (a PrivacyLeakWarning), found 0.5"
+    )
 
 
 def test_one_entry_beyond_x_max_at_d3_is_refused_naming_its_row_and_column():
@@ -124,9 +133,12 @@ def test_clipping_on_request_warns_and_releases_from_data_within_the_bound():
     X[7, 1], X[9, 0], X[9, 2] = 1.5, -3.0, 2.0
     given = X.copy()
     clipping = _opsamp(out_of_bounds="clip")
-    with pytest.warns(PrivacyLeakWarning, match=r"OPSamp clipped 3 entries in 2 rows beyond "
-                      r"x_max = 1.0 to it \(out_of_bounds=clip\), so it ran on data other than "
-                      r"those given; that it did is read off the private data"):  # fmt: skip
+    with pytest.warns(
+        PrivacyLeakWarning,
+        match=r"OPSamp clipped 3 entries in 2 rows beyond "
+        r"x_max = 1.0 to it \(out_of_bounds=clip\), so it ran on data other than "
+        r"those given; that it did is read off the private data",
+    ):
         release = run(clipping, X, y, ConvexOracle(), np.random.default_rng(4))
     np.testing.assert_array_equal(X, given)  # the caller's array is not changed
     within = np.clip(X, -1.0, 1.0)
@@ -181,9 +193,16 @@ def test_the_zero_one_loss_uses_no_feature_bound():
 # --- what the other mechanisms assume -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("mechanism", [OPDisc(OPDiscParams(1.0, 1e-5)), RSPM(RSPMParams(1.0, 1e-5)),
-                                       RSPM(RSPMParams(1.0, noise="laplace")), ExactERM()],
-                         ids=lambda m: m.name)  # fmt: skip
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        OPDisc(OPDiscParams(1.0, 1e-5)),
+        RSPM(RSPMParams(1.0, 1e-5)),
+        RSPM(RSPMParams(1.0, noise="laplace")),
+        ExactERM(),
+    ],
+    ids=lambda m: m.name,
+)
 def test_zero_one_loss_mechanisms_assume_no_feature_bound(mechanism):
     """The 0/1 loss is in {0, 1} whatever x is: L is 1-sensitive on any data (SPEC section 2)."""
     X = np.array([[1e6, -3.0], [0.5, 2.0]])
@@ -233,9 +252,9 @@ def test_opsamp_paper_calibration_proves_several_times_the_epsilon(eps, ratio_lo
     assert proven["proven_epsilon"] == eps
     assert proven["lambda_sampling"] == pytest.approx(2 * 23 * 2 * proven["gamma"])
     assert paper["lambda_sampling"] == pytest.approx(4 * 2 * paper["gamma"])
-    assert proven["lambda"] == pytest.approx(proven["lambda_sampling"]
-                                             + proven["lambda_stability"]
-                                             + proven["lambda_oracle"])  # fmt: skip
+    assert proven["lambda"] == pytest.approx(
+        proven["lambda_sampling"] + proven["lambda_stability"] + proven["lambda_oracle"]
+    )
 
 
 def test_opsamp_gamma_buys_lambda_with_calls():
@@ -250,26 +269,38 @@ def test_opsamp_gamma_buys_lambda_with_calls():
     assert by_m["m"] == cal["m"] and by_m["gamma"] <= 0.02
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(gamma=0.0), "gamma must be in"), (dict(gamma=1.5), "gamma must be in"),
-    (dict(m=0), "m must be"), (dict(gamma=0.5, m=10), "not both"),
-    (dict(calibration="paper_code"), "calibration must be one of"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(gamma=0.0), "gamma must be in"),
+        (dict(gamma=1.5), "gamma must be in"),
+        (dict(m=0), "m must be"),
+        (dict(gamma=0.5, m=10), "not both"),
+        (dict(calibration="paper_code"), "calibration must be one of"),
+    ],
+)
 def test_opsamp_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         OPSampParams(1.0, 1e-6, **kwargs)
 
 
 @derandomized(120)
-@given(epsilon=either(EPSILON), delta=either(DELTA),
-       lower=either(st.floats(-10, 0)), upper=either(st.floats(0.01, 10)),
-       gamma=st.one_of(st.none(), either(st.floats(1e-3, 1.0))),
-       m=st.one_of(st.none(), either(st.integers(1, 10**5), ANY_INT)),
-       n=either(st.integers(1, 10**6), ANY_INT), d=either(st.integers(1, 100), ANY_INT))
-def test_opsamp_params_and_calibrate_over_their_input_space(epsilon, delta, lower, upper, gamma,
-                                                            m, n, d):  # fmt: skip
-    params = call_or_none(PARAMS_NAMES, OPSampParams, epsilon, delta, lower=lower, upper=upper,
-                          gamma=gamma, m=m)  # fmt: skip
+@given(
+    epsilon=either(EPSILON),
+    delta=either(DELTA),
+    lower=either(st.floats(-10, 0)),
+    upper=either(st.floats(0.01, 10)),
+    gamma=st.one_of(st.none(), either(st.floats(1e-3, 1.0))),
+    m=st.one_of(st.none(), either(st.integers(1, 10**5), ANY_INT)),
+    n=either(st.integers(1, 10**6), ANY_INT),
+    d=either(st.integers(1, 100), ANY_INT),
+)
+def test_opsamp_params_and_calibrate_over_their_input_space(
+    epsilon, delta, lower, upper, gamma, m, n, d
+):
+    params = call_or_none(
+        PARAMS_NAMES, OPSampParams, epsilon, delta, lower=lower, upper=upper, gamma=gamma, m=m
+    )
     if params is None:
         return
     record = call_or_none(PARAMS_NAMES, OPSamp(params).calibrate, n, d)

@@ -11,9 +11,13 @@ import numpy as np
 import pytest
 
 from mechanisms.privacy import (
-    PrivacyError, PrivacyLeakWarning, check_delta, check_epsilon, check_epsilon_delta,
+    PrivacyError,
+    PrivacyLeakWarning,
+    check_delta,
+    check_epsilon,
+    check_epsilon_delta,
     warn_data_dependent,
-)  # fmt: skip
+)
 
 TINY = 5e-324
 
@@ -103,6 +107,7 @@ def test_warn_data_dependent_says_what_and_points_at_the_callers_caller():
         _loader()
     (warning,) = record
     assert str(warning.message) == (
-        "the column maxima is read off the private data and not accounted for")
+        "the column maxima is read off the private data and not accounted for"
+    )
     # stacklevel 3: the warning names the line that called the function that read the data
     assert warning.filename == __file__ and warning.lineno == line

@@ -51,15 +51,24 @@ def test_the_steps_run_in_order_and_the_calls_go_to_solve_many():
         calls.append((oracle, list(problems)))
         return [f"solution of {p}" for p in problems]
 
-    out = run(mechanism, X, y, "an oracle", np.random.default_rng(0), solve_many=solve_many,
-              feature_names=("a", "b"))  # fmt: skip
+    out = run(
+        mechanism,
+        X,
+        y,
+        "an oracle",
+        np.random.default_rng(0),
+        solve_many=solve_many,
+        feature_names=("a", "b"),
+    )
     assert out == "release" and calls == [("an oracle", ["p0", "p1"])]
-    assert [s[0] for s in mechanism.steps] == ["enforce_bounds", "draw_noise", "problems",
-                                               "finish"]  # fmt: skip
+    assert [s[0] for s in mechanism.steps] == ["enforce_bounds", "draw_noise", "problems", "finish"]
     assert mechanism.steps[0] == ("enforce_bounds", ("a", "b"))
     assert mechanism.steps[1] == ("draw_noise", 3, 2)  # n counts every row, merged or not
-    assert mechanism.steps[3] == ("finish", ["solution of p0", "solution of p1"],
-                                  ["prepare", "solve"])  # fmt: skip
+    assert mechanism.steps[3] == (
+        "finish",
+        ["solution of p0", "solution of p1"],
+        ["prepare", "solve"],
+    )
 
 
 def test_data_beyond_a_bound_are_refused_before_any_noise_is_drawn():
@@ -88,14 +97,15 @@ def _solution(status: Status, gap: float) -> Solution:
     return Solution(w=np.array([1.0, 0.0]), certificate=certificate)
 
 
-@pytest.mark.parametrize("status, gap, holds", [(Status.OPTIMAL, 0.0, True),
-                                                (Status.TIME_LIMIT, 0.5, False)])  # fmt: skip
+@pytest.mark.parametrize(
+    "status, gap, holds", [(Status.OPTIMAL, 0.0, True), (Status.TIME_LIMIT, 0.5, False)]
+)
 def test_one_argmin_is_private_only_when_certified(status, gap, holds):
     params = OPDiscParams(0.5, 1e-6)
-    noise = {"sigma": 2.0, "proven_epsilon": 0.75, "proven_delta": 1e-6,
-             "calibration": "paper"}  # fmt: skip
-    release = exact_argmin_release("opdisc", params, noise, [_solution(status, gap)],
-                                   {"solve": 0.5}, needs="an exact argmin")  # fmt: skip
+    noise = {"sigma": 2.0, "proven_epsilon": 0.75, "proven_delta": 1e-6, "calibration": "paper"}
+    release = exact_argmin_release(
+        "opdisc", params, noise, [_solution(status, gap)], {"solve": 0.5}, needs="an exact argmin"
+    )
     claim = release.privacy
     assert claim.holds is holds
     # the proven (epsilon, delta) for the noise used, the requested one beside it
@@ -106,8 +116,9 @@ def test_one_argmin_is_private_only_when_certified(status, gap, holds):
 def test_a_real_mechanism_through_the_runner_matches_its_exact_argmin():
     X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
     y = np.array([1, -1, 1, -1])
-    release = run(OPDisc(OPDiscParams(2.0, 1e-4)), X, y, EnumerationOracle(),
-                  np.random.default_rng(1))  # fmt: skip
+    release = run(
+        OPDisc(OPDiscParams(2.0, 1e-4)), X, y, EnumerationOracle(), np.random.default_rng(1)
+    )
     (certificate,) = release.certificates
     assert certificate.certified and release.privacy.holds
     assert release.w.shape == (2,)

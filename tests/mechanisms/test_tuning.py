@@ -13,14 +13,17 @@ from dp_accounting import rdp
 
 from mechanisms.dpsgd.accounting import RDP_GROUP, calibrate_noise_multiplier, pld_epsilon
 from mechanisms.dpsgd.tuning import (
-    DPSGDGrid, draw_repetitions, repeat_and_select_event, tune_dpsgd,
-)  # fmt: skip
+    DPSGDGrid,
+    draw_repetitions,
+    repeat_and_select_event,
+    tune_dpsgd,
+)
 from mechanisms.privacy import PrivacyLeakWarning
 from tests.mechanisms.dpsgd_helpers import replace_one_holds, toy
 
-
-SMALL_GRID = DPSGDGrid(clip_norms=(1.0, 2.0), batch_sizes=(40,), learning_rates=(1.0, 4.0),
-                       epochs=2)  # fmt: skip
+SMALL_GRID = DPSGDGrid(
+    clip_norms=(1.0, 2.0), batch_sizes=(40,), learning_rates=(1.0, 4.0), epochs=2
+)
 
 
 def test_unaccounted_search_warns_and_does_not_claim_privacy():
@@ -31,29 +34,37 @@ def test_unaccounted_search_warns_and_does_not_claim_privacy():
     assert r.params["selection"] == "unaccounted" and r.params["candidates"] == 4
     assert r.params["selected_train_accuracy"] == pytest.approx(r.accuracy(X, y))
     assert (r.params["clip_norm"], r.params["batch_size"], r.params["learning_rate"]) in set(
-        SMALL_GRID.candidates())
+        SMALL_GRID.candidates()
+    )
 
 
 def test_accounted_search_is_within_budget_and_does_not_warn():
     X, y = toy()
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        r = tune_dpsgd(X, y, 1.0, 1e-5, SMALL_GRID, np.random.default_rng(0), accounted=True,
-                       mean_runs=3)  # fmt: skip
+        r = tune_dpsgd(
+            X, y, 1.0, 1e-5, SMALL_GRID, np.random.default_rng(0), accounted=True, mean_runs=3
+        )
     assert r.privacy.holds and r.params["selection"] == "repeat_and_select"
     assert 0.99 <= r.privacy.accounted_epsilon <= 1.0
     assert r.noise["accountant"] == "rdp_group" and "RdpAccountant" in r.privacy.reason
     z = r.noise["noise_multiplier"]
     # the accounted epsilon is the replace-one epsilon of the whole repeat-and-select event
-    event = repeat_and_select_event(z, [(40 / len(y), math.ceil(2 * len(y) / 40))],
-                                    mean_runs=3, shape=1.0, score_noise_ratio=25.0)  # fmt: skip
+    event = repeat_and_select_event(
+        z,
+        [(40 / len(y), math.ceil(2 * len(y) / 40))],
+        mean_runs=3,
+        shape=1.0,
+        score_noise_ratio=25.0,
+    )
     accountant = rdp.RdpAccountant()
     accountant.compose(event)
     assert replace_one_holds(accountant, r.privacy.accounted_epsilon, 1e-5)
     assert not replace_one_holds(accountant, r.privacy.accounted_epsilon * (1 - 1e-4), 1e-5)
     # the selection costs budget: more noise than a single run at the same epsilon (same route)
-    single = calibrate_noise_multiplier(1.0, 1e-5, 40 / len(y), math.ceil(2 * len(y) / 40),
-                                        accountant=RDP_GROUP)  # fmt: skip
+    single = calibrate_noise_multiplier(
+        1.0, 1e-5, 40 / len(y), math.ceil(2 * len(y) / 40), accountant=RDP_GROUP
+    )
     assert z > single
     # why this path stays on RDP + group privacy: the PLD accountant refuses the event
     with pytest.raises(dp_accounting.UnsupportedEventError, match="RepeatAndSelectDpEvent"):
@@ -63,10 +74,19 @@ def test_accounted_search_is_within_budget_and_does_not_warn():
 
 def test_several_batch_sizes_are_accounted_conservatively():
     X, y = toy()
-    one = tune_dpsgd(X, y, 1.0, 1e-5, SMALL_GRID, np.random.default_rng(0), accounted=True,
-                     mean_runs=2)  # fmt: skip
-    two = tune_dpsgd(X, y, 1.0, 1e-5, DPSGDGrid((1.0,), (40, 80), (1.0,), epochs=2),
-                     np.random.default_rng(0), accounted=True, mean_runs=2)  # fmt: skip
+    one = tune_dpsgd(
+        X, y, 1.0, 1e-5, SMALL_GRID, np.random.default_rng(0), accounted=True, mean_runs=2
+    )
+    two = tune_dpsgd(
+        X,
+        y,
+        1.0,
+        1e-5,
+        DPSGDGrid((1.0,), (40, 80), (1.0,), epochs=2),
+        np.random.default_rng(0),
+        accounted=True,
+        mean_runs=2,
+    )
     assert two.noise["noise_multiplier"] > one.noise["noise_multiplier"]
     assert two.privacy.accounted_epsilon <= 1.0
 

@@ -72,9 +72,13 @@ def opdisc_instance(rng: np.random.Generator, norm_sign: float) -> Problem:
     eta[d] = norm_sign * abs(eta[d])
     D = np.sqrt(radius_sq)
     return Problem.from_rows(
-        rows, domain, linear=-eta[:d] / D, norm_coef=-eta[d] / D, norm_radius_sq=radius_sq,
+        rows,
+        domain,
+        linear=-eta[:d] / D,
+        norm_coef=-eta[d] / D,
+        norm_radius_sq=radius_sq,
         label="opdisc",
-    )  # fmt: skip
+    )
 
 
 def rspm_instance(rng: np.random.Generator) -> Problem:
@@ -94,11 +98,16 @@ def mixed_instance(rng: np.random.Generator) -> Problem:
     norm_coef = float(rng.choice([0.0, 1.0, -1.0]) * rng.uniform(0.5, 20.0))
     domain = _grid(rng, d, norm=norm_coef != 0.0 or bool(rng.integers(0, 2)))
     return Problem(
-        X, rng.normal(0.0, 3.0, n), rng.normal(0.0, 3.0, n), domain,
-        linear=rng.normal(0.0, 3.0, d), norm_coef=norm_coef,
+        X,
+        rng.normal(0.0, 3.0, n),
+        rng.normal(0.0, 3.0, n),
+        domain,
+        linear=rng.normal(0.0, 3.0, d),
+        norm_coef=norm_coef,
         norm_radius_sq=None if norm_coef == 0.0 else domain.norm_sq_max + float(rng.uniform(0, 2)),
-        margin=float(rng.choice([1e-4, 0.2525])), label="mixed",
-    )  # fmt: skip
+        margin=float(rng.choice([1e-4, 0.2525])),
+        label="mixed",
+    )
 
 
 def make_instance(seed: int) -> Problem:
@@ -117,15 +126,22 @@ def edge_instances() -> dict[str, Problem]:
     d = 2
     grid = IntegerGrid(d, 2, 1.0, 5.0)
     return {
-        "no_rows": Problem(np.zeros((0, d)), [], [], grid, linear=[1.0, -2.0], norm_coef=-3.0,
-                           norm_radius_sq=5.0),
+        "no_rows": Problem(
+            np.zeros((0, d)), [], [], grid, linear=[1.0, -2.0], norm_coef=-3.0, norm_radius_sq=5.0
+        ),
         "zero_rows": Problem(np.zeros((3, d)), [2.0, 0.0, -1.0], [0.0, 5.0, 1.0], grid),
-        "cost_free_rows": Problem([[1.0, 0.5], [-0.5, 1.0]], [3.0, 0.0], [3.0, 0.0], grid,
-                                  linear=[0.1, 0.2]),
-        "constant_column": Problem([[1.0, 0.25], [1.0, -0.5], [1.0, 0.0]], [1.0, 4.0, 0.0],
-                                   [2.0, 0.0, 3.0], IntegerGrid(d, 1, 1.0, 2.0), norm_coef=2.0,
-                                   norm_radius_sq=3.0),
-    }  # fmt: skip
+        "cost_free_rows": Problem(
+            [[1.0, 0.5], [-0.5, 1.0]], [3.0, 0.0], [3.0, 0.0], grid, linear=[0.1, 0.2]
+        ),
+        "constant_column": Problem(
+            [[1.0, 0.25], [1.0, -0.5], [1.0, 0.0]],
+            [1.0, 4.0, 0.0],
+            [2.0, 0.0, 3.0],
+            IntegerGrid(d, 1, 1.0, 2.0),
+            norm_coef=2.0,
+            norm_radius_sq=3.0,
+        ),
+    }
 
 
 def box_instance(seed: int) -> Problem:
@@ -156,10 +172,14 @@ def hard_instance() -> Problem:
     rng = np.random.default_rng(7)
     n, d = 300, 12
     return Problem(
-        np.round(rng.normal(size=(n, d)), 2), rng.integers(0, 3, n), rng.integers(0, 3, n),
-        IntegerGrid(d, 4, 1.0, float(d)), linear=rng.normal(0.0, 1.0, d), norm_coef=-0.5,
+        np.round(rng.normal(size=(n, d)), 2),
+        rng.integers(0, 3, n),
+        rng.integers(0, 3, n),
+        IntegerGrid(d, 4, 1.0, float(d)),
+        linear=rng.normal(0.0, 1.0, d),
+        norm_coef=-0.5,
         norm_radius_sq=float(d),
-    )  # fmt: skip
+    )
 
 
 # --- the contract ------------------------------------------------------------------------------
@@ -246,9 +266,12 @@ class OracleContract:
     def test_box_with_every_row_decided_by_the_domain(self, oracle):
         """No z at all: the MILP is an LP (HiGHS then reports no MIP bound; see oracles.highs)."""
         problem = Problem(
-            [[1.0, 0.0], [0.5, 0.5], [0.0, 0.0]], [1.0, 0.0, 2.0], [3.0, 1.0, 0.0],
-            Box(2, 0.25, 1.0), linear=[-1.0, 0.5],
-        )  # fmt: skip
+            [[1.0, 0.0], [0.5, 0.5], [0.0, 0.0]],
+            [1.0, 0.0, 2.0],
+            [3.0, 1.0, 0.0],
+            Box(2, 0.25, 1.0),
+            linear=[-1.0, 0.5],
+        )
         if not self.supports_box:
             with pytest.raises(OracleError):
                 oracle.solve(problem)

@@ -48,8 +48,23 @@ from oracles.objective import MergedRows
 
 KINDS = ("opdisc", "erm", "rspm", "near")
 #: Offsets of the rows placed near the margin: 0 puts a score on mu (as near as floats allow).
-NEAR_OFFSETS = (0.0, 1e-16, -1e-16, 1e-12, -1e-12, 1e-9, -1e-9, 1e-7, -1e-7, 5e-7, -5e-7,
-                2e-6, -2e-6, 1e-5, -1e-5)  # fmt: skip
+NEAR_OFFSETS = (
+    0.0,
+    1e-16,
+    -1e-16,
+    1e-12,
+    -1e-12,
+    1e-9,
+    -1e-9,
+    1e-7,
+    -1e-7,
+    5e-7,
+    -5e-7,
+    2e-6,
+    -2e-6,
+    1e-5,
+    -1e-5,
+)
 
 
 # --- the brute force ---------------------------------------------------------------------------
@@ -95,9 +110,12 @@ def brute_force(problem: Problem) -> BruteForce:
     domain = problem.domain
     assert isinstance(domain, IntegerGrid)
     d, B, tau = domain.d, domain.bound, domain.step
-    ks = [k for k in itertools.product(range(-B, B + 1), repeat=d)
-          if domain.norm_sq_max is None or tau * tau * sum(v * v for v in k)
-          <= domain.norm_sq_max + 1e-9]  # fmt: skip
+    ks = [
+        k
+        for k in itertools.product(range(-B, B + 1), repeat=d)
+        if domain.norm_sq_max is None
+        or tau * tau * sum(v * v for v in k) <= domain.norm_sq_max + 1e-9
+    ]
     K = np.array(ks, dtype=np.int64).reshape(len(ks), d)
     W = tau * K.astype(float)  # the float64 grid points
     # exact scores: one power of two for the features, the weights and mu
@@ -112,13 +130,15 @@ def brute_force(problem: Problem) -> BruteForce:
     scores = Xi.dot(Wi.T) * (1 << (e - e_x - e_w)) if len(X) else np.zeros((0, len(W)), object)
     positive = np.asarray(scores >= mu_i, dtype=bool)  # (u, K)
     # exact label and linear parts over 2^e2
-    e2 = max(_exponent(problem.pos), _exponent(problem.neg),
-             _exponent(problem.linear) + e_w)  # fmt: skip
+    e2 = max(_exponent(problem.pos), _exponent(problem.neg), _exponent(problem.linear) + e_w)
     pos = np.array(_as_int(problem.pos, e2), dtype=object)
     neg = np.array(_as_int(problem.neg, e2), dtype=object)
     lin = np.array(_as_int(problem.linear, e2 - e_w), dtype=object)
-    label_part = (positive.T.astype(object).dot(neg) + (~positive).T.astype(object).dot(pos)
-                  if len(X) else np.zeros(len(W), dtype=object))  # fmt: skip
+    label_part = (
+        positive.T.astype(object).dot(neg) + (~positive).T.astype(object).dot(pos)
+        if len(X)
+        else np.zeros(len(W), dtype=object)
+    )
     linear_part = Wi.dot(lin) if d else np.zeros(len(W), dtype=object)
     total = label_part + linear_part
     values = [Fraction(int(t), 1 << e2) for t in total]
@@ -127,7 +147,8 @@ def brute_force(problem: Problem) -> BruteForce:
         with localcontext() as ctx:
             ctx.prec = 40
             coef = Decimal(Fraction(problem.norm_coef).numerator) / Decimal(
-                Fraction(problem.norm_coef).denominator)
+                Fraction(problem.norm_coef).denominator
+            )
             radius = Fraction(problem.norm_radius_sq)
             for i, k in enumerate(ks):
                 q = sum(v * v for v in k)
@@ -158,9 +179,11 @@ class Tally:
     failures: list = field(default_factory=list)
 
     def line(self) -> str:
-        return (f"{self.oracle:>10}: {self.instances} instances, {self.certified} certified, "
-                f"{self.false} false, {self.near_ties} near ties, {self.uncertified} "
-                f"uncertified, {self.skipped} skipped, {self.seconds:.1f} s")  # fmt: skip
+        return (
+            f"{self.oracle:>10}: {self.instances} instances, {self.certified} certified, "
+            f"{self.false} false, {self.near_ties} near ties, {self.uncertified} "
+            f"uncertified, {self.skipped} skipped, {self.seconds:.1f} s"
+        )
 
 
 def judge(tally: Tally, seed: int, problem: Problem, truth: BruteForce, solution) -> None:
@@ -213,8 +236,14 @@ def _features(rng: np.random.Generator, n: int, d: int) -> tuple[np.ndarray, int
     return base[rng.integers(0, distinct, n)], n_onehot
 
 
-def _near_rows(rng: np.random.Generator, X: np.ndarray, n_onehot: int, domain: IntegerGrid,
-               margin: float, count: int) -> np.ndarray:  # fmt: skip
+def _near_rows(
+    rng: np.random.Generator,
+    X: np.ndarray,
+    n_onehot: int,
+    domain: IntegerGrid,
+    margin: float,
+    count: int,
+) -> np.ndarray:
     """``count`` rows whose score at a random grid point is mu + a small offset (or mu)."""
     d, B = domain.d, domain.bound
     rows = []
@@ -273,9 +302,14 @@ def fuzz_instance(seed: int, *, max_points: int = 800) -> Problem:
     eta[d] = (1.0 if (seed // len(KINDS)) % 2 == 0 else -1.0) * abs(eta[d])  # both signs
     D = math.sqrt(radius_sq)
     return Problem.from_rows(
-        rows, domain, linear=-eta[:d] / D, norm_coef=-eta[d] / D, norm_radius_sq=radius_sq,
-        margin=margin, label=f"{kind}/{seed}",
-    )  # fmt: skip
+        rows,
+        domain,
+        linear=-eta[:d] / D,
+        norm_coef=-eta[d] / D,
+        norm_radius_sq=radius_sq,
+        margin=margin,
+        label=f"{kind}/{seed}",
+    )
 
 
 #: Multipliers of the proportional rows: powers of two keep c x exact, -1 flips the row.
@@ -323,16 +357,26 @@ def parallel_instance(seed: int, *, max_points: int = 800) -> Problem:
     eta = rng.normal(0.0, sigma, d + 1)
     eta[d] = (1.0 if (seed // len(KINDS)) % 2 == 0 else -1.0) * abs(eta[d])  # both signs
     D = math.sqrt(radius_sq)
-    return Problem(X, pos, neg, domain, linear=-eta[:d] / D, norm_coef=-eta[d] / D,
-                   norm_radius_sq=radius_sq, margin=margin, label=label)  # fmt: skip
+    return Problem(
+        X,
+        pos,
+        neg,
+        domain,
+        linear=-eta[:d] / D,
+        norm_coef=-eta[d] / D,
+        norm_radius_sq=radius_sq,
+        margin=margin,
+        label=label,
+    )
 
 
 #: The instance families by name: ``run_fuzz`` and the fuzz tests draw from both.
 FAMILIES = {"mixed": fuzz_instance, "parallel": parallel_instance}
 
 
-def run_fuzz(oracles: dict, seeds, *, max_points: int = 800,
-             family: str = "mixed") -> dict[str, Tally]:  # fmt: skip
+def run_fuzz(
+    oracles: dict, seeds, *, max_points: int = 800, family: str = "mixed"
+) -> dict[str, Tally]:
     """Solve every instance with every oracle; ``oracles`` maps a name to an Oracle."""
     tallies = {name: Tally(name) for name in oracles}
     for seed in seeds:
@@ -346,5 +390,14 @@ def run_fuzz(oracles: dict, seeds, *, max_points: int = 800,
     return tallies
 
 
-__all__ = ["FAMILIES", "KINDS", "BruteForce", "Tally", "brute_force", "fuzz_instance", "judge",
-           "parallel_instance", "run_fuzz"]
+__all__ = [
+    "FAMILIES",
+    "KINDS",
+    "BruteForce",
+    "Tally",
+    "brute_force",
+    "fuzz_instance",
+    "judge",
+    "parallel_instance",
+    "run_fuzz",
+]

@@ -11,8 +11,16 @@ import numpy as np
 import pytest
 
 from oracles.base import (
-    OBJECTIVE_TOL, Box, Certificate, IntegerGrid, Oracle, Problem, Solution, Status, certify,
-)  # fmt: skip
+    OBJECTIVE_TOL,
+    Box,
+    Certificate,
+    IntegerGrid,
+    Oracle,
+    Problem,
+    Solution,
+    Status,
+    certify,
+)
 from oracles.enumerate import EnumerationOracle
 from oracles.objective import MIN_MARGIN, MergedRows
 
@@ -39,13 +47,17 @@ def test_an_integer_grid_lists_its_values_and_tests_membership_at_the_edges():
     assert IntegerGrid(3, 1).contains([1.0, 1.0, -1.0])  # no norm bound
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(d=0, bound=1), "d and bound must be >= 1"), (dict(d=2, bound=0), "d and bound"),
-    (dict(d=2, bound=1, step=0.0), "step must be > 0"),
-    (dict(d=2, bound=1, step=math.nan), "step must be > 0"),
-    (dict(d=2, bound=1, step=math.inf), "step must be > 0"),
-    (dict(d=2, bound=1, norm_sq_max=-1.0), "norm_sq_max must be >= 0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(d=0, bound=1), "d and bound must be >= 1"),
+        (dict(d=2, bound=0), "d and bound"),
+        (dict(d=2, bound=1, step=0.0), "step must be > 0"),
+        (dict(d=2, bound=1, step=math.nan), "step must be > 0"),
+        (dict(d=2, bound=1, step=math.inf), "step must be > 0"),
+        (dict(d=2, bound=1, norm_sq_max=-1.0), "norm_sq_max must be >= 0"),
+    ],
+)
 def test_an_integer_grid_refuses_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         IntegerGrid(**kwargs)
@@ -65,8 +77,13 @@ def test_a_box_contains_its_faces_within_tolerance_and_refuses_an_empty_box():
 
 def _problem(**kwargs) -> Problem:
     """Rows (1, 0) with pos 2, neg 1; (0, 1) with pos 0.5, neg -3; (0, 0) with pos 4, neg 1."""
-    args = dict(points=[[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], pos=[2.0, 0.5, 4.0],
-                neg=[1.0, -3.0, 1.0], domain=IntegerGrid(2, 2, 1.0, 5.0), margin=0.5)
+    args = dict(
+        points=[[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]],
+        pos=[2.0, 0.5, 4.0],
+        neg=[1.0, -3.0, 1.0],
+        domain=IntegerGrid(2, 2, 1.0, 5.0),
+        margin=0.5,
+    )
     return Problem(**(args | kwargs))
 
 
@@ -109,23 +126,34 @@ def test_a_problem_freezes_copies_of_its_arrays_and_appends_rows():
     assert (built.pos.tolist(), built.neg.tolist(), built.label, built.d) == ([1.0], [1.0], "x", 2)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(points=[[1.0, 0.0, 0.0]], pos=[1.0], neg=[0.0]), r"points must be \(u, 2\)"),
-    (dict(points=[[1.0, 0.0]], pos=[1.0, 2.0], neg=[0.0]), r"pos and neg must have shape \(1,\)"),
-    (dict(points=[[np.nan, 0.0]], pos=[1.0], neg=[0.0]), "must be finite"),
-    (dict(points=[[1.0, 0.0]], pos=[np.inf], neg=[0.0]), "must be finite"),
-    (dict(linear=[1.0]), "linear must be a finite vector of length 2"),
-    (dict(linear=[1.0, np.nan]), "linear must be a finite vector of length 2"),
-    (dict(norm_coef=math.inf), "norm_coef must be finite"),
-    (dict(norm_coef=1.0, domain=IntegerGrid(2, 1)), "a norm term needs an IntegerGrid domain "
-                                                     "with a norm bound"),
-    (dict(norm_coef=1.0, domain=Box(2)), "a norm term needs an IntegerGrid"),
-    (dict(norm_coef=1.0, norm_radius_sq=4.0), r"norm_radius_sq must be >= the domain's norm "
-                                              r"bound 5\.0, found 4\.0"),
-    (dict(norm_coef=1.0), "norm_radius_sq must be >= .* found None"),
-    (dict(margin=0.0), "margin must be >= 1e-06"),
-    (dict(margin=math.inf), "margin must be >= 1e-06"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(points=[[1.0, 0.0, 0.0]], pos=[1.0], neg=[0.0]), r"points must be \(u, 2\)"),
+        (
+            dict(points=[[1.0, 0.0]], pos=[1.0, 2.0], neg=[0.0]),
+            r"pos and neg must have shape \(1,\)",
+        ),
+        (dict(points=[[np.nan, 0.0]], pos=[1.0], neg=[0.0]), "must be finite"),
+        (dict(points=[[1.0, 0.0]], pos=[np.inf], neg=[0.0]), "must be finite"),
+        (dict(linear=[1.0]), "linear must be a finite vector of length 2"),
+        (dict(linear=[1.0, np.nan]), "linear must be a finite vector of length 2"),
+        (dict(norm_coef=math.inf), "norm_coef must be finite"),
+        (
+            dict(norm_coef=1.0, domain=IntegerGrid(2, 1)),
+            "a norm term needs an IntegerGrid domain with a norm bound",
+        ),
+        (dict(norm_coef=1.0, domain=Box(2)), "a norm term needs an IntegerGrid"),
+        (
+            dict(norm_coef=1.0, norm_radius_sq=4.0),
+            r"norm_radius_sq must be >= the domain's norm "
+            r"bound 5\.0, found 4\.0",
+        ),
+        (dict(norm_coef=1.0), "norm_radius_sq must be >= .* found None"),
+        (dict(margin=0.0), "margin must be >= 1e-06"),
+        (dict(margin=math.inf), "margin must be >= 1e-06"),
+    ],
+)
 def test_a_problem_refuses_bad_records(kwargs, match):
     with pytest.raises(ValueError, match=match):
         _problem(**kwargs)
@@ -153,29 +181,54 @@ def test_certify_believes_a_consistent_optimum_and_evaluates_it_exactly():
     w = np.array([1.0, 1.0])
     truth = problem.objective(w)  # 2.0, the minimum over the grid
     assert truth == EnumerationOracle().solve(problem).certificate.objective
-    solution = certify(problem, w + 1e-12, status=Status.OPTIMAL, bound=truth, seconds=0.1,
-                       backend="b", solver_objective=truth + 1e-9, message="note")  # fmt: skip
+    solution = certify(
+        problem,
+        w + 1e-12,
+        status=Status.OPTIMAL,
+        bound=truth,
+        seconds=0.1,
+        backend="b",
+        solver_objective=truth + 1e-9,
+        message="note",
+    )
     cert = solution.certificate
     assert cert.certified and cert.objective == truth and cert.message == "note"
     assert solution.w.tolist() == [1.0, 1.0] and not solution.w.flags.writeable  # snapped
 
 
-@pytest.mark.parametrize("w, bound, solver_objective, why", [
-    ([3.0, 0.0], 6.5, None, "w is outside the domain"),
-    ([0.0, 0.0], 6.5, 5.0, "exact objective 6.5 != solver objective 5.0"),
-    ([0.0, 0.0], 2.0, None, "exact objective 6.5 exceeds the proven bound 2.0"),
-    ([1.0, 1.0], 3.0, None, "the proven bound 3.0 exceeds the exact objective 2.0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "w, bound, solver_objective, why",
+    [
+        ([3.0, 0.0], 6.5, None, "w is outside the domain"),
+        ([0.0, 0.0], 6.5, 5.0, "exact objective 6.5 != solver objective 5.0"),
+        ([0.0, 0.0], 2.0, None, "exact objective 6.5 exceeds the proven bound 2.0"),
+        ([1.0, 1.0], 3.0, None, "the proven bound 3.0 exceeds the exact objective 2.0"),
+    ],
+)
 def test_certify_downgrades_an_optimum_it_cannot_confirm(w, bound, solver_objective, why):
-    cert = certify(_problem(), np.array(w), status=Status.OPTIMAL, bound=bound, seconds=0.0,
-                   backend="b", solver_objective=solver_objective, message="m").certificate
+    cert = certify(
+        _problem(),
+        np.array(w),
+        status=Status.OPTIMAL,
+        bound=bound,
+        seconds=0.0,
+        backend="b",
+        solver_objective=solver_objective,
+        message="m",
+    ).certificate
     assert cert.status is Status.INCONSISTENT and not cert.certified
     assert cert.message.startswith("m | ") and why in cert.message
 
 
 def test_certify_leaves_any_other_status_as_the_solver_said():
-    cert = certify(_problem(), np.array([0.0, 0.0]), status=Status.TIME_LIMIT, bound=-50.0,
-                   seconds=1.0, backend="b").certificate  # fmt: skip
+    cert = certify(
+        _problem(),
+        np.array([0.0, 0.0]),
+        status=Status.TIME_LIMIT,
+        bound=-50.0,
+        seconds=1.0,
+        backend="b",
+    ).certificate
     assert cert.status is Status.TIME_LIMIT and cert.objective == 6.5 and cert.gap == 56.5
     assert cert.message == ""
 

@@ -18,8 +18,11 @@ from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 
 
 def _grid_points(domain: IntegerGrid) -> np.ndarray:
-    ks = [k for k in itertools.product(range(-domain.bound, domain.bound + 1), repeat=domain.d)
-          if domain.norm_sq_max is None or sum(v * v for v in k) <= domain.norm_sq_max]
+    ks = [
+        k
+        for k in itertools.product(range(-domain.bound, domain.bound + 1), repeat=domain.d)
+        if domain.norm_sq_max is None or sum(v * v for v in k) <= domain.norm_sq_max
+    ]
     return np.array(ks, dtype=np.int64)
 
 
@@ -43,8 +46,11 @@ def _tables(problem, upper):
     return build_tables(problem, tight, prune)
 
 
-@pytest.mark.parametrize("family, seed", [(fuzz_instance, s) for s in range(0, 24, 3)]
-                         + [(parallel_instance, s) for s in range(0, 12, 3)])  # fmt: skip
+@pytest.mark.parametrize(
+    "family, seed",
+    [(fuzz_instance, s) for s in range(0, 24, 3)]
+    + [(parallel_instance, s) for s in range(0, 12, 3)],
+)
 def test_every_node_bound_is_below_f_under_it_and_the_tree_keeps_every_point(family, seed):
     problem = family(seed)
     K = _grid_points(problem.domain)

@@ -10,10 +10,16 @@ import numpy as np
 import pytest
 
 from oracles.checks import (
-    MAX_EXACT_INT, InvalidValue, check_int, check_real, check_result, check_shape,
-    check_solver_options, is_real,
+    MAX_EXACT_INT,
+    InvalidValue,
+    check_int,
+    check_real,
+    check_result,
+    check_shape,
+    check_solver_options,
+    is_real,
     require,
-)  # fmt: skip
+)
 
 TINY = 5e-324  # the smallest positive float (subnormal)
 
@@ -21,14 +27,28 @@ TINY = 5e-324  # the smallest positive float (subnormal)
 # --- is_real -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", [0, -3, 2.5, -0.0, math.inf, math.nan, np.int8(1),
-                                   np.int64(-7), np.float32(0.5), np.float64(math.nan)])  # fmt: skip
+@pytest.mark.parametrize(
+    "value",
+    [
+        0,
+        -3,
+        2.5,
+        -0.0,
+        math.inf,
+        math.nan,
+        np.int8(1),
+        np.int64(-7),
+        np.float32(0.5),
+        np.float64(math.nan),
+    ],
+)
 def test_numbers_are_real(value):
     assert is_real(value)
 
 
-@pytest.mark.parametrize("value", [True, False, np.bool_(True), "1", None, 1 + 0j, [1.0],
-                                   np.array(1.0), Fraction(1, 2)])  # fmt: skip
+@pytest.mark.parametrize(
+    "value", [True, False, np.bool_(True), "1", None, 1 + 0j, [1.0], np.array(1.0), Fraction(1, 2)]
+)
 def test_bools_strings_containers_and_other_number_types_are_not_real(value):
     # a bool is an int in Python, but True where a sigma is expected is a mistake, not 1
     assert not is_real(value)
@@ -37,13 +57,16 @@ def test_bools_strings_containers_and_other_number_types_are_not_real(value):
 # --- check_real: every bound at its edges --------------------------------------------------------
 
 
-@pytest.mark.parametrize("bound, inside, outside", [
-    ("> 0", [TINY, 1.0, 1e308, 3, np.float64(2.0)], [0.0, -0.0, -TINY, -1]),
-    (">= 0", [0.0, -0.0, TINY, 7], [-TINY, -1.0]),
-    ("", [-1e308, -1, 0.0, 1e308], []),
-    ("(0, 1]", [TINY, 0.5, 1.0, 1], [0.0, 1 + 2**-52, 2, -0.5]),
-    ("(0, 1)", [TINY, 0.5, 1 - 2**-53], [0.0, 1.0, 1, -0.5]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "bound, inside, outside",
+    [
+        ("> 0", [TINY, 1.0, 1e308, 3, np.float64(2.0)], [0.0, -0.0, -TINY, -1]),
+        (">= 0", [0.0, -0.0, TINY, 7], [-TINY, -1.0]),
+        ("", [-1e308, -1, 0.0, 1e308], []),
+        ("(0, 1]", [TINY, 0.5, 1.0, 1], [0.0, 1 + 2**-52, 2, -0.5]),
+        ("(0, 1)", [TINY, 0.5, 1 - 2**-53], [0.0, 1.0, 1, -0.5]),
+    ],
+)
 def test_check_real_accepts_inside_and_refuses_outside_each_bound(bound, inside, outside):
     for value in inside:
         check_real("x", value, bound)  # no exception

@@ -14,7 +14,6 @@ import numpy as np
 from oracles.base import IntegerGrid
 from tests.oracles.contract import KINDS, N_INSTANCES, make_instance
 
-
 # --- the suite's instances cover what it claims ------------------------------------------------
 
 
@@ -36,10 +35,11 @@ def test_instances_cover_both_norm_signs_negative_weights_and_repeats():
     assert merged_counts >= 10 and repeated_points >= 10
     # one-hot columns appear
     assert any(
-        p.d >= 2 and np.all(np.isin(p.points[:, :2], (0.0, 1.0)))
+        p.d >= 2
+        and np.all(np.isin(p.points[:, :2], (0.0, 1.0)))
         and np.all(p.points[:, :2].sum(axis=1) <= 1)
         for p in problems
-    )  # fmt: skip
+    )
 
 
 def test_instances_are_reproducible():

@@ -40,8 +40,10 @@ def test_surrogate_is_in_unit_interval_on_the_box(loss):
     assert R == pytest.approx(np.abs(X).sum(axis=1).max())  # symmetric box: ||x||_1
     vertices = np.array(list(itertools.product([-1.0, 1.0], repeat=4)))
     inside = np.random.default_rng(0).uniform(-1, 1, size=(500, 4))
-    values = [surrogate_value(p.margins(w), loss=loss, scale=p.scale)
-              for w in np.vstack([vertices, inside])]  # fmt: skip
+    values = [
+        surrogate_value(p.margins(w), loss=loss, scale=p.scale)
+        for w in np.vstack([vertices, inside])
+    ]
     values = np.concatenate(values)
     assert values.min() >= 0.0 and values.max() <= 1.0 + 1e-15
     assert values.max() == pytest.approx(1.0)  # the scale is the maximum: attained at a vertex
@@ -78,8 +80,10 @@ def test_lipschitz_constant_wrt_l1():
     rng = np.random.default_rng(0)
     for _ in range(200):
         w, v = rng.uniform(-1, 1, size=(2, 4))
-        diff = np.abs(surrogate_value(p.margins(w), scale=p.scale)
-                      - surrogate_value(p.margins(v), scale=p.scale))  # fmt: skip
+        diff = np.abs(
+            surrogate_value(p.margins(w), scale=p.scale)
+            - surrogate_value(p.margins(v), scale=p.scale)
+        )
         assert diff.max() <= p.lipschitz_l1 * np.abs(w - v).sum() + 1e-15
 
 

@@ -27,15 +27,25 @@ class TestEnumerate(OracleContract):
 # --- the grid's points ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("d, bound, step, norm_sq_max", [
-    (1, 3, 1.0, None), (2, 2, 0.5, 1.0), (3, 1, 1.0, 2.0), (3, 2, 1.0, 0.0), (4, 1, 0.25, None),
-])  # fmt: skip
-def test_grid_points_are_the_grid_in_lexicographic_order_in_the_norm_bound(d, bound, step,
-                                                                          norm_sq_max):
+@pytest.mark.parametrize(
+    "d, bound, step, norm_sq_max",
+    [
+        (1, 3, 1.0, None),
+        (2, 2, 0.5, 1.0),
+        (3, 1, 1.0, 2.0),
+        (3, 2, 1.0, 0.0),
+        (4, 1, 0.25, None),
+    ],
+)
+def test_grid_points_are_the_grid_in_lexicographic_order_in_the_norm_bound(
+    d, bound, step, norm_sq_max
+):
     grid = IntegerGrid(d, bound, step, norm_sq_max)
-    expected = [step * np.array(k, dtype=float)
-                for k in itertools.product(range(-bound, bound + 1), repeat=d)
-                if norm_sq_max is None or step * step * sum(x * x for x in k) <= norm_sq_max]
+    expected = [
+        step * np.array(k, dtype=float)
+        for k in itertools.product(range(-bound, bound + 1), repeat=d)
+        if norm_sq_max is None or step * step * sum(x * x for x in k) <= norm_sq_max
+    ]
     for chunk in (65_536, 7, 1):  # the chunking does not change the points or their order
         W = np.vstack(list(grid_points(grid, chunk=chunk)))
         np.testing.assert_array_equal(W, np.array(expected))
@@ -44,21 +54,29 @@ def test_grid_points_are_the_grid_in_lexicographic_order_in_the_norm_bound(d, bo
 def _brute_minimum(problem) -> float:
     """min F over the grid by itertools, independent of ``grid_points``."""
     grid = problem.domain
-    return min(problem.objective(grid.step * np.array(k, dtype=float))
-               for k in itertools.product(range(-grid.bound, grid.bound + 1), repeat=grid.d)
-               if grid.norm_sq_max is None
-               or grid.step**2 * sum(x * x for x in k) <= grid.norm_sq_max + 1e-9)  # fmt: skip
+    return min(
+        problem.objective(grid.step * np.array(k, dtype=float))
+        for k in itertools.product(range(-grid.bound, grid.bound + 1), repeat=grid.d)
+        if grid.norm_sq_max is None
+        or grid.step**2 * sum(x * x for x in k) <= grid.norm_sq_max + 1e-9
+    )
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_the_oracle_returns_the_brute_force_minimum_certified(seed):
     rng = np.random.default_rng(seed)
     d = int(rng.integers(1, 4))
-    grid = IntegerGrid(d, int(rng.integers(1, 3)), float(rng.choice([1.0, 0.5])),
-                       None if seed % 2 else 0.75 * d)  # fmt: skip
-    problem = Problem(np.round(rng.uniform(-1, 1, (12, d)), 2), rng.integers(0, 4, 12),
-                      rng.integers(0, 4, 12), grid, linear=rng.normal(0, 1, d),
-                      margin=0.05)  # fmt: skip
+    grid = IntegerGrid(
+        d, int(rng.integers(1, 3)), float(rng.choice([1.0, 0.5])), None if seed % 2 else 0.75 * d
+    )
+    problem = Problem(
+        np.round(rng.uniform(-1, 1, (12, d)), 2),
+        rng.integers(0, 4, 12),
+        rng.integers(0, 4, 12),
+        grid,
+        linear=rng.normal(0, 1, d),
+        margin=0.05,
+    )
     solution = EnumerationOracle().solve(problem)
     cert = solution.certificate
     assert cert.status is Status.OPTIMAL and cert.certified and cert.backend == "enumerate"

@@ -19,10 +19,17 @@ from oracles.base import IntegerGrid, Problem
 from oracles.objective import MergedRows
 from oracles.registry import make_oracle
 from oracles.window import WindowOracle
-from tests.oracles.licence import require_gurobi_licence
 from tests.oracles.fuzz import (
-    FAMILIES, KINDS, MULTIPLES, Tally, brute_force, fuzz_instance, judge, parallel_instance,
-)  # fmt: skip
+    FAMILIES,
+    KINDS,
+    MULTIPLES,
+    Tally,
+    brute_force,
+    fuzz_instance,
+    judge,
+    parallel_instance,
+)
+from tests.oracles.licence import require_gurobi_licence
 
 #: 60 of each family (about a second per oracle and family; 5 to 10 s for HiGHS and the window
 #: oracle on ``parallel``); the coverage tests below check that these hold what the issue lists.
@@ -35,8 +42,21 @@ ORACLES = ("enumerate", "highs", "gurobi", "structured", "auto", "window", "wind
 
 # The issue's minimal reproduction: exact 0/1 ERM, d = 2, B = 2, D^2 = 2, mu = 1e-4. The minimum
 # is loss 4 at w = (0, 1), where row 0 scores mu - 1e-7; the old MIP certified (1, 0), loss 5.
-REPRO_X = np.array([[1, 9.99e-05], [0, 0.9], [1, 0.875], [1, 0], [1, 0.2], [1, 0.3], [1, 0.25],
-                    [1, 0], [1, 1.000000000001e-04], [1, 0.875], [0, 0.38405083931733386]])
+REPRO_X = np.array(
+    [
+        [1, 9.99e-05],
+        [0, 0.9],
+        [1, 0.875],
+        [1, 0],
+        [1, 0.2],
+        [1, 0.3],
+        [1, 0.25],
+        [1, 0],
+        [1, 1.000000000001e-04],
+        [1, 0.875],
+        [0, 0.38405083931733386],
+    ]
+)
 REPRO_Y = np.array([-1, 1, 1, 1, 1, -1, 1, -1, -1, 1, -1])
 
 
@@ -140,19 +160,25 @@ def test_the_parallel_family_has_the_rows_a_presolve_merges():
         pos, neg = p.pos[: len(X)], p.neg[: len(X)]
         _, first, counts = np.unique(X, axis=0, return_index=True, return_counts=True)
         duplicated += any(
-            np.any((pos > 0) & np.all(X == X[i], axis=1)) and
-            np.any((neg > 0) & np.all(X == X[i], axis=1))
-            for i, c in zip(first, counts) if c > 1
-        )  # fmt: skip
+            np.any((pos > 0) & np.all(X == X[i], axis=1))
+            and np.any((neg > 0) & np.all(X == X[i], axis=1))
+            for i, c in zip(first, counts)
+            if c > 1
+        )
         proportional += any(
             np.any(np.all(X == c * X[i], axis=1) & np.any(X != 0, axis=1))
-            for c in MULTIPLES for i in range(len(X)) if X[i].any()
-        )  # fmt: skip
+            for c in MULTIPLES
+            for i in range(len(X))
+            if X[i].any()
+        )
         repeated_column += any(
             np.array_equal(X[:, j], X[:, k]) for j in range(p.d) for k in range(j + 1, p.d)
-        )  # fmt: skip
+        )
     half, eighth = len(problems) / 2, len(problems) / 8
     assert duplicated >= half and proportional >= half and repeated_column >= eighth, (
-        duplicated, proportional, repeated_column)  # fmt: skip
+        duplicated,
+        proportional,
+        repeated_column,
+    )
     opdisc = [p for p in problems if p.norm_coef != 0]
     assert any(p.norm_coef > 0 for p in opdisc) and any(p.norm_coef < 0 for p in opdisc)

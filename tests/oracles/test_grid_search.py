@@ -32,9 +32,15 @@ def test_noise_argmin_is_the_brute_force_minimum_of_the_noise_alone(seed):
     d = int(rng.integers(1, 5))
     grid = IntegerGrid(d, int(rng.integers(1, 4)), float(rng.choice([1.0, 0.5])))
     grid = IntegerGrid(d, grid.bound, grid.step, 0.6 * d * (grid.bound * grid.step) ** 2)
-    problem = Problem(np.zeros((0, d)), [], [], grid, linear=rng.normal(0, 2, d),
-                      norm_coef=float(rng.choice([-3.0, 3.0])),
-                      norm_radius_sq=grid.norm_sq_max + 0.5)  # fmt: skip
+    problem = Problem(
+        np.zeros((0, d)),
+        [],
+        [],
+        grid,
+        linear=rng.normal(0, 2, d),
+        norm_coef=float(rng.choice([-3.0, 3.0])),
+        norm_radius_sq=grid.norm_sq_max + 0.5,
+    )
     K = _grid_ks(grid)
     noise = problem.objective(grid.step * K.astype(float))  # no rows: F is the noise alone
     k = noise_argmin(problem)
@@ -87,8 +93,9 @@ def test_improve_returns_an_exact_grid_point_no_worse_than_its_starts(seed):
     w, value = improve(problem, seconds=5.0, rng=np.random.default_rng(seed), patience=5)
     assert grid.contains(w)
     assert value == problem.objective(w)  # the exact rule, not the float scorer
-    best_start = min(problem.objective(grid.step * k.astype(float))
-                     for k in starting_points(problem))  # fmt: skip
+    best_start = min(
+        problem.objective(grid.step * k.astype(float)) for k in starting_points(problem)
+    )
     assert value <= best_start
     K = _grid_ks(grid)
     assert value >= problem.objective(grid.step * K.astype(float)).min()  # a heuristic's value
@@ -98,12 +105,14 @@ def test_improve_returns_an_exact_grid_point_no_worse_than_its_starts(seed):
 
 def test_improve_starts_where_it_is_told_and_refuses_a_box():
     problem = Problem(np.zeros((0, 2)), [], [], IntegerGrid(2, 2), linear=[1.0, -1.0])
-    w, value = improve(problem, seconds=1.0, rng=np.random.default_rng(0), patience=0,
-                       starts=[np.array([2, -2])])  # fmt: skip
+    w, value = improve(
+        problem, seconds=1.0, rng=np.random.default_rng(0), patience=0, starts=[np.array([2, -2])]
+    )
     assert w.tolist() == [-2.0, 2.0] and value == -4.0  # the local search walks to the corner
     with pytest.raises(TypeError, match="IntegerGrid"):
-        improve(Problem(np.zeros((0, 2)), [], [], Box(2)), seconds=1.0,
-                rng=np.random.default_rng(0))  # fmt: skip
+        improve(
+            Problem(np.zeros((0, 2)), [], [], Box(2)), seconds=1.0, rng=np.random.default_rng(0)
+        )
 
 
 def test_a_zero_budget_still_returns_the_first_start_searched():

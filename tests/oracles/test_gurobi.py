@@ -79,8 +79,11 @@ def test_licence_error_survives_pickling():
     err = LicenceLimitError(10010, 2105, 4202, "Model too large")
     clone = pickle.loads(pickle.dumps(err))
     assert (clone.errno, clone.n_vars, clone.n_constraints, clone.detail) == (
-        10010, 2105, 4202, "Model too large",
-    )  # fmt: skip
+        10010,
+        2105,
+        4202,
+        "Model too large",
+    )
     assert str(clone) == "errno 10010 (licence limit: 2105 vars, 4202 constraints)"
     assert str(LicenceLimitError(10009, 1, 2)) == "errno 10009 (no licence: 1 vars, 2 constraints)"
 

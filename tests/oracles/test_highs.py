@@ -70,9 +70,14 @@ def test_a_false_optimum_becomes_inconsistent():
     honest = HighsOracle().solve(problem)
     cert = honest.certificate
     lying = certify(
-        problem, honest.w, status=Status.OPTIMAL, bound=cert.bound - 1.0, seconds=0.0,
-        backend="highs", solver_objective=cert.objective - 1.0,
-    )  # fmt: skip
+        problem,
+        honest.w,
+        status=Status.OPTIMAL,
+        bound=cert.bound - 1.0,
+        seconds=0.0,
+        backend="highs",
+        solver_objective=cert.objective - 1.0,
+    )
     assert lying.certificate.status is Status.INCONSISTENT
     assert not lying.certificate.certified
     assert "solver objective" in lying.certificate.message
@@ -81,8 +86,15 @@ def test_a_false_optimum_becomes_inconsistent():
 def test_a_w_that_misses_its_bound_becomes_inconsistent():
     problem = Problem(np.array([[1.0]]), [1.0], [0.0], IntegerGrid(1, 1))
     # w = -1 predicts -1 and pays 1; claiming a bound of 0 is false
-    solution = certify(problem, np.array([-1.0]), status=Status.OPTIMAL, bound=0.0, seconds=0.0,
-                       backend="highs", solver_objective=1.0)  # fmt: skip
+    solution = certify(
+        problem,
+        np.array([-1.0]),
+        status=Status.OPTIMAL,
+        bound=0.0,
+        seconds=0.0,
+        backend="highs",
+        solver_objective=1.0,
+    )
     assert solution.certificate.status is Status.INCONSISTENT
     assert "exceeds the proven bound" in solution.certificate.message
 

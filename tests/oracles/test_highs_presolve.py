@@ -33,11 +33,16 @@ PRESOLVE_BUG_SEEDS = (3, 134, 322, 420)
 def load_case() -> tuple[Problem, dict]:
     case = json.loads(CASE.read_text())
     problem = Problem(
-        np.array(case["points"]), np.array(case["pos"]), np.array(case["neg"]),
-        IntegerGrid(**case["domain"]), linear=np.array(case["linear"]),
-        norm_coef=case["norm_coef"], norm_radius_sq=case["norm_radius_sq"],
-        margin=case["margin"], label="highs_presolve_false_optimum",
-    )  # fmt: skip
+        np.array(case["points"]),
+        np.array(case["pos"]),
+        np.array(case["neg"]),
+        IntegerGrid(**case["domain"]),
+        linear=np.array(case["linear"]),
+        norm_coef=case["norm_coef"],
+        norm_radius_sq=case["norm_radius_sq"],
+        margin=case["margin"],
+        label="highs_presolve_false_optimum",
+    )
     return problem, case
 
 
@@ -105,7 +110,13 @@ def test_the_parallel_family_reaches_the_bug():
     for seed in PRESOLVE_BUG_SEEDS:
         problem = parallel_instance(seed)
         truth = brute_force(problem)
-        judge(unsafe, seed, problem, truth, _ComparisonHighs(time_limit=30.0, mask=0, twice=False).solve(problem))
+        judge(
+            unsafe,
+            seed,
+            problem,
+            truth,
+            _ComparisonHighs(time_limit=30.0, mask=0, twice=False).solve(problem),
+        )
         judge(safe, seed, problem, truth, HighsOracle(time_limit=30.0).solve(problem))
     assert unsafe.false == len(PRESOLVE_BUG_SEEDS), unsafe.line()
     assert safe.false == 0, "\n".join(safe.failures)

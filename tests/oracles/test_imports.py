@@ -25,16 +25,23 @@ def _imports(package: str):
 
 def test_oracles_import_no_mechanism_and_no_pipeline_framework():
     forbidden = ("mechanisms", "pipeline", "ray", "mlflow", "hydra")
-    bad = [(str(p.relative_to(REPO)), module) for p, module, _ in _imports("oracles")
-           if module.split(".")[0] in forbidden]  # fmt: skip
+    bad = [
+        (str(p.relative_to(REPO)), module)
+        for p, module, _ in _imports("oracles")
+        if module.split(".")[0] in forbidden
+    ]
     assert bad == []
 
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_private_name_is_imported_across_modules(package):
-    bad = [(str(p.relative_to(REPO)), module, name) for p, module, names in _imports(package)
-           if module.split(".")[0] in PACKAGES for name in names
-           if name.startswith("_") and not name.startswith("__")]  # fmt: skip
+    bad = [
+        (str(p.relative_to(REPO)), module, name)
+        for p, module, names in _imports(package)
+        if module.split(".")[0] in PACKAGES
+        for name in names
+        if name.startswith("_") and not name.startswith("__")
+    ]
     assert bad == []
 
 
@@ -44,9 +51,15 @@ def test_imports_go_one_way(package):
     mutants live in mechanisms/audit/mutants.py)."""
     above = {"oracles": ("mechanisms", "pipeline"), "mechanisms": ("pipeline",), "pipeline": ()}
     forbidden = above[package] + ("tests",)
-    bad = [(str(p.relative_to(REPO)), module) for p, module, _ in _imports(package)
-           if module.split(".")[0] in forbidden]  # fmt: skip
+    bad = [
+        (str(p.relative_to(REPO)), module)
+        for p, module, _ in _imports(package)
+        if module.split(".")[0] in forbidden
+    ]
     assert bad == []
-    loaded = [str(p.relative_to(REPO)) for p in (REPO / package).rglob("*.py")
-              if 'import_module("tests' in p.read_text()]  # fmt: skip
+    loaded = [
+        str(p.relative_to(REPO))
+        for p in (REPO / package).rglob("*.py")
+        if 'import_module("tests' in p.read_text()
+    ]
     assert loaded == []

@@ -13,9 +13,14 @@ import pytest
 from oracles.base import Box, IntegerGrid, Problem
 from oracles.enumerate import grid_points
 from oracles.margin_band import (
-    MAX_GAP_COMBOS, BandCut, band_cut, exact_grid_values, margin_gaps, mislabelled_rows,
+    MAX_GAP_COMBOS,
+    BandCut,
+    band_cut,
+    exact_grid_values,
+    margin_gaps,
+    mislabelled_rows,
     strict_eps_per_row,
-)  # fmt: skip
+)
 from oracles.mip import build_milp
 from oracles.objective import exact_positive
 
@@ -24,8 +29,9 @@ MU = 0.5
 
 def _row_problem(X, grid=None, margin=MU) -> Problem:
     X = np.asarray(X, dtype=float)
-    return Problem(X, np.ones(len(X)), np.zeros(len(X)), grid or IntegerGrid(X.shape[1], 2),
-                   margin=margin)  # fmt: skip
+    return Problem(
+        X, np.ones(len(X)), np.zeros(len(X)), grid or IntegerGrid(X.shape[1], 2), margin=margin
+    )
 
 
 def _exact_gaps(problem: Problem) -> list[Fraction | None]:
@@ -40,8 +46,18 @@ def _exact_gaps(problem: Problem) -> list[Fraction | None]:
     return gaps
 
 
-@pytest.mark.parametrize("step, exact", [(1.0, True), (0.5, True), (0.25, True), (3.0, True),
-                                         (0.1, False), (0.2, False), (1 / 3, False)])  # fmt: skip
+@pytest.mark.parametrize(
+    "step, exact",
+    [
+        (1.0, True),
+        (0.5, True),
+        (0.25, True),
+        (3.0, True),
+        (0.1, False),
+        (0.2, False),
+        (1 / 3, False),
+    ],
+)
 def test_exact_grid_values_only_where_every_tau_k_is_a_float_exactly(step, exact):
     # 3 * fl(0.1) is not fl(0.3): on such a grid no column counts as coarse
     assert exact_grid_values(IntegerGrid(2, 3, step)) is exact
@@ -110,8 +126,9 @@ def test_every_cut_is_valid_for_every_grid_point_with_its_exact_labels(seed):
     X[np.arange(6), rng.integers(0, 2, 6)] = 1.0
     X[:, 2] = np.round(rng.uniform(-1, 1, 6), 2)
     X[0] = [0.0, 0.0, 0.35]  # a row with fine columns only
-    problem = _row_problem(X, IntegerGrid(d, 2, 1.0 if seed % 2 else 0.5),
-                           margin=(0.25, 1e-4)[seed % 2])  # fmt: skip
+    problem = _row_problem(
+        X, IntegerGrid(d, 2, 1.0 if seed % 2 else 0.5), margin=(0.25, 1e-4)[seed % 2]
+    )
     W = np.vstack(list(grid_points(problem.domain)))
     K = np.round(W / problem.domain.step).astype(int)
     labels = exact_positive(problem.points, W, problem.margin)  # (rows, points)
@@ -128,8 +145,13 @@ def test_every_cut_is_valid_for_every_grid_point_with_its_exact_labels(seed):
 
 
 def test_mislabelled_rows_are_the_rows_whose_z_is_not_the_exact_label():
-    problem = Problem([[1.0, 0.3], [0.5, -1.0], [1.0, 1.0]], [1.0, 2.0, 1.0], [3.0, 1.0, 2.0],
-                      IntegerGrid(2, 2), margin=MU)  # fmt: skip
+    problem = Problem(
+        [[1.0, 0.3], [0.5, -1.0], [1.0, 1.0]],
+        [1.0, 2.0, 1.0],
+        [3.0, 1.0, 2.0],
+        IntegerGrid(2, 2),
+        margin=MU,
+    )
     milp = build_milp(problem)
     active = np.flatnonzero(milp.z_cols >= 0)
     assert len(active) == 3

@@ -8,7 +8,6 @@ only has to find the best assignment.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -67,9 +66,14 @@ def test_formulation_is_exact_on_random_grids(seed, d, bound, step, norm_fractio
     n = int(rng.integers(0, 12))
     X = np.round(rng.uniform(-1, 1, (n, d)), 2)
     problem = Problem(
-        X, rng.normal(0, 2, n), rng.normal(0, 2, n), domain, linear=rng.normal(0, 2, d),
-        norm_coef=norm_coef, norm_radius_sq=domain.norm_sq_max * 1.25 + 0.5 if norm_coef else None,
-    )  # fmt: skip
+        X,
+        rng.normal(0, 2, n),
+        rng.normal(0, 2, n),
+        domain,
+        linear=rng.normal(0, 2, d),
+        norm_coef=norm_coef,
+        norm_radius_sq=domain.norm_sq_max * 1.25 + 0.5 if norm_coef else None,
+    )
     milp = build_milp(problem)
     inside = np.vstack(list(grid_points(domain)))
     for w in inside:
@@ -137,8 +141,10 @@ def test_rows_decided_by_the_domain_get_no_variable():
     box = Box(2, 0.5, 1.0)  # every score of a nonnegative row is >= 0.5 * sum(x)
     problem = Problem(
         np.array([[0.0, 0.0], [1.0, 1.0], [1.0, -1.0], [2.0, 3.0]]),
-        [1.0, 2.0, 4.0, 8.0], [16.0, 32.0, 64.0, 8.0], box,
-    )  # fmt: skip
+        [1.0, 2.0, 4.0, 8.0],
+        [16.0, 32.0, 64.0, 8.0],
+        box,
+    )
     milp = build_milp(problem)
     # row 0: x = 0 < mu always -> -1 (pays pos); row 1: score >= 1 -> +1 (pays neg);
     # row 2: undecided -> z; row 3: pos = neg -> no z, pays 8 either way
@@ -176,8 +182,13 @@ def test_margin_gaps_are_proven_lower_bounds():
         W = np.vstack(list(grid_points(problem.domain)))
         mu = Fraction(problem.margin)
         for u, x in enumerate(problem.points):
-            below = [mu - s for s in (sum((Fraction(a) * Fraction(b) for a, b in zip(x, w)),
-                                          Fraction(0)) for w in W) if s < mu]  # fmt: skip
+            below = [
+                mu - s
+                for s in (
+                    sum((Fraction(a) * Fraction(b) for a, b in zip(x, w)), Fraction(0)) for w in W
+                )
+                if s < mu
+            ]
             if below:
                 assert Fraction(gaps[u]) <= min(below), (seed, u)
 
@@ -211,8 +222,14 @@ def test_sizes_of_the_adult_shaped_model():
     rng = np.random.default_rng(0)
     X = (rng.uniform(size=(50, 23)) < 0.2).astype(float)
     X[0] = 0.0
-    problem = Problem(X, np.ones(50), np.zeros(50), IntegerGrid(23, 4, 1.0, 23.0),
-                      norm_coef=-1.0, norm_radius_sq=23.0)  # fmt: skip
+    problem = Problem(
+        X,
+        np.ones(50),
+        np.zeros(50),
+        IntegerGrid(23, 4, 1.0, 23.0),
+        norm_coef=-1.0,
+        norm_radius_sq=23.0,
+    )
     milp = build_milp(problem)
     stats = milp.stats()
     assert len(milp.norm_cols) == 24

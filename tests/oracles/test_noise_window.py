@@ -13,9 +13,18 @@ import pytest
 
 from oracles.base import Box, IntegerGrid, Problem
 from oracles.noise_window import (
-    WINDOW_REL_SLACK, Split, completion_tables, coordinate_order, grid_cap, norm_table, row_prune,
-    separable_argmin, split_objective, threshold_slack, tightened_split,
-)  # fmt: skip
+    WINDOW_REL_SLACK,
+    Split,
+    completion_tables,
+    coordinate_order,
+    grid_cap,
+    norm_table,
+    row_prune,
+    separable_argmin,
+    split_objective,
+    threshold_slack,
+    tightened_split,
+)
 from oracles.objective import exact_positive
 from tests.oracles.fuzz import fuzz_instance
 
@@ -31,8 +40,9 @@ def _points(grid: IntegerGrid) -> np.ndarray:
 def _loss_part(problem: Problem, split: Split, K: np.ndarray) -> np.ndarray:
     """L(k): the cost of the rows the split leaves out of N, by the exact rule."""
     rows = split.rows
-    positive = exact_positive(problem.points[rows], problem.domain.step * K.astype(float),
-                              problem.margin)  # fmt: skip
+    positive = exact_positive(
+        problem.points[rows], problem.domain.step * K.astype(float), problem.margin
+    )
     return (np.where(positive, problem.neg[rows, None], problem.pos[rows, None])).sum(axis=0)
 
 
@@ -41,12 +51,26 @@ def _rspm_like(seed: int) -> Problem:
     rows, a linear and a norm term: every kind of row the split sorts."""
     rng = np.random.default_rng(seed)
     d = 3
-    X = np.vstack([np.zeros((2, d)), np.eye(d), -np.eye(d), 0.5 * np.eye(d),
-                   np.round(rng.uniform(-1, 1, (6, d)), 2)])  # fmt: skip
+    X = np.vstack(
+        [
+            np.zeros((2, d)),
+            np.eye(d),
+            -np.eye(d),
+            0.5 * np.eye(d),
+            np.round(rng.uniform(-1, 1, (6, d)), 2),
+        ]
+    )
     n = len(X)
-    return Problem(X, rng.normal(0, 2, n), rng.normal(0, 2, n), IntegerGrid(d, 2, 0.5, 1.5),
-                   linear=rng.normal(0, 1, d), norm_coef=float(rng.choice([-2.0, 2.0])),
-                   norm_radius_sq=2.0, margin=0.1)  # fmt: skip
+    return Problem(
+        X,
+        rng.normal(0, 2, n),
+        rng.normal(0, 2, n),
+        IntegerGrid(d, 2, 0.5, 1.5),
+        linear=rng.normal(0, 1, d),
+        norm_coef=float(rng.choice([-2.0, 2.0])),
+        norm_radius_sq=2.0,
+        margin=0.1,
+    )
 
 
 @pytest.mark.parametrize("make", [_rspm_like, fuzz_instance], ids=["rows-of-every-kind", "fuzz"])
@@ -70,13 +94,20 @@ def test_the_split_is_exact_and_every_minimizer_lies_in_the_window(make, seed):
 def test_zero_and_one_feature_rows_go_into_the_constant_and_the_unary_table():
     # row 0 is zero (score 0 < mu: pays pos 3); row 1 is +1 iff w_0 >= 0.1 (pays neg 5 then, else
     # pos -2); row 2 is (1, 1): left to L
-    problem = Problem([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]], [3.0, -2.0, 4.0], [1.0, 5.0, 1.0],
-                      IntegerGrid(2, 1), linear=[0.5, 0.0], margin=0.1)  # fmt: skip
+    problem = Problem(
+        [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]],
+        [3.0, -2.0, 4.0],
+        [1.0, 5.0, 1.0],
+        IntegerGrid(2, 1),
+        linear=[0.5, 0.0],
+        margin=0.1,
+    )
     split = split_objective(problem)
     assert split.const == 3.0 and split.rows.tolist() == [2] and split.loss_floor == 1.0
     # unary[j, k + B]: linear_j tau k plus the one-feature rows of column j
-    np.testing.assert_array_equal(split.unary, [[-0.5 - 2.0, 0.0 - 2.0, 0.5 + 5.0],
-                                                [0.0, 0.0, 0.0]])  # fmt: skip
+    np.testing.assert_array_equal(
+        split.unary, [[-0.5 - 2.0, 0.0 - 2.0, 0.5 + 5.0], [0.0, 0.0, 0.0]]
+    )
     assert split.norm.tolist() == [0.0, 0.0, 0.0] and split.cap == 2
 
 
@@ -84,8 +115,9 @@ def test_grid_cap_and_norm_table():
     assert grid_cap(IntegerGrid(3, 2)) == 12  # d B^2 without a norm bound
     assert grid_cap(IntegerGrid(3, 2, 1.0, 5.0)) == 5
     assert grid_cap(IntegerGrid(2, 2, 0.5, 1.0)) == 4  # tau^2 q <= D^2
-    problem = Problem(np.zeros((0, 2)), [], [], IntegerGrid(2, 2, 0.5, 1.0), norm_coef=-3.0,
-                      norm_radius_sq=1.5)  # fmt: skip
+    problem = Problem(
+        np.zeros((0, 2)), [], [], IntegerGrid(2, 2, 0.5, 1.0), norm_coef=-3.0, norm_radius_sq=1.5
+    )
     q = np.arange(5)
     np.testing.assert_allclose(norm_table(problem), -3.0 * np.sqrt(1.5 - 0.25 * q))
     plain = Problem(np.zeros((0, 2)), [], [], IntegerGrid(2, 2, 0.5, 1.0))
@@ -126,19 +158,24 @@ def test_separable_argmin_skips_square_sums_that_are_not_allowed():
 
 
 def test_coordinate_order_puts_the_widest_spread_first_ties_by_index():
-    unary = np.array([[0.0, 1.0, 2.0],     # spread 2
-                      [0.0, 5.0, np.inf],  # 5: an excluded value does not count
-                      [3.0, 1.0, 0.0],     # 3
-                      [0.0, 0.0, 0.0],     # 0
-                      [2.0, 0.0, 0.0]])    # 2, as coordinate 0: after it
+    unary = np.array(
+        [
+            [0.0, 1.0, 2.0],  # spread 2
+            [0.0, 5.0, np.inf],  # 5: an excluded value does not count
+            [3.0, 1.0, 0.0],  # 3
+            [0.0, 0.0, 0.0],  # 0
+            [2.0, 0.0, 0.0],
+        ]
+    )  # 2, as coordinate 0: after it
     split = Split(unary, np.zeros(3), 0.0, np.zeros(0, dtype=int), 0.0)
     assert coordinate_order(split).tolist() == [1, 2, 0, 4, 3]
 
 
 def test_threshold_slack_grows_with_the_scale_of_the_tables():
     small = Split(np.ones((2, 3)), np.zeros(3), 0.0, np.zeros(0, dtype=int), 0.0)
-    large = Split(1e6 * np.ones((2, 3)), np.array([0.0, np.inf, 1e6]), -1e6,
-                  np.zeros(0, dtype=int), 0.0)  # fmt: skip
+    large = Split(
+        1e6 * np.ones((2, 3)), np.array([0.0, np.inf, 1e6]), -1e6, np.zeros(0, dtype=int), 0.0
+    )
     assert threshold_slack(small, 0.0) == pytest.approx(WINDOW_REL_SLACK * (1 + 2))
     assert threshold_slack(large, 10.0) == pytest.approx(WINDOW_REL_SLACK * (1 + 4e6 + 10))
     assert math.isfinite(threshold_slack(large, 10.0))  # +inf entries are left out

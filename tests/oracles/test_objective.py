@@ -13,9 +13,14 @@ from hypothesis import strategies as st
 
 from oracles.enumerate import grid_points
 from oracles.objective import (
-    MergedRows, check_data, exact_positive, exact_score, predict, score_error_bound,
+    MergedRows,
+    check_data,
+    exact_positive,
+    exact_score,
+    predict,
+    score_error_bound,
     zero_one_loss,
-)  # fmt: skip
+)
 from tests.oracles.fuzz import fuzz_instance
 
 MU = 1e-4
@@ -159,12 +164,15 @@ def test_merged_rows_count_each_label_per_distinct_vector():
     assert [rows.loss(w) for w in W] == [zero_one_loss(X, y, w) for w in W]
 
 
-@pytest.mark.parametrize("points, pos, neg, match", [
-    (np.ones(3), [1, 1, 1], [0, 0, 0], "points must be a 2-D array"),
-    (np.ones((2, 2)), [1, 1, 1], [0, 0], r"pos and neg must have shape \(2,\)"),
-    (np.ones((2, 2)), [1, -1], [0, 0], "label counts must be non-negative"),
-    (np.ones((2, 2)), [1, 1], [0, -2], "label counts must be non-negative"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "points, pos, neg, match",
+    [
+        (np.ones(3), [1, 1, 1], [0, 0, 0], "points must be a 2-D array"),
+        (np.ones((2, 2)), [1, 1, 1], [0, 0], r"pos and neg must have shape \(2,\)"),
+        (np.ones((2, 2)), [1, -1], [0, 0], "label counts must be non-negative"),
+        (np.ones((2, 2)), [1, 1], [0, -2], "label counts must be non-negative"),
+    ],
+)
 def test_merged_rows_refuse_bad_records(points, pos, neg, match):
     with pytest.raises(ValueError, match=match):
         MergedRows(points, pos, neg)
@@ -185,16 +193,19 @@ def test_check_data_returns_float_features_and_int8_labels():
     assert X.dtype == float and y.dtype == np.int8 and y.tolist() == [1, -1]
 
 
-@pytest.mark.parametrize("X, y, match", [
-    (np.ones(3), [1, 1, 1], r"X must be a non-empty 2-D array, found shape \(3,\)"),
-    (np.ones((0, 2)), [], r"X must be a non-empty 2-D array, found shape \(0, 2\)"),
-    (np.ones((2, 0)), [1, 1], r"X must be a non-empty 2-D array, found shape \(2, 0\)"),
-    ([[1.0, np.nan]], [1], "X must hold finite numbers"),
-    ([[1.0, np.inf]], [1], "X must hold finite numbers"),
-    ([["a", "b"]], [1], "X must hold finite numbers"),
-    (np.ones((2, 2)), [1], r"y must have shape \(2,\), found \(1,\)"),
-    (np.ones((3, 2)), [1, 0, 2], r"labels must be -1 or \+1, found \[0, 2\]"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        (np.ones(3), [1, 1, 1], r"X must be a non-empty 2-D array, found shape \(3,\)"),
+        (np.ones((0, 2)), [], r"X must be a non-empty 2-D array, found shape \(0, 2\)"),
+        (np.ones((2, 0)), [1, 1], r"X must be a non-empty 2-D array, found shape \(2, 0\)"),
+        ([[1.0, np.nan]], [1], "X must hold finite numbers"),
+        ([[1.0, np.inf]], [1], "X must hold finite numbers"),
+        ([["a", "b"]], [1], "X must hold finite numbers"),
+        (np.ones((2, 2)), [1], r"y must have shape \(2,\), found \(1,\)"),
+        (np.ones((3, 2)), [1, 0, 2], r"labels must be -1 or \+1, found \[0, 2\]"),
+    ],
+)
 def test_check_data_refuses_with_a_message_that_says_what(X, y, match):
     with pytest.raises(ValueError, match=match):
         check_data(X, y)

@@ -45,8 +45,10 @@ def test_reports_are_throttled_to_one_per_interval():
         clock.now += 1.0
         r.report(7.0, 4.0)  # 1 s after the last report: dropped
         r.report(6.5, 4.5, force=True)  # forced: passed on
-    assert seen == [SolveProgress("opdisc", "highs", 5.0, 8.0, 3.0),
-                    SolveProgress("opdisc", "highs", 6.0, 6.5, 4.5)]  # fmt: skip
+    assert seen == [
+        SolveProgress("opdisc", "highs", 5.0, 8.0, 3.0),
+        SolveProgress("opdisc", "highs", 6.0, 6.5, 4.5),
+    ]
     assert seen[0].gap == 5.0
     assert not reporter("after", "highs").active  # the block ended: nobody listens
 
@@ -115,18 +117,31 @@ def slow_instance(n: int = 200, d: int = 6, seed: int = 7) -> Problem:
     this project's 2-core machine), Gurobi in about 1 s; at n = 130 HiGHS takes about 1.3 s."""
     rng = np.random.default_rng(seed)
     return Problem(
-        np.round(rng.normal(size=(n, d)), 2), rng.integers(0, 3, n), rng.integers(0, 3, n),
-        IntegerGrid(d, 4, 1.0, float(d)), linear=rng.normal(0.0, 20.0, d), norm_coef=-10.0,
-        norm_radius_sq=float(d), label="slow",
-    )  # fmt: skip
+        np.round(rng.normal(size=(n, d)), 2),
+        rng.integers(0, 3, n),
+        rng.integers(0, 3, n),
+        IntegerGrid(d, 4, 1.0, float(d)),
+        linear=rng.normal(0.0, 20.0, d),
+        norm_coef=-10.0,
+        norm_radius_sq=float(d),
+        label="slow",
+    )
 
 
 def same_answer(a, b) -> None:
     """The same w and certificate, but for the times."""
     np.testing.assert_array_equal(a.w, b.w)
     ca, cb = a.certificate, b.certificate
-    for name in ("status", "objective", "bound", "backend", "threads", "fallback", "message",
-                 "solver_objective"):  # fmt: skip
+    for name in (
+        "status",
+        "objective",
+        "bound",
+        "backend",
+        "threads",
+        "fallback",
+        "message",
+        "solver_objective",
+    ):
         assert getattr(ca, name) == getattr(cb, name), name
     timeless = {k: v for k, v in ca.extra.items() if not k.endswith("seconds")}
     assert timeless == {k: v for k, v in cb.extra.items() if not k.endswith("seconds")}
@@ -142,8 +157,9 @@ def _solve_with_and_without(oracle, problem, interval):
 def test_a_highs_solve_reports_while_it_runs_and_returns_the_same_answer():
     from oracles.highs import HighsOracle
 
-    plain, heard, seen = _solve_with_and_without(HighsOracle(time_limit=120.0),
-                                                 slow_instance(n=130), interval=0.1)  # fmt: skip
+    plain, heard, seen = _solve_with_and_without(
+        HighsOracle(time_limit=120.0), slow_instance(n=130), interval=0.1
+    )
     # the premise: the solve lasts several reporting intervals
     assert plain.certificate.status is Status.OPTIMAL and plain.certificate.seconds > 0.5
     same_answer(plain, heard)
@@ -193,8 +209,9 @@ def test_the_structured_search_reports_its_incumbent_and_bound():
     from tests.oracles.test_structured import medium_instance
 
     problem = medium_instance(1)
-    plain, heard, seen = _solve_with_and_without(StructuredOracle(time_limit=120.0), problem,
-                                                 interval=0.0)  # fmt: skip
+    plain, heard, seen = _solve_with_and_without(
+        StructuredOracle(time_limit=120.0), problem, interval=0.0
+    )
     assert plain.certificate.backend == "structured" and plain.certificate.certified
     same_answer(plain, heard)
     assert seen and all(p.backend == "structured" for p in seen)
@@ -209,10 +226,15 @@ def test_the_window_search_reports_its_best_and_a_valid_bound():
     rng = np.random.default_rng(7)  # weak noise, d = 8: the search runs for a fraction of a second
     n, d = 300, 8
     problem = Problem(
-        np.round(rng.normal(size=(n, d)), 2), rng.integers(0, 3, n), rng.integers(0, 3, n),
-        IntegerGrid(d, 4, 1.0, float(d)), linear=rng.normal(0.0, 1.0, d), norm_coef=-0.5,
-        norm_radius_sq=float(d), label="weak",
-    )  # fmt: skip
+        np.round(rng.normal(size=(n, d)), 2),
+        rng.integers(0, 3, n),
+        rng.integers(0, 3, n),
+        IntegerGrid(d, 4, 1.0, float(d)),
+        linear=rng.normal(0.0, 1.0, d),
+        norm_coef=-0.5,
+        norm_radius_sq=float(d),
+        label="weak",
+    )
     oracle = WindowOracle(time_limit=120.0, search_seconds=0.05, fallback=None)
     plain, heard, seen = _solve_with_and_without(oracle, problem, interval=0.0)
     assert plain.certificate.certified

@@ -29,7 +29,9 @@ def test_options_are_passed_through():
 
 
 def test_unknown_name_lists_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown oracle 'cplex'; known: \['auto', 'convex', 'enumerate'"):
+    with pytest.raises(
+        ValueError, match=r"unknown oracle 'cplex'; known: \['auto', 'convex', 'enumerate'"
+    ):
         make_oracle("cplex")
 
 
@@ -51,8 +53,13 @@ def _eleven_dimensional_problem():
 
     rng = np.random.default_rng(4)
     X = rng.integers(0, 2, size=(6, 11)).astype(float)
-    return Problem(points=X, pos=np.ones(6), neg=np.zeros(6), domain=IntegerGrid(11, 1),
-                   linear=rng.normal(size=11))  # fmt: skip
+    return Problem(
+        points=X,
+        pos=np.ones(6),
+        neg=np.zeros(6),
+        domain=IntegerGrid(11, 1),
+        linear=rng.normal(size=11),
+    )
 
 
 def test_the_time_limit_means_the_same_for_brute_force():

@@ -14,8 +14,12 @@ import pytest
 from oracles.base import OBJECTIVE_TOL, Status
 from oracles.branch import SearchStopped
 from oracles.split import (
-    PartResult, combine, plan_split, sequential_parts, solve_part_below,
-)  # fmt: skip
+    PartResult,
+    combine,
+    plan_split,
+    sequential_parts,
+    solve_part_below,
+)
 from oracles.window import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 
@@ -23,8 +27,9 @@ from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 CASES = [(family, seed) for family in (fuzz_instance, parallel_instance) for seed in range(12)]
 
 
-@pytest.mark.parametrize("family, seed", CASES,
-                         ids=[f"{f.__name__.split('_')[0]}-{s}" for f, s in CASES])  # fmt: skip
+@pytest.mark.parametrize(
+    "family, seed", CASES, ids=[f"{f.__name__.split('_')[0]}-{s}" for f, s in CASES]
+)
 def test_the_split_solve_is_the_brute_force_minimum_and_the_window_oracles(family, seed):
     problem = family(seed)
     truth = brute_force(problem)
@@ -62,23 +67,27 @@ def _fails_on(index, err, tables, task, best):
     return solve_part_below(tables, task, best)
 
 
-@pytest.mark.parametrize("err, status", [(RuntimeError("boom"), Status.ERROR),
-                                         (SearchStopped("too many"), Status.TIME_LIMIT)])
+@pytest.mark.parametrize(
+    "err, status",
+    [(RuntimeError("boom"), Status.ERROR), (SearchStopped("too many"), Status.TIME_LIMIT)],
+)
 def test_a_part_that_fails_leaves_the_whole_uncertified(err, status):
     problem = fuzz_instance(0)
     plan = plan_split(problem, parts=3, search_seconds=0.02)
     assert len(plan.tasks) > 1
     for index in (0, len(plan.tasks) - 1):
-        results = sequential_parts(plan.tables, plan.tasks, plan.incumbent,
-                                   solve=functools.partial(_fails_on, index, err))  # fmt: skip
+        results = sequential_parts(
+            plan.tables, plan.tasks, plan.incumbent, solve=functools.partial(_fails_on, index, err)
+        )
         assert [r.finished for r in results].count(False) == 1
         solution = combine(plan, results, seconds=0.0)
         assert not solution.certificate.certified
         assert solution.certificate.status is status
         assert solution.certificate.bound <= solution.certificate.objective
     # and all parts finished: certified (the same plan)
-    assert combine(plan, sequential_parts(plan.tables, plan.tasks, plan.incumbent),
-                   seconds=0.0).certificate.certified  # fmt: skip
+    assert combine(
+        plan, sequential_parts(plan.tables, plan.tasks, plan.incumbent), seconds=0.0
+    ).certificate.certified
 
 
 def test_combine_wants_one_result_per_part():
@@ -97,10 +106,10 @@ def test_a_failed_part_proves_nothing():
 def test_the_order_of_the_parts_does_not_change_the_minimum():
     problem = parallel_instance(5)
     plan = plan_split(problem, parts=3, search_seconds=0.02)
-    forward = combine(plan, sequential_parts(plan.tables, plan.tasks, plan.incumbent),
-                      seconds=0.0)  # fmt: skip
-    backward = combine(plan, sequential_parts(plan.tables, plan.tasks[::-1], plan.incumbent),
-                       seconds=0.0)  # fmt: skip
+    forward = combine(plan, sequential_parts(plan.tables, plan.tasks, plan.incumbent), seconds=0.0)
+    backward = combine(
+        plan, sequential_parts(plan.tables, plan.tasks[::-1], plan.incumbent), seconds=0.0
+    )
     assert forward.certificate.certified and backward.certificate.certified
     assert forward.certificate.objective == backward.certificate.objective
     if _unique(problem):
@@ -109,8 +118,9 @@ def test_the_order_of_the_parts_does_not_change_the_minimum():
 
 def _split(problem, map_parts=None, parts=3):
     """The split solve alone (no fallback), its parts run by ``map_parts``."""
-    return WindowOracle(time_limit=60.0, search_seconds=0.02, fallback=None, parts=parts,
-                        map_parts=map_parts).solve(problem)  # fmt: skip
+    return WindowOracle(
+        time_limit=60.0, search_seconds=0.02, fallback=None, parts=parts, map_parts=map_parts
+    ).solve(problem)
 
 
 def _unique(problem) -> bool:

@@ -59,14 +59,17 @@ from oracles.mip import SolverUnavailableError, build_milp
 from oracles.objective import MergedRows
 from oracles.registry import make_oracle
 from oracles.structured import (
-    BOUNDING_SHARE, WORK_ENTRIES_PER_SECOND, StructuredOracle, has_noise,
-)  # fmt: skip
+    BOUNDING_SHARE,
+    WORK_ENTRIES_PER_SECOND,
+    StructuredOracle,
+    has_noise,
+)
 from oracles.structured_milp import table_value
 from oracles.structured_shape import ShapeMismatch, bounding_work, decompose, root_bounds
 from pipeline.data.synthetic import make_linear_threshold
+from tests.oracles.contract import OracleContract, make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
 from tests.oracles.licence import require_gurobi_licence
-from tests.oracles.contract import OracleContract, make_instance
 
 #: Group sizes and continuous columns of the random instances, cycled by seed.
 SMALL_SHAPES = [((2, 2), 2), ((3, 2), 1), ((2, 2, 2), 1), ((3,), 2), ((4, 2), 1)]
@@ -94,8 +97,9 @@ class TestStructured(OracleContract):
 
 def synthetic_rows(seed: int, n: int, shapes) -> MergedRows:
     groups, n_continuous = shapes[seed % len(shapes)]
-    data = make_linear_threshold(n, n_continuous, groups=groups, levels=5, label_noise=0.15,
-                                 seed=seed)  # fmt: skip
+    data = make_linear_threshold(
+        n, n_continuous, groups=groups, levels=5, label_noise=0.15, seed=seed
+    )
     return MergedRows.from_xy(data.features, data.labels)
 
 
@@ -191,8 +195,9 @@ def test_shape_of_an_rspm_problem():
     # (e_j, +1) costs eta_j iff w_j <= 0; (-e_j, +1) costs eta_(d+j) iff w_j >= 0
     eta = problem.pos[-2 * problem.d :]
     for j in range(problem.d):
-        np.testing.assert_allclose(shape.unary[j], [eta[j] + 0.0, eta[j] + eta[problem.d + j],
-                                                    eta[problem.d + j]])  # fmt: skip
+        np.testing.assert_allclose(
+            shape.unary[j], [eta[j] + 0.0, eta[j] + eta[problem.d + j], eta[problem.d + j]]
+        )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -207,7 +212,8 @@ def test_tables_reproduce_the_objective_at_every_grid_point(seed):
         f_v = shape.tables(kP)[0][0]
         for row, value in zip(k[mine], exact[mine]):
             assert table_value(shape, kP, row[shape.binary_cols], f_v) == pytest.approx(
-                value, abs=1e-9)
+                value, abs=1e-9
+            )
 
 
 def test_root_bounds_are_lower_bounds():
@@ -227,9 +233,14 @@ def tie_instance(seed: int, values, margin: float) -> Problem:
     rng = np.random.default_rng(seed)
     cells = np.eye(3)[rng.integers(0, 3, 40)]
     cont = rng.choice(values, size=(40, 2))
-    return Problem(np.hstack([cells, cont]), rng.integers(0, 4, 40), rng.integers(0, 4, 40),
-                   IntegerGrid(5, 2, 0.5, 4.0), linear=rng.normal(0, 1, 5),
-                   margin=margin)  # fmt: skip
+    return Problem(
+        np.hstack([cells, cont]),
+        rng.integers(0, 4, 40),
+        rng.integers(0, 4, 40),
+        IntegerGrid(5, 2, 0.5, 4.0),
+        linear=rng.normal(0, 1, 5),
+        margin=margin,
+    )
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -305,8 +316,9 @@ def all_continuous_rspm(seed: int) -> Problem:
     x[0] = 1e-4 + float(rng.choice([0, 1e-12, -1e-12, 1e-9, -1e-9])) - float(x[1:] @ k[1:])
     X, y = np.vstack([X, x]), rng.choice([-1, 1], n + 1)
     data = Problem.from_rows(MergedRows.from_xy(X, y), IntegerGrid(d, 1, 1.0), label="cont")
-    return data.with_rows(np.vstack([np.eye(d), -np.eye(d)]), rng.normal(0, 3.0, 2 * d),
-                          np.zeros(2 * d))  # fmt: skip
+    return data.with_rows(
+        np.vstack([np.eye(d), -np.eye(d)]), rng.normal(0, 3.0, 2 * d), np.zeros(2 * d)
+    )
 
 
 @pytest.mark.parametrize("seed", [86, 123, 149, 163, 183])
@@ -352,15 +364,20 @@ def test_the_budget_comes_from_the_time_limit_and_too_much_work_falls_back():
     assert StructuredOracle(time_limit=1.0).work_budget < oracle.work_budget
     problem = wide_problem(0, n=8)  # few rows: the reference certifies it quickly
     shape = decompose(problem)
-    work = bounding_work(len(shape.combos), len(shape.cell_of), shape.n_cells,
-                         shape.max_cell_size, shape.bound)  # fmt: skip
-    assert work == len(shape.combos) * (len(shape.cell_of) + shape.n_cells
-                                        * (2 * shape.bound * shape.max_cell_size + 1) + 200)
+    work = bounding_work(
+        len(shape.combos), len(shape.cell_of), shape.n_cells, shape.max_cell_size, shape.bound
+    )
+    assert work == len(shape.combos) * (
+        len(shape.cell_of) + shape.n_cells * (2 * shape.bound * shape.max_cell_size + 1) + 200
+    )
     with pytest.raises(ShapeMismatch, match="more than max_work"):
         decompose(problem, max_work=work / 2)
     assert len(decompose(problem, max_work=work).combos) == 4185
-    cert = StructuredOracle(time_limit=60.0, max_work=work / 2,
-                            reference=("highs",)).solve(problem).certificate  # fmt: skip
+    cert = (
+        StructuredOracle(time_limit=60.0, max_work=work / 2, reference=("highs",))
+        .solve(problem)
+        .certificate
+    )
     # OPDisc's and RSPM's problems go to the window oracle, exact ERM's to the reference
     backend = "window" if has_noise(problem) else "highs"
     assert cert.backend == backend and "table entries" in cert.fallback and cert.certified
@@ -375,8 +392,9 @@ def test_max_work_is_checked():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("extra", [("age", "education-num"), ("age", "education-num", "fnlwgt")],
-                         ids=["d25", "d26"])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra", [("age", "education-num"), ("age", "education-num", "fnlwgt")], ids=["d25", "d26"]
+)
 def test_adult_with_five_and_six_continuous_columns_certifies_by_default(adult_dir, extra):
     from pipeline.bench.wider_shapes import adult_variant
 
@@ -407,8 +425,12 @@ def _no_better_neighbour(problem: Problem, w: np.ndarray) -> None:
     lower F (to OBJECTIVE_TOL)."""
     tau, d = problem.domain.step, problem.d
     moves = [np.eye(d)[j] * s for j in range(d) for s in (-1, 1)]
-    moves += [np.eye(d)[i] * s + np.eye(d)[j] * t
-              for i, j in itertools.combinations(range(d), 2) for s in (-1, 1) for t in (-1, 1)]
+    moves += [
+        np.eye(d)[i] * s + np.eye(d)[j] * t
+        for i, j in itertools.combinations(range(d), 2)
+        for s in (-1, 1)
+        for t in (-1, 1)
+    ]
     candidates = w[None, :] + tau * np.asarray(moves)
     inside = np.array([problem.domain.contains(c) for c in candidates])
     assert inside.sum() > d  # the check has something to check
@@ -452,11 +474,14 @@ def test_full_adult_exact_erm_is_certified(adult_rows):
 # n = 4,000 seed 0 is the instance where tight tolerances certified a false optimum; the
 # reference takes HiGHS about a minute on it (50 s on seed 1), so the default run checks the
 # same agreement on a balanced n = 1,000 subsample (a few seconds).
-@pytest.mark.parametrize("n, seed", [
-    (1000, 0),
-    pytest.param(4000, 0, marks=pytest.mark.slow),
-    pytest.param(4000, 1, marks=pytest.mark.slow),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "n, seed",
+    [
+        (1000, 0),
+        pytest.param(4000, 0, marks=pytest.mark.slow),
+        pytest.param(4000, 1, marks=pytest.mark.slow),
+    ],
+)
 def test_reference_agrees_where_tight_tolerances_certified_a_false_optimum(adult, n, seed):
     from oracles.highs import HighsOracle
     from oracles.mip import build_milp
@@ -604,6 +629,7 @@ def test_the_fallback_gets_the_time_left_and_the_threads(monkeypatch):
 
 def test_a_time_limited_fallback_is_reported_not_retried(monkeypatch):
     """A backend that ran and did not certify is the answer (SPEC 8): HiGHS is never asked."""
+
     class Stops:
         name = "gurobi"
 
@@ -611,8 +637,14 @@ def test_a_time_limited_fallback_is_reported_not_retried(monkeypatch):
             pass
 
         def solve(self, problem):
-            return certify(problem, np.zeros(problem.d), status=Status.TIME_LIMIT,
-                           bound=-1e9, seconds=1.0, backend="gurobi")  # fmt: skip
+            return certify(
+                problem,
+                np.zeros(problem.d),
+                status=Status.TIME_LIMIT,
+                bound=-1e9,
+                seconds=1.0,
+                backend="gurobi",
+            )
 
     class Never(Stops):
         def solve(self, problem):

@@ -37,8 +37,9 @@ def _opdisc(seed: int, sign: float):
 def _erm(seed: int):
     """No norm term, but the norm bound D^2 = 4 still binds some combinations."""
     problem = _opdisc(seed, 1.0)
-    return type(problem)(problem.points, problem.pos, problem.neg, problem.domain,
-                         margin=problem.margin)  # fmt: skip
+    return type(problem)(
+        problem.points, problem.pos, problem.neg, problem.domain, margin=problem.margin
+    )
 
 
 def _rspm(seed: int):
@@ -47,14 +48,20 @@ def _rspm(seed: int):
     return rspm_problem(rows, np.random.default_rng(seed).normal(0.0, 5.0, 2 * rows.d))
 
 
-CASES = {"opdisc+": lambda s: _opdisc(s, 1.0), "opdisc-": lambda s: _opdisc(s, -1.0),
-         "erm": _erm, "rspm": _rspm}  # fmt: skip
+CASES = {
+    "opdisc+": lambda s: _opdisc(s, 1.0),
+    "opdisc-": lambda s: _opdisc(s, -1.0),
+    "erm": _erm,
+    "rspm": _rspm,
+}
 
 
 def _brute(shape, kP, f_v) -> float:
     B = shape.bound
-    return min(table_value(shape, kP, np.array(kC), f_v)
-               for kC in itertools.product(range(-B, B + 1), repeat=len(shape.binary_cols)))
+    return min(
+        table_value(shape, kP, np.array(kC), f_v)
+        for kC in itertools.product(range(-B, B + 1), repeat=len(shape.binary_cols))
+    )
 
 
 @pytest.mark.parametrize("seed", [1, 2])

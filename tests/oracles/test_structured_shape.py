@@ -15,17 +15,29 @@ import pytest
 from oracles.base import Box, IntegerGrid, Problem
 from oracles.enumerate import grid_points
 from oracles.structured_shape import (
-    MAX_LISTED_COMBOS, ShapeMismatch, _cells, _combos, _count_combos, decompose, dyadic_scale,
-    onehot_groups, separable_bounds, squares_knapsack,
-)  # fmt: skip
+    MAX_LISTED_COMBOS,
+    ShapeMismatch,
+    _cells,
+    _combos,
+    _count_combos,
+    decompose,
+    dyadic_scale,
+    onehot_groups,
+    separable_bounds,
+    squares_knapsack,
+)
 
 
 def test_combinations_are_listed_in_lexicographic_order():
     for p, B, cap in [(0, 2, 3), (1, 2, 1), (3, 2, 5), (4, 3, 9)]:
         rows = [()]
         for _ in range(p):
-            rows = [r + (k,) for r in rows for k in range(-B, B + 1)
-                    if sum(x * x for x in r) + k * k <= cap]  # fmt: skip
+            rows = [
+                r + (k,)
+                for r in rows
+                for k in range(-B, B + 1)
+                if sum(x * x for x in r) + k * k <= cap
+            ]
         expected = np.asarray(rows, dtype=np.int64).reshape(len(rows), p)
         np.testing.assert_array_equal(_combos(p, B, cap), expected)
         assert _count_combos(p, B, cap) == len(expected)
@@ -45,11 +57,27 @@ def test_more_combinations_than_are_ever_listed_fall_back():
 def _mixed_problem(**kwargs) -> Problem:
     """Columns 0-2 one-hot, 3 continuous (quarters); a zero row; one-feature rows on columns 1
     and 3 (one of them exactly at the margin); a norm term over B = 2, D^2 = 5."""
-    X = np.array([[1, 0, 0, 0.25], [0, 1, 0, 0.75], [0, 0, 1, 0.5], [1, 0, 0, -0.25],
-                  [0, 0, 0, 0.0], [0, 1, 0, 0.0], [0, 0, 0, 0.125]])  # fmt: skip
-    args = dict(points=X, pos=[1.0, 2.0, 0.5, 3.0, 4.0, 1.5, 2.5], neg=[2.0, 1.0, 1.0, 0.0, 1.0,
-                -1.0, 0.5], domain=IntegerGrid(4, 2, 1.0, 5.0), linear=[0.1, -0.2, 0.3, 0.4],
-                norm_coef=-1.5, norm_radius_sq=6.0, margin=0.125)  # fmt: skip
+    X = np.array(
+        [
+            [1, 0, 0, 0.25],
+            [0, 1, 0, 0.75],
+            [0, 0, 1, 0.5],
+            [1, 0, 0, -0.25],
+            [0, 0, 0, 0.0],
+            [0, 1, 0, 0.0],
+            [0, 0, 0, 0.125],
+        ]
+    )
+    args = dict(
+        points=X,
+        pos=[1.0, 2.0, 0.5, 3.0, 4.0, 1.5, 2.5],
+        neg=[2.0, 1.0, 1.0, 0.0, 1.0, -1.0, 0.5],
+        domain=IntegerGrid(4, 2, 1.0, 5.0),
+        linear=[0.1, -0.2, 0.3, 0.4],
+        norm_coef=-1.5,
+        norm_radius_sq=6.0,
+        margin=0.125,
+    )
     return Problem(**(args | kwargs))
 
 
@@ -78,31 +106,39 @@ def test_decompose_sorts_rows_and_columns():
 def test_decompose_refuses_what_it_cannot_cut():
     with pytest.raises(ShapeMismatch, match=r"the domain is not an IntegerGrid \(Box\)"):
         decompose(Problem(np.eye(2), [1.0, 1.0], [0.0, 0.0], Box(2)))
-    with pytest.raises(ShapeMismatch, match=r"1 continuous columns give 5 weight combinations "
-                                            r"\(max_combos=4\)"):  # fmt: skip
+    with pytest.raises(
+        ShapeMismatch,
+        match=r"1 continuous columns give 5 weight combinations "
+        r"\(max_combos=4\)",
+    ):
         decompose(_mixed_problem(), max_combos=4)
     assert len(decompose(_mixed_problem(), max_combos=5).combos) == 5
 
 
 def test_the_norm_table_is_infinite_where_no_grid_point_has_that_square_sum():
     # d = 1, B = 2: ||k||^2 in {0, 1, 4}; 2 and 3 are not sums of one square
-    problem = Problem([[0.5]], [1.0], [0.0], IntegerGrid(1, 2, 1.0, 4.0), norm_coef=1.0,
-                      norm_radius_sq=4.0)  # fmt: skip
+    problem = Problem(
+        [[0.5]], [1.0], [0.0], IntegerGrid(1, 2, 1.0, 4.0), norm_coef=1.0, norm_radius_sq=4.0
+    )
     norm = decompose(problem).norm
     assert np.isinf(norm[[2, 3]]).all() and np.isfinite(norm[[0, 1, 4]]).all()
 
 
-@pytest.mark.parametrize("Xb, expected", [
-    ([[1, 0, 0, 1, 0], [0, 1, 0, 0, 1], [0, 0, 1, 1, 0]], ((0, 1, 2), (3, 4))),
-    ([[1, 0], [0, 1]], ((0, 1),)),
-    ([[1, 1, 0], [0, 0, 1]], ()),  # two 1s in one row: not one-hot
-    ([[1, 0, 1], [0, 1, 0]], ()),  # a trailing column that is not a group
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "Xb, expected",
+    [
+        ([[1, 0, 0, 1, 0], [0, 1, 0, 0, 1], [0, 0, 1, 1, 0]], ((0, 1, 2), (3, 4))),
+        ([[1, 0], [0, 1]], ((0, 1),)),
+        ([[1, 1, 0], [0, 0, 1]], ()),  # two 1s in one row: not one-hot
+        ([[1, 0, 1], [0, 1, 0]], ()),  # a trailing column that is not a group
+    ],
+)
 def test_onehot_groups_are_consecutive_columns_with_one_1_per_row(Xb, expected):
     Xb = np.array(Xb, dtype=float)
     assert onehot_groups(Xb, np.arange(Xb.shape[1])) == expected
     assert onehot_groups(Xb, np.arange(Xb.shape[1]) + 10) == tuple(
-        tuple(c + 10 for c in g) for g in expected)  # reported by the columns' own indices
+        tuple(c + 10 for c in g) for g in expected
+    )  # reported by the columns' own indices
 
 
 def test_cells_are_the_distinct_binary_patterns():
@@ -155,14 +191,20 @@ def test_the_separable_bound_is_below_f_for_every_combination(norm_coef):
 
 def test_cell_reach_is_the_largest_cell_score_within_the_norm_budget():
     """max |sum_{j in c} k_j| over |k_j| <= B, ||k||^2 <= q: min(B s, floor(sqrt(s q)))."""
-    problem = Problem(np.array([[1, 0, 0, 0.5], [0, 1, 1, 0.5], [1, 1, 1, 0.25]]),
-                      [1.0, 1.0, 1.0], [0.0, 0.0, 0.0], IntegerGrid(4, 2))  # fmt: skip
+    problem = Problem(
+        np.array([[1, 0, 0, 0.5], [0, 1, 1, 0.5], [1, 1, 1, 0.25]]),
+        [1.0, 1.0, 1.0],
+        [0.0, 0.0, 0.0],
+        IntegerGrid(4, 2),
+    )
     shape = decompose(problem)
     sizes = shape.cell_size
     for q in range(0, 13):
         reach = shape.cell_reach(q)
         for cell, s in enumerate(sizes):
-            best = max(abs(sum(k)) for k in itertools.product(range(-2, 3), repeat=int(s))
-                       if sum(v * v for v in k) <= q)  # fmt: skip
+            best = max(
+                abs(sum(k))
+                for k in itertools.product(range(-2, 3), repeat=int(s))
+                if sum(v * v for v in k) <= q
+            )
             assert reach[cell] == best, (q, s)
-

@@ -26,8 +26,7 @@ SLOW_SEEDS = range(2120, 2720)
 
 @pytest.fixture(scope="module")
 def fast():
-    return [(seed, p, brute_force(p)) for seed, p in
-            ((s, fuzz_instance(s)) for s in FAST_SEEDS)]  # fmt: skip
+    return [(seed, p, brute_force(p)) for seed, p in ((s, fuzz_instance(s)) for s in FAST_SEEDS)]
 
 
 def _fuzz(oracle, instances) -> Tally:
@@ -53,18 +52,24 @@ def test_no_false_certificate_from_the_window_alone(fast):
 
 @pytest.mark.slow
 def test_no_false_certificate_on_larger_instances():
-    instances = [(s, p, brute_force(p)) for s, p in
-                 ((s, fuzz_instance(s, max_points=3200)) for s in SLOW_SEEDS)]  # fmt: skip
-    for oracle in (WindowOracle(time_limit=30.0, search_seconds=0.02),
-                   WindowOracle(time_limit=30.0, search_seconds=0.02, max_nodes=200,
-                                fallback=None)):  # fmt: skip
+    instances = [
+        (s, p, brute_force(p))
+        for s, p in ((s, fuzz_instance(s, max_points=3200)) for s in SLOW_SEEDS)
+    ]
+    for oracle in (
+        WindowOracle(time_limit=30.0, search_seconds=0.02),
+        WindowOracle(time_limit=30.0, search_seconds=0.02, max_nodes=200, fallback=None),
+    ):
         tally = _fuzz(oracle, instances)
         assert tally.false == 0, "\n".join(tally.failures)
 
 
 def _grid_points(domain: IntegerGrid) -> np.ndarray:
-    ks = [k for k in itertools.product(range(-domain.bound, domain.bound + 1), repeat=domain.d)
-          if domain.norm_sq_max is None or sum(v * v for v in k) <= domain.norm_sq_max]
+    ks = [
+        k
+        for k in itertools.product(range(-domain.bound, domain.bound + 1), repeat=domain.d)
+        if domain.norm_sq_max is None or sum(v * v for v in k) <= domain.norm_sq_max
+    ]
     return np.array(ks, dtype=np.int64)
 
 
@@ -96,8 +101,9 @@ def test_row_minorants_are_valid_for_every_lambda():
     K = _grid_points(problem.domain)
     from oracles.objective import exact_positive
 
-    positive = exact_positive(problem.points[split.rows], problem.domain.step * K.astype(float),
-                              problem.margin)  # fmt: skip
+    positive = exact_positive(
+        problem.points[split.rows], problem.domain.step * K.astype(float), problem.margin
+    )
     pos, neg = problem.pos[split.rows], problem.neg[split.rows]
     cost = np.where(positive, neg[:, None], pos[:, None])
     minor = np.minimum(pos, neg)[:, None] + weight[:, None] * (G @ K.T + h[:, None])

@@ -7,7 +7,6 @@ import os
 from typing import Iterator
 
 
-
 @contextlib.contextmanager
 def own_ray(num_cpus: int) -> Iterator[object]:
     """A local Ray with ``num_cpus`` CPUs and no dashboard, shut down afterwards.

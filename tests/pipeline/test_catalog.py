@@ -35,8 +35,11 @@ def test_settings_are_the_parameter_dataclass_fields_and_defaults(name):
     entry = CATALOG[name]
     schema = {f.name: f.default for f in dataclasses.fields(SCHEMAS[name])}
     assert schema.pop("name") == name
-    params = {f.name: f.default for f in dataclasses.fields(entry.params)
-              if f.name not in RUN_FIELDS and f.name not in entry.fixed}  # fmt: skip
+    params = {
+        f.name: f.default
+        for f in dataclasses.fields(entry.params)
+        if f.name not in RUN_FIELDS and f.name not in entry.fixed
+    }
     extra = {n: d for n, _, d in entry.extra}
     assert schema == params | extra
 
@@ -54,15 +57,25 @@ def test_the_composed_defaults_are_the_mechanisms_own():
 
 def _schema_defaults(group: str, path: Path) -> dict:
     """The defaults of the schema a conf/<group>/*.yaml extends (its defaults list)."""
-    from pipeline.config import AuditConfig, ClusterConfig, OracleConfig, SweepConfig, TrackingConfig
+    from pipeline.config import (
+        AuditConfig,
+        ClusterConfig,
+        OracleConfig,
+        SweepConfig,
+        TrackingConfig,
+    )
     from pipeline.data.schema import DATASET_SCHEMAS
 
     node = OmegaConf.load(path)
     (first,) = [d for d in node.defaults if isinstance(d, str) and d.startswith("/schema/")]
     option = first.split("/")[3].split("@")[0]
     schema = {"mechanism": SCHEMAS, "dataset": DATASET_SCHEMAS}.get(group, {}).get(option) or {
-        "oracle": OracleConfig, "tracking": TrackingConfig, "cluster": ClusterConfig,
-        "sweep": SweepConfig, "audit": AuditConfig}[group]  # fmt: skip
+        "oracle": OracleConfig,
+        "tracking": TrackingConfig,
+        "cluster": ClusterConfig,
+        "sweep": SweepConfig,
+        "audit": AuditConfig,
+    }[group]
     return OmegaConf.to_container(OmegaConf.structured(schema), resolve=False)
 
 
@@ -96,19 +109,32 @@ def test_each_time_limit_default_is_written_once():
     assert validate(_compose([])).oracle.time_limit == DEFAULT_TIME_LIMIT
 
 
-@pytest.mark.parametrize("override, message", [
-    ("mechanisms.opdisc.tau=-1", "mechanisms.opdisc: tau must be finite and > 0, found -1.0"),
-    ("mechanisms.opsamp.loss=hinge", "mechanisms.opsamp: loss must be 'logistic' or 'zero_one'"),
-    ("mechanisms.dpsgd_lr.clip_norm=0", "mechanisms.dpsgd_lr: clip_norm must be finite and > 0"),
-    ("mechanisms.rspm_gaussian.calibration=paper_code",
-     "mechanisms.rspm_gaussian: calibration must be one of ['proven', 'paper']"),
-    ("mechanisms.opsamp.m=0", "mechanisms.opsamp: m must be >= 1, found 0"),
-    # gamma = sqrt(ln(4d / delta) / (2m)) <= 1 (Lemma 9) needs m >= ln(4 / 1e-6) / 2 at any d
-    ("mechanisms.opsamp.m=3", "mechanisms.opsamp: m must be >= 8 (so that gamma"),
-    ("mechanisms.opsamp.out_of_bounds=drop",
-     "mechanisms.opsamp: out_of_bounds must be 'error' or 'clip', found 'drop'"),
-    ("mechanisms.opdisc.name=rspm_gaussian", "mechanisms.opdisc.name: must be 'opdisc'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("mechanisms.opdisc.tau=-1", "mechanisms.opdisc: tau must be finite and > 0, found -1.0"),
+        (
+            "mechanisms.opsamp.loss=hinge",
+            "mechanisms.opsamp: loss must be 'logistic' or 'zero_one'",
+        ),
+        (
+            "mechanisms.dpsgd_lr.clip_norm=0",
+            "mechanisms.dpsgd_lr: clip_norm must be finite and > 0",
+        ),
+        (
+            "mechanisms.rspm_gaussian.calibration=paper_code",
+            "mechanisms.rspm_gaussian: calibration must be one of ['proven', 'paper']",
+        ),
+        ("mechanisms.opsamp.m=0", "mechanisms.opsamp: m must be >= 1, found 0"),
+        # gamma = sqrt(ln(4d / delta) / (2m)) <= 1 (Lemma 9) needs m >= ln(4 / 1e-6) / 2 at any d
+        ("mechanisms.opsamp.m=3", "mechanisms.opsamp: m must be >= 8 (so that gamma"),
+        (
+            "mechanisms.opsamp.out_of_bounds=drop",
+            "mechanisms.opsamp: out_of_bounds must be 'error' or 'clip', found 'drop'",
+        ),
+        ("mechanisms.opdisc.name=rspm_gaussian", "mechanisms.opdisc.name: must be 'opdisc'"),
+    ],
+)
 def test_a_setting_the_mechanism_refuses_is_a_config_error_naming_it(override, message):
     with pytest.raises(ConfigError) as err:
         validate(_compose(["+sweep=smoke", override]))
@@ -128,8 +154,10 @@ def test_the_catalog_says_which_oracle_and_how_each_runs():
     config = validate(_compose(["oracle=highs", "oracle.time_limit=7"]))
     opsamp = config.mechanisms["opsamp"]
     assert make_oracle(config.oracle, mechanism=opsamp).name == "convex"
-    assert make_oracle(config.oracle, mechanism=dataclasses.replace(opsamp, loss="zero_one")
-                       ).name == "highs"  # fmt: skip
+    assert (
+        make_oracle(config.oracle, mechanism=dataclasses.replace(opsamp, loss="zero_one")).name
+        == "highs"
+    )
     assert make_oracle(config.oracle, mechanism=config.mechanisms["erm_01"]).name == "highs"
     with pytest.raises(ValueError, match="calls no oracle"):
         make_oracle(config.oracle, mechanism=config.mechanisms["dpsgd_lr"])
@@ -137,23 +165,46 @@ def test_the_catalog_says_which_oracle_and_how_each_runs():
 
 @pytest.fixture(scope="module")
 def tiny():
-    config = validate(_compose(["+sweep=smoke", "dataset.n=80", "dataset.n_continuous=1",
-                                "dataset.groups=[2]", "dataset.levels=3"]))  # fmt: skip
+    config = validate(
+        _compose(
+            [
+                "+sweep=smoke",
+                "dataset.n=80",
+                "dataset.n_continuous=1",
+                "dataset.groups=[2]",
+                "dataset.levels=3",
+            ]
+        )
+    )
     return load_dataset(config.dataset)[0]
 
 
-@pytest.mark.parametrize("override, mechanism, check", [
-    # a walk of three parameters from the command line to the release
-    ("mechanisms.dpsgd_lr.clip_norm=3.5", "dpsgd_lr",
-     lambda r: r.params["clip_norm"] == 3.5 and math.isclose(
-         r.noise["noise_std"], r.noise["noise_multiplier"] * 3.5)),
-    ("mechanisms.opdisc.calibration=paper", "opdisc",
-     # the guarantee proven for the paper's sigma, not the target (SPEC 10.1)
-     lambda r: r.privacy.calibration == "paper" and r.privacy.epsilon != 1.0),
-    ("oracle.time_limit=45", "opsamp",
-     lambda r: {c.backend for c in r.certificates} == {"convex"}),
-    ("margin=0.25", "logistic_regression", lambda r: r.margin == 0.25),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "override, mechanism, check",
+    [
+        # a walk of three parameters from the command line to the release
+        (
+            "mechanisms.dpsgd_lr.clip_norm=3.5",
+            "dpsgd_lr",
+            lambda r: (
+                r.params["clip_norm"] == 3.5
+                and math.isclose(r.noise["noise_std"], r.noise["noise_multiplier"] * 3.5)
+            ),
+        ),
+        (
+            "mechanisms.opdisc.calibration=paper",
+            "opdisc",
+            # the guarantee proven for the paper's sigma, not the target (SPEC 10.1)
+            lambda r: r.privacy.calibration == "paper" and r.privacy.epsilon != 1.0,
+        ),
+        (
+            "oracle.time_limit=45",
+            "opsamp",
+            lambda r: {c.backend for c in r.certificates} == {"convex"},
+        ),
+        ("margin=0.25", "logistic_regression", lambda r: r.margin == 0.25),
+    ],
+)
 def test_a_setting_reaches_the_release(tiny, override, mechanism, check):
     config = validate(_compose(["+sweep=smoke", "oracle=enumerate", override]))
     key = RunKey(mechanism, 1.0 if mechanism not in NON_PRIVATE else math.inf, 0)

@@ -23,8 +23,12 @@ def _run(args, tmp_path, env_extra=None, timeout=600):
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run(
         [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={tmp_path / 'out'}"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _config(overrides, out):

@@ -64,11 +64,16 @@ def test_oracle_parts_split_the_window_search_into_ray_tasks(name):
     assert make_oracle(validate(_compose([f"oracle={name}"])).oracle).map_parts is None
 
 
-@pytest.mark.parametrize("override, message", [
-    ("oracle.parts=0", "oracle.parts: must be >= 1, found 0"),
-    ("oracle=highs oracle.parts=2", "oracle.parts: must be 1 unless oracle.name is structured "
-                                    "or window, found 2"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("oracle.parts=0", "oracle.parts: must be >= 1, found 0"),
+        (
+            "oracle=highs oracle.parts=2",
+            "oracle.parts: must be 1 unless oracle.name is structured or window, found 2",
+        ),
+    ],
+)
 def test_oracle_parts_are_checked(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate(_compose(override.split()))
@@ -105,18 +110,22 @@ def test_unknown_option_lists_the_options():
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["+sweep=smoke", "sweep.epsilons=[0.5,-1]"],
-         "sweep.epsilons: every epsilon must be > 0, found [0.5, -1.0]"),
+        (
+            ["+sweep=smoke", "sweep.epsilons=[0.5,-1]"],
+            "sweep.epsilons: every epsilon must be > 0, found [0.5, -1.0]",
+        ),
         (["+sweep=smoke", "sweep.epsilons=[]"], "sweep.epsilons: must list at least one epsilon"),
         (["+sweep=smoke", "sweep.seeds=0"], "sweep.seeds: must be >= 1, found 0"),
         (["+sweep=smoke", "sweep.privacy_delta=1.5"], "sweep.privacy_delta: must be in (0, 1)"),
         (["+sweep=smoke", "dataset.label_noise=0.9"], "dataset.label_noise: must be in [0, 0.5]"),
         (["margin=0"], "margin: must be > 0, found 0.0"),
         (["cluster.num_cpus=0"], "cluster.num_cpus: must be >= 1 or null, found 0"),
-        (["oracle.name=cplex"],
-         "oracle.name: must be structured, auto, highs, gurobi, enumerate, window, found 'cplex'"),
+        (
+            ["oracle.name=cplex"],
+            "oracle.name: must be structured, auto, highs, gurobi, enumerate, window, found 'cplex'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_values_name_the_field(overrides, message):
     with pytest.raises(ConfigError) as err:
         validate(_compose(overrides))

@@ -31,8 +31,10 @@ def test_a_second_lease_is_refused_by_name_until_the_first_is_released(tmp_path)
     with pytest.raises(SweepBusyError) as err:
         second.acquire()
     message = str(err.value)
-    assert message.startswith(f"another driver is running in {tmp_path} (pid {os.getpid()} on "
-                              f"{socket.gethostname()}, sweep sid-1, started ")
+    assert message.startswith(
+        f"another driver is running in {tmp_path} (pid {os.getpid()} on "
+        f"{socket.gethostname()}, sweep sid-1, started "
+    )
     assert message.endswith("or use another hydra.run.dir")
     assert json.loads((tmp_path / LOCK_NAME).read_text())["sweep_id"] == "sid-1"  # untouched
     first.release()

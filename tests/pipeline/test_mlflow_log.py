@@ -35,8 +35,15 @@ def _dataset(n: int, seed: int) -> Dataset:
 def _release() -> Release:
     claim = PrivacyClaim(0.5, 1e-6, True, "certified", calibration="proven")
     certificate = Certificate(Status.OPTIMAL, 3.0, 3.0, 0.01, "highs")
-    return Release("opdisc", np.array([0.5, -0.25, 0.25]), claim, noise={"sigma": 2.0},
-                   params={"tau": 1.0}, certificates=(certificate,), margin=MARGIN)  # fmt: skip
+    return Release(
+        "opdisc",
+        np.array([0.5, -0.25, 0.25]),
+        claim,
+        noise={"sigma": 2.0},
+        params={"tau": 1.0},
+        certificates=(certificate,),
+        margin=MARGIN,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +59,16 @@ def logged(tmp_path_factory):
     before = time.time()
     run_id = tracker.log_child(result, release, {"name": "opdisc", "tau": 1.0})
     seconds = time.time() - before
-    return {"tracker": tracker, "run_id": run_id, "result": result, "release": release,
-            "train": train, "test": test, "logged_at": before, "log_seconds": seconds}  # fmt: skip
+    return {
+        "tracker": tracker,
+        "run_id": run_id,
+        "result": result,
+        "release": release,
+        "train": train,
+        "test": test,
+        "logged_at": before,
+        "log_seconds": seconds,
+    }
 
 
 def test_the_dataset_is_the_input_of_the_child_and_of_the_parent(logged):
@@ -89,7 +104,8 @@ def test_the_model_signature_is_the_feature_names_in_and_the_label_out(logged):
     mlflow.set_tracking_uri(logged["tracker"].uri)
     signature = get_model_info(f"runs:/{logged['run_id']}/model").signature
     assert [(c.name, c.type.name) for c in signature.inputs.inputs] == [
-        (name, "double") for name in NAMES]
+        (name, "double") for name in NAMES
+    ]
     assert [(c.name, c.type.name) for c in signature.outputs.inputs] == [("label", "long")]
 
 
@@ -111,8 +127,7 @@ def test_run_one_records_when_the_run_started_and_its_duration(monkeypatch, tmp_
 
     monkeypatch.setattr(pipeline.tasks, "run_release", slow_release)
     before = time.time()
-    result, release = pipeline.tasks.run_one(None, RunKey("opdisc", 0.5, 1), _dataset(10, 2),
-                                             None)  # fmt: skip
+    result, release = pipeline.tasks.run_one(None, RunKey("opdisc", 0.5, 1), _dataset(10, 2), None)
     assert before * 1000 - 1 <= result.start_time_ms <= before * 1000 + 50
     assert 0.3 <= result.wall_seconds < 0.4
     tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "timing", tmp_path / "art")

@@ -33,8 +33,16 @@ def test_the_artifact_is_the_models_state(tmp_path):
 def test_labels_are_the_exact_rule_at_the_margin_too(tmp_path):
     margin = 1e-4
     model = _model(tmp_path, [1.0, 1.0], margin)
-    X = np.array([[margin, 0.0], [margin / 2, margin / 2], [0.0, 0.0], [0.3, -0.3 + 1e-12],
-                  [0.7, 0.1], [0.1, -0.2]])  # fmt: skip
+    X = np.array(
+        [
+            [margin, 0.0],
+            [margin / 2, margin / 2],
+            [0.0, 0.0],
+            [0.3, -0.3 + 1e-12],
+            [0.7, 0.1],
+            [0.1, -0.2],
+        ]
+    )
     labels = model.predict(None, pd.DataFrame(X, columns=["a", "b"]))
     assert labels.name == "label" and labels.dtype == np.int64
     np.testing.assert_array_equal(labels, predict(X, np.array([1.0, 1.0]), margin))

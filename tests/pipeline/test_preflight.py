@@ -15,15 +15,26 @@ from hydra import compose, initialize_config_dir
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, validate
 from pipeline.data.record import Dataset
-from pipeline.preflight import (WARN_ORACLE_CALLS, _require_calls, check_data_bounds,
-                                check_job_output_dir, check_oracle_calls, probe_ray_address,
-                                probe_tracking_store, ray_connect_error, under_ray_job)  # fmt: skip
+from pipeline.preflight import (
+    WARN_ORACLE_CALLS,
+    _require_calls,
+    check_data_bounds,
+    check_job_output_dir,
+    check_oracle_calls,
+    probe_ray_address,
+    probe_tracking_store,
+    ray_connect_error,
+    under_ray_job,
+)
 
 
 def _config(*overrides):
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
-        return validate(compose(config_name="config",
-                                overrides=["+sweep=smoke", "sweep.epsilons=[1.0]", *overrides]))
+        return validate(
+            compose(
+                config_name="config", overrides=["+sweep=smoke", "sweep.epsilons=[1.0]", *overrides]
+            )
+        )
 
 
 def test_probing_a_sqlite_store_leaves_nothing_behind(tmp_path):
@@ -34,8 +45,9 @@ def test_probing_a_sqlite_store_leaves_nothing_behind(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["mlflow.db"]
 
 
-@pytest.mark.parametrize("uri", ["sqlite:///:memory:", "file:///nonexistent/mlruns",
-                                 "databricks", "sqlite://"])  # fmt: skip
+@pytest.mark.parametrize(
+    "uri", ["sqlite:///:memory:", "file:///nonexistent/mlruns", "databricks", "sqlite://"]
+)
 def test_stores_that_need_no_probe_pass_without_one(uri):
     probe_tracking_store(uri)
 
@@ -70,13 +82,15 @@ def test_only_a_job_driver_checks_its_output_directory(tmp_path, monkeypatch):
 
 
 def test_oracle_calls_are_counted_only_when_opsamp_runs():
-    assert check_oracle_calls(_config("sweep.mechanisms=[opdisc,expmech]"), [1.0], n=400,
-                              d=8) == {}  # fmt: skip
+    assert check_oracle_calls(_config("sweep.mechanisms=[opdisc,expmech]"), [1.0], n=400, d=8) == {}
 
 
 def test_the_call_limit_and_the_warning(caplog):
-    with pytest.raises(ConfigError, match=r"needs m=12,345 oracle calls .* more than "
-                                          r"sweep.max_oracle_calls=1,000; .*found 0.5"):
+    with pytest.raises(
+        ConfigError,
+        match=r"needs m=12,345 oracle calls .* more than "
+        r"sweep.max_oracle_calls=1,000; .*found 0.5",
+    ):
         _require_calls(12_345, 1_000, 0.5, 2)
     with pytest.raises(ConfigError, match=r"needs m=1e\+13 oracle calls"):
         _require_calls(10**13, 1_000, 0.5, 2)
@@ -84,8 +98,10 @@ def test_the_call_limit_and_the_warning(caplog):
         _require_calls(WARN_ORACLE_CALLS, 1_000, 0.5, 3)
         assert caplog.text == ""  # at the threshold: no warning
         _require_calls(WARN_ORACLE_CALLS + 1, 1_000, 0.5, 3)
-    assert f"m={WARN_ORACLE_CALLS + 1} oracle calls (Ray tasks) per run, " \
-           f"{3 * (WARN_ORACLE_CALLS + 1)} for its 3 runs" in caplog.text
+    assert (
+        f"m={WARN_ORACLE_CALLS + 1} oracle calls (Ray tasks) per run, "
+        f"{3 * (WARN_ORACLE_CALLS + 1)} for its 3 runs" in caplog.text
+    )
 
 
 def test_data_beyond_a_proofs_bound_is_refused_or_recorded_when_clipped(caplog):

@@ -12,9 +12,15 @@ import pytest
 from oracles.progress import SolveProgress, reporter
 from pipeline import progress as pp
 from pipeline.progress import (
-    BoardEntry, Channel, Progress, ProgressBoard, estimate_eta, left_of_running, reporting,
+    BoardEntry,
+    Channel,
+    Progress,
+    ProgressBoard,
+    estimate_eta,
+    left_of_running,
+    reporting,
     running_line,
-)  # fmt: skip
+)
 from pipeline.tasks import RunKey
 
 
@@ -49,8 +55,12 @@ def test_a_running_run_has_its_typical_duration_left_then_its_overrun_up_to_the_
 
 
 def test_eta_counts_pending_runs_at_their_mechanism_typical_duration_over_the_slots():
-    eta = estimate_eta(finished=[("fast", 2.0), ("fast", 4.0), ("slow", 100.0)], running=[],
-                       pending=["fast", "slow", "slow", "new"], slots=2)  # fmt: skip
+    eta = estimate_eta(
+        finished=[("fast", 2.0), ("fast", 4.0), ("slow", 100.0)],
+        running=[],
+        pending=["fast", "slow", "slow", "new"],
+        slots=2,
+    )
     # fast 3, slow 100 twice, an unseen mechanism the overall mean 106 / 3
     assert eta == pytest.approx((3.0 + 200.0 + 106.0 / 3) / 2)
 
@@ -61,16 +71,21 @@ def test_a_long_running_solve_lengthens_the_eta_instead_of_being_ignored():
     finished = [("opdisc", 20.0)] * 5
     ignoring = estimate_eta(finished=finished, running=[], pending=[], slots=2)
     assert ignoring == 0.0
-    eta = estimate_eta(finished=finished, running=[("opdisc", 360.0)], pending=[], slots=2,
-                       limit=600.0)  # fmt: skip
+    eta = estimate_eta(
+        finished=finished, running=[("opdisc", 360.0)], pending=[], slots=2, limit=600.0
+    )
     assert eta == 240.0  # up to the time limit: the longest any running run has left
 
 
 def test_eta_falls_back_to_throughput_then_the_limit_then_unknown():
-    assert estimate_eta(finished=[], running=[], pending=[None, None], slots=1,
-                        throughput=10.0) == 20.0  # fmt: skip
-    assert estimate_eta(finished=[], running=[("a", 5.0)], pending=[None], slots=1,
-                        limit=60.0) == 60.0 + 55.0  # fmt: skip
+    assert (
+        estimate_eta(finished=[], running=[], pending=[None, None], slots=1, throughput=10.0)
+        == 20.0
+    )
+    assert (
+        estimate_eta(finished=[], running=[("a", 5.0)], pending=[None], slots=1, limit=60.0)
+        == 60.0 + 55.0
+    )
     assert estimate_eta(finished=[], running=[("a", 5.0)], pending=[], slots=1) is None
     assert estimate_eta(finished=[], running=[], pending=[], slots=1) == 0.0
 
@@ -107,8 +122,9 @@ class FakeMethod:
 
 def fake_board(fail: bool = False):
     calls: list = []
-    board = types.SimpleNamespace(**{n: FakeMethod(calls, n, fail)
-                                     for n in ("start", "report", "done")})  # fmt: skip
+    board = types.SimpleNamespace(
+        **{n: FakeMethod(calls, n, fail) for n in ("start", "report", "done")}
+    )
     return board, calls
 
 
@@ -153,8 +169,9 @@ def test_ray_solve_many_tags_each_call_of_a_run(monkeypatch):
             submitted.append(channel)
             return ("ok", "node", 1.0)
 
-    monkeypatch.setitem(__import__("sys").modules, "ray",
-                        types.SimpleNamespace(get=lambda refs: refs))  # fmt: skip
+    monkeypatch.setitem(
+        __import__("sys").modules, "ray", types.SimpleNamespace(get=lambda refs: refs)
+    )
     sweep.RaySolveMany(Task(), board="B", tag="opsamp/eps=1/run=0")("o", ["p1", "p2"])
     assert [c.tag for c in submitted] == ["opsamp/eps=1/run=0#0", "opsamp/eps=1/run=0#1"]
     assert all(c.board == "B" and c.interval == sweep.REPORT_EVERY for c in submitted)
@@ -170,13 +187,16 @@ def test_ray_solve_many_tags_each_call_of_a_run(monkeypatch):
 
 
 def test_running_line_shows_backend_elapsed_incumbent_bound_and_gap():
-    entry = BoardEntry("opdisc/eps=1/run=0", 95.4,
-                       SolveProgress("opdisc", "highs", 93.2, -123.456789, -130.2))  # fmt: skip
-    assert running_line(entry) == ("  opdisc/eps=1/run=0 95s: highs 93s incumbent -123.457 "
-                                   "bound -130.2 gap 6.743")  # fmt: skip
+    entry = BoardEntry(
+        "opdisc/eps=1/run=0", 95.4, SolveProgress("opdisc", "highs", 93.2, -123.456789, -130.2)
+    )
+    assert running_line(entry) == (
+        "  opdisc/eps=1/run=0 95s: highs 93s incumbent -123.457 bound -130.2 gap 6.743"
+    )
     empty = SolveProgress("x", "gurobi", 3.0, math.inf, -math.inf)
     assert running_line(BoardEntry("t", 3.0, empty)) == (
-        "  t 3s: gurobi 3s incumbent none bound -inf gap -")
+        "  t 3s: gurobi 3s incumbent none bound -inf gap -"
+    )
     assert running_line(BoardEntry("t", 3.0)) == "  t 3s: no solver report yet"
 
 
@@ -194,8 +214,11 @@ def test_the_block_of_running_solves_and_an_eta_that_counts_them(clock):
     assert not progress.due()
     clock.now += 20
     assert progress.due()
-    board = [BoardEntry("opdisc/eps=1/run=0", 300.0,
-                        SolveProgress("opdisc", "highs", 299.0, -12.5, -20.0))]  # fmt: skip
+    board = [
+        BoardEntry(
+            "opdisc/eps=1/run=0", 300.0, SolveProgress("opdisc", "highs", 299.0, -12.5, -20.0)
+        )
+    ]
     progress.show_running(board)
     lines = stream.getvalue().splitlines()
     assert lines[-2].endswith("running 1, 1 waiting for a CPU or starting")
@@ -214,13 +237,15 @@ def test_the_block_goes_above_the_bar_on_a_terminal(clock, monkeypatch):
         def isatty(self) -> bool:
             return True
 
-    monkeypatch.setattr(shutil, "get_terminal_size",
-                        lambda fallback=None: os.terminal_size((80, 24)))  # fmt: skip
+    monkeypatch.setattr(
+        shutil, "get_terminal_size", lambda fallback=None: os.terminal_size((80, 24))
+    )
     stream = Tty()
     progress = Progress(2, stream=stream, keys=[RunKey("opdisc", 1.0, 0)])
     progress.started(RunKey("opdisc", 1.0, 0))
-    progress.show_running([BoardEntry("opdisc/eps=1/run=0", 40.0,
-                                      SolveProgress("o", "highs", 39.0, 3.0, 1.0))])  # fmt: skip
+    progress.show_running(
+        [BoardEntry("opdisc/eps=1/run=0", 40.0, SolveProgress("o", "highs", 39.0, 3.0, 1.0))]
+    )
     text = stream.getvalue()
     solve_line = "  opdisc/eps=1/run=0 40s: highs 39s incumbent 3 bound 1 gap 2\n"
     assert solve_line in text
@@ -242,6 +267,5 @@ def test_in_threads_ticks_while_a_run_goes_and_a_failing_tick_is_not_the_sweep(m
     def work(key):
         return all(ticks.acquire(timeout=10) for _ in range(3))
 
-    items = list(sweep._in_threads(["k"], 1, work, heartbeat=lambda: None, tick=tick,
-                                   wait=0.01))  # fmt: skip
+    items = list(sweep._in_threads(["k"], 1, work, heartbeat=lambda: None, tick=tick, wait=0.01))
     assert items == [("k", True, None)]

@@ -51,9 +51,14 @@ def test_a_running_solve_reports_to_the_board(local_ray, monkeypatch):
     result: dict = {}
 
     def go() -> None:
-        result["release"] = run(ExactERM(), data.features, data.labels,
-                                HighsOracle(time_limit=60.0), np.random.default_rng(0),
-                                solve_many=sweep.RaySolveMany(solve_task, board, "erm/run=0"))
+        result["release"] = run(
+            ExactERM(),
+            data.features,
+            data.labels,
+            HighsOracle(time_limit=60.0),
+            np.random.default_rng(0),
+            solve_many=sweep.RaySolveMany(solve_task, board, "erm/run=0"),
+        )
 
     thread = threading.Thread(target=go)
     thread.start()
@@ -75,8 +80,9 @@ def test_a_running_solve_reports_to_the_board(local_ray, monkeypatch):
     assert result["release"].certificates[0].certified
 
 
-def test_the_sweep_prints_a_running_solve_with_incumbent_and_bound(local_ray, monkeypatch,
-                                                                   capsys, tmp_path):  # fmt: skip
+def test_the_sweep_prints_a_running_solve_with_incumbent_and_bound(
+    local_ray, monkeypatch, capsys, tmp_path
+):
     from pipeline import sweep
     from pipeline.catalog import SCHEMAS
     from pipeline.config import Config, OracleConfig, SweepConfig
@@ -85,17 +91,22 @@ def test_the_sweep_prints_a_running_solve_with_incumbent_and_bound(local_ray, mo
 
     monkeypatch.setattr(sweep, "PROGRESS_EVERY", 0.5)
     monkeypatch.setattr(sweep, "REPORT_EVERY", 0.2)
-    config = Config(dataset=SyntheticDatasetConfig(n=20),
-                    mechanisms={"erm_01": SCHEMAS["erm_01"]()},
-                    oracle=OracleConfig(name="highs", time_limit=60.0),
-                    sweep=SweepConfig(name="progress", mechanisms=["erm_01"], epsilons=[1.0],
-                                      seeds=1))  # fmt: skip
+    config = Config(
+        dataset=SyntheticDatasetConfig(n=20),
+        mechanisms={"erm_01": SCHEMAS["erm_01"]()},
+        oracle=OracleConfig(name="highs", time_limit=60.0),
+        sweep=SweepConfig(name="progress", mechanisms=["erm_01"], epsilons=[1.0], seeds=1),
+    )
     tracker = FakeTracker()
     rows, failed = sweep.run_sweep(config, slow_erm_data(), None, tracker)
     assert failed == {} and len(rows) == 1 and rows[0].oracle_certified
     err = capsys.readouterr().err
-    solve_lines = re.findall(r"^  erm_01/eps=inf/run=0 \d+s: highs \d+s incumbent (\S+) "
-                             r"bound (\S+) gap (\S+)$", err, flags=re.M)  # fmt: skip
+    solve_lines = re.findall(
+        r"^  erm_01/eps=inf/run=0 \d+s: highs \d+s incumbent (\S+) "
+        r"bound (\S+) gap (\S+)$",
+        err,
+        flags=re.M,
+    )
     assert solve_lines, err
     assert any(inc != "none" and bound != "-inf" for inc, bound, _ in solve_lines), err
     assert re.search(r"\] 0/1 elapsed +\d+s eta +\d+s  running 1$", err, flags=re.M), err

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -58,8 +57,9 @@ def test_a_run_through_ray_is_the_sequential_release(local_ray):
     X, y = _data(seed=2)
     mechanism = OPSamp(OPSampParams(1.0, 0.1, m=3))  # gamma <= 1 at d = 3, as above
     oracle = make_oracle("convex", time_limit=30.0)
-    on_ray = run(mechanism, X, y, oracle, np.random.default_rng(5),
-                 solve_many=RaySolveMany(local_ray))  # fmt: skip
+    on_ray = run(
+        mechanism, X, y, oracle, np.random.default_rng(5), solve_many=RaySolveMany(local_ray)
+    )
     sequential = run(mechanism, X, y, oracle, np.random.default_rng(5))
     np.testing.assert_array_equal(on_ray.w, sequential.w)
     assert on_ray.privacy == sequential.privacy

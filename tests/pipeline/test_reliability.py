@@ -34,9 +34,13 @@ def _compose(overrides, hydra=False):
 
 def _cli(args, out: Path, env_extra=None, timeout=600) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"], cwd=REPO,
-        env={**os.environ, **(env_extra or {})}, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"],
+        cwd=REPO,
+        env={**os.environ, **(env_extra or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _closed_port() -> int:
@@ -51,13 +55,12 @@ def _closed_port() -> int:
 @pytest.mark.parametrize(
     "override, message",
     [
-        ("+oracle.timelimit=5",
-         "oracle.timelimit: unknown key (did you mean oracle.time_limit?)"),
+        ("+oracle.timelimit=5", "oracle.timelimit: unknown key (did you mean oracle.time_limit?)"),
         ("+sweep.epsilon=0.01", "sweep.epsilon: unknown key (did you mean sweep.epsilons?)"),
         ("+foo=1", "foo: unknown key; the keys of the root config are"),
         ("+mechanisms.opdisc.sigma=3", "mechanisms.opdisc.sigma: unknown key"),
     ],
-)  # fmt: skip
+)
 def test_keys_added_with_plus_are_rejected_not_dropped(override, message):
     with pytest.raises(ConfigError) as err:
         validate(_compose(["+sweep=smoke", override]))
@@ -68,8 +71,11 @@ def test_keys_added_with_plus_are_rejected_not_dropped(override, message):
 def test_cli_rejects_unknown_keys_with_exit_code_2(tmp_path):
     plus = _cli(["+sweep=smoke", "+oracle.timelimit=5"], tmp_path / "a")
     assert plus.returncode == ExitCode.USAGE, plus.stderr
-    assert plus.stderr.strip().splitlines()[-1].startswith(
-        "error: oracle.timelimit: unknown key (did you mean oracle.time_limit?)")
+    assert (
+        plus.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: oracle.timelimit: unknown key (did you mean oracle.time_limit?)")
+    )
     hydra = _cli(["+sweep=smoke", "oracle.timelimit=5"], tmp_path / "b")  # Hydra's own check
     assert hydra.returncode == ExitCode.USAGE, hydra.stderr
     assert not (tmp_path / "a" / "summary.json").exists()
@@ -94,7 +100,7 @@ def test_run_keys_tell_close_epsilons_apart_and_keep_short_forms():
         ("sweep.epsilons=[0.5,0.5000000001]", "sweep.epsilons: 0.5 and 0.5000000001 are closer"),
         ("sweep.mechanisms=[opdisc,opdisc]", "sweep.mechanisms: lists opdisc more than once"),
     ],
-)  # fmt: skip
+)
 def test_duplicate_grid_entries_are_rejected(override, message):
     with pytest.raises(ConfigError) as err:
         validate(_compose(["+sweep=smoke", override]))
@@ -175,8 +181,9 @@ def test_unreachable_tracking_server_stops_the_run_before_anything_is_written(tm
 
     out = tmp_path / "out"
     uri = f"http://127.0.0.1:{_closed_port()}"
-    config = validate(_compose(["+sweep=smoke", f"tracking.tracking_uri={uri}",
-                                f"output_dir={out}"]))  # fmt: skip
+    config = validate(
+        _compose(["+sweep=smoke", f"tracking.tracking_uri={uri}", f"output_dir={out}"])
+    )
     start = time.monotonic()
     with pytest.raises(ServiceError) as raised:  # main: exit code 5, "error: " + this message
         run(config)
@@ -191,8 +198,7 @@ def test_unreachable_tracking_server_stops_the_run_before_anything_is_written(tm
 def test_cli_unreachable_tracking_server_exits_5_and_leaves_nothing(tmp_path):
     out = tmp_path / "out"
     start = time.monotonic()
-    result = _cli(["+sweep=smoke", f"tracking.tracking_uri=http://127.0.0.1:{_closed_port()}"],
-                  out)  # fmt: skip
+    result = _cli(["+sweep=smoke", f"tracking.tracking_uri=http://127.0.0.1:{_closed_port()}"], out)
     assert result.returncode == ExitCode.SERVICE_UNAVAILABLE, result.stderr[-2000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: tracking server http://127.0.0.1:") and "unreachable" in last
@@ -222,8 +228,11 @@ def test_tiny_epsilon_is_refused_before_ray_and_many_oracle_calls_warn(caplog):
 
     config = validate(_compose(["+sweep=smoke"]))
     # refused by the calibration's own check (m beyond 2**53 oracle calls), before Ray
-    with pytest.raises(ConfigError, match=r"sweep.epsilons: OPSamp cannot be calibrated at "
-                                          r"epsilon 1e-300 .*more than 2\*\*53"):
+    with pytest.raises(
+        ConfigError,
+        match=r"sweep.epsilons: OPSamp cannot be calibrated at "
+        r"epsilon 1e-300 .*more than 2\*\*53",
+    ):
         check_oracle_calls(config, [1e-300], n=400, d=8)
     with caplog.at_level(logging.WARNING, logger="pipeline.preflight"):
         calls = check_oracle_calls(config, [1.0, 0.01], n=400, d=8)
@@ -277,14 +286,26 @@ def test_a_live_driver_elsewhere_holds_the_sweep_through_the_tracking_store(trac
 def _row(mechanism, eps, i, acc, holds=True, certified=True, gap=0.0):
     from pipeline.run_record import privacy_status
 
-    return {"key": f"{mechanism}/eps={eps:g}/run={i}", "mechanism": mechanism,
-            "requested_epsilon": eps, "run_index": i, "privacy_delta": 1e-5,
-            "privacy_holds": holds,
-            "privacy_reason": "" if holds else "1 of 1 oracle calls not certified",
-            "train_accuracy": acc, "test_accuracy": acc, "wall_seconds": 0.5 + i,
-            "oracle_seconds": 0.1, "oracle_calls": 1, "oracle_max_gap": gap,
-            "oracle_backends": "highs", "oracle_fallbacks": "", "node": "n",
-            "oracle_certified": certified, "privacy_status": privacy_status(mechanism, holds)}
+    return {
+        "key": f"{mechanism}/eps={eps:g}/run={i}",
+        "mechanism": mechanism,
+        "requested_epsilon": eps,
+        "run_index": i,
+        "privacy_delta": 1e-5,
+        "privacy_holds": holds,
+        "privacy_reason": "" if holds else "1 of 1 oracle calls not certified",
+        "train_accuracy": acc,
+        "test_accuracy": acc,
+        "wall_seconds": 0.5 + i,
+        "oracle_seconds": 0.1,
+        "oracle_calls": 1,
+        "oracle_max_gap": gap,
+        "oracle_backends": "highs",
+        "oracle_fallbacks": "",
+        "node": "n",
+        "oracle_certified": certified,
+        "privacy_status": privacy_status(mechanism, holds),
+    }
 
 
 def test_uncertified_reference_is_flagged_not_drawn_as_the_ceiling(tmp_path):
@@ -331,8 +352,9 @@ def test_progress_line_fits_the_terminal(monkeypatch):
         def isatty(self):
             return True
 
-    monkeypatch.setattr(shutil, "get_terminal_size",
-                        lambda fallback=None: os.terminal_size((80, 24)))  # fmt: skip
+    monkeypatch.setattr(
+        shutil, "get_terminal_size", lambda fallback=None: os.terminal_size((80, 24))
+    )
     stream = Tty()
     progress = Progress(3, stream=stream)
     progress.update("opdisc/eps=1/run=0: acc 0.873, privacy holds " + "x" * 100)
@@ -348,11 +370,19 @@ def tracking_db(tmp_path_factory):
 
 
 def _small_config(tracking_db, out, experiment):
-    return validate(_compose([
-        "+sweep=smoke", "sweep.mechanisms=[expmech,logistic_regression]",
-        "sweep.epsilons=[0.5,1.0]", "sweep.seeds=2",
-        f"tracking.tracking_uri={tracking_db}", f"tracking.experiment={experiment}",
-        f"output_dir={out}"]))  # fmt: skip
+    return validate(
+        _compose(
+            [
+                "+sweep=smoke",
+                "sweep.mechanisms=[expmech,logistic_regression]",
+                "sweep.epsilons=[0.5,1.0]",
+                "sweep.seeds=2",
+                f"tracking.tracking_uri={tracking_db}",
+                f"tracking.experiment={experiment}",
+                f"output_dir={out}",
+            ]
+        )
+    )
 
 
 def _fake_sweep(stop_after: int, fail: set[str] = frozenset(), interrupt: bool = False):
@@ -415,14 +445,15 @@ def test_failed_runs_give_a_reason_and_a_failed_parent(tracking_db, tmp_path, mo
     from pipeline.run import run
 
     monkeypatch.setattr(pipeline.run, "init_ray", lambda config: None)
-    monkeypatch.setattr(pipeline.run, "run_sweep",
-                        _fake_sweep(99, fail={"expmech/eps=0.5/run=1"}))  # fmt: skip
+    monkeypatch.setattr(pipeline.run, "run_sweep", _fake_sweep(99, fail={"expmech/eps=0.5/run=1"}))
     summary = run(_small_config(tracking_db, tmp_path, "failing"))
     code, reason = exit_code(summary)
     assert code == ExitCode.RUNS_FAILED
-    assert reason == ("1 of 5 requested runs did not finish (1 failed; first: "
-                      "expmech/eps=0.5/run=1: GurobiError: Model too large for size-limited "
-                      "license)")  # fmt: skip
+    assert reason == (
+        "1 of 5 requested runs did not finish (1 failed; first: "
+        "expmech/eps=0.5/run=1: GurobiError: Model too large for size-limited "
+        "license)"
+    )
     first = (tmp_path / "summary.md").read_text().splitlines()[2]
     assert first.startswith("**INCOMPLETE (partial sweep)**: 1 of 5 requested runs")
     parent = _parent(tracking_db, "failing")
@@ -433,8 +464,13 @@ def test_failed_runs_give_a_reason_and_a_failed_parent(tracking_db, tmp_path, mo
 def test_private_run_whose_guarantee_fails_is_exit_code_4():
     from pipeline.run import SweepOutcome
 
-    outcome = SweepOutcome(requested=2, finished=2, failed={}, interrupted=False,
-                           private_not_holding=("opdisc/eps=1/run=0",))  # fmt: skip
+    outcome = SweepOutcome(
+        requested=2,
+        finished=2,
+        failed={},
+        interrupted=False,
+        private_not_holding=("opdisc/eps=1/run=0",),
+    )
     summary = {"sweep": {"status": outcome.status, "reason": outcome.reason}}
     assert exit_code(summary)[0] == ExitCode.PRIVACY_NOT_HOLDING
     assert outcome.headline().startswith("**PRIVACY DOES NOT HOLD**: privacy does not hold for 1")
@@ -449,15 +485,25 @@ def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
 
     out = tmp_path / "out"
     # the exponential mechanism's grid is too large: every run fails (issue 14's Adult case)
-    args = ["+sweep=smoke", "sweep.mechanisms=[expmech]", "sweep.epsilons=[1.0]", "sweep.seeds=1",
-            "mechanisms.expmech.max_points=10", "cluster.num_cpus=1"]  # fmt: skip
+    args = [
+        "+sweep=smoke",
+        "sweep.mechanisms=[expmech]",
+        "sweep.epsilons=[1.0]",
+        "sweep.seeds=1",
+        "mechanisms.expmech.max_points=10",
+        "cluster.num_cpus=1",
+    ]
     first = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"], cwd=REPO,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     streams: dict[str, str] = {}
-    reader = threading.Thread(target=lambda: streams.update(
-        zip(("stdout", "stderr"), first.communicate(timeout=600))))  # fmt: skip
+    reader = threading.Thread(
+        target=lambda: streams.update(zip(("stdout", "stderr"), first.communicate(timeout=600)))
+    )
     reader.start()
     try:
         deadline = time.monotonic() + 120
@@ -471,12 +517,16 @@ def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
             first.kill()
         reader.join(timeout=30)
     assert second.returncode == ExitCode.BUSY, second.stderr[-2000:]
-    assert second.stderr.strip().splitlines()[-1].startswith(
-        f"error: another driver is running in {out} (pid {first.pid}")
+    assert (
+        second.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"error: another driver is running in {out} (pid {first.pid}")
+    )
     assert first.returncode == ExitCode.RUNS_FAILED, streams.get("stderr", "")[-3000:]
     last = streams["stderr"].strip().splitlines()[-1]
-    assert last.startswith("error: 1 of 1 requested runs did not finish (1 failed; first: "
-                           "expmech/eps=1/run=0: ")  # fmt: skip
+    assert last.startswith(
+        "error: 1 of 1 requested runs did not finish (1 failed; first: expmech/eps=1/run=0: "
+    )
     assert "Token authentication is enabled" not in streams["stderr"]  # item 11
     assert (out / "summary.md").read_text().splitlines()[2].startswith("**INCOMPLETE")
     client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")

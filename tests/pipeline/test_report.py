@@ -11,26 +11,52 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from pipeline.report import (ReferenceBound, aggregate, figure_1b, outcome_lines,
-                             reference_bound, reference_certified, results_frame, summary_text,
-                             write_report)  # fmt: skip
+from pipeline.report import (
+    ReferenceBound,
+    aggregate,
+    figure_1b,
+    outcome_lines,
+    reference_bound,
+    reference_certified,
+    results_frame,
+    summary_text,
+    write_report,
+)
 
 
 def _row(mechanism="opdisc", eps=1.0, i=0, **changes):
-    row = {"key": f"{mechanism}/eps={eps}/run={i}", "mechanism": mechanism,
-           "requested_epsilon": eps, "run_index": i, "privacy_holds": True, "privacy_reason": "",
-           "train_accuracy": 0.5 + 0.1 * i, "test_accuracy": 0.5, "wall_seconds": 1.0 + i,
-           "oracle_calls": 1, "oracle_max_gap": 0.0}  # fmt: skip
+    row = {
+        "key": f"{mechanism}/eps={eps}/run={i}",
+        "mechanism": mechanism,
+        "requested_epsilon": eps,
+        "run_index": i,
+        "privacy_holds": True,
+        "privacy_reason": "",
+        "train_accuracy": 0.5 + 0.1 * i,
+        "test_accuracy": 0.5,
+        "wall_seconds": 1.0 + i,
+        "oracle_calls": 1,
+        "oracle_max_gap": 0.0,
+    }
     return row | changes
 
 
 def test_results_are_ordered_by_mechanism_epsilon_and_run():
-    rows = [_row("rspm", 1.0, 1), _row("opdisc", 2.0, 0), _row("rspm", 0.5, 0),
-            _row("opdisc", 1.0, 1), _row("opdisc", 1.0, 0)]  # fmt: skip
+    rows = [
+        _row("rspm", 1.0, 1),
+        _row("opdisc", 2.0, 0),
+        _row("rspm", 0.5, 0),
+        _row("opdisc", 1.0, 1),
+        _row("opdisc", 1.0, 0),
+    ]
     frame = results_frame(rows)
     assert list(zip(frame["mechanism"], frame["requested_epsilon"], frame["run_index"])) == [
-        ("opdisc", 1.0, 0), ("opdisc", 1.0, 1), ("opdisc", 2.0, 0), ("rspm", 0.5, 0),
-        ("rspm", 1.0, 1)]  # fmt: skip
+        ("opdisc", 1.0, 0),
+        ("opdisc", 1.0, 1),
+        ("opdisc", 2.0, 0),
+        ("rspm", 0.5, 0),
+        ("rspm", 1.0, 1),
+    ]
     assert frame.index.tolist() == list(range(5))
     assert results_frame([]).empty
 
@@ -47,8 +73,19 @@ def test_aggregate_fills_what_older_records_lack():
 
 
 def test_what_is_known_of_a_reference():
-    frame = results_frame([_row("erm_01", math.inf, oracle_certified=False, oracle_objective=30.0,
-                                oracle_bound=20.0, train_n=100, train_accuracy=0.7)])  # fmt: skip
+    frame = results_frame(
+        [
+            _row(
+                "erm_01",
+                math.inf,
+                oracle_certified=False,
+                oracle_objective=30.0,
+                oracle_bound=20.0,
+                train_n=100,
+                train_accuracy=0.7,
+            )
+        ]
+    )
     assert not reference_certified(frame, "erm_01")
     assert reference_certified(results_frame([_row("erm_01")]), "erm_01")  # no column: certified
     known = reference_bound(frame, "erm_01")
@@ -57,22 +94,33 @@ def test_what_is_known_of_a_reference():
     other = frame.assign(train_accuracy=0.9)
     assert reference_bound(other, "erm_01") == ReferenceBound(30.0, 20.0, None, None)
     assert reference_bound(frame.assign(oracle_bound=math.nan), "erm_01") is None
-    two = results_frame([_row("erm_01", i=0, oracle_objective=1.0, oracle_bound=0.0),
-                         _row("erm_01", i=1, oracle_objective=1.0, oracle_bound=0.0)])
+    two = results_frame(
+        [
+            _row("erm_01", i=0, oracle_objective=1.0, oracle_bound=0.0),
+            _row("erm_01", i=1, oracle_objective=1.0, oracle_bound=0.0),
+        ]
+    )
     assert reference_bound(two, "erm_01") is None  # several calls: no single interval
 
 
 def test_a_bound_interval_says_what_is_proven():
-    assert ReferenceBound(30.0, -math.inf, None, None).interval() == \
-        "the optimum lies in [-inf (no bound), 30]"
+    assert (
+        ReferenceBound(30.0, -math.inf, None, None).interval()
+        == "the optimum lies in [-inf (no bound), 30]"
+    )
     assert ReferenceBound(30.0, 20.0, 0.7, 0.8).interval() == (
-        "the optimum lies in [20, 30] (training errors); its training accuracy in "
-        "[0.7000, 0.8000]")
+        "the optimum lies in [20, 30] (training errors); its training accuracy in [0.7000, 0.8000]"
+    )
 
 
 def _outcome(status, failed=None, finished=3, requested=5):
-    return SimpleNamespace(status=status, failed=failed or {}, finished=finished,
-                           requested=requested, headline=lambda: f"HEADLINE {status}")
+    return SimpleNamespace(
+        status=status,
+        failed=failed or {},
+        finished=finished,
+        requested=requested,
+        headline=lambda: f"HEADLINE {status}",
+    )
 
 
 def test_a_partial_sweep_says_what_failed_and_what_did_not_run():
@@ -80,15 +128,20 @@ def test_a_partial_sweep_says_what_failed_and_what_did_not_run():
     assert outcome_lines(_outcome("complete"), []) == ["HEADLINE complete", ""]
     failed = {f"k{i}": f"why {i}" for i in range(12)}
     lines = outcome_lines(_outcome("incomplete", failed, 3, 20), ["k0", "x1", "x2"])
-    assert lines[:3] == ["HEADLINE incomplete", "", "3 of 20 requested runs finished; the "
-                         "tables below cover those only. Rerun the same command to finish the "
-                         "sweep (finished runs are kept)."]  # fmt: skip
+    assert lines[:3] == [
+        "HEADLINE incomplete",
+        "",
+        "3 of 20 requested runs finished; the "
+        "tables below cover those only. Rerun the same command to finish the "
+        "sweep (finished runs are kept).",
+    ]
     assert lines[3] == "- failed: k0: why 0" and lines[12] == "- failed: k9: why 9"
     assert lines[13] == "- ... and 2 more failed runs"
     assert lines[14] == "- not run (2): x1, x2"  # a failed run is not listed again
     many = outcome_lines(_outcome("interrupted"), [f"x{i}" for i in range(11)])
-    assert any(line.startswith("- not run (11): x0, x1") and line.endswith("x9 ...")
-               for line in many)  # fmt: skip
+    assert any(
+        line.startswith("- not run (11): x0, x1") and line.endswith("x9 ...") for line in many
+    )
 
 
 def test_the_summary_of_no_finished_run_and_of_runs_whose_privacy_fails():
@@ -104,8 +157,12 @@ def test_the_summary_of_no_finished_run_and_of_runs_whose_privacy_fails():
 
 def test_an_empty_report_removes_the_figures_of_an_earlier_one(tmp_path):
     paths = write_report([_row(i=0), _row(i=1)], tmp_path, "T")
-    assert [p.name for p in paths] == ["results.csv", "fig1a_accuracy.png", "fig1b_runtime.png",
-                                       "summary.md"]  # fmt: skip
+    assert [p.name for p in paths] == [
+        "results.csv",
+        "fig1a_accuracy.png",
+        "fig1b_runtime.png",
+        "summary.md",
+    ]
     paths = write_report([], tmp_path, "T")
     assert [p.name for p in paths] == ["results.csv", "summary.md"]
     assert not (tmp_path / "fig1a_accuracy.png").exists()
@@ -116,8 +173,10 @@ def test_an_empty_report_removes_the_figures_of_an_earlier_one(tmp_path):
 def test_figure_1b_counts_every_private_run_once(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
-    frame = results_frame([_row(i=i, wall_seconds=s) for i, s in enumerate((0.0, 0.5, 2.0, 40.0))]
-                          + [_row("rspm", wall_seconds=3.0), _row("erm_01", wall_seconds=9.0)])
+    frame = results_frame(
+        [_row(i=i, wall_seconds=s) for i, s in enumerate((0.0, 0.5, 2.0, 40.0))]
+        + [_row("rspm", wall_seconds=3.0), _row("erm_01", wall_seconds=9.0)]
+    )
     drawn = []
     original = plt.Axes.hist
 

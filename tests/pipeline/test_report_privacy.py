@@ -10,13 +10,25 @@ from pipeline.report import aggregate, summary_text, write_report
 
 
 def _row(mechanism, eps, proven, calibration, i, holds=True):
-    return {"key": f"{mechanism}/eps={eps}/run={i}", "mechanism": mechanism,
-            "requested_epsilon": eps, "run_index": i, "privacy_epsilon": proven,
-            "privacy_delta": 1e-6,
-            "calibration": calibration, "privacy_holds": holds, "privacy_reason": "",
-            "train_accuracy": 0.7 + 0.01 * i, "test_accuracy": 0.7, "wall_seconds": 1.0 + i,
-            "oracle_seconds": 0.5, "oracle_calls": 1, "oracle_max_gap": 0.0,
-            "oracle_backends": "structured", "oracle_fallbacks": ""}  # fmt: skip
+    return {
+        "key": f"{mechanism}/eps={eps}/run={i}",
+        "mechanism": mechanism,
+        "requested_epsilon": eps,
+        "run_index": i,
+        "privacy_epsilon": proven,
+        "privacy_delta": 1e-6,
+        "calibration": calibration,
+        "privacy_holds": holds,
+        "privacy_reason": "",
+        "train_accuracy": 0.7 + 0.01 * i,
+        "test_accuracy": 0.7,
+        "wall_seconds": 1.0 + i,
+        "oracle_seconds": 0.5,
+        "oracle_calls": 1,
+        "oracle_max_gap": 0.0,
+        "oracle_backends": "structured",
+        "oracle_fallbacks": "",
+    }
 
 
 def test_summary_and_aggregate_show_the_proven_epsilon(tmp_path):
@@ -33,7 +45,8 @@ def test_summary_and_aggregate_show_the_proven_epsilon(tmp_path):
     paths = write_report(rows, tmp_path, "t")
     csv = pd.read_csv(paths[0])
     assert {"privacy_epsilon", "privacy_delta", "calibration", "requested_epsilon"} <= set(
-        csv.columns)
+        csv.columns
+    )
     # only the proven guarantee is called privacy_epsilon, the target only requested_epsilon
     assert not {"epsilon", "target_epsilon"} & set(csv.columns)
     assert (tmp_path / "fig1a_accuracy.png").stat().st_size > 0

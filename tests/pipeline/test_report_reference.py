@@ -12,8 +12,9 @@ from tests.pipeline.test_reliability import _row
 
 
 def _erm(certified: bool, *, n=1000, value=466.0, bound=380.25):
-    row = _row("erm_01", math.inf, 0, 1 - value / n, holds=False, certified=certified,
-               gap=value - bound)  # fmt: skip
+    row = _row(
+        "erm_01", math.inf, 0, 1 - value / n, holds=False, certified=certified, gap=value - bound
+    )
     row.update(oracle_objective=value, oracle_bound=bound, train_n=n)
     return row
 
@@ -29,8 +30,10 @@ def test_the_summary_gives_an_uncertified_reference_as_a_gap_and_an_interval(tmp
     write_report(_rows(_erm(False)), tmp_path, "t")
     summary = (tmp_path / "summary.md").read_text()
     line = next(x for x in summary.splitlines() if x.startswith("| erm_01 |"))
-    assert "**NO**: a feasible point, not the exact optimum; gap 85.75: the optimum lies in " \
-           "[380.25, 466] (training errors); its training accuracy in [0.5340, 0.6198]" in line
+    assert (
+        "**NO**: a feasible point, not the exact optimum; gap 85.75: the optimum lies in "
+        "[380.25, 466] (training errors); its training accuracy in [0.5340, 0.6198]" in line
+    )
 
 
 def test_a_certified_reference_is_the_exact_value(tmp_path):
@@ -52,8 +55,7 @@ def test_without_a_proven_bound_the_accuracy_interval_reaches_one(tmp_path):
     assert known.interval().startswith("the optimum lies in [-inf (no bound), 466]")
 
 
-def test_figure_1a_draws_an_uncertified_reference_as_a_band_not_a_ceiling(tmp_path,
-                                                                          monkeypatch):  # fmt: skip
+def test_figure_1a_draws_an_uncertified_reference_as_a_band_not_a_ceiling(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
     from pipeline.report import figure_1a, results_frame

@@ -21,9 +21,9 @@ import pipeline.sweep
 import pipeline.tracking
 from pipeline.catalog import SCHEMAS
 from pipeline.config import Config, ConfigError, SweepConfig, TrackingConfig
-from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
+from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.run import SweepOutcome
 from pipeline.tasks import RunKey, sweep_keys
 from tests.pipeline.records import result_for
@@ -42,35 +42,46 @@ NOT_HOLDING = ("opdisc/eps=1/run=0", "opdisc/eps=2/run=0")
         (5, False, NOT_HOLDING, "privacy_not_holding"),
         (5, False, (), "complete"),
     ],
-)  # fmt: skip
+)
 def test_outcome_status_precedence(finished, interrupted, not_holding, status):
-    outcome = SweepOutcome(requested=5, finished=finished, failed={}, interrupted=interrupted,
-                           private_not_holding=not_holding)  # fmt: skip
+    outcome = SweepOutcome(
+        requested=5,
+        finished=finished,
+        failed={},
+        interrupted=interrupted,
+        private_not_holding=not_holding,
+    )
     assert outcome.status == status
     assert (outcome.reason == "") == (status == "complete")
 
 
 def test_outcome_texts_say_what_is_wrong_and_what_to_do():
     interrupted = SweepOutcome(5, 3, {}, True, ())
-    assert interrupted.reason == ("sweep interrupted: 3 of 5 requested runs finished, 2 not run; "
-                                  "rerun the same command to resume")  # fmt: skip
+    assert interrupted.reason == (
+        "sweep interrupted: 3 of 5 requested runs finished, 2 not run; "
+        "rerun the same command to resume"
+    )
     assert interrupted.headline() == f"**INTERRUPTED (partial sweep)**: {interrupted.reason}."
 
     failed = {"expmech/eps=1/run=0": "ValueError: too large", "opdisc/eps=1/run=0": "X: y"}
     incomplete = SweepOutcome(5, 2, failed, False, ())
-    assert incomplete.reason == ("3 of 5 requested runs did not finish (2 failed; first: "
-                                 "expmech/eps=1/run=0: ValueError: too large)")  # fmt: skip
+    assert incomplete.reason == (
+        "3 of 5 requested runs did not finish (2 failed; first: "
+        "expmech/eps=1/run=0: ValueError: too large)"
+    )
     assert incomplete.headline() == f"**INCOMPLETE (partial sweep)**: {incomplete.reason}."
     assert SweepOutcome(5, 4, {}, False, ()).reason == "1 of 5 requested runs did not finish"
 
     broken = SweepOutcome(5, 5, {}, False, NOT_HOLDING)
-    assert broken.reason == ("privacy does not hold for 2 private run(s) (first: "
-                             "opdisc/eps=1/run=0); see summary.md")  # fmt: skip
+    assert broken.reason == (
+        "privacy does not hold for 2 private run(s) (first: opdisc/eps=1/run=0); see summary.md"
+    )
     assert broken.headline() == f"**PRIVACY DOES NOT HOLD**: {broken.reason}."
 
     complete = SweepOutcome(5, 5, {}, False, ())
-    assert complete.headline() == ("**Complete**: all 5 requested runs finished and privacy "
-                                   "holds for every private run.")  # fmt: skip
+    assert complete.headline() == (
+        "**Complete**: all 5 requested runs finished and privacy holds for every private run."
+    )
 
 
 # --- the output directory and summary.json ---------------------------------------------------
@@ -136,8 +147,9 @@ def test_write_json_that_fails_leaves_the_old_file_whole(tmp_path):
 
 
 def _synthetic(**kwargs) -> SyntheticDatasetConfig:
-    return SyntheticDatasetConfig(n=kwargs.pop("n", 40), n_continuous=2, groups=[3],
-                                  levels=3, **kwargs)  # fmt: skip
+    return SyntheticDatasetConfig(
+        n=kwargs.pop("n", 40), n_continuous=2, groups=[3], levels=3, **kwargs
+    )
 
 
 def test_summarize_describes_the_loaded_data():
@@ -219,8 +231,12 @@ class FakeTracker:
         pass
 
     def finish_parent(self, artifacts, metrics, status="FINISHED", tags=None) -> None:
-        self.finished = {"artifacts": list(artifacts), "metrics": metrics, "status": status,
-                         "tags": tags}  # fmt: skip
+        self.finished = {
+            "artifacts": list(artifacts),
+            "metrics": metrics,
+            "status": status,
+            "tags": tags,
+        }
 
 
 _row = result_for
@@ -230,8 +246,9 @@ _row = result_for
 def services(monkeypatch):
     """Ray, the sweep, MLflow and the report faked; ``services.sweep`` is what run_sweep does
     (a function of the todo list and the tracker), ``services.rows`` the store's finished runs."""
-    store = types.SimpleNamespace(rows=[], parent=None, trackers=[], events=[], reports=[],
-                                  sweep=None, todo=None)  # fmt: skip
+    store = types.SimpleNamespace(
+        rows=[], parent=None, trackers=[], events=[], reports=[], sweep=None, todo=None
+    )
 
     def init_ray(config):
         store.events.append("init_ray")
@@ -248,8 +265,7 @@ def services(monkeypatch):
 
     monkeypatch.setattr(run_module, "init_ray", init_ray)
     monkeypatch.setattr(run_module, "run_sweep", run_sweep)
-    monkeypatch.setattr(run_module, "SweepTracker",
-                        lambda *args: FakeTracker(store, *args))  # fmt: skip
+    monkeypatch.setattr(run_module, "SweepTracker", lambda *args: FakeTracker(store, *args))
     monkeypatch.setattr(run_module, "results_from_mlflow", lambda tracker: list(store.rows))
     monkeypatch.setattr(run_module, "probe_tracking_store", lambda uri: None)
     monkeypatch.setattr(run_module, "write_report", write_report)
@@ -258,11 +274,13 @@ def services(monkeypatch):
 
 def _sweep_config(out: Path) -> Config:
     mechanisms = {name: SCHEMAS[name]() for name in ("opdisc", "expmech", "logistic_regression")}
-    return Config(dataset=_synthetic(), mechanisms=mechanisms,
-                  sweep=SweepConfig(name="unit", mechanisms=list(mechanisms), epsilons=[0.5, 1.0],
-                                    seeds=1),
-                  tracking=TrackingConfig(tracking_uri=f"sqlite:///{out / 'mlflow.db'}"),
-                  output_dir=str(out))  # fmt: skip
+    return Config(
+        dataset=_synthetic(),
+        mechanisms=mechanisms,
+        sweep=SweepConfig(name="unit", mechanisms=list(mechanisms), epsilons=[0.5, 1.0], seeds=1),
+        tracking=TrackingConfig(tracking_uri=f"sqlite:///{out / 'mlflow.db'}"),
+        output_dir=str(out),
+    )
 
 
 def _logging_every_run(holds=lambda key: True, fail=(), stop_after=None):
@@ -295,8 +313,12 @@ def test_a_complete_sweep_finishes_its_parent_with_its_counts(services, tmp_path
     parent = _parent(services)
     assert parent["status"] == "FINISHED"
     assert parent["tags"] == {"outcome": "complete", "failure_reason": "-"}
-    assert parent["metrics"] == {"runs": 5.0, "runs_requested": 5.0, "runs_failed": 0.0,
-                                 "private_runs_not_certified": 0.0}  # fmt: skip
+    assert parent["metrics"] == {
+        "runs": 5.0,
+        "runs_requested": 5.0,
+        "runs_failed": 0.0,
+        "private_runs_not_certified": 0.0,
+    }
     assert parent["artifacts"] == [tmp_path / "summary.md"]
     # the dataset inputs are built first; Ray is up before the parent exists
     assert services.events == ["use_datasets", "init_ray", "start_parent"]
@@ -412,15 +434,17 @@ def test_a_cluster_that_cannot_start_leaves_no_parent(services, tmp_path, monkey
 def _with_provenance(monkeypatch, **provenance) -> None:
     def load(cfg):
         train, test = load_dataset(cfg)
-        marked = Dataset(train.features, train.labels, train.feature_names,
-                         {**train.provenance, **provenance})  # fmt: skip
+        marked = Dataset(
+            train.features, train.labels, train.feature_names, {**train.provenance, **provenance}
+        )
         return marked, test
 
     monkeypatch.setattr(run_module, "load_dataset", load)
 
 
-def test_choices_read_off_the_private_data_are_tagged_on_the_parent(services, tmp_path,
-                                                                    monkeypatch):  # fmt: skip
+def test_choices_read_off_the_private_data_are_tagged_on_the_parent(
+    services, tmp_path, monkeypatch
+):
     leaks = ["age: bounds [17, 90] read off the training rows", "workclass: levels read off"]
     _with_provenance(monkeypatch, privacy_leak_warnings=leaks)
     services.sweep = _logging_every_run()
@@ -430,8 +454,9 @@ def test_choices_read_off_the_private_data_are_tagged_on_the_parent(services, tm
 
 
 def test_a_long_leak_list_is_cut_to_what_a_tag_holds(services, tmp_path, monkeypatch):
-    _with_provenance(monkeypatch, privacy_leak_warnings=[f"column{i}: " + "x" * 90
-                                                         for i in range(100)])  # fmt: skip
+    _with_provenance(
+        monkeypatch, privacy_leak_warnings=[f"column{i}: " + "x" * 90 for i in range(100)]
+    )
     services.sweep = _logging_every_run()
     run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
     (tracker,) = services.trackers
@@ -467,7 +492,8 @@ def _opsamp_sweep(out: Path, **opsamp) -> Config:
 
 
 def test_data_beyond_opsamp_x_max_is_a_one_line_config_error_before_anything_starts(
-        services, tmp_path):  # fmt: skip
+    services, tmp_path
+):
     """The synthetic features are in [0, 1]: x_max = 0.5 is refused naming the setting, the row
     and the feature, with nothing started (no lock, no marker, no Ray, no parent run)."""
     config = _opsamp_sweep(tmp_path, x_max=0.5)
@@ -480,16 +506,19 @@ def test_data_beyond_opsamp_x_max_is_a_one_line_config_error_before_anything_sta
     column = train.feature_names[int(np.flatnonzero(train.features[row] > 0.5)[0])]
     assert message.startswith(f"mechanisms.opsamp.x_max: row {row}, column {column!r} is ")
     assert "beyond the feature bound |x| <= x_max = 0.5 that OPSamp's privacy proof" in message
-    assert message.endswith("raise mechanisms.opsamp.x_max to a public bound on the data, or set "
-                            "mechanisms.opsamp.out_of_bounds=clip to clip them (a "
-                            "PrivacyLeakWarning), found 0.5")  # fmt: skip
+    assert message.endswith(
+        "raise mechanisms.opsamp.x_max to a public bound on the data, or set "
+        "mechanisms.opsamp.out_of_bounds=clip to clip them (a "
+        "PrivacyLeakWarning), found 0.5"
+    )
     assert "\n" not in message
     assert services.events == [] and services.trackers == []
     assert not (tmp_path / ".sweep_id").exists()
 
 
-def test_data_clipped_to_opsamp_x_max_on_request_is_tagged_on_the_parent(services, tmp_path,
-                                                                          caplog):  # fmt: skip
+def test_data_clipped_to_opsamp_x_max_on_request_is_tagged_on_the_parent(
+    services, tmp_path, caplog
+):
     config = _opsamp_sweep(tmp_path, x_max=0.5, out_of_bounds="clip")
     services.sweep = _logging_every_run()
     result = run_module.run_sweep_and_report(config, tmp_path)

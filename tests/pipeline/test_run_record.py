@@ -19,17 +19,35 @@ from pipeline.tracking import SweepTracker, results_from_mlflow
 def _certificate(gap: float, backend: str = "highs", fallback: str = "") -> Certificate:
     status = Status.OPTIMAL if gap == 0 else Status.TIME_LIMIT
     bound = 3.0 - gap if math.isfinite(gap) else -math.inf
-    return Certificate(status=status, objective=3.0, bound=bound, seconds=0.25, backend=backend,
-                       fallback=fallback or None)  # fmt: skip
+    return Certificate(
+        status=status,
+        objective=3.0,
+        bound=bound,
+        seconds=0.25,
+        backend=backend,
+        fallback=fallback or None,
+    )
 
 
 def _release(certificates, *, epsilon=1.0, holds=True, calibration="proven"):
-    claim = PrivacyClaim(epsilon, 1e-5, holds, "a reason, with: punctuation; and 'quotes'",
-                         requested_epsilon=1.0, requested_delta=1e-5,
-                         calibration=calibration)  # fmt: skip
-    return Release("opdisc", np.array([1.0, -1.0]), claim, noise={"sigma": 2.5},
-                   params={"tau": 1.0}, certificates=tuple(certificates),
-                   timings={"solve": 0.5})  # fmt: skip
+    claim = PrivacyClaim(
+        epsilon,
+        1e-5,
+        holds,
+        "a reason, with: punctuation; and 'quotes'",
+        requested_epsilon=1.0,
+        requested_delta=1e-5,
+        calibration=calibration,
+    )
+    return Release(
+        "opdisc",
+        np.array([1.0, -1.0]),
+        claim,
+        noise={"sigma": 2.5},
+        params={"tau": 1.0},
+        certificates=tuple(certificates),
+        timings={"solve": 0.5},
+    )
 
 
 class _Data:
@@ -46,13 +64,22 @@ CASES = {
     "not certified, infinite gap, fallback, no test set": (
         RunKey("rspm_gaussian", 1.0, 0),
         [_certificate(math.inf, fallback="structured: shape -> highs"), _certificate(0.0)],
-        {"holds": False}, False),
+        {"holds": False},
+        False,
+    ),
     "reference: epsilon inf, no oracle call, no calibration": (
-        RunKey("erm_01", math.inf, 0), [],
-        {"epsilon": math.inf, "holds": False, "calibration": None}, True),
-    "an epsilon %g cannot write exactly": (RunKey("opdisc", 0.5000001, 1), [_certificate(0.0)],
-                                           {}, True),
-}  # fmt: skip
+        RunKey("erm_01", math.inf, 0),
+        [],
+        {"epsilon": math.inf, "holds": False, "calibration": None},
+        True,
+    ),
+    "an epsilon %g cannot write exactly": (
+        RunKey("opdisc", 0.5000001, 1),
+        [_certificate(0.0)],
+        {},
+        True,
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +93,9 @@ def test_a_result_survives_mlflow(store, tmp_path, case):
     key, certificates, claim, with_test = CASES[case]
     release = _release(certificates, **claim)
     train, test = _Data(30), (_Data(20) if with_test else None)
-    result = dataclasses.replace(RunResult.of(key, release, train, test, wall_seconds=1.5),
-                                 node="node-a,node-b")  # fmt: skip
+    result = dataclasses.replace(
+        RunResult.of(key, release, train, test, wall_seconds=1.5), node="node-a,node-b"
+    )
     tracker = SweepTracker(store, f"round-trip {case}", tmp_path / "art")
     tracker.start_parent("test", "sid", {"sweep": {"name": "test"}})
     tracker.log_child(result, release, {"name": key.mechanism, "tau": 1.0})
@@ -116,14 +144,25 @@ def test_a_child_logged_by_an_earlier_version_reads_back():
     run = types.SimpleNamespace(
         info=types.SimpleNamespace(start_time=1_000),
         data=types.SimpleNamespace(
-            params={"target_epsilon": "0.5", "run_index": "2", "privacy_epsilon": "Infinity",
-                    "privacy_delta": "1e-05", "calibration": "None", "oracle_calls": "1",
-                    "train_n": "30", "privacy_reason": "old reason"},
+            params={
+                "target_epsilon": "0.5",
+                "run_index": "2",
+                "privacy_epsilon": "Infinity",
+                "privacy_delta": "1e-05",
+                "calibration": "None",
+                "oracle_calls": "1",
+                "train_n": "30",
+                "privacy_reason": "old reason",
+            },
             metrics={"train_accuracy": 0.75, "oracle_certified_fraction": 1.0},
-            tags={"run_key": "opdisc/eps=0.5/run=2", "mechanism": "opdisc",
-                  "privacy_holds": "yes", "backend": "none"},
+            tags={
+                "run_key": "opdisc/eps=0.5/run=2",
+                "mechanism": "opdisc",
+                "privacy_holds": "yes",
+                "backend": "none",
+            },
         ),
-    )  # fmt: skip
+    )
     result = RunResult.from_mlflow(run)
     assert result.requested_epsilon == 0.5 and math.isinf(result.privacy_epsilon)
     assert result.calibration == "" and result.privacy_reason == "old reason"

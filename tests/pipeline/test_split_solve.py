@@ -3,7 +3,6 @@ best value give the one-process answer; a part that fails leaves the whole uncer
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -22,8 +21,9 @@ def local_ray():
 
 def _split(problem, map_parts=None, parts=3):
     """The split solve alone (no fallback), its parts run by ``map_parts``."""
-    return WindowOracle(time_limit=60.0, search_seconds=0.02, fallback=None, parts=parts,
-                        map_parts=map_parts).solve(problem)  # fmt: skip
+    return WindowOracle(
+        time_limit=60.0, search_seconds=0.02, fallback=None, parts=parts, map_parts=map_parts
+    ).solve(problem)
 
 
 def _unique_argmin(problem) -> bool:
@@ -32,8 +32,11 @@ def _unique_argmin(problem) -> bool:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("problem", [fuzz_instance(0), parallel_instance(2), fuzz_instance(7)],
-                         ids=["opdisc", "parallel-rspm", "near-opdisc"])  # fmt: skip
+@pytest.mark.parametrize(
+    "problem",
+    [fuzz_instance(0), parallel_instance(2), fuzz_instance(7)],
+    ids=["opdisc", "parallel-rspm", "near-opdisc"],
+)
 def test_the_split_solve_on_ray_is_the_one_process_answer(local_ray, problem):
     from pipeline.split_solve import ray_map_parts
 

@@ -46,8 +46,12 @@ def env(**extra: str) -> dict[str, str]:
 def pipeline(args, output: Path, environ=None, timeout=900) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={output}"],
-        cwd=REPO, env=environ or env(), capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+        cwd=REPO,
+        env=environ or env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -71,11 +75,25 @@ def wait_for(predicate, timeout: float, what: str, poll: float = 0.5) -> None:
 def mlflow_server(tmp_path):
     port = free_port()
     proc = subprocess.Popen(
-        [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
-         "--artifacts-destination", str(tmp_path / "server-artifacts"), "--workers", "1"],
-        env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            str(BIN / "mlflow"),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path / 'server.db'}",
+            "--artifacts-destination",
+            str(tmp_path / "server-artifacts"),
+            "--workers",
+            "1",
+        ],
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     uri = f"http://127.0.0.1:{port}"
 
     def healthy() -> bool:
@@ -98,16 +116,19 @@ def mlflow_server(tmp_path):
 def test_smoke_sweep_against_a_real_mlflow_server(mlflow_server, tmp_path):
     from mlflow import MlflowClient
 
-    result = pipeline([*SMALL, f"tracking.tracking_uri={mlflow_server}",
-                       "tracking.experiment=server-test"], tmp_path / "out")  # fmt: skip
+    result = pipeline(
+        [*SMALL, f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=server-test"],
+        tmp_path / "out",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     client = MlflowClient(mlflow_server)
     experiment = client.get_experiment_by_name("server-test")
     parents = client.search_runs([experiment.experiment_id], "tags.role = 'sweep'")
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     parent = parents[0]
-    children = client.search_runs([experiment.experiment_id],
-                                  f"tags.mlflow.parentRunId = '{parent.info.run_id}'")  # fmt: skip
+    children = client.search_runs(
+        [experiment.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+    )
     assert len(children) == SMALL_RUNS
     by_mechanism = {c.data.tags["mechanism"]: c for c in children}
     opdisc = by_mechanism["opdisc"]
@@ -192,17 +213,29 @@ def ray_cluster():
     ray = str(BIN / "ray")
     port, dashboard = free_port(), free_port()
     environ = env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
-    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats",
-              "--block"]  # fmt: skip
+    common = [
+        "--node-ip-address",
+        "127.0.0.1",
+        "--num-cpus",
+        "1",
+        "--disable-usage-stats",
+        "--block",
+    ]
     procs: list[subprocess.Popen] = []
 
     def start(args: list[str]) -> None:
         # each node's job agent on a port of its own: the default (52365) may be taken by
         # another Ray on this shared machine, and then no agent accepts `ray job submit`
         agent = ["--dashboard-agent-listen-port", str(free_port())]
-        procs.append(subprocess.Popen([ray, "start", *args, *agent, *common], env=environ,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      start_new_session=True))  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                [ray, "start", *args, *agent, *common],
+                env=environ,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
 
     def listening(p: int) -> bool:
         try:
@@ -212,22 +245,41 @@ def ray_cluster():
             return False
 
     try:
-        start(["--head", "--port", str(port), "--include-dashboard", "true",
-               "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard)])  # fmt: skip
+        start(
+            [
+                "--head",
+                "--port",
+                str(port),
+                "--include-dashboard",
+                "true",
+                "--dashboard-host",
+                "127.0.0.1",
+                "--dashboard-port",
+                str(dashboard),
+            ]
+        )
         wait_for(lambda: listening(port) and listening(dashboard), 120, "the Ray head")
         start(["--address", f"127.0.0.1:{port}"])
-        wait_for(lambda: _nodes_alive(ray, dashboard, environ) >= 2, 120, "the second Ray node",
-                 poll=1)
-        yield {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dashboard}",
-               "env": environ}  # fmt: skip
+        wait_for(
+            lambda: _nodes_alive(ray, dashboard, environ) >= 2, 120, "the second Ray node", poll=1
+        )
+        yield {
+            "address": f"127.0.0.1:{port}",
+            "dashboard": f"http://127.0.0.1:{dashboard}",
+            "env": environ,
+        }
     finally:
         stop_own(procs)
 
 
 def _nodes_alive(ray: str, dashboard: int, environ: dict[str, str]) -> int:
-    result = subprocess.run([ray, "list", "nodes", "--address", f"http://127.0.0.1:{dashboard}",
-                             "--format", "json"], env=environ, capture_output=True, text=True,
-                            timeout=60)  # fmt: skip
+    result = subprocess.run(
+        [ray, "list", "nodes", "--address", f"http://127.0.0.1:{dashboard}", "--format", "json"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if result.returncode != 0:
         return 0
     import json
@@ -240,9 +292,16 @@ def _nodes_alive(ray: str, dashboard: int, environ: dict[str, str]) -> int:
 
 def test_tasks_land_on_both_nodes(ray_cluster, tmp_path):
     out = tmp_path / "out"
-    result = pipeline(["+sweep=smoke", "sweep.epsilons=[1.0]", "sweep.seeds=2",
-                       f"cluster.address={ray_cluster['address']}"], out,
-                      environ=ray_cluster["env"])  # fmt: skip
+    result = pipeline(
+        [
+            "+sweep=smoke",
+            "sweep.epsilons=[1.0]",
+            "sweep.seeds=2",
+            f"cluster.address={ray_cluster['address']}",
+        ],
+        out,
+        environ=ray_cluster["env"],
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     rows = read_rows(out / "results.csv")
     assert len(rows) == 14
@@ -263,8 +322,12 @@ def _generic_table(path: Path, n: int = 80, d: int = 16, seed: int = 0) -> list[
     lines += [",".join([*map(str, row), label]) for row, label in zip(X, y)]
     path.write_text("\n".join(lines) + "\n")
     numeric = ",".join(f"{c}:[0,1]" for c in columns)
-    return [f"dataset.path={path}", "dataset.label=y", "dataset.positive=yes",
-            f"dataset.numeric={{{numeric}}}"]  # fmt: skip
+    return [
+        f"dataset.path={path}",
+        "dataset.label=y",
+        "dataset.positive=yes",
+        f"dataset.numeric={{{numeric}}}",
+    ]
 
 
 def test_one_solve_split_into_ray_tasks_across_the_cluster(ray_cluster, tmp_path):
@@ -272,26 +335,55 @@ def test_one_solve_split_into_ray_tasks_across_the_cluster(ray_cluster, tmp_path
     oracle, each cut into 2 parts run as Ray tasks on the two-node cluster; every run is
     certified (privacy holds)."""
     out = tmp_path / "split-out"
-    result = pipeline(["+sweep=table", *_generic_table(tmp_path / "wide.csv"),
-                       "sweep.mechanisms=[opdisc,rspm_gaussian]", "sweep.epsilons=[1.0]",
-                       "sweep.seeds=2", "oracle.parts=2", "oracle.time_limit=120",
-                       f"cluster.address={ray_cluster['address']}"], out,
-                      environ=ray_cluster["env"])  # fmt: skip
+    result = pipeline(
+        [
+            "+sweep=table",
+            *_generic_table(tmp_path / "wide.csv"),
+            "sweep.mechanisms=[opdisc,rspm_gaussian]",
+            "sweep.epsilons=[1.0]",
+            "sweep.seeds=2",
+            "oracle.parts=2",
+            "oracle.time_limit=120",
+            f"cluster.address={ray_cluster['address']}",
+        ],
+        out,
+        environ=ray_cluster["env"],
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     rows = read_rows(out / "results.csv")
     assert len(rows) == 4
-    assert {row["oracle_backends"] for row in rows} == {"window"}, [(row["key"], row["oracle_fallbacks"]) for row in rows]
+    assert {row["oracle_backends"] for row in rows} == {"window"}, [
+        (row["key"], row["oracle_fallbacks"]) for row in rows
+    ]
     assert all(row["privacy_holds"] == "True" for row in rows), rows
 
 
 def test_ray_job_submit(ray_cluster, tmp_path):
     out = tmp_path / "job-out"  # absolute: the job's driver runs in a copy of the working dir
-    command = [str(BIN / "ray"), "job", "submit", "--address", ray_cluster["dashboard"],
-               "--working-dir", str(REPO), "--", "python", "-m", "pipeline", *SMALL,
-               f"hydra.run.dir={out}"]  # fmt: skip
+    command = [
+        str(BIN / "ray"),
+        "job",
+        "submit",
+        "--address",
+        ray_cluster["dashboard"],
+        "--working-dir",
+        str(REPO),
+        "--",
+        "python",
+        "-m",
+        "pipeline",
+        *SMALL,
+        f"hydra.run.dir={out}",
+    ]
     for _ in range(24):  # a fresh head's job agent can take a while to come up on a busy machine
-        result = subprocess.run(command, env=ray_cluster["env"], capture_output=True, text=True,
-                                timeout=600, cwd=tmp_path)  # fmt: skip
+        result = subprocess.run(
+            command,
+            env=ray_cluster["env"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+        )
         if "No available agent to submit job" not in result.stdout + result.stderr:
             break
         time.sleep(5)
@@ -312,9 +404,13 @@ def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
     stderr = tmp_path / "driver.stderr"
     with open(stderr, "w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"], cwd=REPO, env=env(),
-            stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
-        )  # fmt: skip
+            [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"],
+            cwd=REPO,
+            env=env(),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
     uri = f"sqlite:///{out / 'mlflow.db'}"
 
     def finished_children() -> int:
@@ -325,16 +421,19 @@ def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
         if not db.exists():
             return 0
         try:
-            with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True,
-                                                    timeout=2)) as connection:  # fmt: skip
+            with contextlib.closing(
+                sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=2)
+            ) as connection:
                 (count,) = connection.execute(
                     "SELECT COUNT(*) FROM runs JOIN tags ON tags.run_uuid = runs.run_uuid "
-                    "WHERE runs.status = 'FINISHED' AND tags.key = 'run_key'").fetchone()
+                    "WHERE runs.status = 'FINISHED' AND tags.key = 'run_key'"
+                ).fetchone()
             return count
         except sqlite3.Error:  # the database is mid-creation, or busy
             return 0
 
     try:
+
         def four_finished() -> bool:
             # a driver that exits before it is killed fails the test now, with its reason
             assert proc.poll() is None, f"the driver exited early: {stderr.read_text()[-3000:]}"
@@ -366,11 +465,13 @@ def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
 @pytest.mark.slow
 def test_missing_ray_token_is_one_clear_line(ray_cluster, tmp_path):
     """Issue 14, item 5: a driver without the cluster's token fails with one line, no parent."""
-    environ = {k: v for k, v in ray_cluster["env"].items()
-               if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}  # fmt: skip
+    environ = {
+        k: v for k, v in ray_cluster["env"].items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")
+    }
     out = tmp_path / "out"
-    result = pipeline([*SMALL, f"cluster.address={ray_cluster['address']}"], out,
-                      environ=environ, timeout=300)  # fmt: skip
+    result = pipeline(
+        [*SMALL, f"cluster.address={ray_cluster['address']}"], out, environ=environ, timeout=300
+    )
     assert result.returncode == 5, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: cannot connect to the Ray cluster at {ray_cluster['address']}")
@@ -382,15 +483,35 @@ def test_missing_ray_token_is_one_clear_line(ray_cluster, tmp_path):
 def test_ray_job_submit_with_a_relative_output_dir_is_refused(ray_cluster, tmp_path):
     """Issue 14, item 6: the default relative output directory would land in Ray's temporary
     copy of the working directory and vanish with the cluster; the job fails and says so."""
-    command = [str(BIN / "ray"), "job", "submit", "--address", ray_cluster["dashboard"],
-               "--working-dir", str(REPO), "--", "python", "-m", "pipeline", *SMALL]  # fmt: skip
+    command = [
+        str(BIN / "ray"),
+        "job",
+        "submit",
+        "--address",
+        ray_cluster["dashboard"],
+        "--working-dir",
+        str(REPO),
+        "--",
+        "python",
+        "-m",
+        "pipeline",
+        *SMALL,
+    ]
     for _ in range(24):
-        result = subprocess.run(command, env=ray_cluster["env"], capture_output=True, text=True,
-                                timeout=600, cwd=tmp_path)  # fmt: skip
+        result = subprocess.run(
+            command,
+            env=ray_cluster["env"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+        )
         if "No available agent to submit job" not in result.stdout + result.stderr:
             break
         time.sleep(5)
     output = result.stdout + result.stderr
     assert "failed" in output and "succeeded" not in output, output[-3000:]
-    assert "error: hydra.run.dir: under `ray job submit` the driver runs in Ray's temporary copy" \
-        in output, output[-3000:]
+    assert (
+        "error: hydra.run.dir: under `ray job submit` the driver runs in Ray's temporary copy"
+        in output
+    ), output[-3000:]

@@ -116,16 +116,20 @@ class SolveTask:
 
 def _dataset(n: int = 12) -> Dataset:
     rng = np.random.default_rng(0)
-    return Dataset(features=rng.integers(0, 2, size=(n, 2)).astype(float),
-                   labels=rng.choice([-1, 1], size=n), feature_names=("a", "b"))  # fmt: skip
+    return Dataset(
+        features=rng.integers(0, 2, size=(n, 2)).astype(float),
+        labels=rng.choice([-1, 1], size=n),
+        feature_names=("a", "b"),
+    )
 
 
 def _config(mechanisms=("opdisc", "dpsgd_lr", "expmech")) -> Config:
     settings = {name: SCHEMAS[name]() for name in ("opdisc", "dpsgd_lr", "expmech")}
-    return Config(dataset=SyntheticDatasetConfig(n=20),
-                  mechanisms={m: settings[m] for m in mechanisms},
-                  sweep=SweepConfig(name="unit", mechanisms=list(mechanisms), epsilons=[0.5, 1.0],
-                                    seeds=1))  # fmt: skip
+    return Config(
+        dataset=SyntheticDatasetConfig(n=20),
+        mechanisms={m: settings[m] for m in mechanisms},
+        sweep=SweepConfig(name="unit", mechanisms=list(mechanisms), epsilons=[0.5, 1.0], seeds=1),
+    )
 
 
 # --- Progress --------------------------------------------------------------------------------
@@ -151,8 +155,9 @@ def test_progress_off_a_tty_writes_one_line_per_update_with_elapsed_and_eta(cloc
 
 
 def test_progress_on_a_tty_rewrites_one_line_and_ends_it_after_the_last_run(clock, monkeypatch):
-    monkeypatch.setattr(shutil, "get_terminal_size",
-                        lambda fallback=None: os.terminal_size((100, 24)))  # fmt: skip
+    monkeypatch.setattr(
+        shutil, "get_terminal_size", lambda fallback=None: os.terminal_size((100, 24))
+    )
     stream = Tty()
     progress = sweep.Progress(2, stream=stream)
     clock.advance(4)
@@ -196,8 +201,10 @@ def test_failure_reason_unwraps_a_ray_task_error_to_its_cause():
     from ray.exceptions import RayTaskError
 
     cause = GurobiError("Model too large for size-limited license\nvisit gurobi.com")
-    traceback = ('Traceback (most recent call last):\n  File "solve.py", line 3, in solve_one\n'
-                 "GurobiError: Model too large for size-limited license")  # fmt: skip
+    traceback = (
+        'Traceback (most recent call last):\n  File "solve.py", line 3, in solve_one\n'
+        "GurobiError: Model too large for size-limited license"
+    )
     wrapped = RayTaskError("solve_one", traceback, cause).as_instanceof_cause()
     assert not str(wrapped).startswith("Model too large")  # Ray's text is the traceback
     assert sweep.failure_reason(wrapped) == (
@@ -310,8 +317,9 @@ def test_ray_solve_many_counts_task_seconds_not_the_wait_and_every_node(fake_ray
     fake_ray.get_seconds = 50.0  # queueing: the driver waits far longer than the tasks work
     task = SolveTask()
     solver = sweep.RaySolveMany(task)
-    first = solver("oracle", [{"id": 0, "node": "n1", "seconds": 3.0},
-                              {"id": 1, "node": "n2", "seconds": 4.0}])  # fmt: skip
+    first = solver(
+        "oracle", [{"id": 0, "node": "n1", "seconds": 3.0}, {"id": 1, "node": "n2", "seconds": 4.0}]
+    )
     assert first == ["solution-0", "solution-1"]
     assert solver.task_seconds == pytest.approx(7.0)
     assert solver.waited == pytest.approx(50.0)
@@ -327,8 +335,11 @@ def test_ray_solve_many_cancels_every_call_of_a_failed_run(fake_ray, clock):
     task = SolveTask()
     solver = sweep.RaySolveMany(task)
     error = GurobiError("size-limited license")
-    problems = [{"id": 0, "node": "n1", "seconds": 1.0}, {"id": 1, "error": error},
-                {"id": 2, "node": "n1", "seconds": 1.0}]  # fmt: skip
+    problems = [
+        {"id": 0, "node": "n1", "seconds": 1.0},
+        {"id": 1, "error": error},
+        {"id": 2, "node": "n1", "seconds": 1.0},
+    ]
     with pytest.raises(GurobiError) as raised:
         solver("oracle", problems)
     assert raised.value is error
@@ -346,8 +357,13 @@ def test_oracle_run_time_is_driver_plus_task_seconds_not_queueing(fake_ray, cloc
     def run_one(config, key, train, test, *, solve_many):
         start = clock.perf_counter()
         clock.advance(2.0)  # the driver draws the noise and builds the problems
-        solutions = solve_many("oracle", [{"id": 0, "node": "node-b", "seconds": 3.0},
-                                          {"id": 1, "node": "node-a", "seconds": 4.0}])  # fmt: skip
+        solutions = solve_many(
+            "oracle",
+            [
+                {"id": 0, "node": "node-b", "seconds": 3.0},
+                {"id": 1, "node": "node-a", "seconds": 4.0},
+            ],
+        )
         clock.advance(1.0)  # and finishes the release
         return result_for(key, wall_seconds=clock.perf_counter() - start), solutions
 
@@ -434,7 +450,7 @@ class LocalRay(FakeRay):
         return types.SimpleNamespace(
             get_assigned_resources=lambda: {"CPU": float(self.cpus[name])},
             get_node_id=lambda: f"node-{name}",
-        )  # fmt: skip
+        )
 
 
 @pytest.fixture
@@ -449,9 +465,11 @@ def _real_config(mechanisms=("opdisc", "dpsgd_lr", "expmech")) -> Config:
     """Mechanisms that run for real in a fraction of a second on ``_dataset()``: the exact
     OPDisc, DP-SGD with small batches, and an exponential mechanism whose grid (9 points) is
     more than it may enumerate, so that its runs fail as issue 14's Adult runs did."""
-    settings = {"opdisc": SCHEMAS["opdisc"](),
-                "dpsgd_lr": SCHEMAS["dpsgd_lr"](batch_size=4, steps=3),
-                "expmech": SCHEMAS["expmech"](max_points=3)}  # fmt: skip
+    settings = {
+        "opdisc": SCHEMAS["opdisc"](),
+        "dpsgd_lr": SCHEMAS["dpsgd_lr"](batch_size=4, steps=3),
+        "expmech": SCHEMAS["expmech"](max_points=3),
+    }
     config = _config(mechanisms)
     config.mechanisms = {m: settings[m] for m in mechanisms}
     config.oracle.threads, config.cluster.cpus_per_task = 2, 1  # tell the two tasks apart
@@ -462,12 +480,15 @@ def _real_config(mechanisms=("opdisc", "dpsgd_lr", "expmech")) -> Config:
 def test_a_non_oracle_run_is_one_task_on_the_object_store_data(local_ray, mechanism):
     config = _real_config(("opdisc",))
     config.mechanisms[mechanism] = SCHEMAS[mechanism](
-        **({"batch_size": 4, "steps": 3} if mechanism == "dpsgd_lr" else {}))  # fmt: skip
+        **({"batch_size": 4, "steps": 3} if mechanism == "dpsgd_lr" else {})
+    )
     key, train, test = RunKey(mechanism, 0.5, 0), _dataset(), _dataset(6)
-    run_task, solve_task = sweep._remote_functions(config.cluster.cpus_per_task,
-                                                   config.oracle.threads)  # fmt: skip
-    result, release = sweep.run_on_cluster(config, key, train, test, run_task, solve_task,
-                                           local_ray.put(train), local_ray.put(test))  # fmt: skip
+    run_task, solve_task = sweep._remote_functions(
+        config.cluster.cpus_per_task, config.oracle.threads
+    )
+    result, release = sweep.run_on_cluster(
+        config, key, train, test, run_task, solve_task, local_ray.put(train), local_ray.put(test)
+    )
     assert result.key == str(key) and isinstance(release, Release)
     assert result.train_n == 12 and 0.0 <= result.test_accuracy <= 1.0  # both sets reached it
     assert result.node == "node-run_task"  # ran whole in its task, not in the driver
@@ -477,10 +498,12 @@ def test_a_non_oracle_run_is_one_task_on_the_object_store_data(local_ray, mechan
 def test_an_oracle_run_runs_in_the_driver_and_solves_in_tasks(local_ray):
     config = _real_config(("opdisc",))
     key, train = RunKey("opdisc", 1.0, 0), _dataset()
-    run_task, solve_task = sweep._remote_functions(config.cluster.cpus_per_task,
-                                                   config.oracle.threads)  # fmt: skip
-    result, release = sweep.run_on_cluster(config, key, train, None, run_task, solve_task,
-                                           local_ray.put(train), local_ray.put(None))  # fmt: skip
+    run_task, solve_task = sweep._remote_functions(
+        config.cluster.cpus_per_task, config.oracle.threads
+    )
+    result, release = sweep.run_on_cluster(
+        config, key, train, None, run_task, solve_task, local_ray.put(train), local_ray.put(None)
+    )
     assert result.key == str(key) and isinstance(release, Release)
     assert result.oracle_certified and result.privacy_holds
     assert result.node == "node-solve_one"  # where its oracle call ran
@@ -517,8 +540,10 @@ class FakeTracker:
         self.failures.setdefault(key, []).append(reason)
 
 
-GRID_TOO_LARGE = ("ValueError: the grid has up to 9 points, more than max_points=3: the "
-                  "exponential mechanism needs an enumerable grid")  # fmt: skip
+GRID_TOO_LARGE = (
+    "ValueError: the grid has up to 9 points, more than max_points=3: the "
+    "exponential mechanism needs an enumerable grid"
+)
 
 
 def test_run_sweep_logs_each_run_and_each_failure_with_one_line(local_ray):
@@ -536,14 +561,18 @@ def test_run_sweep_logs_each_run_and_each_failure_with_one_line(local_ray):
     for result, release in tracker.children.values():
         assert isinstance(release, Release) and 0.0 <= result.train_accuracy <= 1.0
         assert result.train_n == 12 and 0.0 <= result.test_accuracy <= 1.0
-    assert {r.mechanism: r.node for r in results} == {"opdisc": "node-solve_one",
-                                                      "dpsgd_lr": "node-run_task"}  # fmt: skip
+    assert {r.mechanism: r.node for r in results} == {
+        "opdisc": "node-solve_one",
+        "dpsgd_lr": "node-run_task",
+    }
     # a Ray of its own, the data in its store once, each task with the CPUs the config gives it
     assert local_ray.started["address"] == "local"
     assert local_ray.started["num_cpus"] == config.cluster.num_cpus
     assert len(local_ray.put_objects) == 2 and local_ray.by_value == []
-    assert local_ray.cpus == {"solve_one": config.oracle.threads,
-                              "run_task": config.cluster.cpus_per_task}  # fmt: skip
+    assert local_ray.cpus == {
+        "solve_one": config.oracle.threads,
+        "run_task": config.cluster.cpus_per_task,
+    }
     assert tracker.beats >= 1  # the driver's lease is renewed while it waits
 
 

@@ -18,8 +18,9 @@ def _config(overrides):
         return validate(compose(config_name="config", overrides=["+sweep=smoke", *overrides]))
 
 
-@pytest.mark.parametrize("mechanism", ["opdisc", "rspm_gaussian", "rspm_laplace", "opsamp",
-                                       "erm_01"])  # fmt: skip
+@pytest.mark.parametrize(
+    "mechanism", ["opdisc", "rspm_gaussian", "rspm_laplace", "opsamp", "erm_01"]
+)
 def test_oracle_options_reach_every_oracle_mechanism(mechanism):
     config = _config(["oracle=highs", "oracle.time_limit=120", "oracle.threads=2"])
     oracle = tasks.make_oracle(config.oracle, mechanism=config.mechanisms[mechanism])
@@ -36,11 +37,15 @@ def test_time_limit_reaches_the_convex_oracle_of_an_opsamp_run():
         raise StopIteration  # the oracle the run's calls go to is all this test needs
 
     rng = np.random.default_rng(0)
-    train = Dataset(features=rng.integers(0, 2, size=(20, 3)).astype(float),
-                    labels=rng.choice([-1, 1], size=20), feature_names=("a", "b", "c"))  # fmt: skip
+    train = Dataset(
+        features=rng.integers(0, 2, size=(20, 3)).astype(float),
+        labels=rng.choice([-1, 1], size=20),
+        feature_names=("a", "b", "c"),
+    )
     with pytest.raises(StopIteration):
-        tasks.run_release(config, tasks.RunKey("opsamp", 1.0, 0), train, threads=3,
-                          solve_many=solve_many)  # fmt: skip
+        tasks.run_release(
+            config, tasks.RunKey("opsamp", 1.0, 0), train, threads=3, solve_many=solve_many
+        )
     (oracle,) = seen
     assert isinstance(oracle, ConvexOracle)
     assert oracle.time_limit == 120 and oracle.threads == 3

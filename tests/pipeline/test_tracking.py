@@ -45,8 +45,10 @@ def test_a_resumed_sweep_reads_its_finished_runs_and_redoes_the_others(store, tm
     tracker.start_parent("test", "sid", {"sweep": {"name": "test"}})
     done = _logged(tracker, RunKey("opdisc", 0.5, 0))
     tracker.log_failed_child("opdisc/eps=0.5/run=1", "opdisc", "GurobiError: licence")
-    unfinished = tracker.client.create_run(tracker.experiment_id, tags={
-        "mlflow.parentRunId": tracker.parent_id, "run_key": "opdisc/eps=0.5/run=2"})  # fmt: skip
+    unfinished = tracker.client.create_run(
+        tracker.experiment_id,
+        tags={"mlflow.parentRunId": tracker.parent_id, "run_key": "opdisc/eps=0.5/run=2"},
+    )
 
     again = SweepTracker(uri, "resume", tmp_path / "art")  # a rerun of the same sweep
     assert again.find_parent("sid") == tracker.parent_id
