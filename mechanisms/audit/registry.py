@@ -208,8 +208,9 @@ def audit_variant(
     samples: int,
     confidence: float,
     seed: int,
+    pairs: list[NeighbouringPair] | None = None,
 ) -> list[AuditReport]:
-    """Every pair of ``audit`` against one variant (the mechanism or a mutant)."""
+    """Every pair of ``audit`` (or ``pairs``) against one variant (the mechanism or a mutant)."""
     return [
         audit_pair(
             make_sampler(audit.params_for(pair)),
@@ -223,7 +224,7 @@ def audit_variant(
             seed=seed,
             claim_relation=audit.claim_relation,
         )
-        for pair in audit.pairs()
+        for pair in (audit.pairs() if pairs is None else pairs)
     ]
 
 

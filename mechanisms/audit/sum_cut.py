@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 
-from mechanisms.audit.core import audit_pair
 from mechanisms.audit.highdim import sum_cut_pair
 from mechanisms.audit.mutants import MUTANTS
-from mechanisms.audit.registry import mechanism_audit
+from mechanisms.audit.registry import audit_variant, mechanism_audit
 from mechanisms.audit.report import AuditReport, audit_table
 
 
@@ -35,21 +34,11 @@ def audit_sum_cut(
     unknown = [v for v in variants if v not in makers]
     if unknown:
         raise ValueError(f"unknown variants {unknown} of {mechanism}; known: {sorted(makers)}")
-    pair = sum_cut_pair(d)
+    options = {"samples": samples, "confidence": confidence, "seed": seed}
     return [
-        audit_pair(
-            makers[v](audit.params),
-            pair,
-            mechanism=audit.name,
-            variant=v,
-            epsilon=audit.epsilon,
-            delta=audit.delta,
-            samples=samples,
-            confidence=confidence,
-            seed=seed,
-            claim_relation=audit.claim_relation,
-        )
+        report
         for v in variants
+        for report in audit_variant(audit, v, makers[v], pairs=[sum_cut_pair(d)], **options)
     ]
 
 

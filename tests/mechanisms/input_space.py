@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 from oracles.checks import MAX_EXACT_INT
 
-DELTA_ADULT = 1 / 15_682**2
+#: Adult's training rows and the sweep's delta there, 1/n^2 (SPEC section 9).
+N_ADULT = 15_682
+DELTA_ADULT = 1 / N_ADULT**2
 
 
 def derandomized(n: int):

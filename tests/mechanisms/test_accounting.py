@@ -29,6 +29,8 @@ from tests.mechanisms.dpsgd_helpers import replace_one_holds
 from tests.mechanisms.input_space import (
     ANY_INT,
     ANY_REAL,
+    DELTA_ADULT,
+    N_ADULT,
     assert_finite_positive,
     call_or_none,
     derandomized,
@@ -37,8 +39,6 @@ from tests.mechanisms.input_space import (
     names_pattern,
 )
 
-N_ADULT = 15_682
-DELTA_ADULT = 1 / N_ADULT**2
 Q_ADULT, T_ADULT = 64 / N_ADULT, math.ceil(5 * N_ADULT / 64)  # 1,226 steps
 
 

@@ -44,7 +44,9 @@ from oracles.checks import MAX_EXACT_INT
 from tests.mechanisms.input_space import (
     ANY_INT,
     DELTA,
+    DELTA_ADULT,
     EPSILON,
+    N_ADULT,
     assert_finite_positive,
     call_or_none,
     derandomized,
@@ -53,8 +55,7 @@ from tests.mechanisms.input_space import (
     names_pattern,
 )
 
-N_ADULT, D_ADULT = 15_682, 23
-DELTA_ADULT = 1 / N_ADULT**2
+D_ADULT = 23
 D_RADIUS = math.sqrt(23)
 #: The root searches' promise: sigma within a few ROOT_RTOL above the exact root.
 SLACK = 4 * cal.ROOT_RTOL

@@ -19,7 +19,9 @@ from oracles.registry import make_oracle
 from tests.mechanisms.input_space import (
     ANY_INT,
     DELTA,
+    DELTA_ADULT,
     EPSILON,
+    N_ADULT,
     PARAMS_NAMES,
     assert_finite_positive,
     call_or_none,
@@ -27,8 +29,6 @@ from tests.mechanisms.input_space import (
     either,
 )
 
-N_ADULT = 15_682
-DELTA_ADULT = 1 / N_ADULT**2
 ORACLE = EnumerationOracle()
 
 

@@ -30,16 +30,15 @@ from pipeline.data.synthetic import make_linear_threshold
 from tests.mechanisms.input_space import (
     ANY_INT,
     DELTA,
+    DELTA_ADULT,
     EPSILON,
+    N_ADULT,
     PARAMS_NAMES,
     assert_finite_positive,
     call_or_none,
     derandomized,
     either,
 )
-
-N_ADULT = 15_682
-DELTA_ADULT = 1 / N_ADULT**2
 
 
 class NoOracle:

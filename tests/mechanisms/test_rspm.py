@@ -16,16 +16,15 @@ from oracles.objective import zero_one_loss
 from tests.mechanisms.input_space import (
     ANY_INT,
     DELTA,
+    DELTA_ADULT,
     EPSILON,
+    N_ADULT,
     PARAMS_NAMES,
     assert_finite_positive,
     call_or_none,
     derandomized,
     either,
 )
-
-N_ADULT = 15_682
-DELTA_ADULT = 1 / N_ADULT**2
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
