@@ -27,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from oracles.checks import check_real, check_shape, require
 from oracles.objective import DEFAULT_MARGIN, MIN_MARGIN, MergedRows, exact_positive
 
 #: The certificate's tolerance: a solve is certified when the EXACT objective at its answer is at
@@ -74,12 +75,11 @@ class IntegerGrid:
     norm_sq_max: float | None = None
 
     def __post_init__(self) -> None:
-        if self.d < 1 or self.bound < 1:
-            raise ValueError(f"d and bound must be >= 1, found d={self.d}, bound={self.bound}")
-        if not (self.step > 0 and math.isfinite(self.step)):
-            raise ValueError(f"step must be > 0, found {self.step!r}")
-        if self.norm_sq_max is not None and self.norm_sq_max < 0:
-            raise ValueError(f"norm_sq_max must be >= 0, found {self.norm_sq_max!r}")
+        check_shape("d", self.d)
+        check_shape("bound", self.bound)
+        check_real("step", self.step)
+        if self.norm_sq_max is not None:
+            check_real("norm_sq_max", self.norm_sq_max, ">= 0")
 
     @property
     def values(self) -> np.ndarray:
@@ -109,8 +109,10 @@ class Box:
     upper: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.d < 1 or not self.lower < self.upper:
-            raise ValueError(f"need d >= 1 and lower < upper, found {self}")
+        check_shape("d", self.d)
+        check_real("lower", self.lower, "")
+        check_real("upper", self.upper, "")
+        require(self.lower < self.upper, "upper", f"must be > lower = {self.lower!r}", self.upper)
 
     def contains(self, w: np.ndarray, tol: float = 1e-7) -> bool:
         w = np.asarray(w, dtype=float)

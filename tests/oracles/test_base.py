@@ -50,12 +50,12 @@ def test_an_integer_grid_lists_its_values_and_tests_membership_at_the_edges():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(d=0, bound=1), "d and bound must be >= 1"),
-        (dict(d=2, bound=0), "d and bound"),
-        (dict(d=2, bound=1, step=0.0), "step must be > 0"),
-        (dict(d=2, bound=1, step=math.nan), "step must be > 0"),
-        (dict(d=2, bound=1, step=math.inf), "step must be > 0"),
-        (dict(d=2, bound=1, norm_sq_max=-1.0), "norm_sq_max must be >= 0"),
+        (dict(d=0, bound=1), "d must be >= 1, found 0"),
+        (dict(d=2, bound=0), "bound must be >= 1, found 0"),
+        (dict(d=2, bound=1, step=0.0), "step must be finite and > 0, found 0.0"),
+        (dict(d=2, bound=1, step=math.nan), "step must be finite and > 0, found nan"),
+        (dict(d=2, bound=1, step=math.inf), "step must be finite and > 0, found inf"),
+        (dict(d=2, bound=1, norm_sq_max=-1.0), "norm_sq_max must be finite and >= 0"),
     ],
 )
 def test_an_integer_grid_refuses_bad_parameters(kwargs, match):
@@ -67,8 +67,13 @@ def test_a_box_contains_its_faces_within_tolerance_and_refuses_an_empty_box():
     box = Box(2, -0.5, 2.0)
     assert box.contains([-0.5, 2.0]) and box.contains([2.0 + 5e-8, 0.0])
     assert not box.contains([2.0 + 1e-6, 0.0]) and not box.contains([0.0, 0.0, 0.0])
-    for bad in (dict(d=0), dict(d=1, lower=1.0, upper=1.0), dict(d=1, lower=2.0, upper=1.0)):
-        with pytest.raises(ValueError, match="need d >= 1 and lower < upper"):
+    for bad, match in [
+        (dict(d=0), "d must be >= 1"),
+        (dict(d=1, lower=1.0, upper=1.0), "upper: must be > lower = 1.0, found 1.0"),
+        (dict(d=1, lower=2.0, upper=1.0), "upper: must be > lower = 2.0, found 1.0"),
+        (dict(d=1, lower=-math.inf), "lower must be finite"),
+    ]:
+        with pytest.raises(ValueError, match=match):
             Box(**bad)
 
 
