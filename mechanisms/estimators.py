@@ -43,18 +43,10 @@ class CatalogClassifier:
     _entry: Entry
     release_: Release
 
-    def __init__(self, **params: Any) -> None:
-        for name, parameter in inspect.signature(type(self)).parameters.items():
-            setattr(self, name, params.pop(name, parameter.default))
-        if params:
-            raise TypeError(f"{type(self).__name__}: unknown parameters {sorted(params)}")
-
     def _oracle(self, needed: str) -> Any:
         oracle = self.oracle if needed == "configured" else needed
         if not isinstance(oracle, str):
             return oracle
-        if oracle == "enumerate":  # brute force has no time limit and runs on one thread
-            return make_oracle(oracle)
         return make_oracle(oracle, time_limit=self.time_limit, threads=self.threads)
 
     def fit(self, X: Any, y: Any) -> CatalogClassifier:
@@ -141,7 +133,10 @@ def classifier(name: str) -> type:
     signature = _signature(entry)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        CatalogClassifier.__init__(self, **signature.bind(*args, **kwargs).arguments)
+        bound = signature.bind(*args, **kwargs)  # a TypeError names an unknown parameter
+        bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            setattr(self, name, value)
 
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
     __init__.__signature__ = signature.replace(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.base import IntegerGrid, OracleError, Problem, Solution, Status, certify
-from oracles.checks import check_solver_options
+from oracles.checks import check_real
 
 #: Refuse grids larger than this (points): enumeration is for small instances.
 DEFAULT_MAX_POINTS = 5_000_000
@@ -56,7 +56,7 @@ class EnumerationOracle:
 
     def __post_init__(self) -> None:
         if self.time_limit is not None:
-            check_solver_options(self.time_limit, 1)
+            check_real("time_limit", self.time_limit)
 
     def solve(self, problem: Problem) -> Solution:
         domain = problem.domain

@@ -41,11 +41,6 @@ class ConfigError(ValueError):
 # --- oracles -----------------------------------------------------------------------------------
 
 
-#: The oracles a config may name, and those whose one solve can be split into parts run as Ray
-#: tasks (``oracle.parts``): the registry's (``oracles.registry``).
-ORACLE_NAMES, SPLIT_ORACLES = registry.DISCRETE, registry.SPLIT
-
-
 @dataclass
 class OracleConfig:
     """The solver behind OPDisc, RSPM and the exact ERM (OPSamp's logistic loss uses convex)."""
@@ -62,7 +57,9 @@ class OracleConfig:
     parts: int = 1
 
     def check(self) -> None:
-        _require(self.name in ORACLE_NAMES, "name", "must be " + ", ".join(ORACLE_NAMES), self.name)
+        # the names (and the split oracles, ``oracle.parts``) are the registry's
+        names = registry.DISCRETE
+        _require(self.name in names, "name", "must be " + ", ".join(names), self.name)
         _require(
             math.isfinite(self.time_limit) and self.time_limit > 0,
             "time_limit",
@@ -72,9 +69,9 @@ class OracleConfig:
         _require(self.threads >= 1, "threads", "must be >= 1", self.threads)
         _require(self.parts >= 1, "parts", "must be >= 1", self.parts)
         _require(
-            self.parts == 1 or self.name in SPLIT_ORACLES,
+            self.parts == 1 or self.name in registry.SPLIT,
             "parts",
-            "must be 1 unless oracle.name is " + " or ".join(SPLIT_ORACLES),
+            "must be 1 unless oracle.name is " + " or ".join(registry.SPLIT),
             self.parts,
         )
 

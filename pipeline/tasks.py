@@ -21,9 +21,9 @@ import numpy as np
 from mechanisms.base import Release
 from mechanisms.catalog import CATALOG, NON_PRIVATE
 from mechanisms.runner import SolveMany, solve_sequentially
-from oracles.registry import make_oracle as registry_oracle
+from oracles import registry
 from pipeline.catalog import MechanismConfig
-from pipeline.config import SPLIT_ORACLES, Config, OracleConfig
+from pipeline.config import Config, OracleConfig
 from pipeline.data.record import Dataset
 from pipeline.run_record import RunResult
 from pipeline.split_solve import ray_map_parts
@@ -81,25 +81,25 @@ def sweep_keys(config: Config) -> list[RunKey]:
 def make_oracle(
     cfg: OracleConfig, threads: int | None = None, mechanism: MechanismConfig | None = None
 ) -> Any:
-    """The oracle ``mechanism`` needs (its catalog entry says which), built with the configured
-    options (time_limit, threads; default ``cfg.threads``; ``cfg.parts`` > 1 runs the window
-    search's parts as Ray tasks, ``pipeline.split_solve``).
+    """The oracle ``mechanism`` needs (its catalog entry says which; without one, the configured
+    oracle), built by ``oracle_for``."""
+    needed = "configured" if mechanism is None else CATALOG[mechanism.name].oracle(mechanism)
+    if needed is None:
+        raise ValueError(f"{mechanism.name!r} calls no oracle")
+    return oracle_for(cfg, needed, threads)
 
-    The one place an oracle is built for a run: the entry names an oracle (OPSamp's logistic
-    loss: ``convex``) or the configured one (``cfg.name``); every oracle gets ``cfg.time_limit``
-    and ``threads``. Brute force takes and ignores them (oracles.registry).
-    """
-    name = cfg.name
-    if mechanism is not None:
-        needed = CATALOG[mechanism.name].oracle(mechanism)
-        if needed is None:
-            raise ValueError(f"{mechanism.name!r} calls no oracle")
-        name = cfg.name if needed == "configured" else needed
+
+def oracle_for(cfg: OracleConfig, needed: str, threads: int | None = None) -> Any:
+    """The one place an oracle is built for a run: ``needed`` is what a catalog entry asks for,
+    an oracle's name (OPSamp's logistic loss: ``convex``) or ``"configured"`` (``cfg.name``).
+    Every oracle gets ``cfg.time_limit`` and ``threads`` (default ``cfg.threads``); ``cfg.parts``
+    > 1 runs the window search's parts as Ray tasks (``pipeline.split_solve``)."""
+    name = cfg.name if needed == "configured" else needed
     threads = threads or cfg.threads
     options = {}
-    if cfg.parts > 1 and name in SPLIT_ORACLES:  # parts as Ray tasks of `threads` CPUs each
+    if cfg.parts > 1 and name in registry.SPLIT:  # parts as Ray tasks of `threads` CPUs each
         options = {"parts": cfg.parts, "map_parts": ray_map_parts(cpus_per_task=threads)}
-    return registry_oracle(name, time_limit=cfg.time_limit, threads=threads, **options)
+    return registry.make_oracle(name, time_limit=cfg.time_limit, threads=threads, **options)
 
 
 def privacy_delta(config: Config, n: int) -> float:
@@ -127,7 +127,7 @@ def run_release(
         train.features,
         train.labels,
         rng,
-        oracle=lambda needed: make_oracle(config.oracle, threads, cfg),
+        oracle=lambda needed: oracle_for(config.oracle, needed, threads),
         solve_many=solve_many or solve_sequentially,
         feature_names=train.feature_names,
     )

@@ -239,9 +239,6 @@ class FakeTracker:
         }
 
 
-_row = result_for
-
-
 @pytest.fixture
 def services(monkeypatch):
     """Ray, the sweep, MLflow and the report faked; ``services.sweep`` is what run_sweep does
@@ -294,7 +291,7 @@ def _logging_every_run(holds=lambda key: True, fail=(), stop_after=None):
             if str(key) in fail:
                 failed[str(key)] = "ValueError: too large"
                 continue
-            tracker.log_child(_row(key, holds(key)), "release", {})
+            tracker.log_child(result_for(key, holds(key)), "release", {})
         return [], failed
 
     return sweep
@@ -379,7 +376,7 @@ def test_sigterm_ends_the_sweep_like_ctrl_c_and_the_handler_is_restored(services
     before = signal.getsignal(signal.SIGTERM)
 
     def sweep(todo, tracker):
-        tracker.log_child(_row(todo[0]), "release", {})
+        tracker.log_child(result_for(todo[0]), "release", {})
         if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, before):
             raise AssertionError("no SIGTERM handler of the sweep's own: a kill would be final")
         os.kill(os.getpid(), signal.SIGTERM)
@@ -397,9 +394,9 @@ def test_a_resumed_sweep_runs_only_the_rest_and_counts_only_this_grid(services, 
     keys = sweep_keys(config)
     # two runs of this grid finished before, and one of another grid in the same store
     services.rows = [
-        _row(keys[0]),
-        _row(keys[1]),
-        _row(RunKey("opdisc", 2.0, 0), holds=False),
+        result_for(keys[0]),
+        result_for(keys[1]),
+        result_for(RunKey("opdisc", 2.0, 0), holds=False),
     ]
     services.parent = "parent-1"
     services.sweep = _logging_every_run()
@@ -413,7 +410,7 @@ def test_a_resumed_sweep_runs_only_the_rest_and_counts_only_this_grid(services, 
 
 def test_nothing_left_to_run_starts_no_ray(services, tmp_path):
     config = _sweep_config(tmp_path)
-    services.rows = [_row(key) for key in sweep_keys(config)]
+    services.rows = [result_for(key) for key in sweep_keys(config)]
     services.sweep = _logging_every_run()
     result = run_module.run_sweep_and_report(config, tmp_path)
     assert "init_ray" not in services.events and services.todo == []
