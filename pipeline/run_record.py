@@ -253,6 +253,6 @@ class RunResult:
 def release_fields(release: Release) -> tuple[dict[str, Any], dict[str, float]]:
     """(params, metrics) of the child run that come from the release itself, not the result:
     its scalar noise parameters (``noise.*``) and its timings and certificate summary."""
-    params = {k: v for k, v in release.to_params().items() if k.startswith("noise.")}
+    params = {f"noise.{k}": v for k, v in release.noise.items()}  # scalars only (Release)
     metrics = {k: float(v) for k, v in release.to_metrics().items()}
     return params, {k: v for k, v in metrics.items() if math.isfinite(v)}
