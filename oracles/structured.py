@@ -161,19 +161,7 @@ class StructuredOracle:
         solution = oracle.solve(problem)
         c = solution.certificate
         chain = f"window -> {c.fallback}" if c.fallback else "window"
-        return certify(
-            problem,
-            solution.w,
-            status=c.status,
-            bound=c.bound,
-            seconds=time.perf_counter() - start,
-            backend=c.backend,
-            threads=c.threads,
-            solver_objective=c.solver_objective,
-            fallback=f"{self.name}: {reason} -> {chain}",
-            message=c.message,
-            extra=c.extra,
-        )
+        return _handed_on(problem, solution, start, f"{self.name}: {reason} -> {chain}")
 
     def fallback(self, problem: Problem, reason: str, start: float) -> Solution:
         """The reference formulation on ``AutoOracle(prefer=reference)`` with the time left;
@@ -184,18 +172,8 @@ class StructuredOracle:
         )
         solution = reference.solve(problem)
         c = solution.certificate
-        return certify(
-            problem,
-            solution.w,
-            status=c.status,
-            bound=c.bound,
-            seconds=time.perf_counter() - start,
-            backend=c.backend,
-            threads=c.threads,
-            solver_objective=c.solver_objective,
-            fallback=f"{self.name}: {reason} -> {c.fallback or c.backend}",
-            message=c.message,
-            extra=c.extra,
+        return _handed_on(
+            problem, solution, start, f"{self.name}: {reason} -> {c.fallback or c.backend}"
         )
 
 
@@ -338,6 +316,25 @@ class _Search:
             message=" | ".join([*notes, thread_note] if thread_note else notes),
             extra=extra,
         )
+
+
+def _handed_on(problem: Problem, solution: Solution, start: float, fallback: str) -> Solution:
+    """``solution`` of the oracle this one handed ``problem`` on to, certified again as this
+    oracle's answer: the same certificate, timed from ``start``, with the chain ``fallback``."""
+    c = solution.certificate
+    return certify(
+        problem,
+        solution.w,
+        status=c.status,
+        bound=c.bound,
+        seconds=time.perf_counter() - start,
+        backend=c.backend,
+        threads=c.threads,
+        solver_objective=c.solver_objective,
+        fallback=fallback,
+        message=c.message,
+        extra=c.extra,
+    )
 
 
 __all__ = ["BOUNDING_SHARE", "StructuredOracle", "WORK_ENTRIES_PER_SECOND"]
