@@ -8,7 +8,7 @@ call was certified optimal (SPEC section 8); DP-SGD's guarantee is the accountan
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -22,10 +22,10 @@ class Secret:
     """A secret noise draw: OPDisc's and RSPM's eta, OPSamp's sigma^k and output Laplace noise.
 
     A release that carried a draw beside w would leak the data through the argmin, so every
-    ``draw_noise`` wraps its draws in a Secret: ``noise_parameters`` (hence ``Release``,
-    ``to_params`` and MLflow) drops them, and the repr shows the shape, never the values. The
-    array is read explicitly, ``secret.value``, where the draw is used (``problems``,
-    ``finish``, the audit's samplers).
+    ``draw_noise`` keeps its draws as Secret fields of its ``Noise`` record, apart from the
+    public ``Calibration`` (all a ``Release`` and MLflow ever see), and the repr shows the
+    shape, never the values. The array is read explicitly, ``secret.value``, where the draw is
+    used (``problems``, ``finish``, the audit's samplers).
     """
 
     value: np.ndarray
@@ -39,21 +39,71 @@ class Secret:
     __str__ = __repr__
 
 
-def noise_parameters(noise: Mapping[str, Any]) -> dict[str, Any]:
-    """The scalar noise parameters (sigma, m, ...) of a noise dict, never the draws themselves.
+@dataclass(frozen=True)
+class Calibration:
+    """The public side of a mechanism's noise: how its scale was set and what that proves.
 
-    Drops every ``Secret`` (the draws; they are reproducible from the run's seed, which is
-    secret). Any other value must be a scalar: a non-scalar that is not a Secret is a TypeError
-    naming the key, so a draw left unwrapped is an error, not a leak into the run record.
+    ``rule`` is the config's ``calibration`` (``proven``, ``paper`` or ``paper_code``);
+    ``proven_epsilon`` and ``proven_delta`` are the (epsilon, delta) SPEC section 10 proves for
+    the scale actually used. Each mechanism's record adds its scales (sigma, m, ...) as fields:
+    scalars only, so a draw can never enter one (the draws are the ``Noise`` record's Secrets).
     """
+
+    rule: str
+    proven_epsilon: float
+    proven_delta: float
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, str) and np.ndim(value) != 0:
+                raise TypeError(
+                    f"{type(self).__name__}.{f.name} must be a scalar, found shape "
+                    f"{np.shape(value)}: a noise draw belongs in the Noise record, as a Secret"
+                )
+
+    def scales(self) -> dict[str, Any]:
+        """The noise parameters a release records (``Release.noise``, MLflow's ``noise.*``).
+
+        Every field but the rule and the proven (epsilon, delta), which the release's privacy
+        claim records; a trailing underscore (``lambda_``, a Python keyword) is dropped.
+        """
+        own = {"rule", "proven_epsilon", "proven_delta"}
+        return {
+            f.name.rstrip("_"): getattr(self, f.name) for f in fields(self) if f.name not in own
+        }
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A mechanism's noise: its ``calibration`` and, as the subclass's other fields, its draws.
+
+    Every field but ``calibration`` must be a ``Secret`` (checked here), so the draws stay apart
+    from the public record and never reach a release.
+    """
+
+    calibration: Calibration
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.calibration, Calibration):
+            raise TypeError(f"calibration must be a Calibration, found {type(self.calibration)}")
+        for f in fields(self):
+            if f.name != "calibration" and not isinstance(getattr(self, f.name), Secret):
+                raise TypeError(
+                    f"{type(self).__name__}.{f.name} must be a Secret (a noise draw), found "
+                    f"{type(getattr(self, f.name)).__name__}"
+                )
+
+
+def check_scalars(noise: Mapping[str, Any]) -> dict[str, Any]:
+    """``noise`` (a release's noise parameters) as a dict, every value a scalar: a non-scalar
+    is a TypeError naming the key, so a draw is an error, never a leak into the run record."""
     out = {}
     for key, value in noise.items():
-        if isinstance(value, Secret):
-            continue
-        if np.ndim(value) != 0:
+        if isinstance(value, Secret) or np.ndim(value) != 0:
             raise TypeError(
-                f"noise[{key!r}] is neither a scalar nor a Secret, found shape "
-                f"{np.shape(value)}: wrap a noise draw in Secret"
+                f"noise[{key!r}] must be a scalar noise parameter, found {type(value).__name__} "
+                f"of shape {np.shape(getattr(value, 'value', value))}"
             )
         out[key] = value
     return out
@@ -159,7 +209,7 @@ class Release:
         w = np.array(self.w, dtype=float, copy=True)
         w.setflags(write=False)
         object.__setattr__(self, "w", w)
-        object.__setattr__(self, "noise", noise_parameters(self.noise))  # never a draw
+        object.__setattr__(self, "noise", check_scalars(self.noise))  # never a draw
         object.__setattr__(self, "params", dict(self.params))
         object.__setattr__(self, "certificates", tuple(self.certificates))
         object.__setattr__(self, "timings", dict(self.timings))
@@ -192,7 +242,7 @@ class Release:
             "requested_delta": params.pop("delta", None),
         }
         out.update({f"param.{k}": v for k, v in params.items()})
-        out.update({f"noise.{k}": v for k, v in noise_parameters(self.noise).items()})
+        out.update({f"noise.{k}": v for k, v in self.noise.items()})
         claim = self.privacy.to_params()
         out.update(claim | {k: v for k, v in requested.items() if claim[k] is None})
         backends = sorted({c.backend for c in self.certificates})

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, Release, Secret
+from mechanisms.base import Calibration, Noise, PrivacyClaim, Release, Secret
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
     check_calibration,
@@ -75,13 +75,29 @@ class OPDiscParams:
 
 
 @dataclass(frozen=True)
+class OPDiscCalibration(Calibration):
+    """sigma and the domain it was calibrated for (D, B, tau; SPEC sections 3 and 10.1)."""
+
+    sigma: float
+    D: float
+    B: float
+    tau: float
+
+
+@dataclass(frozen=True)
+class OPDiscNoise(Noise):
+    calibration: OPDiscCalibration
+    eta: Secret  # (d + 1,): N(0, sigma^2) each
+
+
+@dataclass(frozen=True)
 class OPDisc(NoFeatureBound):
     """OPDisc as three steps (mechanisms.runner): draw eta, build the one problem, release."""
 
     params: OPDiscParams
     name: str = "opdisc"
 
-    def calibrate(self, n: int, d: int) -> dict[str, Any]:
+    def calibrate(self, d: int) -> OPDiscCalibration:
         """sigma by the configured calibration, and the (epsilon, delta) proven for it."""
         p = self.params
         domain, D = opdisc_domain(d, p.tau, p.B, p.D)
@@ -94,27 +110,28 @@ class OPDisc(NoFeatureBound):
             if p.calibration == "paper_code":
                 sigma /= 2.0  # the paper's published code divides Algorithm 1's sigma by 2
             proven = opdisc_epsilon(sigma, p.delta, d=d, D=D, tau=tau)
-        return {
-            "sigma": sigma,
-            "D": D,
-            "B": domain.bound * domain.step,
-            "tau": tau,
-            "calibration": p.calibration,
-            "proven_epsilon": proven,
-            "proven_delta": p.delta,
-        }
+        return OPDiscCalibration(
+            rule=p.calibration,
+            proven_epsilon=proven,
+            proven_delta=p.delta,
+            sigma=sigma,
+            D=D,
+            B=domain.bound * domain.step,
+            tau=tau,
+        )
 
-    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
-        cal = self.calibrate(n, d)
-        return {**cal, "eta": Secret(rng.normal(0.0, cal["sigma"], size=d + 1))}
+    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> OPDiscNoise:
+        """eta ~ N(0, sigma^2)^(d+1) (``n`` is not used: sigma does not depend on it)."""
+        cal = self.calibrate(d)
+        return OPDiscNoise(cal, Secret(rng.normal(0.0, cal.sigma, size=d + 1)))
 
-    def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Problem]:
-        return [opdisc_problem(rows, noise["eta"].value, self.params, label=self.name)]
+    def problems(self, rows: MergedRows, noise: OPDiscNoise) -> list[Problem]:
+        return [opdisc_problem(rows, noise.eta.value, self.params, label=self.name)]
 
     def finish(
         self,
         rows: MergedRows,
-        noise: dict[str, Any],
+        noise: OPDiscNoise,
         solutions: Sequence[Solution],
         rng: np.random.Generator,
         timings: dict[str, float],
@@ -158,10 +175,10 @@ class ExactERM(NoFeatureBound):
     margin: float = DEFAULT_MARGIN
     name: str = "erm_01"
 
-    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
-        return {}
+    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> None:
+        return None  # no noise: the non-private reference
 
-    def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Problem]:
+    def problems(self, rows: MergedRows, noise: None) -> list[Problem]:
         domain, _ = opdisc_domain(rows.d, self.tau, self.B, self.D)
         return [Problem.from_rows(rows, domain, margin=self.margin, label=self.name)]
 

@@ -55,7 +55,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, Release, Secret, noise_parameters
+from mechanisms.base import Calibration, Noise, PrivacyClaim, Release, Secret
 from mechanisms.bounds import check_out_of_bounds, enforce_feature_bound
 from mechanisms.calibration import (
     check_calibration,
@@ -155,7 +155,7 @@ def opsamp_calibration(
     calibration: str = "proven",
     gamma: float | None = None,
     m: int | None = None,
-) -> dict[str, Any]:
+) -> OPSampCalibration:
     """gamma, m, eta, lambda (and its terms) and the (epsilon, delta) proven (SPEC 5, 10.3).
 
     m uses ln(4d / delta), not Algorithm 2's ln(2d / delta): the Hoeffding union bound over d
@@ -176,27 +176,59 @@ def opsamp_calibration(
         used.total / epsilon,
         **{"lambda": used.total, "epsilon": epsilon},
     )
-    return {
-        "gamma_raw": gamma_raw,
-        "gamma": gamma,
-        "m": m,
-        "eta": eta,
-        "lambda": used.total,
-        "lambda_sampling": used.sampling,
-        "lambda_stability": used.stability,
-        "lambda_oracle": used.oracle,
-        "lambda_proven": proven.total,
-        "laplace_scale": scale,
-        "G": G,
-        "D_inf": D_inf,
-        "D_2": D_inf * math.sqrt(d),
-        "calibration": calibration,
+    return OPSampCalibration(
+        rule=calibration,
         # 'proven': the scale is lambda_proven / epsilon by construction
-        "proven_epsilon": (
+        proven_epsilon=(
             epsilon if calibration == "proven" else opsamp_epsilon(scale, proven.total)
         ),
-        "proven_delta": delta,
-    }
+        proven_delta=delta,
+        gamma_raw=gamma_raw,
+        gamma=gamma,
+        m=m,
+        eta=eta,
+        lambda_=used.total,
+        lambda_sampling=used.sampling,
+        lambda_stability=used.stability,
+        lambda_oracle=used.oracle,
+        lambda_proven=proven.total,
+        laplace_scale=scale,
+        G=G,
+        D_inf=D_inf,
+        D_2=D_inf * math.sqrt(d),
+    )
+
+
+@dataclass(frozen=True)
+class OPSampCalibration(Calibration):
+    """Algorithm 2's constants as calibrated (SPEC sections 5 and 10.3).
+
+    ``eta`` is the rate of the exponential perturbations sigma^k (a public constant; the draws
+    are ``OPSampNoise.sigmas``); ``lambda_`` (``lambda`` in a release) sets the output Laplace
+    scale ``laplace_scale = lambda / epsilon``; ``lambda_proven`` is the l1 bound SPEC 10.3
+    proves.
+    """
+
+    gamma_raw: float
+    gamma: float
+    m: int
+    eta: float
+    lambda_: float
+    lambda_sampling: float
+    lambda_stability: float
+    lambda_oracle: float
+    lambda_proven: float
+    laplace_scale: float
+    G: float
+    D_inf: float
+    D_2: float
+
+
+@dataclass(frozen=True)
+class OPSampNoise(Noise):
+    calibration: OPSampCalibration
+    sigmas: Secret  # (m, d): exponential with rate eta, one row per oracle call
+    output_laplace: Secret  # (d,): Lap(laplace_scale) added to the mean
 
 
 @dataclass(frozen=True)
@@ -204,7 +236,7 @@ class OPSamp:
     params: OPSampParams
     name: str = "opsamp"
 
-    def calibrate(self, n: int, d: int) -> dict[str, float]:
+    def calibrate(self, n: int, d: int) -> OPSampCalibration:
         p = self.params
         check_shape("n", n)
         check_shape("d", d)
@@ -240,13 +272,13 @@ class OPSamp:
             feature_names=feature_names,
         )
 
-    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
+    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> OPSampNoise:
         cal = self.calibrate(n, d)
-        sigmas = rng.exponential(scale=1.0 / cal["eta"], size=(cal["m"], d))  # rate eta
-        laplace = rng.laplace(0.0, cal["laplace_scale"], size=d)
-        return {**cal, "sigmas": Secret(sigmas), "output_laplace": Secret(laplace)}
+        sigmas = rng.exponential(scale=1.0 / cal.eta, size=(cal.m, d))  # rate eta
+        laplace = rng.laplace(0.0, cal.laplace_scale, size=d)
+        return OPSampNoise(cal, Secret(sigmas), Secret(laplace))
 
-    def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Any]:
+    def problems(self, rows: MergedRows, noise: OPSampNoise) -> list[Any]:
         """The m independent oracle calls (the pipeline's widest fan-out).
 
         The feature bound is enforced here too, where the noise meets the data, so that no
@@ -260,7 +292,7 @@ class OPSamp:
                 Problem.from_rows(
                     rows, box, linear=-sigma, margin=p.margin, label=f"{self.name}[{k}]"
                 )
-                for k, sigma in enumerate(noise["sigmas"].value)
+                for k, sigma in enumerate(noise.sigmas.value)
             ]
         points = enforce_feature_bound(
             rows.points,
@@ -274,7 +306,7 @@ class OPSamp:
         R, S = surrogate_scale(rows.d, p.lower, p.upper, p.x_max)
         return [
             ConvexProblem.from_rows(rows, sigma, box, loss="logistic", scale=S)
-            for sigma in noise["sigmas"].value
+            for sigma in noise.sigmas.value
         ]
 
     def normalized_gap(self, solution: Solution, n: int) -> float:
@@ -285,16 +317,17 @@ class OPSamp:
     def finish(
         self,
         rows: MergedRows,
-        noise: dict[str, Any],
+        noise: OPSampNoise,
         solutions: Sequence[Solution],
         rng: np.random.Generator,
         timings: dict[str, float],
     ) -> Release:
         p = self.params
-        if len(solutions) != noise["m"]:
-            raise ValueError(f"expected m = {noise['m']} solutions, found {len(solutions)}")
+        cal = noise.calibration
+        if len(solutions) != cal.m:
+            raise ValueError(f"expected m = {cal.m} solutions, found {len(solutions)}")
         W = np.vstack([s.w for s in solutions])
-        w = W.mean(axis=0) + noise["output_laplace"].value
+        w = W.mean(axis=0) + noise.output_laplace.value
         gaps = [self.normalized_gap(s, rows.n) for s in solutions]
         bad = [
             i
@@ -305,9 +338,9 @@ class OPSamp:
         proof = {
             "requested_epsilon": p.epsilon,
             "requested_delta": p.delta,
-            "calibration": noise["calibration"],
+            "calibration": cal.rule,
         }
-        eps, delta = noise["proven_epsilon"], noise["proven_delta"]
+        eps, delta = cal.proven_epsilon, cal.proven_delta
         if p.loss == "zero_one":
             claim = PrivacyClaim(
                 eps,
@@ -335,12 +368,11 @@ class OPSamp:
                 f"{p.alpha} (largest {max(gaps):.3g})",
                 **proof,
             )
-        record = noise_parameters(noise)
         return Release(
             mechanism=self.name,
             w=w,
             privacy=claim,
-            noise=record | {"max_gap": max(gaps)},
+            noise=cal.scales() | {"max_gap": max(gaps)},
             params=asdict(p),
             certificates=tuple(s.certificate for s in solutions),
             timings=timings | {"total": sum(timings.values())},

@@ -21,11 +21,11 @@ Weights may be negative. Privacy needs the exact argmin (SPEC section 8).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
-from mechanisms.base import Release, Secret
+from mechanisms.base import Calibration, Noise, Release, Secret
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
     check_calibration,
@@ -65,6 +65,28 @@ class RSPMParams:
 
 
 @dataclass(frozen=True)
+class RSPMGaussianCalibration(Calibration):
+    """sigma of the m = 2d Gaussian separator weights (SPEC sections 4 and 10.2)."""
+
+    m: int
+    sigma: float
+
+
+@dataclass(frozen=True)
+class RSPMLaplaceCalibration(Calibration):
+    """The Laplace scale 2m / epsilon of the m = 2d separator weights (SPEC section 4)."""
+
+    m: int
+    laplace_scale: float
+
+
+@dataclass(frozen=True)
+class RSPMNoise(Noise):
+    calibration: RSPMGaussianCalibration | RSPMLaplaceCalibration
+    eta: Secret  # (m,): one weight per separator element
+
+
+@dataclass(frozen=True)
 class RSPM(NoFeatureBound):
     params: RSPMParams
 
@@ -72,40 +94,46 @@ class RSPM(NoFeatureBound):
     def name(self) -> str:
         return f"rspm_{self.params.noise}"
 
-    def calibrate(self, n: int, d: int) -> dict[str, Any]:
+    def calibrate(self, d: int) -> RSPMGaussianCalibration | RSPMLaplaceCalibration:
         """The noise scale by the configured calibration, and the (epsilon, delta) proven."""
         p = self.params
         check_shape("d", d)
         m = 2 * d  # the separator set's size (SPEC section 4)
-        common = {"m": m, "calibration": p.calibration, "proven_delta": p.delta}
         if p.noise == "laplace":  # pure DP; its proof holds as written (SPEC 10.2)
-            return common | {
-                "laplace_scale": rspm_laplace_scale(p.epsilon, m),
-                "proven_epsilon": p.epsilon,
-            }
+            return RSPMLaplaceCalibration(
+                rule=p.calibration,
+                proven_epsilon=p.epsilon,
+                proven_delta=p.delta,
+                m=m,
+                laplace_scale=rspm_laplace_scale(p.epsilon, m),
+            )
         if p.calibration == "proven":
             sigma = rspm_gaussian_sigma(p.epsilon, p.delta, m)
             proven = p.epsilon  # sigma was chosen so that delta(epsilon; sigma) <= delta
         else:
             sigma = rspm_gaussian_sigma_paper(p.epsilon, p.delta, m)
             proven = rspm_gaussian_epsilon(sigma, p.delta, m=m)
-        return common | {"sigma": sigma, "proven_epsilon": proven}
+        return RSPMGaussianCalibration(
+            rule=p.calibration, proven_epsilon=proven, proven_delta=p.delta, m=m, sigma=sigma
+        )
 
-    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]:
-        cal = self.calibrate(n, d)
-        if self.params.noise == "gaussian":
-            eta = rng.normal(0.0, cal["sigma"], size=cal["m"])
+    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> RSPMNoise:
+        """One weight per separator element (``n`` is not used: the scale does not depend on
+        it)."""
+        cal = self.calibrate(d)
+        if isinstance(cal, RSPMGaussianCalibration):
+            eta = rng.normal(0.0, cal.sigma, size=cal.m)
         else:
-            eta = rng.laplace(0.0, cal["laplace_scale"], size=cal["m"])
-        return {**cal, "eta": Secret(eta)}
+            eta = rng.laplace(0.0, cal.laplace_scale, size=cal.m)
+        return RSPMNoise(cal, Secret(eta))
 
-    def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Problem]:
-        return [rspm_problem(rows, noise["eta"].value, margin=self.params.margin, label=self.name)]
+    def problems(self, rows: MergedRows, noise: RSPMNoise) -> list[Problem]:
+        return [rspm_problem(rows, noise.eta.value, margin=self.params.margin, label=self.name)]
 
     def finish(
         self,
         rows: MergedRows,
-        noise: dict[str, Any],
+        noise: RSPMNoise,
         solutions: Sequence[Solution],
         rng: np.random.Generator,
         timings: dict[str, float],

@@ -14,11 +14,12 @@ privacy proof assumes (mechanisms.bounds) before any noise is drawn.
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, Release, check_rng, noise_parameters
+from mechanisms.base import Noise, PrivacyClaim, Release, check_rng
 from oracles.base import Solution
 from oracles.objective import MergedRows, check_data
 
@@ -30,14 +31,14 @@ class OracleMechanism(Protocol):
         self, X: np.ndarray, feature_names: Sequence[str] | None = None
     ) -> np.ndarray: ...
 
-    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> dict[str, Any]: ...
+    def draw_noise(self, rng: np.random.Generator, n: int, d: int) -> Noise | None: ...
 
-    def problems(self, rows: MergedRows, noise: dict[str, Any]) -> list[Any]: ...
+    def problems(self, rows: MergedRows, noise: Noise | None) -> list[Any]: ...
 
     def finish(
         self,
         rows: MergedRows,
-        noise: dict[str, Any],
+        noise: Noise | None,
         solutions: Sequence[Solution],
         rng: np.random.Generator,
         timings: dict[str, float],
@@ -83,7 +84,7 @@ def run(
 def exact_argmin_release(
     name: str,
     params: Any,
-    noise: dict[str, Any],
+    noise: Noise,
     solutions: Sequence[Solution],
     timings: dict[str, float],
     *,
@@ -93,26 +94,25 @@ def exact_argmin_release(
 
     ``params`` is the mechanism's frozen params record (epsilon, delta, margin, ...); the claim
     holds only if the one oracle call was certified optimal (SPEC section 8). The claim's
-    (epsilon, delta) is the one proven for the noise used (``noise["proven_epsilon"]``, SPEC
-    section 10), with the requested one beside it.
+    (epsilon, delta) is the one proven for the noise used (``noise.calibration``, SPEC section
+    10), with the requested one beside it.
     """
-    from dataclasses import asdict
-
     (solution,) = solutions
+    calibration = noise.calibration
     claim = PrivacyClaim.from_certificates(
-        noise["proven_epsilon"],
-        noise["proven_delta"],
+        calibration.proven_epsilon,
+        calibration.proven_delta,
         [solution.certificate],
         needs=needs,
         requested_epsilon=params.epsilon,
         requested_delta=params.delta,
-        calibration=noise["calibration"],
+        calibration=calibration.rule,
     )
     return Release(
         mechanism=name,
         w=solution.w,
         privacy=claim,
-        noise=noise_parameters(noise),
+        noise=calibration.scales(),
         params=asdict(params),
         certificates=(solution.certificate,),
         timings=timings | {"total": sum(timings.values())},

@@ -29,6 +29,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import warnings
+from dataclasses import asdict
 from pathlib import Path
 from typing import Iterable
 from urllib.parse import urlparse
@@ -179,8 +180,8 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
         try:
             mechanism = build_mechanism(cfg, eps, delta, config.margin)
             calibration = mechanism.calibrate(n, d)
-            m = calibration["m"]
-            numbers = [v for v in calibration.values() if not isinstance(v, str)]
+            m = calibration.m
+            numbers = [v for v in asdict(calibration).values() if not isinstance(v, str)]
             if not all(math.isfinite(float(v)) for v in numbers):
                 raise ValueError(f"the calibration is not finite: {calibration}")
         except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError) as e:

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.audit.sampler_base import AuditError, BatchedGenerator, noise_scalars
-from mechanisms.base import Secret
+from mechanisms.audit.sampler_base import AuditError, BatchedGenerator, first_draw
 from mechanisms.dpsgd import run_dpsgd
+from mechanisms.opsamp import OPSampNoise
 from oracles.objective import MergedRows, check_data
 
 
@@ -115,27 +115,22 @@ class OPSampSampler:
     when f'(upper) <= 0, ``lower`` when f'(lower) >= 0, else the root of f', found by bisection
     to machine precision with the ConvexProblem's own gradient formula (``ConvexProblem``
     built by the mechanism's ``problems``). The release is ``finish``'s: the mean of the m
-    minimizers plus noise["output_laplace"]; ``release`` is overridable (mutants).
+    minimizers plus noise.output_laplace; ``release`` is overridable (mutants).
     """
 
     mechanism: Any  # OPSamp
     bisection_steps: int = 60
     kind: str = field(default="continuous", init=False)
 
-    def noise(self, rows: MergedRows, size: int, rng: np.random.Generator) -> dict[str, Any]:
+    def noise(self, rows: MergedRows, size: int, rng: np.random.Generator) -> OPSampNoise:
         return self.mechanism.draw_noise(BatchedGenerator(rng, size), rows.n, rows.d)
 
-    def minimizers(self, rows: MergedRows, noise: dict[str, Any]) -> np.ndarray:
+    def minimizers(self, rows: MergedRows, noise: OPSampNoise) -> np.ndarray:
         """(N, m) exact minimizers of the m problems per draw."""
-        sigmas = np.asarray(noise["sigmas"].value, dtype=float)  # (N, m, 1)
+        sigmas = np.asarray(noise.sigmas.value, dtype=float)  # (N, m, 1)
         if sigmas.ndim != 3 or sigmas.shape[2] != 1:
             raise AuditError(f"the OPSamp sampler needs d = 1, found sigmas {sigmas.shape}")
-        single = {
-            **noise_scalars(noise),
-            "sigmas": Secret(sigmas[0]),
-            "output_laplace": Secret(noise["output_laplace"].value[0]),
-        }
-        problem = self.mechanism.problems(rows, single)[0]
+        problem = self.mechanism.problems(rows, first_draw(noise))[0]
         lo, hi = problem.box.lower, problem.box.upper
         x = problem.points[:, 0]
         coef = problem.weights * problem.labels / problem.scale  # sum_k coef_k * slope_k(w)
@@ -168,9 +163,9 @@ class OPSampSampler:
             raise AuditError(f"gradient mismatch with ConvexProblem: {check!r} != {mine!r}")
         return w
 
-    def release(self, minimizers: np.ndarray, noise: dict[str, Any]) -> np.ndarray:
+    def release(self, minimizers: np.ndarray, noise: OPSampNoise) -> np.ndarray:
         """``finish``: the mean of the m minimizers plus the output Laplace noise."""
-        return minimizers.mean(axis=1) + np.asarray(noise["output_laplace"].value)[:, 0]
+        return minimizers.mean(axis=1) + np.asarray(noise.output_laplace.value)[:, 0]
 
     def sample(self, X, y, size, rng) -> np.ndarray:
         X, y = check_data(X, y)

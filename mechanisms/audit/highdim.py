@@ -46,6 +46,7 @@ import numpy as np
 from mechanisms.audit.core import NeighbouringPair
 from mechanisms.audit.pairs import replace_pair
 from mechanisms.audit.samplers import AuditError, BatchedGenerator
+from mechanisms.base import Noise
 from mechanisms.opdisc import opdisc_domain
 from oracles.objective import MergedRows, check_data
 
@@ -97,7 +98,7 @@ class SumCutSampler:
         """How the audit's events name a cell."""
         return lambda cell: f"sum(w)={cell - d}"
 
-    def noise(self, rows: MergedRows, size: int, rng: np.random.Generator) -> dict[str, Any]:
+    def noise(self, rows: MergedRows, size: int, rng: np.random.Generator) -> Noise:
         return self.mechanism.draw_noise(BatchedGenerator(rng, size), rows.n, rows.d)
 
     def sample(self, X, y, size, rng) -> np.ndarray:
@@ -109,7 +110,7 @@ class SumCutSampler:
         out = []
         for start in range(0, size, _CHUNK):
             noise = self.noise(rows, min(_CHUNK, size - start), rng)
-            out.append(self.sums(np.asarray(noise["eta"].value, dtype=float), lam, noise) + rows.d)
+            out.append(self.sums(np.asarray(noise.eta.value, dtype=float), lam, noise) + rows.d)
         return np.concatenate(out)
 
     def releases(self, X, y, size, rng) -> np.ndarray:
@@ -118,7 +119,7 @@ class SumCutSampler:
         rows = MergedRows.from_xy(X, y)
         noise = self.noise(rows, size, rng)
         lam = sum_cut_lambda(rows, self.mechanism.params.margin)
-        return self.argmin(np.asarray(noise["eta"].value, dtype=float), lam, noise)
+        return self.argmin(np.asarray(noise.eta.value, dtype=float), lam, noise)
 
     def sums(self, eta, lam, noise) -> np.ndarray:
         raise NotImplementedError
@@ -131,7 +132,7 @@ class SumCutSampler:
 class SumCutOPDiscSampler(SumCutSampler):
     """OPDisc (or a variant of it: another calibration) on sum-cut data (module doc)."""
 
-    def _check_domain(self, d: int, noise: dict[str, Any]) -> tuple[float, int]:
+    def _check_domain(self, d: int, noise: Noise) -> tuple[float, int]:
         p = self.mechanism.params
         domain, D = opdisc_domain(d, p.tau, p.B, p.D)
         if domain.step != 1.0 or domain.bound != 1:
@@ -139,12 +140,12 @@ class SumCutOPDiscSampler(SumCutSampler):
                 f"the sum-cut sampler needs the grid {{-1, 0, 1}}^d (tau = 1, B = 1),"
                 f" found tau={domain.step!r}, bound={domain.bound!r}"
             )
-        if not math.isclose(float(noise["D"]), D):
-            raise AuditError(f"D mismatch: {noise['D']!r} != {D!r}")
+        if not math.isclose(float(noise.calibration.D), D):
+            raise AuditError(f"D mismatch: {noise.calibration.D!r} != {D!r}")
         s_max = min(d, int(math.floor(domain.norm_sq_max + 1e-9)))
         return D, s_max
 
-    def _candidates(self, eta: np.ndarray, lam: int, noise: dict[str, Any]):
+    def _candidates(self, eta: np.ndarray, lam: int, noise: Noise):
         """Best (s, p) per release: arrays s, p (the argmax over the 2 (d + 1) candidates)."""
         N, d = eta.shape[0], eta.shape[1] - 1
         D, s_max = self._check_domain(d, noise)

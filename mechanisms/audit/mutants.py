@@ -43,7 +43,7 @@ class OPDiscPlainEta(OPDisc):
 
     def problems(self, rows, noise):
         (problem,) = super().problems(rows, noise)
-        eta = np.asarray(noise["eta"].value, dtype=float)
+        eta = np.asarray(noise.eta.value, dtype=float)
         return [dataclasses.replace(problem, linear=-eta[: rows.d], norm_coef=0.0)]
 
 
@@ -53,10 +53,10 @@ class OPDiscSigmaThird(OPDisc):
 
     name: str = "opdisc_sigma_third"
 
-    def calibrate(self, n, d):
+    def calibrate(self, d):
         paper = OPDisc(dataclasses.replace(self.params, calibration="paper"))
-        cal = paper.calibrate(n, d)
-        return {**cal, "sigma": cal["sigma"] / 3.0}
+        cal = paper.calibrate(d)
+        return dataclasses.replace(cal, sigma=cal.sigma / 3.0)
 
 
 # --- RSPM -----------------------------------------------------------------------------------------
@@ -66,9 +66,9 @@ class OPDiscSigmaThird(OPDisc):
 class RSPMSigmaThird(RSPM):
     """Gaussian RSPM with the paper's sigma / 3 (3x the claimed epsilon by its proof)."""
 
-    def calibrate(self, n, d):
-        cal = RSPM(dataclasses.replace(self.params, calibration="paper")).calibrate(n, d)
-        return {**cal, "sigma": cal["sigma"] / 3.0}
+    def calibrate(self, d):
+        cal = RSPM(dataclasses.replace(self.params, calibration="paper")).calibrate(d)
+        return dataclasses.replace(cal, sigma=cal.sigma / 3.0)
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class RSPMDropSeparators(RSPM):
     """
 
     def problems(self, rows, noise):
-        eta = np.array(noise["eta"].value, dtype=float)
+        eta = np.array(noise.eta.value, dtype=float)
         eta[rows.d :] = 0.0  # (-e_j, +1) are the last d elements of separator_set
         return [rspm_problem(rows, eta, margin=self.params.margin, label=self.name)]
 
@@ -89,9 +89,9 @@ class RSPMDropSeparators(RSPM):
 class RSPMLaplaceQuarter(RSPM):
     """Laplace RSPM with scale m / epsilon / 2, a quarter of 2m / epsilon (4x the claim)."""
 
-    def calibrate(self, n, d):
-        cal = super().calibrate(n, d)
-        return {**cal, "laplace_scale": cal["m"] / self.params.epsilon / 2.0}
+    def calibrate(self, d):
+        cal = super().calibrate(d)
+        return dataclasses.replace(cal, laplace_scale=cal.m / self.params.epsilon / 2.0)
 
 
 # --- OPSamp ---------------------------------------------------------------------------------------
@@ -105,7 +105,9 @@ class OPSampNoOutputNoise(OPSamp):
 
     def draw_noise(self, rng, n, d):
         noise = super().draw_noise(rng, n, d)
-        return {**noise, "output_laplace": Secret(np.zeros_like(noise["output_laplace"].value))}
+        return dataclasses.replace(
+            noise, output_laplace=Secret(np.zeros_like(noise.output_laplace.value))
+        )
 
 
 # --- DP-SGD and ExpMech ---------------------------------------------------------------------------

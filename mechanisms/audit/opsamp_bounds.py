@@ -62,8 +62,8 @@ def opsamp_paper_bounds(mechanism, n: int, d: int, delta: float) -> OPSampPaperB
     if p.loss != "logistic":
         raise ValueError(f"the coupling bound is for the logistic loss, found {p.loss!r}")
     cal = mechanism.calibrate(n, d)
-    scale, D_inf, m = cal["laplace_scale"], cal["D_inf"], int(cal["m"])
-    moved = stats.binom(m * d, -math.expm1(-cal["eta"] * cal["G"]))
+    scale, D_inf, m = cal.laplace_scale, cal.D_inf, int(cal.m)
+    moved = stats.binom(m * d, -math.expm1(-cal.eta * cal.G))
     k = 0
     while moved.sf(k) > delta:  # sf(k) = P(K > k)
         k += 1
@@ -71,7 +71,7 @@ def opsamp_paper_bounds(mechanism, n: int, d: int, delta: float) -> OPSampPaperB
         d=d,
         n=n,
         requested_epsilon=p.epsilon,
-        proven_epsilon=float(cal["proven_epsilon"]),
+        proven_epsilon=float(cal.proven_epsilon),
         laplace_scale=scale,
         diameter_epsilon=d * D_inf / scale,
         one_row_epsilon=D_inf * k / (m * scale),

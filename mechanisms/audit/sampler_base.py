@@ -1,16 +1,18 @@
 """What the audit's release samplers share (mechanisms.audit.samplers re-exports it): the
 ``ReleaseSampler`` protocol, the ``AuditError`` a sampler raises when it cannot run a mechanism
 faithfully, ``FunctionSampler`` (any function as a sampler), ``BatchedGenerator`` (a batch of
-every noise draw, for the mechanisms' own ``draw_noise``) and ``noise_scalars``."""
+every noise draw, for the mechanisms' own ``draw_noise``), and ``first_draw`` / ``with_draws``
+(one draw of a batch; a draw swapped, the calibration kept)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from mechanisms.base import noise_parameters
+from mechanisms.base import Noise, Secret
 
 
 class AuditError(RuntimeError):
@@ -84,9 +86,16 @@ class BatchedGenerator:
         return draw
 
 
-def noise_scalars(noise: dict[str, Any]) -> dict[str, Any]:
-    """The noise parameters without the draws (``Secret``), to rebuild a noise dict around one."""
-    return noise_parameters(noise)
+def with_draws(noise: Noise, **draws: np.ndarray) -> Noise:
+    """``noise`` with the named draws replaced (each wrapped in a Secret): one draw of a batch,
+    or a unit vector to read the objective's slope along it."""
+    return dataclasses.replace(noise, **{k: Secret(v) for k, v in draws.items()})
+
+
+def first_draw(noise: Noise) -> Noise:
+    """The first of a batch of draws (``BatchedGenerator``): every draw's first slice."""
+    draws = (f.name for f in dataclasses.fields(noise) if f.name != "calibration")
+    return with_draws(noise, **{k: getattr(noise, k).value[0] for k in draws})
 
 
 __all__ = [
@@ -94,5 +103,6 @@ __all__ = [
     "BatchedGenerator",
     "FunctionSampler",
     "ReleaseSampler",
-    "noise_scalars",
+    "first_draw",
+    "with_draws",
 ]

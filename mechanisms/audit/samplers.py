@@ -35,9 +35,10 @@ from mechanisms.audit.sampler_base import (
     BatchedGenerator,
     FunctionSampler,
     ReleaseSampler,
-    noise_scalars,
+    first_draw,
+    with_draws,
 )
-from mechanisms.base import Secret
+from mechanisms.base import Noise
 from mechanisms.expmech import run_expmech
 from mechanisms.opdisc import opdisc_domain
 from oracles.base import IntegerGrid, Problem
@@ -66,20 +67,19 @@ class AffineObjective:
 def affine_objective(
     mechanism: Any,
     rows: MergedRows,
-    noise: dict[str, Any],
+    noise: Noise,
     key: str = "eta",
     check: np.ndarray | None = None,
 ) -> AffineObjective:
-    """The objective of ``mechanism.problems`` as an affine function of ``noise[key]``.
+    """The objective of ``mechanism.problems`` as an affine function of the draw ``key``.
 
     Built from the mechanism's own problem with eta = 0 and eta = each unit vector; ``check``
     (a noise vector) is then evaluated directly and must agree, else AuditError.
     """
-    scalars = noise_scalars(noise)
-    p = int(np.shape(noise[key].value)[-1])
+    p = int(np.shape(getattr(noise, key).value)[-1])
 
     def problem(eta: np.ndarray) -> Problem:
-        problems = mechanism.problems(rows, {**scalars, key: Secret(eta)})
+        problems = mechanism.problems(rows, with_draws(noise, **{key: eta}))
         if len(problems) != 1 or not isinstance(problems[0], Problem):
             raise AuditError(
                 f"{type(mechanism).__name__} must build exactly one Problem, found {len(problems)}"
@@ -101,7 +101,7 @@ def affine_objective(
         if not np.allclose(affine.values(check[None, :])[0], direct, rtol=0, atol=1e-9 * scale):
             raise AuditError(
                 f"the objective of {type(mechanism).__name__} is not affine in "
-                f"noise[{key!r}]: the grid sampler does not apply"
+                f"its draw {key!r}: the grid sampler does not apply"
             )
     return affine
 
@@ -114,7 +114,7 @@ class GridArgminSampler:
     noise_key: str = "eta"
     kind: str = field(default="discrete", init=False)
 
-    def noise(self, rows: MergedRows, size: int, rng: np.random.Generator) -> dict[str, Any]:
+    def noise(self, rows: MergedRows, size: int, rng: np.random.Generator) -> Noise:
         """``size`` noise draws by the mechanism's own ``draw_noise``."""
         return self.mechanism.draw_noise(BatchedGenerator(rng, size), rows.n, rows.d)
 
@@ -122,13 +122,12 @@ class GridArgminSampler:
         """The grid the releases index (for event descriptions)."""
         X = np.zeros((1, d))
         rows = MergedRows.from_xy(X, np.ones(1))
-        noise = self.noise(rows, 1, np.random.default_rng(0))
-        noise = {**noise_scalars(noise), self.noise_key: Secret(noise[self.noise_key].value[0])}
+        noise = first_draw(self.noise(rows, 1, np.random.default_rng(0)))
         return affine_objective(self.mechanism, rows, noise, self.noise_key).grid
 
-    def releases(self, rows: MergedRows, noise: dict[str, Any]) -> np.ndarray:
-        eta = np.asarray(noise[self.noise_key].value, dtype=float)
-        single = {**noise_scalars(noise), self.noise_key: Secret(eta[0])}
+    def releases(self, rows: MergedRows, noise: Noise) -> np.ndarray:
+        eta = np.asarray(getattr(noise, self.noise_key).value, dtype=float)
+        single = with_draws(noise, **{self.noise_key: eta[0]})
         affine = affine_objective(self.mechanism, rows, single, self.noise_key, check=eta[0])
         step = max(1, _CHUNK_ENTRIES // len(affine.grid))  # bounds the (releases, k) matrix
         return np.concatenate(

@@ -121,7 +121,7 @@ def make_instance(
     rows = table_rows(table) if rows is None else rows
     n, d = rows.n, rows.d
     if mechanism == "erm":
-        (problem,) = ExactERM().problems(rows, {})
+        (problem,) = ExactERM().problems(rows, None)
         return Instance("erm", None, None, problem)
     if mechanism not in CATALOG_NAMES:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, found {mechanism!r}")

@@ -20,6 +20,7 @@ from scipy import optimize, stats
 
 from mechanisms.audit.core import NeighbouringPair
 from mechanisms.audit.samplers import affine_objective
+from mechanisms.rspm import RSPMLaplaceCalibration
 from oracles.objective import MergedRows
 
 #: The six kinds of d = 1 examples on the grid {-1, 0, 1} (mechanisms.audit.pairs).
@@ -65,10 +66,10 @@ def exact_epsilon(mechanism, pair: NeighbouringPair, delta: float) -> float:
     """Exact epsilon at ``delta`` of a d = 1 pair for Gaussian OPDisc / RSPM (module doc);
     for Laplace RSPM the bound |v|_1 / b (delta ignored)."""
     v = noise_shift(mechanism, pair)
-    cal = mechanism.calibrate(pair.n, pair.d)
-    if "laplace_scale" in cal:
-        return float(np.abs(v).sum() / cal["laplace_scale"])
-    return gaussian_epsilon(float(np.linalg.norm(v)) / cal["sigma"], delta)
+    cal = mechanism.calibrate(pair.d)
+    if isinstance(cal, RSPMLaplaceCalibration):
+        return float(np.abs(v).sum() / cal.laplace_scale)
+    return gaussian_epsilon(float(np.linalg.norm(v)) / cal.sigma, delta)
 
 
 def all_d1_replacements(base_rows: int = 0):

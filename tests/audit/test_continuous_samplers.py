@@ -11,8 +11,7 @@ import pytest
 import mechanisms.dpsgd as dpsgd
 from mechanisms.audit.continuous_samplers import DPSGDSampler, OPSampSampler
 from mechanisms.audit.mutants import DPSGDNoClipping, OPSampNoOutputNoise
-from mechanisms.audit.sampler_base import AuditError
-from mechanisms.base import Secret
+from mechanisms.audit.sampler_base import AuditError, with_draws
 from mechanisms.dpsgd import DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.opsamp import OPSamp, OPSampParams
 from oracles.objective import MergedRows
@@ -68,16 +67,14 @@ def test_opsamp_sampler_agrees_with_the_convex_oracle_and_finish(mechanism_cls, 
     X[:-1] = 0.0  # zero-feature padding, the last row carries the label
     rows = MergedRows.from_xy(X, np.array(labels))
     noise = mechanism.draw_noise(np.random.default_rng(0), rows.n, rows.d)
-    m = noise["m"]
+    m = noise.calibration.m
     # sigmas spread over the regimes: w = lower, interior, and w = upper (the common case)
-    noise["sigmas"] = Secret(np.linspace(0.0, 0.8, m)[:, None])
+    noise = with_draws(noise, sigmas=np.linspace(0.0, 0.8, m)[:, None])
     oracle = ConvexOracle()
     solutions = [oracle.solve(p) for p in mechanism.problems(rows, noise)]
-    batched = {
-        **noise,
-        "sigmas": Secret(noise["sigmas"].value[None]),
-        "output_laplace": Secret(noise["output_laplace"].value[None]),
-    }
+    batched = with_draws(
+        noise, sigmas=noise.sigmas.value[None], output_laplace=noise.output_laplace.value[None]
+    )
     sampler = OPSampSampler(mechanism)
     minimizers = sampler.minimizers(rows, batched)[0]
     certified = np.array([s.w[0] for s in solutions])
@@ -86,7 +83,7 @@ def test_opsamp_sampler_agrees_with_the_convex_oracle_and_finish(mechanism_cls, 
     release = mechanism.finish(rows, noise, solutions, np.random.default_rng(0), {})
     assert sampler.release(minimizers[None], batched)[0] == pytest.approx(release.w[0], abs=1e-3)
     if mechanism_cls is OPSampNoOutputNoise:
-        assert not np.any(noise["output_laplace"].value)
+        assert not np.any(noise.output_laplace.value)
 
 
 PARAMS = DPSGDParams(1.0, 1e-5, clip_norm=1.0, batch_size=2, learning_rate=0.5, steps=2)

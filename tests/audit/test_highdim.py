@@ -103,7 +103,7 @@ def _proven_epsilon(mechanism: str, variant: str, d: int) -> float:
     if variant == "correct":
         return audit.epsilon
     (mutant,) = [m for m in MUTANTS if m.mechanism == mechanism and m.name == variant]
-    return float(mutant.make(audit.params).mechanism.calibrate(3, d)["proven_epsilon"])
+    return float(mutant.make(audit.params).mechanism.calibrate(d).proven_epsilon)
 
 
 @pytest.mark.parametrize("mechanism", HIGH_DIM)

@@ -26,8 +26,8 @@ from mechanisms.audit.mutants import (
     expmech_without_half,
     with_calibration,
 )
+from mechanisms.audit.sampler_base import with_draws
 from mechanisms.audit.samplers import DPSGDSampler
-from mechanisms.base import Secret
 from mechanisms.dpsgd import DPSGDParams
 from mechanisms.expmech import ExpMechParams
 from mechanisms.opdisc import OPDisc, OPDiscParams
@@ -97,27 +97,25 @@ def test_the_registry_of_mutants_names_audited_mechanisms_once_each():
 @pytest.mark.parametrize("mutant_cls, real", [(OPDiscSigmaThird, OPDisc), (RSPMSigmaThird, RSPM)])
 def test_sigma_third_is_the_papers_sigma_divided_by_three(mutant_cls, real):
     params = OPDiscParams(1.0, 1e-5) if real is OPDisc else RSPMParams(1.0, 1e-5)
-    paper = real(dataclasses.replace(params, calibration="paper")).calibrate(12, 2)
-    mine = mutant_cls(params).calibrate(12, 2)
-    assert mine["sigma"] == pytest.approx(paper["sigma"] / 3.0, rel=1e-12)
-    assert {k: v for k, v in mine.items() if k != "sigma"} == {
-        k: v for k, v in paper.items() if k != "sigma"
-    }
+    paper = real(dataclasses.replace(params, calibration="paper")).calibrate(2)
+    mine = mutant_cls(params).calibrate(2)
+    assert mine.sigma == pytest.approx(paper.sigma / 3.0, rel=1e-12)
+    assert dataclasses.replace(mine, sigma=paper.sigma) == paper
 
 
 def test_laplace_quarter_is_a_quarter_of_rspms_scale():
     params = RSPMParams(1.0, 0.0, noise="laplace")
-    real = RSPM(params).calibrate(12, 2)
-    mine = RSPMLaplaceQuarter(params).calibrate(12, 2)
-    assert real["laplace_scale"] == pytest.approx(2 * real["m"] / params.epsilon)
-    assert mine["laplace_scale"] == pytest.approx(real["laplace_scale"] / 4.0, rel=1e-12)
+    real = RSPM(params).calibrate(2)
+    mine = RSPMLaplaceQuarter(params).calibrate(2)
+    assert real.laplace_scale == pytest.approx(2 * real.m / params.epsilon)
+    assert mine.laplace_scale == pytest.approx(real.laplace_scale / 4.0, rel=1e-12)
 
 
 def test_plain_eta_drops_the_normalization_and_the_last_coordinate():
     mechanism = OPDiscPlainEta(OPDiscParams(1.0, 1e-5))
     noise = mechanism.draw_noise(np.random.default_rng(0), ROWS.n, ROWS.d)
     (problem,) = mechanism.problems(ROWS, noise)
-    np.testing.assert_array_equal(problem.linear, -noise["eta"].value[: ROWS.d])
+    np.testing.assert_array_equal(problem.linear, -noise.eta.value[: ROWS.d])
     assert problem.norm_coef == 0.0
     (real,) = OPDisc(mechanism.params).problems(ROWS, noise)  # the real one has the norm term
     assert real.norm_coef != 0.0
@@ -126,18 +124,18 @@ def test_plain_eta_drops_the_normalization_and_the_last_coordinate():
 def test_drop_separators_ignores_the_weights_of_the_negative_separators():
     mechanism = RSPMDropSeparators(RSPMParams(1.0, 1e-5))
     noise = mechanism.draw_noise(np.random.default_rng(1), ROWS.n, ROWS.d)
-    eta = np.asarray(noise["eta"].value, dtype=float)
+    eta = np.asarray(noise.eta.value, dtype=float)
     moved = eta.copy()
     moved[ROWS.d :] += 5.0  # the weights of (-e_j, +1), the last d separator elements
     (a,) = mechanism.problems(ROWS, noise)
-    (b,) = mechanism.problems(ROWS, {**noise, "eta": Secret(moved)})
+    (b,) = mechanism.problems(ROWS, with_draws(noise, eta=moved))
     np.testing.assert_array_equal(_grid_values(a), _grid_values(b))
     # it is the real RSPM with those weights at zero
     zeroed = eta.copy()
     zeroed[ROWS.d :] = 0.0
-    (real,) = RSPM(mechanism.params).problems(ROWS, {**noise, "eta": Secret(zeroed)})
+    (real,) = RSPM(mechanism.params).problems(ROWS, with_draws(noise, eta=zeroed))
     np.testing.assert_allclose(_grid_values(a), _grid_values(real), rtol=0, atol=1e-12)
-    (real_moved,) = RSPM(mechanism.params).problems(ROWS, {**noise, "eta": Secret(moved)})
+    (real_moved,) = RSPM(mechanism.params).problems(ROWS, with_draws(noise, eta=moved))
     assert not np.allclose(_grid_values(real), _grid_values(real_moved))  # RSPM does use them
 
 
@@ -145,9 +143,9 @@ def test_no_output_noise_zeroes_only_the_output_laplace():
     params = OPSampParams(1.0, 1e-5)
     real = OPSamp(params).draw_noise(np.random.default_rng(2), 4, 1)
     mine = OPSampNoOutputNoise(params).draw_noise(np.random.default_rng(2), 4, 1)
-    assert np.any(real["output_laplace"].value != 0)
-    assert not np.any(mine["output_laplace"].value)
-    np.testing.assert_array_equal(mine["sigmas"].value, real["sigmas"].value)  # same draws
+    assert np.any(real.output_laplace.value != 0)
+    assert not np.any(mine.output_laplace.value)
+    np.testing.assert_array_equal(mine.sigmas.value, real.sigmas.value)  # same draws
 
 
 def test_no_clipping_keeps_every_gradient_whole():

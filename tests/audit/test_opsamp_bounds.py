@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from mechanisms.audit.opsamp_bounds import opsamp_paper_bounds
-from mechanisms.base import Secret
+from mechanisms.audit.sampler_base import with_draws
 from mechanisms.opsamp import OPSamp, OPSampParams
 from oracles.objective import MergedRows
 
@@ -27,10 +27,10 @@ def test_one_row_instance_premise_holds_with_the_convex_oracle():
     for label in (-1, 1):
         rows = MergedRows.from_xy(X, np.array([1, 1, 1, label]))
         noise = mechanism.draw_noise(np.random.default_rng(0), rows.n, d)
-        G, m = noise["G"], noise["m"]
+        G, m = noise.calibration.G, noise.calibration.m
         sigmas = np.random.default_rng(1).uniform(0.0, 3.0 * G, size=(m, d))
         sigmas[0] = np.linspace(0.9, 1.1, d) * G
-        noise["sigmas"] = Secret(sigmas)
+        noise = with_draws(noise, sigmas=sigmas)
         W = np.array([ConvexOracle().solve(p).w for p in mechanism.problems(rows, noise)])
         at_upper = np.isclose(W, 1.0, atol=1e-6)
         if label == 1:
@@ -58,12 +58,12 @@ def test_the_bounds_are_the_module_formulas_at_the_smallest_k():
     n, d, delta = 200, 3, 1e-6
     bounds = opsamp_paper_bounds(paper, n, d, delta)
     cal = paper.calibrate(n, d)
-    scale, D_inf, m = cal["laplace_scale"], cal["D_inf"], int(cal["m"])
+    scale, D_inf, m = cal.laplace_scale, cal.D_inf, int(cal.m)
     assert (bounds.n, bounds.d, bounds.requested_epsilon) == (n, d, 1.0)
-    assert bounds.laplace_scale == scale and bounds.proven_epsilon == cal["proven_epsilon"]
+    assert bounds.laplace_scale == scale and bounds.proven_epsilon == cal.proven_epsilon
     assert bounds.diameter_epsilon == pytest.approx(d * D_inf / scale)
     # K ~ Binomial(m d, 1 - exp(-eta G)); k is the smallest with P(K > k) <= delta
-    moved = stats.binom(m * d, 1.0 - np.exp(-cal["eta"] * cal["G"]))
+    moved = stats.binom(m * d, 1.0 - np.exp(-cal.eta * cal.G))
     k = bounds.moved_bound
     assert moved.sf(k) <= delta < moved.sf(k - 1) and k >= 1
     assert bounds.one_row_delta == pytest.approx(moved.sf(k))

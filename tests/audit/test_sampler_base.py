@@ -1,14 +1,19 @@
 """What the audit's samplers share (mechanisms.audit.sampler_base): ``BatchedGenerator`` draws the
-sequential stream in one batch, ``FunctionSampler`` wraps any function, ``noise_scalars`` keeps
-a noise dict's parameters without its draws."""
+sequential stream in one batch, ``FunctionSampler`` wraps any function, ``first_draw`` and
+``with_draws`` take one draw of a batch or swap a draw, keeping the calibration."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mechanisms.audit.sampler_base import BatchedGenerator, FunctionSampler, noise_scalars
-from mechanisms.base import Secret
+from mechanisms.audit.sampler_base import (
+    BatchedGenerator,
+    FunctionSampler,
+    first_draw,
+    with_draws,
+)
+from mechanisms.opsamp import OPSamp, OPSampParams
 
 
 def test_batched_generator_draws_the_sequential_stream():
@@ -52,8 +57,13 @@ def test_function_sampler_passes_the_call_through_and_checks_its_kind():
         FunctionSampler(twice_the_labels, kind="grid")
 
 
-def test_noise_scalars_drop_the_draws_and_keep_the_parameters():
-    noise = {"sigma": 2.5, "m": 3, "eta": Secret(np.ones(2)), "calibration": "proven"}
-    scalars = noise_scalars(noise)
-    assert scalars == {"sigma": 2.5, "m": 3, "calibration": "proven"}
-    assert "eta" in noise  # the noise itself is left whole
+def test_first_draw_takes_every_draws_first_slice_and_keeps_the_calibration():
+    mechanism = OPSamp(OPSampParams(1.0, 0.1, m=3))
+    batch = mechanism.draw_noise(BatchedGenerator(np.random.default_rng(0), 4), 10, 2)
+    assert batch.sigmas.value.shape == (4, 3, 2) and batch.output_laplace.value.shape == (4, 2)
+    one = first_draw(batch)
+    assert one.calibration == batch.calibration
+    np.testing.assert_array_equal(one.sigmas.value, batch.sigmas.value[0])
+    np.testing.assert_array_equal(one.output_laplace.value, batch.output_laplace.value[0])
+    swapped = with_draws(one, output_laplace=np.zeros(2))
+    assert swapped.output_laplace.value.tolist() == [0.0, 0.0] and swapped.sigmas is one.sigmas

@@ -78,7 +78,7 @@ def test_grid_sampler_reproduces_run_release_for_release(mechanism, d):
 class _SquaredNoise(OPDisc):
     def problems(self, rows, noise):
         (problem,) = super().problems(rows, noise)
-        eta = np.asarray(noise["eta"].value)
+        eta = np.asarray(noise.eta.value)
         return [dataclasses.replace(problem, linear=-(eta[: rows.d] ** 2))]
 
 

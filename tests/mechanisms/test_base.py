@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mechanisms.base import PrivacyClaim, Release, Secret, check_rng, noise_parameters
+from mechanisms.base import Calibration, Noise, PrivacyClaim, Release, Secret, check_rng
 from mechanisms.calibration import rspm_gaussian_sigma
 from mechanisms.expmech import ExpMechParams, run_expmech
 from mechanisms.opdisc import OPDisc, OPDiscParams
@@ -63,7 +63,8 @@ def test_release_records_round_trip(small):
     assert "param.epsilon" not in params  # one name for the requested target
     # the proven calibration (SPEC 10.2), m = 2d = 10
     assert params["noise.sigma"] == pytest.approx(rspm_gaussian_sigma(0.7, 1e-5, 10))
-    assert params["noise.calibration"] == "proven" and params["privacy_epsilon"] == 0.7
+    assert params["calibration"] == "proven" and params["privacy_epsilon"] == 0.7
+    assert "noise.calibration" not in params and "noise.proven_epsilon" not in params
     assert params["privacy_holds"] is True and params["oracle_backends"] == "enumerate"
     assert all(isinstance(v, float) for v in metrics.values())
     rebuilt = Release(
@@ -132,25 +133,60 @@ def _draw_mechanisms():
 @pytest.mark.parametrize("mechanism", _draw_mechanisms(), ids=lambda m: f"{m.name}")
 def test_every_draw_is_a_secret_and_no_release_records_one(small, mechanism):
     noise = mechanism.draw_noise(np.random.default_rng(0), small.n, small.d)
-    draws = {k: v for k, v in noise.items() if isinstance(v, Secret)}
-    assert draws and all(np.ndim(v) == 0 for k, v in noise.items() if k not in draws)
+    assert isinstance(noise, Noise) and isinstance(noise.calibration, Calibration)
+    draws = {f.name: getattr(noise, f.name) for f in dataclasses.fields(noise)}
+    draws.pop("calibration")
+    assert draws and all(isinstance(v, Secret) for v in draws.values())
     for secret in draws.values():
-        shown = repr(secret) + str(secret)
+        shown = repr(secret) + str(secret) + repr(noise)
         assert all(f"{x:.4f}"[:6] not in shown for x in secret.value.ravel()[:3])
     oracle = ConvexOracle() if mechanism.name == "opsamp" else ORACLE
     release = run(mechanism, small.features, small.labels, oracle, np.random.default_rng(0))
     params = release.to_params()
     assert not any(isinstance(v, Secret) or np.ndim(v) != 0 for v in params.values())
-    assert not any(k.removeprefix("noise.") in draws for k in params)
-    assert set(noise) - set(draws) <= set(release.noise) and not set(draws) & set(release.noise)
+    scales = noise.calibration.scales()
+    assert scales.items() <= release.noise.items()
+    # the proven (epsilon, delta) and the rule are the claim's, recorded once
+    assert not {"rule", "proven_epsilon", "proven_delta", "calibration"} & set(release.noise)
+    assert params["privacy_epsilon"] == noise.calibration.proven_epsilon
+    assert params["calibration"] == noise.calibration.rule
 
 
-def test_a_non_scalar_noise_value_that_is_not_secret_is_refused():
-    assert noise_parameters({"sigma": 2.0, "eta": Secret(np.ones(3))}) == {"sigma": 2.0}
-    with pytest.raises(TypeError, match=r"noise\['eta'\] is neither a scalar nor a Secret"):
-        noise_parameters({"sigma": 2.0, "eta": np.ones(3)})
-    with pytest.raises(TypeError, match="'eta'"):
+@dataclasses.dataclass(frozen=True)
+class _Cal(Calibration):
+    sigma: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _Noise(Noise):
+    eta: Secret
+
+
+def test_a_calibration_holds_scalars_only_and_its_scales_leave_out_the_claim():
+    cal = _Cal(rule="proven", proven_epsilon=1.0, proven_delta=1e-5, sigma=np.float64(2.5))
+    assert cal.scales() == {"sigma": 2.5}
+    with pytest.raises(TypeError, match=r"_Cal.sigma must be a scalar, found shape \(3,\)"):
+        _Cal(rule="proven", proven_epsilon=1.0, proven_delta=1e-5, sigma=np.ones(3))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cal.sigma = 1.0
+
+
+def test_a_noise_record_holds_its_draws_as_secrets_only():
+    cal = _Cal(rule="proven", proven_epsilon=1.0, proven_delta=1e-5, sigma=2.5)
+    assert _Noise(cal, Secret(np.ones(3))).eta.value.shape == (3,)
+    with pytest.raises(TypeError, match="_Noise.eta must be a Secret"):
+        _Noise(cal, np.ones(3))
+    with pytest.raises(TypeError, match="calibration must be a Calibration"):
+        _Noise({"sigma": 2.5}, Secret(np.ones(3)))
+
+
+def test_a_non_scalar_noise_parameter_is_refused_by_a_release():
+    with pytest.raises(TypeError, match=r"noise\['eta'\] must be a scalar noise parameter"):
         Release("leaky", np.zeros(2), PrivacyClaim(1.0, 0.0, True, ""), noise={"eta": [1.0]})
+    with pytest.raises(TypeError, match=r"noise\['eta'\] must be a scalar.*Secret"):
+        Release(
+            "leaky", np.zeros(2), PrivacyClaim(1.0, 0.0, True, ""), noise={"eta": Secret([1.0])}
+        )
 
 
 # --- piece by piece -------------------------------------------------------------------------------
@@ -171,30 +207,12 @@ def test_a_secret_shows_its_shape_and_dtype_never_its_values():
         secret.value = np.zeros(2)
 
 
-def test_noise_parameters_keeps_the_scalars_and_drops_the_secrets():
-    noise = {
-        "sigma": 2.5,
-        "m": 46,
-        "calibration": "proven",
-        "z": np.float64(1.5),
-        "zero_d": np.array(3.0),
-        "eta": Secret(np.ones(4)),
-        "sigma_k": Secret(np.ones((3, 2))),
-    }
-    kept = noise_parameters(noise)
-    assert kept == {"sigma": 2.5, "m": 46, "calibration": "proven", "z": 1.5, "zero_d": 3.0}
-    assert "eta" in noise and "sigma_k" in noise  # the input is not changed
-    assert noise_parameters({}) == {}
-
-
 @pytest.mark.parametrize("value", [[1.0, 2.0], np.ones(1), np.ones((2, 2)), (0.5,)])
-def test_noise_parameters_refuses_an_unwrapped_draw_naming_its_key(value):
+def test_a_release_refuses_an_unwrapped_draw_naming_its_key(value):
     with pytest.raises(
-        TypeError,
-        match=r"^noise\['draw'\] is neither a scalar nor a Secret, found "
-        r"shape \(\d",
+        TypeError, match=r"^noise\['draw'\] must be a scalar noise parameter, found \w+ of shape"
     ):
-        noise_parameters({"sigma": 1.0, "draw": value})
+        Release("m", np.zeros(2), PrivacyClaim(1.0, 0.0, True, ""), noise={"draw": value})
 
 
 def test_a_release_is_frozen_and_its_weights_a_read_only_copy():
@@ -203,7 +221,7 @@ def test_a_release_is_frozen_and_its_weights_a_read_only_copy():
         "m",
         w,
         PrivacyClaim(1.0, 0.0, True, "ok"),
-        noise={"sigma": 3.0, "eta": Secret(np.ones(3))},
+        noise={"sigma": 3.0},
         params={"tau": 1.0},
     )
     w[0] = 9.0  # the caller's array is not the release's

@@ -109,11 +109,11 @@ def test_opsamp_paper_calibration_on_adult(eps, gamma_raw, gamma, m, eta, lam):
     R, S = surrogate_scale(D_ADULT, -1.0, 1.0, 1.0)
     assert R == 23.0 and S == pytest.approx(23.0, abs=1e-9)
     cal = OPSamp(OPSampParams(eps, DELTA_ADULT, calibration="paper")).calibrate(N_ADULT, D_ADULT)
-    assert cal["gamma_raw"] == pytest.approx(gamma_raw, rel=1e-6)
-    assert cal["gamma"] == pytest.approx(gamma, rel=1e-6)
-    assert cal["m"] == m
-    assert cal["eta"] == pytest.approx(eta, rel=1e-5)
-    assert cal["lambda"] == pytest.approx(lam, rel=1e-6)
+    assert cal.gamma_raw == pytest.approx(gamma_raw, rel=1e-6)
+    assert cal.gamma == pytest.approx(gamma, rel=1e-6)
+    assert cal.m == m
+    assert cal.eta == pytest.approx(eta, rel=1e-5)
+    assert cal.lambda_ == pytest.approx(lam, rel=1e-6)
 
 
 def test_opsamp_m_uses_ln_4d_over_delta():
@@ -121,8 +121,8 @@ def test_opsamp_m_uses_ln_4d_over_delta():
     # whereas Algorithm 2's ln(2d/delta) = 18 - ln(1.5) would give ceil(8.80) = 9
     delta = 30 * math.exp(-18)
     cal = opsamp_calibration(1.0, delta, 10, 10, G=1.0, beta=0.05, alpha=0.0, D_inf=2.0)
-    assert cal["gamma"] == 1.0
-    assert cal["m"] == 10
+    assert cal.gamma == 1.0
+    assert cal.m == 10
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("inf"), float("nan")])

@@ -21,7 +21,6 @@ from tests.mechanisms.input_space import (
     DELTA,
     DELTA_ADULT,
     EPSILON,
-    N_ADULT,
     PARAMS_NAMES,
     assert_finite_positive,
     call_or_none,
@@ -53,9 +52,7 @@ def test_same_seed_same_release_other_seed_other_noise(small):
     a = run(mech, small.features, small.labels, ORACLE, np.random.default_rng(5))
     b = run(mech, small.features, small.labels, ORACLE, np.random.default_rng(5))
     np.testing.assert_array_equal(a.w, b.w)
-    noises = {
-        tuple(mech.draw_noise(np.random.default_rng(s), 200, 5)["eta"].value) for s in range(3)
-    }
+    noises = {tuple(mech.draw_noise(np.random.default_rng(s), 200, 5).eta.value) for s in range(3)}
     assert len(noises) == 3
 
 
@@ -116,8 +113,8 @@ def test_opdisc_release_records_the_proven_epsilon(calibration, factor):
 
 
 def test_paper_code_opdisc_proves_more_than_requested():
-    cal = OPDisc(OPDiscParams(1.0, DELTA_ADULT, calibration="paper_code")).calibrate(N_ADULT, 23)
-    assert cal["proven_epsilon"] > 2.0  # half of sigma_paper: roughly twice the loss
+    cal = OPDisc(OPDiscParams(1.0, DELTA_ADULT, calibration="paper_code")).calibrate(23)
+    assert cal.proven_epsilon > 2.0  # half of sigma_paper: roughly twice the loss
 
 
 @derandomized(40)
@@ -147,10 +144,10 @@ def test_opdisc_params_and_calibrate_over_their_input_space(
     )
     if params is None:
         return
-    record = call_or_none(PARAMS_NAMES, OPDisc(params).calibrate, 100, d)
+    record = call_or_none(PARAMS_NAMES, OPDisc(params).calibrate, d)
     if record is not None:
-        assert_finite_positive(record["sigma"])
-        assert_finite_positive(record["proven_epsilon"], zero_ok=True)
+        assert_finite_positive(record.sigma)
+        assert_finite_positive(record.proven_epsilon, zero_ok=True)
 
 
 def test_the_domain_is_w_tau_with_the_papers_defaults():

@@ -178,7 +178,9 @@ def test_problems_refuse_rows_beyond_the_bound_whoever_calls_them():
         mechanism.problems(rows, noise)
     with pytest.warns(PrivacyLeakWarning, match="1 entry in 1 distinct row"):
         problems = _opsamp(out_of_bounds="clip").problems(rows, noise)
-    assert len(problems) == noise["m"] and all(np.abs(p.points).max() <= 1.0 for p in problems)
+    assert len(problems) == noise.calibration.m and all(
+        np.abs(p.points).max() <= 1.0 for p in problems
+    )
 
 
 def test_the_zero_one_loss_uses_no_feature_bound():
@@ -246,13 +248,13 @@ def test_opsamp_paper_calibration_proves_several_times_the_epsilon(eps, ratio_lo
     # SPEC 10.3: on Adult the corrected lambda is about 3.8 to 4.3 times the paper's
     paper = OPSamp(OPSampParams(eps, DELTA_ADULT, calibration="paper")).calibrate(N_ADULT, 23)
     proven = OPSamp(OPSampParams(eps, DELTA_ADULT)).calibrate(N_ADULT, 23)
-    assert ratio_low < proven["lambda"] / paper["lambda"] < ratio_high
-    assert ratio_low * eps < paper["proven_epsilon"] < ratio_high * eps
-    assert proven["proven_epsilon"] == eps
-    assert proven["lambda_sampling"] == pytest.approx(2 * 23 * 2 * proven["gamma"])
-    assert paper["lambda_sampling"] == pytest.approx(4 * 2 * paper["gamma"])
-    assert proven["lambda"] == pytest.approx(
-        proven["lambda_sampling"] + proven["lambda_stability"] + proven["lambda_oracle"]
+    assert ratio_low < proven.lambda_ / paper.lambda_ < ratio_high
+    assert ratio_low * eps < paper.proven_epsilon < ratio_high * eps
+    assert proven.proven_epsilon == eps
+    assert proven.lambda_sampling == pytest.approx(2 * 23 * 2 * proven.gamma)
+    assert paper.lambda_sampling == pytest.approx(4 * 2 * paper.gamma)
+    assert proven.lambda_ == pytest.approx(
+        proven.lambda_sampling + proven.lambda_stability + proven.lambda_oracle
     )
 
 
@@ -261,11 +263,11 @@ def test_opsamp_gamma_buys_lambda_with_calls():
     _, gamma, m = opsamp_gamma_m(1.0, DELTA_ADULT, N_ADULT, 23, 2.0, gamma=0.02)
     assert gamma == 0.02 and m == pytest.approx(30_000, rel=0.05)
     cal = OPSamp(OPSampParams(1.0, DELTA_ADULT, gamma=0.02)).calibrate(N_ADULT, 23)
-    assert cal["lambda_sampling"] == pytest.approx(92 * 0.02)
-    assert cal["lambda_stability"] == pytest.approx(21.6, rel=0.01)
+    assert cal.lambda_sampling == pytest.approx(92 * 0.02)
+    assert cal.lambda_stability == pytest.approx(21.6, rel=0.01)
     # m given instead of gamma: the smallest gamma m calls support, and back
-    by_m = OPSamp(OPSampParams(1.0, DELTA_ADULT, m=cal["m"])).calibrate(N_ADULT, 23)
-    assert by_m["m"] == cal["m"] and by_m["gamma"] <= 0.02
+    by_m = OPSamp(OPSampParams(1.0, DELTA_ADULT, m=cal.m)).calibrate(N_ADULT, 23)
+    assert by_m.m == cal.m and by_m.gamma <= 0.02
 
 
 @pytest.mark.parametrize(
@@ -304,9 +306,9 @@ def test_opsamp_params_and_calibrate_over_their_input_space(
         return
     record = call_or_none(PARAMS_NAMES, OPSamp(params).calibrate, n, d)
     if record is not None:
-        for key in ("gamma", "eta", "lambda", "lambda_proven", "laplace_scale", "proven_epsilon"):
-            assert_finite_positive(float(record[key]))
-        assert 0 < record["gamma"] <= 1 and record["m"] >= 1
+        for key in ("gamma", "eta", "lambda_", "lambda_proven", "laplace_scale", "proven_epsilon"):
+            assert_finite_positive(float(getattr(record, key)))
+        assert 0 < record.gamma <= 1 and record.m >= 1
 
 
 def test_opsamp_params_refuse_an_infinite_box():
@@ -330,6 +332,6 @@ def test_opsamp_m_with_gamma_above_one_is_refused_like_gamma_above_one(m):
     with pytest.raises(ValueError, match=rf"m must be >= {floor} \(so that gamma .* d=23"):
         OPSamp(params).calibrate(15_682, d)
     record = OPSamp(OPSampParams(1.0, delta, m=floor)).calibrate(15_682, d)
-    assert record["m"] == floor and record["gamma"] <= 1
+    assert record.m == floor and record.gamma <= 1
     with pytest.raises(ValueError, match=r"gamma must be in \(0, 1\], found 1.5"):
         OPSampParams(1.0, delta, gamma=1.5)

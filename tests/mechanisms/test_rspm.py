@@ -18,7 +18,6 @@ from tests.mechanisms.input_space import (
     DELTA,
     DELTA_ADULT,
     EPSILON,
-    N_ADULT,
     PARAMS_NAMES,
     assert_finite_positive,
     call_or_none,
@@ -77,10 +76,10 @@ def test_bad_parameters_are_clear_errors(make, error):
 
 
 def test_rspm_paper_release_records_the_proven_epsilon():
-    cal = RSPM(RSPMParams(1.0, DELTA_ADULT, calibration="paper")).calibrate(N_ADULT, 23)
-    assert cal["proven_epsilon"] == pytest.approx(0.567, rel=0.01)
-    lap = RSPM(RSPMParams(1.0, noise="laplace")).calibrate(N_ADULT, 23)
-    assert lap["proven_epsilon"] == 1.0 and lap["laplace_scale"] == 92.0
+    cal = RSPM(RSPMParams(1.0, DELTA_ADULT, calibration="paper")).calibrate(23)
+    assert cal.proven_epsilon == pytest.approx(0.567, rel=0.01)
+    lap = RSPM(RSPMParams(1.0, noise="laplace")).calibrate(23)
+    assert lap.proven_epsilon == 1.0 and lap.laplace_scale == 92.0
 
 
 @derandomized(12)
@@ -95,6 +94,6 @@ def test_rspm_params_and_calibrate_over_their_input_space(epsilon, delta, margin
     params = call_or_none(PARAMS_NAMES, RSPMParams, epsilon, delta, noise=noise, margin=margin)
     if params is None:
         return
-    record = call_or_none(PARAMS_NAMES, RSPM(params).calibrate, 100, d)
+    record = call_or_none(PARAMS_NAMES, RSPM(params).calibrate, d)
     if record is not None:
-        assert_finite_positive(record["sigma" if noise == "gaussian" else "laplace_scale"])
+        assert_finite_positive(record.sigma if noise == "gaussian" else record.laplace_scale)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechanisms.opdisc import OPDisc, OPDiscParams
+from mechanisms.base import Secret
+from mechanisms.opdisc import OPDisc, OPDiscCalibration, OPDiscNoise, OPDiscParams
 from mechanisms.runner import exact_argmin_release, run, solve_sequentially
 from oracles.base import Certificate, Solution, Status
 from oracles.enumerate import EnumerationOracle
@@ -102,7 +103,10 @@ def _solution(status: Status, gap: float) -> Solution:
 )
 def test_one_argmin_is_private_only_when_certified(status, gap, holds):
     params = OPDiscParams(0.5, 1e-6)
-    noise = {"sigma": 2.0, "proven_epsilon": 0.75, "proven_delta": 1e-6, "calibration": "paper"}
+    calibration = OPDiscCalibration(
+        rule="paper", proven_epsilon=0.75, proven_delta=1e-6, sigma=2.0, D=1.0, B=1.0, tau=1.0
+    )
+    noise = OPDiscNoise(calibration, Secret(np.zeros(2)))
     release = exact_argmin_release(
         "opdisc", params, noise, [_solution(status, gap)], {"solve": 0.5}, needs="an exact argmin"
     )
@@ -111,6 +115,7 @@ def test_one_argmin_is_private_only_when_certified(status, gap, holds):
     # the proven (epsilon, delta) for the noise used, the requested one beside it
     assert (claim.epsilon, claim.delta) == (0.75, 1e-6) and claim.requested_epsilon == 0.5
     assert release.timings["total"] == 0.5 and release.noise["sigma"] == 2.0
+    assert claim.calibration == "paper" and "proven_epsilon" not in release.noise
 
 
 def test_a_real_mechanism_through_the_runner_matches_its_exact_argmin():
