@@ -36,6 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from mechanisms.privacy import warn_data_dependent
+from oracles.checks import check_choice
 
 #: What to do with data beyond a mechanism's feature bound (as the table loader's
 #: ``dataset.out_of_bounds``).
@@ -92,8 +93,7 @@ class FeatureBoundError(ValueError):
 
 
 def check_out_of_bounds(value: object) -> None:
-    if value not in OUT_OF_BOUNDS:
-        raise ValueError(f"out_of_bounds must be 'error' or 'clip', found {value!r}")
+    check_choice("out_of_bounds", value, OUT_OF_BOUNDS)
 
 
 def enforce_feature_bound(

@@ -37,7 +37,14 @@ import numpy as np
 from scipy import fft, integrate, optimize, special
 
 from mechanisms.privacy import check_delta, check_epsilon_delta
-from oracles.checks import check_int, check_real, check_result, check_shape
+from oracles.checks import (
+    check_choice,
+    check_int,
+    check_not_both,
+    check_real,
+    check_result,
+    check_shape,
+)
 
 Calibration = Literal["proven", "paper", "paper_code"]
 CALIBRATIONS: tuple[str, ...] = ("proven", "paper", "paper_code")
@@ -56,9 +63,7 @@ _LOG_STEP = math.log(4.0)  # bracket expansion factor of the root searches
 
 
 def check_calibration(calibration: str, *, allowed: tuple[str, ...] = CALIBRATIONS) -> str:
-    if not isinstance(calibration, str) or calibration not in allowed:
-        raise ValueError(f"calibration must be one of {list(allowed)}, found {calibration!r}")
-    return calibration
+    return check_choice("calibration", calibration, allowed)
 
 
 # --- root searches on log delta ----------------------------------------------------------------
@@ -613,8 +618,7 @@ def opsamp_gamma_m(
     check_shape("n", n)
     check_shape("d", d)
     check_real("D_inf", D_inf)
-    if gamma is not None and m is not None:
-        raise ValueError(f"give gamma or m, not both (found gamma={gamma!r}, m={m!r})")
+    check_not_both("gamma", gamma, "m", m)
     D_2 = float(D_inf) * math.sqrt(d)
     # gamma_raw = sqrt(epsilon / n) d^(5/4) sqrt(D_2), as a log so that nothing overflows
     log_gamma_raw = (

@@ -23,7 +23,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 
 from mechanisms.base import PrivacyClaim, Release, check_rng
-from oracles.checks import check_int, check_real
+from oracles.checks import check_int, check_real, check_type
 from oracles.objective import DEFAULT_MARGIN, check_data
 
 NON_PRIVATE = "non-private reference (SPEC section 7)"
@@ -63,8 +63,7 @@ def run_logistic(
     """Fit w*; ``rng`` is accepted for the mechanisms' common signature and not used."""
     X, y = check_data(X, y)
     params = LogisticParams() if params is None else params
-    if not isinstance(params, LogisticParams):
-        raise TypeError(f"params must be LogisticParams, found {type(params).__name__}")
+    check_type("params", params, LogisticParams)
     if rng is not None:
         check_rng(rng)
     start = time.perf_counter()

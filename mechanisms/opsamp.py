@@ -67,7 +67,7 @@ from mechanisms.calibration import (
 )
 from mechanisms.privacy import check_epsilon_delta
 from oracles.base import Box, Problem, Solution
-from oracles.checks import check_real, check_result, check_shape
+from oracles.checks import check_choice, check_not_both, check_real, check_result, check_shape
 from oracles.convex import ConvexProblem
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 
@@ -100,16 +100,12 @@ class OPSampParams:
     def __post_init__(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
         check_calibration(self.calibration, allowed=("proven", "paper"))
-        if self.gamma is not None and self.m is not None:
-            raise ValueError(
-                f"give gamma or m, not both (found gamma={self.gamma!r}, m={self.m!r})"
-            )
+        check_not_both("gamma", self.gamma, "m", self.m)
         if self.gamma is not None:
             check_real("gamma", self.gamma, "(0, 1]")  # Lemma 9 needs gamma <= 1 (SPEC 5)
         if self.m is not None:  # the same bound on gamma, at every d (calibrate checks it at d)
             check_opsamp_m(self.m, self.delta)
-        if self.loss not in ("logistic", "zero_one"):
-            raise ValueError(f"loss must be 'logistic' or 'zero_one', found {self.loss!r}")
+        check_choice("loss", self.loss, ("logistic", "zero_one"))
         check_real("beta", self.beta, "(0, 1)")
         check_real("alpha", self.alpha, ">= 0")
         check_real("lower", self.lower, "")

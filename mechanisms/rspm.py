@@ -37,7 +37,7 @@ from mechanisms.calibration import (
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.runner import exact_argmin_release
 from oracles.base import IntegerGrid, Problem, Solution
-from oracles.checks import check_real, check_shape
+from oracles.checks import check_choice, check_real, check_shape
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 
 
@@ -57,8 +57,7 @@ class RSPMParams:
     calibration: str = "proven"
 
     def __post_init__(self) -> None:
-        if self.noise not in ("gaussian", "laplace"):
-            raise ValueError(f"noise must be 'gaussian' or 'laplace', found {self.noise!r}")
+        check_choice("noise", self.noise, ("gaussian", "laplace"))
         check_calibration(self.calibration, allowed=("proven", "paper"))
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=self.noise == "laplace")
         check_real("margin", self.margin, "(0, 1)")  # the separator argument (SPEC section 4)

@@ -2,14 +2,15 @@
 
 The bottom of the import graph (it imports only numpy), so that the oracles, the mechanisms and
 the pipeline's config check a number the same way (privacy targets: ``mechanisms.privacy``). A
-bad value raises ``InvalidValue`` (a ValueError) or TypeError; the message starts with the name of the parameter, which the config
-prefixes with the path of its key (``mechanisms.opdisc.tau: ...``).
+bad value raises ``InvalidValue`` (a ValueError) or TypeError; the message starts with the name
+of the parameter, which the config prefixes with the path of its key
+(``mechanisms.opdisc.tau: ...``). Numbers, choices among names, types and exclusive pairs.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -78,6 +79,33 @@ def check_shape(name: str, value: Any, minimum: int = 1) -> None:
     if value > MAX_EXACT_INT:
         raise ValueError(
             f"{name} must be <= 2**53 (the largest integer a float holds exactly), found {value!r}"
+        )
+
+
+def check_choice(name: str, value: Any, allowed: Sequence[Any]) -> Any:
+    """``value`` if it is one of ``allowed`` (a setting's names: a loss, a noise, a rule), else
+    ValueError naming ``name`` and listing what it may be."""
+    if isinstance(value, bool) or value not in allowed:
+        options = " or ".join(repr(a) for a in allowed) if len(allowed) <= 2 else list(allowed)
+        raise ValueError(
+            f"{name} must be {'one of ' if len(allowed) > 2 else ''}{options}, found {value!r}"
+        )
+    return value
+
+
+def check_type(name: str, value: Any, expected: type) -> Any:
+    """``value`` if it is an ``expected``, else TypeError naming ``name`` and both types."""
+    if not isinstance(value, expected):
+        raise TypeError(f"{name} must be {expected.__name__}, found {type(value).__name__}")
+    return value
+
+
+def check_not_both(first: str, a: Any, second: str, b: Any) -> None:
+    """Two settings that say the same thing two ways (gamma or m, epochs or steps): at most one
+    may be given (not None), else ValueError naming both."""
+    if a is not None and b is not None:
+        raise ValueError(
+            f"give {first} or {second}, not both (found {first}={a!r}, {second}={b!r})"
         )
 
 

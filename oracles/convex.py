@@ -51,7 +51,7 @@ from oracles.base import (
     Solution,
     Status,
 )
-from oracles.checks import check_int, check_real, check_solver_options
+from oracles.checks import check_choice, check_int, check_real, check_solver_options, is_real
 from oracles.objective import MergedRows, check_data
 
 LOSSES = ("logistic", "hinge")
@@ -88,8 +88,7 @@ def surrogate_value(margins: Any, *, loss: str = "logistic", scale: float) -> np
 
 
 def _check_loss(loss: Any) -> None:
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, found {loss!r}")
+    check_choice("loss", loss, LOSSES)
 
 
 def _frozen(a: Any, dtype=float) -> np.ndarray:
@@ -143,7 +142,7 @@ class ConvexProblem:
         scale, source = self.scale, "given"
         if scale is None:
             scale, source = needed, "data"
-        if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)):
+        if not is_real(scale):
             raise TypeError(f"scale must be a real number, found {scale!r}")
         if not (math.isfinite(scale) and scale >= needed * (1 - 1e-12)):
             raise ValueError(

@@ -68,7 +68,7 @@ from oracles.base import (
     Status,
     certify,
 )
-from oracles.checks import check_solver_options
+from oracles.checks import check_int, check_solver_options, is_real
 from oracles.highs import threads_for
 from oracles.progress import reporter
 from oracles.split import MapParts
@@ -117,16 +117,11 @@ class StructuredOracle:
         # an option here (the fallback uses its default), so its own default is passed
         check_solver_options(self.time_limit, self.threads)
         if self.max_combos is not None:
-            if isinstance(self.max_combos, bool) or not isinstance(self.max_combos, int):
-                raise TypeError(f"max_combos must be an integer or None, found {self.max_combos!r}")
-            if self.max_combos < 1:
-                raise ValueError(f"max_combos must be >= 1, found {self.max_combos!r}")
-        if self.max_work is not None and not (
-            isinstance(self.max_work, (int, float))
-            and not isinstance(self.max_work, bool)
-            and self.max_work > 0
-        ):
-            raise ValueError(f"max_work must be > 0 or None, found {self.max_work!r}")
+            check_int("max_combos", self.max_combos)
+        if self.max_work is not None and not (is_real(self.max_work) and self.max_work > 0):
+            raise ValueError(
+                f"max_work must be > 0 (inf: no limit) or None, found {self.max_work!r}"
+            )
         # AutoOracle validates the names (and quotes them) and makes a list a tuple
         object.__setattr__(self, "reference", AutoOracle(prefer=self.reference).prefer)
 

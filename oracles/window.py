@@ -45,7 +45,7 @@ from oracles.base import (
     certify,
 )
 from oracles.branch import SearchStopped
-from oracles.checks import check_solver_options
+from oracles.checks import check_choice, check_solver_options
 from oracles.progress import reporter
 from oracles.split import MapParts, combine, plan_split, sequential_parts
 
@@ -87,8 +87,7 @@ class WindowOracle:
     name: str = "window"
 
     def __post_init__(self) -> None:
-        if self.fallback not in FALLBACKS:
-            raise ValueError(f"fallback must be one of {FALLBACKS}, found {self.fallback!r}")
+        check_choice("fallback", self.fallback, FALLBACKS)
         # the shared validation of time_limit and threads (the fallback's strict_eps is its
         # default, as in oracles.structured)
         check_solver_options(self.time_limit, self.threads)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from mechanisms.base import Noise, Secret
+from mechanisms.base import Noise, Secret, check_rng
 
 
 class AuditError(RuntimeError):
@@ -68,9 +68,7 @@ class BatchedGenerator:
     _METHODS = ("normal", "laplace", "exponential", "standard_normal", "random", "uniform")
 
     def __init__(self, rng: np.random.Generator, batch: int) -> None:
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(f"rng must be a numpy.random.Generator, found {type(rng)}")
-        self._rng, self.batch = rng, int(batch)
+        self._rng, self.batch = check_rng(rng), int(batch)
 
     def __getattr__(self, name: str):
         if name not in self._METHODS:

@@ -26,15 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from oracles.checks import check_real
+
 #: Bonferroni: two directions x (one lower + one upper) one-sided bound per pair.
 BOUNDS_PER_PAIR = 4
 
 
 def check_confidence(confidence: float) -> None:
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)):
-        raise TypeError(f"confidence must be a real number, found {confidence!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), found {confidence!r}")
+    check_real("confidence", confidence, "(0, 1)")
 
 
 def per_bound_alpha(confidence: float) -> float:

@@ -30,7 +30,7 @@ import numpy as np
 from dp_accounting import dp_event, pld, rdp
 
 from mechanisms.privacy import check_delta, check_epsilon_delta
-from oracles.checks import check_int, check_real, check_result
+from oracles.checks import check_choice, check_int, check_real, check_result
 
 #: Calibration stops once the accounted epsilon is within this fraction below the target.
 CALIBRATION_REL_TOL = 1e-3
@@ -192,8 +192,7 @@ def add_or_remove_epsilon(event: dp_event.DpEvent, delta: float) -> float:
 
 
 def _check_accountant(accountant: Any) -> None:
-    if accountant not in ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {ACCOUNTANTS}, found {accountant!r}")
+    check_choice("accountant", accountant, ACCOUNTANTS)
 
 
 def _epsilon_of(

@@ -29,7 +29,7 @@ from mechanisms.dpsgd.accounting import (
     pld_discretization,
 )
 from mechanisms.privacy import PrivacyError, check_epsilon_delta
-from oracles.checks import check_int, check_real
+from oracles.checks import check_int, check_not_both, check_real, check_type
 from oracles.objective import check_data
 
 #: Epochs when neither ``epochs`` nor ``steps`` is given.
@@ -61,11 +61,7 @@ class DPSGDParams:
         check_real("clip_norm", self.clip_norm)
         check_int("batch_size", self.batch_size)
         check_real("learning_rate", self.learning_rate)
-        if self.epochs is not None and self.steps is not None:
-            raise ValueError(
-                f"give epochs or steps, not both: found epochs={self.epochs!r}, "
-                f"steps={self.steps!r}"
-            )
+        check_not_both("epochs", self.epochs, "steps", self.steps)
         if self.steps is not None:
             check_int("steps", self.steps)
         else:
@@ -138,8 +134,7 @@ def run_dpsgd(X: Any, y: Any, params: DPSGDParams, rng: np.random.Generator) -> 
     claim's ``accounted_epsilon`` is the PLD epsilon of the z used."""
     X, y = check_data(X, y)
     rng = check_rng(rng)
-    if not isinstance(params, DPSGDParams):
-        raise TypeError(f"params must be DPSGDParams, found {type(params).__name__}")
+    check_type("params", params, DPSGDParams)
     start = time.perf_counter()
     n = len(y)
     q, steps = params.sampling_rate(n), params.num_steps(n)

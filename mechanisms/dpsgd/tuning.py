@@ -31,7 +31,7 @@ from mechanisms.dpsgd.accounting import (
 )
 from mechanisms.dpsgd.algorithm import DEFAULT_EPOCHS, DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.privacy import PrivacyError, check_epsilon_delta, warn_data_dependent
-from oracles.checks import check_int, check_real
+from oracles.checks import check_int, check_real, check_type, is_real
 from oracles.objective import check_data, predict
 
 # --- hyperparameter search -----------------------------------------------------------------------
@@ -115,8 +115,7 @@ def tune_dpsgd(
     rng = check_rng(rng)
     check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
     grid = DPSGDGrid() if grid is None else grid
-    if not isinstance(grid, DPSGDGrid):
-        raise TypeError(f"grid must be a DPSGDGrid, found {type(grid).__name__}")
+    check_type("grid", grid, DPSGDGrid)
     if not accounted:
         warn_data_dependent(
             "the choice of DP-SGD hyperparameters (clip norm, batch size, learning rate) by "
@@ -235,7 +234,7 @@ def _tune_repeat_and_select(
     check_real("mean_runs", mean_runs)
     if mean_runs < 1:
         raise ValueError(f"mean_runs must be >= 1, found {mean_runs!r}")
-    if isinstance(shape, bool) or not isinstance(shape, (int, float, np.integer, np.floating)):
+    if not is_real(shape):
         raise TypeError(f"shape must be a real number, found {shape!r}")
     if not shape >= 0:
         raise ValueError(f"shape must be >= 0 (inf: Poisson), found {shape!r}")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from oracles.checks import check_int
 from pipeline.data.record import DataError, Dataset
 
 CANONICAL_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
@@ -290,8 +291,7 @@ def load_adult(
 
     ``balance_seed`` seeds the draw of the negative rows: the same seed gives identical arrays.
     """
-    if isinstance(balance_seed, bool) or not isinstance(balance_seed, (int, np.integer)):
-        raise TypeError(f"balance_seed must be an int, found {balance_seed!r}")
+    check_int("balance_seed", balance_seed, 0)
     directory, sums = resolve_data_dir(
         data_dir,
         cache_dir=cache_dir,

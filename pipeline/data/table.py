@@ -36,6 +36,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from oracles.checks import check_choice
 from pipeline.data.record import DataError, Dataset
 from pipeline.data.table_encoding import (
     check_columns,
@@ -115,8 +116,7 @@ def load_table(
     numeric = _normalize_columns(numeric, "numeric")
     positive = str(positive).strip()
     negative = None if negative is None else str(negative).strip()
-    if out_of_bounds not in OUT_OF_BOUNDS:
-        raise ValueError(f"out_of_bounds must be one of {OUT_OF_BOUNDS}, found {out_of_bounds!r}")
+    check_choice("out_of_bounds", out_of_bounds, OUT_OF_BOUNDS)
     if not 0 <= test_fraction < 1:
         raise ValueError(f"test_fraction must be in [0, 1), found {test_fraction!r}")
     if test_source is not None and test_fraction:

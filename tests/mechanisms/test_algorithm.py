@@ -45,7 +45,11 @@ def test_params_defaults_and_steps():
         ({"learning_rate": math.inf}, ValueError, "learning_rate must be finite .* inf"),
         ({"epochs": -2.0}, ValueError, "epochs must be finite and > 0, found -2.0"),
         ({"steps": 0}, ValueError, "steps must be >= 1, found 0"),
-        ({"epochs": 2.0, "steps": 10}, ValueError, "not both: found epochs=2.0, steps=10"),
+        (
+            {"epochs": 2.0, "steps": 10},
+            ValueError,
+            "give epochs or steps, not both \\(found epochs=2.0, steps=10\\)",
+        ),
     ],
 )
 def test_params_reject_bad_values(kwargs, error, match):

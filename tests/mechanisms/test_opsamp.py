@@ -277,7 +277,7 @@ def test_opsamp_gamma_buys_lambda_with_calls():
         (dict(gamma=1.5), "gamma must be in"),
         (dict(m=0), "m must be"),
         (dict(gamma=0.5, m=10), "not both"),
-        (dict(calibration="paper_code"), "calibration must be one of"),
+        (dict(calibration="paper_code"), "calibration must be 'proven' or 'paper'"),
     ],
 )
 def test_opsamp_bad_parameters(kwargs, match):

@@ -109,7 +109,7 @@ def test_search_rejects_bad_options():
         tune_dpsgd(X, y, 1.0, 1e-5, SMALL_GRID, rng, accounted=True, mean_runs=0.5)
     with pytest.raises(ValueError, match="shape must be >= 0 .* found -1.0"):
         tune_dpsgd(X, y, 1.0, 1e-5, SMALL_GRID, rng, accounted=True, shape=-1.0)
-    with pytest.raises(TypeError, match="grid must be a DPSGDGrid, found dict"):
+    with pytest.raises(TypeError, match="grid must be DPSGDGrid, found dict"):
         tune_dpsgd(X, y, 1.0, 1e-5, {"clip_norms": (1.0,)}, rng)
     with pytest.raises(ValueError, match="batch_sizes must be >= 1, found 0"):
         DPSGDGrid(batch_sizes=(0,))

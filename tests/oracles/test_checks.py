@@ -12,11 +12,14 @@ import pytest
 from oracles.checks import (
     MAX_EXACT_INT,
     InvalidValue,
+    check_choice,
     check_int,
+    check_not_both,
     check_real,
     check_result,
     check_shape,
     check_solver_options,
+    check_type,
     is_real,
     require,
 )
@@ -190,3 +193,25 @@ def test_require_raises_only_when_not_ok():
 def test_solver_options_are_validated_with_the_value_quoted(kwargs, error, text):
     with pytest.raises(error, match=text):
         check_solver_options(**kwargs)
+
+
+def test_a_choice_names_the_setting_and_what_it_may_be():
+    assert check_choice("noise", "laplace", ("gaussian", "laplace")) == "laplace"
+    with pytest.raises(ValueError, match=r"^noise must be 'gaussian' or 'laplace', found 'lap'$"):
+        check_choice("noise", "lap", ("gaussian", "laplace"))
+    with pytest.raises(ValueError, match=r"^rule must be one of \['a', 'b', 'c'\], found None$"):
+        check_choice("rule", None, ("a", "b", "c"))
+    with pytest.raises(ValueError, match="found True"):  # True == 1, but it is not the choice 1
+        check_choice("k", True, (1, 2))
+    with pytest.raises(ValueError, match=r"found \['a'\]"):  # unhashable: refused, not a crash
+        check_choice("k", ["a"], ("a", "b"))
+
+
+def test_a_type_and_an_exclusive_pair_are_named_in_their_errors():
+    assert check_type("grid", 3, int) == 3
+    with pytest.raises(TypeError, match="^grid must be int, found str$"):
+        check_type("grid", "3", int)
+    check_not_both("gamma", None, "m", 4)
+    check_not_both("gamma", 0.5, "m", None)
+    with pytest.raises(ValueError, match=r"^give gamma or m, not both \(found gamma=0.5, m=4\)$"):
+        check_not_both("gamma", 0.5, "m", 4)

@@ -154,7 +154,7 @@ def test_hinge_lp_is_certified_and_below_every_point():
 def test_wrong_inputs():
     X, y = _data()
     box = Box(4, -1.0, 1.0)
-    with pytest.raises(ValueError, match="loss must be one of .* found 'squared'"):
+    with pytest.raises(ValueError, match="loss must be 'logistic' or 'hinge', found 'squared'"):
         ConvexOracle(loss="squared")
     with pytest.raises(ValueError, match="tol must be finite and > 0, found 0.0"):
         ConvexOracle(tol=0.0)

@@ -123,7 +123,7 @@ def test_each_time_limit_default_is_written_once():
         ),
         (
             "mechanisms.rspm_gaussian.calibration=paper_code",
-            "mechanisms.rspm_gaussian: calibration must be one of ['proven', 'paper']",
+            "mechanisms.rspm_gaussian: calibration must be 'proven' or 'paper'",
         ),
         ("mechanisms.opsamp.m=0", "mechanisms.opsamp: m must be >= 1, found 0"),
         # gamma = sqrt(ln(4d / delta) / (2m)) <= 1 (Lemma 9) needs m >= ln(4 / 1e-6) / 2 at any d
