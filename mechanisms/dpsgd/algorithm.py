@@ -167,7 +167,7 @@ def run_dpsgd(X: Any, y: Any, params: DPSGDParams, rng: np.random.Generator) -> 
         calibration=PLD_REPLACE_ONE,
     )
     return Release(
-        mechanism="dpsgd",
+        mechanism="dpsgd_lr",
         w=w,
         privacy=claim,
         noise={

@@ -114,7 +114,7 @@ def test_release_records_the_accounting():
     X, y = toy()
     params = DPSGDParams(2.0, 1e-5, batch_size=40, steps=50)
     r = run_dpsgd(X, y, params, np.random.default_rng(0))
-    assert isinstance(r, Release) and r.mechanism == "dpsgd"
+    assert isinstance(r, Release) and r.mechanism == "dpsgd_lr"
     assert r.privacy.holds and r.privacy.epsilon == 2.0 and r.privacy.delta == 1e-5
     assert 0.99 * 2.0 <= r.privacy.accounted_epsilon <= 2.0
     assert r.noise["steps"] == 50 and r.noise["sampling_rate"] == pytest.approx(0.1)

@@ -34,7 +34,7 @@ def test_every_entry_runs_by_the_one_path_and_its_estimator_is_that_path(name):
     release = entry.release(
         settings, 1.0, 1e-4, 1e-4, X, y, np.random.default_rng(7), oracle=oracle
     )
-    assert release.w.shape == (2,)
+    assert release.w.shape == (2,) and release.mechanism == name  # one name, config to MLflow
     assert calls == ([] if name in NON_ORACLE else [entry.oracle(settings)])
     assert release.privacy.holds == entry.private  # the references never claim privacy
     # the estimator of the entry: the same settings, the same seed, the same release
