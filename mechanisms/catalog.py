@@ -92,6 +92,13 @@ class Entry:
         """ValueError or TypeError, naming the setting, for a setting the mechanism refuses."""
         self.parameters(settings, *CHECK_TARGET, margin)
 
+    def check_rows(self, settings: Any, margin: float, n: int) -> None:
+        """InvalidValue, naming the setting, for a setting that a training set of ``n`` rows
+        cannot take (the parameters' ``check_rows``, where they have one: DP-SGD's batch)."""
+        check_rows = getattr(self.parameters(settings, *CHECK_TARGET, margin), "check_rows", None)
+        if check_rows is not None:
+            check_rows(n)
+
     def default_settings(self, **changes: Any) -> SimpleNamespace:
         """The settings with their defaults, ``changes`` applied (a TypeError names an unknown
         one)."""

@@ -6,15 +6,22 @@ sweeps"); whenever it is not 0, the last line on stderr is ``error: <one-line re
 
 from __future__ import annotations
 
+import difflib
 import enum
+import shutil
 import sys
+from dataclasses import fields, is_dataclass
 from pathlib import Path
+from typing import Sequence
 
 import hydra
+from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig
+from omegaconf.errors import ConfigAttributeError, OmegaConfBaseException
 
-from pipeline.config import ConfigError, register, validate
+from pipeline.config import ConfigError, register, unknown_key, validate
 from pipeline.data import DataError
 from pipeline.lease import SweepBusyError
 from pipeline.preflight import ServiceError
@@ -70,9 +77,74 @@ def exit_code(summary: dict) -> tuple[ExitCode, str]:
     return SWEEP_STATUS_CODES[sweep["status"]], sweep["reason"]
 
 
+#: What Hydra itself puts in a run's output directory before ``main`` runs.
+HYDRA_FILES = {"cli.log", ".hydra"}
+
+
+def _discard_if_empty(output_dir: str) -> None:
+    """Remove the output directory of a command refused before it ran anything (bad data, a
+    check in the driver) when it holds only Hydra's own files: no empty sweep folder is left."""
+    path = Path(output_dir)
+    if path.is_dir() and {p.name for p in path.iterdir()} <= HYDRA_FILES:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _fail(code: ExitCode, message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(int(code))
+
+
+def _hydra_reason(error: HydraException) -> str:
+    """One line for an error of Hydra's composing the command line (its own message spans
+    several lines and ends with a hint about HYDRA_FULL_ERROR)."""
+    cause = error.__cause__
+    if isinstance(error, MissingConfigException) and error.missing_cfg_file:
+        group, _, option = error.missing_cfg_file.rpartition("/")
+        options = list(error.options or [])
+        close = difflib.get_close_matches(option, options, n=1)
+        hint = f" (did you mean {group}={close[0]}?)" if close else ""
+        known = f"; the options of {group} are {', '.join(options)}" if options else ""
+        return f"{group}={option}: no such option{hint}{known}"
+    if isinstance(error, OverrideParseException):
+        return f"cannot parse {error.override!r}: {str(error).splitlines()[0]}"
+    if isinstance(cause, ConfigAttributeError) and is_dataclass(cause.object_type):
+        prefix, _, key = (cause.full_key or "").rpartition(".")
+        known = [f.name for f in fields(cause.object_type)]
+        return str(unknown_key(f"{prefix}." if prefix else "", key, known))
+    if isinstance(cause, OmegaConfBaseException):
+        reason = str(cause).splitlines()[0]
+        return f"{cause.full_key}: {reason}" if getattr(cause, "full_key", None) else reason
+    return str(error).splitlines()[0]
+
+
+def check_command_line(overrides: Sequence[str]) -> None:
+    """Compose and validate ``overrides`` as Hydra will, before Hydra creates the output
+    directory: a command line Hydra cannot compose, or a config that does not validate, is a
+    ConfigError with a one-line reason, and leaves nothing on disk."""
+    try:
+        with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+            cfg = compose("config", overrides=list(overrides))
+    except HydraException as e:
+        raise ConfigError(_hydra_reason(e)) from None
+    validate(cfg)
+
+
+def entry(args: Sequence[str]) -> None:
+    """``python -m pipeline ARGS``: the command line checked first (``check_command_line``),
+    then Hydra's ``main``. A flag (``--help``, ``--cfg``, ``-m``, ...) goes to Hydra as it is."""
+    if not any(a.startswith("-") for a in args):
+        try:
+            check_command_line(args)
+        except ConfigError as e:
+            _fail(ExitCode.USAGE, str(e))
+    try:
+        main()
+    except SystemExit as e:
+        # Hydra prints its own error and exits 1 when it cannot compose the command line (an
+        # unknown key, a wrong type, an unknown option): that is a usage error, like a bad value
+        if e.code == 1 and not composed:
+            sys.exit(int(ExitCode.USAGE))
+        raise
 
 
 @hydra.main(version_base=None, config_path=CONFIG_DIR, config_name="config")
@@ -85,6 +157,7 @@ def main(cfg: DictConfig) -> None:
             config.output_dir = HydraConfig.get().runtime.output_dir
         summary = run(config)
     except (ConfigError, DataError) as e:  # a user's mistake: say what and how to fix it
+        _discard_if_empty(HydraConfig.get().runtime.output_dir)
         _fail(ExitCode.USAGE, str(e))
     except ServiceError as e:
         _fail(ExitCode.SERVICE_UNAVAILABLE, str(e))

@@ -17,10 +17,11 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
+from urllib.parse import urlparse
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
+from omegaconf import MISSING, DictConfig, MissingMandatoryValue, OmegaConf, open_dict
 
 from mechanisms.audit import AUDITS
 from mechanisms.catalog import CATALOG
@@ -113,11 +114,17 @@ class SweepConfig:
                 f"unknown mechanism {name!r}; known: {sorted(CATALOG)}",
                 list(self.mechanisms),
             )
+        _require(len(self.mechanisms) > 0, "mechanisms", "must list at least one mechanism", [])
         _require(
             len(self.epsilons) > 0, "epsilons", "must list at least one epsilon", self.epsilons
         )
-        for eps in self.epsilons:  # the mechanisms' own check of a target (oracles.checks)
-            _require(_is_target(eps), "epsilons", "every epsilon must be > 0", list(self.epsilons))
+        for eps in self.epsilons:  # the mechanisms' own check of a target (mechanisms.privacy)
+            _require(
+                _is_target(eps),
+                "epsilons",
+                "every epsilon must be finite and > 0",
+                list(self.epsilons),
+            )
         # a run's key and noise seed derive from epsilon (to 1e-9): a repeat would run twice or
         # share a key with its neighbour, and one of the two would overwrite the other
         seen: dict[int, float] = {}
@@ -141,6 +148,7 @@ class SweepConfig:
             list(self.mechanisms),
         )
         _require(self.seeds >= 1, "seeds", "must be >= 1", self.seeds)
+        _require(self.sweep_seed >= 0, "sweep_seed", "must be >= 0 (a seed)", self.sweep_seed)
         _require(
             self.max_oracle_calls >= 1, "max_oracle_calls", "must be >= 1", self.max_oracle_calls
         )
@@ -153,11 +161,37 @@ class SweepConfig:
             )
 
 
+#: The URI schemes of MLflow's tracking stores ("": a local path).
+TRACKING_SCHEMES = (
+    "",
+    "sqlite",
+    "http",
+    "https",
+    "file",
+    "postgresql",
+    "mysql",
+    "mssql",
+    "databricks",
+)
+
+
 @dataclass
 class TrackingConfig:
     #: MLflow tracking URI; null means a sqlite database under the run's output directory.
     tracking_uri: Optional[str] = None
     experiment: str = "oracle-dp"
+
+    def check(self) -> None:
+        if self.tracking_uri is None:
+            return
+        scheme = urlparse(self.tracking_uri).scheme.split("+")[0]  # postgresql+psycopg2
+        _require(
+            scheme in TRACKING_SCHEMES or len(scheme) == 1,  # one letter: a Windows drive
+            "tracking_uri",
+            f"must be a store MLflow tracks to ({', '.join(TRACKING_SCHEMES[1:])} or a path)",
+            self.tracking_uri,
+        )
+        _require(bool(self.experiment), "experiment", "must not be empty", self.experiment)
 
 
 @dataclass
@@ -326,6 +360,17 @@ def _check_tree(obj: Any, prefix: str) -> None:
             raise ConfigError(f"{prefix}{e}") from None
 
 
+def unknown_key(prefix: str, key: str, known: Sequence[str]) -> ConfigError:
+    """``prefix + key`` is not a key of its node: the error names it, the closest known key and
+    every known key (``prefix`` is the node's path with a trailing dot, "" at the root)."""
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
+    where = prefix[:-1] or "the root config"
+    return ConfigError(
+        f"{prefix}{key}: unknown key{hint}; the keys of {where} are {', '.join(known)}"
+    )
+
+
 def _check_known_keys(node: DictConfig, prefix: str) -> None:
     """Reject keys that are not fields of their schema.
 
@@ -340,12 +385,7 @@ def _check_known_keys(node: DictConfig, prefix: str) -> None:
         if prefix == "" and key == "hydra":
             continue
         if known is not None and key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
-            where = prefix[:-1] or "the root config"
-            raise ConfigError(
-                f"{prefix}{key}: unknown key{hint}; the keys of {where} are {', '.join(known)}"
-            )
+            raise unknown_key(prefix, key, known)
         child = node._get_node(key)
         if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing():
             _check_known_keys(child, f"{prefix}{key}.")
@@ -354,7 +394,12 @@ def _check_known_keys(node: DictConfig, prefix: str) -> None:
 def validate(cfg: DictConfig) -> Config:
     """The composed config as typed objects, with every value checked; errors name the key."""
     _check_known_keys(cfg, "")
-    obj = OmegaConf.to_object(cfg)
+    try:
+        obj = OmegaConf.to_object(cfg)
+    except MissingMandatoryValue as e:  # a schema field with no default (``???``)
+        raise ConfigError(
+            f"{e.full_key}: required and not given; add {e.full_key}=VALUE to the command line"
+        ) from None
     if not isinstance(obj, Config):
         raise ConfigError(f"the composed config is not a Config, found {type(obj).__name__}")
     _check_tree(obj, "")

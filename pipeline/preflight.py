@@ -35,8 +35,9 @@ from typing import Iterable
 from urllib.parse import urlparse
 
 from mechanisms.bounds import FeatureBoundError
-from mechanisms.catalog import NON_ORACLE, build_mechanism
+from mechanisms.catalog import CATALOG, NON_ORACLE, build_mechanism
 from mechanisms.privacy import PrivacyLeakWarning
+from oracles.checks import InvalidValue
 from pipeline.config import ConfigError
 from pipeline.tasks import privacy_delta
 
@@ -192,6 +193,16 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
         _require_calls(m, limit, eps, config.sweep.seeds)
         out[eps] = int(m)
     return out
+
+
+def check_rows(config, n: int) -> None:
+    """Every swept mechanism's settings against the ``n`` training rows (``Entry.check_rows``):
+    ConfigError naming the setting (``mechanisms.dpsgd_lr.batch_size: ...``) before any run."""
+    for name in config.sweep.mechanisms:
+        try:
+            CATALOG[name].check_rows(config.mechanisms[name], config.margin, n)
+        except InvalidValue as e:
+            raise ConfigError(f"mechanisms.{name}.{e}") from None
 
 
 def check_data_bounds(config, train) -> list[str]:

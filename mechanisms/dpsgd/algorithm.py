@@ -29,7 +29,7 @@ from mechanisms.dpsgd.accounting import (
     pld_discretization,
 )
 from mechanisms.privacy import PrivacyError, check_epsilon_delta
-from oracles.checks import check_int, check_not_both, check_real, check_type
+from oracles.checks import check_int, check_not_both, check_real, check_type, require
 from oracles.objective import check_data
 
 #: Epochs when neither ``epochs`` nor ``steps`` is given.
@@ -69,11 +69,19 @@ class DPSGDParams:
             check_real("epochs", epochs)
             object.__setattr__(self, "epochs", float(epochs))
 
+    def check_rows(self, n: int) -> None:
+        """The settings against a training set of ``n`` rows: a batch is at most n rows."""
+        check_int("n", n)
+        require(
+            self.batch_size <= n,
+            "batch_size",
+            f"must be <= n = {n} (the training rows)",
+            self.batch_size,
+        )
+
     def sampling_rate(self, n: int) -> float:
         """q = batch_size / n; the batch size may not exceed n."""
-        check_int("n", n)
-        if self.batch_size > n:
-            raise ValueError(f"batch_size must be <= n = {n}, found {self.batch_size!r}")
+        self.check_rows(n)
         return self.batch_size / n
 
     def num_steps(self, n: int) -> int:

@@ -14,6 +14,12 @@ from omegaconf import MISSING
 from oracles.checks import require as _require
 
 
+def _check_seeds(config: Any, *names: str) -> None:
+    """A seed seeds numpy's generator, which takes integers >= 0."""
+    for name in names:
+        _require(getattr(config, name) >= 0, name, "must be >= 0 (a seed)", getattr(config, name))
+
+
 @dataclass
 class DatasetConfig:
     name: str = MISSING
@@ -34,6 +40,7 @@ class AdultDatasetConfig(DatasetConfig):
 
     def check(self) -> None:
         _require(bool(self.url), "url", "must not be empty", self.url)
+        _check_seeds(self, "balance_seed")
 
 
 @dataclass
@@ -58,6 +65,7 @@ class SyntheticDatasetConfig(DatasetConfig):
         _require(
             self.levels is None or self.levels >= 2, "levels", "must be >= 2 or null", self.levels
         )
+        _check_seeds(self, "seed")
 
 
 @dataclass
@@ -97,6 +105,7 @@ class TableDatasetConfig(DatasetConfig):
         _require(
             0 <= self.test_fraction < 1, "test_fraction", "must be in [0, 1)", self.test_fraction
         )
+        _check_seeds(self, "split_seed", "balance_seed")
         _require(
             self.out_of_bounds in ("error", "clip"),
             "out_of_bounds",

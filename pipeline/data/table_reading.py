@@ -5,11 +5,12 @@ version)."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import pandas as pd
 
@@ -46,6 +47,24 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _duplicated(names: Sequence[str]) -> list[str]:
+    names = [str(c).strip() for c in names]
+    return sorted({c for c in names if names.count(c) > 1})
+
+
+def _check_header(path: Path) -> None:
+    """A CSV's header names each column once (pandas would read ``age,y,age`` as age, y,
+    age.1: the second column dropped without a word, or a missing column reported)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f, skipinitialspace=True), [])
+    except (UnicodeDecodeError, csv.Error):
+        return  # pandas reports what it cannot read
+    duplicated = _duplicated(header)
+    if duplicated:
+        raise DataError(f"{path}: duplicated column names {duplicated} in the header")
+
+
 def read_table(source: Source) -> Raw:
     """The table behind ``source`` (pipeline.data.table), every cell of a CSV read as text."""
     if isinstance(source, pd.DataFrame):
@@ -70,6 +89,7 @@ def read_table(source: Source) -> Raw:
                 raise DataError(f"{path}: not a readable Parquet file ({e})") from e
             offset = None
         else:
+            _check_header(path)  # before pandas renames a repeated name (age, age.1)
             try:
                 frame = pd.read_csv(path, dtype=str, skipinitialspace=True)
             except pd.errors.EmptyDataError:
@@ -81,7 +101,7 @@ def read_table(source: Source) -> Raw:
     frame.columns = [str(c).strip() for c in frame.columns]
     if len(frame) == 0:
         raise DataError(f"{where}: no data rows (only a header)")
-    duplicated = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
+    duplicated = _duplicated(frame.columns)
     if duplicated:
         raise DataError(f"{where}: duplicated column names {duplicated}")
     return Raw(frame, where, offset, prov)

@@ -60,7 +60,9 @@ def test_params_reject_bad_values(kwargs, error, match):
 
 def test_batch_larger_than_n_is_refused():
     X, y = toy(n=50)
-    with pytest.raises(ValueError, match="batch_size must be <= n = 50, found 64"):
+    with pytest.raises(
+        ValueError, match=r"batch_size: must be <= n = 50 \(the training rows\), found 64"
+    ):
         run_dpsgd(X, y, DPSGDParams(1.0, 1e-5), np.random.default_rng(0))
 
 

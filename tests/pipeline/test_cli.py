@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 from hydra import compose, initialize_config_dir
 
+from pipeline import cli
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, validate
 from pipeline.data import DataError
@@ -80,4 +82,135 @@ def test_bad_value_is_rejected_before_running(tmp_path):
     with pytest.raises(ConfigError) as raised:  # main: exit code 2, "error: " + this message
         _config(["+sweep=smoke", "sweep.seeds=-2"], tmp_path / "out")
     assert str(raised.value).startswith("sweep.seeds: must be >= 1, found -2")
+    assert not (tmp_path / "out").exists()
+
+
+# --- every bad command line: one `error:` line, exit 2, nothing on disk ---------------------------
+
+_TABLE = [
+    "+sweep=table",
+    "dataset.path=/nonexistent/t.csv",  # not read: the config is refused first
+    "dataset.positive=1",
+    "dataset.numeric={age: [0, 100]}",
+]
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (
+            ["+sweep=smoke", "sweep.sweep_seed=-1"],
+            "sweep.sweep_seed: must be >= 0 \\(a seed\\), found -1",
+        ),
+        (["+sweep=smoke", "dataset.seed=-1"], "dataset.seed: must be >= 0 \\(a seed\\), found -1"),
+        (["dataset.balance_seed=-1"], "dataset.balance_seed: must be >= 0 \\(a seed\\), found -1"),
+        ([*_TABLE, "dataset.label=y", "dataset.split_seed=-1"], "dataset.split_seed: must be >= 0"),
+        (_TABLE, "dataset.label: required and not given; add dataset.label=VALUE"),
+        (
+            ["+sweep=smoke", "tracking.tracking_uri=ftp://127.0.0.1:9"],
+            "tracking.tracking_uri: must be a store MLflow tracks to .*, found 'ftp://127.0.0.1:9'",
+        ),
+        (["+sweep=smoke", "sweep.mechanisms=[]"], r"sweep.mechanisms: must list at least one"),
+        (["+sweep=smoke", "oracle.time_limit=inf"], "oracle.time_limit: must be finite"),
+        (["+sweep=smoke", "sweep.epsilons=[inf]"], "sweep.epsilons: every epsilon must be finite"),
+        (["+sweep=smoke", "sweep.seeds=1.5"], "sweep.seeds: Value '1.5' of type 'float' could not"),
+        (["+sweep=smoke", "oracle=cplex"], "oracle=cplex: no such option; the options of oracle"),
+        (
+            ["+sweep=smoke", "oracle=higs"],
+            r"oracle=higs: no such option \(did you mean oracle=highs",
+        ),
+        (["+sweep=nosuch"], "sweep=nosuch: no such option; the options of sweep are adult, "),
+        (
+            ["+sweep=smoke", "sweep.seed=3"],
+            r"sweep.seed: unknown key \(did you mean sweep.seeds\?\)",
+        ),
+        (["+sweep=smoke", "+sweep.seed=3"], r"sweep.seed: unknown key \(did you mean sweep.seeds"),
+        (["+sweep=smoke", "sweep.epsilons=[0.1"], "cannot parse 'sweep.epsilons=\\[0.1': "),
+    ],
+)
+def test_a_bad_command_line_is_one_error_line_exit_2_and_no_folder(
+    args, line, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)  # where Hydra would put outputs/
+    with pytest.raises(SystemExit) as exited:
+        cli.entry(args)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert re.match(line, err.removeprefix("error: ")), err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_csv_naming_a_column_twice_is_refused_by_its_header(tmp_path):
+    from pipeline.run import run
+
+    csv = tmp_path / "t.csv"
+    csv.write_text("age,region,y,age\n" + "".join(f"{i},{i % 3},{i % 2},{i}\n" for i in range(20)))
+    config = _config(
+        [
+            *_TABLE[:1],
+            f"dataset.path={csv}",
+            "dataset.label=y",
+            "dataset.positive=1",
+            "dataset.numeric={age: [0, 100]}",
+        ],
+        tmp_path / "out",
+    )
+    with pytest.raises(DataError, match=r"t.csv: duplicated column names \['age'\] in the header$"):
+        run(config)
+
+
+def test_a_batch_larger_than_the_training_set_is_refused_before_any_run(tmp_path):
+    from pipeline.run import run
+
+    csv = tmp_path / "t.csv"
+    csv.write_text("age,y\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
+    config = _config(
+        [
+            *_TABLE[:1],
+            f"dataset.path={csv}",
+            "dataset.label=y",
+            "dataset.positive=1",
+            "dataset.numeric={age: [0, 100]}",
+            "sweep.mechanisms=[dpsgd_lr]",
+        ],
+        tmp_path / "out",
+    )
+    message = r"^mechanisms.dpsgd_lr.batch_size: must be <= n = 16 \(the training rows\), found 64$"
+    with pytest.raises(ConfigError, match=message):
+        run(config)
+    assert not (tmp_path / "out" / "mlflow.db").exists()
+
+
+def test_a_refused_commands_folder_is_removed_only_when_hydra_alone_wrote_it(tmp_path):
+    empty = tmp_path / "empty"
+    (empty / ".hydra").mkdir(parents=True)
+    (empty / "cli.log").write_text("")
+    cli._discard_if_empty(str(empty))
+    assert not empty.exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "cli.log").write_text("")
+    (kept / "mlflow.db").write_text("")
+    cli._discard_if_empty(str(kept))
+    assert sorted(p.name for p in kept.iterdir()) == ["cli.log", "mlflow.db"]
+
+
+@pytest.mark.integration
+def test_bad_data_is_one_line_exit_2_and_leaves_no_folder(tmp_path):
+    csv = tmp_path / "t.csv"
+    csv.write_text("age,y,age\n" + "".join(f"{i},{i % 2},{i}\n" for i in range(20)))
+    result = _run(
+        [
+            "+sweep=table",
+            f"dataset.path={csv}",
+            "dataset.label=y",
+            "dataset.positive=1",
+            "dataset.numeric={age: [0, 100]}",
+        ],
+        tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("error: ") and "duplicated" in result.stderr
     assert not (tmp_path / "out").exists()

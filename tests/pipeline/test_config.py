@@ -112,7 +112,7 @@ def test_unknown_option_lists_the_options():
     [
         (
             ["+sweep=smoke", "sweep.epsilons=[0.5,-1]"],
-            "sweep.epsilons: every epsilon must be > 0, found [0.5, -1.0]",
+            "sweep.epsilons: every epsilon must be finite and > 0, found [0.5, -1.0]",
         ),
         (["+sweep=smoke", "sweep.epsilons=[]"], "sweep.epsilons: must list at least one epsilon"),
         (["+sweep=smoke", "sweep.seeds=0"], "sweep.seeds: must be >= 1, found 0"),
