@@ -64,10 +64,12 @@ class Encoding:
 
 def fit_encoding(raw, rows, categorical, numeric) -> Encoding:
     levels, bounds, leaks = {}, {}, []
+    read_levels, read_bounds = [], []  # the columns whose encoding is read off the data
     for col, stated in categorical.items():
         values = _as_text(raw.frame[col].iloc[rows])
         if stated is None:
             levels[col] = tuple(sorted(set(values)))
+            read_levels.append(col)
             leaks.append(
                 f"the levels of {col!r} {list(levels[col])} are read off the training "
                 "data (state them: dataset.categorical."
@@ -102,6 +104,7 @@ def fit_encoding(raw, rows, categorical, numeric) -> Encoding:
                 f"minimum and maximum (state them: dataset.numeric.{col}=[low,high])"
             )
             bounds[col] = (low, high)
+            read_bounds.append(col)
             continue
         if len(stated) != 2:
             raise DataError(
@@ -114,11 +117,27 @@ def fit_encoding(raw, rows, categorical, numeric) -> Encoding:
                 f"found [{low!r}, {high!r}]"
             )
         bounds[col] = (low, high)
-    for message in leaks:
-        warnings.warn(
-            f"{message}: a PrivacyLeakWarning, not accounted for", PrivacyLeakWarning, stacklevel=4
+    if len(leaks) == 1:
+        summary = f"{leaks[0]}: a PrivacyLeakWarning, not accounted for"
+    elif leaks:
+        read = [
+            f"the levels of {_columns(read_levels)}" if read_levels else "",
+            f"the bounds of {_columns(read_bounds)}" if read_bounds else "",
+        ]
+        summary = (
+            f"{' and '.join(r for r in read if r)} are read off the training data, not "
+            "accounted for (a PrivacyLeakWarning; state them: dataset.categorical.COLUMN=[...], "
+            "dataset.numeric.COLUMN=[low,high]; the values read are in the dataset's record)"
         )
+    if leaks:  # one warning, however many columns: one line to read, not one per column
+        warnings.warn(summary, PrivacyLeakWarning, stacklevel=4)
     return Encoding(levels, bounds, tuple(leaks))
+
+
+def _columns(names: Sequence[str]) -> str:
+    """``3 columns ('a', 'b', 'c')``, at most 10 names shown."""
+    shown = ", ".join(map(repr, names[:10])) + (", ..." if len(names) > 10 else "")
+    return f"{len(names)} column{'s' if len(names) > 1 else ''} ({shown})"
 
 
 def encode(raw, rows, enc: Encoding, stated: set[str], out_of_bounds: str):

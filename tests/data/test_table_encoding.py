@@ -38,10 +38,13 @@ def test_bounds_and_levels_read_off_the_data_warn_and_are_recorded(tmp_path):
         train = load(
             write(tmp_path, CSV), categorical=["colour"], numeric={"size": None, "income": [0, 100]}
         ).train
-    messages = [str(w.message) for w in record]
-    assert any("levels of 'colour'" in m for m in messages)
-    assert any("bounds of 'size' [1.0, 8.0]" in m for m in messages)
-    assert len(train.provenance["privacy_leak_warnings"]) == 2
+    (message,) = [str(w.message) for w in record]  # one warning for every column read
+    assert message.startswith(
+        "the levels of 1 column ('colour') and the bounds of 1 column ('size') are read off "
+        "the training data, not accounted for"
+    )
+    leaks = train.provenance["privacy_leak_warnings"]
+    assert len(leaks) == 2 and "bounds of 'size' [1.0, 8.0]" in leaks[1]
     assert train.features[:, 3].min() == 0.0 and train.features[:, 3].max() == 1.0
     assert train.feature_names[:3] == ("colour=blue", "colour=green", "colour=red")  # sorted
 
@@ -122,7 +125,7 @@ def test_the_encoding_is_fitted_on_the_training_rows_and_names_its_columns():
     with pytest.warns(PrivacyLeakWarning) as record:
         enc = fit_encoding(raw, train, {"c": None}, {"x": None})
     assert enc.levels == {"c": ("a", "b")} and enc.bounds == {"x": (2.0, 6.0)}
-    assert len(enc.leaks) == 2 == len(record)
+    assert len(enc.leaks) == 2 and len(record) == 1
     assert enc.names() == ("c=a", "c=b", "x")
     X, unseen, clipped = encode(raw, ALL, enc, stated=set(), out_of_bounds="error")
     np.testing.assert_array_equal(X, [[0, 1, 0.0], [1, 0, 0.5], [0, 1, 1.0], [0, 0, 24.5]])
@@ -161,3 +164,13 @@ def test_bad_stated_encodings_are_refused(categorical, numeric, message):
     with pytest.raises(DataError) as err:
         fit_encoding(raw, np.arange(2), categorical, numeric)
     assert message in str(err.value)
+
+
+def test_thirty_columns_read_off_the_data_are_one_warning_naming_them():
+    raw = _raw(**{f"x{i}": [str(i), str(i + 1), str(i + 2), "0"] for i in range(30)})
+    with pytest.warns(PrivacyLeakWarning) as record:
+        enc = fit_encoding(raw, np.arange(3), {}, {f"x{i}": None for i in range(30)})
+    (message,) = [str(w.message) for w in record]
+    assert message.startswith("the bounds of 30 columns ('x0', 'x1', ")
+    assert "'x9', ...) are read off the training data" in message and "x10" not in message
+    assert len(enc.leaks) == 30  # each column's bounds, on record
