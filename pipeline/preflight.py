@@ -121,6 +121,38 @@ def probe_ray_address(address: str, timeout: float = PROBE_TIMEOUT) -> None:
             f"Ray cluster at {address} unreachable: {e.strerror or e} "
             f"(cluster.address; is the head node up?)"
         ) from None
+    _probe_gcs(address, f"{host}:{port}", timeout)
+
+
+def _probe_gcs(address: str, target: str, timeout: float) -> None:
+    """Something listens at ``target``: is it a Ray head's GCS (a gRPC server)? ``ray.init``
+    on a port that takes the connection but does not speak gRPC waits minutes."""
+    if os.environ.get("RAY_USE_TLS", "0") not in ("0", ""):
+        return  # a TLS channel needs the cluster's certificates: left to ray.init
+    import grpc  # Ray's dependency; imported only when a remote cluster is named
+
+    channel = grpc.insecure_channel(target)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+    except grpc.FutureTimeoutError:
+        raise ServiceError(
+            f"something listens at {address} but it does not answer as a Ray cluster within "
+            f"{timeout:g} s (cluster.address: the head node's GCS address, port 6379 unless "
+            "ray start --port said otherwise)"
+        ) from None
+    finally:
+        channel.close()
+
+
+def local_ray_error(error: BaseException) -> ServiceError:
+    """A local Ray that would not start (its processes timing out on an overloaded machine, a
+    full /tmp) as one line."""
+    text = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    first = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    return ServiceError(
+        f"a local Ray would not start: {first[:300]} (rerun the same command when the machine "
+        "is less loaded; cluster.num_cpus, or cluster.address for a running cluster)"
+    )
 
 
 def ray_connect_error(address: str, error: BaseException) -> ServiceError:

@@ -31,7 +31,7 @@ from mechanisms.base import Release
 from mechanisms.catalog import NON_ORACLE
 from pipeline.config import Config
 from pipeline.data.record import Dataset
-from pipeline.preflight import probe_ray_address, ray_connect_error
+from pipeline.preflight import local_ray_error, probe_ray_address, ray_connect_error
 from pipeline.progress import (
     PROGRESS_EVERY,
     REPORT_EVERY,
@@ -179,7 +179,7 @@ def init_ray(config: Config) -> None:
     a Ray of our own: never join, unasked, a cluster someone started on this machine."""
     import os
 
-    import ray
+    import ray  # lazily: a sweep whose runs all finished never starts Ray
 
     if ray.is_initialized():
         return
@@ -207,6 +207,8 @@ def init_ray(config: Config) -> None:
                 log_to_driver=False,
                 include_dashboard=False,
             )
+        except Exception as e:  # noqa: BLE001 - e.g. an overloaded machine's start timing out
+            raise local_ray_error(e) from None
         finally:
             quiet.setLevel(level)
 

@@ -6,7 +6,10 @@ epsilons end to end: test_reliability.py.)"""
 from __future__ import annotations
 
 import logging
+import socket
 import sqlite3
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -17,10 +20,12 @@ from pipeline.config import ConfigError, validate
 from pipeline.data.record import Dataset
 from pipeline.preflight import (
     WARN_ORACLE_CALLS,
+    ServiceError,
     _require_calls,
     check_data_bounds,
     check_job_output_dir,
     check_oracle_calls,
+    local_ray_error,
     probe_ray_address,
     probe_tracking_store,
     ray_connect_error,
@@ -116,3 +121,40 @@ def test_data_beyond_a_proofs_bound_is_refused_or_recorded_when_clipped(caplog):
     assert leaks[0] in caplog.text
     inside = Dataset(np.array([[0.5, 1.0], [0.0, -1.0]]), [1, -1], ["a", "b"])
     assert check_data_bounds(refuse, inside) == []  # within the bound: nothing to say
+
+
+@pytest.mark.parametrize("answer", [b"", b"HTTP/1.0 200 OK\r\n\r\nhello"])
+def test_a_port_that_is_not_a_ray_head_is_refused_within_the_timeout(answer):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def serve():  # takes every connection; says nothing, or speaks HTTP/1, never gRPC
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    start = time.monotonic()
+    try:
+        with pytest.raises(ServiceError, match=rf"something listens at {address} but it does not"):
+            probe_ray_address(address, timeout=1.0)
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    assert time.monotonic() - start < 5
+
+
+def test_a_local_ray_that_would_not_start_is_one_line():
+    error = local_ray_error(TimeoutError("Timed out after 30 s\n  raylet log ...\n  more"))
+    assert str(error).startswith("a local Ray would not start: TimeoutError: Timed out after 30 s")
+    assert "\n" not in str(error) and "rerun the same command" in str(error)

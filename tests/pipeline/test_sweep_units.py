@@ -22,6 +22,7 @@ from pipeline.catalog import SCHEMAS
 from pipeline.config import Config, SweepConfig
 from pipeline.data.record import Dataset
 from pipeline.data.schema import SyntheticDatasetConfig
+from pipeline.preflight import ServiceError
 from pipeline.tasks import RunKey
 from tests.pipeline.records import result_for
 
@@ -601,3 +602,18 @@ def test_nothing_to_run_returns_empty_without_starting_ray(local_ray, todo):
     assert sweep.run_sweep(config, _dataset(), None, tracker, todo) == ([], {})
     assert not local_ray.is_initialized() and local_ray.put_objects == []
     assert local_ray.ran == [] and tracker.children == {} and tracker.failures == {}
+
+
+def test_a_local_ray_that_would_not_start_is_a_service_error(monkeypatch):
+    import ray
+
+    def init(**kwargs):
+        raise TimeoutError("The current node timed out during startup.\nraylet.out ...")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(
+        ServiceError, match="^a local Ray would not start: TimeoutError: The current"
+    ):
+        sweep.init_ray(_config())
