@@ -21,6 +21,7 @@ from mechanisms.estimators import (
     RSPMClassifier,
 )
 from mechanisms.privacy import PrivacyLeakWarning
+from tests.requirements import missing
 
 
 @pytest.mark.parametrize("cls", [OPDiscClassifier, RSPMClassifier, ExactERMClassifier])
@@ -163,8 +164,8 @@ def test_logistic_regression_reports_its_iterations():
 def validation(request, monkeypatch):
     """Each input check runs with scikit-learn's validation and with the local equivalent."""
     if request.param == "sklearn":
-        pytest.importorskip("sklearn", minversion="1.6")
-        assert estimators._sklearn() is not None
+        if estimators._sklearn() is None:
+            missing("scikit-learn >= 1.6 is not installed (pip install -e '.[test]')")
     else:
         monkeypatch.setattr(estimators, "_sklearn", lambda: None)
     return request.param
@@ -326,7 +327,7 @@ CHECKED = [
 if parametrize_with_checks is None:
 
     def test_scikit_learn_estimator_checks():
-        pytest.skip("scikit-learn is not installed")
+        missing("scikit-learn >= 1.6 is not installed (pip install -e '.[test]')")
 
 else:
     with warnings.catch_warnings():  # "does not inherit from BaseEstimator": sklearn is optional
