@@ -19,12 +19,21 @@ from mlflow import MlflowClient
 print(MlflowClient('sqlite:///$out/mlflow.db').get_experiment_by_name('oracle-dp').experiment_id)
 " 2>/dev/null)
 url=$(python -c "from pipeline.mlflow_log import view_url; print(view_url('http://127.0.0.1:$port', '$experiment'))")
+# wide enough that every column of the view shows beside the assistant panel
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$(mktemp -d)" --window-size=2300,1000 --virtual-time-budget=20000 \
+    --user-data-dir="$(mktemp -d)" --window-size=2600,1000 --virtual-time-budget=20000 \
     --screenshot="$out/full.png" "$url" 2>/dev/null
-# the run list only: without the assistant panel the UI opens on its right
+# the run list only, without the assistant panel the UI opens on its right: cut at the gutter
+# (a column of the page's background, not white) left of that panel
 python -c "
 from PIL import Image
-Image.open('$out/full.png').crop((0, 0, 1712, 1000)).save('$png', optimize=True)"
+full = Image.open('$out/full.png').convert('RGB')
+width, height = full.size
+def gutter(x):
+    return all(600 < sum(full.getpixel((x, y))) < 750 for y in range(200, height - 100, 10))
+cut = next((x for x in range(width - 200, width // 2, -1) if gutter(x)), None)
+if cut is None:
+    raise SystemExit('no gutter left of the assistant panel: is the run list on screen?')
+full.crop((0, 0, cut, height)).save('$png', optimize=True)"
 echo "$png from $url"

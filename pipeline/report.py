@@ -1,4 +1,10 @@
-"""The sweep's report: results table, Figure 1a and 1b (SPEC section 9), a short summary."""
+"""The sweep's report: results table, Figure 1a and 1b (SPEC section 9), a short summary.
+
+Written for a reviewer: a run that called no oracle is ``no oracle``, never certified; a gap is
+``gap_text``'s short form (floating-point noise below zero is 0); a test accuracy the runs do not
+have (no test set) is ``-`` with the reason; a mean of a private mechanism's runs is over the
+runs whose privacy holds (the others are drawn one by one, as red crosses).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,10 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.catalog import NON_PRIVATE
+from pipeline.run_record import NO_ORACLE, certified_text, gap_text
+
+#: What summary.md shows for a test accuracy the runs do not have.
+NO_TEST = "-"
 
 
 def results_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -47,11 +57,59 @@ def aggregate(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def reference_certified(frame: pd.DataFrame, name: str) -> bool:
-    """Whether every oracle answer of the reference ``name`` was certified optimal."""
+    """Whether no oracle answer of the reference ``name`` failed to be certified optimal (true
+    for a reference that called no oracle: it claims no optimum)."""
     part = frame[frame["mechanism"] == name]
     if "oracle_certified" not in part:
         return True
-    return bool(part["oracle_certified"].astype(bool).all())
+    return all(certified_text(v) != "no" for v in part["oracle_certified"])
+
+
+def oracle_verdict(frame: pd.DataFrame, name: str) -> str:
+    """``yes``, ``no`` or ``no oracle`` for the runs of ``name`` (``no`` if any run's is)."""
+    part = frame[frame["mechanism"] == name]
+    called = None  # unknown in a record without oracle_calls
+    if "oracle_calls" in part and len(part):
+        called = int(part["oracle_calls"].max()) > 0
+    if called is False:
+        return NO_ORACLE
+    texts = {certified_text(v) for v in part.get("oracle_certified", [])}
+    if "no" in texts:
+        return "no"
+    return "yes" if called or "yes" in texts else NO_ORACLE
+
+
+def best_accuracy_note(train: dict[str, Any]) -> str:
+    """The best possible training accuracy of a dataset summary (``Dataset.summary``), said
+    only when it tells something: below 1 when equal rows carry different labels; exactly 1
+    (the best labelling of the distinct rows) whenever no two equal rows disagree, which says
+    nothing about the data, so then the note says why it is 1 instead of printing 1.0000."""
+    best = float(train["best_possible_accuracy"])
+    both = train.get("distinct_rows_with_both_labels")
+    if both is None:
+        both = 1 if best < 1.0 else 0
+    if int(both) == 0:
+        return (
+            "no two equal rows carry different labels (so the best possible accuracy, that of "
+            "the best labelling of the distinct rows, is 1 and tells nothing)"
+        )
+    return (
+        f"best possible accuracy {best:.4f} ({int(both)} of {train['distinct_rows']} distinct "
+        f"rows carry both labels)"
+    )
+
+
+def accuracy_text(value: float) -> str:
+    """An accuracy in a table: 4 decimals, or ``-`` when the runs have none (no test set)."""
+    return NO_TEST if not math.isfinite(value) else f"{value:.4f}"
+
+
+def private_means_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs a mean of Figure 1a is taken over: a private mechanism's runs whose privacy
+    holds (the others are drawn one by one), and every run of a non-private reference."""
+    reference = frame["mechanism"].isin(NON_PRIVATE)
+    holds = frame["privacy_holds"].map(lambda v: str(v).strip().lower() in ("true", "1", "yes"))
+    return frame[reference | holds]
 
 
 @dataclass(frozen=True)
@@ -107,25 +165,27 @@ def reference_label(frame: pd.DataFrame, name: str) -> str:
     bound interval is what is known of the optimum."""
     if reference_certified(frame, name):
         return f"{name} (non-private)"
-    gap = frame.loc[frame["mechanism"] == name, "oracle_max_gap"].max()
+    gap = gap_text(frame.loc[frame["mechanism"] == name, "oracle_max_gap"].max())
     known = reference_bound(frame, name)
     if known is not None and known.accuracy_low is not None:
         return (
-            f"{name} NOT certified (gap {gap:.4g}): optimum accuracy in "
+            f"{name} NOT certified (gap {gap}): optimum accuracy in "
             f"[{known.accuracy_low:.4f}, {known.accuracy_high:.4f}]"
         )
-    return f"{name} (non-private, NOT certified: gap {gap:.4g}, not the optimum)"
+    return f"{name} (non-private, NOT certified: gap {gap}, not the optimum)"
 
 
 def figure_1a(frame: pd.DataFrame, path: Path) -> Path:
-    """Training accuracy against epsilon: mean and sd per mechanism; references as lines."""
+    """Training accuracy against epsilon: mean and sd per mechanism over its runs whose privacy
+    holds (``private_means_frame``), each run whose privacy does not hold as a red cross;
+    references as lines."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    agg = aggregate(frame)
+    agg = aggregate(private_means_frame(frame))
     styles = iter([("black", "--"), ("gray", ":"), ("black", "-."), ("gray", "--")])
     for name, part in agg.groupby("mechanism"):
         if name in NON_PRIVATE:
@@ -179,7 +239,10 @@ def figure_1a(frame: pd.DataFrame, path: Path) -> Path:
         )
     ax.set_xlabel("epsilon proven for the noise used (SPEC section 10)")
     ax.set_ylabel("training accuracy (0/1)")
-    ax.set_title("Figure 1a: accuracy against epsilon (mean ± sd over runs)")
+    ax.set_title(
+        "Figure 1a: accuracy against epsilon\n(mean ± sd over the runs whose privacy holds)",
+        fontsize=11,
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -282,8 +345,8 @@ def summary_text(frame: pd.DataFrame, title: str, outcome=None, missing: Sequenc
         lines.append(
             f"| {r.mechanism} | {eps} | {proven} | {delta} | {r.calibration} | {r.runs} | "
             f"{r.train_acc_mean:.4f} ± {r.train_acc_sd:.4f}"
-            f" | {r.test_acc_mean:.4f} | {int(r.private)}/{r.runs} | {r.wall_median:.2f} | "
-            f"{r.wall_max:.2f} |"
+            f" | {accuracy_text(r.test_acc_mean)} | {int(r.private)}/{r.runs} | "
+            f"{r.wall_median:.2f} | {r.wall_max:.2f} |"
         )
     references = agg[agg["mechanism"].isin(NON_PRIVATE)]
     if len(references):
@@ -296,18 +359,22 @@ def summary_text(frame: pd.DataFrame, title: str, outcome=None, missing: Sequenc
         ]
         for r in references.itertuples():
             part = frame[frame["mechanism"] == r.mechanism]
-            certified = reference_certified(frame, r.mechanism)
-            gap = float(part["oracle_max_gap"].max())
-            verdict = "yes" if certified else "**NO**: a feasible point, not the exact optimum"
-            known = None if certified else reference_bound(frame, r.mechanism)
-            if known is not None:  # a bound, not a value
-                verdict += f"; gap {known.gap:.4g}: {known.interval()}"
-            if int(part["oracle_calls"].max()) == 0:
-                verdict = "- (no oracle)"
+            verdict = oracle_verdict(frame, r.mechanism)
+            calls = int(part["oracle_calls"].max())
+            gap = gap_text(float(part["oracle_max_gap"].max()), calls)
+            if verdict == "no":
+                verdict = "**NO**: a feasible point, not the exact optimum"
+                known = reference_bound(frame, r.mechanism)
+                if known is not None:  # a bound, not a value
+                    verdict += f"; gap {gap_text(known.gap)}: {known.interval()}"
             lines.append(
-                f"| {r.mechanism} | {r.train_acc_mean:.4f} | {r.test_acc_mean:.4f} | "
-                f"{verdict} | {gap:.4g} | {r.wall_max:.2f} |"
+                f"| {r.mechanism} | {r.train_acc_mean:.4f} | {accuracy_text(r.test_acc_mean)} | "
+                f"{verdict} | {gap} | {r.wall_max:.2f} |"
             )
+    if not np.isfinite(frame["test_accuracy"].astype(float)).any():
+        lines += ["", f"Test accuracy {NO_TEST}: the sweep's dataset has no test set."]
+    elif not np.isfinite(agg["test_acc_mean"].astype(float)).all():
+        lines += ["", f"Test accuracy {NO_TEST}: those runs had no test set."]
     not_private = frame[
         (~frame["privacy_holds"].astype(bool)) & ~frame["mechanism"].isin(NON_PRIVATE)
     ]

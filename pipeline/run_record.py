@@ -8,6 +8,12 @@ type. What a reviewer sorts or filters by is a column of the run list: the priva
 run's identity as params, its floats as metrics, its verdicts as tags; the rest of the release
 is in release.json (pipeline.mlflow_log). ``to_row`` is the row of results.csv.
 
+What a reviewer reads is written one way everywhere (the run list, results.csv, summary.md):
+``certified_text`` says ``yes``, ``no`` or ``no oracle`` (a run that called no oracle is never
+"certified"), and ``gap_text`` shows the largest oracle gap short enough to read whole in a
+column of the run list (``1.1e-13``, not ``1.13686837...``), with floating-point noise below
+zero shown as ``0``; the raw gap stays in results.csv and in the ``oracle_max_gap`` metric.
+
 One name per value: ``requested_epsilon`` is the sweep grid's target, ``privacy_epsilon`` /
 ``privacy_delta`` what SPEC section 10's arguments prove for the noise actually drawn.
 """
@@ -18,10 +24,11 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from mechanisms.base import Release
 from mechanisms.catalog import NON_PRIVATE
+from oracles.base import OBJECTIVE_TOL
 from pipeline.data.record import Dataset
 from pipeline.mlflow_log import CHILD_ROLE
 
@@ -46,6 +53,46 @@ PARAMS = (
     "train_n",
 )
 MAX_TAG = 5000
+#: ``oracle_certified`` of a run that called no oracle, wherever it is shown.
+NO_ORACLE = "no oracle"
+
+
+def certified_text(certified: Any) -> str:
+    """``yes`` / ``no`` / ``no oracle``: ``certified`` as RunResult holds it (None: no oracle
+    call), or as a results.csv or an older record wrote it (``True``, ``"False"``, ``"yes"``)."""
+    if certified is None or (isinstance(certified, float) and math.isnan(certified)):
+        return NO_ORACLE
+    text = str(certified).strip().lower()
+    if text in ("yes", "true", "1", "1.0"):
+        return "yes"
+    if text in ("no", "false", "0", "0.0"):
+        return "no"
+    if text in (NO_ORACLE, "-", "", "none", "nan"):
+        return NO_ORACLE
+    raise ValueError(f"oracle_certified: {certified!r} is none of yes, no, {NO_ORACLE}")
+
+
+def review_gap(gap: float) -> float:
+    """The largest oracle gap as a reviewer reads it: a negative gap within the certificate's
+    tolerance (``oracles.base.OBJECTIVE_TOL``) is the floating-point noise of objective - bound
+    and reads 0. Any positive gap, however small, and a negative one beyond the tolerance (a
+    bound above the objective: worth a look) are kept as they are."""
+    gap = float(gap)
+    return 0.0 if -OBJECTIVE_TOL <= gap < 0.0 else gap
+
+
+def gap_text(gap: float, oracle_calls: int = 1) -> str:
+    """The largest oracle gap, short enough to read whole in a narrow column: ``0``,
+    ``1.1e-13`` (two digits below 1), ``4564`` (four digits from 1 up), ``inf``; ``-`` for a
+    run without an oracle call (it has no gap)."""
+    if not oracle_calls:
+        return "-"
+    gap = review_gap(gap)
+    if gap == 0.0:
+        return "0"
+    if not math.isfinite(gap):
+        return repr(gap)  # inf, -inf, nan
+    return f"{gap:.2g}" if abs(gap) < 1.0 else f"{gap:.4g}"
 
 
 def privacy_status(mechanism: str, holds: bool) -> str:
@@ -80,6 +127,8 @@ class RunResult:
     wall_seconds: float
     oracle_seconds: float
     oracle_calls: int
+    #: The raw largest gap objective - bound (can be -1e-14: floating-point noise); what a
+    #: reviewer reads is ``gap_text`` (the run list's ``oracle_gap`` tag, summary.md).
     oracle_max_gap: float
     #: The one oracle call's [bound, objective] (the minimum lies there); nan for several.
     oracle_objective: float
@@ -89,9 +138,10 @@ class RunResult:
     oracle_fallbacks: str
     #: The Ray node the run ran on ("" outside Ray).
     node: str
-    #: Every oracle answer the release rests on certified optimal (true with no oracle call):
-    #: a non-private reference is the exact optimum only when this holds.
-    oracle_certified: bool
+    #: Every oracle answer the release rests on certified optimal; None for a run that called
+    #: no oracle (shown ``no oracle``, never ``yes``: ``certified_text``). A non-private
+    #: reference with an oracle call is the exact optimum only when this is True.
+    oracle_certified: bool | None
     #: ``privacy_status(mechanism, privacy_holds)``.
     privacy_status: str
 
@@ -139,13 +189,16 @@ class RunResult:
             oracle_backends=",".join(sorted({c.backend for c in certificates})),
             oracle_fallbacks=";".join(sorted({c.fallback for c in certificates if c.fallback})),
             node=node,
-            oracle_certified=all(c.certified for c in certificates),
+            oracle_certified=all(c.certified for c in certificates) if certificates else None,
             privacy_status=privacy_status(key.mechanism, release.privacy.holds),
         )
 
     def to_row(self) -> dict[str, Any]:
-        """The row of results.csv: every field, by name."""
-        return dataclasses.asdict(self)
+        """The row of results.csv: every field, by name; ``oracle_certified`` as it is shown
+        everywhere (``yes``, ``no``, ``no oracle``)."""
+        row = dataclasses.asdict(self)
+        row["oracle_certified"] = certified_text(self.oracle_certified)
+        return row
 
     # --- the child run ---------------------------------------------------------------------
 
@@ -158,7 +211,10 @@ class RunResult:
             "mechanism": self.mechanism,
             "privacy_status": self.privacy_status,
             "privacy_holds": "yes" if self.privacy_holds else "no",
-            "oracle_certified": "yes" if self.oracle_certified else "no",
+            "oracle_certified": certified_text(self.oracle_certified),
+            # the run list's gap column: short, and 0 for noise below zero (the raw value is
+            # the metric oracle_max_gap)
+            "oracle_gap": gap_text(self.oracle_max_gap, self.oracle_calls),
             "privacy_reason": self.privacy_reason[:MAX_TAG],
             "backend": self.oracle_backends or "none",
             "node": self.node,
@@ -199,7 +255,6 @@ class RunResult:
         """
         p, m, t = run.data.params, run.data.metrics, run.data.tags
         calls = int(p.get("oracle_calls", 0))
-        certified = t.get("oracle_certified")
 
         def number(name: str, default: float) -> float:
             if name in m:
@@ -240,14 +295,19 @@ class RunResult:
             oracle_backends="" if t.get("backend") == "none" else t.get("backend", ""),
             oracle_fallbacks=t.get("oracle_fallback", ""),
             node=t.get("node", ""),
-            # children logged before these tags existed: read them off the metrics
-            oracle_certified=(
-                certified == "yes"
-                if certified is not None
-                else calls == 0 or m.get("oracle_certified_fraction") == 1.0
-            ),
+            oracle_certified=_certified(calls, t.get("oracle_certified"), m),
             privacy_status=t.get("privacy_status") or privacy_status(mechanism, holds),
         )
+
+
+def _certified(calls: int, tag: str | None, metrics: Mapping[str, float]) -> bool | None:
+    """``oracle_certified`` as a child run records it: None without an oracle call, whatever an
+    earlier version tagged (``yes``); read off the metrics in children logged before the tag."""
+    if calls == 0:
+        return None
+    if tag is not None:
+        return tag == "yes"
+    return metrics.get("oracle_certified_fraction") == 1.0
 
 
 def release_fields(release: Release) -> tuple[dict[str, Any], dict[str, float]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import socket
 import time
 from pathlib import Path
@@ -31,11 +32,42 @@ FINISHED = "FINISHED"
 HEARTBEAT = 30
 DRIVER_TTL = 120
 MAX_PARAM = 6000  # MLflow's limit on a parameter value
+#: The port of the suggested ``mlflow ui`` command for a local store (any free port will do).
+UI_PORT = 5000
 
 
 def default_tracking_uri(output_dir: Path) -> str:
     """A sqlite database under the output directory, as an absolute URI."""
     return f"sqlite:///{(Path(output_dir).resolve() / 'mlflow.db').as_posix()}"
+
+
+def local_store(uri: str) -> str:
+    """A local tracking store's URI with an absolute path, so that ``mlflow ui
+    --backend-store-uri`` opens the same store from any directory (``sqlite:///runs.db`` is
+    relative to the driver's working directory, ``sqlite:////abs/runs.db`` is not). A URI of
+    another kind is returned as it is."""
+    if uri.startswith("sqlite:///"):
+        path = uri[len("sqlite:///") :]
+        return f"sqlite:///{Path(path).resolve().as_posix()}" if path else uri
+    if uri.startswith("file:"):
+        return uri
+    if "://" not in uri:  # a directory of runs (MLflow's file store)
+        return Path(uri).resolve().as_uri()
+    return uri
+
+
+def review_hint(uri: str, experiment_id: str, port: int = UI_PORT) -> str:
+    """Where a reviewer sees the run list of ``experiment_id`` (in the sweep's view): on a
+    tracking server, its URL there; for a local store (sqlite, a directory) the ``mlflow ui``
+    command that serves it, then the URL it serves it at (``port`` is only a suggestion)."""
+    if uri.startswith(("http://", "https://")):
+        return mlflow_log.view_url(uri, experiment_id)
+    store = shlex.quote(local_store(uri))
+    url = mlflow_log.view_url(f"http://127.0.0.1:{port}", experiment_id)
+    return (
+        f"run `mlflow ui --backend-store-uri {store} --port {port}`, then open {url} "
+        f"(another free port: change it in both)"
+    )
 
 
 def _alive(pid: int) -> bool:
@@ -159,11 +191,10 @@ class SweepTracker:
         return self.parent_id
 
     def view_url(self) -> str:
-        """The run list of this experiment in the MLflow UI, with the columns that matter first
-        (the server: the tracking URI's, else where ``mlflow ui`` serves by default)."""
-        http = self.uri.startswith(("http://", "https://"))
-        server = self.uri if http else "http://127.0.0.1:5000"
-        return mlflow_log.view_url(server, self.experiment_id)
+        """Where to open the run list of this experiment in the MLflow UI, with the columns that
+        matter first, as the driver logs it (``review_hint``): the tracking server's URL, or for
+        a local store the ``mlflow ui`` command to run first (no server listens on its own)."""
+        return review_hint(self.uri, self.experiment_id)
 
     def finished_keys(self) -> set[str]:
         """Keys with a FINISHED child; unfinished children are deleted (they will be redone)."""

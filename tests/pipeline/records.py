@@ -10,7 +10,8 @@ from pipeline.run_record import RunResult, privacy_status
 
 
 def result_for(key: Any, holds: bool = True, **fields: Any) -> RunResult:
-    """A plausible result of run ``key`` (a RunKey) with ``fields`` replaced."""
+    """A plausible result of run ``key`` (a RunKey) with ``fields`` replaced; its
+    ``oracle_certified`` is None (no oracle call) unless ``oracle_calls`` says it called one."""
     nan = math.nan
     result = RunResult(
         key=str(key),
@@ -35,7 +36,7 @@ def result_for(key: Any, holds: bool = True, **fields: Any) -> RunResult:
         oracle_backends="",
         oracle_fallbacks="",
         node="",
-        oracle_certified=True,
+        oracle_certified=True if fields.get("oracle_calls") else None,
         privacy_status=privacy_status(key.mechanism, holds),
     )
     return dataclasses.replace(result, **fields)

@@ -158,7 +158,31 @@ def test_the_run_list_shows_privacy_and_accuracy_not_every_detail(logged, tmp_pa
         kind, _, name = column.partition(".")
         assert kind in ("attributes", "duration") or name.strip("`") in fields[kind], column
     assert view["selectedColumns"][3:5] == ["params.`privacy_epsilon`", "tags.`privacy_status`"]
-    assert tracker.view_url().endswith(f"runs?viewStateShareKey={VIEW_KEY}")
+    assert f"runs?viewStateShareKey={VIEW_KEY}" in tracker.view_url()
+
+
+def test_the_run_list_shows_the_gap_and_the_certificate_as_a_reviewer_reads_them(tmp_path):
+    """The gap column is the short ``oracle_gap`` tag: ``0`` for floating-point noise below
+    zero, ``1.1e-13`` whole (the raw metric read ``1.13686837...`` cut by the column, and
+    ``-1.4e-14``); a run without an oracle call is ``no oracle`` with gap ``-``."""
+    view = RUN_LIST_VIEW["selectedColumns"]
+    assert "tags.`oracle_gap`" in view and "metrics.`oracle_max_gap`" not in view
+    assert view.index("tags.`oracle_certified`") + 1 == view.index("tags.`oracle_gap`")
+    tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "gaps", tmp_path / "art")
+    tracker.start_parent("test", "sid", {})
+    train = _dataset(20, 0)
+    noise = Certificate(Status.OPTIMAL, -82.2, -82.2 + 1.4210854715202004e-14, 0.01, "highs")
+    tiny = Certificate(Status.OPTIMAL, 3.0, 3.0 - 1.1368683772161603e-13, 0.01, "highs")
+    shown = {}
+    for i, certificates in enumerate(((noise,), (tiny,), ())):
+        release = dataclasses.replace(_release(), certificates=certificates)
+        result = RunResult.of(RunKey("opdisc", 0.5, i), release, train, None, wall_seconds=0.1)
+        run = tracker.client.get_run(tracker.log_child(result, release, {}))
+        tags, metrics = run.data.tags, run.data.metrics
+        shown[i] = (tags["oracle_gap"], tags["oracle_certified"], metrics.get("oracle_max_gap"))
+    assert shown[0] == ("0", "yes", noise.gap)  # the raw gap stays a metric
+    assert shown[1] == ("1.1e-13", "yes", tiny.gap)
+    assert shown[2] == ("-", "no oracle", 0.0)
 
 
 def test_a_model_is_logged_when_the_working_directory_was_replaced(logged, tmp_path, monkeypatch):

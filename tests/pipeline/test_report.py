@@ -14,14 +14,20 @@ import pytest
 from pipeline.report import (
     ReferenceBound,
     aggregate,
+    best_accuracy_note,
+    figure_1a,
     figure_1b,
+    oracle_verdict,
     outcome_lines,
+    private_means_frame,
     reference_bound,
     reference_certified,
     results_frame,
     summary_text,
     write_report,
 )
+from pipeline.tasks import RunKey
+from tests.pipeline.records import result_for
 
 
 def _row(mechanism="opdisc", eps=1.0, i=0, **changes):
@@ -191,3 +197,127 @@ def test_figure_1b_counts_every_private_run_once(tmp_path, monkeypatch):
     # two mechanisms, five runs in the bins: the non-private reference left out, the fastest
     # run (0 s, drawn at 1 ms) and the slowest inside the edges
     assert drawn == [(2, 5.0)]
+
+
+# --- what a reviewer reads: no oracle, the gap, the means of Figure 1a, test accuracy ----------
+
+
+def _smoke_like_rows():
+    """Rows as the sweep writes them (RunResult.to_row): DP-SGD and logistic regression call no
+    oracle, the exact ERM one (certified), OPDisc one with a gap of floating-point noise."""
+    return [
+        result_for(RunKey("dpsgd_lr", 1.0, 0)).to_row(),
+        result_for(RunKey("logistic_regression", math.inf, 0), holds=False).to_row(),
+        result_for(
+            RunKey("erm_01", math.inf, 0),
+            holds=False,
+            oracle_calls=1,
+            oracle_max_gap=-1.4210854715202004e-14,
+            oracle_objective=51.0,
+            oracle_bound=51.0,
+            train_n=400,
+        ).to_row(),
+        result_for(RunKey("opdisc", 1.0, 0), oracle_calls=1, oracle_max_gap=1.1e-13).to_row(),
+    ]
+
+
+def test_a_run_without_an_oracle_call_is_no_oracle_in_results_csv_and_the_summary(tmp_path):
+    rows = _smoke_like_rows()
+    write_report(rows, tmp_path, "T")
+    csv = pd.read_csv(tmp_path / "results.csv").set_index("mechanism")
+    assert csv.loc["dpsgd_lr", "oracle_certified"] == "no oracle"
+    assert csv.loc["logistic_regression", "oracle_certified"] == "no oracle"
+    assert csv.loc["erm_01", "oracle_certified"] == "yes"
+    assert csv.loc["erm_01", "oracle_max_gap"] == -1.4210854715202004e-14  # raw, kept
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| logistic_regression | 0.7500 | - | no oracle | - |" in summary
+    assert "| erm_01 | 0.7500 | - | yes | 0 |" in summary  # noise below zero reads 0
+    frame = results_frame(rows)
+    assert oracle_verdict(frame, "dpsgd_lr") == "no oracle"
+    assert oracle_verdict(frame, "erm_01") == "yes"
+    # a row of an earlier version: True for a run without an oracle call; shown no oracle too
+    old = results_frame([_row("logistic_regression", math.inf, oracle_calls=0)])
+    assert oracle_verdict(old.assign(oracle_certified=True), "logistic_regression") == "no oracle"
+    assert reference_certified(results_frame(rows), "logistic_regression")  # claims no optimum
+
+
+def test_the_summary_shows_the_short_gap_never_a_negative_one():
+    rows = [
+        _row("erm_01", math.inf, oracle_max_gap=-1.4e-14, oracle_certified=True),
+        _row("logistic_regression", math.inf, oracle_max_gap=1.1368683772161603e-13),
+    ]
+    text = summary_text(results_frame(rows), "T")
+    assert "| yes | 0 |" in text and "| yes | 1.1e-13 |" in text
+    assert "e-14" not in text and "1.137e-13" not in text
+
+
+def test_figure_1a_means_only_the_runs_whose_privacy_holds(tmp_path, monkeypatch):
+    """One OPDisc run at epsilon 1 does not hold: its accuracy (0.1) is a red cross, not a third
+    of the mean (it was: 0.5 instead of 0.7)."""
+    import matplotlib.pyplot as plt
+
+    rows = [
+        _row("opdisc", 1.0, 0, train_accuracy=0.6),
+        _row("opdisc", 1.0, 1, train_accuracy=0.8),
+        _row("opdisc", 1.0, 2, train_accuracy=0.1, privacy_holds=False),
+        _row("opdisc", 2.0, 0, train_accuracy=0.9, privacy_holds=False),  # none holds: no mean
+        _row("rspm_gaussian", 1.0, 0, train_accuracy=0.7),
+        _row("erm_01", math.inf, 0, train_accuracy=0.95, privacy_holds=False),
+    ]
+    frame = results_frame(rows)
+    means, crosses, lines = {}, [], []
+    errorbar, scatter, axhline = plt.Axes.errorbar, plt.Axes.scatter, plt.Axes.axhline
+
+    def spy_errorbar(self, x, y, *args, label=None, **kwargs):
+        means[label] = (list(x), list(y), list(kwargs["yerr"]))
+        return errorbar(self, x, y, *args, label=label, **kwargs)
+
+    def spy_scatter(self, x, y, *args, **kwargs):
+        crosses.extend(zip(x, y))
+        return scatter(self, x, y, *args, **kwargs)
+
+    def spy_axhline(self, y=0, *args, **kwargs):
+        lines.append(y)
+        return axhline(self, y, *args, **kwargs)
+
+    monkeypatch.setattr(plt.Axes, "errorbar", spy_errorbar)
+    monkeypatch.setattr(plt.Axes, "scatter", spy_scatter)
+    monkeypatch.setattr(plt.Axes, "axhline", spy_axhline)
+    figure_1a(frame, tmp_path / "a.png")
+    x, y, sd = means["opdisc"]
+    assert x == [1.0] and y == pytest.approx([0.7]) and sd == pytest.approx([0.1 * math.sqrt(2)])
+    assert means["rspm_gaussian"][1] == [0.7]
+    assert sorted(crosses) == [(1.0, 0.1), (2.0, 0.9)]  # every run that does not hold, alone
+    assert lines == [0.95]
+    kept = private_means_frame(frame)
+    assert sorted(kept["train_accuracy"]) == [0.6, 0.7, 0.8, 0.95]  # the reference is its line
+
+
+def test_a_missing_test_accuracy_is_a_dash_with_its_reason():
+    rows = [_row(i=0, test_accuracy=math.nan), _row("erm_01", math.inf, test_accuracy=math.nan)]
+    text = summary_text(results_frame(rows), "T")
+    assert "nan" not in text
+    assert "| 0.5000 ± 0.0000 | - | 1/1 |" in text and "| erm_01 | 0.5000 | - |" in text
+    assert "Test accuracy -: the sweep's dataset has no test set." in text
+    with_test = summary_text(results_frame([_row(i=0)]), "T")
+    assert "| 0.5000 ± 0.0000 | 0.5000 | 1/1 |" in with_test and "Test accuracy -" not in with_test
+
+
+def test_the_best_possible_accuracy_is_said_only_when_it_tells_something():
+    both = {
+        "best_possible_accuracy": 0.95,
+        "distinct_rows": 287,
+        "distinct_rows_with_both_labels": 19,
+    }
+    assert best_accuracy_note(both) == (
+        "best possible accuracy 0.9500 (19 of 287 distinct rows carry both labels)"
+    )
+    distinct = {
+        "best_possible_accuracy": 1.0,
+        "distinct_rows": 400,
+        "distinct_rows_with_both_labels": 0,
+    }
+    note = best_accuracy_note(distinct)
+    assert "1.0000" not in note and "no two equal rows carry different labels" in note
+    older = {"best_possible_accuracy": 0.9, "distinct_rows": 10}  # before the count was there
+    assert best_accuracy_note(older).startswith("best possible accuracy 0.9000")

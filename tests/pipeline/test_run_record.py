@@ -11,7 +11,15 @@ import pytest
 
 from mechanisms.base import PrivacyClaim, Release
 from oracles.base import Certificate, Status
-from pipeline.run_record import METRICS, PARAMS, RunResult
+from pipeline.run_record import (
+    METRICS,
+    NO_ORACLE,
+    PARAMS,
+    RunResult,
+    certified_text,
+    gap_text,
+    review_gap,
+)
 from pipeline.tasks import RunKey
 from pipeline.tracking import SweepTracker, results_from_mlflow
 
@@ -79,6 +87,13 @@ CASES = {
         {},
         True,
     ),
+    "a private run without an oracle call": (RunKey("dpsgd_lr", 1.0, 0), [], {}, True),
+    "a gap of floating-point noise below zero": (
+        RunKey("rspm_laplace", 0.5, 0),
+        [Certificate(Status.OPTIMAL, 162.925506, 162.925506 + 2.842171e-14, 0.1, "highs")],
+        {},
+        True,
+    ),
 }
 
 
@@ -132,11 +147,71 @@ def test_a_non_finite_float_is_a_tag_not_a_metric():
     assert tags["privacy_status"] == "does not hold"
 
 
-def test_a_reference_is_non_private_and_certified_without_an_oracle_call():
+def test_a_reference_is_non_private_and_claims_no_certificate_without_an_oracle_call():
     release = _release([], epsilon=math.inf, holds=False, calibration=None)
     result = RunResult.of(RunKey("erm_01", math.inf, 0), release, _Data(30), None, 0.1)
-    assert result.privacy_status == "non-private" and result.oracle_certified
+    assert result.privacy_status == "non-private" and result.oracle_certified is None
     assert result.calibration == "" and result.to_params()["calibration"] == "-"
+
+
+@pytest.mark.parametrize("mechanism", ["dpsgd_lr", "logistic_regression", "expmech"])
+def test_a_run_without_an_oracle_call_is_no_oracle_everywhere(mechanism):
+    """Never "yes" (it was, as if every one of its zero oracle answers were certified): the
+    run list's tag, results.csv's row, and the gap it does not have."""
+    release = _release([], holds=mechanism != "logistic_regression")
+    result = RunResult.of(RunKey(mechanism, 1.0, 0), release, _Data(30), None, 0.1)
+    assert result.oracle_certified is None
+    assert result.to_tags(None)["oracle_certified"] == NO_ORACLE
+    assert result.to_row()["oracle_certified"] == NO_ORACLE
+    assert result.to_tags(None)["oracle_gap"] == "-"
+    certified = RunResult.of(
+        RunKey("opdisc", 1.0, 0), _release([_certificate(0.0)]), _Data(30), None, 0.1
+    )
+    assert (
+        certified.to_tags(None)["oracle_certified"]
+        == "yes"
+        == certified.to_row()["oracle_certified"]
+    )
+    failed = RunResult.of(
+        RunKey("opdisc", 1.0, 0), _release([_certificate(2.0)]), _Data(30), None, 0.1
+    )
+    assert failed.to_tags(None)["oracle_certified"] == "no" == failed.to_row()["oracle_certified"]
+
+
+def test_certified_text_reads_every_way_it_was_written():
+    for value in (True, "True", "yes", np.True_):
+        assert certified_text(value) == "yes"
+    for value in (False, "False", "no", np.False_):
+        assert certified_text(value) == "no"
+    for value in (None, math.nan, NO_ORACLE, "-"):
+        assert certified_text(value) == NO_ORACLE
+    with pytest.raises(ValueError, match="oracle_certified"):
+        certified_text("maybe")
+
+
+def test_the_gap_a_reviewer_reads_is_short_and_noise_below_zero_is_zero():
+    # floating-point noise of objective - bound: 0, however it is signed
+    assert gap_text(-1.4210854715202004e-14) == "0" == gap_text(-2.842171e-14) == gap_text(0.0)
+    assert review_gap(-1.4e-14) == 0.0 and review_gap(-1e-3) == -1e-3  # beyond it: shown
+    # a positive gap is never 0, and reads whole in a narrow column (not 1.13686837...)
+    assert gap_text(1.1368683772161603e-13) == "1.1e-13"
+    assert gap_text(1.4049703e-09) == "1.4e-09" and review_gap(1e-15) == 1e-15
+    assert gap_text(4564.0) == "4564" and gap_text(2.5) == "2.5" and gap_text(0.25) == "0.25"
+    assert gap_text(math.inf) == "inf" and gap_text(-1e-3) == "-0.001"
+    assert gap_text(0.0, oracle_calls=0) == "-"  # no oracle call: no gap
+    assert all(len(gap_text(g)) <= 9 for g in (1.1368683772161603e-13, 8.11351e-13, 123456.7))
+
+
+def test_the_run_list_shows_the_short_gap_and_results_csv_keeps_the_raw_one():
+    noise = Certificate(Status.OPTIMAL, 3.0, 3.0 + 1.4210854715202004e-14, 0.1, "highs")
+    tiny = Certificate(Status.OPTIMAL, 3.0, 3.0 - 1.1368683772161603e-13, 0.1, "highs")
+    for certificate, shown in ((noise, "0"), (tiny, "1.1e-13")):
+        result = RunResult.of(
+            RunKey("opdisc", 1.0, 0), _release([certificate]), _Data(30), None, 0.1
+        )
+        assert result.to_tags(None)["oracle_gap"] == shown
+        assert result.to_row()["oracle_max_gap"] == certificate.gap  # raw, as it was
+        assert result.to_metrics()["oracle_max_gap"] == certificate.gap
 
 
 def test_a_child_logged_by_an_earlier_version_reads_back():
@@ -169,3 +244,7 @@ def test_a_child_logged_by_an_earlier_version_reads_back():
     assert result.oracle_certified and result.privacy_status == "holds"
     assert result.oracle_backends == "" and math.isnan(result.test_accuracy)
     assert result.oracle_seconds == 0.0 and math.isnan(result.oracle_objective)
+    # tagged "yes" by a version that called a run without an oracle call certified
+    run.data.params["oracle_calls"] = "0"
+    run.data.tags["oracle_certified"] = "yes"
+    assert RunResult.from_mlflow(run).oracle_certified is None

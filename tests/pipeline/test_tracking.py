@@ -11,7 +11,12 @@ from mechanisms.base import PrivacyClaim, Release
 from oracles.base import Certificate, Status
 from pipeline.run_record import RunResult
 from pipeline.tasks import RunKey
-from pipeline.tracking import SweepTracker, default_tracking_uri, results_from_mlflow
+from pipeline.tracking import (
+    SweepTracker,
+    default_tracking_uri,
+    results_from_mlflow,
+    review_hint,
+)
 
 
 class _Data:
@@ -68,3 +73,89 @@ def test_another_sweep_in_the_same_store_has_its_own_parent(store, tmp_path):
     second = SweepTracker(uri, "shared", tmp_path / "art")
     assert second.find_parent("sid-b") is None
     assert results_from_mlflow(second) == []
+
+
+# --- where the driver's log says to review the runs --------------------------------------------
+
+
+def _command(hint: str) -> list[str]:
+    """The shell command in a review hint (between backquotes), as arguments."""
+    import shlex
+
+    return shlex.split(hint.split("`")[1])
+
+
+def test_a_tracking_server_is_reviewed_at_its_own_address():
+    hint = review_hint("http://mlflow.internal:8080/", "7")
+    assert hint == (
+        "http://mlflow.internal:8080/#/experiments/7/runs?viewStateShareKey=privacy-accuracy"
+    )
+    assert ":5000" not in review_hint("https://tracking.example", "7")
+
+
+def test_a_local_store_is_reviewed_with_a_command_that_opens_it(store, tmp_path, monkeypatch):
+    """No server listens on a sqlite store: the driver said "http://127.0.0.1:5000/..." as if
+    one did. It names the command that serves it (its port a suggestion) and the page then."""
+    tracker = SweepTracker(store, "hint", tmp_path / "art")
+    hint = tracker.view_url()
+    command = _command(hint)
+    assert command[:3] == ["mlflow", "ui", "--backend-store-uri"] and command[4:] == [
+        "--port",
+        "5000",
+    ]
+    assert command[3] == store  # absolute: it opens the same store from any directory
+    assert hint.endswith(
+        f"then open http://127.0.0.1:5000/#/experiments/{tracker.experiment_id}/runs"
+        "?viewStateShareKey=privacy-accuracy (another free port: change it in both)"
+    )
+    # a relative sqlite path (tracking.tracking_uri=sqlite:///runs.db) is the driver's directory's
+    monkeypatch.chdir(tmp_path)
+    relative = _command(review_hint("sqlite:///runs.db", "1"))[3]
+    assert relative == f"sqlite:///{(tmp_path / 'runs.db').resolve().as_posix()}"
+    assert relative.startswith("sqlite:////")
+    spaced = _command(review_hint(f"sqlite:///{tmp_path / 'a b' / 'mlflow.db'}", "1"))
+    assert spaced[3].endswith("/a b/mlflow.db")  # quoted for the shell
+    assert _command(review_hint("mlruns", "1"))[3] == (tmp_path / "mlruns").resolve().as_uri()
+
+
+@pytest.mark.integration
+def test_the_suggested_command_serves_the_run_list(store, tmp_path):
+    """Run the command the driver logs (on a free port) and open the experiment it names."""
+    import json
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    tracker = SweepTracker(store, "served", tmp_path / "art")
+    command = _command(tracker.view_url())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    command[command.index("--port") + 1] = port
+    command[0] = str(Path(sys.executable).with_name("mlflow"))
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=tmp_path,  # another directory than the driver's
+    )
+    api = f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/get?experiment_id="
+    try:
+        deadline, answer = time.monotonic() + 120, None
+        while answer is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(api + tracker.experiment_id, timeout=2) as r:
+                    answer = json.load(r)
+            except OSError:
+                time.sleep(0.5)
+        assert answer is not None, "mlflow ui did not answer"
+        assert answer["experiment"]["name"] == "served"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
