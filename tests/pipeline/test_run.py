@@ -4,6 +4,7 @@ test_reliability.py runs it against a real MLflow store)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -24,6 +25,7 @@ from pipeline.config import Config, ConfigError, SweepConfig, TrackingConfig
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
 from pipeline.data.schema import SyntheticDatasetConfig
+from pipeline.faults import StorageError
 from pipeline.run import SweepOutcome
 from pipeline.tasks import RunKey, sweep_keys
 from tests.pipeline.records import result_for
@@ -526,3 +528,68 @@ def test_data_clipped_to_opsamp_x_max_on_request_is_tagged_on_the_parent(
     assert "beyond x_max = 0.5 to it (out_of_bounds=clip)" in tag
     assert "read off the private data and not accounted for" in tag
     assert any("OPSamp clipped" in r.getMessage() for r in caplog.records)
+
+
+# --- a full or read-only disk under a running sweep, with a real sqlite store -----------------
+
+
+@pytest.mark.parametrize(
+    "fault, said",
+    [
+        (OSError(errno.ENOSPC, "No space left on device"), "no space left on the device"),
+        (OSError(errno.EROFS, "Read-only file system"), "the file system is read-only"),
+    ],
+)
+def test_a_disk_fault_mid_sweep_is_one_line_and_leaves_a_resumable_store(
+    fault, said, tmp_path, monkeypatch
+):
+    import mlflow
+
+    half_logged = []
+
+    def run_sweep(config, train, test, tracker, todo):
+        run = tracker.client.create_run(  # a child the fault cut off half-way through its logging
+            tracker.experiment_id,
+            tags={"mlflow.parentRunId": tracker.parent_id, "run_key": str(todo[0])},
+        )
+        half_logged.append(run.info.run_id)
+        raise fault
+
+    monkeypatch.setattr(run_module, "init_ray", lambda config: None)
+    monkeypatch.setattr(run_module, "run_sweep", run_sweep)
+    config = _sweep_config(tmp_path)
+    with pytest.raises(StorageError) as raised:
+        run_module.run_sweep_and_report(config, tmp_path)
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith(f"the sweep stopped: {said} under ")
+    assert "0 of 5 runs finished" in message and "rerun the same command to resume" in message
+    assert "the sweep run is marked KILLED" in message
+    client = mlflow.MlflowClient(config.tracking.tracking_uri)
+    runs = client.search_runs(client.get_experiment_by_name("oracle-dp").experiment_id)
+    statuses = {r.info.run_id: r.info.status for r in runs}
+    assert statuses[half_logged[0]] == "FAILED"  # redone on resume (only FINISHED counts)
+    (parent,) = [r for r in runs if r.info.run_id != half_logged[0]]
+    assert parent.info.status == "KILLED" and parent.data.tags["failure_reason"].endswith(said)
+    assert "RUNNING" not in statuses.values()
+
+
+def test_a_fault_that_is_not_the_disks_is_raised_as_it_is(tmp_path, monkeypatch):
+    def run_sweep(config, train, test, tracker, todo):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(run_module, "init_ray", lambda config: None)
+    monkeypatch.setattr(run_module, "run_sweep", run_sweep)
+    with pytest.raises(RuntimeError, match="^a bug$"):
+        run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
+
+
+def test_an_output_directory_that_cannot_be_written_runs_nothing(tmp_path, monkeypatch):
+    def lease(output_dir, sid):
+        raise PermissionError(errno.EACCES, "Permission denied", str(output_dir / ".driver.lock"))
+
+    monkeypatch.setattr(run_module, "DriverLease", lease)
+    with pytest.raises(
+        StorageError,
+        match=r"cannot be written: permission denied \(.*\.driver\.lock\); nothing was run",
+    ):
+        run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)

@@ -617,3 +617,20 @@ def test_a_local_ray_that_would_not_start_is_a_service_error(monkeypatch):
         ServiceError, match="^a local Ray would not start: TimeoutError: The current"
     ):
         sweep.init_ray(_config())
+
+
+def test_in_threads_starts_no_run_once_its_caller_has_stopped():
+    started, first, go = [], threading.Event(), threading.Event()
+
+    def work(key):
+        started.append(key)
+        (first if key < 2 else go).wait(timeout=10)
+        return key
+
+    items = sweep._in_threads(list(range(20)), 2, work, heartbeat=lambda: None)
+    threading.Timer(0.1, first.set).start()
+    next(items)  # the caller takes one result, then stops (a full disk, an interrupt)
+    items.close()
+    go.set()  # the runs the two threads hold end; neither may take another key
+    time.sleep(0.3)
+    assert sorted(started) == [0, 1, 2, 3], started

@@ -1,0 +1,71 @@
+"""pipeline.faults: a full or read-only disk is recognised wherever it surfaces (the OS, sqlite,
+SQLAlchemy's and MLflow's wrappings of it), and nothing else is taken for one."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+
+import pytest
+
+from pipeline.faults import storage_fault
+
+
+def _raised_from(outer: Exception, inner: BaseException) -> Exception:
+    try:
+        try:
+            raise inner
+        except BaseException as e:
+            raise outer from e
+    except Exception as caught:
+        return caught
+
+
+@pytest.mark.parametrize(
+    "error, said",
+    [
+        (
+            OSError(errno.ENOSPC, "No space left on device", "/out/fig.png"),
+            "no space left on the device (/out/fig.png)",
+        ),
+        (OSError(errno.EROFS, "Read-only file system"), "the file system is read-only"),
+        (PermissionError(errno.EACCES, "Permission denied"), "permission denied"),
+        (sqlite3.OperationalError("database or disk is full"), "the disk is full"),
+        (
+            sqlite3.OperationalError("attempt to write a readonly database"),
+            "the tracking database is read-only",
+        ),
+        (
+            _raised_from(
+                RuntimeError("MlflowException: (sqlite3...)"),
+                sqlite3.OperationalError("database or disk is full"),
+            ),
+            "the disk is full",
+        ),
+        (
+            _raised_from(ValueError("wrapped"), OSError(errno.ENOSPC, "full")),
+            "no space left on the device",
+        ),
+    ],
+)
+def test_a_storage_fault_is_named_wherever_it_surfaces(error, said):
+    assert storage_fault(error) == said
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        RuntimeError("a bug"),
+        OSError(errno.ECONNREFUSED, "Connection refused"),
+        FileNotFoundError(errno.ENOENT, "No such file"),
+        sqlite3.OperationalError("no such table: runs"),
+    ],
+)
+def test_other_errors_are_not_taken_for_a_storage_fault(error):
+    assert storage_fault(error) is None
+
+
+def test_a_cycle_of_causes_ends():
+    a, b = ValueError("a"), ValueError("b")
+    a.__cause__, b.__cause__ = b, a
+    assert storage_fault(a) is None
