@@ -30,7 +30,7 @@ from pipeline.preflight import (
     probe_ray_address,
     probe_tracking_store,
 )
-from pipeline.report import write_report
+from pipeline.report import best_accuracy_note, write_report
 from pipeline.sweep import init_ray, run_sweep
 from pipeline.tasks import sweep_keys
 from pipeline.tracking import SweepTracker, default_tracking_uri, results_from_mlflow
@@ -353,14 +353,14 @@ def run(config: Config) -> dict[str, Any]:
     summary["load_seconds"] = round(time.perf_counter() - load_start, 3)
     t = summary["train"]
     log.info(
-        "%s: n=%d d=%d (+1: %d, -1: %d), %d distinct rows, best possible accuracy %.4f",
+        "%s: n=%d d=%d (+1: %d, -1: %d), %d distinct rows, %s",
         summary["dataset"],
         t["n"],
         t["d"],
         t["positives"],
         t["negatives"],
         t["distinct_rows"],
-        t["best_possible_accuracy"],
+        best_accuracy_note(t),
     )
     if config.audit is not None:
         summary["audit"] = run_audit_and_report(config, output_dir)
