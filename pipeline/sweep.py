@@ -20,8 +20,10 @@ FINISHED in MLflow for the same sweep are skipped (resume).
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import logging
+import os
 import queue
 import threading
 import time
@@ -29,6 +31,7 @@ from typing import Any, Sequence
 
 from mechanisms.base import Release
 from mechanisms.catalog import NON_ORACLE
+from pipeline import reaper
 from pipeline.config import Config
 from pipeline.data.record import Dataset
 from pipeline.preflight import local_ray_error, probe_ray_address, ray_connect_error
@@ -177,8 +180,6 @@ def run_on_cluster(
 def init_ray(config: Config) -> None:
     """Connect to ``cluster.address``, else to $RAY_ADDRESS (set by ``ray job submit``), else start
     a Ray of our own: never join, unasked, a cluster someone started on this machine."""
-    import os
-
     import ray  # lazily: a sweep whose runs all finished never starts Ray
 
     if ray.is_initialized():
@@ -201,7 +202,7 @@ def init_ray(config: Config) -> None:
         level = quiet.level
         quiet.setLevel(logging.ERROR)
         try:
-            ray.init(
+            context = ray.init(
                 address="local",
                 num_cpus=config.cluster.num_cpus,
                 log_to_driver=False,
@@ -211,6 +212,24 @@ def init_ray(config: Config) -> None:
             raise local_ray_error(e) from None
         finally:
             quiet.setLevel(level)
+        _reap_at_exit(context)
+
+
+def _reap_at_exit(context) -> None:
+    """Our own Ray stops with this driver, even one killed by SIGKILL (pipeline.reaper): at a
+    clean exit Ray is shut down first, then the watchdog finds nothing left."""
+    import ray
+
+    session_dir = (getattr(context, "address_info", None) or {}).get("session_dir")
+    if not session_dir:
+        return
+    watchdog = reaper.watch(os.path.basename(session_dir))
+
+    def shutdown() -> None:  # registered after Ray's own handler, so it runs before it
+        ray.shutdown()
+        watchdog.stdin.close()
+
+    atexit.register(shutdown)
 
 
 def failure_reason(error: BaseException) -> str:
