@@ -633,4 +633,5 @@ def test_in_threads_starts_no_run_once_its_caller_has_stopped():
     items.close()
     go.set()  # the runs the two threads hold end; neither may take another key
     time.sleep(0.3)
-    assert sorted(started) == [0, 1, 2, 3], started
+    # the two first runs, and at most one more per thread taken before the caller stopped
+    assert {0, 1} <= set(started) <= {0, 1, 2, 3}, started
