@@ -142,21 +142,20 @@ def test_a_bad_command_line_is_one_error_line_exit_2_and_no_folder(
     assert list(tmp_path.iterdir()) == []
 
 
+def _table_config(tmp_path, text: str, *overrides: str):
+    """The config of a table sweep over ``text`` (a CSV, written to tmp_path) with its age column
+    stated numeric and its label y."""
+    csv = tmp_path / "t.csv"
+    csv.write_text(text)
+    table = [f"dataset.path={csv}", "dataset.label=y", "dataset.positive=1"]
+    return _config([*_TABLE[:1], *table, *_TABLE[3:], *overrides], tmp_path / "out")
+
+
 def test_a_csv_naming_a_column_twice_is_refused_by_its_header(tmp_path):
     from pipeline.run import run
 
-    csv = tmp_path / "t.csv"
-    csv.write_text("age,region,y,age\n" + "".join(f"{i},{i % 3},{i % 2},{i}\n" for i in range(20)))
-    config = _config(
-        [
-            *_TABLE[:1],
-            f"dataset.path={csv}",
-            "dataset.label=y",
-            "dataset.positive=1",
-            "dataset.numeric={age: [0, 100]}",
-        ],
-        tmp_path / "out",
-    )
+    rows = "".join(f"{i},{i % 3},{i % 2},{i}\n" for i in range(20))
+    config = _table_config(tmp_path, "age,region,y,age\n" + rows)
     with pytest.raises(DataError, match=r"t.csv: duplicated column names \['age'\] in the header$"):
         run(config)
 
@@ -164,19 +163,8 @@ def test_a_csv_naming_a_column_twice_is_refused_by_its_header(tmp_path):
 def test_a_batch_larger_than_the_training_set_is_refused_before_any_run(tmp_path):
     from pipeline.run import run
 
-    csv = tmp_path / "t.csv"
-    csv.write_text("age,y\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
-    config = _config(
-        [
-            *_TABLE[:1],
-            f"dataset.path={csv}",
-            "dataset.label=y",
-            "dataset.positive=1",
-            "dataset.numeric={age: [0, 100]}",
-            "sweep.mechanisms=[dpsgd_lr]",
-        ],
-        tmp_path / "out",
-    )
+    rows = "".join(f"{i},{i % 2}\n" for i in range(20))
+    config = _table_config(tmp_path, "age,y\n" + rows, "sweep.mechanisms=[dpsgd_lr]")
     message = r"^mechanisms.dpsgd_lr.batch_size: must be <= n = 16 \(the training rows\), found 64$"
     with pytest.raises(ConfigError, match=message):
         run(config)
