@@ -1,0 +1,130 @@
+"""A table's public domain and a workload of k-way marginals over it.
+
+Every attribute has finite levels stated in advance (a categorical column's values, a numeric
+column's public bins): the domain is public, so nothing about it is read off the private data. A
+record is coded as one level index per attribute. A k-way marginal over attributes (a_1..a_k) is
+the fraction of records in each cell (v_1..v_k): the conjunction "x_{a_1} = v_1 and ... and
+x_{a_k} = v_k" (oracles.conjunctions), a statistical query of sensitivity 1/n.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from oracles.checks import check_int
+from oracles.conjunctions import Conjunction
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Attributes ``names`` with their public ``levels`` (each a tuple of distinct strings)."""
+
+    names: tuple[str, ...]
+    levels: tuple[tuple[str, ...], ...]
+
+    def __post_init__(self) -> None:
+        names = tuple(str(n) for n in self.names)
+        levels = tuple(tuple(str(v) for v in lv) for lv in self.levels)
+        if not names or len(names) != len(levels) or len(set(names)) != len(names):
+            raise ValueError("a domain needs distinct attribute names, one level list each")
+        for name, lv in zip(names, levels):
+            if len(lv) < 1 or len(set(lv)) != len(lv):
+                raise ValueError(f"attribute {name!r}: its levels must be distinct, found {lv}")
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "levels", levels)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(len(lv) for lv in self.levels)
+
+    def encode(self, rows: Sequence[Sequence[Any]]) -> np.ndarray:
+        """(n, attributes) level codes of ``rows`` (values compared as text); a value outside
+        its attribute's levels is a ValueError naming the row and the attribute."""
+        index = [{v: i for i, v in enumerate(lv)} for lv in self.levels]
+        rows = [tuple(r) for r in rows]
+        codes = np.empty((len(rows), len(self.names)), dtype=np.int64)
+        for i, row in enumerate(rows):
+            if len(row) != len(self.names):
+                raise ValueError(f"row {i} has {len(row)} values, the domain {len(self.names)}")
+            for a, value in enumerate(row):
+                code = index[a].get(str(value).strip())
+                if code is None:
+                    raise ValueError(
+                        f"row {i}: {self.names[a]!r} is {value!r}, not one of its levels "
+                        f"{list(self.levels[a])}"
+                    )
+                codes[i, a] = code
+        return codes
+
+    def decode(self, codes: np.ndarray) -> list[tuple[str, ...]]:
+        """The rows of level codes as level strings."""
+        return [tuple(self.levels[a][int(c)] for a, c in enumerate(row)) for row in codes]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The k-way marginals over ``marginals`` (tuples of attribute indices) of a domain with
+    ``sizes`` levels per attribute; its queries are every cell of every marginal, in order."""
+
+    sizes: tuple[int, ...]
+    marginals: tuple[tuple[int, ...], ...]
+
+    def __post_init__(self) -> None:
+        sizes = tuple(int(k) for k in self.sizes)
+        for a, k in enumerate(sizes):
+            check_int(f"sizes[{a}]", k)
+        marginals = tuple(tuple(int(a) for a in m) for m in self.marginals)
+        if not marginals:
+            raise ValueError("a workload needs at least one marginal")
+        for m in marginals:
+            if not m or len(set(m)) != len(m) or not all(0 <= a < len(sizes) for a in m):
+                raise ValueError(f"a marginal needs distinct attributes of the domain, found {m}")
+        object.__setattr__(self, "sizes", sizes)
+        object.__setattr__(self, "marginals", marginals)
+        cells = [math.prod(sizes[a] for a in m) for m in marginals]
+        object.__setattr__(self, "_offsets", np.concatenate([[0], np.cumsum(cells)]))
+
+    @classmethod
+    def all_k_way(cls, sizes: Sequence[int], k: int) -> "Workload":
+        """Every k-way marginal of the domain."""
+        check_int("k", k)
+        if k > len(sizes):
+            raise ValueError(f"k must be <= the {len(sizes)} attributes, found {k}")
+        return cls(tuple(sizes), tuple(itertools.combinations(range(len(sizes)), k)))
+
+    @property
+    def queries(self) -> int:
+        return int(self._offsets[-1])
+
+    def answers(self, codes: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """Every query's answer on ``codes``: the (weighted) fraction of records in each cell."""
+        codes = np.asarray(codes, dtype=np.int64)
+        total = len(codes) if weights is None else float(np.sum(weights))
+        out = np.empty(self.queries)
+        for i, m in enumerate(self.marginals):
+            cell = np.ravel_multi_index(tuple(codes[:, a] for a in m), [self.sizes[a] for a in m])
+            size = int(self._offsets[i + 1] - self._offsets[i])
+            counts = np.bincount(cell, weights=weights, minlength=size)
+            out[self._offsets[i] : self._offsets[i + 1]] = counts / total
+        return out
+
+    def conjunction(self, query: int) -> Conjunction:
+        """Query ``query`` as its literals (attribute, level)."""
+        i = int(np.searchsorted(self._offsets, query, side="right") - 1)
+        if not 0 <= query < self.queries:
+            raise IndexError(f"query must be in [0, {self.queries}), found {query}")
+        m = self.marginals[i]
+        cell = np.unravel_index(query - int(self._offsets[i]), [self.sizes[a] for a in m])
+        return tuple((a, int(v)) for a, v in zip(m, cell))
+
+    def errors(self, real: np.ndarray, synthetic: np.ndarray) -> np.ndarray:
+        """|answer on ``real`` - answer on ``synthetic``| for every query (fractions)."""
+        return np.abs(self.answers(real) - self.answers(synthetic))
+
+
+__all__ = ["Domain", "Workload"]

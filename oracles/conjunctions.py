@@ -1,0 +1,248 @@
+"""The data player's oracle of private synthetic data: the best record for a set of conjunctions.
+
+A record x takes one level of each attribute (attribute a has ``levels[a]`` levels, coded
+0..levels[a]-1). A conjunction is a tuple of literals (a, v), "attribute a has level v", on
+distinct attributes; q(x) = 1 when every literal holds. Given weighted conjunctions and a linear
+perturbation of the one-hot encoding b(x) (b_{a,v} = 1 iff x_a = v), the oracle finds
+
+    argmax_x  sum_c  coef_c q_c(x)  +  sum_{a,v} noise_{a,v} b_{a,v}(x)
+
+over the whole universe (mechanisms.synthetic: follow the perturbed leader, SPEC-style in
+docs/synthetic.md). Two backends behind one ``solve(problem) -> ConjunctionSolution``:
+
+* ``EnumerationConjunctionOracle``: every record (tests and small universes), ties to the first
+  record in lexicographic order;
+* ``HighsConjunctionOracle``: a MILP. b one-hot per attribute (binary), one continuous z_c in
+  [0, 1] per conjunction with coef_c != 0: z_c <= b_lit for each literal when coef_c > 0 (the
+  maximization then sets z_c = min b = q_c), z_c >= sum b_lit - (k_c - 1) when coef_c < 0 (then
+  z_c = max(0, sum b - k + 1) = q_c). ``highspy`` is imported when a solve runs (it cannot share
+  a process with OR-Tools).
+
+Every answer carries a ``Certificate`` (minimization form: objective = -value at x, evaluated
+exactly; bound = -(the solver's proven upper bound)). The data player's privacy does not rest on
+it (it sees only the private selections), but its accuracy does, and the record says which.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse
+
+from oracles.base import OBJECTIVE_TOL, Certificate, Status
+from oracles.checks import check_int, check_solver_options
+from oracles.highs import PRESOLVE_RULES_OFF, map_status, threads_for
+
+Literal = tuple[int, int]
+Conjunction = tuple[Literal, ...]
+
+#: Records an enumeration oracle may visit.
+MAX_RECORDS = 2_000_000
+
+
+@dataclass(frozen=True)
+class ConjunctionProblem:
+    """max_x sum_c coef_c q_c(x) + <noise, b(x)> (module docstring)."""
+
+    levels: tuple[int, ...]
+    conjunctions: tuple[Conjunction, ...]
+    coefs: np.ndarray
+    #: One array per attribute, noise[a][v] the weight of b_{a,v}.
+    noise: tuple[np.ndarray, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        levels = tuple(int(k) for k in self.levels)
+        if not levels:
+            raise ValueError("levels must list at least one attribute")
+        for a, k in enumerate(levels):
+            check_int(f"levels[{a}]", k)
+        object.__setattr__(self, "levels", levels)
+        conjunctions = tuple(tuple((int(a), int(v)) for a, v in c) for c in self.conjunctions)
+        for c in conjunctions:
+            attrs = [a for a, _ in c]
+            if not c or len(set(attrs)) != len(attrs):
+                raise ValueError(f"a conjunction needs literals on distinct attributes, found {c}")
+            for a, v in c:
+                if not (0 <= a < len(levels) and 0 <= v < levels[a]):
+                    raise ValueError(f"literal ({a}, {v}) is outside the levels {levels}")
+        object.__setattr__(self, "conjunctions", conjunctions)
+        coefs = np.asarray(self.coefs, dtype=float)
+        if coefs.shape != (len(conjunctions),) or not np.isfinite(coefs).all():
+            raise ValueError(f"coefs must be {len(conjunctions)} finite numbers")
+        object.__setattr__(self, "coefs", coefs)
+        noise = self.noise or tuple(np.zeros(k) for k in levels)
+        noise = tuple(np.asarray(n, dtype=float) for n in noise)
+        if [n.shape for n in noise] != [(k,) for k in levels] or not all(
+            np.isfinite(n).all() for n in noise
+        ):
+            raise ValueError("noise must hold one finite weight per level of each attribute")
+        object.__setattr__(self, "noise", noise)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.levels)
+
+    def values(self, records: np.ndarray) -> np.ndarray:
+        """The objective (to maximize) at each row of ``records`` (an (r, attributes) code array)."""
+        records = np.atleast_2d(np.asarray(records, dtype=np.int64))
+        out = np.zeros(len(records))
+        for a, n in enumerate(self.noise):
+            out += n[records[:, a]]
+        for c, coef in zip(self.conjunctions, self.coefs):
+            if coef:
+                hold = np.ones(len(records), dtype=bool)
+                for a, v in c:
+                    hold &= records[:, a] == v
+                out += coef * hold
+        return out
+
+
+@dataclass(frozen=True)
+class ConjunctionSolution:
+    record: np.ndarray  # (attributes,) level codes
+    certificate: Certificate
+
+
+def _certificate(problem, record, status, upper, seconds, backend, threads=1, message=""):
+    """Minimization form (oracles.base): objective -value(record), bound -upper."""
+    value = float(problem.values(record)[0])
+    objective, bound = -value, -float(upper)
+    if status is Status.OPTIMAL and objective - bound > OBJECTIVE_TOL * max(1.0, abs(value)):
+        status, message = Status.INCONSISTENT, f"value {value!r} below the proven {upper!r}"
+    return Certificate(
+        status, objective, min(bound, objective), seconds, backend, threads, None, message
+    )
+
+
+@dataclass(frozen=True)
+class EnumerationConjunctionOracle:
+    """Every record of the universe (ties: the first in lexicographic order)."""
+
+    max_records: int = MAX_RECORDS
+    name: str = "enumerate"
+
+    def solve(self, problem: ConjunctionProblem) -> ConjunctionSolution:
+        if problem.size > self.max_records:
+            raise ValueError(
+                f"the universe has {problem.size} records, more than max_records="
+                f"{self.max_records}: enumeration cannot cover it"
+            )
+        start = time.perf_counter()
+        records = np.array(list(itertools.product(*(range(k) for k in problem.levels))))
+        values = problem.values(records)
+        best = int(np.argmax(values))
+        seconds = time.perf_counter() - start
+        record = records[best]
+        cert = _certificate(problem, record, Status.OPTIMAL, values[best], seconds, self.name)
+        return ConjunctionSolution(record, cert)
+
+
+@dataclass(frozen=True)
+class HighsConjunctionOracle:
+    """The MILP of the module docstring, solved by HiGHS."""
+
+    time_limit: float = 60.0
+    threads: int = 1
+    name: str = "highs"
+
+    def __post_init__(self) -> None:
+        check_solver_options(self.time_limit, self.threads)
+
+    def solve(self, problem: ConjunctionProblem) -> ConjunctionSolution:
+        import highspy  # here: it cannot share a process with OR-Tools (oracles.highs)
+
+        start = time.perf_counter()
+        lp, onehot = _milp(highspy, problem)
+        h = highspy.Highs()
+        threads, note = threads_for(self.threads)
+        for option, value in {
+            "output_flag": False,
+            "threads": threads,
+            "time_limit": float(self.time_limit),
+            "mip_rel_gap": 0.0,
+            "mip_abs_gap": 1e-9,
+            # HiGHS 1.16's parallel rows and columns reduction can call a worse point optimal
+            "presolve_rule_off": PRESOLVE_RULES_OFF,
+        }.items():
+            h.setOptionValue(option, value)
+        h.passModel(lp)
+        h.run()
+        info = h.getInfo()
+        has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
+        status, message = map_status(h.getModelStatus().name, has_solution)
+        seconds = time.perf_counter() - start
+        if not has_solution:
+            record = np.zeros(len(problem.levels), dtype=np.int64)
+            cert = Certificate(
+                status, math.inf, -math.inf, seconds, self.name, threads, None, message
+            )
+            return ConjunctionSolution(record, cert)
+        x = np.asarray(h.getSolution().col_value)
+        record = np.array([int(np.argmax(x[cols])) for cols in onehot])
+        # HiGHS minimizes -value: its dual bound is a lower bound on -value, so -bound is an
+        # upper bound on the best value (its own objective at an optimum)
+        dual = float(info.mip_dual_bound) if status is Status.OPTIMAL else -math.inf
+        upper = -dual if math.isfinite(dual) else math.inf
+        if status is Status.OPTIMAL:
+            upper = max(upper, -float(info.objective_function_value))
+        cert = _certificate(
+            problem, record, status, upper, seconds, self.name, threads, note or message
+        )
+        return ConjunctionSolution(record, cert)
+
+
+def _milp(highspy, problem: ConjunctionProblem):
+    """(HighsLp minimizing -value, the one-hot columns of each attribute)."""
+    starts = np.concatenate([[0], np.cumsum(problem.levels)])
+    onehot = [np.arange(starts[a], starts[a + 1]) for a in range(len(problem.levels))]
+    n_b = int(starts[-1])
+    active = [i for i, c in enumerate(problem.coefs) if c != 0]
+    n_cols = n_b + len(active)
+    cost = np.concatenate([-np.concatenate(problem.noise), -problem.coefs[active]])
+    rows, cols, vals, lower, upper = [], [], [], [], []
+
+    def row(entries: Sequence[tuple[int, float]], lo: float, hi: float) -> None:
+        r = len(lower)
+        for col, val in entries:
+            rows.append(r), cols.append(col), vals.append(val)
+        lower.append(lo), upper.append(hi)
+
+    for cols_a in onehot:  # one level per attribute
+        row([(int(c), 1.0) for c in cols_a], 1.0, 1.0)
+    for j, i in enumerate(active):
+        z = n_b + j
+        lits = [int(starts[a] + v) for a, v in problem.conjunctions[i]]
+        if problem.coefs[i] > 0:  # z <= b for each literal
+            for b in lits:
+                row([(z, 1.0), (b, -1.0)], -math.inf, 0.0)
+        else:  # z >= sum b - (k - 1)
+            row([(z, 1.0)] + [(b, -1.0) for b in lits], 1.0 - len(lits), math.inf)
+    matrix = scipy.sparse.csr_array((vals, (rows, cols)), shape=(len(lower), n_cols))
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_cols, len(lower)
+    lp.col_cost_ = cost
+    lp.col_lower_, lp.col_upper_ = np.zeros(n_cols), np.ones(n_cols)
+    lp.row_lower_, lp.row_upper_ = np.array(lower), np.array(upper)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, len(lower)
+    lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
+    lp.a_matrix_.value_ = matrix.data.astype(float)
+    kinds = [highspy.HighsVarType.kInteger] * n_b + [highspy.HighsVarType.kContinuous] * len(active)
+    lp.integrality_ = kinds
+    return lp, onehot
+
+
+__all__ = [
+    "Conjunction",
+    "ConjunctionProblem",
+    "ConjunctionSolution",
+    "EnumerationConjunctionOracle",
+    "HighsConjunctionOracle",
+    "Literal",
+]

@@ -1,0 +1,61 @@
+"""mechanisms.synthetic.domain: a public domain codes records, and a workload of marginals
+answers every cell as a fraction, each cell a conjunction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mechanisms.synthetic.domain import Domain, Workload
+
+DOMAIN = Domain(("sex", "age", "income"), (("f", "m"), ("<30", "30-50", ">50"), ("<=50K", ">50K")))
+
+
+def test_records_are_coded_by_their_public_levels_and_back():
+    rows = [("f", "<30", ">50K"), ("m", ">50", "<=50K")]
+    codes = DOMAIN.encode(rows)
+    assert codes.tolist() == [[0, 0, 1], [1, 2, 0]] and DOMAIN.sizes == (2, 3, 2)
+    assert DOMAIN.decode(codes) == rows
+
+
+def test_a_value_outside_the_levels_names_the_row_and_the_attribute():
+    with pytest.raises(ValueError, match=r"row 1: 'age' is '99', not one of its levels"):
+        DOMAIN.encode([("f", "<30", ">50K"), ("m", "99", ">50K")])
+
+
+def test_a_domain_needs_distinct_names_and_levels():
+    with pytest.raises(ValueError, match="distinct attribute names"):
+        Domain(("a", "a"), (("x",), ("y",)))
+    with pytest.raises(ValueError, match="'a': its levels must be distinct"):
+        Domain(("a",), (("x", "x"),))
+
+
+def test_a_workload_answers_each_cell_as_a_fraction_and_names_its_conjunction():
+    codes = np.array([[0, 0, 1], [1, 2, 0], [1, 2, 1], [1, 0, 1]])
+    workload = Workload(DOMAIN.sizes, ((0, 2), (1,)))
+    answers = workload.answers(codes)
+    assert workload.queries == 4 + 3
+    assert answers.tolist() == [0, 0.25, 0.25, 0.5, 0.5, 0, 0.5]
+    assert workload.conjunction(3) == ((0, 1), (2, 1))  # sex = m and income > 50K
+    assert workload.conjunction(6) == ((1, 2),)
+    by_hand = np.mean([all(r[a] == v for a, v in workload.conjunction(3)) for r in codes])
+    assert answers[3] == by_hand
+    with pytest.raises(IndexError):
+        workload.conjunction(7)
+
+
+def test_weighted_answers_and_errors():
+    workload = Workload(DOMAIN.sizes, ((0,),))
+    codes = np.array([[0, 0, 0], [1, 0, 0]])
+    assert workload.answers(codes, weights=np.array([3.0, 1.0])).tolist() == [0.75, 0.25]
+    assert workload.errors(codes, codes[:1]).tolist() == [0.5, 0.5]
+
+
+def test_all_k_way_marginals():
+    workload = Workload.all_k_way(DOMAIN.sizes, 2)
+    assert workload.marginals == ((0, 1), (0, 2), (1, 2))
+    assert workload.queries == 6 + 4 + 6
+    with pytest.raises(ValueError, match="k must be <= the 3 attributes"):
+        Workload.all_k_way(DOMAIN.sizes, 4)
+    with pytest.raises(ValueError, match="distinct attributes of the domain"):
+        Workload(DOMAIN.sizes, ((0, 0),))

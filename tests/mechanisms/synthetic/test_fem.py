@@ -1,0 +1,118 @@
+"""mechanisms.synthetic.fem: the game's release, its privacy claim (the target, proven by
+composition), its exponential mechanism's distribution (a fixed-seed chi-square test, error
+rate 1e-6), its accuracy as epsilon grows, and a data player whose oracle fails."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from mechanisms.synthetic.accounting import round_epsilon
+from mechanisms.synthetic.domain import Workload
+from mechanisms.synthetic.fem import FEMParams, run_fem, select
+from oracles.base import Status
+from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
+
+SIZES = (3, 2, 4)
+
+
+def _data(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, n)
+    b = (a > 0).astype(int) ^ (rng.random(n) < 0.1)  # b follows a, mostly
+    c = np.where(rng.random(n) < 0.7, 2 * b + a % 2, rng.integers(0, 4, n))
+    return np.stack([a, b, c], 1)
+
+
+WORKLOAD = Workload.all_k_way(SIZES, 2)
+
+
+def test_the_release_meets_its_target_and_says_how():
+    codes = _data()
+    params = FEMParams(1.0, 1e-6, rounds=20, samples=5)
+    release = run_fem(codes, WORKLOAD, params, np.random.default_rng(1), HighsConjunctionOracle())
+    assert release.records.shape == (20 * 5, 3)
+    assert len(release.selections) == 20 and release.oracle_certified
+    claim = release.privacy
+    assert claim.holds and claim.epsilon <= 1.0 and claim.epsilon == pytest.approx(1.0)
+    assert claim.delta == 1e-6 and claim.requested_epsilon == 1.0 and claim.calibration == "zcdp"
+    assert release.params["round_epsilon"] == round_epsilon(1.0, 1e-6, 20)
+    assert all(0 <= q < WORKLOAD.queries and s in (-1, 1) for q, s in release.selections)
+
+
+def test_same_seed_same_release_other_seed_other_release():
+    codes, params = _data(), FEMParams(1.0, 1e-6, rounds=8, samples=3)
+    oracle = EnumerationConjunctionOracle()
+    a = run_fem(codes, WORKLOAD, params, np.random.default_rng(5), oracle)
+    b = run_fem(codes, WORKLOAD, params, np.random.default_rng(5), oracle)
+    c = run_fem(codes, WORKLOAD, params, np.random.default_rng(6), oracle)
+    assert np.array_equal(a.records, b.records) and a.selections == b.selections
+    assert not np.array_equal(a.records, c.records)
+
+
+def test_the_exponential_mechanism_samples_its_distribution():
+    utilities = np.array([0.0, 0.01, 0.02, -0.03, 0.05])
+    eps0, n, draws = 2.0, 100, 200_000
+    rng = np.random.default_rng(11)
+    counts = np.bincount([select(utilities, eps0, n, rng) for _ in range(draws)], minlength=5)
+    logits = eps0 * n * utilities / 2
+    expected = np.exp(logits - logits.max())
+    expected = draws * expected / expected.sum()
+    assert stats.chisquare(counts, expected).pvalue > 1e-6
+
+
+def test_more_privacy_budget_answers_the_workload_better():
+    codes = _data(n=2000)
+    oracle = HighsConjunctionOracle()
+
+    def mean_error(epsilon):
+        params = FEMParams(epsilon, 1e-6, rounds=30, samples=10, noise_scale=0.5)
+        release = run_fem(codes, WORKLOAD, params, np.random.default_rng(2), oracle)
+        return WORKLOAD.errors(codes, release.records).mean()
+
+    uniform = WORKLOAD.errors(codes, np.random.default_rng(0).integers(0, SIZES, (300, 3)))
+    private, generous = mean_error(0.05), mean_error(50.0)
+    assert generous < 0.5 * uniform.mean()  # the game learns the marginals
+    assert generous < private
+
+
+def test_a_data_player_whose_oracle_fails_keeps_the_guarantee_and_says_so():
+    class Stopped:
+        def solve(self, problem):
+            solution = EnumerationConjunctionOracle().solve(problem)
+            cert = dataclasses.replace(solution.certificate, status=Status.TIME_LIMIT)
+            return dataclasses.replace(solution, certificate=cert)
+
+    params = FEMParams(1.0, 1e-6, rounds=4, samples=2)
+    release = run_fem(_data(), WORKLOAD, params, np.random.default_rng(0), Stopped())
+    assert release.privacy.holds and not release.oracle_certified
+
+
+@pytest.mark.parametrize(
+    "codes, message",
+    [
+        (np.zeros((0, 3), dtype=int), "codes must be"),
+        (np.zeros((5, 2), dtype=int), "codes must be"),
+        (np.full((5, 3), 3), "within the domain's levels"),
+    ],
+)
+def test_codes_outside_the_domain_are_refused(codes, message):
+    with pytest.raises(ValueError, match=message):
+        run_fem(codes, WORKLOAD, FEMParams(1.0, 1e-6), np.random.default_rng(0), None)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(rounds=0), "rounds must be >= 1"),
+        (dict(samples=1.5), "samples must be an integer"),
+        (dict(noise_scale=0.0), "noise_scale must be finite and > 0"),
+        (dict(delta=1.0), "delta must be in"),
+    ],
+)
+def test_bad_params_are_refused_by_name(kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        FEMParams(**({"epsilon": 1.0, "delta": 1e-6} | kwargs))
