@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mechanisms.audit.game_sampler import GAME_WORKLOAD, GameSampler
 from mechanisms.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler
 from mechanisms.audit.samplers import (
     DPSGDSampler,
@@ -27,6 +28,8 @@ from mechanisms.expmech import ExpMechParams
 from mechanisms.opdisc import OPDisc
 from mechanisms.opsamp import OPSamp
 from mechanisms.rspm import RSPM, rspm_problem
+from mechanisms.synthetic.accounting import round_epsilon
+from mechanisms.synthetic.fem import FEMParams
 
 # --- OPDisc ---------------------------------------------------------------------------------------
 
@@ -149,6 +152,22 @@ PAPER_RSPM_NOT_CAUGHT = (
 )
 
 
+# --- the synthetic-data game ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FEMOneRound(FEMParams):
+    """Every round calibrated as if it were the only one: the composition over T rounds
+    forgotten (T times the claim by basic composition)."""
+
+    def round_epsilon(self) -> float:
+        return round_epsilon(self.epsilon, self.delta, 1)
+
+
+def fem_one_round(params: FEMParams) -> GameSampler:
+    return GameSampler(FEMOneRound(**dataclasses.asdict(params)), GAME_WORKLOAD)
+
+
 # --- the registry run_audit reads -----------------------------------------------------------------
 
 
@@ -246,6 +265,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "SPEC 10.2 proves 0.404 / 0.653 / 0.846 at d = 5 / 25 / 50 (delta 1e-5)",
         undetectable=PAPER_RSPM_NOT_CAUGHT,
     ),
+    Mutant("fem", "one_round_budget", fem_one_round, "T x (the rounds undercounted: T = 4)"),
 )
 
 __all__ = ["MUTANTS", "Mutant"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from mechanisms.audit.core import NeighbouringPair, audit_pair
+from mechanisms.audit.game_sampler import GAME_WORKLOAD, GameSampler, game_pairs
 from mechanisms.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_pair
 from mechanisms.audit.mutants import MUTANTS
 from mechanisms.audit.pairs import (
@@ -33,6 +34,7 @@ from mechanisms.catalog import CATALOG
 from mechanisms.opdisc import OPDisc
 from mechanisms.opsamp import OPSamp
 from mechanisms.rspm import RSPM
+from mechanisms.synthetic.fem import FEMParams
 from oracles.objective import DEFAULT_MARGIN
 
 #: Claimed privacy of every audited mechanism (tiny instances, so the test has power).
@@ -182,6 +184,43 @@ def _rspm_high_dim() -> MechanismAudit:
     )
 
 
+# --- the synthetic-data game (docs/synthetic.md; mechanisms.audit.game_sampler) ------------------
+
+#: The game's audited settings: few rounds, so that the whole transcript is strong evidence, and
+#: a small perturbation, so that the records follow it closely.
+GAME_PARAMS = FEMParams(EPSILON, DELTA, rounds=4, samples=1, noise_scale=0.1)
+
+
+def _fem() -> MechanismAudit:
+    return MechanismAudit(
+        "fem",
+        GAME_PARAMS,
+        EPSILON,
+        DELTA,
+        "replace",
+        lambda p: GameSampler(p, GAME_WORKLOAD),
+        game_pairs,
+        200_000,
+        2_000_000,
+    )
+
+
+def _fem_round() -> MechanismAudit:
+    """One round's selection alone (the exponential mechanism at eps0), read off the game's
+    transcript: with T = 1 its eps0 is the whole claim."""
+    return MechanismAudit(
+        "fem_round",
+        dataclasses.replace(GAME_PARAMS, rounds=1),
+        EPSILON,
+        DELTA,
+        "replace",
+        lambda p: GameSampler(p, GAME_WORKLOAD, statistic="selection"),
+        game_pairs,
+        200_000,
+        2_000_000,
+    )
+
+
 AUDITS: dict[str, Callable[[], MechanismAudit]] = {
     "opdisc": _opdisc,
     "rspm_gaussian": lambda: _rspm("gaussian"),
@@ -191,6 +230,8 @@ AUDITS: dict[str, Callable[[], MechanismAudit]] = {
     "opsamp": _opsamp,
     "opdisc_d5": _opdisc_high_dim,
     "rspm_gaussian_d5": _rspm_high_dim,
+    "fem": _fem,
+    "fem_round": _fem_round,
 }
 
 

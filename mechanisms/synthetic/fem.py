@@ -52,6 +52,11 @@ class FEMParams:
         check_int("samples", self.samples)
         check_real("noise_scale", self.noise_scale)
 
+    def round_epsilon(self) -> float:
+        """eps0 of each round's selection, calibrated so that the ``rounds`` rounds together
+        are (epsilon, delta)-DP (docs/synthetic.md, section 2.3)."""
+        return round_epsilon(self.epsilon, self.delta, self.rounds)
+
 
 @dataclass(frozen=True, eq=False)
 class SyntheticRelease:
@@ -70,11 +75,19 @@ class SyntheticRelease:
         return all(c.certified for c in self.certificates)
 
 
-def select(utilities: np.ndarray, round_eps: float, n: int, rng: np.random.Generator) -> int:
+def select(utilities: np.ndarray, round_eps: float, n: int, rng: np.random.Generator):
     """The exponential mechanism: index i with probability proportional to
-    exp(round_eps * n * u_i / 2) (utility sensitivity 1/n), sampled exactly by Gumbel-max."""
+    exp(round_eps * n * u_i / 2) (utility sensitivity 1/n), sampled exactly by Gumbel-max. A
+    2-D ``utilities`` selects once per row (the audit's batches)."""
     logits = round_eps * n * np.asarray(utilities, dtype=float) / 2.0
-    return int(np.argmax(logits + rng.gumbel(size=logits.shape)))
+    chosen = np.argmax(logits + rng.gumbel(size=logits.shape), axis=-1)
+    return int(chosen) if chosen.ndim == 0 else chosen
+
+
+def utilities(real: np.ndarray, synthetic: np.ndarray) -> np.ndarray:
+    """Each candidate's utility: (q, +1) then (q, -1) for every query q, s (q(D) - q(S))."""
+    diff = real - synthetic
+    return np.concatenate([diff, -diff], axis=-1)
 
 
 def run_fem(
@@ -96,7 +109,7 @@ def run_fem(
     if (codes < 0).any() or (codes >= np.array(workload.sizes)).any():
         raise ValueError("codes must lie within the domain's levels")
     start = time.perf_counter()
-    eps0 = round_epsilon(params.epsilon, params.delta, params.rounds)
+    eps0 = params.round_epsilon()
     real = workload.answers(codes)
     coefs: dict[int, float] = {}
     records: list[np.ndarray] = []
@@ -104,8 +117,7 @@ def run_fem(
     certificates: list[Certificate] = []
     for _ in range(params.rounds):
         synthetic = workload.answers(np.array(records)) if records else np.zeros_like(real)
-        diff = real - synthetic
-        choice = select(np.concatenate([diff, -diff]), eps0, n, rng)
+        choice = select(utilities(real, synthetic), eps0, n, rng)
         query, sign = choice % workload.queries, 1 if choice < workload.queries else -1
         selections.append((query, sign))
         coefs[query] = coefs.get(query, 0.0) + sign
@@ -139,4 +151,4 @@ def run_fem(
     )
 
 
-__all__ = ["FEMParams", "SyntheticRelease", "run_fem", "select"]
+__all__ = ["FEMParams", "SyntheticRelease", "run_fem", "select", "utilities"]
