@@ -127,7 +127,7 @@ def _dpsgd() -> MechanismAudit:
         "replace",
         DPSGDSampler,
         dpsgd_pairs,
-        1_000_000,
+        400_000,
         5_000_000,
     )
 
@@ -165,7 +165,7 @@ def _opdisc_high_dim() -> MechanismAudit:
         "replace",
         lambda p: SumCutOPDiscSampler(OPDisc(p)),
         lambda: [sum_cut_pair(d) for d in OPDISC_HIGH_DIMS],
-        100_000,
+        40_000,
         1_000_000,
     )
 
@@ -179,7 +179,7 @@ def _rspm_high_dim() -> MechanismAudit:
         "replace",
         lambda p: SumCutRSPMSampler(RSPM(p)),
         lambda: [sum_cut_pair(d) for d in RSPM_HIGH_DIMS],
-        50_000,
+        30_000,
         1_000_000,
     )
 
