@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -203,15 +204,9 @@ def resolve_data_dir(
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def read_adult_file(path: Path) -> tuple[dict[str, list], np.ndarray]:
-    """Parse one raw file strictly. Returns the used columns (as lists) and labels in {-1, +1}.
-
-    Every malformed line is an error that names the file, the line number and the problem.
-    """
-    used = {col for col, _ in CATEGORICAL} | set(CONTINUOUS)
-    index = {col: COLUMNS.index(col) for col in used}
-    columns: dict[str, list] = {col: [] for col in used}
-    labels: list[int] = []
+def raw_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line number, its 15 stripped fields) of each data line of a raw Adult file; blank lines
+    and "|" comments skipped, a line of another width a DataError naming the file and line."""
     with open(path, encoding="utf-8", newline="") as f:
         for lineno, raw in enumerate(f, start=1):
             line = raw.strip()
@@ -223,31 +218,43 @@ def read_adult_file(path: Path) -> tuple[dict[str, list], np.ndarray]:
                     f"{path}:{lineno}: expected {len(COLUMNS)} comma-separated fields, found "
                     f"{len(fields)} (truncated or malformed row): {line[:80]!r}"
                 )
-            for col in NUMERIC_COLUMNS:
-                value = fields[COLUMNS.index(col)]
-                try:
-                    number = float(value)
-                except ValueError:
-                    raise DataError(
-                        f"{path}:{lineno}: column {col!r} must be numeric, found {value!r}"
-                    ) from None
-                if not np.isfinite(number) or number < 0:
-                    raise DataError(
-                        f"{path}:{lineno}: column {col!r} must be a finite number >= 0, "
-                        f"found {value!r}"
-                    )
-            for col, i in index.items():
-                columns[col].append(float(fields[i]) if col in CONTINUOUS else fields[i])
-            income = fields[-1].rstrip(".")
-            if income == POSITIVE_LABEL:
-                labels.append(1)
-            elif income == NEGATIVE_LABEL:
-                labels.append(-1)
-            else:
+            yield lineno, fields
+
+
+def read_adult_file(path: Path) -> tuple[dict[str, list], np.ndarray]:
+    """Parse one raw file strictly. Returns the used columns (as lists) and labels in {-1, +1}.
+
+    Every malformed line is an error that names the file, the line number and the problem.
+    """
+    used = {col for col, _ in CATEGORICAL} | set(CONTINUOUS)
+    index = {col: COLUMNS.index(col) for col in used}
+    columns: dict[str, list] = {col: [] for col in used}
+    labels: list[int] = []
+    for lineno, fields in raw_rows(path):
+        for col in NUMERIC_COLUMNS:
+            value = fields[COLUMNS.index(col)]
+            try:
+                number = float(value)
+            except ValueError:
                 raise DataError(
-                    f"{path}:{lineno}: income must be {POSITIVE_LABEL!r} or "
-                    f"{NEGATIVE_LABEL!r} (a trailing period allowed), found {fields[-1]!r}"
+                    f"{path}:{lineno}: column {col!r} must be numeric, found {value!r}"
+                ) from None
+            if not np.isfinite(number) or number < 0:
+                raise DataError(
+                    f"{path}:{lineno}: column {col!r} must be a finite number >= 0, found {value!r}"
                 )
+        for col, i in index.items():
+            columns[col].append(float(fields[i]) if col in CONTINUOUS else fields[i])
+        income = fields[-1].rstrip(".")
+        if income == POSITIVE_LABEL:
+            labels.append(1)
+        elif income == NEGATIVE_LABEL:
+            labels.append(-1)
+        else:
+            raise DataError(
+                f"{path}:{lineno}: income must be {POSITIVE_LABEL!r} or "
+                f"{NEGATIVE_LABEL!r} (a trailing period allowed), found {fields[-1]!r}"
+            )
     if not labels:
         raise DataError(f"{path}: no data rows")
     return columns, np.array(labels, dtype=np.int8)

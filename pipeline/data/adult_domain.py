@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from mechanisms.synthetic.domain import Domain
-from pipeline.data.adult import COLUMNS, FILES, NEGATIVE_LABEL, POSITIVE_LABEL
+from pipeline.data.adult import COLUMNS, FILES, NEGATIVE_LABEL, POSITIVE_LABEL, raw_rows
 from pipeline.data.record import DataError
 
 #: Numeric columns and their public bins: (label, low, high) with low <= value < high.
@@ -186,20 +186,11 @@ def read_records(path: Path, domain: Domain) -> np.ndarray:
     public domain is a DataError naming the file and the line."""
     index = [COLUMNS.index(a) for a in domain.names]
     rows = []
-    with open(path, encoding="utf-8", newline="") as f:
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.strip()
-            if not line or line.startswith("|"):
-                continue
-            fields = [v.strip() for v in line.split(",")]
-            if len(fields) != len(COLUMNS):
-                raise DataError(
-                    f"{path}:{lineno}: expected {len(COLUMNS)} fields, found {len(fields)}"
-                )
-            try:
-                rows.append(tuple(_level(a, fields[i]) for a, i in zip(domain.names, index)))
-            except ValueError as e:
-                raise DataError(f"{path}:{lineno}: {e}") from None
+    for lineno, fields in raw_rows(path):
+        try:
+            rows.append(tuple(_level(a, fields[i]) for a, i in zip(domain.names, index)))
+        except ValueError as e:
+            raise DataError(f"{path}:{lineno}: {e}") from None
     try:
         return domain.encode(rows)
     except ValueError as e:
