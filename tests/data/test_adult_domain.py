@@ -54,7 +54,9 @@ def test_a_value_outside_the_domain_names_the_file_and_the_row(tmp_path):
     with pytest.raises(DataError, match=r"adult.data:1: '-3' is outside every bin"):
         read_records(path, adult_domain())
     path.write_text("39, State-gov\n")
-    with pytest.raises(DataError, match=r"adult.data:1: expected 15 comma-separated fields, found 2"):
+    with pytest.raises(
+        DataError, match=r"adult.data:1: expected 15 comma-separated fields, found 2"
+    ):
         read_records(path, adult_domain())
 
 
