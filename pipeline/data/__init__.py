@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.data.adult import load_adult
+from pipeline.data.adult import load_adult, resolve_data_dir
+from pipeline.data.adult_domain import load_adult_records, records_datasets
 from pipeline.data.record import DataError, Dataset
 from pipeline.data.synthetic import make_linear_threshold
 from pipeline.data.table import load_table
@@ -22,6 +23,16 @@ def load_dataset(cfg) -> tuple[Dataset, Dataset | None]:
             verify_checksum=cfg.verify_checksum,
         )
         return splits.train, splits.test
+    if cfg.name == "adult_records":
+        directory, sums = resolve_data_dir(
+            cfg.data_dir,
+            cache_dir=cfg.cache_dir,
+            download=cfg.download,
+            url=cfg.url,
+            verify_checksum=cfg.verify_checksum,
+        )
+        provenance = {"source": "UCI Adult", "directory": str(directory), "sha256": sums}
+        return records_datasets(load_adult_records(directory), provenance)
     if cfg.name == "synthetic":
         train = make_linear_threshold(
             cfg.n,

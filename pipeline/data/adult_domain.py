@@ -19,7 +19,7 @@ import numpy as np
 
 from mechanisms.synthetic.domain import Domain
 from pipeline.data.adult import COLUMNS, FILES, NEGATIVE_LABEL, POSITIVE_LABEL, raw_rows
-from pipeline.data.record import DataError
+from pipeline.data.record import DataError, Dataset
 
 #: Numeric columns and their public bins: (label, low, high) with low <= value < high.
 BINS = {
@@ -205,4 +205,29 @@ def load_adult_records(directory: Path) -> AdultRecords:
     return AdultRecords(domain, train, test)
 
 
-__all__ = ["ATTRIBUTES", "AdultRecords", "BINS", "LEVELS", "adult_domain", "load_adult_records"]
+def records_datasets(records: AdultRecords, provenance: dict) -> tuple[Dataset, Dataset]:
+    """The records as (training, test) Datasets: the features are the level codes of every
+    attribute (income included), the labels income as -1 / +1, and the provenance carries the
+    public domain (``domain``: each attribute's levels)."""
+    income = records.domain.names.index("income")
+    common = {
+        **provenance,
+        "kind": "records",
+        "domain": {n: list(lv) for n, lv in zip(records.domain.names, records.domain.levels)},
+    }
+    out = []
+    for split, codes in (("train", records.train), ("test", records.test)):
+        labels = np.where(codes[:, income] == 1, 1, -1)
+        out.append(Dataset(codes, labels, records.domain.names, {**common, "split": split}))
+    return out[0], out[1]
+
+
+__all__ = [
+    "ATTRIBUTES",
+    "AdultRecords",
+    "BINS",
+    "LEVELS",
+    "adult_domain",
+    "load_adult_records",
+    "records_datasets",
+]

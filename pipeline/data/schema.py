@@ -26,21 +26,38 @@ class DatasetConfig:
 
 
 @dataclass
-class AdultDatasetConfig(DatasetConfig):
-    """The paper's Adult instance (SPEC section 1)."""
+class AdultFilesConfig(DatasetConfig):
+    """Where the raw Adult files are (pipeline.data.adult.resolve_data_dir)."""
 
-    name: str = "adult"
     #: Directory holding adult.data and adult.test; null means $ADULT_DATA_DIR, then the cache.
     data_dir: Optional[str] = None
     cache_dir: str = "~/.cache/oracle-dp/adult"
     download: bool = True
     url: str = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
     verify_checksum: bool = True
-    balance_seed: int = 0
 
     def check(self) -> None:
         _require(bool(self.url), "url", "must not be empty", self.url)
+
+
+@dataclass
+class AdultDatasetConfig(AdultFilesConfig):
+    """The paper's Adult instance (SPEC section 1)."""
+
+    name: str = "adult"
+    balance_seed: int = 0
+
+    def check(self) -> None:
+        super().check()
         _check_seeds(self, "balance_seed")
+
+
+@dataclass
+class AdultRecordsConfig(AdultFilesConfig):
+    """Adult's records over a public domain, for synthetic data (pipeline.data.adult_domain):
+    every row of adult.data to train, of adult.test to test."""
+
+    name: str = "adult_records"
 
 
 @dataclass
@@ -151,6 +168,7 @@ class TableDatasetConfig(DatasetConfig):
 
 DATASET_SCHEMAS = {
     "adult": AdultDatasetConfig,
+    "adult_records": AdultRecordsConfig,
     "synthetic": SyntheticDatasetConfig,
     "table": TableDatasetConfig,
 }

@@ -66,3 +66,22 @@ def test_the_real_files_lie_in_the_domain(adult_dir):
     assert records.test.shape == (16_281, len(ATTRIBUTES))
     income = records.domain.names.index("income")
     assert np.mean(records.train[:, income] == 1) == pytest.approx(7841 / 32_561)
+
+
+def test_the_records_dataset_loads_through_the_config(adult_dir):
+    from hydra import compose, initialize_config_dir
+
+    from pipeline.cli import CONFIG_DIR
+    from pipeline.config import validate
+    from pipeline.data import load_dataset
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        config = validate(
+            compose("config", overrides=["dataset=adult_records", f"dataset.data_dir={adult_dir}"])
+        )
+    train, test = load_dataset(config.dataset)
+    assert train.features.shape == (32_561, len(ATTRIBUTES)) and test.n == 16_281
+    assert train.feature_names == ATTRIBUTES and train.provenance["kind"] == "records"
+    assert train.provenance["domain"]["sex"] == ["Female", "Male"]
+    income = ATTRIBUTES.index("income")
+    assert ((train.features[:, income] == 1) == (train.labels == 1)).all()

@@ -10,6 +10,7 @@ from oracles.checks import InvalidValue
 from pipeline.data.schema import (
     DATASET_SCHEMAS,
     AdultDatasetConfig,
+    AdultRecordsConfig,
     SyntheticDatasetConfig,
     TableDatasetConfig,
 )
@@ -47,10 +48,12 @@ def _table(**changes) -> TableDatasetConfig:
 def test_the_schemas_are_registered_under_their_names_with_defaults_that_pass():
     assert {k: v().name for k, v in DATASET_SCHEMAS.items() if k != "table"} == {
         "adult": "adult",
+        "adult_records": "adult_records",
         "synthetic": "synthetic",
     }
     assert DATASET_SCHEMAS["table"] is TableDatasetConfig and _table().name == "table"
     AdultDatasetConfig().check()
+    AdultRecordsConfig().check()
     SyntheticDatasetConfig().check()
     _table().check()
 
@@ -59,6 +62,7 @@ def test_the_schemas_are_registered_under_their_names_with_defaults_that_pass():
     "schema, changes, key",
     [
         (AdultDatasetConfig, {"url": ""}, "url"),
+        (AdultRecordsConfig, {"url": ""}, "url"),
         (SyntheticDatasetConfig, {"n": 1}, "n"),
         (SyntheticDatasetConfig, {"n_continuous": -1}, "n_continuous"),
         (SyntheticDatasetConfig, {"groups": [3, 1]}, "groups"),
