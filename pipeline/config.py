@@ -269,6 +269,15 @@ class Config:
         _require(
             math.isfinite(self.margin) and self.margin > 0, "margin", "must be > 0", self.margin
         )
+        # records over a public domain are for synthetic data (docs/synthetic.md), which no
+        # sweep runs yet: a classifier would take their level codes for features
+        _require(
+            self.sweep is None or self.dataset.name != "adult_records",
+            "dataset",
+            "adult_records holds records for private synthetic data, which no sweep runs yet; "
+            "sweep the classifiers with dataset=adult",
+            self.dataset.name,
+        )
         for key, settings in self.mechanisms.items():
             _require(
                 key in CATALOG,

@@ -127,6 +127,7 @@ _TABLE = [
         ),
         (["+sweep=smoke", "+sweep.seed=3"], r"sweep.seed: unknown key \(did you mean sweep.seeds"),
         (["+sweep=smoke", "sweep.epsilons=[0.1"], "cannot parse 'sweep.epsilons=\\[0.1': "),
+        (["+sweep=smoke", "dataset=adult_records"], "dataset: adult_records holds records for"),
     ],
 )
 def test_a_bad_command_line_is_one_error_line_exit_2_and_no_folder(
