@@ -47,7 +47,10 @@ def test_help_lists_groups_and_sweeps(tmp_path):
     result = _run(["--help"], tmp_path)
     assert result.returncode == 0, result.stderr
     assert "+sweep=adult" in result.stdout
-    assert "dataset: adult, credit_card, islr_default, synthetic, table" in result.stdout
+    assert (
+        "dataset: adult, adult_records, credit_card, islr_default, synthetic, table"
+        in result.stdout
+    )
 
 
 @pytest.mark.integration
