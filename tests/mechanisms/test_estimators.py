@@ -148,6 +148,9 @@ def test_one_class_is_refused_unless_it_is_minus_one_or_plus_one():
     # +1 only: one of the mechanisms' own labels, classes_ still [-1, +1] (not read off the data)
     clf = OPDiscClassifier(random_state=0).fit(X, np.ones(len(X), dtype=int))
     np.testing.assert_array_equal(clf.classes_, [-1, 1])
+    # what a private estimator does instead of scikit-learn's check_classifiers_one_label:
+    # it predicts labels of classes_, and its guarantee holds whatever the noise made it predict
+    assert set(np.unique(clf.predict(X))) <= {-1, 1} and clf.release_.privacy.holds
 
 
 def test_logistic_regression_reports_its_iterations():
@@ -304,7 +307,8 @@ NOT_FOR_PRIVATE = {
     "check_classifiers_one_label": (
         "labels in {-1, +1} are the mechanisms' own: a y of +1 only is one class of the two, "
         "classes_ stays [-1, +1] (never read off the data), and a private release may predict "
-        "-1 for some rows; whether it does depends on the noise the seed draws"
+        "-1 for some rows; whether it does depends on the noise the seed draws "
+        "(test_one_class_is_refused_unless_it_is_minus_one_or_plus_one asserts this behaviour)"
     ),
 }
 
