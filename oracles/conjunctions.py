@@ -36,7 +36,7 @@ import scipy.sparse
 
 from oracles.base import OBJECTIVE_TOL, Certificate, Status
 from oracles.checks import check_int, check_solver_options
-from oracles.highs import PRESOLVE_RULES_OFF, map_status, threads_for
+from oracles.highs import PRESOLVE_RULES_OFF, highs_lp, map_status, threads_for
 
 Literal = tuple[int, int]
 Conjunction = tuple[Literal, ...]
@@ -223,18 +223,16 @@ def _milp(highspy, problem: ConjunctionProblem):
         else:  # z >= sum b - (k - 1)
             row([(z, 1.0)] + [(b, -1.0) for b in lits], 1.0 - len(lits), math.inf)
     matrix = scipy.sparse.csr_array((vals, (rows, cols)), shape=(len(lower), n_cols))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n_cols, len(lower)
-    lp.col_cost_ = cost
-    lp.col_lower_, lp.col_upper_ = np.zeros(n_cols), np.ones(n_cols)
-    lp.row_lower_, lp.row_upper_ = np.array(lower), np.array(upper)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, len(lower)
-    lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
-    lp.a_matrix_.value_ = matrix.data.astype(float)
-    kinds = [highspy.HighsVarType.kInteger] * n_b + [highspy.HighsVarType.kContinuous] * len(active)
-    lp.integrality_ = kinds
+    lp = highs_lp(
+        highspy,
+        cost=cost,
+        matrix=matrix,
+        row_lower=np.array(lower),
+        row_upper=np.array(upper),
+        col_lower=np.zeros(n_cols),
+        col_upper=np.ones(n_cols),
+        integer=np.arange(n_cols) < n_b,  # the one-hot b; the z are continuous
+    )
     return lp, onehot
 
 

@@ -375,24 +375,54 @@ def _proven_bound(milp: Milp, status: Status, info) -> float:
 
 
 def _highs_lp(highspy, milp: Milp):
-    """The Milp as a highspy.HighsLp (row-wise matrix)."""
+    """The Milp as a highspy.HighsLp."""
+    return highs_lp(
+        highspy,
+        cost=milp.cost,
+        matrix=milp.matrix,
+        row_lower=milp.row_lower,
+        row_upper=milp.row_upper,
+        col_lower=milp.col_lower,
+        col_upper=milp.col_upper,
+        integer=milp.integer,
+        offset=milp.offset,
+    )
+
+
+def highs_lp(
+    highspy,
+    *,
+    cost: np.ndarray,
+    matrix,
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+    col_lower: np.ndarray,
+    col_upper: np.ndarray,
+    integer: np.ndarray,
+    offset: float = 0.0,
+):
+    """A highspy.HighsLp from plain arrays: min ``cost @ x + offset`` subject to
+    ``row_lower <= matrix @ x <= row_upper`` (``matrix``: scipy CSR, rows x columns) and the
+    column bounds, ``integer`` flagging the integer columns."""
+    n_rows, n_cols = matrix.shape
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = milp.n_cols, milp.n_rows
-    lp.col_cost_ = milp.cost
-    lp.offset_ = milp.offset
-    lp.col_lower_, lp.col_upper_ = milp.col_lower, milp.col_upper
-    lp.row_lower_, lp.row_upper_ = milp.row_lower, milp.row_upper
+    lp.num_col_, lp.num_row_ = n_cols, n_rows
+    lp.col_cost_ = cost
+    lp.offset_ = offset
+    lp.col_lower_, lp.col_upper_ = col_lower, col_upper
+    lp.row_lower_, lp.row_upper_ = row_lower, row_upper
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = milp.n_cols, milp.n_rows
-    lp.a_matrix_.start_ = milp.matrix.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = milp.matrix.indices.astype(np.int32)
-    lp.a_matrix_.value_ = milp.matrix.data.astype(float)
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, n_rows
+    lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
+    lp.a_matrix_.value_ = matrix.data.astype(float)
     kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
-    lp.integrality_ = [kinds[int(flag)] for flag in milp.integer]
+    lp.integrality_ = [kinds[int(flag)] for flag in integer]
     return lp
 
 
 __all__ = [
+    "highs_lp",
     "PRESOLVE_RULES_OFF",
     "SECOND_OPINION_MARGIN",
     "HighsOracle",

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse
 
+from oracles.highs import highs_lp
 from oracles.mip import attainable_square_sums
 from oracles.structured_shape import Shape
 
@@ -246,19 +247,17 @@ def solve_subproblem(
         h.setOptionValue(option, value)
     if cutoff is not None:
         h.setOptionValue("objective_bound", float(cutoff))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = sub.n_cols, int(sub.matrix.shape[0])
-    lp.col_cost_ = sub.cost
-    lp.offset_ = sub.offset
-    lp.col_lower_ = np.zeros(sub.n_cols)
-    lp.col_upper_ = np.ones(sub.n_cols)
-    lp.row_lower_, lp.row_upper_ = sub.row_lower, sub.row_upper
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = lp.num_col_, lp.num_row_
-    lp.a_matrix_.start_ = sub.matrix.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = sub.matrix.indices.astype(np.int32)
-    lp.a_matrix_.value_ = sub.matrix.data.astype(float)
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * sub.n_cols
+    lp = highs_lp(
+        highspy,
+        cost=sub.cost,
+        matrix=sub.matrix,
+        row_lower=sub.row_lower,
+        row_upper=sub.row_upper,
+        col_lower=np.zeros(sub.n_cols),
+        col_upper=np.ones(sub.n_cols),
+        integer=np.ones(sub.n_cols, dtype=bool),
+        offset=sub.offset,
+    )
     if h.passModel(lp) == highspy.HighsStatus.kError:
         return SubResult("error", -math.inf, None, None, 0.0, "passModel failed", 0)
     h.run()
