@@ -18,7 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from mechanisms.synthetic.domain import Domain
-from pipeline.data.adult import COLUMNS, FILES, NEGATIVE_LABEL, POSITIVE_LABEL, raw_rows
+from pipeline.data.adult import (
+    CATEGORICAL,
+    COLUMNS,
+    FILES,
+    NEGATIVE_LABEL,
+    POSITIVE_LABEL,
+    raw_rows,
+)
 from pipeline.data.record import DataError, Dataset
 
 #: Numeric columns and their public bins: (label, low, high) with low <= value < high.
@@ -72,15 +79,6 @@ LEVELS = {
         "5th-6th",
         "Preschool",
     ),
-    "marital-status": (
-        "Married-civ-spouse",
-        "Divorced",
-        "Never-married",
-        "Separated",
-        "Widowed",
-        "Married-spouse-absent",
-        "Married-AF-spouse",
-    ),
     "occupation": (
         "Tech-support",
         "Craft-repair",
@@ -98,16 +96,6 @@ LEVELS = {
         "Armed-Forces",
         "?",
     ),
-    "relationship": (
-        "Wife",
-        "Own-child",
-        "Husband",
-        "Not-in-family",
-        "Other-relative",
-        "Unmarried",
-    ),
-    "race": ("White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"),
-    "sex": ("Female", "Male"),
     "native-country": (
         "United-States",
         "Cambodia",
@@ -152,6 +140,8 @@ LEVELS = {
         "Holand-Netherlands",
         "?",
     ),
+    # the four the classifier encoding one-hots, with its level order (pipeline.data.adult)
+    **dict(CATEGORICAL),
     "income": (NEGATIVE_LABEL, POSITIVE_LABEL),
 }
 
