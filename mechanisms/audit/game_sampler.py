@@ -25,6 +25,7 @@ import numpy as np
 from mechanisms.audit.core import NeighbouringPair
 from mechanisms.audit.sampler_base import AuditError
 from mechanisms.synthetic.domain import Workload
+from mechanisms.synthetic.evaluate import onehot
 from mechanisms.synthetic.fem import select, utilities
 from oracles.objective import check_data
 
@@ -63,7 +64,7 @@ class GameSampler:
         p, wl = self.params, self.workload
         universe = self.universe()
         queries = np.stack([wl.answers(r[None, :]) for r in universe], axis=1)  # (Q, U)
-        onehot = _onehot(universe, wl.sizes)  # (levels, U)
+        levels = onehot(universe, wl.sizes).T  # (levels, U): b(x) of each record
         real = wl.answers(codes)
         eps0, n = p.round_epsilon(), len(codes)
         counts = np.zeros((size, len(universe)))
@@ -77,8 +78,8 @@ class GameSampler:
             query = choice % wl.queries
             np.add.at(coefs, (rows, query), np.where(choice < wl.queries, 1.0, -1.0))
             for _ in range(p.samples):
-                noise = rng.exponential(p.noise_scale, size=(size, onehot.shape[0]))
-                values = coefs @ queries + noise @ onehot
+                noise = rng.exponential(p.noise_scale, size=(size, levels.shape[0]))
+                values = coefs @ queries + noise @ levels
                 counts[rows, np.argmax(values, axis=1)] += 1
         if self.statistic == "selection":
             return np.asarray(first)
@@ -117,14 +118,6 @@ def game_pairs() -> list[NeighbouringPair]:
             )
         )
     return pairs
-
-
-def _onehot(universe: np.ndarray, sizes) -> np.ndarray:
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    out = np.zeros((int(starts[-1]), len(universe)))
-    for a in range(len(sizes)):
-        out[starts[a] + universe[:, a], np.arange(len(universe))] = 1.0
-    return out
 
 
 def _histogram_index(counts: np.ndarray, total: int) -> np.ndarray:

@@ -26,8 +26,8 @@ def marginal_errors(workload: Workload, real: np.ndarray, synthetic: np.ndarray)
     return MarginalErrors(float(errors.max()), float(errors.mean()))
 
 
-def onehot(codes: np.ndarray, sizes: Sequence[int], skip: int) -> np.ndarray:
-    """The one-hot encoding of every attribute but ``skip`` (the label)."""
+def onehot(codes: np.ndarray, sizes: Sequence[int], skip: int | None = None) -> np.ndarray:
+    """The one-hot encoding of records (one row each), every attribute but ``skip`` (a label)."""
     columns = [
         (np.asarray(codes)[:, a, None] == np.arange(k)).astype(float)
         for a, k in enumerate(sizes)
