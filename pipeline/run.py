@@ -195,7 +195,7 @@ def _stopped_by_storage(fault: str, tracker, keys, output_dir: Path) -> StorageE
     try:
         wanted = {str(k) for k in keys}
         finished = str(sum(r.key in wanted for r in results_from_mlflow(tracker)))
-        _end_after_fault(tracker, f"stopped: {fault}")
+        tracker.end_after_fault(f"stopped: {fault}")
         marked = "is marked KILLED"
     except Exception:  # noqa: BLE001 - the store may be the disk that is full
         pass
@@ -204,23 +204,6 @@ def _stopped_by_storage(fault: str, tracker, keys, output_dir: Path) -> StorageE
         f"and are kept, the sweep run {marked}; free space (or make it writable) and rerun the "
         "same command to resume"
     )
-
-
-def _end_after_fault(tracker, reason: str) -> None:
-    """The parent KILLED with ``reason``, any child left RUNNING (half-logged) FAILED: a rerun
-    redoes those runs (only FINISHED children count as done)."""
-    client = tracker.client
-    running = client.search_runs(
-        [tracker.experiment_id],
-        filter_string=(
-            f"tags.mlflow.parentRunId = '{tracker.parent_id}' and attributes.status = 'RUNNING'"
-        ),
-    )
-    for child in running:
-        client.set_terminated(child.info.run_id, status="FAILED")
-    client.set_tag(tracker.parent_id, "outcome", "interrupted")
-    client.set_tag(tracker.parent_id, "failure_reason", reason[:5000])
-    client.set_terminated(tracker.parent_id, status="KILLED")
 
 
 def _run_locked(
