@@ -60,8 +60,11 @@ class FEMParams:
 
 @dataclass(frozen=True, eq=False)
 class SyntheticRelease:
-    """The synthetic records (level codes), the privacy claim, and how they were made."""
+    """The synthetic records (level codes), the privacy claim, and how they were made: the
+    release of every synthetic-data mechanism (the game here, the baselines, the real table)."""
 
+    #: The catalog entry that made it (mechanisms.catalog).
+    mechanism: str
     records: np.ndarray
     privacy: PrivacyClaim
     params: dict[str, Any]
@@ -142,6 +145,7 @@ def run_fem(
         calibration="zcdp",
     )
     return SyntheticRelease(
+        mechanism="fem",
         records=np.array(records),
         privacy=claim,
         params=asdict(params) | {"round_epsilon": eps0, "queries": workload.queries},
