@@ -192,8 +192,23 @@ class PrivacyClaim:
         }
 
 
+class OracleCalls:
+    """What every release says of the oracle calls it rests on (``certificates``): their time
+    and the largest gap objective - bound."""
+
+    certificates: tuple[Certificate, ...]
+
+    @property
+    def oracle_seconds(self) -> float:
+        return float(sum(c.seconds for c in self.certificates))
+
+    @property
+    def max_gap(self) -> float:
+        return max((c.gap for c in self.certificates), default=0.0)
+
+
 @dataclass(frozen=True, eq=False)
-class Release:
+class Release(OracleCalls):
     """One run of a mechanism: what is published and everything needed to judge it."""
 
     mechanism: str
@@ -219,14 +234,6 @@ class Release:
 
     def accuracy(self, X: np.ndarray, y: np.ndarray) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))
-
-    @property
-    def oracle_seconds(self) -> float:
-        return float(sum(c.seconds for c in self.certificates))
-
-    @property
-    def max_gap(self) -> float:
-        return max((c.gap for c in self.certificates), default=0.0)
 
     def to_params(self) -> dict[str, Any]:
         """Flat, MLflow-friendly parameters: mechanism params, noise parameters, the claim.

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, check_rng
+from mechanisms.base import OracleCalls, PrivacyClaim, check_rng
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.synthetic.accounting import round_epsilon, total_epsilon
 from mechanisms.synthetic.domain import Workload
@@ -59,7 +59,7 @@ class FEMParams:
 
 
 @dataclass(frozen=True, eq=False)
-class SyntheticRelease:
+class SyntheticRelease(OracleCalls):
     """The synthetic records (level codes), the privacy claim, and how they were made: the
     release of every synthetic-data mechanism (the game here, the baselines, the real table)."""
 
