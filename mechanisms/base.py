@@ -192,11 +192,16 @@ class PrivacyClaim:
         }
 
 
-class OracleCalls:
-    """What every release says of the oracle calls it rests on (``certificates``): their time
-    and the largest gap objective - bound."""
+class ReleaseRecord:
+    """What every release records, whatever it publishes (a classifier here, a synthetic table
+    in mechanisms.synthetic.fem): the mechanism, its parameters, the privacy claim, the oracle
+    calls it rests on (``certificates``) and its timings, flat for MLflow."""
 
+    mechanism: str
+    privacy: PrivacyClaim
+    params: Mapping[str, Any]
     certificates: tuple[Certificate, ...]
+    timings: Mapping[str, float]
 
     @property
     def oracle_seconds(self) -> float:
@@ -206,9 +211,47 @@ class OracleCalls:
     def max_gap(self) -> float:
         return max((c.gap for c in self.certificates), default=0.0)
 
+    def published_params(self) -> dict[str, Any]:
+        """Scalars of what the release publishes, for ``to_params`` (a subclass's own)."""
+        return {}
+
+    def to_params(self) -> dict[str, Any]:
+        """Flat, MLflow-friendly parameters: mechanism params, what it publishes, the claim.
+
+        The requested target appears once, as ``requested_epsilon`` / ``requested_delta`` (the
+        claim's, else the params' epsilon and delta), beside the proven ``privacy_epsilon`` /
+        ``privacy_delta``: never also as ``param.epsilon`` / ``param.delta``.
+        """
+        out: dict[str, Any] = {"mechanism": self.mechanism, **self.published_params()}
+        params = dict(self.params)
+        requested = {
+            "requested_epsilon": params.pop("epsilon", None),
+            "requested_delta": params.pop("delta", None),
+        }
+        out.update({f"param.{k}": v for k, v in params.items()})
+        claim = self.privacy.to_params()
+        out.update(claim | {k: v for k, v in requested.items() if claim[k] is None})
+        backends = sorted({c.backend for c in self.certificates})
+        out["oracle_backends"] = ",".join(backends)
+        out["oracle_calls"] = len(self.certificates)
+        out["oracle_fallbacks"] = ";".join(
+            sorted({c.fallback for c in self.certificates if c.fallback})
+        )
+        return out
+
+    def to_metrics(self) -> dict[str, float]:
+        out = {f"time.{k}": float(v) for k, v in self.timings.items()}
+        out["oracle_seconds"] = self.oracle_seconds
+        out["oracle_max_gap"] = self.max_gap
+        out["oracle_certified_fraction"] = (
+            float(np.mean([c.certified for c in self.certificates])) if self.certificates else 0.0
+        )
+        out["privacy_holds"] = float(self.privacy.holds)
+        return out
+
 
 @dataclass(frozen=True, eq=False)
-class Release(OracleCalls):
+class Release(ReleaseRecord):
     """One run of a mechanism: what is published and everything needed to judge it."""
 
     mechanism: str
@@ -235,37 +278,6 @@ class Release(OracleCalls):
     def accuracy(self, X: np.ndarray, y: np.ndarray) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
-    def to_params(self) -> dict[str, Any]:
-        """Flat, MLflow-friendly parameters: mechanism params, noise parameters, the claim.
-
-        The requested target appears once, as ``requested_epsilon`` / ``requested_delta`` (the
-        claim's, else the params' epsilon and delta), beside the proven ``privacy_epsilon`` /
-        ``privacy_delta``: never also as ``param.epsilon`` / ``param.delta``.
-        """
-        out: dict[str, Any] = {"mechanism": self.mechanism, "margin": self.margin}
-        params = dict(self.params)
-        requested = {
-            "requested_epsilon": params.pop("epsilon", None),
-            "requested_delta": params.pop("delta", None),
-        }
-        out.update({f"param.{k}": v for k, v in params.items()})
-        out.update({f"noise.{k}": v for k, v in self.noise.items()})
-        claim = self.privacy.to_params()
-        out.update(claim | {k: v for k, v in requested.items() if claim[k] is None})
-        backends = sorted({c.backend for c in self.certificates})
-        out["oracle_backends"] = ",".join(backends)
-        out["oracle_calls"] = len(self.certificates)
-        out["oracle_fallbacks"] = ";".join(
-            sorted({c.fallback for c in self.certificates if c.fallback})
-        )
-        return out
-
-    def to_metrics(self) -> dict[str, float]:
-        out = {f"time.{k}": float(v) for k, v in self.timings.items()}
-        out["oracle_seconds"] = self.oracle_seconds
-        out["oracle_max_gap"] = self.max_gap
-        out["oracle_certified_fraction"] = (
-            float(np.mean([c.certified for c in self.certificates])) if self.certificates else 0.0
-        )
-        out["privacy_holds"] = float(self.privacy.holds)
-        return out
+    def published_params(self) -> dict[str, Any]:
+        """The margin of the threshold rule and the noise's scalar parameters (``noise.*``)."""
+        return {"margin": self.margin, **{f"noise.{k}": v for k, v in self.noise.items()}}

@@ -11,7 +11,10 @@ An entry says, once, everything anyone needs of a mechanism:
   the one validation (numbers: ``oracles.checks``; privacy targets: ``mechanisms.privacy``);
 * how to build it for one run and which oracle it needs (``oracle``: ``None`` for a mechanism
   that calls none, ``"configured"`` for the caller's choice, ``"convex"``);
-* whether it is private (the non-private references run once per sweep, not per epsilon).
+* whether it is private (the non-private references run once per sweep, not per epsilon);
+* its kind: a ``classifier`` (a ``mechanisms.base.Release``, a linear classifier trained on
+  (X, y)) or ``synthetic`` (a ``mechanisms.synthetic.fem.SyntheticRelease``: a table of records
+  over a public domain, answering a workload of marginals; docs/synthetic.md).
 
 Adding a mechanism: its module under ``mechanisms/`` (a frozen parameter dataclass, and either
 the runner protocol of ``mechanisms.runner`` or a function that runs it whole), and one
@@ -36,12 +39,18 @@ from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import SolveMany, run, solve_sequentially
+from mechanisms.synthetic.domain import Domain, Workload
+from mechanisms.synthetic.fem import FEMParams, SyntheticRelease, run_fem
+from mechanisms.synthetic.reference import RealTableParams, release_real_table
+from oracles.checks import check_choice
 
 #: What a run supplies to a mechanism's parameters; never a setting.
 RUN_FIELDS = ("epsilon", "delta", "margin")
 #: The target at which settings are checked before anything runs (``Entry.check``): any valid
 #: (epsilon, delta) serves, every check of a setting is independent of them.
 CHECK_TARGET = (1.0, 1e-6)
+#: What an entry releases (module docstring).
+KINDS = ("classifier", "synthetic")
 
 
 @dataclass(frozen=True)
@@ -55,8 +64,10 @@ class Entry:
     #: Builds the mechanism object (``mechanisms.runner`` protocol) from its parameters; for a
     #: mechanism that calls an oracle.
     build: Callable[[Any], Any] | None = None
-    #: Runs the mechanism whole: (params, settings, X, y, rng) -> Release; for the others.
-    run: Callable[..., Release] | None = None
+    #: Runs the mechanism whole; for the others. A classifier: (params, settings, X, y, rng) ->
+    #: Release; a synthetic-data mechanism: (params, settings, codes, domain, workload, rng,
+    #: oracle) -> SyntheticRelease.
+    run: Callable[..., Release | SyntheticRelease] | None = None
     private: bool = True
     #: Parameter fields the entry sets itself (left out of the settings).
     fixed: Mapping[str, Any] = field(default_factory=dict)
@@ -64,6 +75,13 @@ class Entry:
     extra: tuple[tuple[str, Any, Any], ...] = ()
     #: The oracle it needs, from its settings: None, "configured" or an oracle's name.
     oracle: Callable[[Any], str | None] = lambda settings: None
+    kind: str = "classifier"
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: kind must be one of {KINDS}, found {self.kind!r}")
+        if self.kind == "synthetic" and self.run is None:
+            raise ValueError(f"{self.name}: a synthetic-data mechanism runs whole (run=)")
 
     def setting_fields(self) -> list[tuple[str, Any, Any]]:
         """(name, type, default) of every setting, the parameter dataclass's first."""
@@ -91,6 +109,9 @@ class Entry:
     def check(self, settings: Any, margin: float) -> None:
         """ValueError or TypeError, naming the setting, for a setting the mechanism refuses."""
         self.parameters(settings, *CHECK_TARGET, margin)
+        for name, hint, _ in self.extra:  # the extra settings' choices (the others: params)
+            if typing.get_origin(hint) is typing.Literal:
+                check_choice(name, getattr(settings, name), typing.get_args(hint))
 
     def check_rows(self, settings: Any, margin: float, n: int) -> None:
         """InvalidValue, naming the setting, for a setting that a training set of ``n`` rows
@@ -121,7 +142,9 @@ class Entry:
         oracle: Callable[[str], Any] | None = None,
         solve_many: SolveMany = solve_sequentially,
         feature_names: Sequence[str] | None = None,
-    ) -> Release:
+        domain: Domain | None = None,
+        workload: Workload | None = None,
+    ) -> Release | SyntheticRelease:
         """One run, by the one path every mechanism takes: its parameters from ``settings`` and
         the run's target (checked as they are built), then the mechanism on (X, y) with the
         explicit generator ``rng``.
@@ -130,8 +153,18 @@ class Entry:
         oracle's name or ``"configured"``, the caller's choice); a mechanism that needs none runs
         whole. ``solve_many`` runs the oracle calls (``mechanisms.runner``: a loop, or Ray
         tasks); ``feature_names`` name the columns in a refusal of data beyond a bound.
+
+        A synthetic-data mechanism takes X as level codes over the public ``domain`` and answers
+        the public ``workload`` (y is unused: the label is one of the attributes).
         """
         params = self.parameters(settings, epsilon, delta, margin)
+        if self.kind == "synthetic":
+            if domain is None or workload is None:
+                raise ValueError(
+                    f"{self.name} makes a synthetic table: it needs records over a public domain "
+                    "and a workload (domain=, workload=)"
+                )
+            return self.run(params, settings, X, domain, workload, rng, oracle)
         if self.run is not None:
             return self.run(params, settings, X, y, rng)
         needed = self.oracle(settings)
@@ -167,6 +200,18 @@ def _run_expmech(params: ExpMechParams, settings: Any, X, y, rng) -> Release:
 
 def _run_logistic(params: LogisticParams, settings: Any, X, y, rng) -> Release:
     return run_logistic(X, y, params)
+
+
+def _run_fem(
+    params: FEMParams, settings: Any, codes, domain: Domain, workload: Workload, rng, oracle
+) -> SyntheticRelease:
+    if oracle is None:
+        raise ValueError("fem needs the data player's oracle: pass oracle=")
+    return run_fem(codes, workload, params, rng, oracle(f"conjunctions_{settings.backend}"))
+
+
+def _run_real_table(params, settings, codes, domain, workload, rng, oracle) -> SyntheticRelease:
+    return release_real_table(codes)
 
 
 def _configured(settings: Any) -> str:
@@ -243,6 +288,24 @@ CATALOG: dict[str, Entry] = {
             run=_run_logistic,
             private=False,
         ),
+        Entry(
+            "fem",
+            "Private synthetic data: the exponential mechanism against follow-the-perturbed-"
+            "leader (docs/synthetic.md). backend: the data player's oracle, highs or enumerate "
+            "(small domains).",
+            FEMParams,
+            run=_run_fem,
+            extra=(("backend", typing.Literal["highs", "enumerate"], "highs"),),
+            kind="synthetic",
+        ),
+        Entry(
+            "real_table",
+            "Non-private reference of synthetic data: the private training table itself.",
+            RealTableParams,
+            run=_run_real_table,
+            private=False,
+            kind="synthetic",
+        ),
     ]
 }
 
@@ -250,6 +313,8 @@ CATALOG: dict[str, Entry] = {
 NON_PRIVATE = frozenset(name for name, e in CATALOG.items() if not e.private)
 #: Mechanisms that run whole, not through ``mechanisms.runner.run``.
 NON_ORACLE = frozenset(name for name, e in CATALOG.items() if e.run is not None)
+#: The synthetic-data mechanisms: they take records over a public domain, not (X, y).
+SYNTHETIC = frozenset(name for name, e in CATALOG.items() if e.kind == "synthetic")
 
 
 def build_mechanism(settings: Any, epsilon: float, delta: float, margin: float) -> Any:
@@ -265,7 +330,9 @@ __all__ = [
     "CHECK_TARGET",
     "Entry",
     "NON_ORACLE",
+    "KINDS",
     "NON_PRIVATE",
     "RUN_FIELDS",
+    "SYNTHETIC",
     "build_mechanism",
 ]

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from oracles.auto import AutoOracle
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Oracle
+from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
 from oracles.convex import ConvexOracle
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
@@ -31,6 +32,20 @@ def _enumeration(*, time_limit: float, threads: int, **options: Any) -> Enumerat
     return EnumerationOracle(time_limit=time_limit, **options)
 
 
+def _conjunction_enumeration(
+    *, time_limit: float, threads: int, **options: Any
+) -> EnumerationConjunctionOracle:
+    """Every record of the universe, on one thread; its size limit is ``max_records``."""
+    return EnumerationConjunctionOracle(**options)
+
+
+#: The data player's oracles of private synthetic data (oracles.conjunctions): they solve a
+#: ConjunctionProblem, not a mechanism's problem, and are never a config's ``oracle.name``.
+CONJUNCTIONS = {
+    "conjunctions_highs": HighsConjunctionOracle,
+    "conjunctions_enumerate": _conjunction_enumeration,
+}
+
 FACTORIES: dict[str, OracleFactory] = {
     "structured": StructuredOracle,
     "auto": AutoOracle,
@@ -39,10 +54,11 @@ FACTORIES: dict[str, OracleFactory] = {
     "enumerate": _enumeration,
     "window": WindowOracle,
     "convex": ConvexOracle,
+    **CONJUNCTIONS,
 }
 #: The oracles of the mechanisms' discrete problems, a config's ``oracle.name``: every one but
-#: ``convex``, which solves OPSamp's logistic problems only.
-DISCRETE = tuple(name for name in FACTORIES if name != "convex")
+#: ``convex``, which solves OPSamp's logistic problems only, and the data player's CONJUNCTIONS.
+DISCRETE = tuple(name for name in FACTORIES if name != "convex" and name not in CONJUNCTIONS)
 #: The oracles whose one solve can be split into parts (they take ``parts`` and ``map_parts``).
 SPLIT = tuple(
     name for name, factory in FACTORIES.items() if "parts" in inspect.signature(factory).parameters
@@ -69,4 +85,4 @@ def make_oracle(
     return factory(time_limit=time_limit, threads=threads, **options)
 
 
-__all__ = ["DISCRETE", "FACTORIES", "OracleFactory", "SPLIT", "make_oracle"]
+__all__ = ["CONJUNCTIONS", "DISCRETE", "FACTORIES", "OracleFactory", "SPLIT", "make_oracle"]

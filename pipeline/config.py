@@ -24,7 +24,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, MissingMandatoryValue, OmegaConf, open_dict
 
 from mechanisms.audit import AUDITS
-from mechanisms.catalog import CATALOG
+from mechanisms.catalog import CATALOG, SYNTHETIC
 from mechanisms.privacy import check_epsilon_delta
 from oracles import registry
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
@@ -105,6 +105,10 @@ class SweepConfig:
     #: tiny epsilon is refused before anything runs. An operational limit, not part of the
     #: sweep's identity (pipeline.tracking.sweep_id leaves it out).
     max_oracle_calls: int = 10_000
+    #: k of the workload of synthetic data: every k-way marginal of the records' public domain.
+    #: The synthetic-data mechanisms answer it and every synthetic table is measured on it
+    #: (docs/synthetic.md); the classifiers ignore it.
+    workload_k: int = 3
 
     def check(self) -> None:
         for name in self.mechanisms:
@@ -148,6 +152,7 @@ class SweepConfig:
             list(self.mechanisms),
         )
         _require(self.seeds >= 1, "seeds", "must be >= 1", self.seeds)
+        _require(self.workload_k >= 1, "workload_k", "must be >= 1", self.workload_k)
         _require(self.sweep_seed >= 0, "sweep_seed", "must be >= 0 (a seed)", self.sweep_seed)
         _require(
             self.max_oracle_calls >= 1, "max_oracle_calls", "must be >= 1", self.max_oracle_calls
@@ -269,15 +274,25 @@ class Config:
         _require(
             math.isfinite(self.margin) and self.margin > 0, "margin", "must be > 0", self.margin
         )
-        # records over a public domain are for synthetic data (docs/synthetic.md), which no
-        # sweep runs yet: a classifier would take their level codes for features
-        _require(
-            self.sweep is None or self.dataset.name != "adult_records",
-            "dataset",
-            "adult_records holds records for private synthetic data, which no sweep runs yet; "
-            "sweep the classifiers with dataset=adult",
-            self.dataset.name,
-        )
+        if self.sweep is not None:  # records over a public domain are for synthetic data only
+            records = type(self.dataset).RECORDS
+            wrong = [m for m in self.sweep.mechanisms if (m in SYNTHETIC) != records]
+            _require(
+                not wrong,
+                "sweep.mechanisms",
+                (
+                    f"{self.dataset.name} holds records over a public domain, for the synthetic-"
+                    f"data mechanisms ({', '.join(sorted(SYNTHETIC))}); {', '.join(wrong)} "
+                    "train classifiers: sweep them with another dataset (e.g. dataset=adult)"
+                )
+                if records
+                else (
+                    f"{', '.join(wrong)} make synthetic tables from records over a public "
+                    f"domain, which {self.dataset.name} does not hold: sweep them with "
+                    "dataset=adult_records"
+                ),
+                list(self.sweep.mechanisms),
+            )
         for key, settings in self.mechanisms.items():
             _require(
                 key in CATALOG,
@@ -311,6 +326,9 @@ def sweep_id(resolved: dict[str, Any]) -> str:
     content = {k: v for k, v in resolved.items() if k not in ("tracking", "cluster", "output_dir")}
     if isinstance(content.get("sweep"), dict):  # operational limits do not change the results
         content["sweep"] = {k: v for k, v in content["sweep"].items() if k not in OPERATIONAL}
+        swept = set(content["sweep"].get("mechanisms") or ())
+        if isinstance(content.get("mechanisms"), dict):  # nor do the settings of others
+            content["mechanisms"] = {k: v for k, v in content["mechanisms"].items() if k in swept}
     blob = json.dumps(content, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

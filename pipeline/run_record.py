@@ -28,6 +28,7 @@ from typing import Any, Mapping
 
 from mechanisms.base import Release
 from mechanisms.catalog import NON_PRIVATE
+from mechanisms.synthetic.evaluate import TableScores
 from oracles.base import OBJECTIVE_TOL
 from pipeline.data.record import Dataset
 from pipeline.mlflow_log import CHILD_ROLE
@@ -36,12 +37,17 @@ from pipeline.mlflow_log import CHILD_ROLE
 METRICS = (
     "train_accuracy",
     "test_accuracy",
+    "max_marginal_error",
+    "mean_marginal_error",
     "wall_seconds",
     "oracle_seconds",
     "oracle_max_gap",
     "oracle_objective",
     "oracle_bound",
 )
+#: Metrics of one kind of run only (a synthetic table's workload error): a classifier's run has
+#: none, so its nan is left out, not tagged as a non-finite value.
+KIND_METRICS = ("max_marginal_error", "mean_marginal_error")
 #: The fields logged as params (the run's identity and its privacy claim).
 PARAMS = (
     "privacy_epsilon",
@@ -144,6 +150,11 @@ class RunResult:
     oracle_certified: bool | None
     #: ``privacy_status(mechanism, privacy_holds)``.
     privacy_status: str
+    #: A synthetic table's largest and mean absolute error over the sweep's workload of
+    #: marginals (fractions, in [0, 1]; mechanisms.synthetic.evaluate); nan for a classifier.
+    #: Its train and test accuracy are those of logistic regression trained on the table.
+    max_marginal_error: float = math.nan
+    mean_marginal_error: float = math.nan
 
     @classmethod
     def of(
@@ -155,15 +166,24 @@ class RunResult:
         wall_seconds: float,
         started: float | None = None,
         node: str = "",
+        scores: TableScores | None = None,
     ) -> RunResult:
         """The result of run ``key`` (a pipeline.tasks.RunKey) that released ``release``.
 
         ``started``: when the run began (seconds since the epoch; default: ``wall_seconds`` ago).
+        ``scores``: a synthetic table's (pipeline.tasks.score); a classifier is scored here.
         """
         certificates = release.certificates
         if started is None:
             started = time.time() - wall_seconds
         one = certificates[0] if len(certificates) == 1 else None
+        if scores is None:
+            scores = TableScores(
+                math.nan,
+                math.nan,
+                release.accuracy(train.features, train.labels),
+                release.accuracy(test.features, test.labels) if test is not None else math.nan,
+            )
         return cls(
             key=str(key),
             mechanism=key.mechanism,
@@ -175,10 +195,8 @@ class RunResult:
             calibration=release.privacy.calibration or "",
             privacy_holds=bool(release.privacy.holds),
             privacy_reason=release.privacy.reason,
-            train_accuracy=release.accuracy(train.features, train.labels),
-            test_accuracy=(
-                release.accuracy(test.features, test.labels) if test is not None else math.nan
-            ),
+            train_accuracy=scores.train_accuracy,
+            test_accuracy=scores.test_accuracy,
             wall_seconds=float(wall_seconds),
             oracle_seconds=release.oracle_seconds,
             oracle_calls=len(certificates),
@@ -191,6 +209,8 @@ class RunResult:
             node=node,
             oracle_certified=all(c.certified for c in certificates) if certificates else None,
             privacy_status=privacy_status(key.mechanism, release.privacy.holds),
+            max_marginal_error=scores.max_marginal_error,
+            mean_marginal_error=scores.mean_marginal_error,
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -223,6 +243,8 @@ class RunResult:
             tags["oracle_fallback"] = self.oracle_fallbacks
         for name in METRICS:
             value = getattr(self, name)
+            if name in KIND_METRICS and math.isnan(value):
+                continue
             if not math.isfinite(value):
                 tags[f"nonfinite.{name}"] = repr(float(value))
         return tags
@@ -297,6 +319,8 @@ class RunResult:
             node=t.get("node", ""),
             oracle_certified=_certified(calls, t.get("oracle_certified"), m),
             privacy_status=t.get("privacy_status") or privacy_status(mechanism, holds),
+            max_marginal_error=number("max_marginal_error", math.nan),
+            mean_marginal_error=number("mean_marginal_error", math.nan),
         )
 
 

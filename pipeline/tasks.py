@@ -21,9 +21,12 @@ import numpy as np
 from mechanisms.base import Release
 from mechanisms.catalog import CATALOG, NON_PRIVATE
 from mechanisms.runner import SolveMany, solve_sequentially
+from mechanisms.synthetic.domain import Workload
+from mechanisms.synthetic.evaluate import TableScores, score_table
+from mechanisms.synthetic.fem import SyntheticRelease
 from oracles import registry
 from pipeline.catalog import MechanismConfig
-from pipeline.config import Config, OracleConfig
+from pipeline.config import Config, ConfigError, OracleConfig
 from pipeline.data.record import Dataset
 from pipeline.run_record import RunResult
 from pipeline.split_solve import ray_map_parts
@@ -115,30 +118,68 @@ def run_release(
     *,
     solve_many: SolveMany | None = None,
     threads: int | None = None,
-) -> Release:
-    """The release of one run (no I/O): the catalog entry's one path (``Entry.release``)."""
+) -> Release | SyntheticRelease:
+    """The release of one run (no I/O): the catalog entry's one path (``Entry.release``). A
+    synthetic-data mechanism takes the training records over their public domain and the sweep's
+    workload (``workload``)."""
     cfg = config.mechanisms[key.mechanism]
+    entry = CATALOG[cfg.name]
     rng = run_generator(config.sweep.sweep_seed if config.sweep else 0, key)
-    return CATALOG[cfg.name].release(
+    X, records = train.features, {}
+    if entry.kind == "synthetic":
+        codes = train.records()
+        X, records = codes.codes, {"domain": codes.domain, "workload": workload(config, train)}
+    return entry.release(
         cfg,
         key.epsilon,
         privacy_delta(config, train.n),
         config.margin,
-        train.features,
+        X,
         train.labels,
         rng,
         oracle=lambda needed: oracle_for(config.oracle, needed, threads),
         solve_many=solve_many or solve_sequentially,
         feature_names=train.feature_names,
+        **records,
+    )
+
+
+def workload(config: Config, train: Dataset) -> Workload:
+    """The sweep's workload of synthetic data: every ``sweep.workload_k``-way marginal of the
+    records' public domain (a ConfigError when there are fewer attributes)."""
+    sizes = train.records().domain.sizes
+    k = config.sweep.workload_k if config.sweep is not None else 3
+    if k > len(sizes):
+        raise ConfigError(
+            f"sweep.workload_k: must be <= the {len(sizes)} attributes of the records, found {k}"
+        )
+    return Workload.all_k_way(sizes, k)
+
+
+def score(config: Config, release: Any, train: Dataset, test: Dataset | None) -> TableScores | None:
+    """A synthetic table's scores against the private records (``score_table``: the workload's
+    error, logistic regression trained on it); None for a classifier's release."""
+    if not isinstance(release, SyntheticRelease):
+        return None
+    real = train.records()
+    return score_table(
+        release.records,
+        real.codes,
+        test.records().codes if test is not None else None,
+        workload(config, train),
+        real.label,
+        real.positive,
     )
 
 
 def run_one(
     config: Config, key: RunKey, train: Dataset, test: Dataset | None, **kwargs: Any
-) -> tuple[RunResult, Release]:
+) -> tuple[RunResult, Release | SyntheticRelease]:
     """Run one (mechanism, epsilon, run index): its result record and its release."""
     started = time.time()  # when it ran (the clock), and for how long (the monotonic clock)
     start = time.perf_counter()
     release = run_release(config, key, train, **kwargs)
     wall_seconds = time.perf_counter() - start
-    return RunResult.of(key, release, train, test, wall_seconds, started=started), release
+    scores = score(config, release, train, test)  # not part of the run's time
+    result = RunResult.of(key, release, train, test, wall_seconds, started=started, scores=scores)
+    return result, release

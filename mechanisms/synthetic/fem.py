@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.base import OracleCalls, PrivacyClaim, check_rng
+from mechanisms.base import PrivacyClaim, ReleaseRecord, check_rng
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.synthetic.accounting import round_epsilon, total_epsilon
 from mechanisms.synthetic.domain import Workload
@@ -59,7 +59,7 @@ class FEMParams:
 
 
 @dataclass(frozen=True, eq=False)
-class SyntheticRelease(OracleCalls):
+class SyntheticRelease(ReleaseRecord):
     """The synthetic records (level codes), the privacy claim, and how they were made: the
     release of every synthetic-data mechanism (the game here, the baselines, the real table)."""
 
@@ -76,6 +76,10 @@ class SyntheticRelease(OracleCalls):
     @property
     def oracle_certified(self) -> bool:
         return all(c.certified for c in self.certificates)
+
+    def published_params(self) -> dict[str, Any]:
+        """How many records the table has, and how many rounds selected a query."""
+        return {"records": int(len(self.records)), "selections": len(self.selections)}
 
 
 def select(utilities: np.ndarray, round_eps: float, n: int, rng: np.random.Generator):

@@ -198,12 +198,13 @@ def load_adult_records(directory: Path) -> AdultRecords:
 def records_datasets(records: AdultRecords, provenance: dict) -> tuple[Dataset, Dataset]:
     """The records as (training, test) Datasets: the features are the level codes of every
     attribute (income included), the labels income as -1 / +1, and the provenance carries the
-    public domain (``domain``: each attribute's levels)."""
+    public domain (``domain``: each attribute's levels) and the label (``Dataset.records``)."""
     income = records.domain.names.index("income")
     common = {
         **provenance,
         "kind": "records",
         "domain": {n: list(lv) for n, lv in zip(records.domain.names, records.domain.levels)},
+        "label": {"attribute": "income", "positive": POSITIVE_LABEL},
     }
     out = []
     for split, codes in (("train", records.train), ("test", records.test)):

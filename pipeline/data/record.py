@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from mechanisms.synthetic.domain import Domain
 from oracles.objective import MergedRows
 
 
@@ -18,6 +19,18 @@ def _readonly(a: np.ndarray, dtype) -> np.ndarray:
     a = np.array(a, dtype=dtype, copy=True)
     a.setflags(write=False)
     return a
+
+
+@dataclass(frozen=True, eq=False)
+class Records:
+    """A records dataset as the synthetic-data mechanisms take it (docs/synthetic.md): level
+    codes over a public domain, and which attribute is the label a classifier predicts."""
+
+    codes: np.ndarray  # (n, attributes) int64 level codes
+    domain: Domain
+    #: The label attribute's index, and the code of its positive level.
+    label: int
+    positive: int
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +72,20 @@ class Dataset:
     @property
     def d(self) -> int:
         return int(self.features.shape[1])
+
+    def records(self) -> Records:
+        """The dataset as records over its public domain, for a dataset whose provenance is of
+        kind ``records`` (its ``domain``: each attribute's levels; its ``label``: the attribute
+        and its positive level); else a DataError."""
+        p = self.provenance
+        if p.get("kind") != "records":
+            raise DataError("not records over a public domain (the provenance's kind)")
+        domain = Domain(tuple(p["domain"]), tuple(tuple(v) for v in p["domain"].values()))
+        if domain.names != self.feature_names:
+            raise DataError(f"the domain's attributes {domain.names} are not the columns")
+        label = domain.names.index(p["label"]["attribute"])
+        positive = domain.levels[label].index(p["label"]["positive"])
+        return Records(self.features.astype(np.int64), domain, label, positive)
 
     def merged(self) -> MergedRows:
         """Identical rows merged into (distinct x, count of +1, count of -1) (SPEC section 2)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 from omegaconf import MISSING
 
@@ -23,6 +23,9 @@ def _check_seeds(config: Any, *names: str) -> None:
 @dataclass
 class DatasetConfig:
     name: str = MISSING
+    #: Whether the dataset is records over a public domain (for the synthetic-data mechanisms,
+    #: docs/synthetic.md), not features and a label for the classifiers.
+    RECORDS: ClassVar[bool] = False
 
 
 @dataclass
@@ -58,6 +61,7 @@ class AdultRecordsConfig(AdultFilesConfig):
     every row of adult.data to train, of adult.test to test."""
 
     name: str = "adult_records"
+    RECORDS: ClassVar[bool] = True
 
 
 @dataclass

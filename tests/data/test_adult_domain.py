@@ -85,3 +85,7 @@ def test_the_records_dataset_loads_through_the_config(adult_dir):
     assert train.provenance["domain"]["sex"] == ["Female", "Male"]
     income = ATTRIBUTES.index("income")
     assert ((train.features[:, income] == 1) == (train.labels == 1)).all()
+    records = train.records()  # as the synthetic-data mechanisms take it
+    assert records.domain == adult_domain() and records.codes.dtype == np.int64
+    assert (records.label, records.positive) == (income, 1)
+    assert (records.codes == train.features).all()

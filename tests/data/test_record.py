@@ -88,3 +88,21 @@ def test_summary_counts_classes_and_the_best_possible_accuracy():
 
 def test_data_error_is_a_value_error():
     assert issubclass(DataError, ValueError)  # callers that catch ValueError catch it too
+
+
+def test_records_are_the_codes_over_the_domain_the_provenance_states():
+    provenance = {
+        "kind": "records",
+        "domain": {"a": ["x", "y"], "b": ["no", "yes"]},
+        "label": {"attribute": "b", "positive": "yes"},
+    }
+    data = _toy(features=[[0, 1], [1, 0]], labels=[1, -1], provenance=provenance)
+    records = data.records()
+    assert records.codes.tolist() == [[0, 1], [1, 0]] and records.codes.dtype == np.int64
+    assert records.domain.levels == (("x", "y"), ("no", "yes"))
+    assert (records.label, records.positive) == (1, 1)
+    with pytest.raises(DataError, match="not records over a public domain"):
+        _toy().records()
+    renamed = _toy(features=[[0, 1]], labels=[1], feature_names=["b", "a"], provenance=provenance)
+    with pytest.raises(DataError, match="are not the columns"):
+        renamed.records()

@@ -8,7 +8,8 @@ from oracles.auto import AutoOracle
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
-from oracles.registry import FACTORIES, make_oracle
+from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
+from oracles.registry import CONJUNCTIONS, DISCRETE, FACTORIES, make_oracle
 
 
 def test_known_names():
@@ -21,6 +22,17 @@ def test_known_names():
         assert make_oracle(name).name == name
 
 
+def test_the_data_players_oracles_are_named_but_never_a_configs_oracle():
+    highs = make_oracle("conjunctions_highs", time_limit=7.0, threads=2)
+    assert isinstance(highs, HighsConjunctionOracle)
+    assert (highs.time_limit, highs.threads) == (7.0, 2)
+    enumeration = make_oracle("conjunctions_enumerate", time_limit=7.0, max_records=10)
+    assert isinstance(enumeration, EnumerationConjunctionOracle)
+    assert enumeration.max_records == 10
+    assert set(CONJUNCTIONS) <= set(FACTORIES)
+    assert not set(CONJUNCTIONS) & set(DISCRETE)
+
+
 def test_options_are_passed_through():
     oracle = make_oracle("highs", time_limit=30.0, threads=2, strict_eps=1e-5)
     assert (oracle.time_limit, oracle.threads, oracle.strict_eps) == (30.0, 2, 1e-5)
@@ -30,7 +42,7 @@ def test_options_are_passed_through():
 
 def test_unknown_name_lists_the_known_ones():
     with pytest.raises(
-        ValueError, match=r"unknown oracle 'cplex'; known: \['auto', 'convex', 'enumerate'"
+        ValueError, match=r"unknown oracle 'cplex'; known: \['auto', 'conjunctions_enumerate'"
     ):
         make_oracle("cplex")
 

@@ -14,12 +14,12 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS
+from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS, SYNTHETIC
 from pipeline.catalog import SCHEMAS
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, register, validate
-from pipeline.data import load_dataset
-from pipeline.tasks import RunKey, make_oracle, run_release
+from pipeline.data import Dataset, load_dataset
+from pipeline.tasks import RunKey, make_oracle, run_one, run_release
 
 CONF = Path(CONFIG_DIR)
 
@@ -149,8 +149,9 @@ def test_settings_pickle_by_reference():
 
 
 def test_the_catalog_says_which_oracle_and_how_each_runs():
-    assert NON_PRIVATE == {"erm_01", "logistic_regression"}
-    assert NON_ORACLE == {"dpsgd_lr", "expmech", "logistic_regression"}
+    assert NON_PRIVATE == {"erm_01", "logistic_regression", "real_table"}
+    assert NON_ORACLE == {"dpsgd_lr", "expmech", "logistic_regression", "fem", "real_table"}
+    assert SYNTHETIC == {"fem", "real_table"}
     config = validate(_compose(["oracle=highs", "oracle.time_limit=7"]))
     opsamp = config.mechanisms["opsamp"]
     assert make_oracle(config.oracle, mechanism=opsamp).name == "convex"
@@ -211,3 +212,58 @@ def test_a_setting_reaches_the_release(tiny, override, mechanism, check):
     release = run_release(config, key, tiny)
     assert check(release), (release.params, dict(release.noise), release.privacy)
     assert np.all(np.isfinite(release.w))
+
+
+def _records(n: int, seed: int) -> Dataset:
+    """n random records over a three-attribute domain, the last the label."""
+    domain = {"a": ["x", "y", "z"], "b": ["p", "q"], "label": ["no", "yes"]}
+    rng = np.random.default_rng(seed)
+    codes = np.stack([rng.integers(0, len(v), n) for v in domain.values()], axis=1)
+    provenance = {
+        "kind": "records",
+        "domain": domain,
+        "label": {"attribute": "label", "positive": "yes"},
+    }
+    return Dataset(codes, np.where(codes[:, 2] == 1, 1, -1), tuple(domain), provenance)
+
+
+def test_a_synthetic_table_is_made_over_the_records_domain_and_scored_on_the_workload():
+    config = validate(
+        _compose(
+            [
+                "+sweep=synth_adult",
+                "sweep.workload_k=2",
+                "mechanisms.fem.rounds=3",
+                "mechanisms.fem.samples=2",
+                "mechanisms.fem.backend=enumerate",
+            ]
+        )
+    )
+    train, test = _records(200, 0), _records(100, 1)
+    result, release = run_one(config, RunKey("fem", 1.0, 0), train, test)
+    assert release.records.shape == (6, 3) and release.privacy.holds
+    assert release.params["rounds"] == 3 and release.params["queries"] == 3 * 2 + 3 * 2 + 2 * 2
+    assert {c.backend for c in release.certificates} == {"enumerate"}
+    assert (
+        0 < result.max_marginal_error <= 1
+        and result.mean_marginal_error <= result.max_marginal_error
+    )
+    assert 0 <= result.test_accuracy <= 1 and result.privacy_epsilon <= 1.0
+    reference, table = run_one(config, RunKey("real_table", math.inf, 0), train, test)
+    assert (table.records == train.features).all() and reference.max_marginal_error == 0.0
+    assert reference.privacy_status == "non-private"
+
+
+def test_a_synthetic_data_mechanism_refuses_features_and_a_label():
+    with pytest.raises(ValueError, match="needs records over a public domain"):
+        CATALOG["fem"].release(
+            CATALOG["fem"].default_settings(),
+            1.0,
+            1e-6,
+            1.0,
+            np.zeros((2, 2)),
+            np.ones(2),
+            np.random.default_rng(0),
+        )
+    with pytest.raises(ConfigError, match="mechanisms.fem: backend must be 'highs' or 'enumerate'"):
+        validate(_compose(["+sweep=synth_adult", "mechanisms.fem.backend=gurobi"]))

@@ -130,7 +130,14 @@ _TABLE = [
         ),
         (["+sweep=smoke", "+sweep.seed=3"], r"sweep.seed: unknown key \(did you mean sweep.seeds"),
         (["+sweep=smoke", "sweep.epsilons=[0.1"], "cannot parse 'sweep.epsilons=\\[0.1': "),
-        (["+sweep=smoke", "dataset=adult_records"], "dataset: adult_records holds records for"),
+        (
+            ["+sweep=smoke", "dataset=adult_records"],
+            "sweep.mechanisms: adult_records holds records over a public domain",
+        ),
+        (
+            ["+sweep=smoke", "sweep.mechanisms=[fem]"],
+            "sweep.mechanisms: fem make synthetic tables from records",
+        ),
     ],
 )
 def test_a_bad_command_line_is_one_error_line_exit_2_and_no_folder(

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from mechanisms.synthetic.domain import Workload
-from mechanisms.synthetic.evaluate import downstream_accuracy, marginal_errors, onehot
+from mechanisms.synthetic.evaluate import (
+    downstream_accuracies,
+    downstream_accuracy,
+    marginal_errors,
+    onehot,
+    score_table,
+)
 
 SIZES = (2, 3, 2)
 
@@ -41,3 +47,26 @@ def test_one_class_in_training_predicts_that_class():
     train = np.array([[0, 0, 1], [1, 1, 1]])
     test = np.array([[0, 0, 1], [0, 0, 0], [1, 2, 1], [1, 2, 1]])
     assert downstream_accuracy(train, test, SIZES, label=2, positive=1) == pytest.approx(0.75)
+
+
+def test_one_fit_scores_every_table_as_separate_fits_do():
+    rng = np.random.default_rng(1)
+    table = np.stack([rng.integers(0, 2, 300), rng.integers(0, 3, 300)], axis=1)
+    table = np.column_stack([table, (table[:, 0] + (rng.random(300) < 0.2)) % 2])
+    tests = [table[200:250], table[250:]]
+    both = downstream_accuracies(table[:200], tests, SIZES, label=2, positive=1)
+    assert both == [downstream_accuracy(table[:200], t, SIZES, 2, 1) for t in tests]
+
+
+def test_a_table_scores_its_workload_error_and_both_accuracies():
+    rng = np.random.default_rng(2)
+    real = np.stack([rng.integers(0, k, 400) for k in SIZES], axis=1)
+    real[:, 2] = real[:, 0]  # the label copies attribute 0
+    workload = Workload.all_k_way(SIZES, 2)
+    itself = score_table(real, real, real[:100], workload, label=2, positive=1)
+    assert (itself.max_marginal_error, itself.mean_marginal_error) == (0.0, 0.0)
+    assert (itself.train_accuracy, itself.test_accuracy) == (1.0, 1.0)
+    half = score_table(real[:200], real, None, workload, label=2, positive=1)
+    errors = marginal_errors(workload, real, real[:200])
+    assert (half.max_marginal_error, half.mean_marginal_error) == (errors.max, errors.mean)
+    assert half.max_marginal_error > 0 and np.isnan(half.test_accuracy)
