@@ -108,9 +108,11 @@ class ConjunctionSolution:
     certificate: Certificate
 
 
-def _certificate(problem, record, status, upper, seconds, backend, threads=1, message=""):
-    """Minimization form (oracles.base): objective -value(record), bound -upper."""
-    value = float(problem.values(record)[0])
+def max_certificate(value, status, upper, seconds, backend, threads=1, message=""):
+    """The Certificate of a maximization in minimization form (oracles.base): objective -value
+    (the exact value at the answer), bound -upper (a proven upper bound on the maximum); a
+    solver's OPTIMAL whose bound the exact value misses is INCONSISTENT."""
+    value = float(value)
     objective, bound = -value, -float(upper)
     if status is Status.OPTIMAL and objective - bound > OBJECTIVE_TOL * max(1.0, abs(value)):
         status, message = Status.INCONSISTENT, f"value {value!r} below the proven {upper!r}"
@@ -138,7 +140,7 @@ class EnumerationConjunctionOracle:
         best = int(np.argmax(values))
         seconds = time.perf_counter() - start
         record = records[best]
-        cert = _certificate(problem, record, Status.OPTIMAL, values[best], seconds, self.name)
+        cert = max_certificate(values[best], Status.OPTIMAL, values[best], seconds, self.name)
         return ConjunctionSolution(record, cert)
 
 
@@ -158,42 +160,79 @@ class HighsConjunctionOracle:
 
         start = time.perf_counter()
         lp, onehot = _milp(highspy, problem)
-        h = highspy.Highs()
-        threads, note = threads_for(self.threads)
-        for option, value in {
-            "output_flag": False,
-            "threads": threads,
-            "time_limit": float(self.time_limit),
-            "mip_rel_gap": 0.0,
-            "mip_abs_gap": 1e-9,
-            # HiGHS 1.16's parallel rows and columns reduction can call a worse point optimal
-            "presolve_rule_off": PRESOLVE_RULES_OFF,
-        }.items():
-            h.setOptionValue(option, value)
-        h.passModel(lp)
-        h.run()
-        info = h.getInfo()
-        has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
-        status, message = map_status(h.getModelStatus().name, has_solution)
+        answer = solve_max_milp(highspy, lp, self.time_limit, self.threads)
         seconds = time.perf_counter() - start
-        if not has_solution:
+        if answer.x is None:
             record = np.zeros(len(problem.levels), dtype=np.int64)
             cert = Certificate(
-                status, math.inf, -math.inf, seconds, self.name, threads, None, message
+                answer.status,
+                math.inf,
+                -math.inf,
+                seconds,
+                self.name,
+                answer.threads,
+                None,
+                answer.message,
             )
             return ConjunctionSolution(record, cert)
-        x = np.asarray(h.getSolution().col_value)
-        record = np.array([int(np.argmax(x[cols])) for cols in onehot])
-        # HiGHS minimizes -value: its dual bound is a lower bound on -value, so -bound is an
-        # upper bound on the best value (its own objective at an optimum)
-        dual = float(info.mip_dual_bound) if status is Status.OPTIMAL else -math.inf
-        upper = -dual if math.isfinite(dual) else math.inf
-        if status is Status.OPTIMAL:
-            upper = max(upper, -float(info.objective_function_value))
-        cert = _certificate(
-            problem, record, status, upper, seconds, self.name, threads, note or message
+        record = np.array([int(np.argmax(answer.x[cols])) for cols in onehot])
+        cert = max_certificate(
+            problem.values(record)[0],
+            answer.status,
+            answer.upper,
+            seconds,
+            self.name,
+            answer.threads,
+            answer.note or answer.message,
         )
         return ConjunctionSolution(record, cert)
+
+
+@dataclass(frozen=True)
+class MilpAnswer:
+    """What HiGHS proved of a model that minimizes -value (``solve_max_milp``)."""
+
+    #: The column values, None without a feasible point.
+    x: np.ndarray | None
+    status: Status
+    #: A proven upper bound on the maximum value (inf unless OPTIMAL).
+    upper: float
+    threads: int
+    message: str
+    #: Set when the thread count in force is not the one asked for.
+    note: str
+
+
+def solve_max_milp(highspy, lp, time_limit: float, threads: int) -> MilpAnswer:
+    """Solve ``lp`` (a HighsLp minimizing -value) with the options every conjunction MILP uses:
+    exact gap, one thread count per process, and ``PRESOLVE_RULES_OFF`` always (HiGHS 1.16's
+    parallel rows and columns reduction can call a worse point optimal, oracles.highs)."""
+    h = highspy.Highs()
+    threads, note = threads_for(threads)
+    for option, value in {
+        "output_flag": False,
+        "threads": threads,
+        "time_limit": float(time_limit),
+        "mip_rel_gap": 0.0,
+        "mip_abs_gap": 1e-9,
+        "presolve_rule_off": PRESOLVE_RULES_OFF,
+    }.items():
+        h.setOptionValue(option, value)
+    h.passModel(lp)
+    h.run()
+    info = h.getInfo()
+    has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
+    status, message = map_status(h.getModelStatus().name, has_solution)
+    if not has_solution:
+        return MilpAnswer(None, status, math.inf, threads, message, note)
+    x = np.asarray(h.getSolution().col_value)
+    # HiGHS minimizes -value: its dual bound is a lower bound on -value, so -bound is an upper
+    # bound on the best value (its own objective at an optimum)
+    dual = float(info.mip_dual_bound) if status is Status.OPTIMAL else -math.inf
+    upper = -dual if math.isfinite(dual) else math.inf
+    if status is Status.OPTIMAL:
+        upper = max(upper, -float(info.objective_function_value))
+    return MilpAnswer(x, status, upper, threads, message, note)
 
 
 def _milp(highspy, problem: ConjunctionProblem):
@@ -243,4 +282,7 @@ __all__ = [
     "EnumerationConjunctionOracle",
     "HighsConjunctionOracle",
     "Literal",
+    "MilpAnswer",
+    "max_certificate",
+    "solve_max_milp",
 ]

@@ -1,0 +1,324 @@
+"""The query player's oracle of private synthetic data: the best conjunction and sign.
+
+The transpose of ``oracles.conjunctions`` (the data player's best record for given
+conjunctions): here the records are given and the conjunction is sought. A candidate is (q, s),
+q a conjunction of 1 to ``max_literals`` literals (a, v) on distinct attributes, s in {+1, -1}.
+Given records x with real weights c_x (the game: count_D(x) - n count_S(x) / |S|), a weight per
+literal and one for the sign, the oracle finds
+
+    argmax_(q, s)  s sum_{x : q(x) = 1} c_x  +  sum_{(a, v) in q} literal_noise[a][v]
+                   +  sign_noise [s = +1]
+
+over the whole class (RSPM's selection, docs/synthetic.md section 4). Two backends behind one
+``solve(problem) -> SelectionSolution``:
+
+* ``EnumerationSelectionOracle``: every candidate, a marginal at a time (its cells' sums by one
+  bincount). Ties go to the first candidate in the CLASS ORDER: every (q, +1) before every
+  (q, -1); within a sign, conjunctions by size (1 literal first), then by their attributes in
+  ``itertools.combinations`` order, then by their levels in row-major order
+  (``conjunction_index``);
+* ``HighsSelectionOracle``: one MILP per sign, the better answer kept (+1 on equal values).
+  Binaries y_{a,v} (literal (a, v) in q), u_a = sum_v y_{a,v} <= 1, 1 <= sum_a u_a <= k, and one
+  continuous z_x in [0, 1] per record with w_x = s c_x != 0. x satisfies q iff no literal of q
+  on any attribute a has a level other than x_a, i.e. iff u_a - y_{a, x_a} = 0 for every a.
+  With w_x > 0 (the maximization pushes z_x up): z_x <= 1 - u_a + y_{a, x_a} for each a; with
+  w_x < 0 (pushed down): z_x >= 1 - sum_a (u_a - y_{a, x_a}). At integral y both make
+  z_x = q(x) at the optimum, so the MILP's optimum is the class's. On equal values within a
+  sign the MILP returns one of the maximizers, not necessarily the class order's first:
+  docs/synthetic.md section 4.4 says why the value is all privacy needs.
+
+Every answer carries a ``Certificate`` (minimization form, ``conjunctions.max_certificate``):
+the exact value at the answer and the larger of the two signs' proven upper bounds. Unlike the
+data player's, the selection's privacy RESTS on it: a round is private only when its
+certificate is.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse
+
+from oracles.base import Certificate, Status
+from oracles.checks import check_int, check_solver_options
+from oracles.conjunctions import Conjunction, max_certificate, solve_max_milp
+from oracles.highs import highs_lp
+
+#: Candidates an enumeration oracle may visit (both signs).
+MAX_CANDIDATES = 50_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class SelectionProblem:
+    """The maximization of the module docstring."""
+
+    levels: tuple[int, ...]
+    max_literals: int
+    #: (r, attributes) level codes (distinct in the game, not required here).
+    records: np.ndarray
+    #: c_x, one per record.
+    coefs: np.ndarray
+    #: One array per attribute, literal_noise[a][v] the weight of literal (a, v).
+    literal_noise: tuple[np.ndarray, ...] = field(default=())
+    sign_noise: float = 0.0
+
+    def __post_init__(self) -> None:
+        levels = tuple(int(k) for k in self.levels)
+        if not levels:
+            raise ValueError("levels must list at least one attribute")
+        for a, k in enumerate(levels):
+            check_int(f"levels[{a}]", k)
+        object.__setattr__(self, "levels", levels)
+        check_int("max_literals", self.max_literals)
+        if self.max_literals > len(levels):
+            raise ValueError(
+                f"max_literals must be <= the {len(levels)} attributes, found {self.max_literals}"
+            )
+        records = np.asarray(self.records, dtype=np.int64).reshape(-1, len(levels))
+        if (records < 0).any() or (records >= np.array(levels)).any():
+            raise ValueError(f"records must hold level codes within the levels {levels}")
+        object.__setattr__(self, "records", records)
+        coefs = np.asarray(self.coefs, dtype=float)
+        if coefs.shape != (len(records),) or not np.isfinite(coefs).all():
+            raise ValueError(f"coefs must be {len(records)} finite numbers, one per record")
+        object.__setattr__(self, "coefs", coefs)
+        noise = self.literal_noise or tuple(np.zeros(k) for k in levels)
+        noise = tuple(np.asarray(n, dtype=float) for n in noise)
+        if [n.shape for n in noise] != [(k,) for k in levels] or not all(
+            np.isfinite(n).all() for n in noise
+        ):
+            raise ValueError(
+                "literal_noise must hold one finite weight per level of each attribute"
+            )
+        object.__setattr__(self, "literal_noise", noise)
+        if not math.isfinite(self.sign_noise):
+            raise ValueError(f"sign_noise must be finite, found {self.sign_noise!r}")
+        object.__setattr__(self, "sign_noise", float(self.sign_noise))
+
+    @property
+    def candidates(self) -> int:
+        """|class| with both signs: 2 sum_{j <= k} sum_{|A| = j} prod_{a in A} levels[a]."""
+        return 2 * sum(_cells(self.levels, j) for j in range(1, self.max_literals + 1))
+
+    def value(self, conjunction: Conjunction, sign: int) -> float:
+        """The objective at (conjunction, sign)."""
+        hold = np.ones(len(self.records), dtype=bool)
+        noise = 0.0
+        for a, v in conjunction:
+            hold &= self.records[:, a] == v
+            noise += self.literal_noise[a][v]
+        return sign * float(self.coefs[hold].sum()) + noise + (self.sign_noise if sign > 0 else 0)
+
+
+@dataclass(frozen=True)
+class SelectionSolution:
+    conjunction: Conjunction
+    sign: int
+    certificate: Certificate
+
+
+def _cells(levels: tuple[int, ...], size: int) -> int:
+    return sum(
+        math.prod(levels[a] for a in attrs)
+        for attrs in itertools.combinations(range(len(levels)), size)
+    )
+
+
+def conjunction_index(levels, max_literals: int, conjunction: Conjunction) -> int:
+    """The position of ``conjunction`` in the class order (module docstring), from 0."""
+    levels = tuple(int(k) for k in levels)
+    conjunction = tuple(sorted((int(a), int(v)) for a, v in conjunction))
+    size = len(conjunction)
+    if not 1 <= size <= max_literals:
+        raise ValueError(f"a conjunction of 1 to {max_literals} literals, found {conjunction}")
+    attrs = tuple(a for a, _ in conjunction)
+    index = sum(_cells(levels, j) for j in range(1, size))
+    for other in itertools.combinations(range(len(levels)), size):
+        if other == attrs:
+            cell = np.ravel_multi_index([v for _, v in conjunction], [levels[a] for a in attrs])
+            return index + int(cell)
+        index += math.prod(levels[a] for a in other)
+    raise ValueError(f"{conjunction} is not a conjunction over the levels {levels}")
+
+
+@dataclass(frozen=True)
+class EnumerationSelectionOracle:
+    """Every candidate, a marginal at a time (ties: the first in the class order)."""
+
+    max_candidates: int = MAX_CANDIDATES
+    name: str = "enumerate"
+
+    def solve(self, problem: SelectionProblem) -> SelectionSolution:
+        if problem.candidates > self.max_candidates:
+            raise ValueError(
+                f"the class has {problem.candidates} candidates, more than max_candidates="
+                f"{self.max_candidates}: enumeration cannot cover it"
+            )
+        start = time.perf_counter()
+        levels, records = problem.levels, problem.records
+        best = {+1: (-math.inf, None), -1: (-math.inf, None)}
+        for size in range(1, problem.max_literals + 1):
+            for attrs in itertools.combinations(range(len(levels)), size):
+                shape = [levels[a] for a in attrs]
+                cell = np.ravel_multi_index(tuple(records[:, a] for a in attrs), shape)
+                sums = np.bincount(cell, weights=problem.coefs, minlength=math.prod(shape))
+                noise = np.zeros(shape)
+                for axis, a in enumerate(attrs):
+                    noise = noise + np.expand_dims(
+                        problem.literal_noise[a], [i for i in range(size) if i != axis]
+                    )
+                noise = noise.ravel()
+                for sign, values in ((+1, sums + noise + problem.sign_noise), (-1, noise - sums)):
+                    i = int(np.argmax(values))
+                    if values[i] > best[sign][0]:  # strict: the first in the class order stays
+                        best[sign] = (float(values[i]), (attrs, shape, i))
+        sign = +1 if best[+1][0] >= best[-1][0] else -1
+        value, (attrs, shape, i) = best[sign]
+        conjunction = tuple((a, int(v)) for a, v in zip(attrs, np.unravel_index(i, shape)))
+        seconds = time.perf_counter() - start
+        cert = max_certificate(value, Status.OPTIMAL, value, seconds, self.name)
+        return SelectionSolution(conjunction, sign, cert)
+
+
+@dataclass(frozen=True)
+class HighsSelectionOracle:
+    """One MILP per sign (module docstring), solved by HiGHS; each may take ``time_limit``."""
+
+    time_limit: float = 600.0
+    threads: int = 1
+    name: str = "highs"
+
+    def __post_init__(self) -> None:
+        check_solver_options(self.time_limit, self.threads)
+
+    def solve(self, problem: SelectionProblem) -> SelectionSolution:
+        import highspy  # here: it cannot share a process with OR-Tools (oracles.highs)
+
+        start = time.perf_counter()
+        answers = []
+        for sign in (+1, -1):
+            lp, literals = _milp(highspy, problem, sign)
+            answer = solve_max_milp(highspy, lp, self.time_limit, self.threads)
+            conjunction = None
+            if answer.x is not None:
+                chosen = np.flatnonzero(answer.x[: len(literals)] > 0.5)
+                conjunction = tuple(literals[j] for j in chosen)
+                if not 1 <= len(conjunction) <= problem.max_literals or len(
+                    {a for a, _ in conjunction}
+                ) != len(conjunction):
+                    conjunction = None  # rounding left the class: no usable answer
+            answers.append((sign, conjunction, answer))
+        seconds = time.perf_counter() - start
+        usable = [(problem.value(c, s), s, c) for s, c, _ in answers if c is not None]
+        statuses = [a.status for _, _, a in answers]
+        status = next((st for st in statuses if st is not Status.OPTIMAL), Status.OPTIMAL)
+        threads = answers[0][2].threads
+        notes = "; ".join(
+            f"sign {s:+d}: {a.note or a.message}" for s, _, a in answers if a.note or a.message
+        )
+        if not usable:
+            cert = Certificate(
+                Status.NO_SOLUTION if status is Status.OPTIMAL else status,
+                math.inf,
+                -math.inf,
+                seconds,
+                self.name,
+                threads,
+                None,
+                notes or "no answer in the class",
+            )
+            return SelectionSolution(((0, 0),), +1, cert)
+        if len(usable) < 2 and status is Status.OPTIMAL:
+            status, notes = Status.INCONSISTENT, "an optimal answer rounded outside the class"
+        value, sign, conjunction = max(usable, key=lambda t: (t[0], t[1]))  # +1 on equal values
+        upper = max(a.upper for _, _, a in answers)
+        cert = max_certificate(value, status, upper, seconds, self.name, threads, notes)
+        return SelectionSolution(conjunction, sign, cert)
+
+
+def _milp(highspy, problem: SelectionProblem, sign: int):
+    """(HighsLp minimizing -(the objective of sign ``sign``), the literal of each y column).
+
+    Columns: y (one per literal, binary), u (one per attribute), z (one per record with
+    w_x = sign c_x != 0)."""
+    levels, records = problem.levels, problem.records
+    starts = np.concatenate([[0], np.cumsum(levels)]).astype(np.int64)
+    literals = [(a, v) for a, k in enumerate(levels) for v in range(k)]
+    n_y, n_a = int(starts[-1]), len(levels)
+    weights = sign * problem.coefs
+    active = np.flatnonzero(weights != 0)
+    n_cols = n_y + n_a + len(active)
+    u0, z0 = n_y, n_y + n_a
+    cost = np.concatenate([-np.concatenate(problem.literal_noise), np.zeros(n_a), -weights[active]])
+    offset = -problem.sign_noise if sign > 0 else 0.0
+    rows, cols, vals, lower, upper = [], [], [], [], []
+
+    # u_a - sum_v y_{a,v} = 0, 1 <= sum_a u_a <= k
+    r = 0
+    for a in range(n_a):
+        ys = np.arange(starts[a], starts[a + 1])
+        rows.append(np.full(len(ys) + 1, r)), cols.append(np.append(ys, u0 + a))
+        vals.append(np.append(-np.ones(len(ys)), 1.0))
+        lower.append(np.zeros(1)), upper.append(np.zeros(1))
+        r += 1
+    rows.append(np.full(n_a, r)), cols.append(u0 + np.arange(n_a)), vals.append(np.ones(n_a))
+    lower.append(np.ones(1)), upper.append(np.array([float(problem.max_literals)]))
+    r += 1
+    # w_x > 0: z_x + u_a - y_{a, x_a} <= 1 for every attribute a with more than one level
+    pos = active[weights[active] > 0]
+    z_pos = z0 + np.flatnonzero(weights[active] > 0)
+    for a in range(n_a):
+        if levels[a] < 2 or not len(pos):
+            continue
+        count = len(pos)
+        block_rows = r + np.arange(count)
+        rows.append(np.repeat(block_rows, 3))
+        cols.append(
+            np.stack([z_pos, np.full(count, u0 + a), starts[a] + records[pos, a]], 1).ravel()
+        )
+        vals.append(np.tile([1.0, 1.0, -1.0], count))
+        lower.append(np.full(count, -np.inf)), upper.append(np.ones(count))
+        r += count
+    # w_x < 0: z_x + sum_a (u_a - y_{a, x_a}) >= 1
+    neg = active[weights[active] < 0]
+    z_neg = z0 + np.flatnonzero(weights[active] < 0)
+    if len(neg):
+        count = len(neg)
+        block_rows = r + np.arange(count)
+        entries = [z_neg[:, None], np.broadcast_to(u0 + np.arange(n_a), (count, n_a))]
+        entries.append(starts[:-1][None, :] + records[neg])
+        rows.append(np.repeat(block_rows, 1 + 2 * n_a))
+        cols.append(np.hstack(entries).ravel())
+        vals.append(np.tile(np.concatenate([[1.0], np.ones(n_a), -np.ones(n_a)]), count))
+        lower.append(np.ones(count)), upper.append(np.full(count, np.inf))
+        r += count
+    matrix = scipy.sparse.csr_array(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, n_cols)
+    )
+    matrix.sum_duplicates()
+    lp = highs_lp(
+        highspy,
+        cost=cost,
+        matrix=matrix,
+        row_lower=np.concatenate(lower),
+        row_upper=np.concatenate(upper),
+        col_lower=np.zeros(n_cols),
+        col_upper=np.ones(n_cols),
+        integer=np.arange(n_cols) < n_y,
+        offset=offset,
+    )
+    return lp, literals
+
+
+__all__ = [
+    "EnumerationSelectionOracle",
+    "HighsSelectionOracle",
+    "MAX_CANDIDATES",
+    "SelectionProblem",
+    "SelectionSolution",
+    "conjunction_index",
+]
