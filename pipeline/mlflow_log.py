@@ -8,6 +8,8 @@
   in, the label out): ``mlflow.pyfunc.load_model(f"runs:/{run_id}/model")`` predicts exactly
   ``Release.predict``'s labels (pipeline.mlflow_model). No input example: an example row would
   publish a row of the private data.
+* A synthetic-data run's table, as the artifact ``synthetic.csv`` (the original columns and
+  levels) and as the run's output dataset (``log_synthetic_table``); it has no model.
 * ``release.json``: the record nobody sorts by (the mechanism's config and parameters, the
   privacy claim's provenance, every oracle certificate), kept out of the run list's columns.
 * The run list's view (``RUN_LIST_VIEW``): the columns a reviewer wants first, stored as a
@@ -31,10 +33,14 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.base import Release
+from mechanisms.synthetic.domain import Domain
+from mechanisms.synthetic.fem import SyntheticRelease
 from pipeline.data.record import Dataset
 
 #: The model's name in its run: ``runs:/<run_id>/model``.
 MODEL_NAME = "model"
+#: A synthetic-data run's table, an artifact of its run.
+SYNTHETIC_TABLE = "synthetic.csv"
 MODEL_CODE = Path(__file__).with_name("mlflow_model.py")
 LABEL = "label"
 #: The key of the run list's shared view (``?viewStateShareKey=`` in the UI's URL).
@@ -218,16 +224,52 @@ def _working_directory(path: str):
             os.chdir(tempfile.gettempdir())
 
 
-def release_json(release: Release, mechanism_cfg: Mapping[str, Any]) -> str:
-    """release.json: what was run and everything the release rests on, in full."""
+def release_json(release: Release | SyntheticRelease, mechanism_cfg: Mapping[str, Any]) -> str:
+    """release.json: what was run and everything the release rests on, in full (a classifier's
+    weights; a synthetic table's private transcript, the query and sign each round selected)."""
     record = {
         "mechanism_config": dict(mechanism_cfg),
         "release": release.to_params(),
         "metrics": release.to_metrics(),
-        "w": release.w.tolist(),
-        "certificates": [c.to_params() for c in release.certificates],
     }
+    if isinstance(release, SyntheticRelease):
+        record["selections"] = [list(s) for s in release.selections]
+    else:
+        record["w"] = release.w.tolist()
+    record["certificates"] = [c.to_params() for c in release.certificates]
     return json.dumps(record, indent=1, default=_json_value)
+
+
+def synthetic_frame(release: SyntheticRelease, domain: Domain) -> pd.DataFrame:
+    """The synthetic table with the original columns and levels (not the level codes)."""
+    return pd.DataFrame(domain.decode(release.records), columns=list(domain.names))
+
+
+def log_synthetic_table(client, run_id: str, release: SyntheticRelease, domain: Domain) -> None:
+    """The synthetic table as the run's artifact ``SYNTHETIC_TABLE`` and as its output dataset.
+
+    MLflow 3 records outputs of a run for models only, so the table is logged as a dataset of
+    the run with context ``output`` (the run list's Dataset column shows it beside the input),
+    its source the artifact. Never called for the real-table reference: its "table" is the
+    private training data, which the tracking store must not hold a copy of.
+    """
+    import mlflow.data
+    from mlflow.entities import DatasetInput, InputTag
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+    frame = synthetic_frame(release, domain)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / SYNTHETIC_TABLE
+        frame.to_csv(path, index=False)
+        client.log_artifact(run_id, str(path))
+    uri = f"{client.get_run(run_id).info.artifact_uri.rstrip('/')}/{SYNTHETIC_TABLE}"
+    with warnings.catch_warnings():  # as in _source: two local sources, the same class
+        warnings.filterwarnings("ignore", ".*can be interpreted in multiple ways", UserWarning)
+        dataset = mlflow.data.from_pandas(
+            frame, source=uri, name=f"{release.mechanism} synthetic table"
+        )
+    output = DatasetInput(dataset._to_mlflow_entity(), [InputTag(MLFLOW_DATASET_CONTEXT, "output")])
+    client.log_inputs(run_id, datasets=[output])
 
 
 def _json_value(value: Any) -> Any:

@@ -1,4 +1,5 @@
-"""The sweep's report: results table, Figure 1a and 1b (SPEC section 9), a short summary.
+"""The sweep's report: results table, Figure 1a and 1b (SPEC section 9), a short summary; for
+synthetic tables, their workload error and downstream accuracy (docs/synthetic.md).
 
 Written for a reviewer: a run that called no oracle is ``no oracle``, never certified; a gap is
 ``gap_text``'s short form (floating-point noise below zero is 0); a test accuracy the runs do not
@@ -16,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from mechanisms.catalog import NON_PRIVATE
+from mechanisms.catalog import NON_PRIVATE, SYNTHETIC
 from pipeline.run_record import NO_ORACLE, certified_text, gap_text
 
 #: What summary.md shows for a test accuracy the runs do not have.
@@ -37,6 +38,9 @@ def aggregate(frame: pd.DataFrame) -> pd.DataFrame:
     for name in ("privacy_epsilon", "privacy_delta"):
         if name not in frame:
             frame[name] = math.nan
+    for name in ("max_marginal_error", "mean_marginal_error"):  # records of a classifier sweep
+        if name not in frame:
+            frame[name] = math.nan
     if "calibration" not in frame:
         frame["calibration"] = ""
     frame["calibration"] = frame["calibration"].fillna("").astype(str)
@@ -52,6 +56,12 @@ def aggregate(frame: pd.DataFrame) -> pd.DataFrame:
         wall_median=("wall_seconds", "median"),
         wall_max=("wall_seconds", "max"),
         private=("privacy_holds", "sum"),
+        max_error_mean=("max_marginal_error", "mean"),
+        max_error_sd=(
+            "max_marginal_error",
+            lambda s: float(np.std(s, ddof=1)) if len(s) > 1 else 0.0,
+        ),
+        mean_error_mean=("mean_marginal_error", "mean"),
     )
     return out.reset_index()
 
@@ -295,6 +305,51 @@ def figure_1b(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def figure_synthetic(frame: pd.DataFrame, path: Path) -> Path:
+    """Synthetic tables against epsilon: the workload's largest marginal error, and the test
+    accuracy of logistic regression trained on the table, mean ± sd per mechanism over its runs
+    whose privacy holds; the real training table's accuracy as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    agg = aggregate(private_means_frame(frame))
+    for name, part in agg.groupby("mechanism"):
+        if name in NON_PRIVATE:
+            right.axhline(
+                part["test_acc_mean"].iloc[0],
+                color="black",
+                linestyle="--",
+                label=f"{name} (non-private)",
+            )
+            continue
+        part = part.sort_values("requested_epsilon")
+        left.errorbar(
+            part["proven_epsilon"],
+            part["max_error_mean"],
+            yerr=part["max_error_sd"],
+            marker="o",
+            capsize=3,
+            label=name,
+        )
+        right.plot(part["proven_epsilon"], part["test_acc_mean"], marker="o", label=name)
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_xlabel("epsilon proven")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    left.set_ylabel("largest marginal error (fraction)")
+    left.set_title("Workload error (mean ± sd over runs)", fontsize=11)
+    right.set_ylabel("test accuracy")
+    right.set_title("Logistic regression trained on the table", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def outcome_lines(outcome, missing: Sequence[str]) -> list[str]:
     """The sweep's verdict, first: complete, or partial and why, with what is missing."""
     if outcome is None:
@@ -322,9 +377,54 @@ def summary_text(frame: pd.DataFrame, title: str, outcome=None, missing: Sequenc
     lines = [f"# {title}", "", *outcome_lines(outcome, missing)]
     if frame.empty:
         return "\n".join(lines + ["No run finished."]) + "\n"
-    agg = aggregate(frame)
     requested = f" of {outcome.requested} requested" if outcome is not None else ""
     lines += [f"{len(frame)}{requested} runs finished.", ""]
+    synthetic = frame["mechanism"].isin(SYNTHETIC)
+    if (~synthetic).any():
+        lines += classifier_lines(frame[~synthetic])
+    if synthetic.any():
+        lines += synthetic_lines(frame[synthetic])
+    not_private = frame[
+        (~frame["privacy_holds"].astype(bool)) & ~frame["mechanism"].isin(NON_PRIVATE)
+    ]
+    lines += ["", f"Private-mechanism runs whose privacy does NOT hold: {len(not_private)}."]
+    for r in not_private.head(10).itertuples():
+        lines.append(f"- {r.key}: {r.privacy_reason}")
+    return "\n".join(lines) + "\n"
+
+
+def synthetic_lines(frame: pd.DataFrame) -> list[str]:
+    """The synthetic tables' part of summary.md: per mechanism and epsilon, the workload's error
+    (fractions) and the test accuracy of logistic regression trained on the table, beside the
+    real training table's (the non-private reference)."""
+    agg = aggregate(frame)
+    lines = [
+        "Synthetic tables, measured on the sweep's workload of marginals (absolute error of a "
+        "cell's fraction, in [0, 1]) and by logistic regression trained on the table and tested "
+        "on the real test set (docs/synthetic.md):",
+        "",
+        "| mechanism | requested epsilon | epsilon proven | delta | runs | max marginal error "
+        "(mean ± sd) | mean marginal error | test acc | private | median s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in agg.itertuples():
+        private = r.mechanism not in NON_PRIVATE
+        eps = f"{r.requested_epsilon:g}" if private else "- (non-private)"
+        proven = f"{r.proven_epsilon:.4g}" if private else "-"
+        delta = f"{r.proven_delta:.3g}" if private else "-"
+        lines.append(
+            f"| {r.mechanism} | {eps} | {proven} | {delta} | {r.runs} | "
+            f"{r.max_error_mean:.4f} ± {r.max_error_sd:.4f} | {r.mean_error_mean:.5f} | "
+            f"{accuracy_text(r.test_acc_mean)} | "
+            f"{f'{int(r.private)}/{r.runs}' if private else '-'} | {r.wall_median:.2f} |"
+        )
+    return lines + [""]
+
+
+def classifier_lines(frame: pd.DataFrame) -> list[str]:
+    """The classifiers' part of summary.md: the private mechanisms, then the references."""
+    agg = aggregate(frame)
+    lines = []
     lines.append(
         "Epsilon proven, delta: the largest (epsilon, delta) guarantee that SPEC section "
         "10 proves for the noise the runs used; epsilon exceeds the requested one when "
@@ -375,13 +475,7 @@ def summary_text(frame: pd.DataFrame, title: str, outcome=None, missing: Sequenc
         lines += ["", f"Test accuracy {NO_TEST}: the sweep's dataset has no test set."]
     elif not np.isfinite(agg["test_acc_mean"].astype(float)).all():
         lines += ["", f"Test accuracy {NO_TEST}: those runs had no test set."]
-    not_private = frame[
-        (~frame["privacy_holds"].astype(bool)) & ~frame["mechanism"].isin(NON_PRIVATE)
-    ]
-    lines += ["", f"Private-mechanism runs whose privacy does NOT hold: {len(not_private)}."]
-    for r in not_private.head(10).itertuples():
-        lines.append(f"- {r.key}: {r.privacy_reason}")
-    return "\n".join(lines) + "\n"
+    return lines + [""]
 
 
 def write_report(
@@ -401,13 +495,24 @@ def write_report(
     paths = [output_dir / "results.csv"]
     # requested_epsilon is the grid's target; the guarantee is privacy_epsilon (SPEC section 10)
     frame.to_csv(paths[0], index=False)
-    figures = [output_dir / "fig1a_accuracy.png", output_dir / "fig1b_runtime.png"]
+    figures = {
+        "classifiers": output_dir / "fig1a_accuracy.png",
+        "runtime": output_dir / "fig1b_runtime.png",
+        "synthetic": output_dir / "fig_synthetic.png",
+    }
+    synthetic = frame["mechanism"].isin(SYNTHETIC) if not frame.empty else None
+    drawn = {}
     if not frame.empty:
-        paths.append(figure_1a(frame, figures[0]))
-        paths.append(figure_1b(frame, figures[1]))
-    else:
-        for stale in figures:
-            stale.unlink(missing_ok=True)
+        if (~synthetic).any():
+            drawn["classifiers"] = figure_1a(frame[~synthetic], figures["classifiers"])
+        drawn["runtime"] = figure_1b(frame, figures["runtime"])
+        if synthetic.any():
+            drawn["synthetic"] = figure_synthetic(frame[synthetic], figures["synthetic"])
+    for name, path in figures.items():  # an earlier, fuller report's figure is not left behind
+        if name in drawn:
+            paths.append(drawn[name])
+        else:
+            path.unlink(missing_ok=True)
     summary = output_dir / "summary.md"
     summary.write_text(summary_text(frame, title, outcome, missing))
     paths.append(summary)

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 from mechanisms.base import Release
 from mechanisms.catalog import NON_PRIVATE
 from mechanisms.synthetic.evaluate import TableScores
+from mechanisms.synthetic.fem import SyntheticRelease
 from oracles.base import OBJECTIVE_TOL
 from pipeline.data.record import Dataset
 from pipeline.mlflow_log import CHILD_ROLE
@@ -334,9 +335,16 @@ def _certified(calls: int, tag: str | None, metrics: Mapping[str, float]) -> boo
     return metrics.get("oracle_certified_fraction") == 1.0
 
 
-def release_fields(release: Release) -> tuple[dict[str, Any], dict[str, float]]:
+def release_fields(release: Release | SyntheticRelease) -> tuple[dict[str, Any], dict[str, float]]:
     """(params, metrics) of the child run that come from the release itself, not the result:
-    its scalar noise parameters (``noise.*``) and its timings and certificate summary."""
-    params = {f"noise.{k}": v for k, v in release.noise.items()}  # scalars only (Release)
+    a classifier's scalar noise parameters (``noise.*``), a synthetic table's game parameters
+    (``param.*``: T, the per-round epsilon, ...; the target is the run's), and the timings and
+    certificate summary."""
+    if isinstance(release, SyntheticRelease):
+        params = {
+            f"param.{k}": v for k, v in release.params.items() if k not in ("epsilon", "delta")
+        }
+    else:
+        params = {f"noise.{k}": v for k, v in release.noise.items()}  # scalars only (Release)
     metrics = {k: float(v) for k, v in release.to_metrics().items()}
     return params, {k: v for k, v in metrics.items() if math.isfinite(v)}

@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from mechanisms.base import Release
+from mechanisms.catalog import NON_PRIVATE
+from mechanisms.synthetic.domain import Domain
+from mechanisms.synthetic.fem import SyntheticRelease
 from pipeline import mlflow_log
 from pipeline.data.record import Dataset
 from pipeline.lease import SweepBusyError, this_driver
@@ -115,6 +118,7 @@ class SweepTracker:
         self._beat = 0.0
         self._inputs: list = []  # the sweep's datasets (use_datasets)
         self._feature_names: tuple[str, ...] = ()
+        self._domain: Domain | None = None
 
     def find_parent(self, sid: str) -> str | None:
         """The parent run of the sweep ``sid`` if there is one; creates nothing."""
@@ -218,11 +222,16 @@ class SweepTracker:
         """The sweep's data (built once, here, in the driver): the input of every run logged."""
         self._inputs = mlflow_log.dataset_inputs(name, train, test)
         self._feature_names = train.feature_names
+        if train.provenance.get("kind") == "records":  # the synthetic tables' columns
+            self._domain = train.records().domain
 
-    def log_child(self, result: RunResult, release: Release, mechanism_cfg: dict[str, Any]) -> str:
+    def log_child(
+        self, result: RunResult, release: Release | SyntheticRelease, mechanism_cfg: dict[str, Any]
+    ) -> str:
         """One child run, created and finished in one step, timed as the run ran (not as logged):
         the result (pipeline.run_record), its dataset as input, its classifier as the model
-        ``runs:/<id>/model``, the rest of the release in release.json (pipeline.mlflow_log)."""
+        ``runs:/<id>/model`` or its synthetic table as an artifact and output dataset, the rest
+        of the release in release.json (pipeline.mlflow_log)."""
         import mlflow
 
         noise, release_metrics = release_fields(release)
@@ -239,9 +248,13 @@ class SweepTracker:
             self.client.log_inputs(run_id, datasets=self._inputs)
         record = mlflow_log.release_json(release, mechanism_cfg)
         self.client.log_text(run_id, record, "release.json")
-        names = self._feature_names or [f"x{j}" for j in range(release.w.shape[-1])]
-        mlflow.set_tracking_uri(self.uri)  # where MLflow logs a model (one store per driver)
-        mlflow_log.log_release_model(self.client, self.experiment_id, run_id, release, names)
+        if isinstance(release, SyntheticRelease):
+            if result.mechanism not in NON_PRIVATE:  # the reference's table is the private data
+                mlflow_log.log_synthetic_table(self.client, run_id, release, self._domain)
+        else:
+            names = self._feature_names or [f"x{j}" for j in range(release.w.shape[-1])]
+            mlflow.set_tracking_uri(self.uri)  # where MLflow logs a model (one store per driver)
+            mlflow_log.log_release_model(self.client, self.experiment_id, run_id, release, names)
         self.client.set_terminated(run_id, status=FINISHED, end_time=end)
         return run_id
 

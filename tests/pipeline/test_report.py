@@ -321,3 +321,49 @@ def test_the_best_possible_accuracy_is_said_only_when_it_tells_something():
     assert "1.0000" not in note and "no two equal rows carry different labels" in note
     older = {"best_possible_accuracy": 0.9, "distinct_rows": 10}  # before the count was there
     assert best_accuracy_note(older).startswith("best possible accuracy 0.9000")
+
+
+def test_a_synthetic_sweep_reports_its_workload_error_beside_the_real_table(tmp_path):
+    rows = [
+        _row(
+            "fem",
+            eps,
+            i,
+            max_marginal_error=err,
+            mean_marginal_error=err / 10,
+            privacy_epsilon=eps,
+            privacy_delta=1e-9,
+        )
+        for eps, errors in ((0.3, (0.2, 0.3)), (1.0, (0.1, 0.1)))
+        for i, err in enumerate(errors)
+    ]
+    rows.append(
+        _row(
+            "real_table",
+            math.inf,
+            0,
+            privacy_holds=False,
+            max_marginal_error=0.0,
+            mean_marginal_error=0.0,
+            test_accuracy=0.85,
+            oracle_calls=0,
+        )
+    )
+    paths = write_report(rows, tmp_path, "S")
+    assert [p.name for p in paths] == [
+        "results.csv",
+        "fig1b_runtime.png",
+        "fig_synthetic.png",
+        "summary.md",
+    ]
+    assert "max_marginal_error" in pd.read_csv(paths[0]).columns
+    text = (tmp_path / "summary.md").read_text()
+    assert "| fem | 0.3 | 0.3 | 1e-09 | 2 | 0.2500 ± 0.0707 | 0.02500 | 0.5000 | 2/2 |" in text
+    assert (
+        "| real_table | - (non-private) | - | - | 1 | 0.0000 ± 0.0000 | 0.00000 | 0.8500 | - |"
+        in text
+    )
+    assert "train acc (mean ± sd)" not in text  # no classifier ran
+    assert "Private-mechanism runs whose privacy does NOT hold: 0." in text
+    write_report([_row(i=0)], tmp_path, "T")  # a classifier sweep in the same place
+    assert not (tmp_path / "fig_synthetic.png").exists()

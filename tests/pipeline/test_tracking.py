@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 
 import numpy as np
 import pytest
 
 from mechanisms.base import PrivacyClaim, Release
+from mechanisms.synthetic.evaluate import TableScores
+from mechanisms.synthetic.fem import SyntheticRelease
 from oracles.base import Certificate, Status
+from pipeline.data.record import Dataset
+from pipeline.mlflow_log import SYNTHETIC_TABLE
 from pipeline.run_record import RunResult
 from pipeline.tasks import RunKey
 from pipeline.tracking import (
@@ -73,6 +79,56 @@ def test_another_sweep_in_the_same_store_has_its_own_parent(store, tmp_path):
     second = SweepTracker(uri, "shared", tmp_path / "art")
     assert second.find_parent("sid-b") is None
     assert results_from_mlflow(second) == []
+
+
+def _synthetic(mechanism: str, claim: PrivacyClaim) -> SyntheticRelease:
+    return SyntheticRelease(
+        mechanism=mechanism,
+        records=np.array([[0, 1], [1, 0], [1, 1]]),
+        privacy=claim,
+        params={"epsilon": 1.0, "delta": 1e-6, "rounds": 3, "round_epsilon": 0.2},
+        selections=((0, 1), (2, -1), (0, 1)),
+        certificates=(),
+        timings={"total": 0.1},
+    )
+
+
+def test_a_synthetic_child_logs_its_table_and_the_reference_never_the_private_one(store, tmp_path):
+    provenance = {
+        "kind": "records",
+        "domain": {"a": ["x", "y"], "label": ["no", "yes"]},
+        "label": {"attribute": "label", "positive": "yes"},
+    }
+    train = Dataset(np.array([[0, 1], [1, 0]]), np.array([1, -1]), ("a", "label"), provenance)
+    tracker = SweepTracker(store, "synthetic", tmp_path / "art")
+    tracker.use_datasets("records", train, None)
+    tracker.start_parent("synth", "sid-synth", {})
+    scores = TableScores(0.25, 0.125, 0.5, math.nan)
+    private = _synthetic("fem", PrivacyClaim(0.9, 1e-6, True, "zcdp", calibration="zcdp"))
+    result = RunResult.of(RunKey("fem", 1.0, 0), private, train, None, 0.5, scores=scores)
+    run_id = tracker.log_child(result, private, {"name": "fem"})
+    client = tracker.client
+    table = client.download_artifacts(run_id, SYNTHETIC_TABLE, str(tmp_path))
+    assert open(table).read().splitlines() == ["a,label", "x,yes", "y,no", "y,yes"]
+    run = client.get_run(run_id)
+    contexts = [i.tags[0].value for i in run.inputs.dataset_inputs]
+    assert sorted(contexts) == ["output", "train"]
+    assert (
+        run.data.params["param.round_epsilon"] == "0.2" and "param.epsilon" not in run.data.params
+    )
+    assert run.data.metrics["max_marginal_error"] == 0.25
+    record = json.loads(
+        open(client.download_artifacts(run_id, "release.json", str(tmp_path))).read()
+    )
+    assert record["selections"] == [[0, 1], [2, -1], [0, 1]] and "w" not in record
+    (back,) = results_from_mlflow(tracker)
+    np.testing.assert_equal(dataclasses.asdict(back), dataclasses.asdict(result))  # nan == nan
+    reference = _synthetic("real_table", PrivacyClaim(math.inf, 0.0, False, "non-private"))
+    ref_result = RunResult.of(
+        RunKey("real_table", math.inf, 0), reference, train, None, 0.1, scores=scores
+    )
+    ref_id = tracker.log_child(ref_result, reference, {"name": "real_table"})
+    assert [a.path for a in client.list_artifacts(ref_id)] == ["release.json"]
 
 
 # --- where the driver's log says to review the runs --------------------------------------------
