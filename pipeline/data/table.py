@@ -32,7 +32,7 @@ Reading is in ``pipeline.data.table_reading``, the column checks and the encodin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from pipeline.data.table_encoding import (
     labels,
     numeric_values,
 )
-from pipeline.data.table_reading import Source, read_table
+from pipeline.data.table_reading import Raw, Source, read_table
 
 OUT_OF_BOUNDS = ("error", "clip")
 
@@ -68,6 +68,37 @@ def _balance(y: np.ndarray, rows: np.ndarray, seed: int) -> np.ndarray:
     )
     chosen = np.random.default_rng(seed).choice(large, size=len(small), replace=False)
     return np.sort(np.concatenate([small, chosen]))
+
+
+def split_rows(
+    raw: Raw,
+    keep: np.ndarray,
+    test_source: Optional[Source],
+    test_fraction: float,
+    split_seed: int,
+    *,
+    check: Callable[[Raw], None],
+    complete: Callable[[Raw], np.ndarray],
+) -> tuple[np.ndarray, Optional[Raw], Optional[np.ndarray]]:
+    """(training rows, test table, test rows) of ``raw``'s rows ``keep``: the test table is
+    ``test_source`` (its columns checked by ``check``, its complete rows by ``complete``), else
+    ``test_fraction`` of ``keep`` drawn with ``split_seed`` (file order kept), else none."""
+    if test_source is not None:
+        test_raw = read_table(test_source)
+        check(test_raw)
+        return keep, test_raw, complete(test_raw)
+    if test_fraction <= 0:
+        return keep, None, None
+    rng = np.random.default_rng(split_seed)
+    n_test = int(round(test_fraction * len(keep)))
+    if n_test == 0 or n_test == len(keep):
+        raise DataError(
+            f"{raw.where}: test_fraction={test_fraction} of {len(keep)} rows "
+            "leaves an empty training or test set"
+        )
+    picked = np.zeros(len(keep), dtype=bool)
+    picked[rng.choice(len(keep), size=n_test, replace=False)] = True
+    return keep[~picked], raw, keep[picked]
 
 
 def _normalize_columns(columns, kind: str) -> dict[str, Any]:
@@ -134,23 +165,15 @@ def load_table(
     for col in numeric:  # every numeric cell is a number, before any split hides a bad one
         numeric_values(raw, col, keep)
 
-    test_raw, test_rows = None, None
-    train_rows = keep
-    if test_source is not None:
-        test_raw = read_table(test_source)
-        check_columns(test_raw, label, categorical, numeric)
-        test_rows = complete_rows(test_raw, used, drop_missing)
-    elif test_fraction > 0:
-        rng = np.random.default_rng(split_seed)
-        n_test = int(round(test_fraction * len(keep)))
-        if n_test == 0 or n_test == len(keep):
-            raise DataError(
-                f"{raw.where}: test_fraction={test_fraction} of {len(keep)} rows "
-                "leaves an empty training or test set"
-            )
-        picked = np.zeros(len(keep), dtype=bool)
-        picked[rng.choice(len(keep), size=n_test, replace=False)] = True
-        train_rows, test_rows, test_raw = keep[~picked], keep[picked], raw
+    train_rows, test_raw, test_rows = split_rows(
+        raw,
+        keep,
+        test_source,
+        test_fraction,
+        split_seed,
+        check=lambda test: check_columns(test, label, categorical, numeric),
+        complete=lambda test: complete_rows(test, used, drop_missing),
+    )
     check_two_classes(raw, y_all[train_rows], label, positive, "the training rows")
     if balance:
         train_rows = _balance(y_all, train_rows, balance_seed)
@@ -200,4 +223,4 @@ def load_table(
     return TableSplits(train=train, test=test)
 
 
-__all__ = ["TableSplits", "load_table", "read_table"]
+__all__ = ["TableSplits", "load_table", "read_table", "split_rows"]

@@ -13,6 +13,7 @@ from pipeline.data.schema import (
     AdultRecordsConfig,
     SyntheticDatasetConfig,
     TableDatasetConfig,
+    TableRecordsConfig,
 )
 
 
@@ -46,12 +47,18 @@ def _table(**changes) -> TableDatasetConfig:
 
 
 def test_the_schemas_are_registered_under_their_names_with_defaults_that_pass():
-    assert {k: v().name for k, v in DATASET_SCHEMAS.items() if k != "table"} == {
+    tables = ("table", "table_records")  # their path is mandatory: no default passes
+    assert {k: v().name for k, v in DATASET_SCHEMAS.items() if k not in tables} == {
         "adult": "adult",
         "adult_records": "adult_records",
         "synthetic": "synthetic",
     }
     assert DATASET_SCHEMAS["table"] is TableDatasetConfig and _table().name == "table"
+    records = TableRecordsConfig(path="t.csv", label="y", positive="1", bins={"a": [0, 1, 2]})
+    assert DATASET_SCHEMAS["table_records"] is TableRecordsConfig
+    records.check()
+    assert TableRecordsConfig.RECORDS and AdultRecordsConfig.RECORDS
+    assert not TableDatasetConfig.RECORDS and not AdultDatasetConfig.RECORDS
     AdultDatasetConfig().check()
     AdultRecordsConfig().check()
     SyntheticDatasetConfig().check()
@@ -106,3 +113,18 @@ def test_table_check_turns_null_column_maps_into_dicts():
     only_levels = _table(categorical={"c": ["x", "y"]}, numeric=None)
     only_levels.check()
     assert only_levels.numeric == {}
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"bins": {"a": [0]}}, "bins.a: must be >= 2 finite increasing bin edges"),
+        ({"bins": {"a": [1, 0]}}, "bins.a: must be >= 2 finite increasing bin edges"),
+        ({"bins": [0, 1]}, "bins: must map column names"),
+        ({"test_fraction": 1.0}, "test_fraction: must be in"),
+    ],
+)
+def test_a_records_table_refuses_bins_that_are_not_edges(changes, message):
+    config = TableRecordsConfig(**({"path": "t.csv", "label": "y", "positive": "1"} | changes))
+    with pytest.raises(InvalidValue, match=message):
+        config.check()

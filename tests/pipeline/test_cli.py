@@ -5,6 +5,7 @@ bad value, composed in-process as the entry point composes them (pipeline.cli.ma
 
 from __future__ import annotations
 
+import csv
 import errno
 import json
 import os
@@ -60,6 +61,31 @@ def test_smoke_sweep_runs_end_to_end(tmp_path):
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["dataset"] == "synthetic"
     assert summary["train"]["n"] == 400 and summary["train"]["d"] == 8
+
+
+@pytest.mark.integration
+def test_the_synthetic_data_sweep_runs_end_to_end_on_adults_records(tmp_path, adult_dir):
+    """``+sweep=synth_adult`` at one epsilon and seed, a short game: the private table and the
+    real one, on Ray, in MLflow, with the report of their workload error."""
+    args = [
+        "+sweep=synth_adult",
+        f"dataset.data_dir={adult_dir}",
+        "sweep.epsilons=[1.0]",
+        "sweep.seeds=1",
+        "mechanisms.fem.rounds=4",
+        "mechanisms.fem.samples=2",
+    ]
+    result = _run(args, tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sweep"]["status"] == "complete" and summary["sweep"]["runs"] == 2
+    rows = {r["mechanism"]: r for r in csv.DictReader((out / "results.csv").open())}
+    assert rows["fem"]["privacy_holds"] == "True" and float(rows["fem"]["privacy_epsilon"]) <= 1.0
+    assert 0 < float(rows["fem"]["max_marginal_error"]) <= 1
+    assert float(rows["real_table"]["max_marginal_error"]) == 0.0
+    assert (out / "fig_synthetic.png").exists()
+    assert list(out.glob("mlartifacts/*/artifacts/synthetic.csv"))  # fem's table, only
 
 
 def test_adult_summary_from_configured_directory(tmp_path, adult_dir):
