@@ -4,9 +4,12 @@ The structure of Neel, Roth and Wu's Section 4 (their formulas were lost in our 
 concrete form of FEM (Vietri et al., ICML 2020); the guarantee is proven in docs/synthetic.md.
 For t = 1..T, with S_{t-1} the synthetic records so far (empty: every answer 0):
 
-1. the query player selects, by the exponential mechanism with parameter eps0 (accounting), a
-   candidate c = (query q, sign s) of the workload and its negations, with utility
-   s (q(D) - q(S_{t-1})) of sensitivity 1/n: the query the synthetic data answers worst;
+1. the query player selects a candidate c = (query q, sign s) with utility s (q(D) - q(S_{t-1}))
+   (sensitivity 1/n): the query the synthetic data answers worst. ``query_player="expmech"``:
+   the exponential mechanism with parameter eps0 (accounting) over the workload and its
+   negations; ``"rspm"``: RSPM over every conjunction of at most ``max_literals`` literals
+   (``selection``, docs/synthetic.md section 4), an exact argmax by an oracle of
+   ``oracles.conjunction_select``, private only when that oracle certifies it;
 2. the data player follows the perturbed leader: ``samples`` records, each
    argmax_x sum_{i <= t} s_i q_i(x) + <sigma, b(x)>, sigma ~ Exp(noise_scale) per level of each
    attribute, fresh for each record, solved by an oracle of ``oracles.conjunctions``.
@@ -14,23 +17,34 @@ For t = 1..T, with S_{t-1} the synthetic records so far (empty: every answer 0):
 The output is every record of the T rounds (T x samples records). The data player sees only the
 selections and its own noise: it is post-processing, so the guarantee holds whatever its oracle
 returns; its certificates say whether its best responses were exact (accuracy, not privacy).
+The RSPM selection's certificates (``selection_certificates``) are what its privacy rests on.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from mechanisms.base import PrivacyClaim, ReleaseRecord, check_rng
 from mechanisms.privacy import check_epsilon_delta
+from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon, total_epsilon
 from mechanisms.synthetic.domain import Workload
 from oracles.base import Certificate
-from oracles.checks import check_int, check_real
-from oracles.conjunctions import ConjunctionProblem
+from oracles.checks import check_choice, check_int, check_real
+from oracles.conjunction_select import (
+    EnumerationSelectionOracle,
+    SearchSelectionOracle,
+    conjunction_index,
+)
+from oracles.conjunctions import Conjunction, ConjunctionProblem
+
+#: Each query player's per-round guarantee (accounting.ZCDP_DIVISOR): the exponential mechanism
+#: is eps0-bounded range, RSPM's selection eps0-DP.
+ROUND_RULES = {"expmech": "bounded_range", "rspm": "pure"}
 
 
 @dataclass(frozen=True)
@@ -45,17 +59,34 @@ class FEMParams:
     samples: int = 10
     #: Scale of the data player's exponential perturbation (follow the perturbed leader).
     noise_scale: float = 1.0
+    #: The query player: the exponential mechanism over the workload, or RSPM over every
+    #: conjunction of at most ``max_literals`` literals (docs/synthetic.md section 4).
+    query_player: Literal["expmech", "rspm"] = "expmech"
+    #: RSPM's class: conjunctions of 1 to max_literals literals (the data player still gets
+    #: conjunctions). Unused by "expmech", whose class is the workload.
+    max_literals: int = 3
+    #: RSPM's separator set: each literal's code, one bit per level or its level in binary
+    #: (``selection``; binary needs fewer bits, so less noise).
+    separator: Literal["binary", "onehot"] = "binary"
 
     def __post_init__(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=True)
         check_int("rounds", self.rounds)
         check_int("samples", self.samples)
         check_real("noise_scale", self.noise_scale)
+        check_choice("query_player", self.query_player, tuple(ROUND_RULES))
+        check_int("max_literals", self.max_literals)
+        check_choice("separator", self.separator, selection.SEPARATORS)
+
+    @property
+    def round_rule(self) -> str:
+        """The per-round guarantee of the query player (``ROUND_RULES``)."""
+        return ROUND_RULES[self.query_player]
 
     def round_epsilon(self) -> float:
         """eps0 of each round's selection, calibrated so that the ``rounds`` rounds together
-        are (epsilon, delta)-DP (docs/synthetic.md, section 2.3)."""
-        return round_epsilon(self.epsilon, self.delta, self.rounds)
+        are (epsilon, delta)-DP (docs/synthetic.md, sections 2.3 and 4.5)."""
+        return round_epsilon(self.epsilon, self.delta, self.rounds, self.round_rule)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,14 +99,28 @@ class SyntheticRelease(ReleaseRecord):
     records: np.ndarray
     privacy: PrivacyClaim
     params: dict[str, Any]
-    #: (query, sign) selected in each round: the private transcript (for the audit).
+    #: (query, sign) selected in each round: the private transcript (for the audit). The query
+    #: is its index in the query player's class: the workload (expmech), or every conjunction
+    #: of at most max_literals literals in ``conjunction_index``'s order (rspm).
     selections: tuple[tuple[int, int], ...]
+    #: The data player's certificates (post-processing: accuracy, not privacy).
     certificates: tuple[Certificate, ...]
     timings: dict[str, float]
+    #: Each round's selected query as its literals (the game's mechanisms; else empty).
+    queries: tuple[Conjunction, ...] = ()
+    #: Each round's selection certificate where the selection is an oracle's argmax (rspm):
+    #: the privacy claim holds only if all of them are certified.
+    selection_certificates: tuple[Certificate, ...] = ()
 
     @property
     def oracle_certified(self) -> bool:
+        """Whether every best response of the data player was certified optimal."""
         return all(c.certified for c in self.certificates)
+
+    @property
+    def selection_certified(self) -> bool:
+        """Whether every oracle selection was certified (True when there is none)."""
+        return all(c.certified for c in self.selection_certificates)
 
     def published_params(self) -> dict[str, Any]:
         """How many records the table has, and how many rounds selected a query."""
@@ -103,9 +148,12 @@ def run_fem(
     params: FEMParams,
     rng: np.random.Generator,
     oracle: Any,
+    selector: Any = None,
 ) -> SyntheticRelease:
     """The game of the module docstring on the private records ``codes`` (level codes of
-    ``workload``'s domain), with ``oracle`` the data player's (``oracles.conjunctions``)."""
+    ``workload``'s domain), with ``oracle`` the data player's (``oracles.conjunctions``) and
+    ``selector`` RSPM's (``oracles.conjunction_select``; by default ``_default_selector``).
+    With ``query_player="rspm"`` only the workload's domain (``sizes``) is used."""
     rng = check_rng(rng)
     codes = np.asarray(codes, dtype=np.int64)
     n = len(codes)
@@ -115,20 +163,40 @@ def run_fem(
         )
     if (codes < 0).any() or (codes >= np.array(workload.sizes)).any():
         raise ValueError("codes must lie within the domain's levels")
+    rspm = params.query_player == "rspm"
+    if rspm:
+        selector = selector or _default_selector(oracle)
     start = time.perf_counter()
     eps0 = params.round_epsilon()
-    real = workload.answers(codes)
-    coefs: dict[int, float] = {}
+    real = None if rspm else workload.answers(codes)
+    weights_of = selection.CountWeights(codes) if rspm else None
+    coefs: dict[Conjunction, float] = {}
     records: list[np.ndarray] = []
     selections: list[tuple[int, int]] = []
+    queries: list[Conjunction] = []
     certificates: list[Certificate] = []
+    selection_certificates: list[Certificate] = []
+    selection_seconds = 0.0
     for _ in range(params.rounds):
-        synthetic = workload.answers(np.array(records)) if records else np.zeros_like(real)
-        choice = select(utilities(real, synthetic), eps0, n, rng)
-        query, sign = choice % workload.queries, 1 if choice < workload.queries else -1
+        if rspm:
+            tick = time.perf_counter()
+            noise = selection.draw_noise(workload.sizes, params.separator, eps0, rng)
+            weights = weights_of.weights(np.array(records, dtype=np.int64))
+            problem = selection.problem(workload.sizes, params.max_literals, weights, noise)
+            chosen = selector.solve(problem)
+            conjunction, sign = chosen.conjunction, chosen.sign
+            query = conjunction_index(workload.sizes, params.max_literals, conjunction)
+            selection_certificates.append(chosen.certificate)
+            selection_seconds += time.perf_counter() - tick
+        else:
+            synthetic = workload.answers(np.array(records)) if records else np.zeros_like(real)
+            choice = select(utilities(real, synthetic), eps0, n, rng)
+            query, sign = choice % workload.queries, 1 if choice < workload.queries else -1
+            conjunction = workload.conjunction(query)
         selections.append((query, sign))
-        coefs[query] = coefs.get(query, 0.0) + sign
-        conjunctions = tuple(workload.conjunction(q) for q in coefs)
+        queries.append(conjunction)
+        coefs[conjunction] = coefs.get(conjunction, 0.0) + sign
+        conjunctions = tuple(coefs)
         weights = np.array(list(coefs.values()))
         for _ in range(params.samples):
             noise = tuple(rng.exponential(params.noise_scale, size=k) for k in workload.sizes)
@@ -137,26 +205,59 @@ def run_fem(
             )
             records.append(np.asarray(solution.record, dtype=np.int64))
             certificates.append(solution.certificate)
-    proven = total_epsilon(eps0, params.rounds, params.delta)
-    claim = PrivacyClaim(
-        proven,
-        params.delta,
-        True,
-        f"{params.rounds} rounds of the exponential mechanism, eps0 = {eps0:.6g} each, composed "
-        "by zCDP (docs/synthetic.md, section 2); the data player is post-processing",
-        requested_epsilon=params.epsilon,
-        requested_delta=params.delta,
-        calibration="zcdp",
+    proven = total_epsilon(eps0, params.rounds, params.delta, params.round_rule)
+    provenance = dict(
+        requested_epsilon=params.epsilon, requested_delta=params.delta, calibration="zcdp"
     )
+    extra: dict[str, Any] = {"round_epsilon": eps0, "queries": workload.queries}
+    timings = {"total": time.perf_counter() - start}
+    if rspm:
+        bits = selection.signature_length(workload.sizes, params.separator)
+        claim = PrivacyClaim.from_certificates(
+            proven,
+            params.delta,
+            selection_certificates,
+            needs=f"an exact argmax in each of the {params.rounds} RSPM selections, eps0 = "
+            f"{eps0:.6g} each, m = {bits}, composed by zCDP or basic composition "
+            "(docs/synthetic.md, section 4); the data player is post-processing",
+            **provenance,
+        )
+        extra |= {
+            "queries": problem.candidates // 2,
+            "signature_bits": bits,
+            "laplace_scale": selection.laplace_scale(workload.sizes, params.separator, eps0),
+            "selector": getattr(selector, "name", type(selector).__name__),
+        }
+        timings["selection"] = selection_seconds
+    else:
+        claim = PrivacyClaim(
+            proven,
+            params.delta,
+            True,
+            f"{params.rounds} rounds of the exponential mechanism, eps0 = {eps0:.6g} each, "
+            "composed by zCDP (docs/synthetic.md, section 2); the data player is post-processing",
+            **provenance,
+        )
     return SyntheticRelease(
         mechanism="fem",
         records=np.array(records),
         privacy=claim,
-        params=asdict(params) | {"round_epsilon": eps0, "queries": workload.queries},
+        params=asdict(params) | extra,
         selections=tuple(selections),
         certificates=tuple(certificates),
-        timings={"total": time.perf_counter() - start},
+        timings=timings,
+        queries=tuple(queries),
+        selection_certificates=tuple(selection_certificates),
     )
 
 
-__all__ = ["FEMParams", "SyntheticRelease", "run_fem", "select", "utilities"]
+def _default_selector(oracle: Any) -> Any:
+    """RSPM's oracle beside the data player's: enumeration beside enumeration, else the exact
+    branch and bound (on Adult it certifies in well under a second where the MILP takes
+    minutes, docs/synthetic.md 4.6); ``HighsSelectionOracle`` is there to pass explicitly."""
+    if getattr(oracle, "name", None) == "enumerate":
+        return EnumerationSelectionOracle()
+    return SearchSelectionOracle()
+
+
+__all__ = ["FEMParams", "ROUND_RULES", "SyntheticRelease", "run_fem", "select", "utilities"]

@@ -14,6 +14,7 @@ from oracles.base import Status
 from oracles.conjunction_select import (
     EnumerationSelectionOracle,
     HighsSelectionOracle,
+    SearchSelectionOracle,
     SelectionProblem,
     conjunction_index,
 )
@@ -63,13 +64,19 @@ def _random_problem(rng, integer_noise: bool) -> SelectionProblem:
 @pytest.mark.parametrize("integer_noise", [False, True], ids=["laplace", "ties"])
 def test_both_oracles_find_the_brute_force_optimum_on_random_domains(integer_noise):
     rng = np.random.default_rng(20261125 + integer_noise)
-    highs, enum = HighsSelectionOracle(), EnumerationSelectionOracle()
-    for _ in range(250):
+    highs, enum, search = (
+        HighsSelectionOracle(),
+        EnumerationSelectionOracle(),
+        SearchSelectionOracle(),
+    )
+    for _ in range(200):
         problem = _random_problem(rng, integer_noise)
         best, (q, sign) = _brute(problem)
         e, h = enum.solve(problem), highs.solve(problem)
-        assert (e.conjunction, e.sign) == (q, sign)  # the first in the class order
-        assert e.certificate.certified and e.certificate.objective == pytest.approx(-best)
+        for exact in (e, search.solve(problem)):  # the first in the class order
+            assert (exact.conjunction, exact.sign) == (q, sign)
+            assert exact.certificate.certified
+            assert exact.certificate.objective == pytest.approx(-best)
         assert h.certificate.certified, h.certificate
         assert problem.value(h.conjunction, h.sign) == pytest.approx(best, abs=1e-9)
         assert 1 <= len(h.conjunction) <= problem.max_literals
@@ -90,7 +97,7 @@ def test_the_milp_keeps_within_max_literals_and_one_literal_per_attribute():
     levels = (3, 3, 3, 3)
     noise = tuple(np.full(3, 5.0) for _ in levels)
     problem = SelectionProblem(levels, 2, np.zeros((1, 4)), np.zeros(1), noise, 0.0)
-    for oracle in (EnumerationSelectionOracle(), HighsSelectionOracle()):
+    for oracle in (EnumerationSelectionOracle(), HighsSelectionOracle(), SearchSelectionOracle()):
         solution = oracle.solve(problem)
         assert len(solution.conjunction) == 2 and solution.certificate.certified
         assert problem.value(solution.conjunction, solution.sign) == 10.0
@@ -100,7 +107,7 @@ def test_a_negative_sign_finds_the_most_overcounted_conjunction():
     # record (1, 1) has weight -10 (the synthetic data over-counts it), the rest +1
     records = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
     problem = SelectionProblem((2, 2), 2, records, np.array([1.0, 1.0, 1.0, -10.0]))
-    for oracle in (EnumerationSelectionOracle(), HighsSelectionOracle()):
+    for oracle in (EnumerationSelectionOracle(), HighsSelectionOracle(), SearchSelectionOracle()):
         solution = oracle.solve(problem)
         assert (solution.conjunction, solution.sign) == (((0, 1), (1, 1)), -1)
 

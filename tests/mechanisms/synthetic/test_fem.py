@@ -14,6 +14,11 @@ from mechanisms.synthetic.accounting import round_epsilon
 from mechanisms.synthetic.domain import Workload
 from mechanisms.synthetic.fem import FEMParams, run_fem, select
 from oracles.base import Status
+from oracles.conjunction_select import (
+    HighsSelectionOracle,
+    SearchSelectionOracle,
+    conjunction_index,
+)
 from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
 
 SIZES = (3, 2, 4)
@@ -28,6 +33,14 @@ def _data(n=600, seed=0):
 
 
 WORKLOAD = Workload.all_k_way(SIZES, 2)
+
+#: The exponential mechanism's game on _data() (rounds 5, samples 2, seed 7, enumeration), as
+#: run_fem played it before the RSPM query player was added (commit 593a15f).
+PINNED_SELECTIONS = ((24, 1), (2, -1), (24, 1), (19, -1), (19, -1))
+PINNED_RECORDS = [
+    [1, 1, 1], [1, 0, 2], [2, 1, 3], [0, 0, 1], [2, 0, 1],
+    [0, 0, 1], [0, 1, 2], [2, 1, 2], [2, 1, 2], [1, 1, 2],
+]  # fmt: skip
 
 
 def test_the_release_meets_its_target_and_says_how():
@@ -111,8 +124,89 @@ def test_codes_outside_the_domain_are_refused(codes, message):
         (dict(samples=1.5), "samples must be an integer"),
         (dict(noise_scale=0.0), "noise_scale must be finite and > 0"),
         (dict(delta=1.0), "delta must be in"),
+        (dict(query_player="gibbs"), "query_player must be 'expmech' or 'rspm'"),
+        (dict(max_literals=0), "max_literals must be >= 1"),
+        (dict(separator="gray"), "separator must be 'binary' or 'onehot'"),
     ],
 )
 def test_bad_params_are_refused_by_name(kwargs, message):
     with pytest.raises((ValueError, TypeError), match=message):
         FEMParams(**({"epsilon": 1.0, "delta": 1e-6} | kwargs))
+
+
+# --- the RSPM query player (docs/synthetic.md, section 4) ---------------------------------------
+
+
+def _rspm(**kwargs):
+    return FEMParams(1.0, 1e-6, **({"rounds": 6, "samples": 2, "query_player": "rspm"} | kwargs))
+
+
+def test_an_rspm_release_rests_on_its_certified_selections():
+    params = _rspm(max_literals=2)
+    release = run_fem(_data(), WORKLOAD, params, np.random.default_rng(1), HighsConjunctionOracle())
+    claim = release.privacy
+    assert claim.holds and claim.epsilon <= 1.0 and claim.epsilon == pytest.approx(1.0)
+    assert release.params["round_epsilon"] == round_epsilon(1.0, 1e-6, 6, "pure")
+    many = dict(rounds=50, query_player="rspm")  # zCDP beats basic composition: eps0^2 / 2 vs / 8
+    assert _rspm(**many).round_epsilon() == pytest.approx(
+        FEMParams(1.0, 1e-6, rounds=50).round_epsilon() / 2
+    )
+    assert len(release.selection_certificates) == 6 and release.selection_certified
+    assert all(c.backend == "search" for c in release.selection_certificates)
+    assert len(release.certificates) == 12  # the data player's, apart
+    for (index, sign), query in zip(release.selections, release.queries):
+        assert 1 <= len(query) <= 2 and sign in (-1, 1)
+        assert index == conjunction_index(SIZES, 2, query)
+    assert release.params["signature_bits"] == 2 + 2 + 3 + 1  # binary codes of 3, 2, 4 levels
+
+
+def test_every_exact_selector_makes_the_same_release():
+    # continuous noise: no ties, so every exact oracle returns the one argmax
+    params = _rspm(max_literals=3, separator="onehot")
+    releases = [
+        run_fem(_data(), WORKLOAD, params, np.random.default_rng(4), oracle, selector)
+        for oracle, selector in [
+            (EnumerationConjunctionOracle(), None),
+            (EnumerationConjunctionOracle(), SearchSelectionOracle()),
+            (EnumerationConjunctionOracle(), HighsSelectionOracle()),
+        ]
+    ]
+    assert releases[0].params["selector"] == "enumerate"
+    for other in releases[1:]:
+        assert other.selections == releases[0].selections
+        assert np.array_equal(other.records, releases[0].records)
+        assert other.selection_certified
+
+
+def test_an_uncertified_selection_voids_the_claim_and_says_so():
+    class Stopped:
+        name = "stopped"
+
+        def solve(self, problem):
+            solution = SearchSelectionOracle().solve(problem)
+            cert = dataclasses.replace(solution.certificate, status=Status.TIME_LIMIT)
+            return dataclasses.replace(solution, certificate=cert)
+
+    release = run_fem(
+        _data(),
+        WORKLOAD,
+        _rspm(),
+        np.random.default_rng(0),
+        EnumerationConjunctionOracle(),
+        Stopped(),
+    )
+    assert not release.privacy.holds and not release.selection_certified
+    assert "6 of 6 oracle calls not certified" in release.privacy.reason
+    assert release.oracle_certified  # the data player's are fine: only the selection counts
+
+
+def test_the_exponential_mechanism_path_is_unchanged():
+    # records and selections of the default query player, pinned before RSPM was added
+    params = FEMParams(1.0, 1e-6, rounds=5, samples=2)
+    release = run_fem(
+        _data(), WORKLOAD, params, np.random.default_rng(7), EnumerationConjunctionOracle()
+    )
+    assert release.selections == PINNED_SELECTIONS
+    assert release.records.tolist() == PINNED_RECORDS
+    assert release.queries == tuple(WORKLOAD.conjunction(q) for q, _ in PINNED_SELECTIONS)
+    assert release.selection_certificates == () and release.selection_certified

@@ -1,0 +1,125 @@
+"""The query player's RSPM selection (docs/synthetic.md, section 4): Laplace noise on a separator
+set, an exact argmax over every conjunction of at most k literals and both signs.
+
+A candidate c = (q, s) has a signature sig(c) in {0, 1}^m: per attribute a, the code of q's
+literal on a (the zero vector when q has none), then the sign bit [s = +1]. ``separator``
+chooses the codes:
+
+* ``"onehot"``: one bit per level (a, v), set iff (a, v) is in q: m = sum_a L_a + 1;
+* ``"binary"``: level v of attribute a as v + 1 in ceil(log2(L_a + 1)) bits (none = 0):
+  m = sum_a ceil(log2(L_a + 1)) + 1 (43 on Adult, where one-hot needs 121).
+
+Both are injective on the candidates (distinct candidates differ on some bit), which is all the
+proof needs, and <eta, sig(c)> is linear in q's literals: it is sum_{(a, v) in q}
+<eta_a, code_a(v)> + eta_sign [s = +1], the ``literal_noise`` and ``sign_noise`` of an
+``oracles.conjunction_select.SelectionProblem``. The utility is in counts,
+U_D(q, s) = s (count_D(q) - n q(S)), sensitivity 1; eta_j ~ Lap(2m / eps0) i.i.d. makes the
+selection eps0-DP when the argmax is exact.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from oracles.checks import check_choice
+from oracles.conjunction_select import SelectionProblem
+from oracles.conjunctions import Conjunction
+
+SEPARATORS = ("binary", "onehot")
+
+
+def separator_codes(sizes: Sequence[int], separator: str) -> tuple[np.ndarray, ...]:
+    """Per attribute a, an (L_a, bits_a) 0/1 array: row v is the code of literal (a, v)."""
+    check_choice("separator", separator, SEPARATORS)
+    codes = []
+    for k in sizes:
+        if separator == "onehot":
+            codes.append(np.eye(int(k)))
+        else:
+            bits = max(1, math.ceil(math.log2(int(k) + 1)))
+            values = np.arange(1, int(k) + 1)[:, None]
+            codes.append(((values >> np.arange(bits)) & 1).astype(float))
+    return tuple(codes)
+
+
+def signature_length(sizes: Sequence[int], separator: str) -> int:
+    """m: the bits of every attribute's code and the sign bit."""
+    return sum(c.shape[1] for c in separator_codes(sizes, separator)) + 1
+
+
+def signature(
+    sizes: Sequence[int], separator: str, conjunction: Conjunction, sign: int
+) -> np.ndarray:
+    """sig((q, s)) in {0, 1}^m (module docstring)."""
+    codes = separator_codes(sizes, separator)
+    blocks = [np.zeros(c.shape[1]) for c in codes]
+    for a, v in conjunction:
+        blocks[a] = codes[a][v]
+    return np.concatenate(blocks + [np.array([1.0 if sign > 0 else 0.0])])
+
+
+def laplace_scale(sizes: Sequence[int], separator: str, round_epsilon: float) -> float:
+    """2m / eps0: each bit's Laplace scale (docs/synthetic.md 4.3)."""
+    return 2.0 * signature_length(sizes, separator) / round_epsilon
+
+
+def draw_noise(
+    sizes: Sequence[int], separator: str, round_epsilon: float, rng: np.random.Generator
+) -> tuple[tuple[np.ndarray, ...], float]:
+    """eta ~ Lap(2m / eps0)^m (one draw), as (literal_noise, sign_noise): the weight of literal
+    (a, v) is <eta_a, code_a(v)>, the sign's the last bit's."""
+    codes = separator_codes(sizes, separator)
+    m = sum(c.shape[1] for c in codes) + 1
+    eta = rng.laplace(0.0, 2.0 * m / round_epsilon, size=m)
+    starts = np.concatenate([[0], np.cumsum([c.shape[1] for c in codes])])
+    literal = tuple(c @ eta[starts[a] : starts[a + 1]] for a, c in enumerate(codes))
+    return literal, float(eta[-1])
+
+
+class CountWeights:
+    """c_x = count_D(x) - n count_S(x) / |S| on the distinct records of D and S, so that
+    sum_{x : q(x) = 1} c_x = count_D(q) - n q(S) (q(S) = 0 while S is empty)."""
+
+    def __init__(self, codes: np.ndarray) -> None:
+        self.n = len(codes)
+        self.distinct, self.counts = np.unique(codes, axis=0, return_counts=True)
+
+    def weights(self, synthetic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(records, c_x) against the synthetic records ``synthetic`` (possibly none)."""
+        if len(synthetic) == 0:
+            return self.distinct, self.counts.astype(float)
+        records, inverse = np.unique(
+            np.vstack([self.distinct, synthetic]), axis=0, return_inverse=True
+        )
+        inverse = inverse.ravel()
+        coefs = np.zeros(len(records))
+        np.add.at(coefs, inverse[: len(self.distinct)], self.counts.astype(float))
+        np.add.at(coefs, inverse[len(self.distinct) :], -self.n / len(synthetic))
+        return records, coefs
+
+
+def problem(
+    sizes: Sequence[int],
+    max_literals: int,
+    weights: tuple[np.ndarray, np.ndarray],
+    noise: tuple[tuple[np.ndarray, ...], float],
+) -> SelectionProblem:
+    """The round's argmax of U_D(c) + <eta, sig(c)> as a SelectionProblem."""
+    records, coefs = weights
+    literal, sign = noise
+    return SelectionProblem(tuple(sizes), max_literals, records, coefs, literal, sign)
+
+
+__all__ = [
+    "SEPARATORS",
+    "CountWeights",
+    "draw_noise",
+    "laplace_scale",
+    "problem",
+    "separator_codes",
+    "signature",
+    "signature_length",
+]
