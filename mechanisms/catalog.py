@@ -290,11 +290,23 @@ CATALOG: dict[str, Entry] = {
         ),
         Entry(
             "fem",
-            "Private synthetic data: the exponential mechanism against follow-the-perturbed-"
-            "leader (docs/synthetic.md). backend: the data player's oracle, highs or enumerate "
-            "(small domains).",
+            "Private synthetic data: the exponential mechanism over the workload against "
+            "follow-the-perturbed-leader (docs/synthetic.md). backend: the data player's oracle, "
+            "highs or enumerate (small domains).",
             FEMParams,
             run=_run_fem,
+            fixed={"query_player": "expmech", "max_literals": 3, "separator": "binary"},
+            extra=(("backend", typing.Literal["highs", "enumerate"], "highs"),),
+            kind="synthetic",
+        ),
+        Entry(
+            "fem_rspm",
+            "Private synthetic data, oracle-efficient: each round's query is selected by "
+            "Laplace RSPM over every conjunction of at most max_literals literals, solved "
+            "exactly (docs/synthetic.md); the data player as in fem.",
+            FEMParams,
+            run=_run_fem,
+            fixed={"query_player": "rspm"},
             extra=(("backend", typing.Literal["highs", "enumerate"], "highs"),),
             kind="synthetic",
         ),

@@ -150,8 +150,15 @@ def test_settings_pickle_by_reference():
 
 def test_the_catalog_says_which_oracle_and_how_each_runs():
     assert NON_PRIVATE == {"erm_01", "logistic_regression", "real_table"}
-    assert NON_ORACLE == {"dpsgd_lr", "expmech", "logistic_regression", "fem", "real_table"}
-    assert SYNTHETIC == {"fem", "real_table"}
+    assert NON_ORACLE == {
+        "dpsgd_lr",
+        "expmech",
+        "logistic_regression",
+        "fem",
+        "fem_rspm",
+        "real_table",
+    }
+    assert SYNTHETIC == {"fem", "fem_rspm", "real_table"}
     config = validate(_compose(["oracle=highs", "oracle.time_limit=7"]))
     opsamp = config.mechanisms["opsamp"]
     assert make_oracle(config.oracle, mechanism=opsamp).name == "convex"
@@ -236,6 +243,8 @@ def test_a_synthetic_table_is_made_over_the_records_domain_and_scored_on_the_wor
                 "mechanisms.fem.rounds=3",
                 "mechanisms.fem.samples=2",
                 "mechanisms.fem.backend=enumerate",
+                "mechanisms.fem_rspm.rounds=3",
+                "mechanisms.fem_rspm.samples=2",
             ]
         )
     )
@@ -249,6 +258,10 @@ def test_a_synthetic_table_is_made_over_the_records_domain_and_scored_on_the_wor
         and result.mean_marginal_error <= result.max_marginal_error
     )
     assert 0 <= result.test_accuracy <= 1 and result.privacy_epsilon <= 1.0
+    rspm_result, rspm = run_one(config, RunKey("fem_rspm", 1.0, 0), train, test)
+    assert rspm.params["query_player"] == "rspm" and rspm.privacy.holds
+    assert len(rspm.selection_certificates) == 3 and rspm_result.max_marginal_error > 0
+    assert release.params["query_player"] == "expmech"
     reference, table = run_one(config, RunKey("real_table", math.inf, 0), train, test)
     assert (table.records == train.features).all() and reference.max_marginal_error == 0.0
     assert reference.privacy_status == "non-private"
