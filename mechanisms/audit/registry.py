@@ -221,6 +221,26 @@ def _fem_round() -> MechanismAudit:
     )
 
 
+#: RSPM's selection audited alone: one round (eps0 is the whole claim), its class every
+#: conjunction of one literal of the audited universe with both signs (four candidates, m = 3).
+RSPM_ROUND_PARAMS = dataclasses.replace(GAME_PARAMS, rounds=1, query_player="rspm", max_literals=1)
+
+
+def _rspm_round() -> MechanismAudit:
+    """One round's RSPM selection (docs/synthetic.md section 4), read off the game's transcript."""
+    return MechanismAudit(
+        "rspm_round",
+        RSPM_ROUND_PARAMS,
+        EPSILON,
+        DELTA,
+        "replace",
+        lambda p: GameSampler(p, GAME_WORKLOAD, statistic="selection"),
+        game_pairs,
+        200_000,
+        2_000_000,
+    )
+
+
 AUDITS: dict[str, Callable[[], MechanismAudit]] = {
     "opdisc": _opdisc,
     "rspm_gaussian": lambda: _rspm("gaussian"),
@@ -232,6 +252,7 @@ AUDITS: dict[str, Callable[[], MechanismAudit]] = {
     "rspm_gaussian_d5": _rspm_high_dim,
     "fem": _fem,
     "fem_round": _fem_round,
+    "rspm_round": _rspm_round,
 }
 
 

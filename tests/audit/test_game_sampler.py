@@ -11,13 +11,15 @@ import pytest
 from scipy import stats
 
 from mechanisms.audit.game_sampler import GAME_WORKLOAD, GameSampler, game_pairs
-from mechanisms.audit.mutants import FEMOneRound
-from mechanisms.audit.registry import GAME_PARAMS
+from mechanisms.audit.mutants import FEMOneRound, FEMRSPMOneBit
+from mechanisms.audit.registry import GAME_PARAMS, RSPM_ROUND_PARAMS
 from mechanisms.audit.sampler_base import AuditError
 from mechanisms.synthetic.fem import run_fem
 from oracles.conjunctions import EnumerationConjunctionOracle
 
 RUNS = 3000
+#: The game with RSPM's query player (four rounds, conjunctions of one literal).
+RSPM_GAME = dataclasses.replace(GAME_PARAMS, query_player="rspm", max_literals=1)
 
 
 def _run_fem_statistics(params, X, runs, seed):
@@ -40,7 +42,16 @@ def _same_distribution(a, b, cells):
     return stats.chi2_contingency(table).pvalue > 1e-6
 
 
-@pytest.mark.parametrize("params", [GAME_PARAMS, FEMOneRound(**dataclasses.asdict(GAME_PARAMS))])
+@pytest.mark.parametrize(
+    "params",
+    [
+        GAME_PARAMS,
+        FEMOneRound(**dataclasses.asdict(GAME_PARAMS)),
+        RSPM_GAME,
+        FEMRSPMOneBit(**dataclasses.asdict(RSPM_GAME)),
+    ],
+    ids=["fem", "fem-one_round_budget", "rspm", "rspm-one_bit"],
+)
 def test_the_batched_games_have_run_fems_distribution(params):
     pair = game_pairs()[1]  # n = 2, one record flipped
     counts, firsts = _run_fem_statistics(params, pair.X1, RUNS, seed=1)
@@ -57,6 +68,15 @@ def test_the_mutant_selects_with_the_whole_budget_each_round():
     mutant = FEMOneRound(**dataclasses.asdict(GAME_PARAMS))
     assert mutant.round_epsilon() == pytest.approx(GAME_PARAMS.epsilon)
     assert GAME_PARAMS.round_epsilon() == pytest.approx(GAME_PARAMS.epsilon / GAME_PARAMS.rounds)
+
+
+def test_the_rspm_mutant_forgets_the_signatures_length():
+    mutant = FEMRSPMOneBit(**dataclasses.asdict(RSPM_ROUND_PARAMS))
+    assert RSPM_ROUND_PARAMS.round_epsilon() == pytest.approx(1.0)  # T = 1: the whole claim
+    assert mutant.round_epsilon() == pytest.approx(3.0)  # m = 3: Lap(2 / eps0), not Lap(2m / eps0)
+    sampler = GameSampler(RSPM_ROUND_PARAMS, GAME_WORKLOAD, statistic="selection")
+    assert sampler.cells() == 4 and sampler.signatures.shape == (3, 4)
+    assert sampler.describe(1)(2) == "round 1 selects query 0 with sign -"
 
 
 def test_the_cells_are_named_and_counted():
