@@ -221,9 +221,26 @@ def _fem_round() -> MechanismAudit:
     )
 
 
-#: RSPM's selection audited alone: one round (eps0 is the whole claim), its class every
-#: conjunction of one literal of the audited universe with both signs (four candidates, m = 3).
-RSPM_ROUND_PARAMS = dataclasses.replace(GAME_PARAMS, rounds=1, query_player="rspm", max_literals=1)
+#: The game with RSPM's query player (docs/synthetic.md section 4): its class every conjunction
+#: of one literal of the audited universe with both signs (four candidates, m = 3).
+RSPM_GAME_PARAMS = dataclasses.replace(GAME_PARAMS, query_player="rspm", max_literals=1)
+#: RSPM's selection audited alone: one round, so eps0 is the whole claim.
+RSPM_ROUND_PARAMS = dataclasses.replace(RSPM_GAME_PARAMS, rounds=1)
+
+
+def _fem_rspm() -> MechanismAudit:
+    """The whole game with RSPM's query player (T = 4), the synthetic table as the statistic."""
+    return MechanismAudit(
+        "fem_rspm",
+        RSPM_GAME_PARAMS,
+        EPSILON,
+        DELTA,
+        "replace",
+        lambda p: GameSampler(p, GAME_WORKLOAD),
+        game_pairs,
+        200_000,
+        2_000_000,
+    )
 
 
 def _rspm_round() -> MechanismAudit:
@@ -252,6 +269,7 @@ AUDITS: dict[str, Callable[[], MechanismAudit]] = {
     "rspm_gaussian_d5": _rspm_high_dim,
     "fem": _fem,
     "fem_round": _fem_round,
+    "fem_rspm": _fem_rspm,
     "rspm_round": _rspm_round,
 }
 

@@ -12,14 +12,14 @@ from scipy import stats
 
 from mechanisms.audit.game_sampler import GAME_WORKLOAD, GameSampler, game_pairs
 from mechanisms.audit.mutants import FEMOneRound, FEMRSPMOneBit
-from mechanisms.audit.registry import GAME_PARAMS, RSPM_ROUND_PARAMS
+from mechanisms.audit.registry import GAME_PARAMS, RSPM_GAME_PARAMS, RSPM_ROUND_PARAMS
 from mechanisms.audit.sampler_base import AuditError
 from mechanisms.synthetic.fem import run_fem
 from oracles.conjunctions import EnumerationConjunctionOracle
 
 RUNS = 3000
 #: The game with RSPM's query player (four rounds, conjunctions of one literal).
-RSPM_GAME = dataclasses.replace(GAME_PARAMS, query_player="rspm", max_literals=1)
+RSPM_GAME = RSPM_GAME_PARAMS
 
 
 def _run_fem_statistics(params, X, runs, seed):
