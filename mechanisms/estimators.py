@@ -434,7 +434,9 @@ def classifier(name: str) -> type:
 
 
 #: The estimator of every catalog entry, by entry name.
-CLASSIFIERS = {name: classifier(name) for name in CATALOG}
+#: One estimator per classifier of the catalog (a synthetic-data entry releases a table, not a
+#: classifier).
+CLASSIFIERS = {name: classifier(name) for name, e in CATALOG.items() if e.kind == "classifier"}
 
 __all__ = [
     "CLASSIFIERS",

@@ -239,7 +239,7 @@ def run_fem(
             **provenance,
         )
     return SyntheticRelease(
-        mechanism="fem",
+        mechanism="fem_rspm" if rspm else "fem",  # the catalog entry of each query player
         records=np.array(records),
         privacy=claim,
         params=asdict(params) | extra,
