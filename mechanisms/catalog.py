@@ -39,6 +39,14 @@ from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import SolveMany, run, solve_sequentially
+from mechanisms.synthetic.baselines import (
+    AIMParams,
+    MSTParams,
+    MWEMParams,
+    run_aim,
+    run_mst,
+    run_mwem,
+)
 from mechanisms.synthetic.domain import Domain, Workload
 from mechanisms.synthetic.fem import FEMParams, SyntheticRelease, run_fem
 from mechanisms.synthetic.reference import RealTableParams, release_real_table
@@ -210,6 +218,15 @@ def _run_fem(
     return run_fem(codes, workload, params, rng, oracle(f"conjunctions_{settings.backend}"))
 
 
+def _baseline(run_baseline: Callable[..., SyntheticRelease]) -> Callable[..., SyntheticRelease]:
+    """A library's synthesizer (mechanisms.synthetic.baselines) as a catalog entry runs it."""
+
+    def run_entry(params, settings, codes, domain, workload, rng, oracle) -> SyntheticRelease:
+        return run_baseline(codes, domain, params, rng, workload)
+
+    return run_entry
+
+
 def _run_real_table(params, settings, codes, domain, workload, rng, oracle) -> SyntheticRelease:
     return release_real_table(codes)
 
@@ -308,6 +325,32 @@ CATALOG: dict[str, Entry] = {
             run=_run_fem,
             fixed={"query_player": "rspm"},
             extra=(("backend", typing.Literal["highs", "enumerate"], "highs"),),
+            kind="synthetic",
+        ),
+        Entry(
+            "mst",
+            "Baseline: smartnoise-synth's MST (private-pgm), calibrated to replace-one "
+            "neighbours (docs/synthetic.md); needs the baselines extra.",
+            MSTParams,
+            run=_baseline(run_mst),
+            kind="synthetic",
+        ),
+        Entry(
+            "aim",
+            "Baseline: smartnoise-synth's AIM on the workload's marginals, calibrated to "
+            "replace-one neighbours; rounds null is the library's 16 x attributes (slow: about "
+            "30 s a round on Adult's 3-way workload); needs the baselines extra.",
+            AIMParams,
+            run=_baseline(run_aim),
+            kind="synthetic",
+        ),
+        Entry(
+            "mwem",
+            "Baseline: smartnoise-synth's MWEM over public groups of attributes (at most "
+            "max_cells cells each), calibrated to replace-one neighbours; needs the baselines "
+            "extra.",
+            MWEMParams,
+            run=_baseline(run_mwem),
             kind="synthetic",
         ),
         Entry(

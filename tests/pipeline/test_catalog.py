@@ -156,9 +156,12 @@ def test_the_catalog_says_which_oracle_and_how_each_runs():
         "logistic_regression",
         "fem",
         "fem_rspm",
+        "mst",
+        "aim",
+        "mwem",
         "real_table",
     }
-    assert SYNTHETIC == {"fem", "fem_rspm", "real_table"}
+    assert SYNTHETIC == {"fem", "fem_rspm", "mst", "aim", "mwem", "real_table"}
     config = validate(_compose(["oracle=highs", "oracle.time_limit=7"]))
     opsamp = config.mechanisms["opsamp"]
     assert make_oracle(config.oracle, mechanism=opsamp).name == "convex"
