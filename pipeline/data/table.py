@@ -32,7 +32,7 @@ Reading is in ``pipeline.data.table_reading``, the column checks and the encodin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -70,23 +70,35 @@ def _balance(y: np.ndarray, rows: np.ndarray, seed: int) -> np.ndarray:
     return np.sort(np.concatenate([small, chosen]))
 
 
+def read_complete(
+    source: Source, label: str, categorical, numeric, drop_missing: bool
+) -> tuple[Raw, np.ndarray]:
+    """(the table, the rows with every used column present): the label and feature columns
+    checked, a row missing one dropped (``drop_missing``) or refused naming it."""
+    raw = read_table(source)
+    check_columns(raw, label, categorical, numeric)
+    used = [label, *categorical, *numeric]
+    keep = complete_rows(raw, used, drop_missing)
+    if len(keep) == 0:
+        raise DataError(f"{raw.where}: no row without a missing value in {used}")
+    return raw, keep
+
+
 def split_rows(
     raw: Raw,
     keep: np.ndarray,
     test_source: Optional[Source],
     test_fraction: float,
     split_seed: int,
-    *,
-    check: Callable[[Raw], None],
-    complete: Callable[[Raw], np.ndarray],
+    columns: tuple[str, Any, Any, bool],
 ) -> tuple[np.ndarray, Optional[Raw], Optional[np.ndarray]]:
     """(training rows, test table, test rows) of ``raw``'s rows ``keep``: the test table is
-    ``test_source`` (its columns checked by ``check``, its complete rows by ``complete``), else
-    ``test_fraction`` of ``keep`` drawn with ``split_seed`` (file order kept), else none."""
+    ``test_source`` (read as ``read_complete`` reads with ``columns``: label, categorical,
+    numeric, drop_missing), else ``test_fraction`` of ``keep`` drawn with ``split_seed`` (file
+    order kept), else none."""
     if test_source is not None:
-        test_raw = read_table(test_source)
-        check(test_raw)
-        return keep, test_raw, complete(test_raw)
+        test_raw, test_rows = read_complete(test_source, *columns)
+        return keep, test_raw, test_rows
     if test_fraction <= 0:
         return keep, None, None
     rng = np.random.default_rng(split_seed)
@@ -153,12 +165,8 @@ def load_table(
     if test_source is not None and test_fraction:
         test_fraction = 0.0  # the test file is the test set
 
-    raw = read_table(source)
-    check_columns(raw, label, categorical, numeric)
-    used = [label, *categorical, *numeric]
-    keep = complete_rows(raw, used, drop_missing)
-    if len(keep) == 0:
-        raise DataError(f"{raw.where}: no row without a missing value in {used}")
+    columns = (label, categorical, numeric, drop_missing)
+    raw, keep = read_complete(source, *columns)
     y_all = np.zeros(len(raw.frame), dtype=np.int8)  # rows dropped for missing values stay 0
     y_all[keep] = labels(raw, keep, label, positive, negative)
     check_two_classes(raw, y_all[keep], label, positive, "the rows used")
@@ -166,13 +174,7 @@ def load_table(
         numeric_values(raw, col, keep)
 
     train_rows, test_raw, test_rows = split_rows(
-        raw,
-        keep,
-        test_source,
-        test_fraction,
-        split_seed,
-        check=lambda test: check_columns(test, label, categorical, numeric),
-        complete=lambda test: complete_rows(test, used, drop_missing),
+        raw, keep, test_source, test_fraction, split_seed, columns
     )
     check_two_classes(raw, y_all[train_rows], label, positive, "the training rows")
     if balance:
@@ -223,4 +225,4 @@ def load_table(
     return TableSplits(train=train, test=test)
 
 
-__all__ = ["TableSplits", "load_table", "read_table", "split_rows"]
+__all__ = ["TableSplits", "load_table", "read_complete", "read_table", "split_rows"]

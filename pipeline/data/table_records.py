@@ -26,16 +26,14 @@ import numpy as np
 
 from mechanisms.synthetic.domain import Domain
 from pipeline.data.record import DataError, Dataset
-from pipeline.data.table import TableSplits, split_rows
+from pipeline.data.table import TableSplits, read_complete, split_rows
 from pipeline.data.table_encoding import (
-    check_columns,
     check_two_classes,
-    complete_rows,
     fit_encoding,
     labels,
     numeric_values,
 )
-from pipeline.data.table_reading import Raw, Source, read_table
+from pipeline.data.table_reading import Raw, Source
 
 
 def _edges(column: str, stated: Any) -> tuple[float, ...]:
@@ -108,20 +106,10 @@ def load_table_records(
     if not others and not bins:
         raise DataError("no attribute but the label: list columns in categorical or bins")
 
-    raw = read_table(source)
-    check_columns(raw, label, others, bins)
-    used = [*categorical, *bins]
-    keep = complete_rows(raw, used, drop_missing)
-    if len(keep) == 0:
-        raise DataError(f"{raw.where}: no row without a missing value in {used}")
+    columns = (label, others, bins, drop_missing)
+    raw, keep = read_complete(source, *columns)
     train_rows, test_raw, test_rows = split_rows(
-        raw,
-        keep,
-        test_source,
-        test_fraction,
-        split_seed,
-        check=lambda test: check_columns(test, label, others, bins),
-        complete=lambda test: complete_rows(test, used, drop_missing),
+        raw, keep, test_source, test_fraction, split_seed, columns
     )
     y_train = labels(raw, train_rows, label, positive, None)
     check_two_classes(raw, y_train, label, positive, "the training rows")
