@@ -1,0 +1,86 @@
+"""The synthetic-data comparison table of docs/synthetic.md, section 7, from sweeps' results.
+
+    python -m pipeline +sweep=synth_adult hydra.run.dir=/abs/synth
+    python -m pipeline.bench.synthetic_comparison /abs/synth/results.csv [MORE/results.csv ...]
+
+One row per (mechanism, requested epsilon) over the runs whose privacy holds (a run whose
+guarantee does not hold is counted apart, never averaged in): the largest and the mean marginal
+error over the sweep's workload (mean ± sd over runs), the test accuracy of logistic regression
+trained on the table, the run time, and the epsilon proven. The non-private reference (the real
+table) and the majority class's rate of the test set, when given, close the table. The machine
+it prints is where this script ran; the times are the sweeps' own (the runs' wall seconds), so
+the table is for sweeps run on that machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mechanisms.catalog import NON_PRIVATE
+from pipeline.bench.machine import describe_machine
+from pipeline.report import private_means_frame
+
+COLUMNS = (
+    "| mechanism | epsilon | proven (max) | runs | max marginal error | mean marginal error "
+    "| test accuracy | median s |"
+)
+
+
+def _sd(values: pd.Series) -> float:
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
+def comparison(frame: pd.DataFrame) -> list[str]:
+    """The markdown rows of the table (module docstring) for the runs of ``frame``."""
+    lines = [COLUMNS, "| " + " | ".join(["---"] * 8) + " |"]
+    kept = private_means_frame(frame)
+    dropped = len(frame) - len(kept)
+    private = kept[~kept["mechanism"].isin(NON_PRIVATE)]
+    for (name, eps), part in private.groupby(["mechanism", "requested_epsilon"], sort=True):
+        lines.append(
+            f"| {name} | {eps:g} | {part['privacy_epsilon'].max():.4g} | {len(part)} | "
+            f"{part['max_marginal_error'].mean():.3f} ± {_sd(part['max_marginal_error']):.3f} | "
+            f"{part['mean_marginal_error'].mean():.5f} | "
+            f"{part['test_accuracy'].mean():.3f} ± {_sd(part['test_accuracy']):.3f} | "
+            f"{part['wall_seconds'].median():.1f} |"
+        )
+    for name, part in kept[kept["mechanism"].isin(NON_PRIVATE)].groupby("mechanism"):
+        lines.append(
+            f"| {name} (non-private) | - | - | {len(part)} | "
+            f"{part['max_marginal_error'].mean():.3f} | {part['mean_marginal_error'].mean():.5f} "
+            f"| {part['test_accuracy'].mean():.3f} | {part['wall_seconds'].median():.1f} |"
+        )
+    if dropped:
+        lines.append(f"\n{dropped} runs whose privacy does not hold are left out.")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, nargs="+", help="a sweep's results.csv")
+    parser.add_argument(
+        "--majority", type=float, default=math.nan, help="the test set's majority-class rate"
+    )
+    args = parser.parse_args(argv)
+    frame = pd.concat([pd.read_csv(path) for path in args.results], ignore_index=True)
+    missing = {"max_marginal_error", "mean_marginal_error"} - set(frame.columns)
+    if missing:
+        print(f"error: {args.results}: no {sorted(missing)}: not a synthetic-data sweep")
+        return 2
+    frame = frame[frame["max_marginal_error"].notna()]
+    print(f"machine: {describe_machine()}")
+    print(f"sweeps: {', '.join(str(p) for p in args.results)}; {len(frame)} runs")
+    print("\n".join(comparison(frame)))
+    if math.isfinite(args.majority):
+        print(f"\nThe majority class of the test set: accuracy {args.majority:.3f}.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
