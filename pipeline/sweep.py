@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
+import math
 import os
 import queue
 import threading
@@ -307,13 +308,19 @@ def run_sweep(
             result, release = value
             tracker.log_child(result, release, dataclasses.asdict(config.mechanisms[key.mechanism]))
             results.append(result)
-            progress.update(
-                f"{key}: acc {result.train_accuracy:.3f}, privacy {result.privacy_status}", key
-            )
+            progress.update(f"{key}: {_headline(result)}, privacy {result.privacy_status}", key)
     finally:
         progress.close()
         close_board(board)
     return results, failed
+
+
+def _headline(result: RunResult) -> str:
+    """What a finished run's progress line says: a classifier's training accuracy, a synthetic
+    table's largest marginal error."""
+    if math.isnan(result.max_marginal_error):
+        return f"acc {result.train_accuracy:.3f}"
+    return f"max marginal error {result.max_marginal_error:.3f}"
 
 
 def _in_threads(

@@ -6,6 +6,7 @@ and asks of the cluster (tests/pipeline/test_sweep.py runs the sweep for real)."
 from __future__ import annotations
 
 import io
+import math
 import os
 import shutil
 import sys
@@ -635,3 +636,10 @@ def test_in_threads_starts_no_run_once_its_caller_has_stopped():
     time.sleep(0.3)
     # the two first runs, and at most one more per thread taken before the caller stopped
     assert {0, 1} <= set(started) <= {0, 1, 2, 3}, started
+
+
+def test_a_runs_progress_line_says_its_accuracy_or_its_tables_error():
+    classifier = types.SimpleNamespace(max_marginal_error=math.nan, train_accuracy=0.8734)
+    table = types.SimpleNamespace(max_marginal_error=0.10549, train_accuracy=0.7)
+    assert sweep._headline(classifier) == "acc 0.873"
+    assert sweep._headline(table) == "max marginal error 0.105"
