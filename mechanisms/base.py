@@ -204,12 +204,18 @@ class ReleaseRecord:
     timings: Mapping[str, float]
 
     @property
+    def oracle_answers(self) -> tuple[Certificate, ...]:
+        """Every oracle answer the release was made with (a subclass may have more than
+        ``certificates``)."""
+        return self.certificates
+
+    @property
     def oracle_seconds(self) -> float:
-        return float(sum(c.seconds for c in self.certificates))
+        return float(sum(c.seconds for c in self.oracle_answers))
 
     @property
     def max_gap(self) -> float:
-        return max((c.gap for c in self.certificates), default=0.0)
+        return max((c.gap for c in self.oracle_answers), default=0.0)
 
     def published_params(self) -> dict[str, Any]:
         """Scalars of what the release publishes, for ``to_params`` (a subclass's own)."""
@@ -231,12 +237,10 @@ class ReleaseRecord:
         out.update({f"param.{k}": v for k, v in params.items()})
         claim = self.privacy.to_params()
         out.update(claim | {k: v for k, v in requested.items() if claim[k] is None})
-        backends = sorted({c.backend for c in self.certificates})
-        out["oracle_backends"] = ",".join(backends)
-        out["oracle_calls"] = len(self.certificates)
-        out["oracle_fallbacks"] = ";".join(
-            sorted({c.fallback for c in self.certificates if c.fallback})
-        )
+        answers = self.oracle_answers
+        out["oracle_backends"] = ",".join(sorted({c.backend for c in answers}))
+        out["oracle_calls"] = len(answers)
+        out["oracle_fallbacks"] = ";".join(sorted({c.fallback for c in answers if c.fallback}))
         return out
 
     def to_metrics(self) -> dict[str, float]:
@@ -244,7 +248,9 @@ class ReleaseRecord:
         out["oracle_seconds"] = self.oracle_seconds
         out["oracle_max_gap"] = self.max_gap
         out["oracle_certified_fraction"] = (
-            float(np.mean([c.certified for c in self.certificates])) if self.certificates else 0.0
+            float(np.mean([c.certified for c in self.oracle_answers]))
+            if self.oracle_answers
+            else 0.0
         )
         out["privacy_holds"] = float(self.privacy.holds)
         return out

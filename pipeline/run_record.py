@@ -174,7 +174,7 @@ class RunResult:
         ``started``: when the run began (seconds since the epoch; default: ``wall_seconds`` ago).
         ``scores``: a synthetic table's (pipeline.tasks.score); a classifier is scored here.
         """
-        certificates = release.certificates
+        certificates = release.oracle_answers  # a game's selections and its data player's
         if started is None:
             started = time.time() - wall_seconds
         one = certificates[0] if len(certificates) == 1 else None

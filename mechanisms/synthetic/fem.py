@@ -118,6 +118,11 @@ class SyntheticRelease(ReleaseRecord):
         return all(c.certified for c in self.certificates)
 
     @property
+    def oracle_answers(self) -> tuple[Certificate, ...]:
+        """The selections' certificates (privacy rests on them), then the data player's."""
+        return self.selection_certificates + self.certificates
+
+    @property
     def selection_certified(self) -> bool:
         """Whether every oracle selection was certified (True when there is none)."""
         return all(c.certified for c in self.selection_certificates)

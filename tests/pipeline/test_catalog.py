@@ -264,6 +264,8 @@ def test_a_synthetic_table_is_made_over_the_records_domain_and_scored_on_the_wor
     rspm_result, rspm = run_one(config, RunKey("fem_rspm", 1.0, 0), train, test)
     assert rspm.params["query_player"] == "rspm" and rspm.privacy.holds
     assert len(rspm.selection_certificates) == 3 and rspm_result.max_marginal_error > 0
+    assert rspm_result.oracle_calls == 3 + 6  # its selections and its data player's answers
+    assert rspm_result.oracle_certified is True
     assert release.params["query_player"] == "expmech"
     reference, table = run_one(config, RunKey("real_table", math.inf, 0), train, test)
     assert (table.records == train.features).all() and reference.max_marginal_error == 0.0
