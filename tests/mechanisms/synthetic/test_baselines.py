@@ -193,6 +193,7 @@ def test_a_missing_library_names_the_install_command(monkeypatch):
         run_mst(_codes(50), DOMAIN, MSTParams(EPSILON, DELTA), np.random.default_rng(0), WORKLOAD)
 
 
+@pytest.mark.integration  # a subprocess: a fresh interpreter's modules
 def test_the_library_brings_no_solver_and_no_torch(library):
     code = (
         "import sys\n"
