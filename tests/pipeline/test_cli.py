@@ -65,27 +65,34 @@ def test_smoke_sweep_runs_end_to_end(tmp_path):
 
 @pytest.mark.integration
 def test_the_synthetic_data_sweep_runs_end_to_end_on_adults_records(tmp_path, adult_dir):
-    """``+sweep=synth_adult`` at one epsilon and seed, a short game: the private table and the
-    real one, on Ray, in MLflow, with the report of their workload error."""
+    """``+sweep=synth_adult`` at one epsilon and seed, short games and MST (MWEM and AIM take
+    minutes): the private tables and the real one, on Ray, in MLflow, with the report of their
+    workload error."""
     args = [
         "+sweep=synth_adult",
         f"dataset.data_dir={adult_dir}",
         "sweep.epsilons=[1.0]",
         "sweep.seeds=1",
+        "sweep.mechanisms=[fem,fem_rspm,mst,real_table]",
         "mechanisms.fem.rounds=4",
         "mechanisms.fem.samples=2",
+        "mechanisms.fem_rspm.rounds=4",
+        "mechanisms.fem_rspm.samples=2",
     ]
     result = _run(args, tmp_path)
     assert result.returncode == 0, result.stderr
     out = tmp_path / "out"
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["sweep"]["status"] == "complete" and summary["sweep"]["runs"] == 2
+    assert summary["sweep"]["status"] == "complete" and summary["sweep"]["runs"] == 4
     rows = {r["mechanism"]: r for r in csv.DictReader((out / "results.csv").open())}
-    assert rows["fem"]["privacy_holds"] == "True" and float(rows["fem"]["privacy_epsilon"]) <= 1.0
-    assert 0 < float(rows["fem"]["max_marginal_error"]) <= 1
+    for name in ("fem", "fem_rspm", "mst"):
+        assert rows[name]["privacy_holds"] == "True"
+        assert float(rows[name]["privacy_epsilon"]) <= 1.0
+        assert 0 < float(rows[name]["max_marginal_error"]) <= 1
     assert float(rows["real_table"]["max_marginal_error"]) == 0.0
     assert (out / "fig_synthetic.png").exists()
-    assert list(out.glob("mlartifacts/*/artifacts/synthetic.csv"))  # fem's table, only
+    tables = list(out.glob("mlartifacts/*/artifacts/synthetic.csv"))
+    assert len(tables) == 3  # the private tables; never the real one
 
 
 def test_adult_summary_from_configured_directory(tmp_path, adult_dir):
