@@ -51,7 +51,17 @@ def test_every_entry_runs_by_the_one_path_and_its_estimator_is_that_path(name):
     np.testing.assert_array_equal(clf.coef_, release.w)
 
 
-@pytest.mark.parametrize("name", sorted(SYNTHETIC))
+#: The library baselines' runs warm JAX up (seconds): integration tests, as in test_baselines.
+LIBRARY = {"mst", "aim", "mwem"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.integration) if n in LIBRARY else n
+        for n in sorted(SYNTHETIC)
+    ],
+)
 def test_every_synthetic_data_entry_makes_a_table_over_the_records_domain(name):
     entry = CATALOG[name]
     rng = np.random.default_rng(3)

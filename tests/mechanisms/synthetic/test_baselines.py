@@ -2,6 +2,10 @@
 in the domain, n of them; the claim at the target under replacing one record), their calibration
 to that target, the parameters' checks, and the library's global randomness left as found.
 
+The tests that run the library's synthesizers are integration tests (``LIBRARY_RUN``): the first
+run of MST or AIM in a process spends about 6 s warming JAX up, and the default run's budget
+keeps the project's own logic (the calibration, the groups, the checks), which runs without it.
+
 The same ``rng`` does not give the same records: the library draws its Gaussian and Laplace noise
 from opendp, whose generator is the operating system's secure one and takes no seed. So no test
 compares two runs' records; ``test_the_library_global_generators_are_restored`` checks what the
@@ -61,6 +65,10 @@ def library():
     return cdp_rho
 
 
+#: A test that runs a synthesizer of the library (module docstring).
+LIBRARY_RUN = pytest.mark.integration
+
+
 @pytest.fixture(scope="module")
 def releases(library):
     codes = _codes()
@@ -73,6 +81,7 @@ def releases(library):
     return codes, {k: run(codes, DOMAIN, p, rng, WORKLOAD) for k, (run, p) in runs.items()}
 
 
+@LIBRARY_RUN
 @pytest.mark.parametrize("name", ["mst", "aim", "mwem"])
 def test_each_baseline_releases_n_records_in_the_domain(releases, name):
     codes, out = releases
@@ -86,6 +95,7 @@ def test_each_baseline_releases_n_records_in_the_domain(releases, name):
     assert release.params["queries"] == WORKLOAD.queries
 
 
+@LIBRARY_RUN
 @pytest.mark.parametrize("name", ["mst", "aim"])
 def test_mst_and_aim_claim_the_target_under_replacing_one_record(releases, name):
     claim = releases[1][name].privacy
@@ -96,6 +106,7 @@ def test_mst_and_aim_claim_the_target_under_replacing_one_record(releases, name)
     assert "smartnoise-synth" in claim.reason and "replacing one" in claim.reason
 
 
+@LIBRARY_RUN
 def test_mwem_claims_pure_dp_at_its_ledger_times_one_and_a_half(releases):
     release = releases[1]["mwem"]
     claim = release.privacy
@@ -106,6 +117,7 @@ def test_mwem_claims_pure_dp_at_its_ledger_times_one_and_a_half(releases):
     assert release.params["iterations_used"] == 5
 
 
+@LIBRARY_RUN
 def test_the_library_global_generators_are_restored(library):
     """Seeding reaches what the library draws from numpy's and Python's global generators (its
     selections, mbi's and MWEM's sampling); the states are put back, and ``rng`` moves on."""
