@@ -31,6 +31,11 @@ def results_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return frame.sort_values(["mechanism", "requested_epsilon", "run_index"]).reset_index(drop=True)
 
 
+def sample_sd(values: pd.Series) -> float:
+    """The sample standard deviation of a group's runs; 0 for a single run."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
 def aggregate(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (mechanism, requested epsilon): runs, the largest (epsilon, delta) proven for them
     (SPEC 10), mean/sd accuracy, time, and how many were private."""
@@ -51,16 +56,14 @@ def aggregate(frame: pd.DataFrame) -> pd.DataFrame:
         proven_delta=("privacy_delta", "max"),
         calibration=("calibration", lambda s: ",".join(sorted(set(s) - {""})) or "-"),
         train_acc_mean=("train_accuracy", "mean"),
-        train_acc_sd=("train_accuracy", lambda s: float(np.std(s, ddof=1)) if len(s) > 1 else 0.0),
+        train_acc_sd=("train_accuracy", sample_sd),
         test_acc_mean=("test_accuracy", "mean"),
+        test_acc_sd=("test_accuracy", sample_sd),
         wall_median=("wall_seconds", "median"),
         wall_max=("wall_seconds", "max"),
         private=("privacy_holds", "sum"),
         max_error_mean=("max_marginal_error", "mean"),
-        max_error_sd=(
-            "max_marginal_error",
-            lambda s: float(np.std(s, ddof=1)) if len(s) > 1 else 0.0,
-        ),
+        max_error_sd=("max_marginal_error", sample_sd),
         mean_error_mean=("mean_marginal_error", "mean"),
     )
     return out.reset_index()

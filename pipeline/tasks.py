@@ -21,12 +21,12 @@ import numpy as np
 from mechanisms.base import Release
 from mechanisms.catalog import CATALOG, NON_PRIVATE
 from mechanisms.runner import SolveMany, solve_sequentially
-from mechanisms.synthetic.domain import Workload
+from mechanisms.synthetic.domain import Domain, Workload
 from mechanisms.synthetic.evaluate import TableScores, score_table
 from mechanisms.synthetic.fem import SyntheticRelease
 from oracles import registry
 from pipeline.catalog import MechanismConfig
-from pipeline.config import Config, ConfigError, OracleConfig
+from pipeline.config import Config, ConfigError, OracleConfig, SweepConfig
 from pipeline.data.record import Dataset
 from pipeline.run_record import RunResult
 from pipeline.split_solve import ray_map_parts
@@ -127,8 +127,8 @@ def run_release(
     rng = run_generator(config.sweep.sweep_seed if config.sweep else 0, key)
     X, records = train.features, {}
     if entry.kind == "synthetic":
-        codes = train.records()
-        X, records = codes.codes, {"domain": codes.domain, "workload": workload(config, train)}
+        real = train.records()
+        X, records = real.codes, {"domain": real.domain, "workload": workload(config, real.domain)}
     return entry.release(
         cfg,
         key.epsilon,
@@ -144,11 +144,11 @@ def run_release(
     )
 
 
-def workload(config: Config, train: Dataset) -> Workload:
+def workload(config: Config, domain: Domain) -> Workload:
     """The sweep's workload of synthetic data: every ``sweep.workload_k``-way marginal of the
-    records' public domain (a ConfigError when there are fewer attributes)."""
-    sizes = train.records().domain.sizes
-    k = config.sweep.workload_k if config.sweep is not None else 3
+    records' public ``domain`` (a ConfigError when there are fewer attributes)."""
+    sizes = domain.sizes
+    k = config.sweep.workload_k if config.sweep is not None else SweepConfig.workload_k
     if k > len(sizes):
         raise ConfigError(
             f"sweep.workload_k: must be <= the {len(sizes)} attributes of the records, found {k}"
@@ -166,7 +166,7 @@ def score(config: Config, release: Any, train: Dataset, test: Dataset | None) ->
         release.records,
         real.codes,
         test.records().codes if test is not None else None,
-        workload(config, train),
+        workload(config, real.domain),
         real.label,
         real.positive,
     )

@@ -42,6 +42,22 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
+def zcdp_root(epsilon: float, delta: float) -> float:
+    """sqrt(rho) of the rho with rho + 2 sqrt(rho ln(1/delta)) = epsilon: sqrt(ln(1/delta) +
+    epsilon) - sqrt(ln(1/delta)), in the stable form epsilon / (sqrt(L + epsilon) + sqrt(L))."""
+    log_term = math.log(1.0 / delta)
+    return epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))
+
+
+def zcdp_target(epsilon: float, delta: float) -> float:
+    """The largest rho with rho + 2 sqrt(rho ln(1/delta)) <= epsilon (docs/synthetic.md 2.3)."""
+    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
+    rho = zcdp_root(epsilon, delta) ** 2
+    while zcdp_epsilon(rho, delta) > epsilon:  # an ulp over, in floating point
+        rho = math.nextafter(rho, 0.0)
+    return rho
+
+
 def total_epsilon(
     round_epsilon: float, rounds: int, delta: float, rule: str = "bounded_range"
 ) -> float:
@@ -67,8 +83,7 @@ def round_epsilon(epsilon: float, delta: float, rounds: int, rule: str = "bounde
     basic = epsilon / rounds
     if delta == 0:
         return check_result("eps0", basic, epsilon=epsilon, rounds=rounds)
-    log_term = math.log(1.0 / delta)
-    root = epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))  # stable difference
+    root = zcdp_root(epsilon, delta)
     zcdp = math.sqrt(divisor * root * root / rounds)
     eps0 = max(basic, zcdp)
     # the inverse in floating point may overshoot by an ulp: step down until the bound holds
@@ -77,4 +92,12 @@ def round_epsilon(epsilon: float, delta: float, rounds: int, rule: str = "bounde
     return check_result("eps0", eps0, epsilon=epsilon, delta=delta, rounds=rounds)
 
 
-__all__ = ["ZCDP_DIVISOR", "round_epsilon", "total_epsilon", "zcdp_epsilon", "zcdp_rho"]
+__all__ = [
+    "ZCDP_DIVISOR",
+    "round_epsilon",
+    "total_epsilon",
+    "zcdp_epsilon",
+    "zcdp_rho",
+    "zcdp_root",
+    "zcdp_target",
+]

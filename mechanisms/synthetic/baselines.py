@@ -60,8 +60,8 @@ import numpy as np
 
 from mechanisms.base import PrivacyClaim, check_rng
 from mechanisms.privacy import check_epsilon_delta
-from mechanisms.synthetic.accounting import zcdp_epsilon
-from mechanisms.synthetic.domain import Domain, Workload
+from mechanisms.synthetic.accounting import zcdp_epsilon, zcdp_target
+from mechanisms.synthetic.domain import Domain, Workload, check_codes
 from mechanisms.synthetic.fem import SyntheticRelease
 from oracles.checks import check_int, check_real
 
@@ -211,16 +211,6 @@ def _library_randomness(rng: np.random.Generator) -> Iterator[None]:
 # --- calibration (module docstring) -----------------------------------------------------------
 
 
-def zcdp_target(epsilon: float, delta: float) -> float:
-    """The largest rho with rho + 2 sqrt(rho ln(1/delta)) <= epsilon (docs/synthetic.md 2.3)."""
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
-    log_term = math.log(1.0 / delta)
-    rho = (epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))) ** 2
-    while zcdp_epsilon(rho, delta) > epsilon:
-        rho = math.nextafter(rho, 0.0)
-    return rho
-
-
 def library_budget(epsilon: float, delta: float, factor: float) -> tuple[float, float]:
     """(library epsilon, library rho): the epsilon to hand snsynth's MST or AIM, and the rho its
     ``cdp_rho`` makes of it, with ``factor`` x rho <= ``zcdp_target(epsilon, delta)``: the
@@ -269,14 +259,11 @@ def mwem_groups(sizes: Sequence[int], max_cells: int) -> tuple[tuple[int, ...], 
 
 
 def _check_inputs(codes: Any, domain: Domain, workload: Workload) -> np.ndarray:
-    codes = np.asarray(codes, dtype=np.int64)
-    sizes = domain.sizes
-    if codes.ndim != 2 or codes.shape[1] != len(sizes) or len(codes) == 0:
-        raise ValueError(f"codes must be (n >= 1, {len(sizes)}) level codes, found {codes.shape}")
-    if (codes < 0).any() or (codes >= np.array(sizes)).any():
-        raise ValueError("codes must lie within the domain's levels")
-    if tuple(workload.sizes) != tuple(sizes):
-        raise ValueError(f"the workload's sizes {workload.sizes} are not the domain's {sizes}")
+    codes = check_codes(codes, domain.sizes)
+    if tuple(workload.sizes) != tuple(domain.sizes):
+        raise ValueError(
+            f"the workload's sizes {workload.sizes} are not the domain's {domain.sizes}"
+        )
     return codes
 
 
@@ -504,5 +491,4 @@ __all__ = [
     "run_aim",
     "run_mst",
     "run_mwem",
-    "zcdp_target",
 ]

@@ -66,6 +66,17 @@ class Domain:
         return [tuple(self.levels[a][int(c)] for a, c in enumerate(row)) for row in codes]
 
 
+def check_codes(codes: Any, sizes: Sequence[int]) -> np.ndarray:
+    """``codes`` as an (n >= 1, attributes) int64 array of level codes within ``sizes``, else a
+    ValueError saying which."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if codes.ndim != 2 or codes.shape[1] != len(sizes) or len(codes) == 0:
+        raise ValueError(f"codes must be (n >= 1, {len(sizes)}) level codes, found {codes.shape}")
+    if (codes < 0).any() or (codes >= np.array(sizes)).any():
+        raise ValueError("codes must lie within the domain's levels")
+    return codes
+
+
 @dataclass(frozen=True)
 class Workload:
     """The k-way marginals over ``marginals`` (tuples of attribute indices) of a domain with
@@ -127,4 +138,4 @@ class Workload:
         return np.abs(self.answers(real) - self.answers(synthetic))
 
 
-__all__ = ["Domain", "Workload"]
+__all__ = ["Domain", "Workload", "check_codes"]

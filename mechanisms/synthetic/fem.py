@@ -32,7 +32,7 @@ from mechanisms.base import PrivacyClaim, ReleaseRecord, check_rng
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon, total_epsilon
-from mechanisms.synthetic.domain import Workload
+from mechanisms.synthetic.domain import Workload, check_codes
 from oracles.base import Certificate
 from oracles.checks import check_choice, check_int, check_real
 from oracles.conjunction_select import (
@@ -160,14 +160,8 @@ def run_fem(
     ``selector`` RSPM's (``oracles.conjunction_select``; by default ``_default_selector``).
     With ``query_player="rspm"`` only the workload's domain (``sizes``) is used."""
     rng = check_rng(rng)
-    codes = np.asarray(codes, dtype=np.int64)
+    codes = check_codes(codes, workload.sizes)
     n = len(codes)
-    if codes.ndim != 2 or codes.shape[1] != len(workload.sizes) or n == 0:
-        raise ValueError(
-            f"codes must be (n >= 1, {len(workload.sizes)}) level codes, found {codes.shape}"
-        )
-    if (codes < 0).any() or (codes >= np.array(workload.sizes)).any():
-        raise ValueError("codes must lie within the domain's levels")
     rspm = params.query_player == "rspm"
     if rspm:
         selector = selector or _default_selector(oracle)

@@ -19,12 +19,11 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from mechanisms.catalog import NON_PRIVATE
 from pipeline.bench.machine import describe_machine
-from pipeline.report import private_means_frame
+from pipeline.report import aggregate, private_means_frame
 
 COLUMNS = (
     "| mechanism | epsilon | proven (max) | runs | max marginal error | mean marginal error "
@@ -32,29 +31,24 @@ COLUMNS = (
 )
 
 
-def _sd(values: pd.Series) -> float:
-    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-
-
 def comparison(frame: pd.DataFrame) -> list[str]:
-    """The markdown rows of the table (module docstring) for the runs of ``frame``."""
+    """The markdown rows of the table (module docstring) for the runs of ``frame``: the
+    report's aggregate (``pipeline.report.aggregate``) of the runs whose privacy holds."""
     lines = [COLUMNS, "| " + " | ".join(["---"] * 8) + " |"]
     kept = private_means_frame(frame)
     dropped = len(frame) - len(kept)
-    private = kept[~kept["mechanism"].isin(NON_PRIVATE)]
-    for (name, eps), part in private.groupby(["mechanism", "requested_epsilon"], sort=True):
+    agg = aggregate(kept)
+    reference = agg["mechanism"].isin(NON_PRIVATE)
+    for r in agg[~reference].itertuples():
         lines.append(
-            f"| {name} | {eps:g} | {part['privacy_epsilon'].max():.4g} | {len(part)} | "
-            f"{part['max_marginal_error'].mean():.3f} ± {_sd(part['max_marginal_error']):.3f} | "
-            f"{part['mean_marginal_error'].mean():.5f} | "
-            f"{part['test_accuracy'].mean():.3f} ± {_sd(part['test_accuracy']):.3f} | "
-            f"{part['wall_seconds'].median():.1f} |"
+            f"| {r.mechanism} | {r.requested_epsilon:g} | {r.proven_epsilon:.4g} | {r.runs} | "
+            f"{r.max_error_mean:.3f} ± {r.max_error_sd:.3f} | {r.mean_error_mean:.5f} | "
+            f"{r.test_acc_mean:.3f} ± {r.test_acc_sd:.3f} | {r.wall_median:.1f} |"
         )
-    for name, part in kept[kept["mechanism"].isin(NON_PRIVATE)].groupby("mechanism"):
+    for r in agg[reference].itertuples():
         lines.append(
-            f"| {name} (non-private) | - | - | {len(part)} | "
-            f"{part['max_marginal_error'].mean():.3f} | {part['mean_marginal_error'].mean():.5f} "
-            f"| {part['test_accuracy'].mean():.3f} | {part['wall_seconds'].median():.1f} |"
+            f"| {r.mechanism} (non-private) | - | - | {r.runs} | {r.max_error_mean:.3f} | "
+            f"{r.mean_error_mean:.5f} | {r.test_acc_mean:.3f} | {r.wall_median:.1f} |"
         )
     if dropped:
         lines.append(f"\n{dropped} runs whose privacy does not hold are left out.")

@@ -26,7 +26,7 @@ from pipeline.data.adult import (
     POSITIVE_LABEL,
     raw_rows,
 )
-from pipeline.data.record import DataError, Dataset
+from pipeline.data.record import DataError, Dataset, records_provenance
 
 #: Numeric columns and their public bins: (label, low, high) with low <= value < high.
 BINS = {
@@ -202,9 +202,7 @@ def records_datasets(records: AdultRecords, provenance: dict) -> tuple[Dataset, 
     income = records.domain.names.index("income")
     common = {
         **provenance,
-        "kind": "records",
-        "domain": {n: list(lv) for n, lv in zip(records.domain.names, records.domain.levels)},
-        "label": {"attribute": "income", "positive": POSITIVE_LABEL},
+        **records_provenance(records.domain, "income", POSITIVE_LABEL),
     }
     out = []
     for split, codes in (("train", records.train), ("test", records.test)):

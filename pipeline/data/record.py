@@ -33,6 +33,16 @@ class Records:
     positive: int
 
 
+def records_provenance(domain: Domain, label: str, positive: str) -> dict[str, Any]:
+    """What a records dataset's provenance says of its records (``Dataset.records`` reads it
+    back): its kind, its public domain (each attribute's levels) and its label attribute."""
+    return {
+        "kind": "records",
+        "domain": {n: list(lv) for n, lv in zip(domain.names, domain.levels)},
+        "label": {"attribute": label, "positive": positive},
+    }
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """Features, labels in {-1, +1}, feature names and where the data came from.

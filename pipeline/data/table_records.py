@@ -25,7 +25,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from mechanisms.synthetic.domain import Domain
-from pipeline.data.record import DataError, Dataset
+from pipeline.data.record import DataError, Dataset, records_provenance
 from pipeline.data.table import TableSplits, read_complete, split_rows
 from pipeline.data.table_encoding import (
     check_two_classes,
@@ -123,9 +123,7 @@ def load_table_records(
     domain = Domain(tuple(domain_levels), tuple(domain_levels.values()))
     common = {
         **raw.provenance,
-        "kind": "records",
-        "domain": {c: list(v) for c, v in domain_levels.items()},
-        "label": {"attribute": label, "positive": positive},
+        **records_provenance(domain, label, positive),
         "bins": {c: list(e) for c, e in bins.items()},
         "privacy_leak_warnings": leaks,
         "split_seed": int(split_seed),

@@ -19,6 +19,7 @@ def _row(mechanism, eps, i, error, holds=True, accuracy=0.75):
         "privacy_holds": holds,
         "max_marginal_error": error,
         "mean_marginal_error": error / 100,
+        "train_accuracy": accuracy,
         "test_accuracy": accuracy,
         "wall_seconds": 2.0 + i,
     }

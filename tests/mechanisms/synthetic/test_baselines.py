@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mechanisms.synthetic.accounting import zcdp_epsilon
+from mechanisms.synthetic.accounting import zcdp_epsilon, zcdp_target
 from mechanisms.synthetic.baselines import (
     AIM_REPLACE_FACTOR,
     INSTALL,
@@ -36,7 +36,6 @@ from mechanisms.synthetic.baselines import (
     run_aim,
     run_mst,
     run_mwem,
-    zcdp_target,
 )
 from mechanisms.synthetic.domain import Domain, Workload
 from tests.requirements import missing
