@@ -10,9 +10,11 @@ first) and keeps a node (a prefix k_0..k_{j-1}) only while its LOWER BOUND
 
 is at most the best exact value found so far, where C is the prefix's share of N_lam, Comp_j(p)
 the least N_lam-share of any completion given the prefix's square sum p (exact, by dynamic
-programming: ``noise_window.completion_tables``), and owed what the rows already FORCED to their
-costly label still owe above their minorant (``noise_window.RowPrune``). A row is forced when its
-score cannot cross mu whatever the completion: the prefix fixes part of the score, and the rest
+programming: ``noise_window.completion_tables``), and owed what the rows the prefix FORCES to one
+side of mu owe above their share of N_lam (``noise_window.RowPrune``): a row forced to its costly
+label its weight less the most its minorant can take, a row forced to its right label the part
+of its minorant below zero that N_lam counted against it. A row is forced when its score cannot
+cross mu whatever the completion: the prefix fixes part of the score, and the rest
 lies within +-reach_j(r), the EXACT maximum of |sum_{i >= j} x_i k_i| over integer completions
 with |k_i| <= B and square sum at most the budget r = cap - p left by the norm ball (a knapsack
 over the remaining coordinates, ``reach_tables``; tighter than Cauchy-Schwarz because an integer
@@ -48,6 +50,7 @@ from typing import Callable
 import numpy as np
 
 from oracles.base import Problem
+from oracles.branch_kernel import DONE, State, open_node, run
 from oracles.noise_window import (
     WINDOW_REL_SLACK,
     RowPrune,
@@ -57,8 +60,8 @@ from oracles.noise_window import (
 )
 from oracles.progress import Reporter
 
-#: Nodes expanded at once (rows x chunk scores in memory per stack entry).
-CHUNK = 4096
+#: Nodes the compiled search makes between two looks at the clock (``descend``).
+CHUNK = 100_000
 #: float32's unit roundoff: the signed scores Y are kept in float32 (``build_tables``).
 Y_ROUNDING = 2.0**-24
 #: How often (seconds) a search calls its ``share`` callback.
@@ -81,9 +84,10 @@ class Tables:
             not allowed).
         const: N_lam's constant.
         comp: (d + 1, cap + 1) ``noise_window.completion_tables``.
-        X: (u, d) the rows of L that can owe (``extra`` > 0), coefficients on k (tau x_u),
+        X: (u, d) the rows of L whose label matters (w_u > 0), coefficients on k (tau x_u),
             columns in search order.
-        extra: (u,) what a row forced to its costly label owes above its minorant.
+        weight, minorant, span: (u,) each row's w_u, its weight M_u in N_lam and its
+            minorant's span (``noise_window.RowPrune``): what a forced row owes (``owed``).
         margin: mu.
         scale: the size of N_lam's terms (``noise_window.threshold_slack``).
         sign: (u,) -1 where the costly label is -1, else +1: a node keeps its rows' scores as
@@ -100,7 +104,9 @@ class Tables:
     const: float
     comp: np.ndarray
     X: np.ndarray
-    extra: np.ndarray
+    weight: np.ndarray
+    minorant: np.ndarray
+    span: np.ndarray
     margin: float
     scale: float
     sign: np.ndarray
@@ -159,7 +165,7 @@ def build_tables(problem: Problem, tight: Split, prune: RowPrune) -> Tables:
     order = coordinate_order(tight)
     comp = completion_tables(tight, order)
     B = (tight.unary.shape[1] - 1) // 2
-    owes = prune.extra > 0  # a row whose minorant already carries its whole weight owes nothing
+    owes = prune.weight > 0  # a row of equal counts costs the same on both sides
     X = prune.X[owes][:, order]
     unary = tight.unary[order]
     finite = np.where(np.isfinite(unary), np.abs(unary), 0.0)
@@ -182,7 +188,9 @@ def build_tables(problem: Problem, tight: Split, prune: RowPrune) -> Tables:
         float(tight.const),
         comp,
         X,
-        prune.extra[owes],
+        prune.weight[owes],
+        prune.minorant[owes],
+        prune.span[owes],
         float(prune.margin),
         scale,
         sign,
@@ -240,12 +248,19 @@ class Nodes:
 
 
 def owed(t: Tables, level: int, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """What the rows forced by each node (level, square sums P, signed scores Y) owe (module
-    docstring): a row is forced when its score cannot reach the other side of mu, i.e. its
-    signed distance to mu on the costly side exceeds what the completion can still add. (The
-    strict test also leaves a row whose score could end exactly on mu unforced: safe.)"""
-    forced = Y > t.room[level][t.cap - P]  # (m, u)
-    return forced.astype(float) @ t.extra
+    """What the rows forced by each node (level, square sums P, signed scores Y) owe above
+    their share of N_lam (module docstring; ``noise_window.RowPrune`` proves each term). A row
+    is forced to its costly label when its signed distance Y to mu exceeds what the completion
+    can still take away (its room), and to its right label when Y plus its room is below 0;
+    Y + room bounds the largest Y of any completion, so the minorant M Y / span is at most
+    M (Y + room) / span below the node. (The strict tests leave a row whose score could end
+    exactly on mu unforced: safe.) Y + room is summed in float64, exactly."""
+    room = t.room[level][t.cap - P]  # (m, u)
+    top = Y.astype(np.float64) + room  # >= the largest Y_u of any completion
+    share = top / t.span
+    costly = np.where(Y > room, t.weight - t.minorant * np.minimum(share, 1.0), 0.0)
+    right = np.where(top < 0, -t.minorant * share, 0.0)
+    return (costly + right).sum(axis=1)
 
 
 def expand(t: Tables, nodes: Nodes, T: float) -> Nodes:
@@ -341,54 +356,78 @@ def descend(
     chunk: int = CHUNK,
 ) -> Outcome:
     """Depth-first branch and bound below ``start`` (module docstring), keeping points with F at
-    most ``best`` (a value some grid point attains). Stops at ``deadline`` or past ``max_nodes``
-    with ``finished`` False and a proven bound. ``progress`` (``oracles.progress``) is given
-    the best value and the least lower bound left below ``start`` when it is due."""
+    most ``best`` (a value some grid point attains). The start nodes are searched one at a time,
+    lowest bound first, by the compiled search of ``oracles.branch_kernel`` (the same bounds as
+    ``expand``), ``chunk`` nodes between two looks at the clock. Stops at ``deadline``
+    (``time.perf_counter()`` seconds) or past ``max_nodes`` with ``finished`` False and a proven
+    bound. ``progress`` (``oracles.progress``) is given the best value and the least lower bound
+    left below ``start`` when it is due."""
     t0 = time.perf_counter()
     w_best, found, best = None, math.inf, float(best)
     if share is not None:
         best = min(best, share(best))
     last_share = t0
-    stack = [start] if len(start) else []
+    state = State.empty(t.d, t.bound, len(t.sign))
+    order = np.argsort(start.lb, kind="stable")
     made = leaves = 0
-    while stack:
-        now = time.perf_counter()
-        if share is not None and now - last_share >= SHARE_EVERY:
-            best, last_share = min(best, share(best)), now
-        if now > deadline or made > max_nodes:
-            left = min(float(n.lb.min()) for n in stack) + t.const
-            reason = "deadline" if now > deadline else f"more than {max_nodes} nodes"
+
+    def score(K: np.ndarray) -> None:
+        """Score whole points (search order) exactly; the best so far improves on them."""
+        nonlocal w_best, found, best, leaves
+        W = t.points(K)
+        values = np.atleast_1d(t.problem.objective(W))
+        leaves += len(W)
+        i = int(np.argmin(values))
+        if values[i] < min(found, best) or (w_best is None and values[i] <= best):
+            w_best, found = W[i].copy(), float(values[i])
+            best = min(best, found)
+
+    for pos, index in enumerate(order):
+        if made > max_nodes:
+            left = float(start.lb[order[pos:]].min()) + t.const
+            message = f"more than {max_nodes} nodes"
+            bound = min(found, best, left)
             return Outcome(
-                w_best, found, min(found, best, left), False, made, leaves, now - t0, reason
+                w_best, found, bound, False, made, leaves, time.perf_counter() - t0, message
             )
-        if progress is not None and progress.due():
-            left = min(float(n.lb.min()) for n in stack) + t.const
-            progress.report(min(found, best), min(found, best, left))
-        nodes = stack.pop()
-        T = t.threshold(best)
-        alive = nodes.lb <= T
-        if not alive.all():
-            nodes = nodes.take(np.flatnonzero(alive))
-        if not len(nodes):
+        if not start.lb[index] <= t.threshold(best):
             continue
-        if nodes.level == t.d:
-            W = t.points(nodes.states)
-            values = np.atleast_1d(t.problem.objective(W))
-            leaves += len(W)
-            i = int(np.argmin(values))
-            if values[i] < min(found, best) or (w_best is None and values[i] <= best):
-                w_best, found = W[i].copy(), float(values[i])
-                best = min(best, found)
+        if start.level == t.d:
+            score(start.states[index : index + 1])
+            continue
+        made += open_node(
+            t,
+            state,
+            start.level,
+            start.states[index],
+            start.C[index],
+            start.P[index],
+            start.Y[index],
+            t.threshold(best),
+        )
+        while True:
+            why, n = run(t, state, t.threshold(best), min(chunk, max_nodes + 1 - made))
+            made += n
+            if state.n_leaves:
+                score(state.leaves[: state.n_leaves])
+                state.n_leaves = 0
                 if share is not None:
                     best = min(best, share(best))
-            continue
-        children = expand(t, nodes, T)
-        made += len(children)
-        if not len(children):
-            continue
-        ranked = np.argsort(children.lb, kind="stable")
-        groups = [ranked[i : i + chunk] for i in range(0, len(ranked), chunk)]
-        stack.extend(children.take(g) for g in reversed(groups))
+            if why == DONE:
+                break
+            now = time.perf_counter()
+            if share is not None and now - last_share >= SHARE_EVERY:
+                best, last_share = min(best, share(best)), now
+            stop = now > deadline or made > max_nodes
+            if stop or (progress is not None and progress.due()):
+                rest = start.lb[order[pos + 1 :]]
+                left = min(state.least_bound_left(), float(rest.min(initial=math.inf))) + t.const
+                if stop:
+                    reason = "deadline" if now > deadline else f"more than {max_nodes} nodes"
+                    return Outcome(
+                        w_best, found, min(found, best, left), False, made, leaves, now - t0, reason
+                    )
+                progress.report(min(found, best), min(found, best, left))
     if share is not None:
         best = min(best, share(best))
     return Outcome(w_best, found, min(found, best), True, made, leaves, time.perf_counter() - t0)

@@ -81,23 +81,36 @@ class Split:
 class RowPrune:
     """What a prefix of k already decides about the rows of L (``oracles.branch``).
 
-    For every grid point, F(k) >= N_lam(k) + sum over rows u whose costly label is forced of
-    ``extra_u`` (``tighten``: cost_u - its minorant >= w_u (1 - lam_u) there, as the minorant is
-    at most w_u lam_u). A row is forced when its score's range over the prefix's completions
-    (``branch.reach_tables``: the remaining square-sum budget and the box) lies on one side of
-    mu.
+    F(k) = N_lam(k) + sum_u [w_u e_u(k) - M_u m_u(k)] over the rows u of L, where e_u is the
+    row's error (cost_u = min(pos_u, neg_u) + w_u e_u, w_u = |pos_u - neg_u|), m_u its linear
+    minorant (``row_minorants``: m_u = Y_u / span_u with Y_u the row's signed distance to mu on
+    its costly side) and M_u = w_u lam_u its weight in N_lam. Each bracket is >= 0 (e_u >= m_u
+    and M_u <= w_u). When the prefix FORCES the row to one side (its score's range over the
+    completions, ``branch.reach_tables``, lies on that side of mu), with Ymax the largest Y_u any
+    completion reaches:
+    * forced to its costly label (e_u = 1): the bracket is >= w_u - M_u min(1, Ymax / span_u)
+      (at least ``extra_u`` = w_u - M_u);
+    * forced to its right label (e_u = 0, Ymax < 0): the bracket is >= -M_u Ymax / span_u > 0:
+      the minorant's negative part, which the Lagrangian bound spent, is given back.
+    Summed over the forced rows this is what a node owes above N_lam (``branch.owed``).
 
     Attributes:
         X: (u, d) the rows' coefficients on k (tau x_u).
-        extra: (u,) the weight still owed by a row forced to its costly label.
+        extra: (u,) w_u - M_u: the least a row forced to its costly label owes.
         costly_negative: (u,) True when the costly label is -1 (pos_u > neg_u).
         margin: mu.
+        weight: (u,) w_u.
+        minorant: (u,) M_u (0 for a row whose range does not straddle mu).
+        span: (u,) the minorant's span (m_u = Y_u / span_u; 1 where M_u is 0).
     """
 
     X: np.ndarray
     extra: np.ndarray
     costly_negative: np.ndarray
     margin: float
+    weight: np.ndarray
+    minorant: np.ndarray
+    span: np.ndarray
 
 
 def grid_cap(domain: IntegerGrid) -> int:
@@ -309,9 +322,16 @@ def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = No
     rows = split.rows
     pos, neg = problem.pos[rows], problem.neg[rows]
     weight = np.abs(pos - neg)
-    lam_weight = np.zeros(len(rows)) if lam_weight is None else lam_weight
-    extra = np.maximum(weight - lam_weight, 0.0)
-    return RowPrune(problem.points[rows] * problem.domain.step, extra, pos > neg, problem.margin)
+    minorant = np.zeros(len(rows)) if lam_weight is None else np.minimum(lam_weight, weight)
+    extra = np.maximum(weight - minorant, 0.0)
+    low, high = row_score_range(problem)
+    mu = problem.margin
+    span = np.where(pos > neg, mu - low[rows], high[rows] - mu)  # row_minorants' denominators
+    straddle = (low[rows] < mu) & (high[rows] > mu)
+    minorant = np.where(straddle, minorant, 0.0)
+    span = np.where(straddle, span, 1.0)
+    X = problem.points[rows] * problem.domain.step
+    return RowPrune(X, extra, pos > neg, mu, weight, minorant, span)
 
 
 __all__ = [

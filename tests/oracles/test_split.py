@@ -39,7 +39,7 @@ def test_the_split_solve_is_the_brute_force_minimum_and_the_window_oracles(famil
     assert float(truth.value_at(split.w) - truth.minimum) <= OBJECTIVE_TOL
     assert abs(cert.objective - float(truth.value_at(split.w))) <= 1e-9
     assert cert.extra["parts"] >= 1 and cert.extra["parts_unfinished"] == 0
-    whole = WindowOracle(time_limit=20.0, search_seconds=0.02, fallback=None).solve(problem)
+    whole = WindowOracle(time_limit=20.0, search_seconds=0.02).solve(problem)
     if whole.certificate.certified:
         assert abs(whole.certificate.objective - cert.objective) <= 1e-9
 
@@ -72,7 +72,7 @@ def _fails_on(index, err, tables, task, best):
     [(RuntimeError("boom"), Status.ERROR), (SearchStopped("too many"), Status.TIME_LIMIT)],
 )
 def test_a_part_that_fails_leaves_the_whole_uncertified(err, status):
-    problem = fuzz_instance(0)
+    problem = parallel_instance(3)  # its frontier holds three parts
     plan = plan_split(problem, parts=3, search_seconds=0.02)
     assert len(plan.tasks) > 1
     for index in (0, len(plan.tasks) - 1):
@@ -119,7 +119,7 @@ def test_the_order_of_the_parts_does_not_change_the_minimum():
 def _split(problem, map_parts=None, parts=3):
     """The split solve alone (no fallback), its parts run by ``map_parts``."""
     return WindowOracle(
-        time_limit=60.0, search_seconds=0.02, fallback=None, parts=parts, map_parts=map_parts
+        time_limit=60.0, search_seconds=0.02, parts=parts, map_parts=map_parts
     ).solve(problem)
 
 
