@@ -51,6 +51,7 @@ from mechanisms.synthetic.domain import Domain, Workload
 from mechanisms.synthetic.fem import FEMParams, SyntheticRelease, run_fem
 from mechanisms.synthetic.reference import RealTableParams, release_real_table
 from oracles.checks import check_choice
+from oracles.routing import CONFIGURED
 
 #: What a run supplies to a mechanism's parameters; never a setting.
 RUN_FIELDS = ("epsilon", "delta", "margin")
@@ -232,11 +233,11 @@ def _run_real_table(params, settings, codes, domain, workload, rng, oracle) -> S
 
 
 def _configured(settings: Any) -> str:
-    return "configured"
+    return CONFIGURED
 
 
 def _opsamp_oracle(settings: Any) -> str:
-    return "convex" if settings.loss == "logistic" else "configured"
+    return "convex" if settings.loss == "logistic" else CONFIGURED
 
 
 CATALOG: dict[str, Entry] = {

@@ -47,6 +47,7 @@ from mechanisms.privacy import warn_data_dependent
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from oracles.objective import DEFAULT_MARGIN, predict
 from oracles.registry import make_oracle
+from oracles.routing import CONFIGURED, route_name
 
 #: The oracle an estimator uses where its entry lets the caller choose.
 DEFAULT_ORACLE = "structured"
@@ -223,10 +224,10 @@ class CatalogClassifier:
     _FITTED = ("release_", "coef_", "classes_", "n_iter_", "n_features_in_", "feature_names_in_")
 
     def _oracle(self, needed: str) -> Any:
-        oracle = self.oracle if needed == "configured" else needed
-        if not isinstance(oracle, str):
-            return oracle
-        return make_oracle(oracle, time_limit=self.time_limit, threads=self.threads)
+        if needed == CONFIGURED and not isinstance(self.oracle, str):
+            return self.oracle  # an oracle object: the caller's own
+        name = route_name(needed, self.oracle)
+        return make_oracle(name, time_limit=self.time_limit, threads=self.threads)
 
     def fit(self, X: Any, y: Any) -> CatalogClassifier:
         for name in self._FITTED:

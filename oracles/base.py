@@ -20,10 +20,13 @@ or when the exact value exceeds the proven bound by more than ``OBJECTIVE_TOL``.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
 import math
+import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -236,7 +239,10 @@ class Certificate:
 
     ``objective`` is F at the returned w, evaluated exactly; ``bound`` is a proven lower bound on
     min F over the domain; ``gap`` = objective - bound (absolute). ``fallback`` says why another
-    backend than the one asked for solved it (for example Gurobi's licence limit).
+    backend than the one asked for solved it (for example Gurobi's licence limit). ``seconds``
+    is the solve's wall time, ``cpu_seconds`` the CPU it got (``counts_cpu``: the process's
+    CPU time while it ran, every thread, plus its parts' in other processes): far below
+    ``seconds`` x ``threads``, the solve shared its CPUs with other work; nan when not measured.
     """
 
     status: Status
@@ -249,6 +255,7 @@ class Certificate:
     message: str = ""
     solver_objective: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    cpu_seconds: float = math.nan
 
     @property
     def gap(self) -> float:
@@ -266,6 +273,7 @@ class Certificate:
             "bound": self.bound,
             "gap": self.gap,
             "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
             "backend": self.backend,
             "threads": self.threads,
             "fallback": self.fallback,
@@ -292,8 +300,39 @@ class Oracle(Protocol):
     def solve(self, problem: Problem) -> Solution: ...
 
 
+#: ``extra`` key of a certificate: CPU seconds its solve spent in other processes (the parts of
+#: a split solve run as Ray tasks, ``oracles.split``), which ``counts_cpu`` adds.
+REMOTE_CPU = "remote_cpu_seconds"
+
+SolveMethod = TypeVar("SolveMethod", bound=Callable[..., Any])
+
+
+def counts_cpu(solve: SolveMethod) -> SolveMethod:
+    """An oracle's ``solve`` whose certificate records the CPU seconds the solve got
+    (``Certificate.cpu_seconds``): ``time.process_time`` before and after (every thread of this
+    process, the solver's included), plus ``extra[REMOTE_CPU]`` (its parts' in other
+    processes). The answer is otherwise unchanged; an outer solve's count replaces an inner
+    one's (it includes it)."""
+
+    @functools.wraps(solve)
+    def measured(self, problem, *args, **kwargs):
+        cpu = time.process_time()
+        solution = solve(self, problem, *args, **kwargs)
+        c = solution.certificate
+        spent = time.process_time() - cpu + float(c.extra.get(REMOTE_CPU, 0.0))
+        return dataclasses.replace(solution, certificate=replace(c, cpu_seconds=spent))
+
+    return measured  # type: ignore[return-value]
+
+
 class OracleError(RuntimeError):
     """The backend cannot take this problem (wrong domain, too large, solver missing)."""
+
+
+class HandOff(OracleError):
+    """A strategy cannot solve this problem exactly and hands it on; ``str(err)`` says why (the
+    certificate's ``fallback`` records it). To whom is the routing table's
+    (``oracles.routing``), never the strategy's."""
 
 
 def certify(

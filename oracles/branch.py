@@ -50,7 +50,14 @@ from typing import Callable
 import numpy as np
 
 from oracles.base import Problem
-from oracles.branch_kernel import DONE, State, open_node, run
+from oracles.branch_kernel import (
+    DONE,
+    State,
+    expand_nodes,
+    node_bounds,
+    open_node,
+    run,
+)
 from oracles.noise_window import (
     WINDOW_REL_SLACK,
     RowPrune,
@@ -180,7 +187,7 @@ def build_tables(problem: Problem, tight: Split, prune: RowPrune) -> Tables:
     sign = np.where(prune.costly_negative[owes], -1.0, 1.0)
     room = (reach + tol[:, None, None]).transpose(1, 2, 0)
     room = np.nextafter(room.astype(np.float32), np.float32(np.inf))  # rounded up: safe
-    steps = (sign[:, None] * X).T.astype(np.float32)
+    steps = np.ascontiguousarray((sign[:, None] * X).T.astype(np.float32))
     return Tables(
         problem,
         order,
@@ -194,7 +201,7 @@ def build_tables(problem: Problem, tight: Split, prune: RowPrune) -> Tables:
         float(prune.margin),
         scale,
         sign,
-        np.ascontiguousarray(steps),
+        steps,
         np.ascontiguousarray(room),
     )
 
@@ -233,8 +240,9 @@ class Nodes:
         )
 
     @classmethod
-    def from_states(cls, t: Tables, states: np.ndarray) -> "Nodes":
-        """Nodes rebuilt from their states alone (what a part ships), bounds recomputed."""
+    def from_states(cls, t: Tables, states: np.ndarray, T: float = math.inf) -> "Nodes":
+        """Nodes rebuilt from their states alone (what a part ships), bounds recomputed at the
+        threshold T (``branch_kernel._bound``: +inf for a node above it)."""
         states = np.asarray(states, dtype=np.int8)
         level = states.shape[1]
         B = t.bound
@@ -242,41 +250,20 @@ class Nodes:
         C = t.unary[np.arange(level)[None, :], idx].sum(axis=1) if level else np.zeros(len(states))
         P = (states.astype(np.int64) ** 2).sum(axis=1)
         Y = (t.sign * (states.astype(float) @ t.X[:, :level].T - t.margin)).astype(np.float32)
-        nodes = cls(level, states, C, P, Y, np.zeros(len(states)))
-        nodes.lb = C + t.comp[level, P] + owed(t, level, P, Y)
-        return nodes
+        return cls(level, states, C, P, Y, node_bounds(t, level, C, P, Y, T))
 
 
-def owed(t: Tables, level: int, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """What the rows forced by each node (level, square sums P, signed scores Y) owe above
-    their share of N_lam (module docstring; ``noise_window.RowPrune`` proves each term). A row
-    is forced to its costly label when its signed distance Y to mu exceeds what the completion
-    can still take away (its room), and to its right label when Y plus its room is below 0;
-    Y + room bounds the largest Y of any completion, so the minorant M Y / span is at most
-    M (Y + room) / span below the node. (The strict tests leave a row whose score could end
-    exactly on mu unforced: safe.) Y + room is summed in float64, exactly."""
-    room = t.room[level][t.cap - P]  # (m, u)
-    top = Y.astype(np.float64) + room  # >= the largest Y_u of any completion
-    share = top / t.span
-    costly = np.where(Y > room, t.weight - t.minorant * np.minimum(share, 1.0), 0.0)
-    right = np.where(top < 0, -t.minorant * share, 0.0)
-    return (costly + right).sum(axis=1)
-
-
-def expand(t: Tables, nodes: Nodes, T: float) -> Nodes:
-    """The children of ``nodes`` (one more coordinate fixed) whose lower bound is at most T."""
-    j = nodes.level
-    B = t.bound
-    vals = np.arange(-B, B + 1)
-    a = t.unary[j]
-    P2 = nodes.P[:, None] + (vals * vals)[None, :]
-    ok = (P2 <= t.cap) & np.isfinite(a)[None, :]
-    C2 = nodes.C[:, None] + a[None, :]
-    nb = np.full(P2.shape, np.inf)
-    nb[ok] = C2[ok] + t.comp[j + 1, P2[ok]]
-    ok &= nb <= T
-    pi, vi = np.nonzero(ok)
-    if not len(pi):
+def expand(t: Tables, nodes: Nodes, T: float, chunk: int = 4096) -> Nodes:
+    """The children of ``nodes`` (one more coordinate fixed) whose lower bound is at most T:
+    the compiled search's own bounds (``branch_kernel``), each node's children by increasing
+    bound, ``chunk`` nodes at a time."""
+    j, parts = nodes.level, []
+    for first in range(0, len(nodes), chunk):
+        sl = slice(first, first + chunk)
+        parent, value, C, P, Y, lb = expand_nodes(t, j, nodes.C[sl], nodes.P[sl], nodes.Y[sl], T)
+        states = np.hstack([nodes.states[sl][parent], value[:, None]])
+        parts.append(Nodes(j + 1, states, C, P, Y, lb))
+    if not parts:
         return Nodes(
             j + 1,
             np.zeros((0, j + 1), np.int8),
@@ -285,13 +272,14 @@ def expand(t: Tables, nodes: Nodes, T: float) -> Nodes:
             np.zeros((0, len(t.sign)), np.float32),
             np.zeros(0),
         )
-    v = vals[vi]
-    states = np.hstack([nodes.states[pi], v.astype(np.int8)[:, None]])
-    Y = nodes.Y[pi] + v[:, None].astype(np.float32) * t.steps[j][None, :]
-    P, C, lb = P2[pi, vi], C2[pi, vi], nb[pi, vi]
-    lb = lb + owed(t, j + 1, P, Y)
-    keep = lb <= T
-    return Nodes(j + 1, states[keep], C[keep], P[keep], Y[keep], lb[keep])
+    return Nodes(
+        j + 1,
+        np.vstack([n.states for n in parts]),
+        np.concatenate([n.C for n in parts]),
+        np.concatenate([n.P for n in parts]),
+        np.vstack([n.Y for n in parts]),
+        np.concatenate([n.lb for n in parts]),
+    )
 
 
 def frontier(t: Tables, best: float, *, at_least: int, max_nodes: int = 2_000_000) -> Nodes:
@@ -445,6 +433,5 @@ __all__ = [
     "descend",
     "expand",
     "frontier",
-    "owed",
     "reach_tables",
 ]

@@ -83,38 +83,74 @@ class State:
 
 
 @njit(cache=True, nogil=True)
+def _bound(nb, Y, fv, step, T, room, weight, minorant, span):
+    """The bound of a node (its noise part nb = C + Comp_j(P), its rows' ``room`` at its level
+    and square sum) whose scores are Y + fv * step (float32, as the parent's plus
+    its last coordinate's; fv = 0 for a node's own scores): nb plus what the rows it forces owe
+    (``noise_window.RowPrune``), or +inf once above T. A row is forced to its costly label when
+    its signed distance Y to mu exceeds its room, and to its right label when Y plus its room
+    is below 0; Y + room bounds the largest Y of any completion (summed in float64, exactly)."""
+    rows = Y.shape[0]
+    lb = nb
+    # the rows in blocks without a branch (vectorized), the threshold checked between them
+    for first in range(0, rows, ROW_BLOCK):
+        owe = 0.0
+        for u in range(first, min(first + ROW_BLOCK, rows)):
+            y = Y[u] + fv * step[u]
+            ru = room[u]
+            top = np.float64(y) + np.float64(ru)
+            share = top / span[u]
+            costly = weight[u] - minorant[u] * min(share, 1.0)
+            right = -minorant[u] * share
+            owe += costly if y > ru else (right if top < 0.0 else 0.0)
+        lb += owe
+        if lb > T:
+            return np.inf
+    return lb
+
+
+@njit(cache=True, nogil=True)
 def _children(
-    j, C, P, Y, T, unary, comp, room, steps, weight, minorant, span, bound, cap, vals, lbs
+    j,
+    C,
+    P,
+    Y,
+    T,
+    unary,
+    comp,
+    room,
+    steps,
+    weight,
+    minorant,
+    span,
+    bound,
+    cap,
+    vals,
+    lbs,
 ):
     """The children of a node at depth j (prefix cost C, square sum P, scores Y) whose bound is
     at most T, sorted by bound into vals/lbs; returns how many."""
     n = 0
-    rows = Y.shape[0]
     for i in range(2 * bound + 1):
         v = i - bound
         P2 = P + v * v
         if P2 > cap:
             continue
-        nb = C + unary[j, i] + comp[j + 1, P2]
+        base = C + unary[j, i]
+        nb = base + comp[j + 1, P2]
         if not nb <= T:  # also drops +inf and nan
             continue
-        fv = np.float32(v)
-        r = room[j + 1, cap - P2]
-        lb = nb
-        # the rows in blocks without a branch (vectorized), the threshold checked between them
-        for first in range(0, rows, ROW_BLOCK):
-            owe = 0.0
-            for u in range(first, min(first + ROW_BLOCK, rows)):
-                y = Y[u] + fv * steps[j, u]  # float32, as branch.expand
-                ru = r[u]
-                top = np.float64(y) + np.float64(ru)
-                share = top / span[u]
-                costly = weight[u] - minorant[u] * min(share, 1.0)
-                right = -minorant[u] * share
-                owe += costly if y > ru else (right if top < 0.0 else 0.0)
-            lb += owe
-            if lb > T:
-                break
+        lb = _bound(
+            nb,
+            Y,
+            np.float32(v),
+            steps[j],
+            T,
+            room[j + 1, cap - P2],
+            weight,
+            minorant,
+            span,
+        )
         if not lb <= T:
             continue
         # insert, sorted by bound (ties: smaller index first, as a stable sort)
@@ -205,6 +241,130 @@ def _run(
     return DONE, top, n_leaves, made
 
 
+@njit(cache=True, nogil=True)
+def _expand(
+    level,
+    C,
+    P,
+    Y,
+    T,
+    unary,
+    comp,
+    room,
+    steps,
+    weight,
+    minorant,
+    span,
+    bound,
+    cap,
+    parent,
+    value,
+    C2,
+    P2,
+    Y2,
+    lb2,
+):
+    """Every child of the nodes (level, C, P, Y) with a bound at most T, written to the output
+    arrays in node order, each node's children by increasing bound; returns how many."""
+    width = 2 * bound + 1
+    vals = np.empty(width, np.int8)
+    lbs = np.empty(width)
+    n = 0
+    for a in range(C.shape[0]):
+        k = _children(
+            level,
+            C[a],
+            P[a],
+            Y[a],
+            T,
+            unary,
+            comp,
+            room,
+            steps,
+            weight,
+            minorant,
+            span,
+            bound,
+            cap,
+            vals,
+            lbs,
+        )
+        for i in range(k):
+            v = vals[i]
+            parent[n] = a
+            value[n] = v
+            C2[n] = C[a] + unary[level, v + bound]
+            P2[n] = P[a] + v * v
+            fv = np.float32(v)
+            for u in range(Y.shape[1]):
+                Y2[n, u] = Y[a, u] + fv * steps[level, u]
+            lb2[n] = lbs[i]
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _node_bounds(level, C, P, Y, T, comp, room, weight, minorant, span, cap, out):
+    """Each node's own bound at its level (``_bound`` with fv = 0), +inf above T."""
+    for a in range(C.shape[0]):
+        nb = C[a] + comp[level, P[a]]
+        out[a] = np.inf
+        if nb <= T:
+            row = room[level, cap - P[a]]
+            out[a] = _bound(nb, Y[a], np.float32(0.0), Y[a], T, row, weight, minorant, span)
+
+
+def expand_nodes(t, level, C, P, Y, T):
+    """``_expand`` on numpy arrays: (parent index, value, C, P, Y, lb) of the children kept."""
+    m = len(C) * (2 * t.bound + 1)
+    parent, value = np.empty(m, np.int64), np.empty(m, np.int8)
+    C2, P2 = np.empty(m), np.empty(m, np.int64)
+    Y2, lb2 = np.empty((m, Y.shape[1]), np.float32), np.empty(m)
+    n = _expand(
+        level,
+        np.ascontiguousarray(C, dtype=np.float64),
+        np.ascontiguousarray(P, np.int64),
+        np.ascontiguousarray(Y, np.float32),
+        float(T),
+        t.unary,
+        t.comp,
+        t.room,
+        t.steps,
+        t.weight,
+        t.minorant,
+        t.span,
+        t.bound,
+        t.cap,
+        parent,
+        value,
+        C2,
+        P2,
+        Y2,
+        lb2,
+    )
+    return parent[:n], value[:n], C2[:n], P2[:n], Y2[:n], lb2[:n]
+
+
+def node_bounds(t, level, C, P, Y, T=np.inf):
+    """``_node_bounds`` on numpy arrays."""
+    out = np.empty(len(C))
+    _node_bounds(
+        level,
+        np.ascontiguousarray(C, dtype=np.float64),
+        np.ascontiguousarray(P, np.int64),
+        np.ascontiguousarray(Y, np.float32),
+        float(T),
+        t.comp,
+        t.room,
+        t.weight,
+        t.minorant,
+        t.span,
+        t.cap,
+        out,
+    )
+    return out
+
+
 def open_node(t, state: State, level: int, prefix: np.ndarray, C: float, P: int, Y, T: float):
     """Put one node (a prefix at ``level``) on an empty stack, its children bounded below T;
     returns how many children it has."""
@@ -268,4 +428,13 @@ def run(t, state: State, T: float, budget: int) -> tuple[int, int]:
     return int(why), int(made)
 
 
-__all__ = ["BUDGET", "DONE", "LEAVES", "State", "open_node", "run"]
+__all__ = [
+    "BUDGET",
+    "DONE",
+    "LEAVES",
+    "State",
+    "expand_nodes",
+    "node_bounds",
+    "open_node",
+    "run",
+]

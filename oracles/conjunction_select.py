@@ -54,10 +54,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse
 
-from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Certificate, Status
-from oracles.checks import check_int, check_solver_options
+from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Certificate, Status, counts_cpu
+from oracles.budget import Budget
+from oracles.checks import check_int
 from oracles.conjunctions import Conjunction, max_certificate, solve_max_milp
-from oracles.highs import highs_lp
+from oracles.highs import LinearModel
 
 #: Candidates an enumeration oracle may visit (both signs).
 MAX_CANDIDATES = 50_000_000
@@ -163,6 +164,7 @@ class EnumerationSelectionOracle:
     max_candidates: int = MAX_CANDIDATES
     name: str = "enumerate"
 
+    @counts_cpu
     def solve(self, problem: SelectionProblem) -> SelectionSolution:
         if problem.candidates > self.max_candidates:
             raise ValueError(
@@ -201,6 +203,7 @@ class SearchSelectionOracle:
 
     name: str = "search"
 
+    @counts_cpu
     def solve(self, problem: SelectionProblem) -> SelectionSolution:
         start = time.perf_counter()
         search = _Search(problem)
@@ -290,23 +293,22 @@ class _Search:
 
 @dataclass(frozen=True)
 class HighsSelectionOracle:
-    """One MILP per sign (module docstring), solved by HiGHS; each may take ``time_limit``."""
+    """One MILP per sign (module docstring), solved by HiGHS, both on one budget (``time_limit``
+    and ``threads``: the budget of a solve called without one, ``oracles.budget``): the second
+    sign gets what the first left."""
 
     time_limit: float = DEFAULT_TIME_LIMIT
     threads: int = DEFAULT_THREADS
     name: str = "highs"
 
-    def __post_init__(self) -> None:
-        check_solver_options(self.time_limit, self.threads)
-
-    def solve(self, problem: SelectionProblem) -> SelectionSolution:
-        import highspy  # here: it cannot share a process with OR-Tools (oracles.highs)
-
+    @counts_cpu
+    def solve(self, problem: SelectionProblem, budget: Budget | None = None) -> SelectionSolution:
+        budget = budget or Budget.from_limit(self.time_limit, self.threads)
         start = time.perf_counter()
         answers = []
         for sign in (+1, -1):
-            lp, literals = _milp(highspy, problem, sign)
-            answer = solve_max_milp(highspy, lp, self.time_limit, self.threads)
+            model, literals = _milp(problem, sign)
+            answer = solve_max_milp(model, budget)
             conjunction = None
             if answer.x is not None:
                 chosen = np.flatnonzero(answer.x[: len(literals)] > 0.5)
@@ -344,8 +346,8 @@ class HighsSelectionOracle:
         return SelectionSolution(conjunction, sign, cert)
 
 
-def _milp(highspy, problem: SelectionProblem, sign: int):
-    """(HighsLp minimizing -(the objective of sign ``sign``), the literal of each y column).
+def _milp(problem: SelectionProblem, sign: int) -> tuple[LinearModel, list]:
+    """(the model minimizing -(the objective of sign ``sign``), the literal of each y column).
 
     Columns: y (one per literal, binary), u (one per attribute), z (one per record with
     w_x = sign c_x != 0)."""
@@ -404,8 +406,7 @@ def _milp(highspy, problem: SelectionProblem, sign: int):
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, n_cols)
     )
     matrix.sum_duplicates()
-    lp = highs_lp(
-        highspy,
+    model = LinearModel(
         cost=cost,
         matrix=matrix,
         row_lower=np.concatenate(lower),
@@ -415,7 +416,7 @@ def _milp(highspy, problem: SelectionProblem, sign: int):
         integer=np.arange(n_cols) < n_y,
         offset=offset,
     )
-    return lp, literals
+    return model, literals
 
 
 __all__ = [

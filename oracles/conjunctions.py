@@ -15,8 +15,8 @@ docs/synthetic.md). Two backends behind one ``solve(problem) -> ConjunctionSolut
 * ``HighsConjunctionOracle``: a MILP. b one-hot per attribute (binary), one continuous z_c in
   [0, 1] per conjunction with coef_c != 0: z_c <= b_lit for each literal when coef_c > 0 (the
   maximization then sets z_c = min b = q_c), z_c >= sum b_lit - (k_c - 1) when coef_c < 0 (then
-  z_c = max(0, sum b - k + 1) = q_c). ``highspy`` is imported when a solve runs (it cannot share
-  a process with OR-Tools).
+  z_c = max(0, sum b - k + 1) = q_c), solved by ``oracles.highs.run_highs`` within the solve's
+  budget (``oracles.budget``).
 
 Every answer carries a ``Certificate`` (minimization form: objective = -value at x, evaluated
 exactly; bound = -(the solver's proven upper bound)). The data player's privacy does not rest on
@@ -34,9 +34,10 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse
 
-from oracles.base import OBJECTIVE_TOL, Certificate, Status
-from oracles.checks import check_int, check_solver_options
-from oracles.highs import PRESOLVE_RULES_OFF, highs_lp, map_status, threads_for
+from oracles.base import OBJECTIVE_TOL, Certificate, Status, counts_cpu
+from oracles.budget import Budget
+from oracles.checks import check_int
+from oracles.highs import PRESOLVE_RULES_OFF, LinearModel, map_status, run_highs, threads_for
 
 Literal = tuple[int, int]
 Conjunction = tuple[Literal, ...]
@@ -128,6 +129,7 @@ class EnumerationConjunctionOracle:
     max_records: int = MAX_RECORDS
     name: str = "enumerate"
 
+    @counts_cpu
     def solve(self, problem: ConjunctionProblem) -> ConjunctionSolution:
         if problem.size > self.max_records:
             raise ValueError(
@@ -146,21 +148,21 @@ class EnumerationConjunctionOracle:
 
 @dataclass(frozen=True)
 class HighsConjunctionOracle:
-    """The MILP of the module docstring, solved by HiGHS."""
+    """The MILP of the module docstring, solved by HiGHS (``time_limit`` and ``threads``: the
+    budget of a solve called without one, ``oracles.budget``)."""
 
     time_limit: float = 60.0
     threads: int = 1
     name: str = "highs"
 
-    def __post_init__(self) -> None:
-        check_solver_options(self.time_limit, self.threads)
-
-    def solve(self, problem: ConjunctionProblem) -> ConjunctionSolution:
-        import highspy  # here: it cannot share a process with OR-Tools (oracles.highs)
-
+    @counts_cpu
+    def solve(
+        self, problem: ConjunctionProblem, budget: Budget | None = None
+    ) -> ConjunctionSolution:
+        budget = budget or Budget.from_limit(self.time_limit, self.threads)
         start = time.perf_counter()
-        lp, onehot = _milp(highspy, problem)
-        answer = solve_max_milp(highspy, lp, self.time_limit, self.threads)
+        model, onehot = _milp(problem)
+        answer = solve_max_milp(model, budget)
         seconds = time.perf_counter() - start
         if answer.x is None:
             record = np.zeros(len(problem.levels), dtype=np.int64)
@@ -203,40 +205,28 @@ class MilpAnswer:
     note: str
 
 
-def solve_max_milp(highspy, lp, time_limit: float, threads: int) -> MilpAnswer:
-    """Solve ``lp`` (a HighsLp minimizing -value) with the options every conjunction MILP uses:
-    exact gap, one thread count per process, and ``PRESOLVE_RULES_OFF`` always (HiGHS 1.16's
-    parallel rows and columns reduction can call a worse point optimal, oracles.highs)."""
-    h = highspy.Highs()
-    threads, note = threads_for(threads)
-    for option, value in {
-        "output_flag": False,
-        "threads": threads,
-        "time_limit": float(time_limit),
-        "mip_rel_gap": 0.0,
-        "mip_abs_gap": 1e-9,
-        "presolve_rule_off": PRESOLVE_RULES_OFF,
-    }.items():
-        h.setOptionValue(option, value)
-    h.passModel(lp)
-    h.run()
-    info = h.getInfo()
-    has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
-    status, message = map_status(h.getModelStatus().name, has_solution)
-    if not has_solution:
+def solve_max_milp(model: LinearModel, budget: Budget) -> MilpAnswer:
+    """Solve ``model`` (minimizing -value) on what ``budget`` has left with the options every
+    conjunction MILP uses: exact gap, one thread count per process, and ``PRESOLVE_RULES_OFF``
+    always (HiGHS 1.16's parallel rows and columns reduction can call a worse point optimal,
+    oracles.highs)."""
+    threads, note = threads_for(budget.threads)
+    options = {"mip_abs_gap": 1e-9, "presolve_rule_off": PRESOLVE_RULES_OFF}
+    answer = run_highs(model, budget, options)
+    status, message = map_status(answer.status_name, answer.has_solution)
+    if not answer.has_solution:
         return MilpAnswer(None, status, math.inf, threads, message, note)
-    x = np.asarray(h.getSolution().col_value)
     # HiGHS minimizes -value: its dual bound is a lower bound on -value, so -bound is an upper
     # bound on the best value (its own objective at an optimum)
-    dual = float(info.mip_dual_bound) if status is Status.OPTIMAL else -math.inf
+    dual = answer.dual_bound if status is Status.OPTIMAL else -math.inf
     upper = -dual if math.isfinite(dual) else math.inf
     if status is Status.OPTIMAL:
-        upper = max(upper, -float(info.objective_function_value))
-    return MilpAnswer(x, status, upper, threads, message, note)
+        upper = max(upper, -answer.objective)
+    return MilpAnswer(answer.x, status, upper, threads, message, note)
 
 
-def _milp(highspy, problem: ConjunctionProblem):
-    """(HighsLp minimizing -value, the one-hot columns of each attribute)."""
+def _milp(problem: ConjunctionProblem) -> tuple[LinearModel, list[np.ndarray]]:
+    """(the model minimizing -value, the one-hot columns of each attribute)."""
     starts = np.concatenate([[0], np.cumsum(problem.levels)])
     onehot = [np.arange(starts[a], starts[a + 1]) for a in range(len(problem.levels))]
     n_b = int(starts[-1])
@@ -262,8 +252,7 @@ def _milp(highspy, problem: ConjunctionProblem):
         else:  # z >= sum b - (k - 1)
             row([(z, 1.0)] + [(b, -1.0) for b in lits], 1.0 - len(lits), math.inf)
     matrix = scipy.sparse.csr_array((vals, (rows, cols)), shape=(len(lower), n_cols))
-    lp = highs_lp(
-        highspy,
+    model = LinearModel(
         cost=cost,
         matrix=matrix,
         row_lower=np.array(lower),
@@ -272,7 +261,7 @@ def _milp(highspy, problem: ConjunctionProblem):
         col_upper=np.ones(n_cols),
         integer=np.arange(n_cols) < n_b,  # the one-hot b; the z are continuous
     )
-    return lp, onehot
+    return model, onehot
 
 
 __all__ = [

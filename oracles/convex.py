@@ -50,8 +50,10 @@ from oracles.base import (
     OracleError,
     Solution,
     Status,
+    counts_cpu,
 )
-from oracles.checks import check_choice, check_int, check_real, check_solver_options, is_real
+from oracles.budget import Budget
+from oracles.checks import check_choice, check_int, check_real, is_real
 from oracles.objective import MergedRows, check_data
 
 LOSSES = ("logistic", "hinge")
@@ -228,8 +230,8 @@ class ConvexOracle:
 
     Status OPTIMAL when the certified gap is <= ``tol``; otherwise TIME_LIMIT (iteration or time
     budget spent) with the honest gap, or ERROR. The gap is in units of f (normalized by n),
-    the units of OPSamp's alpha. ``threads`` is accepted for the registry's uniform signature;
-    the solve runs on one thread.
+    the units of OPSamp's alpha. ``time_limit`` and ``threads``: the budget of a solve called
+    without one (``oracles.budget``); the solve runs on one thread.
     """
 
     loss: str = "logistic"
@@ -241,7 +243,6 @@ class ConvexOracle:
 
     def __post_init__(self) -> None:
         _check_loss(self.loss)
-        check_solver_options(self.time_limit, self.threads)
         check_real("tol", self.tol)
         check_int("max_iter", self.max_iter)
 
@@ -251,18 +252,20 @@ class ConvexOracle:
         """Build the problem from raw (X, y) with this oracle's loss and solve it."""
         return self.solve(ConvexProblem.from_xy(X, y, sigma, box, loss=self.loss, scale=scale))
 
-    def solve(self, problem: ConvexProblem) -> Solution:
+    @counts_cpu
+    def solve(self, problem: ConvexProblem, budget: Budget | None = None) -> Solution:
         if not isinstance(problem, ConvexProblem):
             raise OracleError(
                 f"the convex oracle takes a ConvexProblem (the surrogate objective), found "
                 f"{type(problem).__name__}; the 0/1 Problem needs a MIP oracle"
             )
+        budget = budget or Budget.from_limit(self.time_limit, self.threads)
         start = time.perf_counter()
         if problem.loss == "logistic":
-            w, info = self._solve_logistic(problem, start)
+            w, info = self._solve_logistic(problem, budget)
             bound_kind = "frank_wolfe"
         else:
-            w, info = self._solve_hinge(problem)
+            w, info = self._solve_hinge(problem, budget)
             bound_kind = "lagrangian_dual"
         objective = problem.objective(w)
         # round the bound down so that the certificate's gap (objective - bound, recomputed in
@@ -295,14 +298,14 @@ class ConvexOracle:
         )
         return Solution(w, certificate)
 
-    def _solve_logistic(self, problem: ConvexProblem, start: float) -> tuple[np.ndarray, dict]:
+    def _solve_logistic(self, problem: ConvexProblem, budget: Budget) -> tuple[np.ndarray, dict]:
         lo, hi = problem.box.lower, problem.box.upper
         w = np.full(problem.d, np.clip(0.0, lo, hi))
         gap, iterations, rounds = problem.frank_wolfe_gap(w), 0, 0
         # L-BFGS-B may stop on its own tests before the certified gap meets tol: restart it from
         # where it stopped while it makes progress and the iteration and time budgets last.
         while gap > self.tol and iterations < self.max_iter:
-            if time.perf_counter() - start > self.time_limit:
+            if budget.expired():
                 break
             result = minimize(
                 problem.value_and_gradient,
@@ -321,7 +324,7 @@ class ConvexOracle:
             w, gap = candidate, candidate_gap
         return w, {"gap": gap, "status": None, "iterations": iterations, "rounds": rounds}
 
-    def _solve_hinge(self, problem: ConvexProblem) -> tuple[np.ndarray, dict]:
+    def _solve_hinge(self, problem: ConvexProblem, budget: Budget) -> tuple[np.ndarray, dict]:
         from scipy.optimize import linprog
         from scipy.sparse import csr_matrix, hstack, identity
 
@@ -339,7 +342,7 @@ class ConvexOracle:
             b_ub=-np.ones(u),
             bounds=bounds,
             method="highs",
-            options={"time_limit": self.time_limit},
+            options={"time_limit": budget.solver_seconds()},
         )
         if result.x is None:
             w = np.full(d, np.clip(0.0, problem.box.lower, problem.box.upper))

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.base import IntegerGrid, OracleError, Problem, Solution, Status, certify
-from oracles.checks import check_real
+from oracles.base import IntegerGrid, OracleError, Problem, Solution, Status, certify, counts_cpu
+from oracles.budget import Budget
 
 #: Refuse grids larger than this (points): enumeration is for small instances.
 DEFAULT_MAX_POINTS = 5_000_000
@@ -45,20 +45,18 @@ def _product_chunks(base: int, d: int, chunk: int):
 class EnumerationOracle:
     """Exact minimization by evaluating every point of an IntegerGrid.
 
-    ``time_limit`` (seconds, None: none) means what it means for every oracle: past it, the
-    best point found so far is returned uncertified (``Status.TIME_LIMIT``, bound -inf), checked
-    between chunks of points. It runs on one thread whatever ``threads`` a caller allows.
+    The budget (``oracles.budget``; called without one: ``time_limit`` seconds, None for none)
+    means what it means for every oracle: past its deadline, the best point found so far is
+    returned uncertified (``Status.TIME_LIMIT``, bound -inf), checked between chunks of points.
+    It runs on one thread whatever ``threads`` a caller allows.
     """
 
     max_points: int = DEFAULT_MAX_POINTS
     time_limit: float | None = None
     name: str = "enumerate"
 
-    def __post_init__(self) -> None:
-        if self.time_limit is not None:
-            check_real("time_limit", self.time_limit)
-
-    def solve(self, problem: Problem) -> Solution:
+    @counts_cpu
+    def solve(self, problem: Problem, budget: Budget | None = None) -> Solution:
         domain = problem.domain
         if not isinstance(domain, IntegerGrid):
             raise OracleError(f"enumeration needs an IntegerGrid domain, found {domain!r}")
@@ -67,15 +65,13 @@ class EnumerationOracle:
                 f"enumeration of {domain.size_upper_bound} grid points exceeds max_points="
                 f"{self.max_points}; use a MIP oracle"
             )
+        if budget is None and self.time_limit is not None:
+            budget = Budget.from_limit(self.time_limit)
         start = time.perf_counter()
         best_value, best_w = np.inf, None
         status, bound = Status.OPTIMAL, None
         for W in grid_points(domain):
-            if (
-                best_w is not None
-                and self.time_limit is not None
-                and (time.perf_counter() - start > self.time_limit)
-            ):
+            if best_w is not None and budget is not None and budget.expired():
                 status, bound = Status.TIME_LIMIT, -np.inf  # the rest of the grid is unseen
                 break
             values = problem.objective(W)

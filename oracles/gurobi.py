@@ -8,8 +8,8 @@ Quirks absorbed here:
 * The pip package's licence is size-limited (at most 2,000 variables and 2,000 constraints,
   SPEC section 8): a larger model raises GurobiError errno 10010, and a missing licence errno
   10009. Both become ``LicenceLimitError``, carrying the errno and the model's size, so that
-  ``AutoOracle`` can fall back to a free solver and say so in the certificate. A missing
-  gurobipy is a ``SolverUnavailableError`` too. Only the FIRST model of a solve may raise it:
+  the ``auto`` route (``oracles.routing``) can fall back to a free solver and say so in the
+  certificate. A missing gurobipy is a ``SolverUnavailableError`` too. Only the FIRST model of a solve may raise it:
   when the exact band cuts of a later round (``oracles.mip.solve_resolving_band``) take the
   model over the limit, Gurobi has already run, so the solve ends uncertified (ERROR, saying
   so) instead of being retried on another backend (SPEC section 8).
@@ -39,8 +39,10 @@ from oracles.base import (
     Solution,
     Status,
     certify,
+    counts_cpu,
 )
-from oracles.checks import check_real, check_solver_options
+from oracles.budget import Budget
+from oracles.checks import check_real
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
@@ -76,7 +78,7 @@ class LicenceLimitError(SolverUnavailableError):
     """Gurobi's licence refused the model (errno 10010: too large; 10009: no licence).
 
     ``str(err)`` is ``errno 10010 (licence limit: N vars, M constraints)``, the text that
-    ``AutoOracle`` records as the fallback reason; Gurobi's own message is ``detail``.
+    the ``auto`` route records as the fallback reason; Gurobi's own message is ``detail``.
     """
 
     def __init__(self, errno: int, n_vars: int, n_constraints: int, detail: str = "") -> None:
@@ -122,8 +124,9 @@ class GurobiOracle:
     """Exact minimization of F over W by Gurobi on the reference MILP (``oracles.mip``).
 
     Args:
-        time_limit: Gurobi's TimeLimit in seconds (TIME_LIMIT, uncertified, when reached).
-        threads: Gurobi's Threads.
+        time_limit, threads: the budget of a solve called without one (``oracles.budget``);
+            Gurobi's TimeLimit is what the budget has left at each solve, its Threads the
+            budget's.
         strict_eps: the cap of each row's eps in ``z_u = 0 => <w, x_u> <= mu - eps_u``
             (``oracles.mip``, the strict side; on an IntegerGrid it never excludes a point).
         mip_abs_gap: MIPGapAbs (MIPGap is 0).
@@ -139,7 +142,7 @@ class GurobiOracle:
     name: str = "gurobi"
 
     def __post_init__(self) -> None:
-        check_solver_options(self.time_limit, self.threads, self.strict_eps)
+        check_real("strict_eps", self.strict_eps)
         check_real("mip_abs_gap", self.mip_abs_gap)
         if self.feasibility_tol is not None and not (1e-9 <= self.feasibility_tol <= 1e-2):
             raise ValueError(
@@ -147,7 +150,11 @@ class GurobiOracle:
                 f"found {self.feasibility_tol!r}"
             )
 
-    def solve(self, problem: Problem) -> Solution:
+    @counts_cpu
+    def solve(self, problem: Problem, budget: Budget | None = None) -> Solution:
+        """The reference formulation on Gurobi within ``budget`` (default: ``time_limit`` and
+        ``threads`` from now)."""
+        budget = budget or Budget.from_limit(self.time_limit, self.threads)
         start = time.perf_counter()
         try:
             import gurobipy as gp
@@ -156,14 +163,14 @@ class GurobiOracle:
 
         rounds = 0
 
-        def run(milp: Milp, time_limit: float) -> RawSolve:
+        def run(milp: Milp, left: Budget) -> RawSolve:
             nonlocal rounds
             rounds += 1
             try:
-                return self._run(gp, milp, time_limit)
+                return self._run(gp, milp, left)
             except LicenceLimitError as err:
                 if rounds == 1:
-                    raise  # the first model's size: AutoOracle may choose another backend
+                    raise  # the first model's size: the auto route may choose another backend
                 return RawSolve(
                     Status.ERROR,
                     (
@@ -176,9 +183,7 @@ class GurobiOracle:
                     milp.stats(),
                 )
 
-        result = solve_resolving_band(
-            problem, run, strict_eps=self.strict_eps, time_limit=float(self.time_limit)
-        )
+        result = solve_resolving_band(problem, run, strict_eps=self.strict_eps, budget=budget)
         return certify(
             problem,
             result.w,
@@ -186,14 +191,15 @@ class GurobiOracle:
             bound=result.bound,
             seconds=time.perf_counter() - start,
             backend=self.name,
-            threads=self.threads,
+            threads=budget.threads,
             solver_objective=result.solver_objective,
             message=result.message,
             extra=result.extra,
         )
 
-    def _run(self, gp, milp: Milp, time_limit: float) -> RawSolve:
-        """One Gurobi solve of ``milp``; licence errors become ``LicenceLimitError``."""
+    def _run(self, gp, milp: Milp, budget: Budget) -> RawSolve:
+        """One Gurobi solve of ``milp`` on what ``budget`` has left when it starts optimizing;
+        licence errors become ``LicenceLimitError``."""
         blocks = _constraint_rows(milp)
         n_constraints = sum(len(rows) for rows, _, _ in blocks)
         try:
@@ -201,7 +207,7 @@ class GurobiOracle:
                 env.setParam("OutputFlag", 0)
                 env.start()
                 with gp.Model(env=env) as model:
-                    result = self._optimize(gp, model, milp, blocks, time_limit)
+                    result = self._optimize(gp, model, milp, blocks, budget)
         except gp.GurobiError as err:
             if err.errno in LICENCE_ERRNOS:
                 raise LicenceLimitError(err.errno, milp.n_cols, n_constraints, str(err)) from err
@@ -222,11 +228,11 @@ class GurobiOracle:
             bound = -math.inf
         return RawSolve(status, message, x, solver_objective, bound, extra)
 
-    def _optimize(self, gp, model, milp: Milp, blocks, time_limit: float):
+    def _optimize(self, gp, model, milp: Milp, blocks, budget: Budget):
         """Load the Milp into ``model``, optimize, and read the answer back as plain values."""
         for param, value in (
-            ("TimeLimit", float(time_limit)),
-            ("Threads", int(self.threads)),
+            ("TimeLimit", budget.solver_seconds()),
+            ("Threads", int(budget.threads)),
             ("MIPGap", 0.0),
             ("MIPGapAbs", float(self.mip_abs_gap)),
             ("FeasibilityTol", feasibility_tol_for(milp.problem, self.feasibility_tol)),
@@ -239,6 +245,7 @@ class GurobiOracle:
             if len(rows):
                 model.addMConstr(milp.matrix[rows], x, sense, rhs)
         model.setMObjective(None, milp.cost, milp.offset, sense=gp.GRB.MINIMIZE)
+        model.setParam("TimeLimit", budget.solver_seconds())  # what building the model left
         solve_start = time.perf_counter()
         model.optimize()  # no callback, even with a listener (module docstring)
         solver_seconds = time.perf_counter() - solve_start

@@ -1,9 +1,16 @@
-"""HiGHS backend: the reference formulation (``oracles.mip``) solved by ``highspy``.
+"""HiGHS: the one module that drives ``highspy``, and the reference formulation solved by it.
+
+``run_highs`` is the project's only HiGHS call: the reference formulation (``HighsOracle``),
+the structured oracle's subproblems (``oracles.structured_milp``), and the synthetic-data MILPs
+(``oracles.conjunctions``, ``oracles.conjunction_select``) all go through it, so every solve
+gets HiGHS's time limit from its budget (``oracles.budget``: only what is left), the thread
+count in force, and the options below.
 
 Quirks absorbed here:
 
-* ``highspy`` is imported inside ``solve``: it cannot share a process with OR-Tools, and a
-  module that merely names this oracle (the registry, a config) must not load it.
+* ``highspy`` is imported when a solve runs (``import_highspy``): it cannot share a process
+  with OR-Tools, and a module that merely names this oracle (the registry, a config) must not
+  load it.
 * HiGHS reads its ``threads`` option ONCE per process, when its global task scheduler starts;
   later values are ignored. ``_THREADS_IN_FORCE`` remembers the first value set through this
   module, every certificate records the thread count actually in force, and a solve that asked
@@ -46,6 +53,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -58,8 +66,10 @@ from oracles.base import (
     Solution,
     Status,
     certify,
+    counts_cpu,
 )
-from oracles.checks import check_real, check_solver_options
+from oracles.budget import Budget
+from oracles.checks import check_real
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,
@@ -134,13 +144,133 @@ def threads_for(requested: int) -> tuple[int, str]:
     return requested, ""
 
 
+@dataclass(frozen=True, eq=False)
+class LinearModel:
+    """min ``cost @ x + offset`` subject to ``row_lower <= matrix @ x <= row_upper`` (``matrix``:
+    scipy CSR, rows x columns) and ``col_lower <= x <= col_upper``, ``integer`` flagging the
+    integer columns: what ``run_highs`` solves. ``oracles.mip.Milp`` has these fields too."""
+
+    cost: np.ndarray
+    matrix: Any
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    integer: np.ndarray
+    offset: float = 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class HighsAnswer:
+    """What one HiGHS run returned, as plain values (``run_highs``).
+
+    Attributes:
+        status_name: HiGHS's model status by name (``kOptimal``, ``kTimeLimit``, ...).
+        status_text: its description (``modelStatusToString``).
+        x: the column values, None without a feasible point.
+        objective: ``objective_function_value`` (HiGHS's value of x; the LP optimum of a model
+            without integer columns).
+        dual_bound: ``mip_dual_bound`` as HiGHS reports it (0 for a model without integer
+            columns: ``_proven_bound``).
+        nodes: ``mip_node_count``.
+        seconds: the run's wall seconds.
+        options: the options it ran with.
+    """
+
+    status_name: str
+    status_text: str
+    x: np.ndarray | None
+    objective: float
+    dual_bound: float
+    nodes: int
+    seconds: float
+    options: dict
+
+    @property
+    def has_solution(self) -> bool:
+        return self.x is not None
+
+
+class HighsModelRefused(OracleError):
+    """HiGHS refused the model (``passModel`` returned an error)."""
+
+
+def import_highspy():
+    """highspy, imported when a solve runs (module docstring: it cannot share a process with
+    OR-Tools), or SolverUnavailableError."""
+    try:
+        import highspy
+    except ImportError as err:  # pragma: no cover - highspy is a dependency
+        raise SolverUnavailableError(f"highspy is not importable ({err})") from err
+    return highspy
+
+
+def run_highs(
+    model: Any,
+    budget: Budget,
+    options: Mapping[str, object] = (),
+    *,
+    start_x: np.ndarray | None = None,
+    progress: Reporter | None = None,
+) -> HighsAnswer:
+    """One HiGHS solve of ``model`` (a ``LinearModel`` or an ``oracles.mip.Milp``): THE place
+    the project drives HiGHS (the reference formulation, the structured oracle's subproblems, the
+    data player's and the selection's MILPs).
+
+    HiGHS gets the time ``budget`` has left now (``Budget.solver_seconds``), never more, and the
+    thread count in force (``threads_for``); ``options`` add to (or replace) output off and a
+    relative gap of 0. ``start_x``: a feasible assignment to start from (HiGHS checks it, an
+    infeasible start is only ignored); ``progress``: reported to from HiGHS's callbacks when
+    it is active (``watch``). A refused option is an OracleError, a refused model
+    ``HighsModelRefused``.
+    """
+    highspy = import_highspy()
+    threads, _ = threads_for(budget.threads)
+    h = highspy.Highs()
+    settings = {
+        "output_flag": False,
+        "mip_rel_gap": 0.0,
+        **dict(options),
+        "threads": threads,
+        "time_limit": budget.solver_seconds(),
+    }
+    for option, value in settings.items():
+        if h.setOptionValue(option, value) != highspy.HighsStatus.kOk:
+            raise OracleError(f"HiGHS refused option {option}={value!r}")
+    if h.passModel(highs_lp(highspy, model)) == highspy.HighsStatus.kError:
+        raise HighsModelRefused("HiGHS refused the model")
+    if start_x is not None:
+        solution = highspy.HighsSolution()
+        solution.col_value = [float(v) for v in start_x]
+        solution.value_valid = True
+        h.setSolution(solution)
+    if progress is not None and progress.active:
+        watch(h, progress)
+    start = time.perf_counter()
+    h.run()
+    seconds = time.perf_counter() - start
+    info = h.getInfo()
+    x = None
+    if info.primal_solution_status == highspy.kSolutionStatusFeasible:
+        x = np.asarray(h.getSolution().col_value, dtype=float)
+    return HighsAnswer(
+        status_name=h.getModelStatus().name,
+        status_text=h.modelStatusToString(h.getModelStatus()),
+        x=x,
+        objective=float(info.objective_function_value),
+        dual_bound=float(info.mip_dual_bound),
+        nodes=int(getattr(info, "mip_node_count", 0)),
+        seconds=seconds,
+        options=settings,
+    )
+
+
 @dataclass(frozen=True)
 class HighsOracle:
     """Exact minimization of F over W by HiGHS on the reference MILP (``oracles.mip``).
 
     Args:
-        time_limit: seconds HiGHS may run (TIME_LIMIT, uncertified, when reached).
-        threads: HiGHS threads; only the first solve in a process can set it (module docstring).
+        time_limit, threads: the budget of a solve called without one (``oracles.budget``).
         strict_eps: the cap of each row's eps in ``z_u = 0 => <w, x_u> <= mu - eps_u``
             (``oracles.mip``, the strict side; on an IntegerGrid it never excludes a point).
         mip_abs_gap: HiGHS's absolute gap (the relative gap is 0).
@@ -156,30 +286,27 @@ class HighsOracle:
     name: str = "highs"
 
     def __post_init__(self) -> None:
-        check_solver_options(self.time_limit, self.threads, self.strict_eps)
-        for field_name in ("mip_abs_gap", "feasibility_tol"):
-            value = getattr(self, field_name)
-            if value is None and field_name == "feasibility_tol":
-                continue
-            check_real(field_name, value)
+        check_real("strict_eps", self.strict_eps)
+        check_real("mip_abs_gap", self.mip_abs_gap)
+        if self.feasibility_tol is not None:
+            check_real("feasibility_tol", self.feasibility_tol)
 
-    def solve(self, problem: Problem) -> Solution:
+    @counts_cpu
+    def solve(self, problem: Problem, budget: Budget | None = None) -> Solution:
+        """The first solve and, when it certifies, the second opinion, both on ``budget``
+        (default: ``time_limit`` and ``threads`` from now)."""
+        budget = budget or Budget.from_limit(self.time_limit, self.threads)
         start = time.perf_counter()
-        try:
-            import highspy
-        except ImportError as err:  # pragma: no cover - highspy is a dependency
-            raise SolverUnavailableError(f"highspy is not importable ({err})") from err
-        threads, thread_note = threads_for(self.threads)
+        import_highspy()  # unavailable: before anything ran (oracles.routing may fall back)
+        threads, thread_note = threads_for(budget.threads)
         tol = feasibility_tol_for(problem, self.feasibility_tol)
 
         progress = reporter(problem.label, self.name)
 
-        def run(milp: Milp, time_limit: float) -> RawSolve:
-            return self._run(highspy, milp, threads, tol, time_limit, progress=progress)
+        def run(milp: Milp, left: Budget) -> RawSolve:
+            return self._run(milp, threads, tol, left, progress=progress)
 
-        result = solve_resolving_band(
-            problem, run, strict_eps=self.strict_eps, time_limit=float(self.time_limit)
-        )
+        result = solve_resolving_band(problem, run, strict_eps=self.strict_eps, budget=budget)
         first = certify(
             problem,
             result.w,
@@ -194,25 +321,17 @@ class HighsOracle:
         )
         if not (self.asks_twice and first.certificate.certified and result.milp.integer.any()):
             return first  # nothing claimed, or an LP (no branch and bound to doubt)
-        left = self.time_limit - (time.perf_counter() - start)
 
-        def run_again(milp: Milp, time_limit: float) -> RawSolve:
+        def run_again(milp: Milp, left: Budget) -> RawSolve:
             return self._run(
-                highspy,
-                milp,
-                threads,
-                tol,
-                time_limit,
-                SECOND_OPINION_OPTIONS,
-                milp.encode(first.w),
-                progress,
+                milp, threads, tol, left, SECOND_OPINION_OPTIONS, milp.encode(first.w), progress
             )
 
         second = solve_resolving_band(
             problem,
             run_again,
             strict_eps=self.strict_eps,
-            time_limit=max(left, 1e-3),
+            budget=budget,
             cuts=result.milp.band_cuts,
         )
         return self.second_opinion(problem, first, second, start)
@@ -283,55 +402,40 @@ class HighsOracle:
 
     def _run(
         self,
-        highspy,
         milp: Milp,
         threads: int,
         tol: float,
-        time_limit: float,
+        budget: Budget,
         override: dict[str, object] | None = None,
         start_x: np.ndarray | None = None,
         progress: Reporter | None = None,
     ) -> RawSolve:
-        """One HiGHS solve of ``milp`` (``override``: options that replace the usual ones;
-        ``start_x``: a feasible assignment to start from; reporting to ``progress`` when it
-        is active)."""
-        h = highspy.Highs()
-        options = {**self.solver_options(threads, tol, time_limit), **(override or {})}
-        for option, value in options.items():
-            if h.setOptionValue(option, value) != highspy.HighsStatus.kOk:
-                raise OracleError(f"HiGHS refused option {option}={value!r}")
-        if h.passModel(_highs_lp(highspy, milp)) == highspy.HighsStatus.kError:
-            raise OracleError(f"HiGHS refused the model ({milp.stats()})")
-        if start_x is not None:
-            solution = highspy.HighsSolution()
-            solution.col_value = [float(v) for v in start_x]
-            solution.value_valid = True
-            h.setSolution(solution)  # HiGHS checks it; an infeasible start is only ignored
-        if progress is not None and progress.active:
-            watch(h, progress)
-        solve_start = time.perf_counter()
-        h.run()
-        solver_seconds = time.perf_counter() - solve_start
-
-        model_status = h.modelStatusToString(h.getModelStatus())
-        status_name = h.getModelStatus().name
-        info = h.getInfo()
-        has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
-        status, message = map_status(status_name, has_solution)
+        """One HiGHS solve of ``milp`` on what ``budget`` has left (``override``: options that
+        replace the usual ones; ``start_x``: a feasible assignment to start from; reporting to
+        ``progress`` when it is active)."""
+        options = {
+            **self.solver_options(threads, tol, budget.solver_seconds()),
+            **(override or {}),
+        }
+        try:
+            answer = run_highs(milp, budget, options, start_x=start_x, progress=progress)
+        except HighsModelRefused as err:
+            raise OracleError(f"{err} ({milp.stats()})") from err
+        status, message = map_status(answer.status_name, answer.has_solution)
         extra = {
             **milp.stats(),
-            "solver_status": model_status,
-            "solver_status_name": status_name,
-            "solver_seconds": solver_seconds,
+            "solver_status": answer.status_text,
+            "solver_status_name": answer.status_name,
+            "solver_seconds": answer.seconds,
             "presolve": options.get("presolve", "choose"),
             "presolve_rule_off": options["presolve_rule_off"],
         }
-        x = objective = None
-        if has_solution:
-            x = np.asarray(h.getSolution().col_value, dtype=float)
-            objective = float(info.objective_function_value)
-            extra["max_violation"] = milp.max_violation(x)
-        return RawSolve(status, message, x, objective, _proven_bound(milp, status, info), extra)
+        objective = None
+        if answer.has_solution:
+            objective = answer.objective
+            extra["max_violation"] = milp.max_violation(answer.x)
+        bound = _proven_bound(milp, status, answer)
+        return RawSolve(status, message, answer.x, objective, bound, extra)
 
 
 def watch(h, progress: Reporter) -> None:
@@ -358,7 +462,7 @@ def watch(h, progress: Reporter) -> None:
         pass
 
 
-def _proven_bound(milp: Milp, status: Status, info) -> float:
+def _proven_bound(milp: Milp, status: Status, answer: HighsAnswer) -> float:
     """HiGHS's proven lower bound, or -inf.
 
     A model without integer columns (a Box whose every row is decided by the domain) is solved
@@ -368,64 +472,41 @@ def _proven_bound(milp: Milp, status: Status, info) -> float:
     if status is Status.ERROR:
         return -math.inf
     if not milp.integer.any():
-        lp_bound = info.objective_function_value if status is Status.OPTIMAL else -math.inf
-        return float(lp_bound)
-    bound = float(info.mip_dual_bound)
+        return float(answer.objective) if status is Status.OPTIMAL else -math.inf
+    bound = float(answer.dual_bound)
     return bound if math.isfinite(bound) else -math.inf
 
 
-def _highs_lp(highspy, milp: Milp):
-    """The Milp as a highspy.HighsLp."""
-    return highs_lp(
-        highspy,
-        cost=milp.cost,
-        matrix=milp.matrix,
-        row_lower=milp.row_lower,
-        row_upper=milp.row_upper,
-        col_lower=milp.col_lower,
-        col_upper=milp.col_upper,
-        integer=milp.integer,
-        offset=milp.offset,
-    )
-
-
-def highs_lp(
-    highspy,
-    *,
-    cost: np.ndarray,
-    matrix,
-    row_lower: np.ndarray,
-    row_upper: np.ndarray,
-    col_lower: np.ndarray,
-    col_upper: np.ndarray,
-    integer: np.ndarray,
-    offset: float = 0.0,
-):
-    """A highspy.HighsLp from plain arrays: min ``cost @ x + offset`` subject to
-    ``row_lower <= matrix @ x <= row_upper`` (``matrix``: scipy CSR, rows x columns) and the
-    column bounds, ``integer`` flagging the integer columns."""
+def highs_lp(highspy, model: Any):
+    """``model`` (a ``LinearModel`` or an ``oracles.mip.Milp``) as a highspy.HighsLp."""
+    matrix = model.matrix
     n_rows, n_cols = matrix.shape
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n_cols, n_rows
-    lp.col_cost_ = cost
-    lp.offset_ = offset
-    lp.col_lower_, lp.col_upper_ = col_lower, col_upper
-    lp.row_lower_, lp.row_upper_ = row_lower, row_upper
+    lp.col_cost_ = model.cost
+    lp.offset_ = float(model.offset)
+    lp.col_lower_, lp.col_upper_ = model.col_lower, model.col_upper
+    lp.row_lower_, lp.row_upper_ = model.row_lower, model.row_upper
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_cols, n_rows
     lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
     lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
     lp.a_matrix_.value_ = matrix.data.astype(float)
     kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
-    lp.integrality_ = [kinds[int(flag)] for flag in integer]
+    lp.integrality_ = [kinds[int(flag)] for flag in model.integer]
     return lp
 
 
 __all__ = [
-    "highs_lp",
+    "HighsAnswer",
+    "HighsModelRefused",
+    "HighsOracle",
+    "LinearModel",
     "PRESOLVE_RULES_OFF",
     "SECOND_OPINION_MARGIN",
-    "HighsOracle",
+    "highs_lp",
+    "import_highspy",
     "map_status",
+    "run_highs",
     "threads_for",
 ]

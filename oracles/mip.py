@@ -64,7 +64,6 @@ limitation: OPSamp needs an alpha-approximate minimizer, SPEC section 5, not an 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -72,6 +71,7 @@ import numpy as np
 import scipy.sparse
 
 from oracles.base import Box, IntegerGrid, OracleError, Problem, Status
+from oracles.budget import Budget
 from oracles.margin_band import (
     MAX_BAND_ROUNDS,
     BandCut,
@@ -118,8 +118,8 @@ class FormulationError(ValueError):
 class SolverUnavailableError(OracleError):
     """A backend cannot run in this process: not installed, no licence, or over a size limit.
 
-    ``AutoOracle`` falls back to its next backend on this error (and only on it); its message
-    is the reason recorded in the certificate's ``fallback``.
+    The ``auto`` route (``oracles.routing``) falls back to its next backend on this error (and
+    only on it); its message is the reason recorded in the certificate's ``fallback``.
     """
 
 
@@ -512,32 +512,31 @@ class BandResolved:
 
 def solve_resolving_band(
     problem: Problem,
-    run: Callable[[Milp, float], RawSolve],
+    run: Callable[[Milp, Budget], RawSolve],
     *,
     strict_eps: float,
-    time_limit: float,
+    budget: Budget,
     max_rounds: int = MAX_BAND_ROUNDS,
     cuts: tuple[BandCut, ...] = (),
 ) -> BandResolved:
-    """Solve the reference formulation with ``run`` (a backend), adding the exact band cuts of
-    ``oracles.margin_band`` while the solver's labels at its answer are not the exact ones
-    (``cuts``: the ones to start with, e.g. those an earlier solve of the problem needed).
+    """Solve the reference formulation with ``run`` (a backend, given what ``budget`` has left
+    at each of its solves), adding the exact band cuts of ``oracles.margin_band`` while the
+    solver's labels at its answer are not the exact ones (``cuts``: the ones to start with, e.g.
+    those an earlier solve of the problem needed). No round starts once the budget has expired.
 
     Every round's model is a relaxation of the exact problem, so the largest bound of the
     rounds is a lower bound on min F; the answer is the round point with the smallest exact
     objective. Its ``solver_objective`` is passed on only when the solver's labels there were
     the exact ones; otherwise ``certify`` judges the exact value against the bound alone.
     """
-    start = time.perf_counter()
     cuts = list(cuts)
     seen: set[BandCut] = set(cuts)
     best: tuple[float, np.ndarray, float | None] | None = None
     bound, notes, rounds = -math.inf, [], 0
     milp = raw = None
     while True:
-        left = time_limit - (time.perf_counter() - start)
         milp = build_milp(problem, strict_eps=strict_eps, band_cuts=tuple(cuts))
-        raw = run(milp, max(left, 1e-3))
+        raw = run(milp, budget)
         rounds += 1
         if raw.status is Status.ERROR:
             break
@@ -555,7 +554,7 @@ def solve_resolving_band(
         if not new:
             notes.append(f"rows {wrong.tolist()} mislabelled again after their band cuts")
             break
-        if rounds >= max_rounds or time.perf_counter() - start >= time_limit:
+        if rounds >= max_rounds or budget.expired():
             notes.append(f"margin band unresolved after {rounds} solves")
             break
         cuts.extend(new)

@@ -38,13 +38,22 @@ minimum value is always the one-process answer, and so is w whenever the argmin 
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
-from oracles.base import IntegerGrid, OracleError, Problem, Solution, Status, certify
+from oracles.base import (
+    REMOTE_CPU,
+    IntegerGrid,
+    OracleError,
+    Problem,
+    Solution,
+    Status,
+    certify,
+)
 from oracles.branch import (
     Nodes,
     SearchStopped,
@@ -65,6 +74,10 @@ BACKEND = "window"
 NODES_PER_PART = 64
 #: The most nodes the breadth-first frontier may hold.
 MAX_FRONTIER = 200_000
+#: A part's nodes are searched in groups that grow while a group takes less than this
+#: (``solve_part_below``), and hold at most MAX_GROUP nodes.
+GROUP_SECONDS = 0.1
+MAX_GROUP = 4096
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +107,8 @@ class PartResult:
         threshold: the best value the part was searched below when it started.
         nodes: nodes the search made; leaves: points it evaluated exactly.
         threads: the CPUs its task held.
+        cpu_seconds: the CPU time it got (``time.process_time``), in the process ``pid`` it
+            ran in (``combine`` adds the parts' run in other processes to the certificate's).
     """
 
     index: int
@@ -107,6 +122,8 @@ class PartResult:
     leaves: int = 0
     threads: int = 1
     message: str = ""
+    cpu_seconds: float = 0.0
+    pid: int = 0
 
     @property
     def finished(self) -> bool:
@@ -142,33 +159,68 @@ def solve_part_below(
 ) -> PartResult:
     """One part searched depth first below ``best`` (module docstring, step 3).
 
+    The part's nodes are searched in their order (least lower bound first) in GROUPS, each by
+    one ``descend``, the next below the best value the last proved: ``descend`` looks at the
+    clock inside a node's subtree, not between subtrees that end quickly, so the deadline is
+    looked at between groups too. A group starts with one node and doubles while groups take
+    under ``GROUP_SECONDS`` (halves when one takes more). The nodes searched, the points found
+    and the bound proven are those of one ``descend`` over the whole part; a part stopped
+    between groups proves the least lower bound of the nodes it did not search.
+
     ``threads`` is recorded only: the search is numpy in one thread and builds no solver model.
     """
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     nodes = Nodes.from_states(tables, task.states)
-    left = task.deadline - time.time()
-    out = descend(
-        tables,
-        nodes,
-        float(best),
-        deadline=start + left,
-        max_nodes=task.max_nodes,
-        share=share,
-        progress=progress,
-    )
-    status = Status.OPTIMAL if out.finished else Status.TIME_LIMIT
+    deadline = start + (task.deadline - time.time())
+    order = np.argsort(nodes.lb, kind="stable")
+    w, value, threshold, bound = None, math.inf, float(best), math.inf
+    made = leaves = pos = 0
+    size, finished, message = 1, True, ""
+    while pos < len(order):
+        now = time.perf_counter()
+        if now > deadline or made > task.max_nodes:
+            finished = False
+            message = "deadline" if now > deadline else f"more than {task.max_nodes} nodes"
+            bound = min(bound, float(nodes.lb[order[pos:]].min()) + tables.const)
+            break
+        group = order[pos : pos + size]
+        out = descend(
+            tables,
+            nodes.take(group),
+            threshold,
+            deadline=deadline,
+            max_nodes=task.max_nodes - made,
+            share=share,
+            progress=progress,
+        )
+        made, leaves, pos = made + out.nodes, leaves + out.leaves, pos + len(group)
+        if out.w is not None and out.value < value:
+            w, value = out.w, out.value
+        bound = min(bound, out.bound)
+        if not out.finished:
+            finished, message = False, out.message
+            if pos < len(order):
+                bound = min(bound, float(nodes.lb[order[pos:]].min()) + tables.const)
+            break
+        threshold = min(threshold, out.bound)  # the best value it searched below at its end
+        size = min(MAX_GROUP, 2 * size) if out.seconds < GROUP_SECONDS else max(1, size // 2)
+    if finished:
+        bound = min(bound, value, threshold)
+    status = Status.OPTIMAL if finished else Status.TIME_LIMIT
     return PartResult(
         task.index,
         status,
-        out.value,
-        out.w,
-        out.bound,
+        value,
+        w,
+        bound,
         float(best),
         time.perf_counter() - start,
-        out.nodes,
-        out.leaves,
+        made,
+        leaves,
         threads,
-        out.message,
+        message,
+        time.process_time() - cpu,
+        os.getpid(),
     )
 
 
@@ -280,6 +332,9 @@ def combine(
         "nodes": sum(r.nodes for r in results),
         "leaves": sum(r.leaves for r in results),
         "part_seconds": sum(r.seconds for r in results),
+        "part_cpu_seconds": sum(r.cpu_seconds for r in results),
+        # the parts' CPU in other processes (Ray tasks): this process's own is counted already
+        REMOTE_CPU: sum(r.cpu_seconds for r in results if r.pid not in (0, os.getpid())),
     }
     threads = max([r.threads for r in results], default=1)
     if not results:  # no node below the incumbent: impossible unless rounding failed

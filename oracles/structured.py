@@ -21,32 +21,30 @@ How (``oracles.structured_shape`` for the maths):
    lower bounds.
 
 Progress (``oracles.progress``): when a listener is registered, the loop reports the incumbent
-and the smallest per-combination lower bound; the fallback's backend reports its own.
+and the smallest per-combination lower bound.
+
+Budget (``oracles.budget``): no piece of work (a batch of cell bounds, a subproblem) starts once
+the solve's deadline has passed, and every subproblem gets only what is left; the answer is then
+the incumbent, uncertified (TIME_LIMIT), with the least of the per-combination bounds.
 
 Exactness: every candidate w is re-evaluated with ``Problem.objective`` (SPEC section 2's rule
 in floating point) and the answer goes through ``certify``. Scores that fall within a tiny band
 of the margin (``structured_shape``, rounding) enter the bounds at their cheaper label; if
-that leaves a gap the oracle does not certify, it falls back to the reference.
+that leaves a gap the oracle does not certify on its own.
 
-Generic tables: OPDisc's and RSPM's problems (a noise term: ``has_noise``) that do not have the
-shape go to the window oracle (``oracles.window``: branch and bound on the noise, which falls
-back to the reference itself when its search does not end), the certificate's ``fallback``
-saying ``structured: <reason> -> window``.
-
-Fallback: any other problem that does not have the shape (a Box domain, or continuous weight
-combinations too many to bound in the time limit: ``max_work``) is solved by the reference
-formulation through ``AutoOracle`` (``reference``, default Gurobi when its licence takes the
-model, else HiGHS: the choice depends on the data through the model's size alone, SPEC
-section 8) on what is left of the time limit, and the certificate's ``fallback`` says why,
-e.g. ``structured: <reason> -> gurobi`` or
-``structured: <reason> -> gurobi: errno 10010 (licence limit: ...) -> highs``. The same happens when
-a subproblem fails in HiGHS, and when borderline scores leave a gap, including combinations with
-no binary column left. The reference resolves the margin band exactly (``oracles.margin_band``),
-so the fallback never certifies a point that is not the argmin either. The cap is work, not a
-count of combinations: bounding one combination costs a threshold per row and a cell x score
-table (``bounding_work``), so 16,875 combinations of Adult with age and education-num (d = 25)
-or 94,969 with fnlwgt too (d = 26) fit in the default time limit, while a count cap sized for
-Adult's 461 sent them to the reference, which does not certify them.
+This oracle is one strategy: it never builds another oracle. What happens to a problem it
+cannot solve is the routing table's (``oracles.routing``): a problem without the shape
+(``shape`` raises ShapeMismatch: a Box domain, or continuous weight combinations too many to
+bound in the time limit, ``max_work``) goes to the window oracle when it carries OPDisc's or
+RSPM's noise (``has_noise``) and to the reference formulation otherwise; a solve that cannot
+finish exactly (a subproblem fails in HiGHS, its value disagrees with the tables, or borderline
+scores leave a gap) raises ``HandOff`` with the reason, and the route hands the problem to the
+reference formulation on what is left of the budget. The reference resolves the margin band
+exactly (``oracles.margin_band``), so the hand-over never certifies a point that is not the
+argmin either. The cap is work, not a count: bounding one combination costs a threshold per row
+and a cell x score table (``bounding_work``), so 16,875 combinations of Adult with age and
+education-num (d = 25) or 94,969 with fnlwgt too (d = 26) fit in the default time limit, while
+a count cap sized for Adult's 461 sent them to the reference, which does not certify them.
 """
 
 from __future__ import annotations
@@ -57,24 +55,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.auto import AutoOracle
 from oracles.base import (
     DEFAULT_THREADS,
     DEFAULT_TIME_LIMIT,
     OBJECTIVE_TOL,
+    HandOff,
     IntegerGrid,
     Problem,
     Solution,
     Status,
     certify,
+    counts_cpu,
 )
-from oracles.checks import check_int, check_solver_options, is_real
+from oracles.budget import Budget
+from oracles.checks import check_int, is_real
 from oracles.highs import threads_for
 from oracles.progress import reporter
-from oracles.split import MapParts
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
-from oracles.structured_shape import ShapeMismatch, cell_bounds, decompose, separable_bounds
-from oracles.window import WindowOracle
+from oracles.structured_shape import Shape, ShapeMismatch, cell_bounds, decompose, separable_bounds
 
 #: Table entries the bounding pass computes per second on one core, set low: measured 19
 #: million on this project's 2-core machine shared with other jobs (Adult, d = 25).
@@ -90,86 +88,57 @@ class StructuredOracle:
     """Exact minimization of F over an IntegerGrid through its shape (module docstring).
 
     Args:
-        time_limit: seconds for the whole solve (TIME_LIMIT, uncertified, when reached).
-        threads: solver threads, of the subproblems (HiGHS: fixed once per process,
-            ``oracles.highs``) and of the fallback's backend.
-        max_work: fall back to the reference when bounding every combination of the
+        time_limit, threads: the budget of a solve called without one (``oracles.budget``);
+            the subproblems' HiGHS threads are the budget's (fixed once per process,
+            ``oracles.highs``).
+        max_work: the problem does not have the shape when bounding every combination of the
             continuous weights would take more table entries than this
             (``structured_shape.bounding_work``); None: what fits in ``BOUNDING_SHARE`` of the
             time limit at ``WORK_ENTRIES_PER_SECOND``.
-        max_combos: also fall back above this many combinations (None: no count cap).
-        reference: the backends of the fallback, in ``AutoOracle``'s order (module docstring).
-        parts, map_parts: how the window oracle's search is split (``oracles.window``), for
-            noisy problems without the shape.
+        max_combos: nor above this many combinations (None: no count cap).
     """
 
     time_limit: float = DEFAULT_TIME_LIMIT
     threads: int = DEFAULT_THREADS
     max_combos: int | None = None
     max_work: float | None = None
-    reference: tuple[str, ...] = ("gurobi", "highs")
-    parts: int = 1
-    map_parts: MapParts | None = None
     name: str = "structured"
 
     def __post_init__(self) -> None:
-        # the shared validation of time_limit and threads; the reference's strict_eps is not
-        # an option here (the fallback uses its default), so its own default is passed
-        check_solver_options(self.time_limit, self.threads)
         if self.max_combos is not None:
             check_int("max_combos", self.max_combos)
         if self.max_work is not None and not (is_real(self.max_work) and self.max_work > 0):
             raise ValueError(
                 f"max_work must be > 0 (inf: no limit) or None, found {self.max_work!r}"
             )
-        # AutoOracle validates the names (and quotes them) and makes a list a tuple
-        object.__setattr__(self, "reference", AutoOracle(prefer=self.reference).prefer)
 
-    @property
-    def work_budget(self) -> float:
-        """The table entries a solve may spend bounding (``max_work``, else from time_limit)."""
+    def work_budget(self, budget: Budget) -> float:
+        """The table entries a solve on ``budget`` may spend bounding (``max_work``, else
+        ``BOUNDING_SHARE`` of the budget's time limit at ``WORK_ENTRIES_PER_SECOND``)."""
         if self.max_work is not None:
             return float(self.max_work)
-        return BOUNDING_SHARE * self.time_limit * WORK_ENTRIES_PER_SECOND
+        return BOUNDING_SHARE * budget.seconds * WORK_ENTRIES_PER_SECOND
 
-    def solve(self, problem: Problem) -> Solution:
+    def shape(self, problem: Problem, budget: Budget) -> Shape:
+        """The problem's shape, or ShapeMismatch saying why it does not have it (the routing
+        table's question: ``oracles.routing``)."""
+        return decompose(problem, max_combos=self.max_combos, max_work=self.work_budget(budget))
+
+    @counts_cpu
+    def solve(
+        self, problem: Problem, budget: Budget | None = None, shape: Shape | None = None
+    ) -> Solution:
+        """The search on ``budget`` (default: ``time_limit`` and ``threads`` from now) over
+        ``shape`` (default: read here). Raises HandOff when the problem does not have the shape
+        or the search cannot finish exactly (module docstring)."""
+        budget = budget or Budget.from_limit(self.time_limit, self.threads)
         start = time.perf_counter()
-        try:
-            shape = decompose(problem, max_combos=self.max_combos, max_work=self.work_budget)
-        except ShapeMismatch as why:
-            if has_noise(problem):  # OPDisc or RSPM on a generic table: the noise prunes
-                return self.window(problem, str(why), start)
-            return self.fallback(problem, str(why), start)
-        return _Search(self, problem, shape, start).run()
-
-    def window(self, problem: Problem, reason: str, start: float) -> Solution:
-        """The window oracle's branch and bound (``oracles.window``, which falls back to the
-        reference itself) with the time left; ``fallback`` says why."""
-        left = self.time_limit - (time.perf_counter() - start)
-        oracle = WindowOracle(
-            time_limit=max(left, 1e-3),
-            threads=self.threads,
-            parts=self.parts,
-            map_parts=self.map_parts,
-            reference=self.reference,
-        )
-        solution = oracle.solve(problem)
-        c = solution.certificate
-        chain = f"window -> {c.fallback}" if c.fallback else "window"
-        return _handed_on(problem, solution, start, f"{self.name}: {reason} -> {chain}")
-
-    def fallback(self, problem: Problem, reason: str, start: float) -> Solution:
-        """The reference formulation on ``AutoOracle(prefer=reference)`` with the time left;
-        ``fallback`` is this oracle's reason, then the backend chain (module docstring)."""
-        left = self.time_limit - (time.perf_counter() - start)
-        reference = AutoOracle(
-            time_limit=max(left, 1e-3), threads=self.threads, prefer=self.reference
-        )
-        solution = reference.solve(problem)
-        c = solution.certificate
-        return _handed_on(
-            problem, solution, start, f"{self.name}: {reason} -> {c.fallback or c.backend}"
-        )
+        if shape is None:
+            try:
+                shape = self.shape(problem, budget)
+            except ShapeMismatch as why:
+                raise HandOff(str(why)) from why
+        return _Search(self, problem, shape, budget, start).run()
 
 
 def has_noise(problem: Problem) -> bool:
@@ -188,9 +157,11 @@ def has_noise(problem: Problem) -> bool:
 class _Search:
     """One solve: bounds, then the combinations by increasing bound (module docstring)."""
 
-    def __init__(self, oracle: StructuredOracle, problem: Problem, shape, start: float):
+    def __init__(
+        self, oracle: StructuredOracle, problem: Problem, shape: Shape, budget: Budget, start: float
+    ):
         self.oracle, self.problem, self.shape, self.start = oracle, problem, shape, start
-        self.deadline = start + oracle.time_limit
+        self.budget = budget
         zero = np.zeros(problem.d)
         self.best_w, self.best_value = zero, float(problem.objective(zero))
         self.best_model: float | None = None  # the tables' value of best_w, when it has one
@@ -212,7 +183,7 @@ class _Search:
 
     def run(self) -> Solution:
         shape = self.shape
-        threads, thread_note = threads_for(self.oracle.threads)
+        threads, thread_note = threads_for(self.budget.threads)
         base, floor = separable_bounds(shape)
         nv = len(shape.combos)
         lower = base + floor  # per combination: the best proven lower bound so far
@@ -227,6 +198,10 @@ class _Search:
             i = int(np.argmin(np.where(closed, np.inf, lower)))
             if closed[i] or lower[i] >= self.best_value:
                 break  # every open combination is bounded by the incumbent
+            if self.budget.expired():
+                status = Status.TIME_LIMIT
+                notes.append("time limit reached between subproblems")
+                break
             if not tabled[i]:  # the cell bounds of the most promising untabled combinations
                 todo = np.flatnonzero(~tabled & ~closed & (lower < self.best_value))
                 todo = todo[np.argsort(lower[todo], kind="stable")[:TABLE_BATCH]]
@@ -235,11 +210,6 @@ class _Search:
                 tabled[todo], borderline[todo] = True, border
                 self.stats["tabled"] += len(todo)
                 continue
-            left = self.deadline - time.perf_counter()
-            if left <= 0:
-                status = Status.TIME_LIMIT
-                notes.append("time limit reached between subproblems")
-                break
             closed[i] = True
             kP = shape.combos[i]
             f_v = shape.tables(kP)[0][0] if shape.n_cells else np.zeros((0, 1))
@@ -257,24 +227,20 @@ class _Search:
             cutoff = None
             if math.isfinite(self.best_value):
                 cutoff = self.best_value + 1e-6 * max(1.0, abs(self.best_value))
-            res = solve_subproblem(sub, cutoff=cutoff, time_limit=left, threads=threads)
+            res = solve_subproblem(sub, cutoff=cutoff, budget=self.budget)
             self.stats["subproblems"] += 1
             self.stats["sub_seconds"] += res.seconds
             self.stats["max_sub_seconds"] = max(self.stats["max_sub_seconds"], res.seconds)
             if res.outcome == "error":
-                return self.oracle.fallback(
-                    self.problem,
-                    f"HiGHS failed on the subproblem of k_P={kP.tolist()} ({res.status_name})",
-                    self.start,
+                raise HandOff(
+                    f"HiGHS failed on the subproblem of k_P={kP.tolist()} ({res.status_name})"
                 )
             if res.kC is not None and res.outcome in ("solved", "time_limit"):
                 model = table_value(shape, kP, res.kC, f_v)
                 if res.value is not None and abs(model - res.value) > 1e-6 * max(1, abs(model)):
-                    return self.oracle.fallback(
-                        self.problem,
+                    raise HandOff(
                         f"subproblem of k_P={kP.tolist()}: HiGHS objective "
-                        f"{res.value!r} != table value {model!r}",
-                        self.start,
+                        f"{res.value!r} != table value {model!r}"
                     )
                 w = shape.weights(kP, res.kC)
                 self.offer(w, model if not borderline[i] else None)
@@ -289,9 +255,7 @@ class _Search:
         bound = float(min(self.best_value, lower.min()))
         if status is Status.OPTIMAL and self.best_value - bound > OBJECTIVE_TOL:
             if open_borderline:
-                return self.oracle.fallback(
-                    self.problem, "scores at the margin left a gap", self.start
-                )
+                raise HandOff("scores at the margin left a gap")
             status = Status.ERROR  # pragma: no cover - every combination was closed
             notes.append(f"closed every combination but bound {bound!r} < {self.best_value!r}")
         extra = {
@@ -313,23 +277,10 @@ class _Search:
         )
 
 
-def _handed_on(problem: Problem, solution: Solution, start: float, fallback: str) -> Solution:
-    """``solution`` of the oracle this one handed ``problem`` on to, certified again as this
-    oracle's answer: the same certificate, timed from ``start``, with the chain ``fallback``."""
-    c = solution.certificate
-    return certify(
-        problem,
-        solution.w,
-        status=c.status,
-        bound=c.bound,
-        seconds=time.perf_counter() - start,
-        backend=c.backend,
-        threads=c.threads,
-        solver_objective=c.solver_objective,
-        fallback=fallback,
-        message=c.message,
-        extra=c.extra,
-    )
-
-
-__all__ = ["BOUNDING_SHARE", "StructuredOracle", "WORK_ENTRIES_PER_SECOND"]
+__all__ = [
+    "BOUNDING_SHARE",
+    "StructuredOracle",
+    "TABLE_BATCH",
+    "WORK_ENTRIES_PER_SECOND",
+    "has_noise",
+]

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse
 
-from oracles.highs import highs_lp
+from oracles.budget import Budget
+from oracles.highs import HighsModelRefused, LinearModel, run_highs
 from oracles.mip import attainable_square_sums
 from oracles.structured_shape import Shape
 
@@ -224,31 +225,20 @@ class SubResult:
     nodes: int
 
 
-def solve_subproblem(
-    sub: SubMilp, *, cutoff: float | None, time_limit: float, threads: int
-) -> SubResult:
-    """Solve ``sub`` with HiGHS (one thread count per process: ``oracles.highs``)."""
-    import highspy
-
-    start = time.perf_counter()
-    h = highspy.Highs()
-    for option, value in (
-        ("output_flag", False),
-        ("threads", int(threads)),
-        ("time_limit", float(max(time_limit, 1e-3))),
-        ("presolve", "off"),  # measured: these models are tiny, presolve only costs time
-        ("mip_rel_gap", 0.0),
-        ("mip_abs_gap", 1e-9),
+def solve_subproblem(sub: SubMilp, *, cutoff: float | None, budget: Budget) -> SubResult:
+    """Solve ``sub`` with HiGHS (``oracles.highs.run_highs``: on what ``budget`` has left, one
+    thread count per process)."""
+    options = {
+        "presolve": "off",  # measured: these models are tiny, presolve only costs time
+        "mip_abs_gap": 1e-9,
         # feasibility tolerances stay at HiGHS's defaults: every coefficient is a small
         # integer, so a solution is exact once rounded; and tight tolerances (1e-9) made
         # HiGHS certify false optima of the reference formulation (``oracles.mip``,
         # GRID_FEASIBILITY_TOL)
-    ):
-        h.setOptionValue(option, value)
+    }
     if cutoff is not None:
-        h.setOptionValue("objective_bound", float(cutoff))
-    lp = highs_lp(
-        highspy,
+        options["objective_bound"] = float(cutoff)
+    model = LinearModel(
         cost=sub.cost,
         matrix=sub.matrix,
         row_lower=sub.row_lower,
@@ -258,27 +248,26 @@ def solve_subproblem(
         integer=np.ones(sub.n_cols, dtype=bool),
         offset=sub.offset,
     )
-    if h.passModel(lp) == highspy.HighsStatus.kError:
+    start = time.perf_counter()
+    try:
+        answer = run_highs(model, budget, options)
+    except HighsModelRefused:
         return SubResult("error", -math.inf, None, None, 0.0, "passModel failed", 0)
-    h.run()
     seconds = time.perf_counter() - start
-    status = h.getModelStatus().name
-    info = h.getInfo()
-    nodes = int(getattr(info, "mip_node_count", 0))
-    has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
+    status, nodes = answer.status_name, answer.nodes
     kC = value = None
-    if has_solution:
-        kC = sub.decode(np.asarray(h.getSolution().col_value, dtype=float))
-        value = float(info.objective_function_value)
-    below = has_solution and (cutoff is None or value < cutoff)
+    if answer.has_solution:
+        kC = sub.decode(answer.x)
+        value = answer.objective
+    below = answer.has_solution and (cutoff is None or value < cutoff)
     if status == "kOptimal" and below:
-        bound = float(info.mip_dual_bound)
+        bound = answer.dual_bound
         return SubResult("solved", min(bound, value), kC, value, seconds, status, nodes)
     if cutoff is not None and (status in _CUTOFF_STATUSES or status == "kOptimal"):
         # the whole tree was searched with every node above the cutoff pruned
         return SubResult("cutoff", float(cutoff), kC, value, seconds, status, nodes)
     if status in _LIMIT_STATUSES:
-        bound = float(info.mip_dual_bound)
+        bound = answer.dual_bound
         bound = bound if math.isfinite(bound) else -math.inf
         if cutoff is not None:
             bound = min(bound, float(cutoff))

@@ -402,8 +402,13 @@ def separable_bounds(shape: Shape) -> tuple[np.ndarray, float]:
     combos = shape.combos
     qP = (combos * combos).sum(axis=1)
     h = squares_knapsack(shape.unary[shape.binary_cols], shape.ks, shape.cap)
-    rest = np.array([np.min(h[: shape.cap - q + 1] + shape.norm[q:]) for q in qP])
-    unary_P = np.array([shape.combo_unary(k) for k in combos])
+    # the binary and norm part depends on ||k_P||^2 alone: once per value, not per combination
+    by_q = np.array([np.min(h[: shape.cap - q + 1] + shape.norm[q:]) for q in range(shape.cap + 1)])
+    rest = by_q[qP] if len(qP) else np.zeros(0)
+    if len(shape.cont_cols):  # U_P(k_P), each row summed as combo_unary sums it (pairwise)
+        unary_P = shape.unary[shape.cont_cols[None, :], combos + shape.bound].sum(axis=1)
+    else:
+        unary_P = np.zeros(len(combos))
     return shape.const + unary_P + rest, float(np.minimum(shape.pos, shape.neg).sum())
 
 

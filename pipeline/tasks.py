@@ -25,6 +25,7 @@ from mechanisms.synthetic.domain import Domain, Workload
 from mechanisms.synthetic.evaluate import TableScores, score_table
 from mechanisms.synthetic.fem import SyntheticRelease
 from oracles import registry
+from oracles.routing import CONFIGURED, route_name
 from pipeline.catalog import MechanismConfig
 from pipeline.config import Config, ConfigError, OracleConfig, SweepConfig
 from pipeline.data.record import Dataset
@@ -86,18 +87,19 @@ def make_oracle(
 ) -> Any:
     """The oracle ``mechanism`` needs (its catalog entry says which; without one, the configured
     oracle), built by ``oracle_for``."""
-    needed = "configured" if mechanism is None else CATALOG[mechanism.name].oracle(mechanism)
+    needed = CONFIGURED if mechanism is None else CATALOG[mechanism.name].oracle(mechanism)
     if needed is None:
         raise ValueError(f"{mechanism.name!r} calls no oracle")
     return oracle_for(cfg, needed, threads)
 
 
 def oracle_for(cfg: OracleConfig, needed: str, threads: int | None = None) -> Any:
-    """The one place an oracle is built for a run: ``needed`` is what a catalog entry asks for,
-    an oracle's name (OPSamp's logistic loss: ``convex``) or ``"configured"`` (``cfg.name``).
-    Every oracle gets ``cfg.time_limit`` and ``threads`` (default ``cfg.threads``); ``cfg.parts``
-    > 1 runs the window search's parts as Ray tasks (``pipeline.split_solve``)."""
-    name = cfg.name if needed == "configured" else needed
+    """The one place an oracle is built for a run: the route of what a catalog entry asks for
+    (``oracles.routing.route_name``: a route's name, e.g. OPSamp's logistic loss ``convex``, or
+    ``CONFIGURED``, ``cfg.name``), from the registry. Every oracle gets ``cfg.time_limit`` and
+    ``threads`` (default ``cfg.threads``); ``cfg.parts`` > 1 runs the window search's parts as
+    Ray tasks (``pipeline.split_solve``)."""
+    name = route_name(needed, cfg.name)
     threads = threads or cfg.threads
     options = {}
     if cfg.parts > 1 and name in registry.SPLIT:  # parts as Ray tasks of `threads` CPUs each

@@ -35,12 +35,9 @@ from mechanisms.synthetic.accounting import round_epsilon, total_epsilon
 from mechanisms.synthetic.domain import Workload, check_codes
 from oracles.base import Certificate
 from oracles.checks import check_choice, check_int, check_real
-from oracles.conjunction_select import (
-    EnumerationSelectionOracle,
-    SearchSelectionOracle,
-    conjunction_index,
-)
+from oracles.conjunction_select import conjunction_index
 from oracles.conjunctions import Conjunction, ConjunctionProblem
+from oracles.routing import selector_for
 
 #: Each query player's per-round guarantee (accounting.ZCDP_DIVISOR): the exponential mechanism
 #: is eps0-bounded range, RSPM's selection eps0-DP.
@@ -157,14 +154,15 @@ def run_fem(
 ) -> SyntheticRelease:
     """The game of the module docstring on the private records ``codes`` (level codes of
     ``workload``'s domain), with ``oracle`` the data player's (``oracles.conjunctions``) and
-    ``selector`` RSPM's (``oracles.conjunction_select``; by default ``_default_selector``).
+    ``selector`` RSPM's (``oracles.conjunction_select``; by default the ``selection`` route's,
+    ``oracles.routing.selector_for``).
     With ``query_player="rspm"`` only the workload's domain (``sizes``) is used."""
     rng = check_rng(rng)
     codes = check_codes(codes, workload.sizes)
     n = len(codes)
     rspm = params.query_player == "rspm"
     if rspm:
-        selector = selector or _default_selector(oracle)
+        selector = selector or selector_for(oracle)
     start = time.perf_counter()
     eps0 = params.round_epsilon()
     real = None if rspm else workload.answers(codes)
@@ -248,16 +246,6 @@ def run_fem(
         queries=tuple(queries),
         selection_certificates=tuple(selection_certificates),
     )
-
-
-def _default_selector(oracle: Any) -> Any:
-    """RSPM's oracle beside the data player's: enumeration beside enumeration, else the exact
-    branch and bound (on Adult it certifies a k = 3 selection in under 0.1 s, where the MILP
-    did not certify within 300 s, docs/synthetic.md 4.6); ``HighsSelectionOracle`` is there to
-    pass explicitly."""
-    if getattr(oracle, "name", None) == "enumerate":
-        return EnumerationSelectionOracle()
-    return SearchSelectionOracle()
 
 
 __all__ = ["FEMParams", "ROUND_RULES", "SyntheticRelease", "run_fem", "select", "utilities"]

@@ -37,7 +37,6 @@ import numpy as np
 
 from mechanisms.catalog import CATALOG
 from oracles.base import OBJECTIVE_TOL
-from oracles.highs import HighsOracle
 from oracles.objective import DEFAULT_MARGIN, MergedRows
 from oracles.registry import make_oracle
 from pipeline.bench.machine import describe_machine, print_header
@@ -175,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--oracle: {err}")
     oracles = [(args.oracle, measured)]
     if args.reference:
-        oracles.append(("reference", HighsOracle(time_limit=args.time_limit, threads=args.threads)))
+        reference = make_oracle("highs", time_limit=args.time_limit, threads=args.threads)
+        oracles.append(("reference", reference))
     print_header(
         [
             ("instance", "<18"),

@@ -15,7 +15,7 @@ instance in turn, in one process:
   (``oracles.window``, falling back to the reference MIP when its search does not end), exact
   ERM's to the reference;
 * ``reference``: what the default did before issue 19 on these tables: the reference MILP
-  through ``AutoOracle`` (Gurobi when its licence takes the model, else HiGHS);
+  on the ``auto`` route (Gurobi when its licence takes the model, else HiGHS);
 * ``window`` (the branch and bound without its fallback), ``highs``, ``gurobi``.
 
 One row per solve: certified, status, objective, bound, gap, wall and CPU seconds, and whether
@@ -33,7 +33,6 @@ import time
 
 from oracles.base import OBJECTIVE_TOL
 from oracles.registry import make_oracle
-from oracles.window import WindowOracle
 from pipeline.bench.fast_oracle import load_loadavg
 from pipeline.bench.generic_instances import MECHANISMS, TABLES, make_instance, table_rows
 from pipeline.bench.machine import describe_machine, print_header
@@ -45,7 +44,7 @@ def make(name: str, time_limit: float, threads: int):
     if name == "reference":
         return make_oracle("auto", time_limit=time_limit, threads=threads)
     if name == "window":
-        return WindowOracle(time_limit=time_limit, threads=threads, fallback=None)
+        return make_oracle("window", time_limit=time_limit, threads=threads, fallback=None)
     if name in ORACLES:
         return make_oracle(name, time_limit=time_limit, threads=threads)
     raise ValueError(f"unknown oracle {name!r}; known: {ORACLES}")

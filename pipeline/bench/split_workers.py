@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from oracles.window import WindowOracle
+from oracles.registry import make_oracle
 from pipeline.bench.fast_oracle import load_loadavg
 from pipeline.bench.generic_instances import make_instance, sweep_instance
 from pipeline.bench.machine import describe_machine, print_header
@@ -49,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def solve(parts: int, map_parts=None):
         # no fallback: the search alone, so that every run does the same kind of work
-        oracle = WindowOracle(
-            time_limit=args.time_limit, fallback=None, parts=parts, map_parts=map_parts
+        oracle = make_oracle(
+            "window", time_limit=args.time_limit, fallback=None, parts=parts, map_parts=map_parts
         )
         return oracle.solve(instance.problem)
 

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oracles.budget import Budget
 from oracles.objective import MergedRows
-from oracles.structured import StructuredOracle
+from oracles.registry import make_oracle
 from oracles.structured_shape import ShapeMismatch, decompose
 from pipeline.bench.fast_oracle import Run, agreement, load_loadavg, make_mechanism
 from pipeline.bench.machine import describe_machine, print_header
@@ -44,7 +45,7 @@ from pipeline.data import load_dataset
 from pipeline.data.adult import CATEGORICAL, COLUMNS, CONTINUOUS, resolve_data_dir
 from pipeline.data.table import load_table
 
-#: The former default of ``StructuredOracle.max_combos`` (before the cap became work).
+#: The former default of the structured search's ``max_combos`` (before the cap became work).
 TODAY_MAX_COMBOS = 4096
 ADULT_EXTRA = {"adult25": ("age", "education-num"), "adult26": ("age", "education-num", "fnlwgt")}
 INSTANCES = ("islr_default", "credit_card", "adult25", "adult26")
@@ -156,18 +157,20 @@ def main(argv: list[str] | None = None) -> int:
 
     import highspy  # noqa: F401 - imported once here, so that no solve pays the import
 
-    now = StructuredOracle(time_limit=args.time_limit, threads=args.threads)
-    today = StructuredOracle(
+    now = make_oracle("structured", time_limit=args.time_limit, threads=args.threads)
+    today = make_oracle(
+        "structured",
         time_limit=args.time_limit,
         threads=args.threads,
         max_combos=TODAY_MAX_COMBOS,
         max_work=float("inf"),
     )
+    work_budget = now.strategy("structured").work_budget(Budget.from_limit(args.time_limit))
     load_before = load_loadavg()
     print(f"machine: {describe_machine()}; {load_before} at start")
     print(
         f"mechanism {args.mechanism}, delta=1/n^2, time limit {args.time_limit:g}s, threads "
-        f"{args.threads}; now: work budget {now.work_budget:.3g} table entries; today: "
+        f"{args.threads}; now: work budget {work_budget:.3g} table entries; today: "
         f"max_combos={TODAY_MAX_COMBOS}"
     )
     print_header(
@@ -203,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                 noise = mech.draw_noise(np.random.default_rng(seed), n, d)
                 (problem,) = mech.problems(rows, noise)
                 try:
-                    combos = len(decompose(problem, max_work=now.work_budget).combos)
+                    combos = len(decompose(problem, max_work=work_budget).combos)
                 except ShapeMismatch:
                     combos = -1
                 shapes[instance] = (

@@ -9,17 +9,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from oracles.auto import AutoOracle
 from oracles.highs import HighsOracle
-from oracles.window import WindowOracle
+from oracles.routing import Route
 from pipeline.bench.generic_tables import _summary, check, main, make
 
 
 def test_oracles_are_made_by_name_with_the_limits_given():
     reference = make("reference", 7.0, 2)
-    assert isinstance(reference, AutoOracle) and reference.time_limit == 7.0
+    assert isinstance(reference, Route) and reference.name == "auto"
+    assert (reference.time_limit, reference.threads) == (7.0, 2)
     window = make("window", 7.0, 1)
-    assert isinstance(window, WindowOracle) and window.fallback is None  # the search alone
+    assert isinstance(window, Route) and not window.fallback  # the search alone
     assert isinstance(make("highs", 7.0, 1), HighsOracle)
     with pytest.raises(ValueError, match="unknown oracle 'cplex'; known: "):
         make("cplex", 7.0, 1)

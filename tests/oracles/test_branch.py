@@ -71,10 +71,10 @@ def test_every_node_bound_is_below_f_under_it_and_the_tree_keeps_every_point(fam
             i = index.get(tuple(k[:level]))
             if i is not None:
                 assert nodes.lb[i] + t.const <= f + 1e-9
-        # a node rebuilt from its prefix alone has the same bound (what a part ships), up to
-        # the float32 rounding of its scores Y (summed at once there, incrementally here),
-        # which moves a forced row's share by about 1e-7 of its weight
-        again = Nodes.from_states(t, nodes.states)
+        # a node rebuilt from its prefix alone at the same threshold has the same bound (what a
+        # part ships), up to the float32 rounding of its scores Y (summed at once there,
+        # incrementally here), which moves a forced row's share by about 1e-7 of its weight
+        again = Nodes.from_states(t, nodes.states, T)
         np.testing.assert_allclose(again.lb, nodes.lb, rtol=1e-6, atol=1e-5)
 
 

@@ -1,6 +1,8 @@
-"""The compiled search of ``oracles.branch_kernel`` against ``oracles.branch.expand``: at a fixed
-threshold it visits exactly the nodes that expanding level by level keeps, with the same bounds,
-and hands every leaf kept to its caller, however small its leaf buffer."""
+"""The compiled search of ``oracles.branch_kernel``: a node's bound against the formula written
+out in numpy, and its depth-first search against expanding level by level
+(``oracles.branch.expand``): at a fixed threshold it makes exactly the nodes kept there, keeps
+every point at or below the threshold, and hands every leaf kept to its caller, however small
+its leaf buffer."""
 
 from __future__ import annotations
 
@@ -8,7 +10,15 @@ import numpy as np
 import pytest
 
 from oracles.branch import Nodes, build_tables, expand
-from oracles.branch_kernel import BUDGET, DONE, LEAVES, State, open_node, run
+from oracles.branch_kernel import (
+    BUDGET,
+    DONE,
+    LEAVES,
+    State,
+    node_bounds,
+    open_node,
+    run,
+)
 from oracles.noise_window import tightened_split
 from tests.oracles.fuzz import fuzz_instance, parallel_instance
 from tests.oracles.test_branch import _grid_points
@@ -55,11 +65,15 @@ def _kernel_leaves(t, T, leaf_room, budget):
 def test_the_kernel_keeps_exactly_the_nodes_expand_keeps(family, seed, quantile):
     problem = family(seed)
     t, T = _tables_and_threshold(problem, quantile)
+    K = _grid_points(problem.domain)
+    F = problem.objective(problem.domain.step * K.astype(float))
+    below = {tuple(k) for k in K[:, t.order][F - t.const <= T + 1e-9].tolist()}
     levels = _levels(t, T)
     leaves, made, reasons = _kernel_leaves(t, T, leaf_room=3, budget=5)
-    # every leaf once, and the same leaves as level-by-level expansion
+    # every leaf once, the same leaves as level-by-level expansion, every point at or below T
     assert len(leaves) == len(set(leaves))
     assert set(leaves) == set(levels[-1])
+    assert below <= set(leaves)
     # nodes made: every inner node kept, and the leaves
     assert made == sum(len(level) for level in levels)
     if len(leaves) > 3:
@@ -70,27 +84,31 @@ def test_the_kernel_keeps_exactly_the_nodes_expand_keeps(family, seed, quantile)
     assert (BUDGET in reasons) == (made - len(levels[0]) >= 5)  # the root's children are free
 
 
-@pytest.mark.parametrize("seed", range(0, 12, 3))
-def test_the_kernel_bounds_a_node_s_children_as_expand_does(seed):
+def _reference_bound(t, level, C, P, Y, T):
+    """``branch_kernel._bound`` of one node written out in numpy, term by term
+    (``noise_window.RowPrune``), for comparison."""
+    room = t.room[level, t.cap - P].astype(float)
+    y = Y.astype(float)
+    top = y + room
+    share = top / t.span
+    owed = np.where(y > room, t.weight - t.minorant * np.minimum(share, 1.0), 0.0)
+    owed += np.where((y <= room) & (top < 0), -t.minorant * share, 0.0)
+    lb = C + t.comp[level, P] + owed.sum()
+    return lb if lb <= T else np.inf
+
+
+@pytest.mark.parametrize("seed", range(0, 16, 3))
+def test_a_node_s_bound_is_the_formula_s(seed):
     problem = fuzz_instance(seed)
-    t, T = _tables_and_threshold(problem, 0.6)
-    nodes = Nodes.root(t)
-    state = State.empty(t.d, t.bound, len(t.sign))
-    for _ in range(t.d - 1):
-        children = expand(t, nodes, T)
+    t, T = _tables_and_threshold(problem, 0.5)
+    nodes, compared, forced_right = Nodes.root(t), 0, 0
+    for _ in range(t.d):
+        nodes = expand(t, nodes, np.inf)
+        got = node_bounds(t, nodes.level, nodes.C, nodes.P, nodes.Y, T)
         for i in range(len(nodes)):
-            n = open_node(
-                t, state, nodes.level, nodes.states[i], nodes.C[i], nodes.P[i], nodes.Y[i], T
-            )
-            mine = children.states[:, : nodes.level] == nodes.states[i]
-            expected = dict(
-                zip(children.states[mine.all(axis=1), -1].tolist(), children.lb[mine.all(axis=1)])
-            )
-            got = dict(zip(state.vals[nodes.level, :n].tolist(), state.lbs[nodes.level, :n]))
-            assert got.keys() == expected.keys()
-            for v, lb in got.items():
-                assert lb == pytest.approx(expected[v], rel=1e-12, abs=1e-9)
-            assert list(state.lbs[nodes.level, :n]) == sorted(state.lbs[nodes.level, :n])
-        nodes = children
-        if not len(nodes):
-            break
+            want = _reference_bound(t, nodes.level, nodes.C[i], nodes.P[i], nodes.Y[i], T)
+            assert got[i] == pytest.approx(want, rel=1e-9, abs=1e-9)
+            compared += np.isfinite(want)
+        room = t.room[nodes.level][t.cap - nodes.P]
+        forced_right += np.sum((nodes.Y + room < 0) & (t.minorant > 0))
+    assert compared > 0 and forced_right > 0  # both kinds of forced rows are in play

@@ -8,7 +8,6 @@ import pickle
 import numpy as np
 import pytest
 
-from oracles.auto import AutoOracle
 from oracles.base import IntegerGrid, Problem, Status
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError, map_status
@@ -80,7 +79,7 @@ def test_a_model_above_the_licence_raises_licence_limit(size_limited):
 def test_auto_falls_back_to_highs_and_records_why(size_limited):
     problem = over_the_licence()
     milp = build_milp(problem)
-    solution = AutoOracle(time_limit=60.0).solve(problem)
+    solution = make_oracle("auto", time_limit=60.0).solve(problem)
     cert = solution.certificate
     assert cert.backend == "highs"
     assert cert.fallback == (

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from oracles.base import IntegerGrid, Problem
-from oracles.highs import PRESOLVE_RULES_OFF, HighsOracle, _highs_lp
+from oracles.highs import PRESOLVE_RULES_OFF, HighsOracle, highs_lp
 from oracles.mip import build_milp
 from oracles.registry import make_oracle
 from pipeline.bench.presolve_cost import _ComparisonHighs
@@ -94,7 +94,7 @@ def test_the_rule_bits_mean_what_the_oracle_assumes(capfd):
     h = highspy.Highs()
     h.setOptionValue("presolve_rule_logging", True)
     h.setOptionValue("log_dev_level", 1)  # the rule table is a developer-level log
-    h.passModel(_highs_lp(highspy, milp))
+    h.passModel(highs_lp(highspy, milp))
     h.run()
     out = capfd.readouterr().out
     expected = {13: "Parallel rows and columns", 15: "Probing", 20: "Dual-fixing probing"}

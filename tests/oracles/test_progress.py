@@ -235,7 +235,7 @@ def test_the_window_search_reports_its_best_and_a_valid_bound():
         norm_radius_sq=float(d),
         label="weak",
     )
-    oracle = WindowOracle(time_limit=120.0, search_seconds=0.05, fallback=None)
+    oracle = WindowOracle(time_limit=120.0, search_seconds=0.05)
     plain, heard, seen = _solve_with_and_without(oracle, problem, interval=0.0)
     assert plain.certificate.certified
     same_answer(plain, heard)

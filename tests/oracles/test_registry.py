@@ -4,22 +4,30 @@ from __future__ import annotations
 
 import pytest
 
-from oracles.auto import AutoOracle
+from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
-from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
-from oracles.registry import CONJUNCTIONS, DISCRETE, FACTORIES, make_oracle
+from oracles.registry import CONJUNCTIONS, DISCRETE, FACTORIES, SPLIT, make_oracle
+from oracles.routing import ROUTE_NAMES, Route
 
 
 def test_known_names():
     assert set(FACTORIES) >= {"enumerate", "highs", "gurobi", "auto", "structured"}
+    # a route of one strategy is that strategy; a route of several runs the routing table
     assert isinstance(make_oracle("enumerate"), EnumerationOracle)
     assert isinstance(make_oracle("highs"), HighsOracle)
     assert isinstance(make_oracle("gurobi"), GurobiOracle)
-    assert isinstance(make_oracle("auto"), AutoOracle)
-    for name in ("enumerate", "highs", "gurobi", "auto", "convex", "structured"):
+    for name in ("auto", "structured", "window"):
+        assert isinstance(make_oracle(name), Route)
+    for name in ("enumerate", "highs", "gurobi", "auto", "convex", "structured", "window"):
         assert make_oracle(name).name == name
+
+
+def test_every_name_is_a_route_of_the_routing_table():
+    assert set(FACTORIES) <= set(ROUTE_NAMES)
+    assert set(ROUTE_NAMES) - set(FACTORIES) == {"selection"}  # chosen beside the data player
+    assert SPLIT == ("structured", "window")
 
 
 def test_the_data_players_oracles_are_named_but_never_a_configs_oracle():
@@ -55,6 +63,8 @@ def test_unknown_option_is_a_type_error():
 def test_bad_option_value_is_refused():
     with pytest.raises(ValueError, match="time_limit"):
         make_oracle("gurobi", time_limit=-1.0)
+    with pytest.raises(ValueError, match="threads must be >= 1, found 0"):
+        make_oracle("structured", threads=0)
 
 
 def _eleven_dimensional_problem():

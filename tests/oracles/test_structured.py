@@ -31,7 +31,7 @@ not fit.
   structured oracle certify the same objective, and the structured w encoded into the
   reference MILP is feasible at that objective (``-m slow``: the reference takes about a minute
   there; the default run checks the same on a balanced n = 1,000 subsample).
-* The fallback goes through AutoOracle's rule (issue 19, item 3; SPEC 8): Gurobi solves the
+* The fallback goes through the auto route's rule (issue 19, item 3; SPEC 8): Gurobi solves the
   reference formulation when its licence takes the model, HiGHS when it does not (the licence
   reason in the certificate's ``fallback``), and a backend that ran is never retried
   elsewhere. Both answers are checked against brute force (``tests/oracles/fuzz.py``). The
@@ -43,15 +43,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import time
 
 import numpy as np
 import pytest
 
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams, opdisc_problem
 from mechanisms.rspm import RSPM, RSPMParams, rspm_problem
-from oracles import auto
-from oracles.base import OBJECTIVE_TOL, Box, IntegerGrid, Problem, Status, certify
+from oracles.base import OBJECTIVE_TOL, Box, HandOff, IntegerGrid, Problem, Status, certify
+from oracles.budget import Budget, now
 from oracles.enumerate import EnumerationOracle, grid_points
 from oracles.gurobi import ERRNO_SIZE_LIMIT
 from oracles.highs import HighsOracle
@@ -71,6 +70,12 @@ from tests.oracles.contract import OracleContract, make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
 from tests.oracles.licence import require_gurobi_licence
 
+
+def structured(**options):
+    """The structured route (``oracles.routing``): the search and its hand-overs."""
+    return make_oracle("structured", **options)
+
+
 #: Group sizes and continuous columns of the random instances, cycled by seed.
 SMALL_SHAPES = [((2, 2), 2), ((3, 2), 1), ((2, 2, 2), 1), ((3,), 2), ((4, 2), 1)]
 MEDIUM_SHAPES = [((3, 2), 2), ((3, 3), 2), ((2, 2, 2), 2)]
@@ -81,7 +86,7 @@ class TestStructured(OracleContract):
 
     @classmethod
     def make_oracle(cls, **options):
-        return StructuredOracle(**options)
+        return structured(**options)
 
     def test_certificate_records_the_backend(self, oracle):
         problem = make_instance(0)
@@ -135,7 +140,7 @@ def medium_instance(seed: int) -> Problem:
 
 @pytest.fixture(scope="module")
 def oracle() -> StructuredOracle:
-    return StructuredOracle(time_limit=120.0)
+    return structured(time_limit=120.0)
 
 
 def check_exact(problem: Problem, solution, expected: float) -> None:
@@ -250,7 +255,7 @@ def test_scores_exactly_at_the_margin_dyadic(seed):
     problem = tie_instance(seed, [0.0, 0.25, 0.5, 0.75], margin=0.25)
     assert decompose(problem, max_combos=4096).dyadic is not None
     expected = EnumerationOracle().solve(problem).certificate.objective
-    check_exact(problem, StructuredOracle().solve(problem), expected)
+    check_exact(problem, structured().solve(problem), expected)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -261,7 +266,7 @@ def test_scores_at_the_margin_up_to_rounding(seed):
     shape = decompose(problem, max_combos=4096)
     assert shape.dyadic is None and root_bounds(shape)[1].any()
     expected = EnumerationOracle().solve(problem).certificate.objective
-    cert = StructuredOracle().solve(problem).certificate
+    cert = structured().solve(problem).certificate
     assert cert.certified and abs(cert.objective - expected) <= OBJECTIVE_TOL
 
 
@@ -270,7 +275,7 @@ def test_scores_at_the_margin_up_to_rounding(seed):
 
 def test_box_domain_falls_back_to_the_reference():
     problem = Problem([[1.0, 0.5], [0.5, -1.0]], [1.0, 2.0], [0.0, 1.0], Box(2))
-    cert = StructuredOracle().solve(problem).certificate
+    cert = structured().solve(problem).certificate
     # Gurobi when its licence takes the model, else HiGHS (the fallback tests below)
     assert cert.backend in ("gurobi", "highs") and cert.certified
     assert cert.fallback.startswith("structured: the domain is not an IntegerGrid (Box)")
@@ -281,14 +286,14 @@ def test_too_many_combinations_fall_back_to_the_window_or_the_reference():
     """OPDisc's and RSPM's problems go to the window oracle, exact ERM's to the reference."""
     problem = small_instance(0)
     assert has_noise(problem)
-    cert = StructuredOracle(max_combos=1, reference=("highs",)).solve(problem).certificate
+    cert = structured(max_combos=1, reference=("highs",)).solve(problem).certificate
     assert cert.backend == "window" and cert.certified
     assert "max_combos=1" in cert.fallback and cert.fallback.endswith(" -> window")
     expected = EnumerationOracle().solve(problem).certificate.objective
     assert abs(cert.objective - expected) <= OBJECTIVE_TOL
     problem = dataclasses.replace(problem, linear=np.zeros(problem.d), norm_coef=0.0)
     assert not has_noise(problem)
-    cert = StructuredOracle(max_combos=1, reference=("highs",)).solve(problem).certificate
+    cert = structured(max_combos=1, reference=("highs",)).solve(problem).certificate
     assert cert.backend == "highs" and cert.certified
     assert "max_combos=1" in cert.fallback
     expected = EnumerationOracle().solve(problem).certificate.objective
@@ -297,11 +302,12 @@ def test_too_many_combinations_fall_back_to_the_window_or_the_reference():
 
 def test_registered_and_options_checked():
     oracle = make_oracle("structured", time_limit=30.0, threads=1, max_combos=100)
-    assert isinstance(oracle, StructuredOracle) and oracle.max_combos == 100
+    assert isinstance(oracle.strategy("structured"), StructuredOracle)
+    assert oracle.strategy("structured").max_combos == 100
     with pytest.raises(ValueError, match="max_combos"):
-        StructuredOracle(max_combos=0)
+        structured(max_combos=0)
     with pytest.raises(ValueError, match="time_limit"):
-        StructuredOracle(time_limit=0.0)
+        structured(time_limit=0.0)
 
 
 def all_continuous_rspm(seed: int) -> Problem:
@@ -352,16 +358,16 @@ def test_more_than_the_former_cap_stays_structured_and_exact(seed):
     problem = wide_problem(seed)
     shape = decompose(problem)
     assert len(shape.cont_cols) == 6 and len(shape.combos) == 4185 > 4096
-    cert = StructuredOracle(time_limit=120.0).solve(problem).certificate
+    cert = structured(time_limit=120.0).solve(problem).certificate
     assert cert.backend == "structured" and cert.fallback is None and cert.certified
     expected = EnumerationOracle().solve(problem).certificate.objective
     assert abs(cert.objective - expected) <= OBJECTIVE_TOL
 
 
 def test_the_budget_comes_from_the_time_limit_and_too_much_work_falls_back():
-    oracle = StructuredOracle(time_limit=600.0)
-    assert oracle.work_budget == BOUNDING_SHARE * 600.0 * WORK_ENTRIES_PER_SECOND
-    assert StructuredOracle(time_limit=1.0).work_budget < oracle.work_budget
+    work_budget = StructuredOracle().work_budget(Budget.from_limit(600.0))
+    assert work_budget == BOUNDING_SHARE * 600.0 * WORK_ENTRIES_PER_SECOND
+    assert StructuredOracle().work_budget(Budget.from_limit(1.0)) < work_budget
     problem = wide_problem(0, n=8)  # few rows: the reference certifies it quickly
     shape = decompose(problem)
     work = bounding_work(
@@ -374,7 +380,7 @@ def test_the_budget_comes_from_the_time_limit_and_too_much_work_falls_back():
         decompose(problem, max_work=work / 2)
     assert len(decompose(problem, max_work=work).combos) == 4185
     cert = (
-        StructuredOracle(time_limit=60.0, max_work=work / 2, reference=("highs",))
+        structured(time_limit=60.0, max_work=work / 2, reference=("highs",))
         .solve(problem)
         .certificate
     )
@@ -402,7 +408,7 @@ def test_adult_with_five_and_six_continuous_columns_certifies_by_default(adult_d
     rows = MergedRows.from_xy(train.features, train.labels)
     mech = OPDisc(OPDiscParams(1.0, 1.0 / rows.n**2))
     (problem,) = mech.problems(rows, mech.draw_noise(np.random.default_rng(0), rows.n, rows.d))
-    cert = StructuredOracle().solve(problem).certificate  # the defaults: time limit 600 s
+    cert = structured().solve(problem).certificate  # the defaults: time limit 600 s
     assert cert.backend == "structured" and cert.fallback is None and cert.certified
 
 
@@ -450,7 +456,7 @@ def adult_rows(adult) -> MergedRows:
 )
 def test_full_adult_is_certified(adult_rows, mechanism, eps, seed):
     problem = _problem(adult_rows, mechanism, eps, seed)
-    solution = StructuredOracle(time_limit=120).solve(problem)
+    solution = structured(time_limit=120).solve(problem)
     c = solution.certificate
     assert c.certified, c
     assert c.fallback is None and c.backend == "structured"
@@ -461,7 +467,7 @@ def test_full_adult_is_certified(adult_rows, mechanism, eps, seed):
 
 def test_full_adult_exact_erm_is_certified(adult_rows):
     (problem,) = ExactERM().problems(adult_rows, {})
-    solution = StructuredOracle(time_limit=300).solve(problem)
+    solution = structured(time_limit=300).solve(problem)
     c = solution.certificate
     assert c.certified, c
     _no_better_neighbour(problem, solution.w)
@@ -490,7 +496,7 @@ def test_reference_agrees_where_tight_tolerances_certified_a_false_optimum(adult
     X, y = balanced_subsample(adult.train.features, adult.train.labels, n, 0)
     rows = MergedRows.from_xy(X, y)
     problem = _problem(rows, "opdisc", 0.5, seed)
-    fast = StructuredOracle(time_limit=120).solve(problem)
+    fast = structured(time_limit=120).solve(problem)
     reference = HighsOracle(time_limit=300).solve(problem)
     assert fast.certificate.certified and reference.certificate.certified
     assert fast.certificate.objective == pytest.approx(reference.certificate.objective, abs=1e-6)
@@ -512,13 +518,13 @@ def test_goal_grid_is_certified_within_the_time_goal(adult_rows, mechanism):
     for eps in (0.1, 0.5, 1.0):
         for seed in range(5):
             problem = _problem(adult_rows, mechanism, eps, seed)
-            c = StructuredOracle(time_limit=600).solve(problem).certificate
+            c = structured(time_limit=600).solve(problem).certificate
             assert c.certified, (eps, seed, c)
             seconds.append(c.seconds)
     assert statistics.median(seconds) <= 60 and max(seconds) <= 600, seconds
 
 
-# --- the fallback goes through AutoOracle's rule (issue 19, item 3) ----------------------------
+# --- the fallback goes through the auto route's rule (issue 19, item 3) ------------------------
 
 
 #: Gurobi's pip licence (SPEC section 8).
@@ -559,7 +565,7 @@ def test_a_fallback_within_the_licence_is_solved_by_gurobi(seed):
     assert not has_noise(problem)
     milp = build_milp(problem)
     assert milp.n_cols <= LICENCE_LIMIT and milp.n_rows <= LICENCE_LIMIT
-    solution = StructuredOracle(time_limit=60.0, max_combos=1).solve(problem)
+    solution = structured(time_limit=60.0, max_combos=1).solve(problem)
     cert = solution.certificate
     # the premise: these instances have more than one combination, so max_combos=1 falls back
     assert cert.fallback is not None, cert
@@ -574,7 +580,7 @@ def test_a_fallback_over_the_licence_is_solved_by_highs_with_the_licence_reason(
     problem = _large_instance()
     milp = build_milp(problem)
     assert milp.n_rows > LICENCE_LIMIT  # the premise: Gurobi's licence refuses this model
-    solution = StructuredOracle(time_limit=120.0, max_combos=1).solve(problem)
+    solution = structured(time_limit=120.0, max_combos=1).solve(problem)
     cert = solution.certificate
     assert cert.backend == "highs", cert
     assert cert.fallback.startswith("structured: ")
@@ -586,8 +592,8 @@ def test_a_fallback_over_the_licence_is_solved_by_highs_with_the_licence_reason(
 def test_the_same_problem_on_either_backend_certifies_the_same_minimum():
     require_gurobi_licence()
     problem = erm_instance(4)
-    on_gurobi = StructuredOracle(max_combos=1, reference=("gurobi",)).solve(problem)
-    on_highs = StructuredOracle(max_combos=1, reference=("highs",)).solve(problem)
+    on_gurobi = structured(max_combos=1, reference=("gurobi",)).solve(problem)
+    on_highs = structured(max_combos=1, reference=("highs",)).solve(problem)
     assert on_gurobi.certificate.fallback is not None  # the premise: a fallback happened
     assert on_gurobi.certificate.backend == "gurobi" and on_highs.certificate.backend == "highs"
     assert abs(on_gurobi.certificate.objective - on_highs.certificate.objective) <= OBJECTIVE_TOL
@@ -599,44 +605,45 @@ def test_the_same_problem_on_either_backend_certifies_the_same_minimum():
 def test_a_noisy_problem_without_the_shape_goes_to_the_window_oracle(seed):
     problem = fuzz_instance(seed)
     assert has_noise(problem)
-    solution = StructuredOracle(time_limit=60.0, max_combos=1).solve(problem)
+    solution = structured(time_limit=60.0, max_combos=1).solve(problem)
     cert = solution.certificate
     assert cert.backend == "window", cert
     assert cert.fallback.startswith("structured: ") and cert.fallback.endswith(" -> window")
     _assert_exact(problem, solution)
 
 
-def test_the_fallback_gets_the_time_left_and_the_threads(monkeypatch):
-    """Options reach the fallback: the remaining time (not the whole limit) and the threads."""
-    seen = []
+class _Records:
+    """A reference backend that records the budget it gets and cannot run."""
 
-    class Recorder:
-        name = "highs"
+    name = "highs"
 
-        def __init__(self, *, time_limit, threads, strict_eps):
-            seen.append((time_limit, threads))
+    def __init__(self):
+        self.seen = []
 
-        def solve(self, problem):
-            raise SolverUnavailableError("recorded")
+    def solve(self, problem, budget):
+        self.seen.append((budget.left(), budget.threads))
+        raise SolverUnavailableError("recorded")
 
-    monkeypatch.setitem(auto.BACKENDS, "highs", Recorder)
-    oracle = StructuredOracle(time_limit=50.0, threads=2, max_combos=1, reference=("highs",))
+
+def test_the_fallback_gets_the_time_left_and_the_threads():
+    """The budget reaches the reference: the time left (not the whole limit) and the threads."""
+    recorder = _Records()
+    route = structured(time_limit=50.0, threads=2, max_combos=1, reference=("highs",))
+    route = dataclasses.replace(route, strategies={**route.strategies, "highs": recorder})
+    budget = Budget(now() + 30.0, threads=2, seconds=50.0)  # 20 s already spent
     with pytest.raises(SolverUnavailableError, match="recorded"):
-        oracle.fallback(fuzz_instance(1), "test", start=time.perf_counter() - 20)
-    ((time_limit, threads),) = seen[-1:]
-    assert threads == 2 and 29.0 < time_limit <= 30.0
+        route.solve(erm_instance(1), budget)
+    ((left, threads),) = recorder.seen
+    assert threads == 2 and 29.0 < left <= 30.0
 
 
-def test_a_time_limited_fallback_is_reported_not_retried(monkeypatch):
+def test_a_time_limited_fallback_is_reported_not_retried():
     """A backend that ran and did not certify is the answer (SPEC 8): HiGHS is never asked."""
 
     class Stops:
         name = "gurobi"
 
-        def __init__(self, **options):
-            pass
-
-        def solve(self, problem):
+        def solve(self, problem, budget):
             return certify(
                 problem,
                 np.zeros(problem.d),
@@ -647,18 +654,27 @@ def test_a_time_limited_fallback_is_reported_not_retried(monkeypatch):
             )
 
     class Never(Stops):
-        def solve(self, problem):
+        name = "highs"
+
+        def solve(self, problem, budget):
             raise AssertionError("retried on another backend")
 
-    monkeypatch.setitem(auto.BACKENDS, "gurobi", Stops)
-    monkeypatch.setitem(auto.BACKENDS, "highs", Never)
-    cert = StructuredOracle(max_combos=1).fallback(fuzz_instance(1), "test", start=0.0)
-    cert = cert.certificate
+    route = structured(max_combos=1)
+    strategies = {**route.strategies, "gurobi": Stops(), "highs": Never()}
+    route = dataclasses.replace(route, strategies=strategies)
+    cert = route.solve(erm_instance(1)).certificate
     assert cert.backend == "gurobi" and cert.status is Status.TIME_LIMIT and not cert.certified
-    assert cert.fallback == "structured: test -> gurobi"
+    assert cert.fallback.startswith("structured: ") and cert.fallback.endswith(" -> gurobi")
+
+
+def test_the_strategy_alone_hands_a_problem_without_the_shape_on():
+    """The structured search builds no other oracle: without the shape it raises HandOff
+    (the routing table decides who solves it)."""
+    with pytest.raises(HandOff, match="max_combos=1"):
+        StructuredOracle(max_combos=1).solve(erm_instance(1))
 
 
 @pytest.mark.parametrize("reference", [(), ("cplex",), ("highs", "highs")])
 def test_reference_is_validated(reference):
     with pytest.raises(ValueError, match="prefer must be distinct names"):
-        StructuredOracle(reference=reference)
+        structured(reference=reference)

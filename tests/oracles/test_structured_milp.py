@@ -14,6 +14,7 @@ import pytest
 
 from mechanisms.opdisc import OPDiscParams, opdisc_problem
 from mechanisms.rspm import rspm_problem
+from oracles.budget import Budget
 from oracles.enumerate import grid_points
 from oracles.objective import MergedRows
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
@@ -79,7 +80,7 @@ def test_each_combination_solves_to_the_brute_force_minimum(case, seed):
         f_v = f_v[0]
         sub = build_subproblem(shape, kP, f_v)
         breakpoints += sub.n_breakpoints
-        result = solve_subproblem(sub, cutoff=None, time_limit=30.0, threads=1)
+        result = solve_subproblem(sub, cutoff=None, budget=Budget.from_limit(30.0))
         expected = _brute(shape, kP, f_v)
         assert result.outcome == "solved", result
         assert result.value == pytest.approx(expected, abs=1e-6)
@@ -100,9 +101,9 @@ def test_the_incumbent_as_a_cutoff():
     f_v = shape.tables(kP)[0][0]
     sub = build_subproblem(shape, kP, f_v)
     best = _brute(shape, kP, f_v)
-    above = solve_subproblem(sub, cutoff=best + 0.5, time_limit=30.0, threads=1)
+    above = solve_subproblem(sub, cutoff=best + 0.5, budget=Budget.from_limit(30.0))
     assert above.outcome == "solved" and above.value == pytest.approx(best, abs=1e-6)
-    below = solve_subproblem(sub, cutoff=best - 0.5, time_limit=30.0, threads=1)
+    below = solve_subproblem(sub, cutoff=best - 0.5, budget=Budget.from_limit(30.0))
     # nothing below the cutoff: proven no better than it, and the bound says so
     assert below.outcome == "cutoff" and below.bound == best - 0.5
 

@@ -17,6 +17,7 @@ import pytest
 
 from oracles.base import IntegerGrid, Problem
 from oracles.noise_window import row_minorants, separable_argmin, split_objective, tighten
+from oracles.registry import make_oracle
 from oracles.window import WindowOracle
 from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
 
@@ -38,13 +39,13 @@ def _fuzz(oracle, instances) -> Tally:
 
 
 def test_no_false_certificate_with_the_fallback(fast):
-    tally = _fuzz(WindowOracle(time_limit=20.0, search_seconds=0.02), fast)
+    tally = _fuzz(make_oracle("window", time_limit=20.0, search_seconds=0.02), fast)
     assert tally.false == 0, "\n".join(tally.failures)
     assert tally.certified == tally.instances  # measured: all 120
 
 
 def test_no_false_certificate_from_the_window_alone(fast):
-    oracle = WindowOracle(time_limit=20.0, search_seconds=0.01, max_nodes=20, fallback=None)
+    oracle = WindowOracle(time_limit=20.0, search_seconds=0.01, max_nodes=20)  # the search alone
     tally = _fuzz(oracle, fast[:60])  # every kind: the kinds cycle with period 4
     assert tally.false == 0, "\n".join(tally.failures)
     assert 0 < tally.uncertified < tally.instances  # both paths are exercised
@@ -57,8 +58,8 @@ def test_no_false_certificate_on_larger_instances():
         for s, p in ((s, fuzz_instance(s, max_points=3200)) for s in SLOW_SEEDS)
     ]
     for oracle in (
-        WindowOracle(time_limit=30.0, search_seconds=0.02),
-        WindowOracle(time_limit=30.0, search_seconds=0.02, max_nodes=200, fallback=None),
+        make_oracle("window", time_limit=30.0, search_seconds=0.02),
+        WindowOracle(time_limit=30.0, search_seconds=0.02, max_nodes=200),
     ):
         tally = _fuzz(oracle, instances)
         assert tally.false == 0, "\n".join(tally.failures)
@@ -129,7 +130,7 @@ def test_a_frontier_too_large_still_gets_the_fallback(monkeypatch):
 
     monkeypatch.setattr(window, "plan_split", stopped)
     problem = fuzz_instance(0)
-    solution = WindowOracle(time_limit=30.0).solve(problem)
+    solution = make_oracle("window", time_limit=30.0).solve(problem)
     cert = solution.certificate
     assert cert.certified and "reference" in cert.fallback
     assert abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9

@@ -58,10 +58,11 @@ def test_oracle_parts_split_the_window_search_into_ray_tasks(name):
     from pipeline.tasks import make_oracle
 
     config = validate(_compose([f"oracle={name}", "oracle.parts=4", "oracle.threads=2"]))
-    oracle = make_oracle(config.oracle)
-    assert oracle.parts == 4 and isinstance(oracle.map_parts, RayMapParts)
-    assert oracle.map_parts.cpus_per_task == 2  # a part holds the CPUs of the oracle's threads
-    assert make_oracle(validate(_compose([f"oracle={name}"])).oracle).map_parts is None
+    search = make_oracle(config.oracle).strategy("window")  # the route's window search
+    assert search.parts == 4 and isinstance(search.map_parts, RayMapParts)
+    assert search.map_parts.cpus_per_task == 2  # a part holds the CPUs of the oracle's threads
+    plain = make_oracle(validate(_compose([f"oracle={name}"])).oracle)
+    assert plain.strategy("window").map_parts is None
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ def local_ray():
 def _split(problem, map_parts=None, parts=3):
     """The split solve alone (no fallback), its parts run by ``map_parts``."""
     return WindowOracle(
-        time_limit=60.0, search_seconds=0.02, fallback=None, parts=parts, map_parts=map_parts
+        time_limit=60.0, search_seconds=0.02, parts=parts, map_parts=map_parts
     ).solve(problem)
 
 
@@ -58,7 +58,7 @@ def test_the_split_solve_on_ray_is_the_one_process_answer(local_ray, problem):
 def test_a_part_that_fails_on_ray_leaves_the_whole_uncertified(local_ray, monkeypatch):
     from pipeline import split_solve
 
-    problem = fuzz_instance(0)
+    problem = parallel_instance(3)  # its frontier holds three parts (tests/oracles/test_split.py)
     # the first part's task raises on the worker (a RayTaskError on the driver) and the second
     # reports its own failure; the others run as usual
     original = split_solve.solve_part_task

@@ -1,0 +1,592 @@
+"""The routing table of the oracle layer: for each route and each kind of problem, which
+strategies run, in what order, on what share of the budget (CVXPY's solving chain: one function,
+``chain_for``, maps a problem's class to a chain).
+
+A ROUTE is what a config or a caller names (``oracle=structured``, ``make_oracle("auto")``, the
+data player's ``conjunctions_highs``). A STRATEGY is one oracle class doing one thing
+(``STRATEGIES``): the structured search, the window search, HiGHS or Gurobi on the reference
+formulation, enumeration, the convex solver, the synthetic-data MILPs and searches. Strategies
+never build other oracles; every hand-over between them is a row of ``ROUTES`` below, and
+oracle classes are built only here and in ``oracles.registry`` (which names the routes).
+
+How a problem is routed (``Route.solve``):
+
+1. one ``Budget`` (``oracles.budget``) is made from the route's time limit and threads: the
+   solve's deadline, checked before every piece of work and split between the chain's steps;
+2. the problem is classified (``classify``): for the structured route by its shape
+   (``StructuredOracle.shape``; a problem without it is classified by its domain and its noise,
+   and the reason goes into the certificate's ``fallback``), for the others by its domain;
+3. the chain of its (route, class) row runs (``Route.run``). A step runs on ``share`` of what is
+   left of the budget; the first starts the chain, every other is reached from the step
+   before it in one of three ways:
+
+   * ``unavailable``: the step before could not run here (``SolverUnavailableError`` before it
+     ran: gurobipy missing, no licence, the licence's size limit); fallback text
+     ``gurobi: <why> -> highs``. Only that error falls back, and only before the backend ran:
+     which backend solves then depends on the data through the model's size alone; a backend
+     that ran and did not certify is the answer (SPEC section 8);
+   * ``handed over``: the step before raised ``HandOff`` (the structured search's subproblem
+     failed in HiGHS or disagreed with its tables, or scores at the margin left a gap); the
+     next step solves the problem on what is left, fallback ``structured: <why> -> highs``;
+   * ``stopped``: the step before is a search that stopped without proving its point (status
+     TIME_LIMIT); when more than ``min_seconds`` are left the next step solves the problem and
+     the two are joined: the better point, the larger of the two proven bounds (each is a lower
+     bound on the same minimum), certified only if the point meets it (``certify``). The
+     search's backend stays, fallback ``search stopped; reference on auto``.
+
+A step may name another route (``auto``: the reference formulation on the route's backends in
+order, ``Route.prefer``), run whole. The certificate's ``fallback`` records the chain taken, as
+the oracles recorded it before the table existed; its ``seconds`` are the whole route's.
+
+Privacy (SPEC section 8): the route a problem takes depends on the problem's class (its domain,
+whether it carries noise, its shape: the data's size and structure, never the noise's values)
+and on three events only, the hand-overs the oracles made before the table existed: a backend
+that cannot run (before it runs), a structured search that cannot finish exactly, and a search
+that stops. A certificate is a proof whatever the route (``oracles.base.certify``), never a retry
+with other noise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from oracles.base import (
+    DEFAULT_THREADS,
+    DEFAULT_TIME_LIMIT,
+    OBJECTIVE_TOL,
+    HandOff,
+    IntegerGrid,
+    OracleError,
+    Problem,
+    Solution,
+    Status,
+    certify,
+    counts_cpu,
+)
+from oracles.budget import Budget
+from oracles.checks import check_choice
+from oracles.conjunction_select import (
+    EnumerationSelectionOracle,
+    HighsSelectionOracle,
+    SearchSelectionOracle,
+)
+from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
+from oracles.convex import ConvexOracle
+from oracles.enumerate import EnumerationOracle
+from oracles.gurobi import GurobiOracle
+from oracles.highs import HighsOracle
+from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError
+from oracles.split import MapParts
+from oracles.structured import StructuredOracle, has_noise
+from oracles.structured_shape import Shape, ShapeMismatch
+from oracles.window import WindowOracle
+
+# --- the problem classes -----------------------------------------------------------------------
+
+#: An IntegerGrid whose data have the structured oracle's shape (one-hot cells, continuous
+#: columns few enough to bound every combination in the time limit: ``oracles.structured``).
+SHAPED_GRID = "shaped grid"
+#: An IntegerGrid without that shape whose problem carries OPDisc's or RSPM's noise (generic
+#: tables: many continuous columns; ``oracles.structured.has_noise``).
+NOISY_GRID = "generic grid with noise"
+#: An IntegerGrid without that shape and without noise: the exact 0/1 ERM.
+EXACT_GRID = "generic grid without noise"
+#: Any IntegerGrid (a route that does not read the shape).
+GRID = "grid"
+#: OPSamp's 0/1 problem over a continuous Box.
+BOX = "box"
+#: Any Problem (the reference formulation takes both domains).
+ANY = "any problem"
+#: OPSamp's surrogate problem (``oracles.convex.ConvexProblem``).
+CONVEX = "convex surrogate"
+#: The data player's best record (``oracles.conjunctions.ConjunctionProblem``).
+CONJUNCTIONS = "best record"
+#: RSPM's selection of a conjunction (``oracles.conjunction_select.SelectionProblem``) beside a
+#: data player that enumerates (small universes, tests), and beside any other.
+SELECTION_SMALL = "selection beside enumeration"
+SELECTION = "selection"
+
+# --- how a step is reached ---------------------------------------------------------------------
+
+FIRST = "first"
+UNAVAILABLE = "unavailable"
+HANDED_OVER = "handed over"
+STOPPED = "stopped"
+WHEN = (FIRST, UNAVAILABLE, HANDED_OVER, STOPPED)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One member of a chain: ``strategy`` (a name of ``STRATEGIES``, else a route run whole),
+    reached ``when`` (module docstring), on ``share`` of what is left of the budget, and only
+    with more than ``min_seconds`` left (else the chain ends before it)."""
+
+    strategy: str
+    when: str = FIRST
+    share: float = 1.0
+    min_seconds: float = 0.0
+
+    def __str__(self) -> str:
+        text = self.strategy
+        if self.share < 1.0:
+            text += f" ({self.share:.0%} of the time)"
+        if self.when != FIRST:
+            text = f"{self.when}: {text}"
+        if self.min_seconds:
+            text += f" if > {self.min_seconds:g} s left"
+        return text
+
+
+@dataclass(frozen=True)
+class Row:
+    """The chain ``route`` runs on a problem of class ``problem``."""
+
+    route: str
+    problem: str
+    chain: tuple[Step, ...]
+
+    def text(self) -> str:
+        """The chain as docs/oracles.md writes it: its steps joined by arrows."""
+        return " -> ".join(str(step) for step in self.chain)
+
+
+#: The reference formulation's backends in order: Gurobi when its licence takes the model, else
+#: HiGHS (the ``auto`` route; ``prefer=`` / ``reference=`` reorder or restrict them).
+REFERENCE = ("gurobi", "highs")
+#: The share of a structured or window route's budget its window search may take: the rest is
+#: the reference formulation's when the search stops.
+SEARCH_SHARE = 0.8
+#: A stopped search is handed to the reference formulation only with this much time left.
+MIN_REFERENCE_SECONDS = 1.0
+
+#: THE routing table: (route, problem class, chain). docs/oracles.md shows it; its test checks
+#: that the doc names exactly these routes.
+ROUTES: tuple[Row, ...] = (
+    Row("structured", SHAPED_GRID, (Step("structured"), Step("auto", HANDED_OVER))),
+    Row(
+        "structured",
+        NOISY_GRID,
+        (
+            Step("window", share=SEARCH_SHARE),
+            Step("auto", STOPPED, min_seconds=MIN_REFERENCE_SECONDS),
+        ),
+    ),
+    Row("structured", EXACT_GRID, (Step("auto"),)),
+    Row("structured", BOX, (Step("auto"),)),
+    Row(
+        "window",
+        GRID,
+        (
+            Step("window", share=SEARCH_SHARE),
+            Step("auto", STOPPED, min_seconds=MIN_REFERENCE_SECONDS),
+        ),
+    ),
+    Row("auto", ANY, (Step("gurobi"), Step("highs", UNAVAILABLE))),
+    Row("highs", ANY, (Step("highs"),)),
+    Row("gurobi", ANY, (Step("gurobi"),)),
+    Row("enumerate", GRID, (Step("enumerate"),)),
+    Row("convex", CONVEX, (Step("convex"),)),
+    Row("conjunctions_highs", CONJUNCTIONS, (Step("conjunctions_highs"),)),
+    Row("conjunctions_enumerate", CONJUNCTIONS, (Step("conjunctions_enumerate"),)),
+    Row("selection", SELECTION_SMALL, (Step("selection_enumerate"),)),
+    Row("selection", SELECTION, (Step("selection_search"),)),
+)
+
+#: The strategies, by the name a step gives: one oracle class each.
+STRATEGIES: dict[str, type] = {
+    "structured": StructuredOracle,
+    "window": WindowOracle,
+    "highs": HighsOracle,
+    "gurobi": GurobiOracle,
+    "enumerate": EnumerationOracle,
+    "convex": ConvexOracle,
+    "conjunctions_highs": HighsConjunctionOracle,
+    "conjunctions_enumerate": EnumerationConjunctionOracle,
+    "selection_search": SearchSelectionOracle,
+    "selection_enumerate": EnumerationSelectionOracle,
+    "selection_highs": HighsSelectionOracle,
+}
+#: The routes, in the table's order.
+ROUTE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(row.route for row in ROUTES))
+#: What a catalog entry asks for when the caller chooses the route (``oracle=`` of a config or
+#: an estimator): ``route_name`` reads it.
+CONFIGURED = "configured"
+
+
+def route_name(needed: str, configured: str) -> str:
+    """The route a mechanism's call takes: ``needed`` is what its catalog entry asks for, a
+    route's name (OPSamp's logistic loss: ``convex``; the data player: ``conjunctions_*``) or
+    ``CONFIGURED``, the caller's ``configured`` route."""
+    return configured if needed == CONFIGURED else needed
+
+
+def chain_for(route: str, problem_class: str, prefer: tuple[str, ...] = REFERENCE) -> tuple:
+    """The chain ``route`` runs on a problem of ``problem_class`` (its row of ``ROUTES``); the
+    ``auto`` route's backends in the order of ``prefer``. OracleError when the route has none."""
+    for row in ROUTES:
+        if row.route == route and row.problem in (problem_class, ANY):
+            if route != "auto":
+                return row.chain
+            return tuple(
+                Step(name, FIRST if i == 0 else UNAVAILABLE) for i, name in enumerate(prefer)
+            )
+    known = [row.problem for row in ROUTES if row.route == route]
+    if not known:
+        raise ValueError(f"unknown route {route!r}; known: {list(ROUTE_NAMES)}")
+    needs = "an IntegerGrid" if GRID in known else " or ".join(known)
+    raise OracleError(f"the {route} route takes {needs}, not a {problem_class} problem")
+
+
+@dataclass(frozen=True, eq=False)
+class Classified:
+    """A problem's class for a route (``classify``): ``shape`` when it has the structured shape,
+    ``reason`` why not when the route asked (the certificate's fallback starts with it)."""
+
+    problem_class: str
+    shape: Shape | None = None
+    reason: str = ""
+
+
+def classify(route: str, problem: Any, structured: StructuredOracle, budget: Budget) -> Classified:
+    """The class of ``problem`` for ``route`` (module docstring, step 2). Only the structured
+    route reads the shape, on ``budget``'s time limit (``StructuredOracle.shape``)."""
+    if route in ("structured", "window", "enumerate", "auto", "highs", "gurobi"):
+        if not isinstance(problem, Problem):
+            raise OracleError(f"the {route} route solves a Problem, found {type(problem).__name__}")
+    if route == "structured":
+        try:
+            return Classified(SHAPED_GRID, shape=structured.shape(problem, budget))
+        except ShapeMismatch as why:
+            if not isinstance(problem.domain, IntegerGrid):
+                return Classified(BOX, reason=str(why))
+            return Classified(NOISY_GRID if has_noise(problem) else EXACT_GRID, reason=str(why))
+    if isinstance(problem, Problem):
+        return Classified(GRID if isinstance(problem.domain, IntegerGrid) else BOX)
+    return Classified(ANY)
+
+
+def chain_text(solution: Solution) -> str:
+    """The chain a solution took, as a certificate's ``fallback`` writes what followed a
+    hand-over: its backend, or its own fallback chain ending there, or its backend and then the
+    fallback that joined it."""
+    c = solution.certificate
+    if c.fallback is None:
+        return c.backend
+    if c.fallback.endswith(c.backend):
+        return c.fallback
+    return f"{c.backend} -> {c.fallback}"
+
+
+def check_prefer(prefer: Any) -> tuple[str, ...]:
+    """``prefer`` (the reference's backends) as a tuple of distinct names of ``REFERENCE``, else
+    ValueError quoting it."""
+    names = (prefer,) if isinstance(prefer, str) else tuple(prefer)
+    unknown = [p for p in names if p not in REFERENCE]
+    if not names or unknown or len(set(names)) != len(names):
+        raise ValueError(
+            f"prefer must be distinct names from {sorted(REFERENCE)}, found {prefer!r}"
+        )
+    return names
+
+
+@dataclass(frozen=True)
+class Route:
+    """An oracle that solves by its route's chains (module docstring): what ``make_oracle``
+    returns for the routes of more than one strategy.
+
+    Args:
+        name: the route (a name of ``ROUTE_NAMES``).
+        time_limit, threads: each solve's budget (``oracles.budget``), checked by
+            ``oracles.registry.make_oracle``.
+        strategies: the strategies the chains may run, with their options, by their name in
+            ``STRATEGIES`` (a missing one runs with its defaults).
+        prefer: the reference formulation's backends in order (the ``auto`` step).
+        fallback: False ends a chain at a stopped search (the search alone).
+    """
+
+    name: str
+    time_limit: float = DEFAULT_TIME_LIMIT
+    threads: int = DEFAULT_THREADS
+    strategies: dict[str, Any] = field(default_factory=dict)
+    prefer: tuple[str, ...] = REFERENCE
+    fallback: bool = True
+
+    def strategy(self, name: str) -> Any:
+        """The strategy ``name`` with this route's options."""
+        found = self.strategies.get(name)
+        return found if found is not None else STRATEGIES[name]()
+
+    @counts_cpu
+    def solve(self, problem: Any, budget: Budget | None = None) -> Solution:
+        """``problem`` by its chain, on ``budget`` (default: this route's time limit and threads
+        from now)."""
+        budget = budget or Budget.from_limit(self.time_limit, self.threads)
+        start = time.perf_counter()
+        kind = classify(self.name, problem, self.strategy("structured"), budget)
+        solution = self.run(
+            chain_for(self.name, kind.problem_class, self.prefer), problem, budget, kind
+        )
+        if kind.reason:  # the route's first choice declined the problem: say why
+            solution = handed_on(
+                problem, solution, f"{self.name}: {kind.reason} -> {chain_text(solution)}"
+            )
+        cert = dataclasses.replace(solution.certificate, seconds=time.perf_counter() - start)
+        return dataclasses.replace(solution, certificate=cert)
+
+    def run(
+        self, chain: tuple[Step, ...], problem: Any, budget: Budget, kind: Classified
+    ) -> Solution:
+        """The chain's first step, and those reached from it (module docstring, step 3)."""
+        first = 1
+        while first < len(chain) and chain[first].when == UNAVAILABLE:
+            first += 1
+        group, rest = chain[:first], chain[first:]
+        following = rest[0] if rest and self._follows(rest[0]) else None
+        try:
+            solution = self._first_that_runs(group, problem, budget, kind)
+        except HandOff as why:
+            if following is None or following.when != HANDED_OVER:
+                raise
+            handed = self.run(rest, problem, budget, kind)
+            return handed_on(problem, handed, f"{group[0].strategy}: {why} -> {chain_text(handed)}")
+        stopped = solution.certificate.status is Status.TIME_LIMIT
+        if following is not None and following.when == STOPPED and stopped:
+            if budget.left() > following.min_seconds:
+                return join(problem, solution, self.run(rest, problem, budget, kind), following)
+        return solution
+
+    def _follows(self, step: Step) -> bool:
+        """Whether this route runs ``step`` at all (``fallback=False`` drops a search's
+        hand-over)."""
+        return self.fallback or step.when != STOPPED
+
+    def _first_that_runs(self, group, problem, budget: Budget, kind: Classified) -> Solution:
+        """The first step of ``group`` that can run; the ones that could not in ``fallback``."""
+        reasons: list[str] = []
+        last: SolverUnavailableError | None = None
+        for step in group:
+            if step.strategy not in STRATEGIES and len(group) == 1:
+                return self._step(step, problem, budget, kind)  # it says itself what could not run
+            try:
+                solution = self._step(step, problem, budget, kind)
+            except SolverUnavailableError as err:
+                reasons.append(f"{step.strategy}: {err}")
+                last = err
+                continue
+            if not reasons:
+                return solution
+            fallback = " -> ".join([*reasons, step.strategy])
+            return Solution(
+                solution.w, dataclasses.replace(solution.certificate, fallback=fallback)
+            )
+        names = tuple(step.strategy for step in group)
+        raise SolverUnavailableError(
+            f"no backend of {names!r} could run: {'; '.join(reasons)}"
+        ) from last
+
+    def _step(self, step: Step, problem, budget: Budget, kind: Classified) -> Solution:
+        """One step on its share of what is left: a strategy, or a route run whole."""
+        if step.share < 1.0:
+            budget = budget.share(step.share)
+        if step.strategy not in STRATEGIES:  # a route, run whole
+            return self.run(
+                chain_for(step.strategy, kind.problem_class, self.prefer), problem, budget, kind
+            )
+        strategy = self.strategy(step.strategy)
+        if step.strategy == "structured":
+            return strategy.solve(problem, budget, shape=kind.shape)
+        return strategy.solve(problem, budget)
+
+
+def handed_on(problem: Problem, solution: Solution, fallback: str) -> Solution:
+    """``solution`` of the step a problem was handed on to, certified again as the route's
+    answer (the same certificate) with the chain ``fallback``."""
+    c = solution.certificate
+    return certify(
+        problem,
+        solution.w,
+        status=c.status,
+        bound=c.bound,
+        seconds=c.seconds,
+        backend=c.backend,
+        threads=c.threads,
+        solver_objective=c.solver_objective,
+        fallback=fallback,
+        message=c.message,
+        extra=c.extra,
+    )
+
+
+def join(problem: Problem, searched: Solution, reference: Solution, step: Step) -> Solution:
+    """A stopped search and the reference formulation that followed it (module docstring): the
+    better point, the larger proven bound (the reference's only when it ended optimal or at a
+    limit), certified only when the point meets it."""
+    s, r = searched.certificate, reference.certificate
+    extra = {
+        **s.extra,
+        "fallback_status": r.status.value,
+        "fallback_bound": r.bound,
+        "fallback_objective": r.objective,
+    }
+    trusted = r.status in (Status.OPTIMAL, Status.TIME_LIMIT)
+    bound = max(s.bound, r.bound) if trusted else s.bound
+    w, value = (
+        (reference.w, r.objective) if r.objective < s.objective else (searched.w, s.objective)
+    )
+    status = Status.OPTIMAL if value - bound <= OBJECTIVE_TOL else Status.TIME_LIMIT
+    return certify(
+        problem,
+        w,
+        status=status,
+        bound=min(bound, value),
+        seconds=s.seconds + r.seconds,
+        backend=s.backend,
+        fallback=f"search stopped; reference on {step.strategy}",
+        message=r.message,
+        extra=extra,
+    )
+
+
+# --- building the routes -------------------------------------------------------------------------
+
+
+def structured_route(
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    threads: int = DEFAULT_THREADS,
+    max_combos: int | None = None,
+    max_work: float | None = None,
+    reference: Any = REFERENCE,
+    parts: int = 1,
+    map_parts: MapParts | None = None,
+) -> Route:
+    """The ``structured`` route (the default): ``max_combos``, ``max_work`` are the structured
+    search's (``oracles.structured``), ``parts`` and ``map_parts`` the window search's
+    (``oracles.window``), ``reference`` the reference formulation's backends in order."""
+    return Route(
+        "structured",
+        time_limit,
+        threads,
+        {
+            "structured": StructuredOracle(max_combos=max_combos, max_work=max_work),
+            "window": WindowOracle(parts=parts, map_parts=map_parts),
+        },
+        check_prefer(reference),
+    )
+
+
+def window_route(
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    threads: int = DEFAULT_THREADS,
+    fallback: str | None = "mip",
+    reference: Any = REFERENCE,
+    **search: Any,
+) -> Route:
+    """The ``window`` route: the window search (``search``: ``WindowOracle``'s options:
+    max_nodes, search_seconds, lagrange_iterations, seed, parts, map_parts), handed to the
+    reference formulation (``reference``'s backends) when it stops, unless ``fallback`` is None."""
+    check_choice("fallback", fallback, (None, "mip"))
+    return Route(
+        "window",
+        time_limit,
+        threads,
+        {"window": WindowOracle(**search)},
+        check_prefer(reference),
+        fallback=fallback is not None,
+    )
+
+
+def auto_route(
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    threads: int = DEFAULT_THREADS,
+    prefer: Any = REFERENCE,
+    strict_eps: float = DEFAULT_STRICT_EPS,
+) -> Route:
+    """The ``auto`` route: the reference formulation on the first backend of ``prefer`` that can
+    run (``strict_eps``: every backend's, ``oracles.mip``)."""
+    backends = {name: STRATEGIES[name](strict_eps=strict_eps) for name in REFERENCE}
+    return Route("auto", time_limit, threads, backends, check_prefer(prefer))
+
+
+def _strategy(name: str, limits: tuple[str, ...] = ("time_limit", "threads")) -> Callable:
+    """The route of the one strategy ``name``: the strategy itself, given the ``limits`` it
+    takes (``time_limit`` and ``threads``: the budget of each of its solves; enumeration runs
+    on one thread, the data player's enumeration has no time limit)."""
+    cls = STRATEGIES[name]
+
+    def build(*, time_limit: float = DEFAULT_TIME_LIMIT, threads: int = DEFAULT_THREADS, **options):
+        given = {"time_limit": time_limit, "threads": threads}
+        return cls(**{key: given[key] for key in limits}, **options)
+
+    build.__name__ = f"{name}_route"
+    build.__doc__ = f"The {name} route: the {cls.__name__} strategy alone."
+    return build
+
+
+#: How each route is built: ``(*, time_limit, threads, **options) -> Oracle``.
+BUILDERS: dict[str, Callable[..., Any]] = {
+    "structured": structured_route,
+    "auto": auto_route,
+    "highs": _strategy("highs"),
+    "gurobi": _strategy("gurobi"),
+    "enumerate": _strategy("enumerate", ("time_limit",)),
+    "window": window_route,
+    "convex": _strategy("convex"),
+    "conjunctions_highs": _strategy("conjunctions_highs"),
+    "conjunctions_enumerate": _strategy("conjunctions_enumerate", ()),
+}
+#: The routes that run the window search (they take ``parts`` and ``map_parts``).
+SPLIT = tuple(
+    name
+    for name in ROUTE_NAMES
+    if any(step.strategy == "window" for row in ROUTES if row.route == name for step in row.chain)
+)
+
+
+def selector_for(data_player: Any) -> Any:
+    """RSPM's selection oracle beside the data player ``data_player`` (the ``selection`` route):
+    enumeration beside enumeration, else the exact branch and bound (on Adult it certifies a
+    k = 3 selection in under 0.1 s, where the MILP did not certify within 300 s,
+    docs/synthetic.md 4.6); ``HighsSelectionOracle`` is there to pass explicitly."""
+    small = getattr(data_player, "name", None) == "enumerate"
+    (step,) = chain_for("selection", SELECTION_SMALL if small else SELECTION)
+    return STRATEGIES[step.strategy]()
+
+
+__all__ = [
+    "ANY",
+    "BOX",
+    "BUILDERS",
+    "CONFIGURED",
+    "CONJUNCTIONS",
+    "CONVEX",
+    "EXACT_GRID",
+    "FIRST",
+    "GRID",
+    "HANDED_OVER",
+    "NOISY_GRID",
+    "REFERENCE",
+    "ROUTES",
+    "ROUTE_NAMES",
+    "Route",
+    "Row",
+    "SELECTION",
+    "SELECTION_SMALL",
+    "SHAPED_GRID",
+    "SPLIT",
+    "STOPPED",
+    "STRATEGIES",
+    "Step",
+    "UNAVAILABLE",
+    "chain_for",
+    "chain_text",
+    "check_prefer",
+    "classify",
+    "route_name",
+    "selector_for",
+]

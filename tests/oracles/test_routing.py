@@ -1,0 +1,377 @@
+"""oracles.routing: the one routing table (its rows are docs/oracles.md's), how a problem is
+classified, how a chain hands a problem on and what its certificate records, the ``auto`` route
+(the reference formulation on Gurobi, else HiGHS: SPEC section 8), and that every route returns
+within 1.1 x its time limit plus 5 s on a problem it cannot finish (issue 29, item 5)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oracles.base import Box, HandOff, IntegerGrid, OracleError, Problem, Status, certify
+from oracles.budget import Budget, now
+from oracles.conjunction_select import (
+    EnumerationSelectionOracle,
+    HighsSelectionOracle,
+    SearchSelectionOracle,
+    SelectionProblem,
+)
+from oracles.conjunctions import ConjunctionProblem
+from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError
+from oracles.mip import SolverUnavailableError
+from oracles.objective import MergedRows
+from oracles.registry import make_oracle
+from oracles.routing import (
+    BOX,
+    CONFIGURED,
+    EXACT_GRID,
+    GRID,
+    NOISY_GRID,
+    ROUTE_NAMES,
+    ROUTES,
+    SHAPED_GRID,
+    STRATEGIES,
+    Route,
+    chain_for,
+    classify,
+    route_name,
+    selector_for,
+)
+from oracles.structured import StructuredOracle
+from pipeline.data.synthetic import make_linear_threshold
+from tests.oracles.contract import OracleContract, hard_instance, make_instance
+from tests.oracles.fuzz import brute_force, fuzz_instance
+from tests.oracles.licence import require_gurobi_licence
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "oracles.md"
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+def _doc_rows() -> list[tuple[str, str, str]]:
+    """(route, problem, chain) of each row of docs/oracles.md's routing table."""
+    text = DOC.read_text()
+    section = text[text.index("## Routing\n") :]
+    section = section[: section.index("\n## ", 1)]
+    rows = []
+    for line in section.splitlines():
+        match = re.fullmatch(r"\| `([a-z_]+)` \| (.+?) \| (.+?) \|", line.strip())
+        if match:
+            rows.append(match.groups())
+    return rows
+
+
+def test_the_docs_table_is_the_modules():
+    """docs/oracles.md shows the routing table as written, not generated: it must name exactly
+    the routes the module defines, each row with its problem class and chain."""
+    rows = _doc_rows()
+    assert {route for route, _, _ in rows} == set(ROUTE_NAMES)
+    assert rows == [(row.route, row.problem, row.text()) for row in ROUTES]
+
+
+def test_every_step_is_a_strategy_or_a_route():
+    for row in ROUTES:
+        for step in row.chain:
+            assert step.strategy in STRATEGIES or step.strategy in ROUTE_NAMES, step
+            assert 0 < step.share <= 1
+
+
+def test_a_route_has_no_chain_for_a_problem_it_does_not_take():
+    with pytest.raises(OracleError, match="the window route takes an IntegerGrid, not a box"):
+        chain_for("window", BOX)
+    with pytest.raises(ValueError, match="unknown route 'cplex'"):
+        chain_for("cplex", GRID)
+    problem = Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2))
+    with pytest.raises(OracleError, match="IntegerGrid"):
+        make_oracle("window").solve(problem)
+
+
+def test_the_auto_chain_follows_prefer():
+    assert [s.strategy for s in chain_for("auto", GRID, ("highs",))] == ["highs"]
+    chain = chain_for("auto", GRID, ("highs", "gurobi"))
+    assert [(s.strategy, s.when) for s in chain] == [("highs", "first"), ("gurobi", "unavailable")]
+
+
+# --- classification ----------------------------------------------------------------------------
+
+
+def _erm(problem: Problem) -> Problem:
+    return dataclasses.replace(problem, linear=np.zeros(problem.d), norm_coef=0.0)
+
+
+def test_the_structured_route_classifies_by_shape_noise_and_domain():
+    budget = Budget.from_limit(600.0)
+    shaped = classify("structured", fuzz_instance(0), StructuredOracle(), budget)
+    assert shaped.problem_class == SHAPED_GRID and shaped.shape is not None and not shaped.reason
+    tight = StructuredOracle(max_combos=1)
+    noisy = classify("structured", fuzz_instance(0), tight, budget)
+    assert noisy.problem_class == NOISY_GRID and "max_combos=1" in noisy.reason
+    exact = classify("structured", _erm(fuzz_instance(0)), tight, budget)
+    assert exact.problem_class == EXACT_GRID and "max_combos=1" in exact.reason
+    box = classify("structured", Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2)), tight, budget)
+    assert box.problem_class == BOX and "not an IntegerGrid (Box)" in box.reason
+    # the other routes do not read the shape
+    assert classify("window", fuzz_instance(0), tight, budget).problem_class == GRID
+    with pytest.raises(OracleError, match="the highs route solves a Problem"):
+        classify("highs", object(), tight, budget)
+
+
+def test_route_names_and_the_selection_route():
+    assert route_name(CONFIGURED, "window") == "window"
+    assert route_name("convex", "window") == "convex"
+    enumerating = make_oracle("conjunctions_enumerate")
+    assert isinstance(selector_for(enumerating), EnumerationSelectionOracle)
+    assert isinstance(selector_for(make_oracle("conjunctions_highs")), SearchSelectionOracle)
+
+
+# --- chains: hand-overs and what the certificate records --------------------------------------
+
+
+class _HandsOver(StructuredOracle):
+    """The structured search, reading the shape as it does, that cannot finish exactly."""
+
+    def solve(self, problem, budget=None, shape=None):
+        raise HandOff("scores at the margin left a gap")
+
+
+class _Stops:
+    """A window search that stops at the origin with a proven bound of ``bound``."""
+
+    name = "window"
+
+    def __init__(self, bound: float):
+        self.bound = bound
+
+    def solve(self, problem, budget):
+        w = np.zeros(problem.d)
+        return certify(
+            problem,
+            w,
+            status=Status.TIME_LIMIT,
+            bound=self.bound,
+            seconds=0.0,
+            backend="window",
+            message="search stopped (test)",
+            extra={"stopped": "test"},
+        )
+
+
+def _with(route: Route, **strategies) -> Route:
+    return dataclasses.replace(route, strategies={**route.strategies, **strategies})
+
+
+def test_a_hand_over_goes_to_the_reference_and_says_why():
+    problem = fuzz_instance(4)
+    route = _with(make_oracle("structured", reference=("highs",)), structured=_HandsOver())
+    cert = route.solve(problem).certificate
+    assert cert.backend == "highs" and cert.certified
+    assert cert.fallback == "structured: scores at the margin left a gap -> highs"
+    assert abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9
+
+
+def test_a_stopped_search_is_joined_with_the_reference():
+    problem = fuzz_instance(0)
+    minimum = float(brute_force(problem).minimum)
+    route = _with(make_oracle("window", time_limit=30.0, reference=("highs",)), window=_Stops(-1e9))
+    cert = route.solve(problem).certificate
+    assert cert.backend == "window" and cert.certified  # the reference's point and bound
+    assert cert.fallback == "search stopped; reference on auto"
+    assert cert.extra["fallback_status"] == "optimal" and cert.extra["stopped"] == "test"
+    assert abs(cert.objective - minimum) <= 1e-9
+    # the search alone (fallback=None): its point, uncertified, with its own bound
+    alone = _with(make_oracle("window", fallback=None), window=_Stops(-1e9)).solve(problem)
+    assert alone.certificate.status is Status.TIME_LIMIT and alone.certificate.bound == -1e9
+    assert alone.certificate.fallback is None
+    # through the structured route, the chain says where it started
+    structured = _with(
+        make_oracle("structured", time_limit=30.0, max_combos=1, reference=("highs",)),
+        window=_Stops(-1e9),
+    )
+    cert = structured.solve(problem).certificate
+    assert cert.fallback.startswith("structured: ") and cert.certified
+    assert cert.fallback.endswith(" -> window -> search stopped; reference on auto")
+
+
+def test_no_reference_after_a_search_that_left_a_second_or_less():
+    problem = fuzz_instance(0)
+    route = _with(make_oracle("window", reference=("highs",)), window=_Stops(-1e9))
+    budget = Budget(now() + 0.5, seconds=10.0)  # the search left half a second
+    cert = route.solve(problem, budget).certificate
+    assert cert.status is Status.TIME_LIMIT and cert.fallback is None
+
+
+def test_a_route_records_the_cpu_its_solve_got():
+    cert = make_oracle("structured").solve(make_instance(0)).certificate
+    assert cert.certified and 0.0 <= cert.cpu_seconds <= cert.seconds * cert.threads + 0.5
+    assert cert.to_params()["cpu_seconds"] == cert.cpu_seconds
+    cert = make_oracle("highs").solve(make_instance(0)).certificate
+    assert 0.0 <= cert.cpu_seconds and math.isfinite(cert.cpu_seconds)
+
+
+# --- the auto route (the reference formulation: Gurobi, else HiGHS) ----------------------------
+
+
+class TestAuto(OracleContract):
+    @classmethod
+    def make_oracle(cls, **options):
+        return make_oracle("auto", **options)
+
+
+def test_missing_gurobipy_falls_back_to_highs(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gurobipy", None)  # makes `import gurobipy` fail
+    cert = make_oracle("auto").solve(make_instance(3)).certificate
+    assert cert.backend == "highs" and cert.certified
+    assert cert.fallback.startswith("gurobi: gurobipy is not importable (")
+    assert cert.fallback.endswith(") -> highs")
+
+
+def test_no_fallback_when_the_first_backend_runs():
+    cert = make_oracle("auto", prefer=("highs",)).solve(make_instance(4)).certificate
+    assert cert.backend == "highs" and cert.fallback is None
+
+
+def test_every_backend_unavailable_raises_with_the_chain(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gurobipy", None)
+    with pytest.raises(SolverUnavailableError, match="no backend of \\('gurobi',\\) could run"):
+        make_oracle("auto", prefer=("gurobi",)).solve(make_instance(0))
+
+
+def test_a_time_limit_is_reported_not_retried_elsewhere():
+    """An uncertified answer is returned as it is: no silent retry on another backend."""
+    oracle = make_oracle("auto", time_limit=0.2, prefer=("highs", "gurobi"))
+    cert = oracle.solve(hard_instance()).certificate
+    assert cert.backend == "highs" and cert.fallback is None
+    assert cert.status in (Status.TIME_LIMIT, Status.NO_SOLUTION) and not cert.certified
+
+
+@pytest.mark.parametrize("prefer", [(), ("cplex",), ("highs", "highs")])
+def test_prefer_is_validated_with_the_value_quoted(prefer):
+    with pytest.raises(ValueError, match="prefer must be distinct names"):
+        make_oracle("auto", prefer=prefer)
+
+
+def test_options_reach_every_backend():
+    oracle = make_oracle("auto", time_limit=12.0, threads=2, strict_eps=1e-5, prefer="highs")
+    assert oracle.prefer == ("highs",) and (oracle.time_limit, oracle.threads) == (12.0, 2)
+    assert all(oracle.strategy(b).strict_eps == 1e-5 for b in ("highs", "gurobi"))
+
+
+def test_gurobi_over_its_licence_after_the_first_model_is_not_retried_elsewhere(monkeypatch):
+    """Band cuts (a second model) over the licence: Gurobi ran, so the answer is its own,
+    uncertified, and the route does not hand the problem to HiGHS (SPEC section 8)."""
+    require_gurobi_licence()
+    problem = fuzz_instance(7)  # Gurobi needs a second model (band cuts) on this one
+    assert GurobiOracle().solve(problem).certificate.extra["band_rounds"] == 2
+    real = GurobiOracle._run
+    calls = []
+
+    def run(self, gp, milp, budget):
+        calls.append(milp.n_cols)
+        if len(calls) > 1:
+            raise LicenceLimitError(ERRNO_SIZE_LIMIT, 2001, 2001)
+        return real(self, gp, milp, budget)
+
+    monkeypatch.setattr(GurobiOracle, "_run", run)
+    cert = make_oracle("auto", time_limit=30.0).solve(problem).certificate
+    assert len(calls) == 2
+    assert cert.backend == "gurobi" and cert.fallback is None
+    assert cert.status is Status.ERROR and not cert.certified
+    assert "took the model over Gurobi's licence" in cert.message
+
+
+# --- limits: every path returns within 1.1 x its limit + 5 s (issue 29, item 5) ----------------
+
+
+def _within(limit: float, solve) -> tuple[float, object]:
+    start = time.perf_counter()
+    solution = solve()
+    seconds = time.perf_counter() - start
+    assert seconds <= 1.1 * limit + 5.0, f"{seconds:.1f} s on a {limit} s limit"
+    return seconds, solution
+
+
+def _shaped_erm() -> Problem:
+    """Exact 0/1 ERM with the structured shape (one-hot groups, 3 continuous columns, 1,971
+    distinct rows): one subproblem alone takes HiGHS more than 2 s."""
+    data = make_linear_threshold(2000, 3, groups=(5, 5, 4, 4), levels=6, label_noise=0.2, seed=1)
+    rows = MergedRows.from_xy(data.features, data.labels)
+    return Problem.from_rows(rows, IntegerGrid(rows.d, 4, 1.0, float(rows.d)), label="shaped")
+
+
+def _enumeration_problem() -> Problem:
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(300, 13)), 2)
+    return Problem(X, rng.integers(0, 3, 300), rng.integers(0, 3, 300), IntegerGrid(13, 1))
+
+
+#: (route, options, problem, limit, the backend that answers, the start of its fallback)
+PATHS = {
+    "structured subproblems": (
+        "structured",
+        {"max_work": math.inf},
+        _shaped_erm,
+        1.0,
+        "structured",
+    ),
+    "structured -> window": ("structured", {}, hard_instance, 1.0, "window"),
+    "structured -> reference": ("structured", {}, lambda: _erm(hard_instance()), 1.0, None),
+    "window -> reference": ("window", {"max_nodes": 2000}, hard_instance, 2.0, "window"),
+    "window parts": ("window", {"parts": 3, "fallback": None}, hard_instance, 1.0, "window"),
+    "highs, second opinion": ("highs", {}, hard_instance, 1.0, "highs"),
+    "auto": ("auto", {"prefer": ("highs",)}, hard_instance, 1.0, "highs"),
+    "enumerate": ("enumerate", {"max_points": 2_000_000}, _enumeration_problem, 1.0, "enumerate"),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_every_path_returns_within_its_limit(path):
+    route, options, problem, limit, backend = PATHS[path]
+    oracle = make_oracle(route, time_limit=limit, **options)
+    _, solution = _within(limit, lambda: oracle.solve(problem()))
+    cert = solution.certificate
+    assert not cert.certified and cert.status in (Status.TIME_LIMIT, Status.NO_SOLUTION)
+    if backend is not None:
+        assert cert.backend == backend, cert
+    if route == "window" and "max_nodes" in options:  # the search stopped, the MIP followed
+        assert cert.fallback == "search stopped; reference on auto"
+
+
+def test_gurobi_returns_within_its_limit():
+    require_gurobi_licence()
+    _, solution = _within(1.0, lambda: make_oracle("gurobi", time_limit=1.0).solve(hard_instance()))
+    assert not solution.certificate.certified
+
+
+def test_the_selection_milp_shares_one_budget_between_its_signs():
+    rng = np.random.default_rng(0)
+    levels = (6, 5, 5, 4, 4, 3, 3, 2)
+    records = np.column_stack([rng.integers(0, k, 3000) for k in levels])
+    problem = SelectionProblem(
+        levels,
+        3,
+        records,
+        rng.normal(0, 1, 3000),
+        tuple(rng.normal(0, 1, k) for k in levels),
+        0.0,
+    )
+    _within(1.0, lambda: HighsSelectionOracle(time_limit=1.0).solve(problem))
+
+
+def test_the_data_players_milp_returns_within_its_limit():
+    rng = np.random.default_rng(0)
+    levels = (6,) * 10
+    conjunctions = tuple(
+        tuple((int(a), int(rng.integers(0, 6))) for a in rng.choice(10, 3, replace=False))
+        for _ in range(3000)
+    )
+    problem = ConjunctionProblem(levels, conjunctions, rng.normal(0, 1, len(conjunctions)))
+    oracle = make_oracle("conjunctions_highs", time_limit=1.0)
+    _within(1.0, lambda: oracle.solve(problem))
