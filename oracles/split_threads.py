@@ -1,0 +1,70 @@
+"""The parts of a split solve (``oracles.split``) on threads of this process: a solve that holds
+several CPUs searches on all of them without Ray.
+
+The window search's depth-first kernel is compiled without the interpreter lock
+(``oracles.branch_kernel``), so parts searched in threads run side by side on as many cores.
+``thread_parts(threads)`` is a ``MapParts``: ``threads`` workers take the parts in order from
+one queue (a worker that finishes a part takes the next, so the parts balance without being
+equal), and share one best value: every part reads it when it starts and about every second
+(``branch.SHARE_EVERY``) and offers each better point at once, so the parts prune each other
+while they run. The results are the ones ``sequential_parts`` would give for the same best
+values: one per part, in order; a part that raises is recorded as failed and leaves the whole
+uncertified (``split.combine``), the others go on.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+from oracles.branch import Tables
+from oracles.checks import check_int
+from oracles.split import MapParts, PartResult, PartTask, solve_part_below
+
+
+class SharedBest:
+    """The least objective value any part has found (or the incumbent's), under a lock."""
+
+    def __init__(self, value: float) -> None:
+        self._value = float(value)
+        self._lock = threading.Lock()
+
+    def offer(self, value: float) -> float:
+        """Record ``value`` if it is better; return the least value known."""
+        with self._lock:
+            if value < self._value:
+                self._value = float(value)
+            return self._value
+
+    @property
+    def value(self) -> float:
+        with self._lock:
+            return self._value
+
+
+def thread_parts(threads: int) -> MapParts:
+    """A ``MapParts`` that searches the parts on ``threads`` threads (module docstring)."""
+    check_int("threads", threads)
+
+    def map_parts(tables: Tables, tasks: Sequence[PartTask], incumbent: float) -> list[PartResult]:
+        best = SharedBest(incumbent if math.isfinite(incumbent) else math.inf)
+
+        def solve(task: PartTask) -> PartResult:
+            start = time.perf_counter()
+            try:
+                return solve_part_below(tables, task, best.value, threads=threads, share=best.offer)
+            except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
+                return PartResult.failed(
+                    task.index, err, seconds=time.perf_counter() - start, threads=threads
+                )
+
+        with ThreadPoolExecutor(max_workers=max(1, min(threads, len(tasks)))) as pool:
+            return list(pool.map(solve, tasks))
+
+    return map_parts
+
+
+__all__ = ["SharedBest", "thread_parts"]
