@@ -214,6 +214,12 @@ class ReleaseRecord:
         return float(sum(c.seconds for c in self.oracle_answers))
 
     @property
+    def oracle_cpu_seconds(self) -> float:
+        """The CPU seconds the oracle calls got (``Certificate.cpu_seconds``; nan when a call's
+        was not measured)."""
+        return float(sum(c.cpu_seconds for c in self.oracle_answers))
+
+    @property
     def max_gap(self) -> float:
         return max((c.gap for c in self.oracle_answers), default=0.0)
 
@@ -246,6 +252,7 @@ class ReleaseRecord:
     def to_metrics(self) -> dict[str, float]:
         out = {f"time.{k}": float(v) for k, v in self.timings.items()}
         out["oracle_seconds"] = self.oracle_seconds
+        out["oracle_cpu_seconds"] = self.oracle_cpu_seconds
         out["oracle_max_gap"] = self.max_gap
         out["oracle_certified_fraction"] = (
             float(np.mean([c.certified for c in self.oracle_answers]))

@@ -42,6 +42,7 @@ METRICS = (
     "mean_marginal_error",
     "wall_seconds",
     "oracle_seconds",
+    "oracle_cpu_seconds",
     "oracle_max_gap",
     "oracle_objective",
     "oracle_bound",
@@ -156,6 +157,10 @@ class RunResult:
     #: Its train and test accuracy are those of logistic regression trained on the table.
     max_marginal_error: float = math.nan
     mean_marginal_error: float = math.nan
+    #: The CPU seconds the run's oracle calls got beside their wall seconds
+    #: (``oracles.base.Certificate.cpu_seconds``): far below ``oracle_seconds`` times the
+    #: threads, the solves shared their CPUs with other work. 0 without an oracle call.
+    oracle_cpu_seconds: float = math.nan
 
     @classmethod
     def of(
@@ -212,6 +217,7 @@ class RunResult:
             privacy_status=privacy_status(key.mechanism, release.privacy.holds),
             max_marginal_error=scores.max_marginal_error,
             mean_marginal_error=scores.mean_marginal_error,
+            oracle_cpu_seconds=release.oracle_cpu_seconds,
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -322,6 +328,7 @@ class RunResult:
             privacy_status=t.get("privacy_status") or privacy_status(mechanism, holds),
             max_marginal_error=number("max_marginal_error", math.nan),
             mean_marginal_error=number("mean_marginal_error", math.nan),
+            oracle_cpu_seconds=number("oracle_cpu_seconds", math.nan),
         )
 
 

@@ -178,9 +178,24 @@ def run_on_cluster(
     ), release
 
 
+#: Ray starts its worker processes niced by this environment variable's value (15 by default,
+#: read by the raylet when it starts): on a machine shared with other work a niced solve gets a
+#: fraction of a core while its time limit runs (one sweep measured 1.1 s of CPU per 10 s and
+#: lost certificates it otherwise keeps). The pipeline's own Ray sets it to 0: its tasks run at
+#: the driver's niceness.
+WORKER_NICENESS_ENV = "RAY_worker_niceness"
+
+
+def workers_at_driver_niceness() -> None:
+    """Make a Ray started from this process (``ray.init(address="local")``) run its workers at
+    this process's niceness (``WORKER_NICENESS_ENV``). Call it before ``ray.init``."""
+    os.environ[WORKER_NICENESS_ENV] = "0"
+
+
 def init_ray(config: Config) -> None:
     """Connect to ``cluster.address``, else to $RAY_ADDRESS (set by ``ray job submit``), else start
-    a Ray of our own: never join, unasked, a cluster someone started on this machine."""
+    a Ray of our own, its workers at the driver's niceness (``workers_at_driver_niceness``): never
+    join, unasked, a cluster someone started on this machine."""
     import ray  # lazily: a sweep whose runs all finished never starts Ray
 
     if ray.is_initialized():
@@ -202,6 +217,7 @@ def init_ray(config: Config) -> None:
         quiet = logging.getLogger("ray._private.authentication.authentication_token_setup")
         level = quiet.level
         quiet.setLevel(logging.ERROR)
+        workers_at_driver_niceness()
         try:
             context = ray.init(
                 address="local",

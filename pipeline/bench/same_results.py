@@ -17,7 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 #: Columns that measure when, how long or where a run ran, not what it computed.
-TIMING = frozenset({"start_time_ms", "wall_seconds", "oracle_seconds", "node"})
+TIMING = frozenset(
+    {"start_time_ms", "wall_seconds", "oracle_seconds", "oracle_cpu_seconds", "node"}
+)
 
 
 def differences(before: pd.DataFrame, after: pd.DataFrame) -> dict[str, int | str]:

@@ -25,6 +25,7 @@ from pipeline.bench.fast_oracle import load_loadavg
 from pipeline.bench.generic_instances import make_instance, sweep_instance
 from pipeline.bench.machine import describe_machine, print_header
 from pipeline.split_solve import ray_map_parts
+from pipeline.sweep import workers_at_driver_niceness
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     show("one process", solve(1), time.perf_counter() - start)
+    workers_at_driver_niceness()  # the parts at this process's priority, as in a sweep
     for workers in args.workers:
         ray.init(
             address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False

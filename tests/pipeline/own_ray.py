@@ -6,10 +6,14 @@ import contextlib
 import os
 from typing import Iterator
 
+from pipeline.sweep import workers_at_driver_niceness
+
 
 @contextlib.contextmanager
 def own_ray(num_cpus: int) -> Iterator[object]:
-    """A local Ray with ``num_cpus`` CPUs and no dashboard, shut down afterwards.
+    """A local Ray with ``num_cpus`` CPUs and no dashboard, its workers at this process's
+    niceness as the pipeline's own Ray (``pipeline.sweep.workers_at_driver_niceness``), shut down
+    afterwards.
 
     ``ray.init`` writes RAY_AUTH_MODE=token (and more) into os.environ; every later test that
     starts a subprocess would inherit it, so the environment is restored afterwards.
@@ -17,6 +21,7 @@ def own_ray(num_cpus: int) -> Iterator[object]:
     import ray  # a dependency: its absence is a failure, not a skip
 
     saved = dict(os.environ)
+    workers_at_driver_niceness()
     ray.init(address="local", num_cpus=num_cpus, log_to_driver=False, include_dashboard=False)
     try:
         yield ray

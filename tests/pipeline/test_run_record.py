@@ -35,6 +35,7 @@ def _certificate(gap: float, backend: str = "highs", fallback: str = "") -> Cert
         seconds=0.25,
         backend=backend,
         fallback=fallback or None,
+        cpu_seconds=0.2,
     )
 
 
@@ -246,6 +247,7 @@ def test_a_child_logged_by_an_earlier_version_reads_back():
     assert result.oracle_certified and result.privacy_status == "holds"
     assert result.oracle_backends == "" and math.isnan(result.test_accuracy)
     assert result.oracle_seconds == 0.0 and math.isnan(result.oracle_objective)
+    assert math.isnan(result.oracle_cpu_seconds)  # not measured before the field existed
     # tagged "yes" by a version that called a run without an oracle call certified
     run.data.params["oracle_calls"] = "0"
     run.data.tags["oracle_certified"] = "yes"

@@ -3,11 +3,15 @@ best value give the one-process answer; a part that fails leaves the whole uncer
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
+from oracles.registry import make_oracle
 from oracles.split import PartResult
 from oracles.window import WindowOracle
+from tests.oracles.contract import hard_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 from tests.pipeline.own_ray import own_ray
 
@@ -91,3 +95,38 @@ def test_a_task_holds_at_least_one_cpu():
 
     with pytest.raises(ValueError, match="cpus_per_task must be >= 1, found 0"):
         ray_map_parts(cpus_per_task=0)
+
+
+@pytest.mark.integration
+def test_a_split_solve_on_ray_returns_within_its_limit_and_counts_its_parts_cpu(local_ray):
+    """A search that cannot finish in 2 s, its parts as Ray tasks: back within 1.1 x the limit
+    plus 5 s (issue 29, item 5), uncertified, its certificate counting the CPU its parts got in
+    the workers' processes beside this one's."""
+    from pipeline.split_solve import ray_map_parts
+
+    oracle = make_oracle(
+        "window", time_limit=2.0, parts=2, map_parts=ray_map_parts(1), fallback=None
+    )
+    start = time.perf_counter()
+    cert = oracle.solve(hard_instance()).certificate
+    seconds = time.perf_counter() - start
+    assert seconds <= 1.1 * 2.0 + 5.0 and not cert.certified, (seconds, cert.message)
+    assert cert.extra["remote_cpu_seconds"] > 0.0  # the two parts searched in the workers
+    assert cert.cpu_seconds >= cert.extra["remote_cpu_seconds"]
+
+
+@pytest.mark.integration
+def test_parts_the_cluster_never_starts_are_stopped_at_the_deadline(local_ray):
+    """Parts that ask for more CPUs than the cluster has never start: the driver stops waiting
+    for them PART_GRACE_SECONDS after the deadline and records them as stopped."""
+    from pipeline.split_solve import PART_GRACE_SECONDS, ray_map_parts
+
+    oracle = make_oracle(
+        "window", time_limit=1.0, parts=2, map_parts=ray_map_parts(3), fallback=None
+    )
+    start = time.perf_counter()
+    cert = oracle.solve(hard_instance()).certificate
+    seconds = time.perf_counter() - start
+    assert seconds <= 1.0 + PART_GRACE_SECONDS + 5.0, seconds
+    assert cert.status.value == "time_limit" and cert.extra["parts_unfinished"] == 2
+    assert "had not returned by the solve's deadline" in cert.message

@@ -515,3 +515,39 @@ def test_ray_job_submit_with_a_relative_output_dir_is_refused(ray_cluster, tmp_p
         "error: hydra.run.dir: under `ray job submit` the driver runs in Ray's temporary copy"
         in output
     ), output[-3000:]
+
+
+NICENESS_PROBE = """
+import json, os
+import ray
+from hydra import compose, initialize_config_dir
+from pipeline.cli import CONFIG_DIR
+from pipeline.config import validate
+from pipeline.sweep import init_ray
+
+with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+    config = validate(compose(config_name="config", overrides=["+sweep=smoke", "cluster.num_cpus=1"]))
+init_ray(config)
+task = ray.remote(num_cpus=1)(lambda: os.nice(0))
+print(json.dumps({"driver": os.nice(0), "task": ray.get(task.remote())}))
+"""
+
+
+def test_the_pipelines_own_ray_runs_its_tasks_at_the_drivers_niceness():
+    """Ray starts its workers niced (RAY_worker_niceness, 15) unless told otherwise; the
+    pipeline's own Ray runs them at the driver's niceness (issue 29, item 5). The driver runs
+    at niceness 3 here, so a default Ray's task would read 18."""
+    environ = env()
+    environ.pop("RAY_ADDRESS", None)
+    environ.pop("RAY_worker_niceness", None)
+    done = subprocess.run(
+        ["nice", "-n", "3", sys.executable, "-c", NICENESS_PROBE],
+        cwd=REPO,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["task"] == seen["driver"] >= 3, seen
