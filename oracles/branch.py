@@ -371,13 +371,12 @@ def descend(
             best = min(best, found)
 
     for pos, index in enumerate(order):
-        if made > max_nodes:
+        now = time.perf_counter()
+        if made > max_nodes or now > deadline:  # also between start nodes that end quickly
             left = float(start.lb[order[pos:]].min()) + t.const
-            message = f"more than {max_nodes} nodes"
+            reason = "deadline" if now > deadline else f"more than {max_nodes} nodes"
             bound = min(found, best, left)
-            return Outcome(
-                w_best, found, bound, False, made, leaves, time.perf_counter() - t0, message
-            )
+            return Outcome(w_best, found, bound, False, made, leaves, now - t0, reason)
         if not start.lb[index] <= t.threshold(best):
             continue
         if start.level == t.d:
@@ -418,6 +417,8 @@ def descend(
                 progress.report(min(found, best), min(found, best, left))
     if share is not None:
         best = min(best, share(best))
+    if progress is not None:  # the last word: what the finished search proved
+        progress.report(min(found, best), min(found, best), force=True)
     return Outcome(w_best, found, min(found, best), True, made, leaves, time.perf_counter() - t0)
 
 
