@@ -46,7 +46,11 @@ from oracles.branch import SearchStopped
 from oracles.budget import Budget
 from oracles.progress import reporter
 from oracles.split import MapParts, combine, plan_split, sequential_parts
+from oracles.split_threads import thread_parts
 
+#: Parts a thread when a solve's threads search it (``oracles.split_threads``): more parts than
+#: threads, so that a thread that finishes its part takes another.
+PARTS_PER_THREAD = 4
 #: The grid search's share of the search's time (at most ``search_seconds``).
 GRID_SEARCH_SHARE = 0.1
 
@@ -56,8 +60,10 @@ class WindowOracle:
     """Exact minimization of F over an IntegerGrid by branch and bound (module docstring).
 
     Args:
-        time_limit, threads: the budget of a solve called without one (``oracles.budget``;
-            the search itself is numpy, one thread).
+        time_limit, threads: the budget of a solve called without one (``oracles.budget``).
+            With more than one thread and no ``map_parts``, the search is cut into
+            ``PARTS_PER_THREAD`` parts a thread, searched on that many threads of this process
+            (``oracles.split_threads``).
         max_nodes: the most nodes the search may make before it stops (and the budget's
             ``node_limit``, when it has one).
         search_seconds: the grid search's budget (at most a tenth of the search's time).
@@ -94,10 +100,12 @@ class WindowOracle:
         max_nodes = self.max_nodes
         if budget.node_limit is not None:
             max_nodes = min(max_nodes, budget.node_limit)
+        threaded = self.map_parts is None and budget.threads > 1
+        parts = max(self.parts, PARTS_PER_THREAD * budget.threads) if threaded else self.parts
         try:
             plan = plan_split(
                 problem,
-                parts=self.parts,
+                parts=parts,
                 seed=self.seed,
                 deadline=budget.wall_deadline(),  # the parts may run in other processes
                 search_seconds=min(self.search_seconds, GRID_SEARCH_SHARE * budget.seconds),
@@ -107,7 +115,9 @@ class WindowOracle:
         except SearchStopped as err:  # the frontier alone: no part was searched
             origin = np.zeros(problem.d)
             return self.stopped(problem, origin, -math.inf, start, {"stopped": f"frontier: {err}"})
-        if self.map_parts is None:
+        if threaded:  # the budget's CPUs as threads of this process (oracles.split_threads)
+            results = thread_parts(budget.threads)(plan.tables, plan.tasks, plan.incumbent)
+        elif self.map_parts is None:
             progress = reporter(problem.label, self.name)  # oracles.progress
             results = sequential_parts(plan.tables, plan.tasks, plan.incumbent, progress=progress)
         else:
@@ -134,4 +144,4 @@ class WindowOracle:
         )
 
 
-__all__ = ["GRID_SEARCH_SHARE", "WindowOracle"]
+__all__ = ["GRID_SEARCH_SHARE", "PARTS_PER_THREAD", "WindowOracle"]

@@ -18,7 +18,7 @@ import pytest
 from oracles.base import IntegerGrid, Problem
 from oracles.noise_window import row_minorants, separable_argmin, split_objective, tighten
 from oracles.registry import make_oracle
-from oracles.window import WindowOracle
+from oracles.window import PARTS_PER_THREAD, WindowOracle
 from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
 
 FAST_SEEDS = range(120)
@@ -42,6 +42,16 @@ def test_no_false_certificate_with_the_fallback(fast):
     tally = _fuzz(make_oracle("window", time_limit=20.0, search_seconds=0.02), fast)
     assert tally.false == 0, "\n".join(tally.failures)
     assert tally.certified == tally.instances  # measured: all 120
+
+
+def test_no_false_certificate_on_two_threads(fast):
+    oracle = WindowOracle(time_limit=20.0, threads=2, search_seconds=0.01)  # thread_parts
+    tally = _fuzz(oracle, fast[:40])
+    assert tally.false == 0, "\n".join(tally.failures)
+    assert tally.certified == tally.instances
+    solution = oracle.solve(fast[0][1])
+    assert solution.certificate.threads == 2
+    assert solution.certificate.extra["parts_asked"] == PARTS_PER_THREAD * 2
 
 
 def test_no_false_certificate_from_the_window_alone(fast):
