@@ -370,13 +370,16 @@ def descend(
             w_best, found = W[i].copy(), float(values[i])
             best = min(best, found)
 
+    def stopped(now: float, least_left: float) -> Outcome:
+        """A stopped search's outcome; ``least_left``: the least bound left (without const)."""
+        reason = "deadline" if now > deadline else f"more than {max_nodes} nodes"
+        bound = min(found, best, least_left + t.const)
+        return Outcome(w_best, found, bound, False, made, leaves, now - t0, reason)
+
     for pos, index in enumerate(order):
         now = time.perf_counter()
         if made > max_nodes or now > deadline:  # also between start nodes that end quickly
-            left = float(start.lb[order[pos:]].min()) + t.const
-            reason = "deadline" if now > deadline else f"more than {max_nodes} nodes"
-            bound = min(found, best, left)
-            return Outcome(w_best, found, bound, False, made, leaves, now - t0, reason)
+            return stopped(now, float(start.lb[order[pos:]].min()))
         if not start.lb[index] <= t.threshold(best):
             continue
         if start.level == t.d:
@@ -408,12 +411,10 @@ def descend(
             stop = now > deadline or made > max_nodes
             if stop or (progress is not None and progress.due()):
                 rest = start.lb[order[pos + 1 :]]
-                left = min(state.least_bound_left(), float(rest.min(initial=math.inf))) + t.const
+                least = min(state.least_bound_left(), float(rest.min(initial=math.inf)))
+                left = least + t.const
                 if stop:
-                    reason = "deadline" if now > deadline else f"more than {max_nodes} nodes"
-                    return Outcome(
-                        w_best, found, min(found, best, left), False, made, leaves, now - t0, reason
-                    )
+                    return stopped(now, least)
                 progress.report(min(found, best), min(found, best, left))
     if share is not None:
         best = min(best, share(best))
