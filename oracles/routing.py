@@ -18,7 +18,7 @@ How a problem is routed (``Route.solve``):
    and the reason goes into the certificate's ``fallback``), for the others by its domain;
 3. the chain of its (route, class) row runs (``Route.run``). A step runs on ``share`` of what is
    left of the budget; the first starts the chain, every other is reached from the step
-   before it in one of three ways:
+   before it in one of four ways:
 
    * ``unavailable``: the step before could not run here (``SolverUnavailableError`` before it
      ran: gurobipy missing, no licence, the licence's size limit); fallback text
@@ -32,7 +32,10 @@ How a problem is routed (``Route.solve``):
      TIME_LIMIT); when more than ``min_seconds`` are left the next step solves the problem and
      the two are joined: the better point, the larger of the two proven bounds (each is a lower
      bound on the same minimum), certified only if the point meets it (``certify``). The
-     search's backend stays, fallback ``search stopped; reference on auto``.
+     search's backend stays, fallback ``search stopped; reference on auto``;
+   * ``raced``: the step runs beside the step before from the start, in another process
+     (``Route.race``, ``oracles.race``): the one that certifies first stops the other, and two
+     uncertified answers are joined as after a stop, fallback ``raced with auto``.
 
 A step may name another route (``auto``: the reference formulation on the route's backends in
 order, ``Route.prefer``), run whole. The certificate's ``fallback`` records the chain taken, as
@@ -42,13 +45,15 @@ Privacy (SPEC section 8): the route a problem takes depends on the problem's cla
 whether it carries noise, its shape: the data's size and structure, never the noise's values)
 and on three events only, the hand-overs the oracles made before the table existed: a backend
 that cannot run (before it runs), a structured search that cannot finish exactly, and a search
-that stops. A certificate is a proof whatever the route (``oracles.base.certify``), never a retry
+that stops. In a race (``raced``) which member ends first depends on time, and changes which
+proof is returned, not what it proves. A certificate is a proof whatever the route (``oracles.base.certify``), never a retry
 with other noise.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -79,7 +84,9 @@ from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
 from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError
+from oracles.race import GRACE, Entry, Rival
 from oracles.split import MapParts
+from oracles.split_threads import SharedBest
 from oracles.structured import StructuredOracle, has_noise
 from oracles.structured_shape import Shape, ShapeMismatch
 from oracles.window import WindowOracle
@@ -115,7 +122,8 @@ FIRST = "first"
 UNAVAILABLE = "unavailable"
 HANDED_OVER = "handed over"
 STOPPED = "stopped"
-WHEN = (FIRST, UNAVAILABLE, HANDED_OVER, STOPPED)
+RACED = "raced"
+WHEN = (FIRST, UNAVAILABLE, HANDED_OVER, STOPPED, RACED)
 
 
 @dataclass(frozen=True)
@@ -184,6 +192,7 @@ ROUTES: tuple[Row, ...] = (
             Step("auto", STOPPED, min_seconds=MIN_REFERENCE_SECONDS),
         ),
     ),
+    Row("portfolio", GRID, (Step("window"), Step("auto", RACED))),
     Row("auto", ANY, (Step("gurobi"), Step("highs", UNAVAILABLE))),
     Row("highs", ANY, (Step("highs"),)),
     Row("gurobi", ANY, (Step("gurobi"),)),
@@ -253,7 +262,7 @@ class Classified:
 def classify(route: str, problem: Any, structured: StructuredOracle, budget: Budget) -> Classified:
     """The class of ``problem`` for ``route`` (module docstring, step 2). Only the structured
     route reads the shape, on ``budget``'s time limit (``StructuredOracle.shape``)."""
-    if route in ("structured", "window", "enumerate", "auto", "highs", "gurobi"):
+    if route in ("structured", "window", "portfolio", "enumerate", "auto", "highs", "gurobi"):
         if not isinstance(problem, Problem):
             raise OracleError(f"the {route} route solves a Problem, found {type(problem).__name__}")
     if route == "structured":
@@ -345,6 +354,8 @@ class Route:
             first += 1
         group, rest = chain[:first], chain[first:]
         following = rest[0] if rest and self._follows(rest[0]) else None
+        if following is not None and following.when == RACED:
+            return self.race(group[0], following, problem, budget)
         try:
             solution = self._first_that_runs(group, problem, budget, kind)
         except HandOff as why:
@@ -355,8 +366,44 @@ class Route:
         stopped = solution.certificate.status is Status.TIME_LIMIT
         if following is not None and following.when == STOPPED and stopped:
             if budget.left() > following.min_seconds:
-                return join(problem, solution, self.run(rest, problem, budget, kind), following)
+                reference = self.run(rest, problem, budget, kind)
+                return join(
+                    problem,
+                    solution,
+                    reference,
+                    f"search stopped; reference on {following.strategy}",
+                )
         return solution
+
+    def race(self, first: Step, rival: Step, problem: Problem, budget: Budget) -> Solution:
+        """``first`` (the window search) here and ``rival`` (a route, run whole) in another
+        process, side by side (``oracles.race``): the rival holds half the budget's CPUs (at
+        least one), the search the rest (at least one); the one that certifies first stops the
+        other, and two uncertified answers are joined."""
+        rival_threads = max(1, budget.threads // 2)
+        shared = SharedBest(math.inf)
+        entry = Entry(
+            dataclasses.replace(self, name=rival.strategy, strategies=self._reference()),
+            problem,
+            budget.wall_deadline(),
+            rival_threads,
+        )
+        search_budget = budget.with_threads(max(1, budget.threads - rival_threads))
+        with Rival(entry, on_certified=lambda: shared.stop(f"{rival.strategy} certified")) as other:
+            searched = self.strategy(first.strategy).solve(problem, search_budget, shared=shared)
+            if searched.certificate.certified:
+                return handed_on(problem, searched, f"raced with {rival.strategy}: search first")
+            answer = other.result(until=budget.deadline + GRACE)
+            why = other.error or ("not started" if not other.started else "no answer")
+        if answer is None:
+            message = f"raced with {rival.strategy}: {why}"
+            return handed_on(problem, searched, message)
+        return join(problem, searched, answer, f"raced with {rival.strategy}")
+
+    def _reference(self) -> dict[str, Any]:
+        """The reference formulation's backends among this route's strategies (what a rival
+        process receives: plain options, picklable)."""
+        return {name: self.strategies[name] for name in REFERENCE if name in self.strategies}
 
     def _follows(self, step: Step) -> bool:
         """Whether this route runs ``step`` at all (``fallback=False`` drops a search's
@@ -420,10 +467,10 @@ def handed_on(problem: Problem, solution: Solution, fallback: str) -> Solution:
     )
 
 
-def join(problem: Problem, searched: Solution, reference: Solution, step: Step) -> Solution:
-    """A stopped search and the reference formulation that followed it (module docstring): the
-    better point, the larger proven bound (the reference's only when it ended optimal or at a
-    limit), certified only when the point meets it."""
+def join(problem: Problem, searched: Solution, reference: Solution, fallback: str) -> Solution:
+    """A stopped search and the reference formulation that followed it or raced it (module
+    docstring): the better point, the larger proven bound (the reference's only when it ended
+    optimal or at a limit), certified only when the point meets it; ``fallback`` says how."""
     s, r = searched.certificate, reference.certificate
     extra = {
         **s.extra,
@@ -444,7 +491,7 @@ def join(problem: Problem, searched: Solution, reference: Solution, step: Step) 
         bound=min(bound, value),
         seconds=s.seconds + r.seconds,
         backend=s.backend,
-        fallback=f"search stopped; reference on {step.strategy}",
+        fallback=fallback,
         message=r.message,
         extra=extra,
     )
@@ -500,6 +547,25 @@ def window_route(
     )
 
 
+def portfolio_route(
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    threads: int = DEFAULT_THREADS,
+    reference: Any = REFERENCE,
+    **search: Any,
+) -> Route:
+    """The ``portfolio`` route: the window search (``search``: ``WindowOracle``'s options)
+    raced from the start against the reference formulation (``reference``'s backends) in
+    another process (``Route.race``, ``oracles.race``)."""
+    return Route(
+        "portfolio",
+        time_limit,
+        threads,
+        {"window": WindowOracle(**search)},
+        check_prefer(reference),
+    )
+
+
 def auto_route(
     *,
     time_limit: float = DEFAULT_TIME_LIMIT,
@@ -536,6 +602,7 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "gurobi": _strategy("gurobi"),
     "enumerate": _strategy("enumerate", ("time_limit",)),
     "window": window_route,
+    "portfolio": portfolio_route,
     "convex": _strategy("convex"),
     "conjunctions_highs": _strategy("conjunctions_highs"),
     "conjunctions_enumerate": _strategy("conjunctions_enumerate", ()),

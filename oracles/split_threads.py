@@ -20,24 +20,35 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
-from oracles.branch import Tables
+from oracles.branch import SearchStopped, Tables
 from oracles.checks import check_int
 from oracles.split import MapParts, PartResult, PartTask, solve_part_below
 
 
 class SharedBest:
-    """The least objective value any part has found (or the incumbent's), under a lock."""
+    """The least objective value any part has found (or the incumbent's), under a lock; and a
+    stop signal (``stop``: another member of a race, ``oracles.race``, has proven its answer)."""
 
     def __init__(self, value: float) -> None:
         self._value = float(value)
         self._lock = threading.Lock()
+        self._stopped = ""
 
     def offer(self, value: float) -> float:
-        """Record ``value`` if it is better; return the least value known."""
+        """Record ``value`` if it is better; return the least value known. After ``stop``,
+        raises ``SearchStopped`` instead: the part that offers stops there, its proven bound
+        lost, its stop recorded (``PartResult.failed``)."""
         with self._lock:
+            if self._stopped:
+                raise SearchStopped(self._stopped)
             if value < self._value:
                 self._value = float(value)
             return self._value
+
+    def stop(self, reason: str) -> None:
+        """Make every later ``offer`` raise ``SearchStopped(reason)``."""
+        with self._lock:
+            self._stopped = reason
 
     @property
     def value(self) -> float:
@@ -45,12 +56,18 @@ class SharedBest:
             return self._value
 
 
-def thread_parts(threads: int) -> MapParts:
-    """A ``MapParts`` that searches the parts on ``threads`` threads (module docstring)."""
+def thread_parts(threads: int, shared: SharedBest | None = None) -> MapParts:
+    """A ``MapParts`` that searches the parts on ``threads`` threads (module docstring), sharing
+    their best through ``shared`` when given (it is offered the incumbent first)."""
     check_int("threads", threads)
 
     def map_parts(tables: Tables, tasks: Sequence[PartTask], incumbent: float) -> list[PartResult]:
-        best = SharedBest(incumbent if math.isfinite(incumbent) else math.inf)
+        best = SharedBest(math.inf) if shared is None else shared
+        if math.isfinite(incumbent):
+            try:
+                best.offer(incumbent)
+            except SearchStopped:  # stopped already: each part stops at its first offer
+                pass
 
         def solve(task: PartTask) -> PartResult:
             start = time.perf_counter()

@@ -46,7 +46,7 @@ from oracles.branch import SearchStopped
 from oracles.budget import Budget
 from oracles.progress import reporter
 from oracles.split import MapParts, combine, plan_split, sequential_parts
-from oracles.split_threads import thread_parts
+from oracles.split_threads import SharedBest, thread_parts
 
 #: Parts a thread when a solve's threads search it (``oracles.split_threads``): more parts than
 #: threads, so that a thread that finishes its part takes another.
@@ -91,8 +91,13 @@ class WindowOracle:
             raise ValueError(f"parts must be an integer >= 1, found {self.parts!r}")
 
     @counts_cpu
-    def solve(self, problem: Problem, budget: Budget | None = None) -> Solution:
-        """The search on ``budget`` (default: ``time_limit`` and ``threads`` from now)."""
+    def solve(
+        self, problem: Problem, budget: Budget | None = None, shared: SharedBest | None = None
+    ) -> Solution:
+        """The search on ``budget`` (default: ``time_limit`` and ``threads`` from now).
+        ``shared``: a best value and stop signal shared with a race's rival (``oracles.race``):
+        the search then runs on threads (``oracles.split_threads``), one or more; a search
+        whose parts run elsewhere (``map_parts``) does not read it."""
         budget = budget or Budget.from_limit(self.time_limit, self.threads)
         start = time.perf_counter()
         if not isinstance(problem.domain, IntegerGrid):
@@ -100,7 +105,7 @@ class WindowOracle:
         max_nodes = self.max_nodes
         if budget.node_limit is not None:
             max_nodes = min(max_nodes, budget.node_limit)
-        threaded = self.map_parts is None and budget.threads > 1
+        threaded = self.map_parts is None and (budget.threads > 1 or shared is not None)
         parts = max(self.parts, PARTS_PER_THREAD * budget.threads) if threaded else self.parts
         try:
             plan = plan_split(
@@ -116,7 +121,7 @@ class WindowOracle:
             origin = np.zeros(problem.d)
             return self.stopped(problem, origin, -math.inf, start, {"stopped": f"frontier: {err}"})
         if threaded:  # the budget's CPUs as threads of this process (oracles.split_threads)
-            results = thread_parts(budget.threads)(plan.tables, plan.tasks, plan.incumbent)
+            results = thread_parts(budget.threads, shared)(plan.tables, plan.tasks, plan.incumbent)
         elif self.map_parts is None:
             progress = reporter(problem.label, self.name)  # oracles.progress
             results = sequential_parts(plan.tables, plan.tasks, plan.incumbent, progress=progress)

@@ -27,7 +27,7 @@ def test_known_names():
 def test_every_name_is_a_route_of_the_routing_table():
     assert set(FACTORIES) <= set(ROUTE_NAMES)
     assert set(ROUTE_NAMES) - set(FACTORIES) == {"selection"}  # chosen beside the data player
-    assert SPLIT == ("structured", "window")
+    assert SPLIT == ("structured", "window", "portfolio")
 
 
 def test_the_data_players_oracles_are_named_but_never_a_configs_oracle():

@@ -71,7 +71,7 @@ def test_oracle_parts_split_the_window_search_into_ray_tasks(name):
         ("oracle.parts=0", "oracle.parts: must be >= 1, found 0"),
         (
             "oracle=highs oracle.parts=2",
-            "oracle.parts: must be 1 unless oracle.name is structured or window, found 2",
+            "oracle.parts: must be 1 unless oracle.name is structured or window or portfolio, found 2",
         ),
     ],
 )
@@ -123,7 +123,7 @@ def test_unknown_option_lists_the_options():
         (["cluster.num_cpus=0"], "cluster.num_cpus: must be >= 1 or null, found 0"),
         (
             ["oracle.name=cplex"],
-            "oracle.name: must be structured, auto, highs, gurobi, enumerate, window, found 'cplex'",
+            "oracle.name: must be structured, auto, highs, gurobi, enumerate, window, portfolio, found 'cplex'",
         ),
     ],
 )
