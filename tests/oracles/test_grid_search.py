@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 
 from oracles.base import Box, IntegerGrid, Problem
-from oracles.grid_search import improve, local_search, noise_argmin, starting_points
+from oracles.grid_search import (
+    improve,
+    local_search,
+    logistic_direction,
+    noise_argmin,
+    rounded_along,
+    starting_points,
+)
 from oracles.noise_window import grid_cap
 from tests.oracles.contract import make_instance
 from tests.oracles.fuzz import fuzz_instance
@@ -120,3 +127,47 @@ def test_a_zero_budget_still_returns_the_first_start_searched():
     w, value = improve(problem, seconds=0.0, rng=np.random.default_rng(0))
     assert problem.domain.contains(w) and value == problem.objective(w)
     assert math.isfinite(value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_logistic_direction_separates_rows_a_homogeneous_classifier_separates(seed):
+    rng = np.random.default_rng(seed)
+    d, n = 5, 60
+    truth = rng.normal(size=d)
+    X = rng.normal(size=(n, d))
+    X = X[np.abs(X @ truth) > 0.3]  # a margin: separable through the origin
+    positive = X @ truth > 0
+    counts = rng.integers(1, 4, len(X)).astype(float)
+    problem = Problem(
+        X, np.where(positive, counts, 0.0), np.where(positive, 0.0, counts), IntegerGrid(d, 3, 0.5)
+    )
+    w = logistic_direction(problem)
+    assert np.array_equal(X @ w > 0, positive)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_points_rounded_along_a_direction_are_grid_points_best_first(seed):
+    problem = fuzz_instance(seed)
+    grid = problem.domain
+    direction = np.random.default_rng(seed).normal(size=problem.d)
+    points = rounded_along(problem, direction, 3)
+    assert 1 <= len(points) <= 3
+    assert all(_inside(grid, k) for k in points)
+    values = [float(problem.objective(grid.step * k)) for k in points]
+    assert values == sorted(values)
+    assert rounded_along(problem, np.zeros(problem.d), 3) == []
+
+
+def test_a_rounded_logistic_direction_classifies_every_row_where_one_can():
+    # rows separable through the origin by a direction on the grid: some start classifies them
+    # all (0 errors, the least any point has), whatever the local search would find
+    rng = np.random.default_rng(7)
+    d = 6
+    truth = np.array([2.0, -1.0, 0.0, 1.0, 0.0, -2.0])
+    X = rng.uniform(-1, 1, size=(200, d))
+    X = X[np.abs(X @ truth) > 0.2]
+    positive = X @ truth > 0
+    grid = IntegerGrid(d, 2, 1.0)
+    problem = Problem(X, positive.astype(float), (~positive).astype(float), grid)
+    values = [float(problem.objective(grid.step * k)) for k in starting_points(problem)]
+    assert min(values) == 0.0
