@@ -128,8 +128,10 @@ def slow_instance(n: int = 200, d: int = 6, seed: int = 7) -> Problem:
     )
 
 
-def same_answer(a, b) -> None:
-    """The same w and certificate, but for the times."""
+def same_answer(a, b, *, extra: bool = True) -> None:
+    """The same w and certificate, but for the times (and, with ``extra`` False, for the
+    certificate's extra: a search that starts from a timed grid search records a different
+    incumbent and node count on a loaded machine, and proves the same minimum)."""
     np.testing.assert_array_equal(a.w, b.w)
     ca, cb = a.certificate, b.certificate
     for name in (
@@ -143,6 +145,8 @@ def same_answer(a, b) -> None:
         "solver_objective",
     ):
         assert getattr(ca, name) == getattr(cb, name), name
+    if not extra:
+        return
     timeless = {k: v for k, v in ca.extra.items() if not k.endswith("seconds")}
     assert timeless == {k: v for k, v in cb.extra.items() if not k.endswith("seconds")}
 
@@ -238,7 +242,7 @@ def test_the_window_search_reports_its_best_and_a_valid_bound():
     oracle = WindowOracle(time_limit=120.0, search_seconds=0.05)
     plain, heard, seen = _solve_with_and_without(oracle, problem, interval=0.0)
     assert plain.certificate.certified
-    same_answer(plain, heard)
+    same_answer(plain, heard, extra=False)
     assert seen and all(p.backend == "window" for p in seen)
     assert all(p.incumbent >= plain.certificate.objective - 1e-9 for p in seen)
     assert all(p.bound <= plain.certificate.objective + 1e-9 for p in seen)
