@@ -10,7 +10,9 @@ Each round's selection is eps0-DP, and its zCDP is rho_0 = eps0^2 / c with c by 
 T rounds compose adaptively:
 
     basic:  (T eps0, 0)-DP;
-    zCDP:   rho = T eps0^2 / c, hence (rho + 2 sqrt(rho ln(1/delta)), delta)-DP for every delta.
+    zCDP:   rho = T eps0^2 / c, hence (zcdp_epsilon(rho, delta), delta)-DP for every delta: the
+            least over the Renyi order alpha of Canonne, Kamath and Steinke's conversion (2020,
+            Proposition 12), at most Bun and Steinke's rho + 2 sqrt(rho ln(1/delta)).
 
 The release records the smaller of the two at the target's delta. ``round_epsilon`` inverts it:
 the largest eps0 whose guarantee over T rounds is the target (epsilon, delta).
@@ -22,6 +24,13 @@ import math
 
 from mechanisms.privacy import check_epsilon, check_epsilon_delta
 from oracles.checks import check_choice, check_int, check_result
+
+#: A value computed by ``renyi_epsilon`` is raised by this fraction of its terms' size: far
+#: above the rounding error of three terms and their sum (a few units of 2^-53 each).
+CONVERSION_SLACK = 1e-12
+#: The golden-section search looks within e^+-ORDER_SPAN of Bun and Steinke's alpha - 1.
+ORDER_SPAN = 12.0
+GOLDEN_STEPS = 100
 
 #: c of each per-round rule: an eps0 round is (eps0^2 / c)-zCDP (module docstring).
 ZCDP_DIVISOR = {"bounded_range": 8.0, "pure": 2.0}
@@ -36,26 +45,80 @@ def zcdp_rho(round_epsilon: float, rounds: int, rule: str = "bounded_range") -> 
     return rounds * round_epsilon**2 / divisor
 
 
-def zcdp_epsilon(rho: float, delta: float) -> float:
-    """The epsilon of rho-zCDP at delta: rho + 2 sqrt(rho ln(1/delta)) (docs/synthetic.md 2.2)."""
+def classic_epsilon(rho: float, delta: float) -> float:
+    """Bun and Steinke's conversion of rho-zCDP at delta: rho + 2 sqrt(rho ln(1/delta))
+    (Proposition 1.3; docs/synthetic.md 2.2). An upper bound on ``zcdp_epsilon``."""
     check_epsilon_delta(max(rho, 1e-300), delta, allow_zero_delta=False)
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
-def zcdp_root(epsilon: float, delta: float) -> float:
-    """sqrt(rho) of the rho with rho + 2 sqrt(rho ln(1/delta)) = epsilon: sqrt(ln(1/delta) +
-    epsilon) - sqrt(ln(1/delta)), in the stable form epsilon / (sqrt(L + epsilon) + sqrt(L))."""
+def renyi_epsilon(rho: float, delta: float, log_order: float) -> float:
+    """The epsilon that rho-zCDP proves at delta through the Renyi order alpha = 1 + e^t,
+    t = ``log_order`` (Canonne, Kamath and Steinke 2020, Proposition 12; docs/synthetic.md 2.2):
+
+        alpha rho + (ln(1/delta) + (alpha - 1) ln(1 - 1/alpha) - ln(alpha)) / (alpha - 1),
+
+    rounded up by a relative ``CONVERSION_SLACK`` of its terms' size. Valid at every alpha > 1."""
+    gap = math.exp(log_order)  # alpha - 1
+    alpha = 1.0 + gap
+    log_alpha = math.log1p(gap)
+    terms = (
+        alpha * rho,
+        (math.log(1.0 / delta) - log_alpha) / gap,
+        math.log1p(-1.0 / alpha),
+    )
+    return math.fsum(terms) + CONVERSION_SLACK * math.fsum(abs(t) for t in terms)
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """The epsilon of rho-zCDP at delta (docs/synthetic.md 2.2): the least ``renyi_epsilon``
+    over the Renyi order, found by a golden-section search on ln(alpha - 1), and never more than
+    Bun and Steinke's ``classic_epsilon`` (whose order is tried too). Any order gives a valid
+    epsilon, so the search's accuracy changes how tight it is, never whether it holds."""
+    check_epsilon_delta(max(rho, 1e-300), delta, allow_zero_delta=False)
+    if rho == 0.0:
+        return 0.0
     log_term = math.log(1.0 / delta)
-    return epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))
+
+    def at(t: float) -> float:
+        return renyi_epsilon(rho, delta, t)
+
+    classic_order = 0.5 * math.log(log_term / rho) if log_term > 0 else 0.0  # alpha* - 1
+    low, high = classic_order - ORDER_SPAN, classic_order + ORDER_SPAN
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = high - ratio * (high - low), low + ratio * (high - low)
+    fa, fb = at(a), at(b)
+    for _ in range(GOLDEN_STEPS):
+        if fa <= fb:
+            high, b, fb = b, a, fa
+            a = high - ratio * (high - low)
+            fa = at(a)
+        else:
+            low, a, fa = a, b, fb
+            b = low + ratio * (high - low)
+            fb = at(b)
+    # a negative value (a large delta) proves epsilon = 0 a fortiori
+    return max(0.0, min(fa, fb, at(classic_order), classic_epsilon(rho, delta)))
 
 
 def zcdp_target(epsilon: float, delta: float) -> float:
-    """The largest rho with rho + 2 sqrt(rho ln(1/delta)) <= epsilon (docs/synthetic.md 2.3)."""
+    """The largest rho (to a relative 1e-13) with ``zcdp_epsilon(rho, delta) <= epsilon``
+    (docs/synthetic.md 2.3): bisection from Bun and Steinke's root, which meets it already."""
     check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
-    rho = zcdp_root(epsilon, delta) ** 2
-    while zcdp_epsilon(rho, delta) > epsilon:  # an ulp over, in floating point
-        rho = math.nextafter(rho, 0.0)
-    return rho
+    log_term = math.log(1.0 / delta)
+    low = (epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))) ** 2
+    while low > 0 and zcdp_epsilon(low, delta) > epsilon:  # an ulp over, in floating point
+        low = math.nextafter(low, 0.0)
+    high = 2.0 * low + epsilon
+    while zcdp_epsilon(high, delta) <= epsilon:
+        low, high = high, 2.0 * high
+    while high - low > 1e-13 * high:
+        middle = 0.5 * (low + high)
+        if zcdp_epsilon(middle, delta) <= epsilon:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def total_epsilon(
@@ -73,9 +136,8 @@ def total_epsilon(
 def round_epsilon(epsilon: float, delta: float, rounds: int, rule: str = "bounded_range") -> float:
     """The largest eps0 with ``total_epsilon(eps0, rounds, delta, rule) <= epsilon``.
 
-    zCDP: sqrt(rho) = sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)) solves
-    rho + 2 sqrt(rho ln(1/delta)) = epsilon, and eps0 = sqrt(c rho / T); basic: epsilon / T. The
-    larger of the two meets the target by the bound that gives it.
+    zCDP: rho = ``zcdp_target(epsilon, delta)`` and eps0 = sqrt(c rho / T); basic: epsilon / T.
+    The larger of the two meets the target by the bound that gives it.
     """
     check_epsilon_delta(epsilon, delta, allow_zero_delta=True)
     check_int("rounds", rounds)
@@ -83,8 +145,7 @@ def round_epsilon(epsilon: float, delta: float, rounds: int, rule: str = "bounde
     basic = epsilon / rounds
     if delta == 0:
         return check_result("eps0", basic, epsilon=epsilon, rounds=rounds)
-    root = zcdp_root(epsilon, delta)
-    zcdp = math.sqrt(divisor * root * root / rounds)
+    zcdp = math.sqrt(divisor * zcdp_target(epsilon, delta) / rounds)
     eps0 = max(basic, zcdp)
     # the inverse in floating point may overshoot by an ulp: step down until the bound holds
     while total_epsilon(eps0, rounds, delta, rule) > epsilon:
@@ -93,11 +154,13 @@ def round_epsilon(epsilon: float, delta: float, rounds: int, rule: str = "bounde
 
 
 __all__ = [
+    "CONVERSION_SLACK",
     "ZCDP_DIVISOR",
+    "classic_epsilon",
+    "renyi_epsilon",
     "round_epsilon",
     "total_epsilon",
     "zcdp_epsilon",
     "zcdp_rho",
-    "zcdp_root",
     "zcdp_target",
 ]

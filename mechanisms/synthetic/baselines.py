@@ -20,8 +20,9 @@ library does well is written again here; this module only fits it to the project
     exponential mechanism, rho/3 on measuring them: replace-one rho' = 8/3 rho.
   - AIM spends 90% of every round's rho on its Gaussian measurement and 10% on its selection
     (its one-way start is Gaussian only): rho' <= 2 (0.9 rho) + 4 (0.1 rho) = 2.2 rho.
-  - MST's and AIM's rho' gives (rho' + 2 sqrt(rho' ln(1/delta)), delta)-DP (Bun and Steinke,
-    Proposition 1.3), the conversion the game uses, at the requested delta. The library's own
+  - MST's and AIM's rho' gives (zcdp_epsilon(rho', delta), delta)-DP (Canonne, Kamath and
+    Steinke 2020, Proposition 12; docs/synthetic.md 2.2), the conversion the game uses, at the
+    requested delta. The library's own
     epsilon is opendp's tight conversion of its rho, so the epsilon handed to it is opendp's
     conversion of the rho wanted, and its rho is read back from ``snsynth.utils.cdp_rho``.
   - MWEM is pure DP; delta is unused and recorded as 0. Each iteration's selection is
@@ -307,8 +308,8 @@ def _zcdp_release(
         True,
         f"{library_versions()}: {name} is {library_rho:.6g}-zCDP for adding or removing one "
         f"record (opendp's cdp_rho of its epsilon {library_epsilon:.6g} at delta); replacing "
-        f"one, {how}: {rho:.6g}-zCDP, hence (rho + 2 sqrt(rho ln(1/delta)), delta)-DP "
-        "(mechanisms/synthetic/baselines.py); the domain and n are public",
+        f"one, {how}: {rho:.6g}-zCDP, hence (epsilon, delta)-DP by Canonne, Kamath and "
+        "Steinke's conversion (docs/synthetic.md 2.2); the domain and n are public",
         requested_epsilon=params.epsilon,
         requested_delta=params.delta,
         calibration="library",

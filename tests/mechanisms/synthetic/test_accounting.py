@@ -7,13 +7,66 @@ import math
 
 import pytest
 
-from mechanisms.synthetic.accounting import round_epsilon, total_epsilon, zcdp_epsilon, zcdp_rho
+from scipy.stats import norm
+
+from mechanisms.synthetic.accounting import (
+    classic_epsilon,
+    renyi_epsilon,
+    round_epsilon,
+    total_epsilon,
+    zcdp_epsilon,
+    zcdp_rho,
+    zcdp_target,
+)
+
+RHOS = (1e-6, 1e-4, 0.01, 0.1, 1.0, 10.0)
+DELTAS = (1e-12, 1.0 / 32561**2, 1e-6, 1e-3, 0.1)
 
 
-def test_the_zcdp_formulas_are_bun_and_steinkes():
+def gaussian_delta(epsilon: float, rho: float) -> float:
+    """The exact delta(epsilon) of the Gaussian mechanism that is exactly rho-zCDP (sensitivity
+    1, sigma^2 = 1 / (2 rho)): Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu), mu = sqrt(2 rho)
+    (Balle and Wang 2018, Theorem 8). A rho-zCDP mechanism, so no conversion of rho-zCDP may
+    promise a smaller delta at any epsilon."""
+    mu = math.sqrt(2.0 * rho)
+    return float(
+        norm.cdf(mu / 2 - epsilon / mu) - math.exp(epsilon) * norm.cdf(-mu / 2 - epsilon / mu)
+    )
+
+
+def test_the_zcdp_formulas_are_bun_and_steinkes_and_canonne_kamath_steinkes():
     assert zcdp_rho(0.2, 50) == pytest.approx(50 * 0.04 / 8)
     rho, delta = 0.25, 1e-5
-    assert zcdp_epsilon(rho, delta) == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1e5)))
+    assert classic_epsilon(rho, delta) == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1e5)))
+    alpha = 4.0  # Proposition 12 written out at one order
+    expected = alpha * rho + (
+        math.log(1e5) + (alpha - 1) * math.log(1 - 1 / alpha) - math.log(alpha)
+    ) / (alpha - 1)
+    assert renyi_epsilon(rho, delta, math.log(alpha - 1)) == pytest.approx(expected, rel=1e-11)
+    assert renyi_epsilon(rho, delta, math.log(alpha - 1)) >= expected  # rounded up
+
+
+@pytest.mark.parametrize("rho", RHOS)
+@pytest.mark.parametrize("delta", DELTAS)
+def test_the_conversion_never_promises_less_delta_than_a_rho_zcdp_gaussian_has(rho, delta):
+    epsilon = zcdp_epsilon(rho, delta)
+    assert gaussian_delta(epsilon, rho) <= delta
+    # and it is the least over the orders it searched: no order on a fine grid does better
+    orders = [math.log(1e-4) + i * 0.05 for i in range(600)]
+    best = max(0.0, min(renyi_epsilon(rho, delta, t) for t in orders))
+    assert epsilon <= best + 1e-9 * abs(best)
+    assert epsilon <= classic_epsilon(rho, delta)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.0])
+def test_the_tight_conversion_leaves_the_measured_rho_to_the_release(epsilon):
+    # the issue's figures at delta = 1/n^2 on Adult: 1.47x, 1.27x and 1.19x the classic rho
+    delta = 1.0 / 32561**2
+    log_term = math.log(1 / delta)
+    classic = (epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))) ** 2
+    ratio = {0.1: 1.47, 1.0: 1.27, 3.0: 1.19}[epsilon]
+    assert zcdp_target(epsilon, delta) / classic == pytest.approx(ratio, abs=0.005)
+    assert zcdp_epsilon(zcdp_target(epsilon, delta), delta) <= epsilon
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 0.3, 1.0, 3.0, 10.0])

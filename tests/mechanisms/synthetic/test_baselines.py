@@ -144,7 +144,25 @@ def test_the_library_budget_meets_the_target_with_its_own_rho(library, factor, e
 def test_zcdp_target_inverts_the_conversion(epsilon, delta):
     rho = zcdp_target(epsilon, delta)
     assert zcdp_epsilon(rho, delta) <= epsilon
-    assert zcdp_epsilon(rho, delta) == pytest.approx(epsilon, rel=1e-12)
+    assert zcdp_epsilon(rho, delta) == pytest.approx(epsilon, rel=1e-9)
+
+
+@pytest.mark.parametrize("rho", [1e-4, 0.01, 0.15, 2.0])
+@pytest.mark.parametrize("delta", [1.0 / 32561**2, 1e-6, 1e-3])
+def test_the_conversion_is_opendps_and_never_below_it(library, rho, delta):
+    """opendp's make_zCDP_to_approxDP (the conversion the baselines' libraries use) on a
+    Gaussian that is exactly rho-zCDP: the same epsilon, ours never the smaller."""
+    import opendp.prelude as dp
+
+    dp.enable_features("floating-point", "contrib")
+    gaussian = dp.m.make_gaussian(
+        dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), (2.0 * rho) ** -0.5
+    )
+    approx = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(gaussian), delta=delta)
+    theirs = float(approx.map(1.0)[0])
+    ours = zcdp_epsilon(rho, delta)
+    assert ours == pytest.approx(theirs, rel=1e-6)
+    assert ours >= theirs * (1 - 1e-9)
 
 
 @pytest.mark.parametrize("epsilon", [1.0, 0.3, 3.0, 1e-3])
