@@ -13,6 +13,7 @@ cannot run leaves no FAILED parent and no empty report:
 * ``check_oracle_calls``: OPSamp's m oracle calls per run (its calibration, SPEC section 5) are
   computed for every epsilon before anything runs; a tiny epsilon that makes m huge, or the
   calibration fail, is refused here rather than after Ray started.
+* ``check_workload``: ``sweep.workload_k`` against the records' attributes.
 * ``check_data_bounds``: the training data against every bound a mechanism's privacy proof
   assumes (OPSamp's ``x_max``, mechanisms.bounds): data beyond it are refused in one line naming
   the setting, the row and the feature, rather than failing every run of the sweep.
@@ -39,7 +40,7 @@ from mechanisms.catalog import CATALOG, NON_ORACLE, build_mechanism
 from mechanisms.privacy import PrivacyLeakWarning
 from oracles.checks import InvalidValue
 from pipeline.config import ConfigError
-from pipeline.tasks import privacy_delta
+from pipeline.tasks import privacy_delta, workload_k
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +226,15 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
         _require_calls(m, limit, eps, config.sweep.seeds)
         out[eps] = int(m)
     return out
+
+
+def check_workload(config, train) -> None:
+    """``sweep.workload_k`` against the attributes of records over a public domain (the
+    synthetic-data sweeps), once in the driver beside the other data checks: a k beyond them
+    is one ConfigError before any run, not a failure inside each (``pipeline.tasks.workload_k``).
+    """
+    if type(config.dataset).RECORDS:
+        workload_k(config, train.records().domain)
 
 
 def check_rows(config, n: int) -> None:

@@ -28,6 +28,7 @@ from pipeline.preflight import (
     check_job_output_dir,
     check_oracle_calls,
     check_rows,
+    check_workload,
     probe_ray_address,
     probe_tracking_store,
 )
@@ -173,6 +174,7 @@ def run_sweep_and_report(
         }
     keys = sweep_keys(config)
     check_rows(config, train.n)
+    check_workload(config, train)
     check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
     clipped = check_data_bounds(config, train)
     uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
