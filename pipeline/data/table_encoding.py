@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -196,14 +197,31 @@ def check_two_classes(raw: Raw, y: np.ndarray, label: str, positive: str, what: 
     )
 
 
+def check_names(where: str, columns: Sequence[str], label: str, categorical, numeric) -> None:
+    """The label and feature columns are among ``columns`` (a table's, or its header's): a
+    DataError names each missing one, the closest present name and every column."""
+    columns = list(columns)
+    missing = [c for c in [label, *categorical, *numeric] if c not in columns]
+    if not missing:
+        return
+    hints = [f"{c!r} -> {close!r}" for c in missing if (close := _closest(c, columns))]
+    hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+    raise DataError(
+        f"{where}: no column {', '.join(map(repr, missing))}{hint}; the columns are {columns}"
+    )
+
+
+def _closest(name: str, columns: Sequence[str]) -> str | None:
+    """The column ``name`` most likely meant: the same but for case, else the closest spelling."""
+    by_case = {c.casefold(): c for c in columns}
+    if name.casefold() in by_case:
+        return by_case[name.casefold()]
+    close = difflib.get_close_matches(name.casefold(), list(by_case), n=1)
+    return by_case[close[0]] if close else None
+
+
 def check_columns(raw: Raw, label: str, categorical, numeric) -> None:
-    wanted = [label, *categorical, *numeric]
-    missing = [c for c in wanted if c not in raw.frame.columns]
-    if missing:
-        raise DataError(
-            f"{raw.where}: no column {', '.join(map(repr, missing))}; the columns "
-            f"are {list(raw.frame.columns)}"
-        )
+    check_names(raw.where, raw.frame.columns, label, categorical, numeric)
     both = sorted(set(categorical) & set(numeric))
     if both:
         raise DataError(f"columns {both} are listed as both categorical and numeric")
@@ -232,6 +250,7 @@ def complete_rows(raw: Raw, columns: Sequence[str], drop_missing: bool) -> np.nd
 __all__ = [
     "Encoding",
     "check_columns",
+    "check_names",
     "check_two_classes",
     "complete_rows",
     "encode",

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import pipeline.data.table as table_module
 from mechanisms.privacy import PrivacyLeakWarning
 from pipeline.data import DataError
 from pipeline.data.table import load_table
@@ -227,3 +228,29 @@ def test_a_users_csv_runs_end_to_end(tmp_path):
     assert {c.data.tags["mechanism"] for c in children} == {"opdisc", "erm_01"}
     opdisc = next(c for c in children if c.data.tags["mechanism"] == "opdisc")
     assert opdisc.data.tags["privacy_holds"] == "yes"
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_wrong_column_names_are_refused_from_the_header_before_the_table_is_read(
+    tmp_path, monkeypatch, suffix
+):
+    """A wrong label or feature name, in the table or in its test file, is found in the header
+    alone: the table is never read (a long load came first before; issue 30, item 8)."""
+    path = write(tmp_path, CSV)
+    if suffix == ".parquet":
+        pd.read_csv(path, dtype=str).to_parquet(tmp_path / "data.parquet")
+        path = tmp_path / "data.parquet"
+
+    def no_read(source):
+        raise AssertionError(f"the table {source} was read before its header was checked")
+
+    monkeypatch.setattr(table_module, "read_table", no_read)
+    with pytest.raises(DataError) as raised:
+        load(path, label="Y", numeric={"size": [0, 10], "incme": [0, 100]})
+    assert str(raised.value) == (
+        f"{path.resolve()}: no column 'Y', 'incme' (did you mean 'Y' -> 'y', 'incme' -> "
+        "'income'?); the columns are ['colour', 'size', 'income', 'y']"
+    )
+    test = write(tmp_path, "colour,size,income,label\nred,1,10,yes\n", "test.csv")
+    with pytest.raises(DataError, match=r"test.csv: no column 'y'; .*'label'\]$"):
+        load(path, test_source=test)
