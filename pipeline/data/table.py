@@ -41,6 +41,7 @@ from pipeline.data.record import DataError, Dataset
 from pipeline.data.table_encoding import (
     check_columns,
     check_names,
+    check_spans,
     check_two_classes,
     complete_rows,
     encode,
@@ -200,6 +201,7 @@ def load_table(
 
     enc = fit_encoding(raw, train_rows, categorical, numeric)
     stated = {c for c, b in numeric.items() if b is not None}
+    check_spans(raw, train_rows, enc, stated)  # bounds far wider than the data: a warning
     X, _, clipped = encode(raw, train_rows, enc, stated, out_of_bounds)
     common = {
         **raw.provenance,

@@ -27,6 +27,16 @@ def _as_text(values: pd.Series) -> np.ndarray:
     return out
 
 
+#: A stated range the training values span less than this fraction of is warned about
+#: (``check_spans``): every value then scales to nearly one point of [0, 1].
+NEGLIGIBLE_SPAN = 1e-3
+
+
+class BoundsWarning(UserWarning):
+    """A numeric column's stated bounds are far wider than its data: the column, scaled by
+    them, is nearly constant (``check_spans``)."""
+
+
 def _missing_mask(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     mask = frame[list(columns)].isna().to_numpy()
     texts = frame[list(columns)].to_numpy(dtype=object)
@@ -133,6 +143,28 @@ def fit_encoding(raw, rows, categorical, numeric) -> Encoding:
     if leaks:  # one warning, however many columns: one line to read, not one per column
         warnings.warn(summary, PrivacyLeakWarning, stacklevel=4)
     return Encoding(levels, bounds, tuple(leaks))
+
+
+def check_spans(raw: Raw, rows: np.ndarray, enc: Encoding, stated: set[str]) -> list[str]:
+    """Warn (``BoundsWarning``, one per column) for each ``stated`` numeric column whose training
+    values span less than ``NEGLIGIBLE_SPAN`` of its bounds (``dataset.numeric={x: [0, 1e300]}``
+    scales every value to about 1e-300). The message names the column and its public bounds,
+    not the data's values. Returns the messages."""
+    messages = []
+    for col, (low, high) in enc.bounds.items():
+        if col not in stated:  # bounds read off the data span it whole
+            continue
+        values = numeric_values(raw, col, rows)
+        if float(values.max()) - float(values.min()) >= NEGLIGIBLE_SPAN * (high - low):
+            continue
+        messages.append(
+            f"numeric column {col!r}: the training values occupy less than "
+            f"{NEGLIGIBLE_SPAN:.1%} of its stated bounds [{low:g}, {high:g}], so scaled by them "
+            f"the column is nearly constant and carries almost nothing to the classifiers; state "
+            f"bounds near its public range (dataset.numeric.{col}=[low,high])"
+        )
+        warnings.warn(messages[-1], BoundsWarning, stacklevel=3)
+    return messages
 
 
 def _columns(names: Sequence[str]) -> str:
@@ -248,9 +280,12 @@ def complete_rows(raw: Raw, columns: Sequence[str], drop_missing: bool) -> np.nd
 
 
 __all__ = [
+    "NEGLIGIBLE_SPAN",
+    "BoundsWarning",
     "Encoding",
     "check_columns",
     "check_names",
+    "check_spans",
     "check_two_classes",
     "complete_rows",
     "encode",

@@ -18,6 +18,7 @@ import pipeline.data.table as table_module
 from mechanisms.privacy import PrivacyLeakWarning
 from pipeline.data import DataError
 from pipeline.data.table import load_table
+from pipeline.data.table_encoding import BoundsWarning
 from tests.conftest import REPO
 from tests.data.tables import CSV, load, write
 
@@ -254,3 +255,10 @@ def test_wrong_column_names_are_refused_from_the_header_before_the_table_is_read
     test = write(tmp_path, "colour,size,income,label\nred,1,10,yes\n", "test.csv")
     with pytest.raises(DataError, match=r"test.csv: no column 'y'; .*'label'\]$"):
         load(path, test_source=test)
+
+
+def test_a_stated_range_the_data_barely_occupy_is_warned_about_when_loading(tmp_path):
+    """load_table warns (BoundsWarning) for ``income: [0, 1e300]`` and loads the table."""
+    with pytest.warns(BoundsWarning, match=r"^numeric column 'income': .* \[0, 1e\+300\]"):
+        splits = load(write(tmp_path, CSV), numeric={"size": [0, 10], "income": [0, 1e300]})
+    assert splits.train.features[:, -1].max() < 1e-297
