@@ -623,3 +623,50 @@ def test_a_workload_k_beyond_the_records_attributes_is_refused_before_anything_s
     )
     assert services.events == [] and services.trackers == []
     assert not (tmp_path / ".sweep_id").exists()
+
+
+def test_a_task_larger_than_this_machine_is_refused_before_the_data_load(
+    services, tmp_path, monkeypatch
+):
+    """``oracle.threads=1000`` on a Ray of our own: refused from the CPUs it will have, before
+    the data load and before Ray starts (issue 30, item 5)."""
+    config = _sweep_config(tmp_path)
+    config.oracle.threads = 1000
+
+    def no_load(cfg):
+        raise AssertionError("the data were loaded before the CPU check")
+
+    monkeypatch.setattr(run_module, "load_dataset", no_load)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(ConfigError) as raised:
+        run_module.run(config)
+    assert str(raised.value) == (
+        "oracle.threads: an oracle call is a Ray task of 1000 CPUs, more than the 2 CPUs of this "
+        "machine, so it could never start; give oracle.threads=2 or fewer (or a cluster with a "
+        "node that large), found 1000"
+    )
+    assert services.events == []
+
+
+def test_a_task_larger_than_the_clusters_largest_node_is_refused_before_the_parent(
+    services, tmp_path, monkeypatch
+):
+    """Joining a cluster, its nodes are counted once connected: refused before the parent run
+    exists and any task starts, and the directory's claim is given back, so that the fixed
+    command (another sweep id) can use it."""
+    config = _sweep_config(tmp_path)
+    config.cluster.address = "127.0.0.1:6379"
+    config.cluster.cpus_per_task = 8
+    monkeypatch.setattr(run_module, "largest_node_cpus", lambda: 4)
+    services.sweep = _logging_every_run()
+    with pytest.raises(ConfigError) as raised:
+        run_module.run_sweep_and_report(config, tmp_path)
+    assert str(raised.value).startswith(
+        "cluster.cpus_per_task: a run without oracle is a Ray task of 8 CPUs, more than the 4 "
+        "CPUs of the largest node of the Ray cluster, so it could never start; "
+    )
+    assert "start_parent" not in services.events and "init_ray" in services.events
+    assert not (tmp_path / ".sweep_id").exists()
+    config.cluster.cpus_per_task = 4  # fits: the sweep runs
+    assert run_module.run_sweep_and_report(config, tmp_path)["status"] == "complete"
