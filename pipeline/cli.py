@@ -30,6 +30,7 @@ from omegaconf.errors import (
     ValidationError,
 )
 
+from pipeline.catalog import SCHEMAS
 from pipeline.config import ConfigError, register, unknown_key, validate
 from pipeline.data import DataError
 from pipeline.faults import StorageError
@@ -107,9 +108,20 @@ def _fail(code: ExitCode, message: str) -> None:
 #: Hydra's words for a group override without ``+`` (``sweep=smoke``) and for a group given twice.
 _NOT_IN_DEFAULTS = re.compile(r"Could not override '([\w./]+)'\. No match in the defaults list")
 _GIVEN_TWICE = re.compile(r"Multiple values for ([\w./]+)\.")
+_AMBIGUOUS = re.compile(r"Ambiguous value for argument '(.+)'")
 
 #: Where the docs show how to name a column the command line cannot spell.
 COLUMN_NAMES_DOC = "docs/data.md, 'Column names the command line cannot spell'"
+
+
+def _unknown_mechanism(overrides: Sequence[str]) -> ConfigError | None:
+    """The unknown-key error of the first override under ``mechanisms.NAME`` whose NAME is not
+    a mechanism of the catalog, if any."""
+    for override in overrides:
+        parts = override.lstrip("+~").partition("=")[0].split(".")
+        if len(parts) > 1 and parts[0] == "mechanisms" and parts[1] not in SCHEMAS:
+            return unknown_key("mechanisms.", parts[1], list(SCHEMAS))
+    return None
 
 
 def _override_of(key: str, overrides: Sequence[str]) -> tuple[str, ...]:
@@ -177,6 +189,18 @@ def _hydra_reason(error: HydraException, overrides: Sequence[str] = ()) -> str:
         prefix, _, key = (cause.full_key or "").rpartition(".")
         known = [str(k) for k in (cause.parent_node or {})]
         return str(unknown_key(f"{prefix}." if prefix else "", key, known))
+    ambiguous = _AMBIGUOUS.search(text)
+    if ambiguous:  # `sweep.epsilons=0.5,1.0`: a comma list is a multirun's sweep, not a list
+        key, _, value = ambiguous.group(1).lstrip("+").partition("=")
+        return (
+            f"{key}: {value!r} is a comma list, which Hydra reads as values to sweep over with "
+            f"-m, not as a list; write '{key}=[{value}]' (the quotes keep the shell off the "
+            "brackets)"
+        )
+    unknown = _unknown_mechanism(overrides)
+    if isinstance(cause, ValidationError) and unknown is not None:
+        # `+mechanisms.opdisk.tau=2`: Hydra adds an empty mechanism and finds it is not one
+        return str(unknown)
     if isinstance(cause, ValidationError) and "is not a ListConfig" in str(cause):
         # `sweep.epsilons=0.5`: a list wanted, one value given
         given = _override_of(cause.full_key, overrides)

@@ -193,6 +193,17 @@ _TABLE = [
             r"sweep.epsilons: takes a list, found '0.5'; write 'sweep.epsilons=\[0.5\]' ",
         ),
         (
+            ["+sweep=smoke", "+mechanisms.opdisk.tau=2"],
+            r"mechanisms.opdisk: unknown key \(did you mean mechanisms.opdisc\?\)",
+        ),
+        (
+            ["+sweep=smoke", "sweep.epsilons=0.5,1.0"],
+            (
+                r"sweep.epsilons: '0.5,1.0' is a comma list, .* -m, not as a list; write "
+                r"'sweep.epsilons=\[0.5,1.0\]' "
+            ),
+        ),
+        (
             ["+sweep=smoke", "sweep.mechanisms=opdisc"],
             r"sweep.mechanisms: takes a list, found 'opdisc'; write 'sweep.mechanisms=\[opdisc\]'",
         ),
