@@ -10,6 +10,7 @@ import difflib
 import enum
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -22,8 +23,14 @@ from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, open_dict
-from omegaconf.errors import ConfigAttributeError, OmegaConfBaseException
+from omegaconf.errors import (
+    ConfigAttributeError,
+    ConfigKeyError,
+    OmegaConfBaseException,
+    ValidationError,
+)
 
+from pipeline.catalog import SCHEMAS
 from pipeline.config import ConfigError, register, unknown_key, validate
 from pipeline.data import DataError
 from pipeline.faults import StorageError
@@ -98,10 +105,50 @@ def _fail(code: ExitCode, message: str) -> None:
     sys.exit(int(code))
 
 
-def _hydra_reason(error: HydraException) -> str:
-    """One line for an error of Hydra's composing the command line (its own message spans
-    several lines and ends with a hint about HYDRA_FULL_ERROR)."""
+#: Hydra's words for a group override without ``+`` (``sweep=smoke``) and for a group given twice.
+_NOT_IN_DEFAULTS = re.compile(r"Could not override '([\w./]+)'\. No match in the defaults list")
+_GIVEN_TWICE = re.compile(r"Multiple values for ([\w./]+)\.")
+_AMBIGUOUS = re.compile(r"Ambiguous value for argument '(.+)'")
+
+#: Where the docs show how to name a column the command line cannot spell.
+COLUMN_NAMES_DOC = "docs/data.md, 'Column names the command line cannot spell'"
+
+
+def _unknown_mechanism(overrides: Sequence[str]) -> ConfigError | None:
+    """The unknown-key error of the first override under ``mechanisms.NAME`` whose NAME is not
+    a mechanism of the catalog, if any."""
+    for override in overrides:
+        parts = override.lstrip("+~").partition("=")[0].split(".")
+        if len(parts) > 1 and parts[0] == "mechanisms" and parts[1] not in SCHEMAS:
+            return unknown_key("mechanisms.", parts[1], list(SCHEMAS))
+    return None
+
+
+def _override_of(key: str, overrides: Sequence[str]) -> tuple[str, ...]:
+    """The overrides of ``key`` (``key=...``, ``+key=...``, ``++key=...``), in order."""
+    return tuple(o for o in overrides if o.lstrip("+~").partition("=")[0] == key)
+
+
+def _unspellable(override: str) -> str:
+    """The hint for an override Hydra's grammar cannot read because of a column name: a key
+    (or an unquoted word) of non-ASCII letters, or an ``=`` inside a mapping's key."""
+    value = override.partition("=")[2]
+    if not (any(ord(c) > 127 for c in override) or "=" in value):
+        return ""
+    return (
+        "; a name with non-ASCII letters or '=' cannot stand unquoted on the command line: quote "
+        "a value (dataset.label='größe'), and give a mapping whose keys have such names as one "
+        "quoted string, e.g. 'dataset.numeric=\"{größe: [0, 250], a=b: [0, 1]}\"' (the shell's "
+        f"quotes outside, Hydra's inside; {COLUMN_NAMES_DOC})"
+    )
+
+
+def _hydra_reason(error: HydraException, overrides: Sequence[str] = ()) -> str:
+    """One line for an error of Hydra's composing the command line ``overrides`` (its own
+    message spans several lines and ends with a hint about HYDRA_FULL_ERROR), in the project's
+    words where Hydra's do not say what to type."""
     cause = error.__cause__
+    text = str(error)
     if isinstance(error, MissingConfigException) and error.missing_cfg_file:
         group, _, option = error.missing_cfg_file.rpartition("/")
         options = list(error.options or [])
@@ -110,15 +157,63 @@ def _hydra_reason(error: HydraException) -> str:
         known = f"; the options of {group} are {', '.join(options)}" if options else ""
         return f"{group}={option}: no such option{hint}{known}"
     if isinstance(error, OverrideParseException):
-        return f"cannot parse {error.override!r}: {str(error).splitlines()[0]}"
+        override = str(error.override)
+        first = text.splitlines()[0]
+        if first.endswith(f": {override}"):  # the lexer's own line repeats the override
+            first = "a character the override grammar does not take"
+        return f"cannot parse {override!r}: {first}{_unspellable(override)}"
+    missing = _NOT_IN_DEFAULTS.search(text)
+    if missing:  # `sweep=smoke`: a group the defaults list does not choose is added with +
+        group = missing.group(1)
+        given = _override_of(group, overrides)
+        option = given[0].partition("=")[2] if given else "NAME"
+        return (
+            f"{group}={option}: {group} has no default to override; add it with a plus: "
+            f"+{group}={option}"
+        )
+    twice = _GIVEN_TWICE.search(text)
+    if twice:  # `+sweep=smoke +sweep=adult`: Hydra's advice is for a defaults list, not here
+        group = twice.group(1)
+        given = _override_of(group, overrides)
+        return (
+            f"{group}: given {len(given) or 'more than'} times ({', '.join(given) or group}); a "
+            f"command runs one {group}: keep one +{group}=NAME and run the other as a second "
+            "command"
+        )
     if isinstance(cause, ConfigAttributeError) and is_dataclass(cause.object_type):
         prefix, _, key = (cause.full_key or "").rpartition(".")
         known = [f.name for f in fields(cause.object_type)]
         return str(unknown_key(f"{prefix}." if prefix else "", key, known))
+    if isinstance(cause, ConfigKeyError) and "not in struct" in str(cause):
+        # a mapping of the schema (``mechanisms.opdisk``): its keys are the known ones
+        prefix, _, key = (cause.full_key or "").rpartition(".")
+        known = [str(k) for k in (cause.parent_node or {})]
+        return str(unknown_key(f"{prefix}." if prefix else "", key, known))
+    ambiguous = _AMBIGUOUS.search(text)
+    if ambiguous:  # `sweep.epsilons=0.5,1.0`: a comma list is a multirun's sweep, not a list
+        key, _, value = ambiguous.group(1).lstrip("+").partition("=")
+        return (
+            f"{key}: {value!r} is a comma list, which Hydra reads as values to sweep over with "
+            f"-m, not as a list; write '{key}=[{value}]' (the quotes keep the shell off the "
+            "brackets)"
+        )
+    unknown = _unknown_mechanism(overrides)
+    if isinstance(cause, ValidationError) and unknown is not None:
+        # `+mechanisms.opdisk.tau=2`: Hydra adds an empty mechanism and finds it is not one
+        return str(unknown)
+    if isinstance(cause, ValidationError) and "is not a ListConfig" in str(cause):
+        # `sweep.epsilons=0.5`: a list wanted, one value given
+        given = _override_of(cause.full_key, overrides)
+        value = given[-1].partition("=")[2] if given else "VALUE"
+        return (
+            f"{cause.full_key}: takes a list, found {value!r}; write "
+            f"'{cause.full_key}=[{value}]' (a list of one; the quotes keep the shell off "
+            "the brackets)"
+        )
     if isinstance(cause, OmegaConfBaseException):
         reason = str(cause).splitlines()[0]
         return f"{cause.full_key}: {reason}" if getattr(cause, "full_key", None) else reason
-    return str(error).splitlines()[0]
+    return text.splitlines()[0]
 
 
 def check_command_line(overrides: Sequence[str]) -> None:
@@ -130,7 +225,7 @@ def check_command_line(overrides: Sequence[str]) -> None:
             cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
             run_dir = Path(cfg.hydra.run.dir)  # resolved while Hydra's resolvers are set up
     except HydraException as e:
-        raise ConfigError(_hydra_reason(e)) from None
+        raise ConfigError(_hydra_reason(e, overrides)) from None
     with open_dict(cfg):
         del cfg["hydra"]
     validate(cfg)

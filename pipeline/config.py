@@ -24,7 +24,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, MissingMandatoryValue, OmegaConf, open_dict
 
 from mechanisms.audit import AUDITS
-from mechanisms.catalog import CATALOG, SYNTHETIC
+from mechanisms.catalog import CATALOG, NON_PRIVATE, SYNTHETIC
 from mechanisms.privacy import check_epsilon_delta
 from oracles import registry
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
@@ -109,6 +109,16 @@ class SweepConfig:
     #: The synthetic-data mechanisms answer it and every synthetic table is measured on it
     #: (docs/synthetic.md); the classifiers ignore it.
     workload_k: int = 3
+    #: Most runs the grid may hold (mechanisms x epsilons x seeds, a reference once): a grid
+    #: beyond it is refused when the config is checked, in a second, with its count, before
+    #: any key of it is made (``sweep.seeds=100000000`` held 1.6 GB planning for minutes).
+    #: Operational, like max_oracle_calls.
+    max_runs: int = 10_000
+
+    def runs(self) -> int:
+        """The grid's run count (``pipeline.tasks.sweep_keys``), without making its keys."""
+        private = sum(m not in NON_PRIVATE for m in self.mechanisms)
+        return private * len(self.epsilons) * self.seeds + len(self.mechanisms) - private
 
     def check(self) -> None:
         for name in self.mechanisms:
@@ -156,6 +166,23 @@ class SweepConfig:
         _require(self.sweep_seed >= 0, "sweep_seed", "must be >= 0 (a seed)", self.sweep_seed)
         _require(
             self.max_oracle_calls >= 1, "max_oracle_calls", "must be >= 1", self.max_oracle_calls
+        )
+        _require(self.max_runs >= 1, "max_runs", "must be >= 1", self.max_runs)
+        runs = self.runs()
+        private = sum(m not in NON_PRIVATE for m in self.mechanisms)
+        _require(
+            runs <= self.max_runs,
+            "seeds",
+            f"the grid holds {runs:,} runs ({private} private mechanism(s) x "
+            f"{len(self.epsilons)} epsilon(s) x {self.seeds:,} seeds"
+            + (
+                f", + {len(self.mechanisms) - private} reference(s)"
+                if private < len(self.mechanisms)
+                else ""
+            )
+            + f"), more than sweep.max_runs={self.max_runs:,}; lower sweep.seeds (or the "
+            "epsilons, the mechanisms), or raise sweep.max_runs",
+            self.seeds,
         )
         if self.privacy_delta is not None:
             _require(
@@ -318,7 +345,7 @@ class Config:
 
 
 #: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
-OPERATIONAL = frozenset({"max_oracle_calls"})
+OPERATIONAL = frozenset({"max_oracle_calls", "max_runs"})
 
 
 def sweep_id(resolved: dict[str, Any]) -> str:

@@ -10,9 +10,13 @@ cannot run leaves no FAILED parent and no empty report:
   minutes on an address nobody listens on).
 * ``check_job_output_dir``: under ``ray job submit`` the driver runs in a temporary copy of the
   working directory, so a relative output directory vanishes with the cluster.
+* ``check_task_cpus``: every Ray task (``oracle.threads``, ``cluster.cpus_per_task`` CPUs) fits
+  in the largest node: before the data load for a Ray of our own (``local_cpus``), right after
+  connecting for a cluster.
 * ``check_oracle_calls``: OPSamp's m oracle calls per run (its calibration, SPEC section 5) are
   computed for every epsilon before anything runs; a tiny epsilon that makes m huge, or the
   calibration fail, is refused here rather than after Ray started.
+* ``check_workload``: ``sweep.workload_k`` against the records' attributes.
 * ``check_data_bounds``: the training data against every bound a mechanism's privacy proof
   assumes (OPSamp's ``x_max``, mechanisms.bounds): data beyond it are refused in one line naming
   the setting, the row and the feature, rather than failing every run of the sweep.
@@ -39,7 +43,7 @@ from mechanisms.catalog import CATALOG, NON_ORACLE, build_mechanism
 from mechanisms.privacy import PrivacyLeakWarning
 from oracles.checks import InvalidValue
 from pipeline.config import ConfigError
-from pipeline.tasks import privacy_delta
+from pipeline.tasks import privacy_delta, workload_k
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +229,47 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
         _require_calls(m, limit, eps, config.sweep.seeds)
         out[eps] = int(m)
     return out
+
+
+def check_workload(config, train) -> None:
+    """``sweep.workload_k`` against the attributes of records over a public domain (the
+    synthetic-data sweeps), once in the driver beside the other data checks: a k beyond them
+    is one ConfigError before any run, not a failure inside each (``pipeline.tasks.workload_k``).
+    """
+    if type(config.dataset).RECORDS:
+        workload_k(config, train.records().domain)
+
+
+def local_cpus(config) -> int | None:
+    """CPUs of the Ray this driver starts itself: ``cluster.num_cpus``, else this machine's
+    (``os.cpu_count``, what Ray counts unless a container's limit is lower). None when the
+    driver joins a cluster (``cluster.address``, ``$RAY_ADDRESS``): its CPUs are known once
+    connected (``pipeline.sweep.largest_node_cpus``)."""
+    if config.cluster.address or os.environ.get("RAY_ADDRESS"):
+        return None
+    return config.cluster.num_cpus or os.cpu_count() or 1
+
+
+def check_task_cpus(config, cpus: int, where: str) -> None:
+    """Every Ray task the sweep makes fits in ``cpus``, the CPUs of the largest node (``where``
+    says which): an oracle call holds ``oracle.threads`` CPUs, a run that calls no oracle
+    ``cluster.cpus_per_task`` (``pipeline.sweep``). A larger task could never be scheduled and
+    the sweep would wait forever: a ConfigError naming the key, before any task."""
+    swept = [config.mechanisms[m].name for m in config.sweep.mechanisms]
+    needs = []
+    if any(name not in NON_ORACLE for name in swept):
+        needs.append(("oracle.threads", config.oracle.threads, "an oracle call"))
+    if any(name in NON_ORACLE for name in swept):
+        needs.append(
+            ("cluster.cpus_per_task", config.cluster.cpus_per_task, "a run without oracle")
+        )
+    for key, need, what in needs:
+        if need > cpus:
+            raise ConfigError(
+                f"{key}: {what} is a Ray task of {need} CPUs, more than the {cpus} CPUs of "
+                f"{where}, so it could never start; give {key}={cpus} or fewer (or a cluster "
+                f"with a node that large), found {need}"
+            )
 
 
 def check_rows(config, n: int) -> None:

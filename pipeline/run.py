@@ -28,11 +28,14 @@ from pipeline.preflight import (
     check_job_output_dir,
     check_oracle_calls,
     check_rows,
+    check_task_cpus,
+    check_workload,
+    local_cpus,
     probe_ray_address,
     probe_tracking_store,
 )
 from pipeline.report import best_accuracy_note, write_report
-from pipeline.sweep import init_ray, run_sweep
+from pipeline.sweep import init_ray, largest_node_cpus, run_sweep
 from pipeline.tasks import sweep_keys
 from pipeline.tracking import SweepTracker, default_tracking_uri, results_from_mlflow
 
@@ -125,8 +128,9 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _claim_output_dir(output_dir: Path, sid: str) -> None:
-    """One grid per output directory: refuse to overwrite another sweep's report."""
+def _claim_output_dir(output_dir: Path, sid: str) -> bool:
+    """One grid per output directory: refuse to overwrite another sweep's report. True when the
+    directory was claimed here first (no marker before)."""
     marker = output_dir / ".sweep_id"
     # an empty marker (a crash mid-write) claims nothing
     other = (marker.read_text().strip() or None) if marker.exists() else None
@@ -141,7 +145,24 @@ def _claim_output_dir(output_dir: Path, sid: str) -> None:
             f"{sid}: a different grid or config) and would be overwritten; give another "
             f"hydra.run.dir, found {str(output_dir)!r}"
         )
+    fresh = not marker.exists()
     marker.write_text(sid + "\n")
+    return fresh
+
+
+def _check_cluster_cpus(config: Config, output_dir: Path, fresh: bool) -> None:
+    """``check_task_cpus`` on the cluster connected to, before the parent run exists and any task
+    starts; a refused sweep gives back a directory it claimed (the fixed command is another
+    sweep: its config differs)."""
+    cpus = largest_node_cpus()
+    if cpus is None:
+        return
+    try:
+        check_task_cpus(config, cpus, "the largest node of the Ray cluster")
+    except ConfigError:
+        if fresh:
+            (output_dir / ".sweep_id").unlink(missing_ok=True)
+        raise
 
 
 def _probe_before_loading(config: Config, output_dir: Path) -> None:
@@ -149,6 +170,10 @@ def _probe_before_loading(config: Config, output_dir: Path) -> None:
     (The sqlite store is probed later, under the driver's lock: another driver may be creating it.)
     """
     check_job_output_dir(output_dir)
+    cpus = local_cpus(config)
+    if cpus is not None:  # a Ray of our own: its CPUs are known before it starts
+        where = "the local Ray (cluster.num_cpus)" if config.cluster.num_cpus else "this machine"
+        check_task_cpus(config, cpus, where)
     if config.cluster.address:
         probe_ray_address(config.cluster.address)  # seconds, not the minutes ray.init waits
     uri = config.tracking.tracking_uri
@@ -173,6 +198,7 @@ def run_sweep_and_report(
         }
     keys = sweep_keys(config)
     check_rows(config, train.n)
+    check_workload(config, train)
     check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
     clipped = check_data_bounds(config, train)
     uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
@@ -216,7 +242,7 @@ def _run_locked(
     """The sweep under the driver's lease: the tracker, the parent, the runs, the report."""
     sid = sweep_id(resolved)
     with DriverLease(output_dir, sid):
-        _claim_output_dir(output_dir, sid)
+        fresh = _claim_output_dir(output_dir, sid)
         probe_tracking_store(uri)
         # database and experiment exist before anything fans out
         tracker = SweepTracker(uri, config.tracking.experiment, output_dir / "mlartifacts")
@@ -235,6 +261,7 @@ def _run_locked(
         )
         if todo:
             init_ray(config)  # connect (or fail, in one line) before the parent exists
+            _check_cluster_cpus(config, output_dir, fresh)
         parent = tracker.start_parent(config.sweep.name, sid, resolved)
         # encoding choices read off the private data (pipeline.data.table) and data clipped to
         # a mechanism's bound on request (check_data_bounds), on record

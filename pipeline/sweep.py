@@ -232,6 +232,17 @@ def init_ray(config: Config) -> None:
         _reap_at_exit(context)
 
 
+def largest_node_cpus() -> int | None:
+    """The CPUs of the largest live node of the Ray this driver is connected to (a task runs on
+    one node), None when it is not connected."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    cpus = [node.get("Resources", {}).get("CPU", 0) for node in ray.nodes() if node.get("Alive")]
+    return int(max(cpus, default=0))
+
+
 def _reap_at_exit(context) -> None:
     """Our own Ray stops with this driver, even one killed by SIGKILL (pipeline.reaper): at a
     clean exit Ray is shut down first, then the watchdog finds nothing left."""

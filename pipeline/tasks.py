@@ -146,16 +146,24 @@ def run_release(
     )
 
 
+def workload_k(config: Config, domain: Domain) -> int:
+    """The sweep's ``workload_k``, checked against the records' public ``domain``: a ConfigError
+    when there are fewer attributes (the driver checks it once before any run,
+    ``pipeline.preflight.check_workload``)."""
+    k = config.sweep.workload_k if config.sweep is not None else SweepConfig.workload_k
+    attributes = len(domain.sizes)
+    if k > attributes:
+        raise ConfigError(
+            f"sweep.workload_k: must be <= the {attributes} attributes of the records "
+            f"({', '.join(domain.names)}), found {k}"
+        )
+    return k
+
+
 def workload(config: Config, domain: Domain) -> Workload:
     """The sweep's workload of synthetic data: every ``sweep.workload_k``-way marginal of the
     records' public ``domain`` (a ConfigError when there are fewer attributes)."""
-    sizes = domain.sizes
-    k = config.sweep.workload_k if config.sweep is not None else SweepConfig.workload_k
-    if k > len(sizes):
-        raise ConfigError(
-            f"sweep.workload_k: must be <= the {len(sizes)} attributes of the records, found {k}"
-        )
-    return Workload.all_k_way(sizes, k)
+    return Workload.all_k_way(domain.sizes, workload_k(config, domain))
 
 
 def score(config: Config, release: Any, train: Dataset, test: Dataset | None) -> TableScores | None:

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
+import yaml
 from omegaconf import MISSING
 
 from oracles.checks import require as _require
@@ -25,6 +26,40 @@ def _finite_numbers(values: Any) -> bool:
     return all(
         isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
     )
+
+
+#: What a null reads as in a mapping given as text (``_mapping_from_text``).
+_NULLS = ("null", "~", "")
+
+
+def _number(text: Any) -> Any:
+    """``text`` as a float when it reads as one, else as it is (the check then quotes it)."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def _mapping_from_text(text: str, numbers: bool) -> Any:
+    """A mapping of column names given as one quoted string (docs/data.md, "Column names the
+    command line cannot spell"): ``'dataset.numeric="{größe: [0, 250]}"'``. Read as YAML flow
+    text with every scalar a string (so that a level ``no`` stays ``no``), then the values of
+    ``numbers`` mappings (bounds, bin edges) as floats; a null value is None. Anything that
+    is not such a mapping comes back as it is, for the check to refuse."""
+    try:
+        parsed = yaml.load(text, Loader=yaml.BaseLoader)  # BaseLoader: every scalar a string
+    except yaml.YAMLError:
+        return text
+    if not isinstance(parsed, dict):
+        return text
+    out: dict[str, Any] = {}
+    for column, value in parsed.items():
+        if isinstance(value, str) and value.strip() in _NULLS:
+            value = None
+        elif isinstance(value, list) and numbers:
+            value = [_number(v) for v in value]
+        out[str(column)] = value
+    return out
 
 
 @dataclass
@@ -121,14 +156,19 @@ class TableFileConfig(DatasetConfig):
         )
         _check_seeds(self, "split_seed")
 
-    def _mappings(self, what: str, *keys: str) -> None:
-        """Each of ``keys`` maps column names to ``what`` (or is null, an empty mapping)."""
+    def _mappings(self, what: str, *keys: str, numbers: tuple[str, ...] = ()) -> None:
+        """Each of ``keys`` maps column names to ``what`` (or is null, an empty mapping); a
+        mapping may come as one quoted string (``_mapping_from_text``), the values of the keys
+        in ``numbers`` then read as numbers."""
         for key in keys:
             value = getattr(self, key)
+            if isinstance(value, str):
+                value = _mapping_from_text(value, numbers=key in numbers)
             _require(
                 value is None or isinstance(value, dict),
                 key,
-                f"must map column names to {what} (or null)",
+                f"must map column names to {what} (or null); a mapping given as text is YAML "
+                f"flow text, e.g. 'dataset.{key}=\"{{größe: [...]}}\"'",
                 value,
             )
             setattr(self, key, dict(value or {}))
@@ -163,7 +203,7 @@ class TableDatasetConfig(TableFileConfig):
             "must be error or clip",
             self.out_of_bounds,
         )
-        self._mappings("levels / bounds", "categorical", "numeric")
+        self._mappings("levels / bounds", "categorical", "numeric", numbers=("numeric",))
         _require(
             bool(self.categorical) or bool(self.numeric),
             "numeric",
@@ -204,7 +244,7 @@ class TableRecordsConfig(TableFileConfig):
 
     def check(self) -> None:
         super().check()
-        self._mappings("levels / bin edges", "categorical", "bins")
+        self._mappings("levels / bin edges", "categorical", "bins", numbers=("bins",))
         for col, edges in self.bins.items():
             ok = (
                 isinstance(edges, (list, tuple))

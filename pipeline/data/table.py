@@ -40,6 +40,8 @@ from oracles.checks import check_choice
 from pipeline.data.record import DataError, Dataset
 from pipeline.data.table_encoding import (
     check_columns,
+    check_names,
+    check_spans,
     check_two_classes,
     complete_rows,
     encode,
@@ -47,7 +49,7 @@ from pipeline.data.table_encoding import (
     labels,
     numeric_values,
 )
-from pipeline.data.table_reading import Raw, Source, read_table
+from pipeline.data.table_reading import Raw, Source, read_header, read_table
 
 OUT_OF_BOUNDS = ("error", "clip")
 
@@ -68,6 +70,22 @@ def _balance(y: np.ndarray, rows: np.ndarray, seed: int) -> np.ndarray:
     )
     chosen = np.random.default_rng(seed).choice(large, size=len(small), replace=False)
     return np.sort(np.concatenate([small, chosen]))
+
+
+def check_header(source: Source, label: str, categorical, numeric) -> None:
+    """The label and feature columns against a file's header alone (``read_header``), before
+    the table is read: a wrong name is an error in a moment, not after a long load."""
+    header = read_header(source)
+    if header is not None:
+        check_names(*header, label, categorical, numeric)
+
+
+def check_headers(sources: Sequence[Optional[Source]], columns: tuple) -> None:
+    """``check_header`` of each of ``sources`` (the table and its test file, None skipped),
+    ``columns`` being (label, categorical, numeric, drop_missing) as ``read_complete`` takes."""
+    for source in sources:
+        if source is not None:
+            check_header(source, *columns[:3])
 
 
 def read_complete(
@@ -166,6 +184,7 @@ def load_table(
         test_fraction = 0.0  # the test file is the test set
 
     columns = (label, categorical, numeric, drop_missing)
+    check_headers((source, test_source), columns)  # names first, before any table is read
     raw, keep = read_complete(source, *columns)
     y_all = np.zeros(len(raw.frame), dtype=np.int8)  # rows dropped for missing values stay 0
     y_all[keep] = labels(raw, keep, label, positive, negative)
@@ -182,6 +201,7 @@ def load_table(
 
     enc = fit_encoding(raw, train_rows, categorical, numeric)
     stated = {c for c, b in numeric.items() if b is not None}
+    check_spans(raw, train_rows, enc, stated)  # bounds far wider than the data: a warning
     X, _, clipped = encode(raw, train_rows, enc, stated, out_of_bounds)
     common = {
         **raw.provenance,
@@ -225,4 +245,11 @@ def load_table(
     return TableSplits(train=train, test=test)
 
 
-__all__ = ["TableSplits", "load_table", "read_complete", "read_table", "split_rows"]
+__all__ = [
+    "TableSplits",
+    "check_headers",
+    "load_table",
+    "read_complete",
+    "read_table",
+    "split_rows",
+]

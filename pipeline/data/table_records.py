@@ -26,7 +26,7 @@ import numpy as np
 
 from mechanisms.synthetic.domain import Domain
 from pipeline.data.record import DataError, Dataset, records_provenance
-from pipeline.data.table import TableSplits, read_complete, split_rows
+from pipeline.data.table import TableSplits, check_headers, read_complete, split_rows
 from pipeline.data.table_encoding import (
     check_two_classes,
     fit_encoding,
@@ -107,6 +107,7 @@ def load_table_records(
         raise DataError("no attribute but the label: list columns in categorical or bins")
 
     columns = (label, others, bins, drop_missing)
+    check_headers((source, test_source), columns)  # names first, before any table is read
     raw, keep = read_complete(source, *columns)
     train_rows, test_raw, test_rows = split_rows(
         raw, keep, test_source, test_fraction, split_seed, columns

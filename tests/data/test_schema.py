@@ -128,3 +128,33 @@ def test_a_records_table_refuses_bins_that_are_not_edges(changes, message):
     config = TableRecordsConfig(**({"path": "t.csv", "label": "y", "positive": "1"} | changes))
     with pytest.raises(InvalidValue, match=message):
         config.check()
+
+
+def test_a_mapping_given_as_quoted_text_names_any_column():
+    """Column names Hydra's override grammar cannot spell (non-ASCII letters, '=') come as one
+    quoted string of YAML flow text (docs/data.md): its scalars stay text (a level ``no`` is
+    not False), bounds and bin edges become numbers, null is None."""
+    config = _table(
+        numeric="{größe: [0, 250], a=b: [0, 1e3], c: null}",
+        categorical="{farbe: [rot, grün], owner: [no, yes]}",
+    )
+    config.check()
+    assert config.numeric == {"größe": [0.0, 250.0], "a=b": [0.0, 1000.0], "c": None}
+    assert config.categorical == {"farbe": ["rot", "grün"], "owner": ["no", "yes"]}
+    records = TableRecordsConfig(path="t.csv", label="y", positive="1", bins="{größe: [0, 1, 2]}")
+    records.check()
+    assert records.bins == {"größe": [0.0, 1.0, 2.0]}
+
+
+@pytest.mark.parametrize(
+    "changes, key, message",
+    [
+        ({"numeric": "{größe: [0, 250]"}, "numeric", "a mapping given as text is YAML flow text"),
+        ({"numeric": "[0, 1]"}, "numeric", "must map column names to levels / bounds"),
+        ({"numeric": "{größe: [0, x]}"}, "numeric.größe", "must be [low, high] with low < high"),
+    ],
+)
+def test_a_mapping_given_as_text_that_is_not_one_is_refused(changes, key, message):
+    with pytest.raises(InvalidValue) as err:
+        _table(**changes).check()
+    assert err.value.key == key and message in err.value.message

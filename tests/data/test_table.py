@@ -14,9 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import pipeline.data.table as table_module
 from mechanisms.privacy import PrivacyLeakWarning
 from pipeline.data import DataError
 from pipeline.data.table import load_table
+from pipeline.data.table_encoding import BoundsWarning
 from tests.conftest import REPO
 from tests.data.tables import CSV, load, write
 
@@ -227,3 +229,36 @@ def test_a_users_csv_runs_end_to_end(tmp_path):
     assert {c.data.tags["mechanism"] for c in children} == {"opdisc", "erm_01"}
     opdisc = next(c for c in children if c.data.tags["mechanism"] == "opdisc")
     assert opdisc.data.tags["privacy_holds"] == "yes"
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_wrong_column_names_are_refused_from_the_header_before_the_table_is_read(
+    tmp_path, monkeypatch, suffix
+):
+    """A wrong label or feature name, in the table or in its test file, is found in the header
+    alone: the table is never read (a long load came first before; issue 30, item 8)."""
+    path = write(tmp_path, CSV)
+    if suffix == ".parquet":
+        pd.read_csv(path, dtype=str).to_parquet(tmp_path / "data.parquet")
+        path = tmp_path / "data.parquet"
+
+    def no_read(source):
+        raise AssertionError(f"the table {source} was read before its header was checked")
+
+    monkeypatch.setattr(table_module, "read_table", no_read)
+    with pytest.raises(DataError) as raised:
+        load(path, label="Y", numeric={"size": [0, 10], "incme": [0, 100]})
+    assert str(raised.value) == (
+        f"{path.resolve()}: no column 'Y', 'incme' (did you mean 'Y' -> 'y', 'incme' -> "
+        "'income'?); the columns are ['colour', 'size', 'income', 'y']"
+    )
+    test = write(tmp_path, "colour,size,income,label\nred,1,10,yes\n", "test.csv")
+    with pytest.raises(DataError, match=r"test.csv: no column 'y'; .*'label'\]$"):
+        load(path, test_source=test)
+
+
+def test_a_stated_range_the_data_barely_occupy_is_warned_about_when_loading(tmp_path):
+    """load_table warns (BoundsWarning) for ``income: [0, 1e300]`` and loads the table."""
+    with pytest.warns(BoundsWarning, match=r"^numeric column 'income': .* \[0, 1e\+300\]"):
+        splits = load(write(tmp_path, CSV), numeric={"size": [0, 10], "income": [0, 1e300]})
+    assert splits.train.features[:, -1].max() < 1e-297

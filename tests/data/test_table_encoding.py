@@ -13,8 +13,11 @@ import pytest
 from mechanisms.privacy import PrivacyLeakWarning
 from pipeline.data import DataError
 from pipeline.data.table_encoding import (
+    NEGLIGIBLE_SPAN,
+    BoundsWarning,
     Encoding,
     check_columns,
+    check_spans,
     check_two_classes,
     complete_rows,
     encode,
@@ -174,3 +177,24 @@ def test_thirty_columns_read_off_the_data_are_one_warning_naming_them():
     assert message.startswith("the bounds of 30 columns ('x0', 'x1', ")
     assert "'x9', ...) are read off the training data" in message and "x10" not in message
     assert len(enc.leaks) == 30  # each column's bounds, on record
+
+
+def test_stated_bounds_the_data_barely_occupy_are_warned_about_naming_the_column():
+    """``dataset.numeric={x: [0, 1e300]}`` scales every value to about 1e-300: a BoundsWarning
+    names the column and its public bounds, never the data's values (issue 30, item 7)."""
+    raw = _raw(x=["1", "2", "3"], z=["0", "5", "9"], y=["p", "q", "p"])
+    rows = np.arange(3)
+    enc = fit_encoding(raw, rows, {}, {"x": [0, 1e300], "z": [0, 10]})
+    with pytest.warns(BoundsWarning) as caught:
+        messages = check_spans(raw, rows, enc, {"x", "z"})
+    assert [str(w.message) for w in caught] == messages
+    assert messages == [
+        "numeric column 'x': the training values occupy less than 0.1% of its stated bounds "
+        "[0, 1e+300], so scaled by them the column is nearly constant and carries almost nothing "
+        "to the classifiers; state bounds near its public range (dataset.numeric.x=[low,high])"
+    ]
+    # at the threshold the span is not negligible: 3 - 1 = 2 of [0, 2000] is 0.1%
+    at = fit_encoding(raw, rows, {}, {"x": [0, 2 / NEGLIGIBLE_SPAN]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BoundsWarning)
+        assert check_spans(raw, rows, at, {"x"}) == []

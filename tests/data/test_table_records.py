@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import pipeline.data.table_records as table_records_module
 from mechanisms.privacy import PrivacyLeakWarning
 from pipeline.data.record import DataError
 from pipeline.data.table_records import load_table_records
@@ -103,3 +104,18 @@ def test_a_test_fraction_splits_the_records_as_the_classifiers_tables_are_split(
     assert splits.test.provenance["split"] == "test"
     again = _load(frame, test_fraction=0.25, split_seed=3)
     assert (again.test.features == splits.test.features).all()
+
+
+def test_a_wrong_column_name_is_refused_from_the_header_before_the_table_is_read(
+    tmp_path, monkeypatch
+):
+    """As for the classifiers' tables (test_table.py): the names against the header first."""
+    path = tmp_path / "t.csv"
+    path.write_text("colour,age,y\nred,30,1\nblue,50,0\n")
+
+    def no_read(source, *args):
+        raise AssertionError("the table was read before its header was checked")
+
+    monkeypatch.setattr(table_records_module, "read_complete", no_read)
+    with pytest.raises(DataError, match=r"no column 'agee' \(did you mean 'agee' -> 'age'\?\)"):
+        load_table_records(path, label="y", positive="1", bins={"agee": [0, 50, 100]})

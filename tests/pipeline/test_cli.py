@@ -171,6 +171,61 @@ _TABLE = [
             ["+sweep=smoke", "sweep.mechanisms=[fem]"],
             "sweep.mechanisms: fem make synthetic tables from records",
         ),
+        # Hydra's words replaced where they do not say what to type (issue 30, items 9 to 13)
+        (["sweep=smoke"], r"sweep=smoke: sweep has no default to override; .*: \+sweep=smoke$"),
+        (["audit=opdisc"], r"audit=opdisc: .*add it with a plus: \+audit=opdisc$"),
+        (
+            ["+sweep=smoke", "+sweep=adult"],
+            (
+                r"sweep: given 2 times \(\+sweep=smoke, \+sweep=adult\); a command runs one "
+                r"sweep: keep one \+sweep=NAME and run the other as a second command$"
+            ),
+        ),
+        (
+            ["+sweep=smoke", "mechanisms.opdisk.tau=2"],
+            (
+                r"mechanisms.opdisk: unknown key \(did you mean mechanisms.opdisc\?\); the keys "
+                r"of mechanisms are opdisc, "
+            ),
+        ),
+        (
+            ["+sweep=smoke", "sweep.epsilons=0.5"],
+            r"sweep.epsilons: takes a list, found '0.5'; write 'sweep.epsilons=\[0.5\]' ",
+        ),
+        (
+            ["+sweep=smoke", "+mechanisms.opdisk.tau=2"],
+            r"mechanisms.opdisk: unknown key \(did you mean mechanisms.opdisc\?\)",
+        ),
+        (
+            ["+sweep=smoke", "sweep.epsilons=0.5,1.0"],
+            (
+                r"sweep.epsilons: '0.5,1.0' is a comma list, .* -m, not as a list; write "
+                r"'sweep.epsilons=\[0.5,1.0\]' "
+            ),
+        ),
+        (
+            ["+sweep=smoke", "sweep.mechanisms=opdisc"],
+            r"sweep.mechanisms: takes a list, found 'opdisc'; write 'sweep.mechanisms=\[opdisc\]'",
+        ),
+        (
+            [*_TABLE[:3], "dataset.label=y", "dataset.numeric={größe: [0, 250]}"],
+            (
+                r"cannot parse 'dataset.numeric={größe: \[0, 250\]}': a character the override "
+                r"grammar does not take; a name with non-ASCII letters or '=' .* quote a value "
+                r"\(dataset.label='größe'\), .* 'dataset.numeric=\"\{größe: \[0, 250\], a=b: "
+            ),
+        ),
+        (
+            [*_TABLE[:3], "dataset.label=y", "dataset.numeric={a=b: [0, 1]}"],
+            (
+                r"cannot parse 'dataset.numeric={a=b: \[0, 1\]}': .*; a name with non-ASCII "
+                r"letters or '=' cannot stand unquoted on the command line: .*docs/data.md"
+            ),
+        ),
+        (
+            [*_TABLE[:3], "dataset.label=größe"],
+            r"cannot parse 'dataset.label=größe': .*: quote a value \(dataset.label='größe'\)",
+        ),
     ],
 )
 def test_a_bad_command_line_is_one_error_line_exit_2_and_no_folder(
@@ -263,3 +318,23 @@ def test_an_output_directory_on_a_read_only_disk_is_one_line_and_runs_nothing(
     assert exited.value.code == 2 and len(err.splitlines()) == 1
     assert err.startswith(f"error: hydra.run.dir: {tmp_path / 'ro' / 'out'} cannot be written (")
     assert f"{tmp_path}: Read-only file system)" in err and list(tmp_path.iterdir()) == []
+
+
+def test_columns_the_grammar_cannot_spell_are_named_in_quotes(tmp_path):
+    """The quoting rule of docs/data.md: a quoted label and a mapping given as one quoted
+    string name columns with non-ASCII letters and '=' (issue 30, item 13)."""
+    from pipeline.data import load_dataset
+
+    rows = "".join(f"{i * 5},{i % 3},{'rot' if i % 2 else 'grün'},{i % 2}\n" for i in range(30))
+    (tmp_path / "t.csv").write_text("größe,a=b,farbe,ja?\n" + rows, encoding="utf-8")
+    overrides = [
+        "+sweep=table",
+        f"dataset.path={tmp_path / 't.csv'}",
+        "dataset.label='ja?'",
+        "dataset.positive=1",
+        'dataset.numeric="{größe: [0, 250], a=b: [0, 2]}"',
+        'dataset.categorical="{farbe: [rot, grün]}"',
+    ]
+    cli.check_command_line(overrides)
+    train, _ = load_dataset(_config(overrides, tmp_path / "out").dataset)
+    assert train.feature_names == ("farbe=rot", "farbe=grün", "größe", "a=b")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import time
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -10,7 +12,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigAttributeError, ValidationError
 
 from pipeline.cli import CONFIG_DIR
-from pipeline.config import Config, ConfigError, validate
+from pipeline.config import Config, ConfigError, sweep_id, validate
 from pipeline.data.schema import AdultDatasetConfig, SyntheticDatasetConfig
 
 
@@ -131,3 +133,31 @@ def test_bad_values_name_the_field(overrides, message):
     with pytest.raises(ConfigError) as err:
         validate(_compose(overrides))
     assert str(err.value).startswith(message)
+
+
+def test_a_grid_beyond_max_runs_is_refused_with_its_count_in_a_second():
+    """``sweep.seeds=100000000`` planned for minutes in 1.6 GB; the grid's count is refused
+    when the config is checked, before any key of it exists (issue 30, item 4)."""
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as raised:
+        validate(_compose(["+sweep=smoke", "sweep.seeds=100000000"]))
+    assert time.perf_counter() - start < 5
+    assert str(raised.value) == (
+        "sweep.seeds: the grid holds 1,200,000,002 runs (6 private mechanism(s) x 2 epsilon(s) "
+        "x 100,000,000 seeds, + 2 reference(s)), more than sweep.max_runs=10,000; lower "
+        "sweep.seeds (or the epsilons, the mechanisms), or raise sweep.max_runs, found 100000000"
+    )
+    big = validate(_compose(["+sweep=smoke", "sweep.seeds=2000", "sweep.max_runs=24002"]))
+    assert big.sweep.runs() == 24_002 == 6 * 2 * 2000 + 2
+
+
+def test_the_run_count_is_the_number_of_keys_and_max_runs_is_not_the_sweeps_identity():
+    from pipeline.tasks import sweep_keys
+
+    config = validate(_compose(["+sweep=smoke", "sweep.seeds=3"]))
+    assert config.sweep.runs() == len(sweep_keys(config)) == 6 * 2 * 3 + 2
+    resolved = dataclasses.asdict(config)
+    raised = dataclasses.asdict(
+        validate(_compose(["+sweep=smoke", "sweep.seeds=3", "sweep.max_runs=99"]))
+    )
+    assert sweep_id(resolved) == sweep_id(raised)

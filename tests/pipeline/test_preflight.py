@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
+from mechanisms.synthetic.domain import Domain
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, validate
-from pipeline.data.record import Dataset
+from pipeline.data.record import Dataset, records_provenance
 from pipeline.preflight import (
     WARN_ORACLE_CALLS,
     ServiceError,
@@ -25,6 +26,9 @@ from pipeline.preflight import (
     check_data_bounds,
     check_job_output_dir,
     check_oracle_calls,
+    check_task_cpus,
+    check_workload,
+    local_cpus,
     local_ray_error,
     probe_ray_address,
     probe_tracking_store,
@@ -158,3 +162,44 @@ def test_a_local_ray_that_would_not_start_is_one_line():
     error = local_ray_error(TimeoutError("Timed out after 30 s\n  raylet log ...\n  more"))
     assert str(error).startswith("a local Ray would not start: TimeoutError: Timed out after 30 s")
     assert "\n" not in str(error) and "rerun the same command" in str(error)
+
+
+def test_the_workload_is_checked_on_records_and_ignored_by_the_classifiers():
+    """``check_workload``: a classifier's dataset has no attributes to count (its runs ignore the
+    workload); records are refused past their attributes (issue 30, item 6)."""
+    features = Dataset(np.array([[0.5, 1.0], [0.0, 0.2]]), [1, -1], ["a", "b"])
+    check_workload(_config("sweep.workload_k=99"), features)
+    domain = Domain(("a", "y"), (("x", "z"), ("0", "1")))
+    records = Dataset(
+        np.array([[0, 1], [1, 0]]), [1, -1], ["a", "y"], records_provenance(domain, "y", "1")
+    )
+    synth = ["+sweep=synth_table", "dataset.path=t.csv", "dataset.label=y", "dataset.positive=1"]
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        k2 = validate(compose(config_name="config", overrides=[*synth, "sweep.workload_k=2"]))
+        k3 = validate(compose(config_name="config", overrides=[*synth, "sweep.workload_k=3"]))
+    check_workload(k2, records)
+    with pytest.raises(ConfigError, match=r"^sweep.workload_k: must be <= the 2 attributes .*3$"):
+        check_workload(k3, records)
+
+
+def test_every_task_must_fit_in_the_largest_node(monkeypatch):
+    """``check_task_cpus``: oracle.threads counts when an oracle mechanism is swept,
+    cluster.cpus_per_task when one without; ``local_cpus`` is the CPUs of a Ray of our own
+    (issue 30, item 5)."""
+    both = _config("sweep.mechanisms=[opdisc,logistic_regression]", "oracle.threads=3")
+    check_task_cpus(both, 3, "here")
+    with pytest.raises(ConfigError, match=r"^oracle.threads: .* of 3 CPUs, more than the 2 CPUs"):
+        check_task_cpus(both, 2, "here")
+    wide = _config("sweep.mechanisms=[logistic_regression]", "oracle.threads=64")
+    check_task_cpus(wide, 2, "here")  # no oracle swept: its threads are never a task
+    per_task = _config("sweep.mechanisms=[opdisc,expmech]", "cluster.cpus_per_task=5")
+    with pytest.raises(
+        ConfigError, match=r"^cluster.cpus_per_task: .*give cluster.cpus_per_task=4"
+    ):
+        check_task_cpus(per_task, 4, "here")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 7)
+    assert local_cpus(_config()) == 7 and local_cpus(_config("cluster.num_cpus=3")) == 3
+    assert local_cpus(_config("cluster.address=auto")) is None
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    assert local_cpus(_config()) is None

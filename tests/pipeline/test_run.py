@@ -13,6 +13,7 @@ import types
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import pipeline.preflight
@@ -24,7 +25,8 @@ from pipeline.catalog import SCHEMAS
 from pipeline.config import Config, ConfigError, SweepConfig, TrackingConfig
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
-from pipeline.data.schema import SyntheticDatasetConfig
+from pipeline.data.schema import SyntheticDatasetConfig, TableRecordsConfig
+from pipeline.data.table_records import load_table_records
 from pipeline.faults import StorageError
 from pipeline.run import SweepOutcome
 from pipeline.tasks import RunKey, sweep_keys
@@ -593,3 +595,78 @@ def test_an_output_directory_that_cannot_be_written_runs_nothing(tmp_path, monke
         match=r"cannot be written: permission denied \(.*\.driver\.lock\); nothing was run",
     ):
         run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
+
+
+def test_a_workload_k_beyond_the_records_attributes_is_refused_before_anything_starts(
+    services, tmp_path
+):
+    """``sweep.workload_k=99`` on records of 3 attributes: one ConfigError in the driver, beside
+    the other data checks, with nothing started (before, every run failed on it; issue 30,
+    item 6)."""
+    frame = pd.DataFrame(
+        {"a": ["x", "y"] * 10, "b": [str(i % 3) for i in range(20)], "y": ["0", "1"] * 10}
+    )
+    splits = load_table_records(frame, label="y", positive="1", categorical={"a": None, "b": None})
+    mechanisms = {"mst": SCHEMAS["mst"]()}
+    config = Config(
+        dataset=TableRecordsConfig(path="t.csv", label="y", positive="1"),
+        mechanisms=mechanisms,
+        sweep=SweepConfig(name="unit", mechanisms=["mst"], epsilons=[1.0], workload_k=99),
+        tracking=TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"),
+        output_dir=str(tmp_path),
+    )
+    services.sweep = _logging_every_run()
+    with pytest.raises(ConfigError) as raised:
+        run_module.run_sweep_and_report(config, tmp_path, (splits.train, splits.test))
+    assert str(raised.value) == (
+        "sweep.workload_k: must be <= the 3 attributes of the records (a, b, y), found 99"
+    )
+    assert services.events == [] and services.trackers == []
+    assert not (tmp_path / ".sweep_id").exists()
+
+
+def test_a_task_larger_than_this_machine_is_refused_before_the_data_load(
+    services, tmp_path, monkeypatch
+):
+    """``oracle.threads=1000`` on a Ray of our own: refused from the CPUs it will have, before
+    the data load and before Ray starts (issue 30, item 5)."""
+    config = _sweep_config(tmp_path)
+    config.oracle.threads = 1000
+
+    def no_load(cfg):
+        raise AssertionError("the data were loaded before the CPU check")
+
+    monkeypatch.setattr(run_module, "load_dataset", no_load)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(ConfigError) as raised:
+        run_module.run(config)
+    assert str(raised.value) == (
+        "oracle.threads: an oracle call is a Ray task of 1000 CPUs, more than the 2 CPUs of this "
+        "machine, so it could never start; give oracle.threads=2 or fewer (or a cluster with a "
+        "node that large), found 1000"
+    )
+    assert services.events == []
+
+
+def test_a_task_larger_than_the_clusters_largest_node_is_refused_before_the_parent(
+    services, tmp_path, monkeypatch
+):
+    """Joining a cluster, its nodes are counted once connected: refused before the parent run
+    exists and any task starts, and the directory's claim is given back, so that the fixed
+    command (another sweep id) can use it."""
+    config = _sweep_config(tmp_path)
+    config.cluster.address = "127.0.0.1:6379"
+    config.cluster.cpus_per_task = 8
+    monkeypatch.setattr(run_module, "largest_node_cpus", lambda: 4)
+    services.sweep = _logging_every_run()
+    with pytest.raises(ConfigError) as raised:
+        run_module.run_sweep_and_report(config, tmp_path)
+    assert str(raised.value).startswith(
+        "cluster.cpus_per_task: a run without oracle is a Ray task of 8 CPUs, more than the 4 "
+        "CPUs of the largest node of the Ray cluster, so it could never start; "
+    )
+    assert "start_parent" not in services.events and "init_ray" in services.events
+    assert not (tmp_path / ".sweep_id").exists()
+    config.cluster.cpus_per_task = 4  # fits: the sweep runs
+    assert run_module.run_sweep_and_report(config, tmp_path)["status"] == "complete"

@@ -523,20 +523,22 @@ import ray
 from hydra import compose, initialize_config_dir
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import validate
-from pipeline.sweep import init_ray
+from pipeline.sweep import init_ray, largest_node_cpus
 
 with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
     config = validate(compose(config_name="config", overrides=["+sweep=smoke", "cluster.num_cpus=1"]))
 init_ray(config)
 task = ray.remote(num_cpus=1)(lambda: os.nice(0))
-print(json.dumps({"driver": os.nice(0), "task": ray.get(task.remote())}))
+seen = {"driver": os.nice(0), "task": ray.get(task.remote()), "cpus": largest_node_cpus()}
+print(json.dumps(seen))
 """
 
 
 def test_the_pipelines_own_ray_runs_its_tasks_at_the_drivers_niceness():
     """Ray starts its workers niced (RAY_worker_niceness, 15) unless told otherwise; the
     pipeline's own Ray runs them at the driver's niceness (issue 29, item 5). The driver runs
-    at niceness 3 here, so a default Ray's task would read 18."""
+    at niceness 3 here, so a default Ray's task would read 18. Its one node has the CPUs it was
+    given (``largest_node_cpus``, what the sweep checks its tasks against)."""
     environ = env()
     environ.pop("RAY_ADDRESS", None)
     environ.pop("RAY_worker_niceness", None)
@@ -551,3 +553,4 @@ def test_the_pipelines_own_ray_runs_its_tasks_at_the_drivers_niceness():
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["task"] == seen["driver"] >= 3, seen
+    assert seen["cpus"] == 1, seen

@@ -643,3 +643,18 @@ def test_a_runs_progress_line_says_its_accuracy_or_its_tables_error():
     table = types.SimpleNamespace(max_marginal_error=0.10549, train_accuracy=0.7)
     assert sweep._headline(classifier) == "acc 0.873"
     assert sweep._headline(table) == "max marginal error 0.105"
+
+
+def test_the_largest_live_node_gives_the_cpus_a_task_may_hold(fake_ray):
+    """``largest_node_cpus``: a task runs on one node, so the largest live one counts (a dead
+    node's CPUs do not); None before the driver is connected (issue 30, item 5)."""
+    fake_ray.is_initialized = lambda: False
+    assert sweep.largest_node_cpus() is None
+    fake_ray.is_initialized = lambda: True
+    fake_ray.nodes = lambda: [
+        {"Alive": True, "Resources": {"CPU": 2.0, "memory": 1e9}},
+        {"Alive": False, "Resources": {"CPU": 64.0}},
+        {"Alive": True, "Resources": {"CPU": 4.0}},
+        {"Alive": True, "Resources": {}},
+    ]
+    assert sweep.largest_node_cpus() == 4
