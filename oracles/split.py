@@ -225,6 +225,24 @@ def solve_part_below(
 
 
 SolvePart = Callable[..., PartResult]
+
+
+def part_or_failure(
+    solve: SolvePart, tables: Tables, task: PartTask, best: float, **options
+) -> PartResult:
+    """``solve(tables, task, best, **options)``, or, when it raises, the part recorded as failed
+    (``PartResult.failed``: nothing found, nothing proven, so the whole is uncertified); every
+    place a part runs (in turn, on threads, as a Ray task) goes through here."""
+    start = time.perf_counter()
+    try:
+        return solve(tables, task, best, **options)
+    except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
+        seconds = time.perf_counter() - start
+        return PartResult.failed(
+            task.index, err, seconds=seconds, threads=options.get("threads", 1)
+        )
+
+
 #: ``map_parts(tables, tasks, incumbent) -> results`` (one per task, in order): where the parts
 #: run.
 MapParts = Callable[[Tables, Sequence[PartTask], float], list]
@@ -244,11 +262,7 @@ def sequential_parts(
     best, results = float(incumbent), []
     options = {"progress": progress} if progress is not None and len(tasks) == 1 else {}
     for task in tasks:
-        start = time.perf_counter()
-        try:
-            result = solve(tables, task, best, **options)
-        except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
-            result = PartResult.failed(task.index, err, seconds=time.perf_counter() - start)
+        result = part_or_failure(solve, tables, task, best, **options)
         if result.finished:
             best = min(best, result.value)
         results.append(result)
@@ -386,6 +400,7 @@ __all__ = [
     "PartTask",
     "SplitPlan",
     "combine",
+    "part_or_failure",
     "plan_split",
     "sequential_parts",
     "solve_part_below",

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from oracles.branch import SearchStopped, Tables
 from oracles.checks import check_int
-from oracles.split import MapParts, PartResult, PartTask, solve_part_below
+from oracles.split import MapParts, PartResult, PartTask, part_or_failure, solve_part_below
 
 
 class SharedBest:
@@ -70,13 +69,9 @@ def thread_parts(threads: int, shared: SharedBest | None = None) -> MapParts:
                 pass
 
         def solve(task: PartTask) -> PartResult:
-            start = time.perf_counter()
-            try:
-                return solve_part_below(tables, task, best.value, threads=threads, share=best.offer)
-            except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
-                return PartResult.failed(
-                    task.index, err, seconds=time.perf_counter() - start, threads=threads
-                )
+            return part_or_failure(
+                solve_part_below, tables, task, best.value, threads=threads, share=best.offer
+            )
 
         with ThreadPoolExecutor(max_workers=max(1, min(threads, len(tasks)))) as pool:
             return list(pool.map(solve, tasks))

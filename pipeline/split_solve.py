@@ -37,7 +37,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from oracles.branch import SearchStopped, Tables
-from oracles.split import PartResult, PartTask, solve_part_below
+from oracles.split import PartResult, PartTask, part_or_failure, solve_part_below
 
 #: A part Ray lost (its worker died) is retried this many times; a part that raised is not.
 MAX_RETRIES = 1
@@ -92,7 +92,6 @@ def solve_part_task(tables: Tables, task: PartTask, best: Any, start_value: floa
     0); the part starts from ``start_value``, the best known when the parts were launched."""
     import ray
 
-    start = time.perf_counter()
     threads = assigned_cpus()
     pending = [best.read.remote()]
 
@@ -106,12 +105,9 @@ def solve_part_task(tables: Tables, task: PartTask, best: Any, start_value: floa
         pending[0] = best.read.remote()
         return min(value, known)
 
-    try:
-        return solve_part_below(writable(tables), task, start_value, threads=threads, share=share)
-    except Exception as err:  # noqa: BLE001 - a failed part leaves the whole uncertified
-        return PartResult.failed(
-            task.index, err, seconds=time.perf_counter() - start, threads=threads
-        )
+    return part_or_failure(
+        solve_part_below, writable(tables), task, start_value, threads=threads, share=share
+    )
 
 
 class RayMapParts:
