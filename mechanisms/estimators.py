@@ -94,9 +94,36 @@ def __getattr__(name: str) -> Any:
 
 
 def _generator(random_state: Any) -> np.random.Generator:
+    """The generator of ``random_state``: None (fresh entropy), an int seed >= 0, or a
+    ``numpy.random.Generator`` (used as it is); anything else is refused in one line naming
+    ``random_state`` (not numpy's ``SeedSequence`` message)."""
     if isinstance(random_state, np.random.Generator):
         return random_state
+    if random_state is not None and (
+        isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer))
+    ):
+        raise TypeError(
+            f"random_state must be None, an int seed >= 0 or a numpy.random.Generator, "
+            f"found {random_state!r}"
+        )
+    if random_state is not None and random_state < 0:
+        raise ValueError(f"random_state must be an int seed >= 0, found {random_state!r}")
     return np.random.default_rng(random_state)
+
+
+def _check_batch(name: str, settings: Any, defaults: dict[str, Any], n: int) -> None:
+    """A ``batch_size`` setting (DP-SGD's) of at most n rows, else a ValueError that says
+    whether it is the default and what to pass (the mechanism's own check only quotes it)."""
+    batch = getattr(settings, "batch_size", None)
+    if batch is None or isinstance(batch, bool) or not isinstance(batch, (int, np.integer)):
+        return  # not a setting of this entry, or a wrong type its own check names
+    if batch > n:
+        which = " (the default)" if batch == defaults.get("batch_size") else ""
+        raise ValueError(
+            f"fit got {n} samples, fewer than {name}'s batch_size = {batch}{which}: a batch "
+            f"is at most the training rows; pass batch_size <= {n}, e.g. "
+            f"{name}(batch_size={n})"
+        )
 
 
 # --- the input checks without scikit-learn (its messages; check_array, check_X_y, ...) ---------
@@ -269,6 +296,8 @@ class CatalogClassifier:
         settings = entry.default_settings(
             **{s: getattr(self, s) for s, _, _ in entry.setting_fields()}
         )
+        _check_batch(name, settings, {s: d for s, _, d in entry.setting_fields()}, n)
+        rng = _generator(self.random_state)
         release = entry.release(
             settings,
             self.epsilon,
@@ -276,7 +305,7 @@ class CatalogClassifier:
             self.margin,
             X,
             signs,
-            _generator(self.random_state),
+            rng,
             oracle=self._oracle,
         )
         self.release_ = release
