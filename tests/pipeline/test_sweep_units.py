@@ -658,3 +658,16 @@ def test_the_largest_live_node_gives_the_cpus_a_task_may_hold(fake_ray):
         {"Alive": True, "Resources": {}},
     ]
     assert sweep.largest_node_cpus() == 4
+
+
+def test_a_finished_reference_reads_as_a_reference_not_eps_inf_and_non_private_privacy():
+    classifier = types.SimpleNamespace(
+        max_marginal_error=math.nan, train_accuracy=0.8725, privacy_status="non-private"
+    )
+    line = sweep.finished_line(RunKey("erm_01", math.inf, 0), classifier)
+    assert line == "erm_01 (non-private reference): acc 0.873"
+    private = types.SimpleNamespace(
+        max_marginal_error=math.nan, train_accuracy=0.87, privacy_status="holds"
+    )
+    line = sweep.finished_line(RunKey("opdisc", 1.0, 0), private)
+    assert line == "opdisc/eps=1/run=0: acc 0.870, privacy holds"
