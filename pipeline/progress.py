@@ -29,9 +29,10 @@ run already past its typical duration ran on to the oracle's time limit (high):
   throughput (elapsed x slots / done), else the oracle's time limit;
 * a run not started yet will take its typical duration (low and high);
 * a running run that has run e seconds has typical - e left while e <= typical (low and
-  high). Past it, it may end at any moment (low: 0) or run on to the time limit (high:
-  limit - e; without a limit, the overrun again, e - typical). So a solve far slower than the
-  others widens the range to its limit instead of being ignored;
+  high). Past it, it may end at any moment (low: 0); up to twice its typical duration (the
+  ordinary spread of run times) it may overrun as much again (high: e - typical), and past
+  that, run on to the time limit (high: limit - e; without a limit, still e - typical). So a
+  solve far slower than the others widens the range to its limit instead of being ignored;
 * each end = max(its sum of what is left / slots, the longest that any running run has left).
 
 The low end falls while a run is short of its typical duration and rises when a run past it
@@ -214,7 +215,7 @@ def left_of_running(elapsed: float, typical: float, limit: float | None) -> tupl
     """(low, high) of what a run that has run ``elapsed`` seconds has left (module docstring)."""
     if elapsed <= typical:
         return typical - elapsed, typical - elapsed
-    if limit is None:
+    if elapsed <= 2 * typical or limit is None:
         return 0.0, elapsed - typical
     return 0.0, max(0.0, limit - elapsed)
 

@@ -50,7 +50,10 @@ def clock(monkeypatch) -> Clock:
 def test_a_running_run_has_its_typical_duration_left_then_anything_up_to_the_limit():
     assert left_of_running(10.0, typical=30.0, limit=600.0) == (20.0, 20.0)
     assert left_of_running(30.0, typical=30.0, limit=600.0) == (0.0, 0.0)
-    # past its typical duration it may end now, or run on to the time limit
+    # past its typical duration it may end now, or overrun as much again (up to twice it)
+    assert left_of_running(45.0, typical=30.0, limit=600.0) == (0.0, 15.0)
+    assert left_of_running(60.0, typical=30.0, limit=600.0) == (0.0, 30.0)
+    # past twice its typical duration, it may run on to the time limit
     assert left_of_running(100.0, typical=30.0, limit=600.0) == (0.0, 500.0)
     assert left_of_running(700.0, typical=30.0, limit=600.0) == (0.0, 0.0)
     assert left_of_running(50.0, typical=30.0, limit=None) == (0.0, 20.0)  # the overrun again
@@ -281,8 +284,8 @@ def test_the_eta_moves_while_time_passes_and_no_run_ends(clock):
     progress.done = 2
     progress.started(keys[0])
     progress.started(keys[1])
-    progress.show_running(  # dpsgd_lr 200 s short of its 300, opdisc 20 s past its 60
-        [BoardEntry(str(keys[0]), 100.0), BoardEntry(str(keys[1]), 80.0)]
+    progress.show_running(  # dpsgd_lr 200 s short of its 300, opdisc past twice its 60
+        [BoardEntry(str(keys[0]), 100.0), BoardEntry(str(keys[1]), 130.0)]
     )
     texts = _eta_texts(progress, clock, 91.0, 10.0)
     assert all(a != b for a, b in zip(texts, texts[1:])), texts
@@ -300,13 +303,15 @@ def test_a_solve_left_alone_after_every_other_run_is_not_eta_0(clock):
     progress.started(keys[0])
     clock.now += 3
     progress.update("opdisc done", keys[0])
-    progress.show_running([BoardEntry("erm_01/eps=inf/run=0", 6.0)])
-    assert progress.eta() == Eta(0.0, 594.0)
-    assert "eta 0-594s" in stream.getvalue().splitlines()[-2]
+    progress.show_running([BoardEntry("erm_01/eps=inf/run=0", 5.0)])
+    assert progress.eta() == Eta(0.0, 2.0)  # within twice the others' 3 s: the overrun again
+    clock.now += 2
+    assert progress.eta() == Eta(0.0, 593.0)  # past it: up to its limit
+    assert progress._line("x").endswith("eta 0-593s  x")
     clock.now += 30
-    assert progress.eta() == Eta(0.0, 564.0)
+    assert progress.eta() == Eta(0.0, 563.0)
     assert stream.getvalue().splitlines()[-1] == (
-        "  erm_01 (non-private reference) 6s of 600s: no solver report yet"
+        "  erm_01 (non-private reference) 5s of 600s: no solver report yet"
     )
 
 
