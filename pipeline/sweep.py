@@ -175,7 +175,23 @@ def run_on_cluster(
     wall_seconds = result.wall_seconds - solver.waited + solver.task_seconds
     return dataclasses.replace(
         result, wall_seconds=wall_seconds, node=",".join(sorted(solver.nodes))
-    ), release
+    ), solve_step_of_tasks(release, solver)
+
+
+def solve_step_of_tasks(release: Any, solver: RaySolveMany) -> Any:
+    """``release`` with its ``solve`` step timed as its ``wall_seconds`` is: the oracle tasks'
+    own seconds (``solver.task_seconds``), not the driver's wait for them, which includes their
+    queue for a CPU (a ``solve`` of 12.75 s beside a run of 3.68 s); that wait is kept as the
+    step ``solve_waited``, and ``total`` is the steps' sum again."""
+    timings = dict(getattr(release, "timings", {}))
+    if "solve" not in timings or not dataclasses.is_dataclass(release):
+        return release
+    waited = timings["solve"]
+    timings["solve"] = solver.task_seconds
+    if "total" in timings:
+        timings["total"] += solver.task_seconds - waited
+    timings["solve_waited"] = waited
+    return dataclasses.replace(release, timings=timings)
 
 
 #: Ray starts its worker processes niced by this environment variable's value (15 by default,

@@ -17,13 +17,15 @@ import types
 import numpy as np
 import pytest
 
-from mechanisms.base import Release
+from mechanisms.base import PrivacyClaim, Release
+from oracles.base import Certificate, Status
 from pipeline import sweep
 from pipeline.catalog import SCHEMAS
 from pipeline.config import Config, SweepConfig
 from pipeline.data.record import Dataset
 from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.preflight import ServiceError
+from pipeline.run_record import RunResult, release_fields
 from pipeline.tasks import RunKey
 from tests.pipeline.records import result_for
 
@@ -386,6 +388,57 @@ def test_oracle_run_time_is_driver_plus_task_seconds_not_queueing(fake_ray, cloc
     assert release == ["solution-0", "solution-1"]  # the calls' answers, in order
     assert row.wall_seconds == pytest.approx(2.0 + 1.0 + 3.0 + 4.0)  # not 53 s
     assert row.node == "node-a,node-b"
+
+
+def test_an_oracle_runs_solve_step_is_its_tasks_seconds_and_its_wait_is_named(
+    fake_ray, clock, monkeypatch
+):
+    """The driver's wait for its oracle tasks (queue included) was the step ``solve``: 12.75 s
+    beside a run of 3.68 s. The step is the tasks' own seconds, as ``wall_seconds`` counts
+    them; the wait is ``solve_waited``; every time metric names its clock."""
+    fake_ray.get_seconds = 50.0
+
+    def run_one(config, key, train, test, *, solve_many):
+        start = clock.perf_counter()
+        clock.advance(2.0)
+        built = clock.perf_counter()
+        solve_many("oracle", [{"id": 0, "node": "n", "seconds": 3.0}])
+        solved = clock.perf_counter()
+        clock.advance(1.0)
+        timings = {"prepare": built - start, "solve": solved - built}
+        release = Release(
+            "opdisc",
+            np.zeros(2),
+            PrivacyClaim(1.0, 1e-6, True, "certified"),
+            certificates=(Certificate(Status.OPTIMAL, 1.0, 1.0, 2.9, "highs", cpu_seconds=2.5),),
+            timings=timings | {"total": sum(timings.values())},
+        )
+        return result_for(key, wall_seconds=clock.perf_counter() - start), release
+
+    monkeypatch.setattr(sweep, "run_one", run_one)
+    key = RunKey("opdisc", 1.0, 0)
+    row, release = sweep.run_on_cluster(
+        _config(), key, _dataset(), None, None, SolveTask(), "train-ref", "test-ref"
+    )
+    assert release.timings == {"prepare": 2.0, "solve": 3.0, "total": 5.0, "solve_waited": 50.0}
+    assert row.wall_seconds == pytest.approx(2.0 + 3.0 + 1.0)
+    result = RunResult.of(key, release, _dataset(), None, row.wall_seconds)
+    metrics = release_fields(release)[1] | result.to_metrics()
+    times = sorted(k for k in metrics if "seconds" in k)
+    assert times == [
+        "oracle_cpu_seconds",
+        "oracle_wall_seconds",
+        "step_wall_seconds.prepare",
+        "step_wall_seconds.solve",
+        "step_wall_seconds.solve_waited",
+        "step_wall_seconds.total",
+        "wall_seconds",
+    ]
+    steps = ("prepare", "solve", "total")
+    assert all(metrics[f"step_wall_seconds.{s}"] <= metrics["wall_seconds"] for s in steps)
+    assert metrics["oracle_wall_seconds"] <= metrics["step_wall_seconds.solve"]
+    assert metrics["oracle_cpu_seconds"] <= metrics["oracle_wall_seconds"]  # one thread
+    assert metrics["step_wall_seconds.solve_waited"] >= metrics["step_wall_seconds.solve"]
 
 
 class TaskError(Exception):
