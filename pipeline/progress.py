@@ -46,7 +46,7 @@ The board's snapshot is read every ``PROGRESS_EVERY`` seconds; a task's time on 
 from the read (``since_read``), and when the board does not answer the block says how old its
 snapshot is instead of showing the old one's seconds again. Each running line says how far
 its run is towards the time limit (``36s of 600s``); on a terminal the bar (elapsed, ETA) is
-redrawn at every tick of the sweep (``redraw``), not only when a run ends.
+redrawn every ``REDRAW_EVERY`` seconds (``redraw``), not only when a run ends.
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds between two progress blocks of the driver (the issue asks for at most 30).
 PROGRESS_EVERY = 30.0
+#: Seconds between two redraws of the bar on a terminal (elapsed and ETA move between runs).
+REDRAW_EVERY = 5.0
 #: Seconds between two reports of one solve to the board.
 REPORT_EVERY = 10.0
 #: Seconds the driver waits for the board's snapshot before giving up on it this time.

@@ -38,6 +38,7 @@ from pipeline.data.record import Dataset
 from pipeline.preflight import local_ray_error, probe_ray_address, ray_connect_error
 from pipeline.progress import (
     PROGRESS_EVERY,
+    REDRAW_EVERY,
     REPORT_EVERY,
     Channel,
     Progress,
@@ -340,7 +341,7 @@ def run_sweep(
             work,
             heartbeat=tracker.heartbeat,  # the lease on the parent run: this driver is alive
             tick=tick,
-            wait=min(HEARTBEAT, PROGRESS_EVERY),
+            wait=min(HEARTBEAT, PROGRESS_EVERY, REDRAW_EVERY),
         ):
             if error is not None:
                 # a run failed for good: record why, go on, redo it on the next run
