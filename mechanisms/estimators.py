@@ -12,7 +12,11 @@ the entry's one path (``Entry.release``). A mechanism added to the catalog has i
 ``fit`` needs n >= 2 unless ``delta`` is given (or the mechanism takes none).
 ``oracle`` is an oracle object or a name for ``oracles.registry.make_oracle`` (used where the
 entry lets the caller choose; OPSamp's logistic loss always takes the convex oracle).
-``random_state`` is an int seed or a ``numpy.random.Generator``.
+``random_state`` is None, an int seed >= 0 or a ``numpy.random.Generator``; anything else is a
+one-line TypeError (ValueError for a negative seed) naming it. A ``batch_size`` (DP-SGD's,
+default 64) larger than the rows ``fit`` gets is refused before anything runs, saying whether
+it is the default and what to pass (the batch stays as given: q = batch_size / n is what the
+accountant is told, so it is never shrunk behind the caller's back).
 
 Labels. The mechanisms classify into -1 and +1. Labels in {-1, +1} (numbers) are taken as they
 are: ``classes_`` is [-1, +1] whatever the data hold, even one class only (it does not
