@@ -18,7 +18,7 @@ then ignored, and nothing here changes what a run computes or records.
 The ETA (``estimate_eta``) is a range, ``Eta(low, high)``: what is left of every run, in
 run-seconds, over the runs that can execute at once (``slots``: the cluster's CPUs over the
 CPUs a task holds), once as if every run took its typical duration (low) and once as if every
-run already past its typical duration ran on to the oracle's time limit (high):
+run already past twice its typical duration ran on to the oracle's time limit (high):
 
 * a finished run's duration is from its task's start (board) or its driver thread's start to
   its result. The TYPICAL duration of a mechanism's runs is the mean of its finished runs and
@@ -37,10 +37,11 @@ run already past its typical duration ran on to the oracle's time limit (high):
 
 The low end falls while a run is short of its typical duration and rises when a run past it
 raises its mechanism's typical duration for the runs still to come; the high end falls by one
-second a second while a run heads for its limit: the ETA never stands still while time passes
-(a point estimate of "the overrun again" did: one run short of its typical duration and one
-past it summed to a constant, shown as ``eta 172s`` for 91 s). ``Eta.text`` shows one number
-when the two ends are close, else ``low-high``.
+second a second while a run heads for its limit. So the ETA moves while time passes where the
+old point estimate ("the overrun again", capped by the limit) stood still: one run short of
+its typical duration and one past it summed to a constant, shown as ``eta 172s`` for 91 s
+(``tests/pipeline/test_progress.py`` replays that case on a fake clock). ``Eta.text`` shows one
+number when the two ends are close, else ``low-high``.
 
 The board's snapshot is read every ``PROGRESS_EVERY`` seconds; a task's time on it counts up
 from the read (``since_read``), and when the board does not answer the block says how old its
@@ -200,7 +201,7 @@ def run_of(tag: str) -> str:
 @dataclass(frozen=True)
 class Eta:
     """Seconds until the sweep ends: ``low`` if every run takes its typical duration, ``high``
-    if every run past it runs on to the time limit (module docstring)."""
+    if every run past twice it runs on to the time limit (module docstring)."""
 
     low: float
     high: float
