@@ -256,11 +256,14 @@ def estimate_eta(
     slots: int,
     throughput: float | None = None,
     limit: float | None = None,
+    unlimited: Iterable[Hashable] = (),
 ) -> Eta | None:
     """Seconds until the sweep ends, low and high (module docstring), or None when nothing
     gives a typical duration. ``finished``: (mechanism, seconds); ``running``: (mechanism,
     elapsed); ``pending``: the mechanisms of the runs not started; ``throughput``: elapsed x
-    slots / done when no finished run has a duration."""
+    slots / done when no finished run has a duration; ``unlimited``: the mechanisms that call
+    no oracle (the time ``limit`` is not theirs)."""
+    unlimited = frozenset(unlimited)
     everything = [s for _, s in finished]
     overall = (sum(everything) / len(everything)) if everything else throughput
     if overall is None:
@@ -268,7 +271,7 @@ def estimate_eta(
     if overall is None:
         return None if (running or pending) else Eta(0.0, 0.0)
     base, to_come = typical_durations(finished, running, overall)
-    lefts = [left_of_running(e, base[g], limit) for g, e in running]
+    lefts = [left_of_running(e, base[g], None if g in unlimited else limit) for g, e in running]
     waiting = sum(to_come.get(g, overall) for g in pending)
     ends = []
     for i in (0, 1):
@@ -290,17 +293,19 @@ def running_line(
     since_read: float = 0.0,
     limit: float | None = None,
     name: str | None = None,
+    oracle: bool = True,
 ) -> str:
     """``  <name> <s>s of <limit>s: <backend> <s>s incumbent <v> bound <b> gap <g>`` for one
     running task: its seconds on the board counted on by ``since_read`` (the seconds since the
     board was read) and, with an oracle ``limit``, out of that limit; ``name``: what to call
-    it (default: its tag)."""
+    it (default: its tag); ``oracle`` False: a run that calls no oracle (no solver to hear
+    from)."""
     seconds = entry.seconds + since_read
     of_limit = f" of {limit:.0f}s" if limit is not None else ""
     head = f"  {name or entry.tag} {seconds:.0f}s{of_limit}"
     p = entry.progress
     if p is None:
-        return f"{head}: no solver report yet"
+        return f"{head}: {'no solver report yet' if oracle else 'running (calls no oracle)'}"
     gap = f"{p.gap:.4g}" if math.isfinite(p.gap) else "-"
     return (
         f"{head}: {p.backend} {p.elapsed:.0f}s incumbent {_number(p.incumbent)} "
@@ -331,11 +336,13 @@ class Progress:
         slots: int = 1,
         limit: float | None = None,
         every: float = PROGRESS_EVERY,
+        unlimited: Iterable[Hashable] = (),
     ) -> None:
         stream = sys.stderr if stream is None else stream  # the one in force now, not at import
         self.total, self.done, self.start, self.stream = total, 0, time.perf_counter(), stream
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.slots, self.limit, self.every = max(1, int(slots)), limit, float(every)
+        self.unlimited = frozenset(unlimited)  # mechanisms without an oracle: no time limit
         self.groups = {str(k): _group(k) for k in keys}
         self.labels = {str(k): _label(k) for k in keys}
         self.threads_started: dict[str, float] = {}  # run -> when its driver thread took it
@@ -377,6 +384,10 @@ class Progress:
         run, sep, call = tag.partition("#")
         return self.labels.get(run, run) + sep + call
 
+    def limit_of(self, tag: str) -> float | None:
+        """The time limit of a board tag's run: the oracle's, None for a mechanism without."""
+        return None if self.groups.get(run_of(tag)) in self.unlimited else self.limit
+
     def eta(self) -> Eta | None:
         running = self.running()
         elapsed = time.perf_counter() - self.start
@@ -394,6 +405,7 @@ class Progress:
             slots=self.slots,
             throughput=throughput,
             limit=self.limit,
+            unlimited=self.unlimited,
         )
 
     def update(self, label: str, key: Any = None) -> None:
@@ -427,7 +439,13 @@ class Progress:
         entries = [e for e in (self.board or []) if run_of(e.tag) in ours]
         entries.sort(key=lambda e: -e.seconds)
         lines = [
-            running_line(e, since_read=since_read, limit=self.limit, name=self.name_of(e.tag))
+            running_line(
+                e,
+                since_read=since_read,
+                limit=self.limit_of(e.tag),
+                name=self.name_of(e.tag),
+                oracle=self.groups.get(run_of(e.tag)) not in self.unlimited,
+            )
             for e in entries
         ]
         queued = len(ours - {run_of(e.tag) for e in entries}) if self.board is not None else 0

@@ -318,6 +318,7 @@ def run_sweep(
         slots=max(1, cpus // config.oracle.threads),
         limit=config.oracle.time_limit,
         every=PROGRESS_EVERY,
+        unlimited={k.mechanism for k in todo if config.mechanisms[k.mechanism].name in NON_ORACLE},
     )
     failed: dict[str, str] = {}
     results: list[RunResult] = []

@@ -350,6 +350,35 @@ def test_a_terminal_bar_is_redrawn_between_runs_and_a_log_is_not(clock):
     assert log.getvalue() == before
 
 
+def test_a_run_that_calls_no_oracle_has_no_time_limit_in_its_line_nor_its_eta(clock):
+    """An exponential mechanism's run showed ``0s of 600s: no solver report yet``: the limit
+    is the oracle's, and such a run has none (its ETA is "the overrun again")."""
+    keys = [RunKey("opdisc", 1.0, 0), RunKey("expmech", 1.0, 0)]
+    stream = io.StringIO()
+    progress = Progress(2, stream=stream, keys=keys, limit=600.0, unlimited={"expmech"})
+    for key in keys:
+        progress.started(key)
+    progress.show_running([BoardEntry(str(k), 40.0) for k in keys])
+    assert stream.getvalue().splitlines()[-2:] == [
+        "  opdisc/eps=1/run=0 40s of 600s: no solver report yet",
+        "  expmech/eps=1/run=0 40s: running (calls no oracle)",
+    ]
+    finished = [("opdisc", 10.0), ("expmech", 10.0)]
+    eta = estimate_eta(
+        finished=finished, running=[("expmech", 40.0)], pending=[], slots=1, limit=600.0
+    )
+    assert eta == Eta(0.0, 560.0)
+    eta = estimate_eta(
+        finished=finished,
+        running=[("expmech", 40.0)],
+        pending=[],
+        slots=1,
+        limit=600.0,
+        unlimited={"expmech"},
+    )
+    assert eta == Eta(0.0, 30.0)  # past twice its 10 s, but no limit: the overrun again
+
+
 def test_running_lines_name_a_reference_and_each_call_of_a_run():
     keys = [RunKey("erm_01", math.inf, 0), RunKey("opsamp", 0.5, 1)]
     progress = Progress(2, stream=io.StringIO(), keys=keys)
