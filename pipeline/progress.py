@@ -24,9 +24,11 @@ run already past twice its typical duration ran on to the oracle's time limit (h
   its result. The TYPICAL duration of a mechanism's runs is the mean of its finished runs and
   of its running runs already past that mean, counted at what they have run so far (a run
   known to take at least e seconds; the runs that finish first are the short ones, and a mean
-  of the finished alone says 296 s of a sweep that takes 1,516). A mechanism without a
-  finished run takes the mean of all finished runs (the same rule), else the sweep's
-  throughput (elapsed x slots / done), else the oracle's time limit;
+  of the finished alone says 296 s of a sweep that takes 1,516). A running run is measured
+  against the mean of its mechanism's finished runs alone. A mechanism without a finished
+  run takes the mean of all finished runs (for a run still to come, by the same rule: the
+  running runs past it lengthen it), else the sweep's throughput (elapsed x slots / done),
+  else the oracle's time limit;
 * a run not started yet will take its typical duration (low and high);
 * a running run that has run e seconds has typical - e left while e <= typical (low and
   high). Past it, it may end at any moment (low: 0); up to twice its typical duration (the
@@ -241,11 +243,18 @@ def typical_durations(
     for group in {g for g, _ in finished} | {g for g, _ in running}:
         own = by_group.get(group, [])
         base[group] = sum(own) / len(own) if own else fallback
-        longer = [e for g, e in running if g == group and e > base[group]]
-        to_come[group] = base[group]
-        if longer:
-            to_come[group] = (sum(own) + sum(longer)) / (len(own) + len(longer))
+        to_come[group] = lengthened(own, [e for g, e in running if g == group], base[group])
     return base, to_come
+
+
+def lengthened(durations: Sequence[float], elapsed: Sequence[float], mean: float) -> float:
+    """``mean`` (of ``durations``, or a fallback without any) with the running runs that have
+    already run longer (``elapsed``) counted at what they have run: a lower bound of their
+    duration, and the runs that finish first are the short ones."""
+    longer = [e for e in elapsed if e > mean]
+    if not longer:
+        return mean
+    return (sum(durations) + sum(longer)) / (len(durations) + len(longer))
 
 
 def estimate_eta(
@@ -272,7 +281,9 @@ def estimate_eta(
         return None if (running or pending) else Eta(0.0, 0.0)
     base, to_come = typical_durations(finished, running, overall)
     lefts = [left_of_running(e, base[g], None if g in unlimited else limit) for g, e in running]
-    waiting = sum(to_come.get(g, overall) for g in pending)
+    # a mechanism not seen yet: the mean of every run, the running ones past it lengthening it
+    unseen = lengthened(everything, [e for _, e in running], overall) if everything else overall
+    waiting = sum(to_come.get(g, unseen) for g in pending)
     ends = []
     for i in (0, 1):
         mine = [left[i] for left in lefts]

@@ -19,6 +19,7 @@ from pipeline.progress import (
     ProgressBoard,
     estimate_eta,
     left_of_running,
+    lengthened,
     reporting,
     running_line,
     typical_durations,
@@ -104,6 +105,18 @@ def test_a_run_past_the_mean_lengthens_its_mechanisms_typical_duration():
         limit=600.0,
     )
     assert eta == Eta(pytest.approx(4 * 22.0), pytest.approx(4 * 22.0 + 540.0))
+
+
+def test_a_mechanism_not_seen_yet_is_planned_at_the_mean_lengthened_by_long_running_runs():
+    """The table sweep's case: fast mechanisms finish first, slow ones run; a mechanism that has
+    not started is planned at the mean of every run, the long running ones counted."""
+    finished = [("dpsgd_lr", 5.0)] * 4
+    running = [("opdisc", 100.0), ("opdisc", 60.0)]
+    eta = estimate_eta(finished=finished, running=running, pending=["rspm"], slots=1)
+    unseen = (20.0 + 100.0 + 60.0) / 6  # 30 s, not the finished runs' 5 s
+    assert eta.low == pytest.approx(unseen)  # the running opdiscs may end now
+    assert lengthened([5.0] * 4, [100.0, 60.0, 1.0], 5.0) == pytest.approx(unseen)
+    assert lengthened([5.0], [4.0], 5.0) == 5.0  # shorter so far: no news
 
 
 def test_eta_falls_back_to_throughput_then_the_limit_then_unknown():
