@@ -119,6 +119,47 @@ def test_a_mechanism_not_seen_yet_is_planned_at_the_mean_lengthened_by_long_runn
     assert lengthened([5.0], [4.0], 5.0) == 5.0  # shorter so far: no news
 
 
+def _replay(runs: list[tuple[str, float]], slots: int, t: float) -> dict:
+    """(finished, running, pending) at time t of ``runs`` taken in order by ``slots`` slots."""
+    free, state = [0.0] * slots, {"finished": [], "running": [], "pending": []}
+    for group, seconds in runs:
+        slot = min(range(slots), key=lambda j: free[j])
+        start, free[slot] = free[slot], free[slot] + seconds
+        if start + seconds <= t:
+            state["finished"].append((group, seconds))
+        elif start <= t:
+            state["running"].append((group, t - start))
+        else:
+            state["pending"].append(group)
+    return state | {"end": max(free)}
+
+
+def test_a_replayed_sweep_of_fast_then_slow_mechanisms():
+    """docs/sweeps.md's replay: 26 runs on 2 slots, fast mechanisms first, 917 s in all. At
+    96 s the rule before said 100 s (the fast runs' mean for everything); the range now starts
+    at 206 s. At the end, the exact ERM alone: its range holds the truth, 61 s."""
+    runs = (
+        [("dpsgd_lr", 4.0)] * 5
+        + [("expmech", 3.0)] * 5
+        + [("opdisc", 150.0)] * 5
+        + [("rspm", 90.0)] * 5
+        + [("opsamp", 20.0)] * 5
+        + [("erm_01", 250.0)]
+    )
+    for t, text in ((96.0, "206-727s"), (856.0, "0-411s")):
+        state = _replay(runs, 2, t)
+        assert state["end"] == 917.0
+        eta = estimate_eta(
+            finished=state["finished"],
+            running=state["running"],
+            pending=state["pending"],
+            slots=2,
+            limit=600.0,
+        )
+        assert eta.text() == text
+    assert eta.low <= 917.0 - 856.0 <= eta.high
+
+
 def test_eta_falls_back_to_throughput_then_the_limit_then_unknown():
     eta = estimate_eta(finished=[], running=[], pending=[None, None], slots=1, throughput=10.0)
     assert eta == Eta(20.0, 20.0)
