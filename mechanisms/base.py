@@ -192,10 +192,17 @@ class PrivacyClaim:
         }
 
 
+#: The prefix of a release's step timings as metrics (``step_wall_seconds.solve``): wall-clock
+#: seconds of each step where the mechanism ran, beside ``oracle_wall_seconds`` and
+#: ``oracle_cpu_seconds`` (the oracle calls' own clocks).
+STEP_WALL = "step_wall_seconds"
+
+
 class ReleaseRecord:
     """What every release records, whatever it publishes (a classifier here, a synthetic table
     in mechanisms.synthetic.fem): the mechanism, its parameters, the privacy claim, the oracle
-    calls it rests on (``certificates``) and its timings, flat for MLflow."""
+    calls it rests on (``certificates``) and its timings (wall-clock seconds by step), flat for
+    MLflow."""
 
     mechanism: str
     privacy: PrivacyClaim
@@ -211,6 +218,8 @@ class ReleaseRecord:
 
     @property
     def oracle_seconds(self) -> float:
+        """The wall-clock seconds of the oracle calls (``Certificate.seconds``), summed: the
+        metric ``oracle_wall_seconds``."""
         return float(sum(c.seconds for c in self.oracle_answers))
 
     @property
@@ -250,8 +259,8 @@ class ReleaseRecord:
         return out
 
     def to_metrics(self) -> dict[str, float]:
-        out = {f"time.{k}": float(v) for k, v in self.timings.items()}
-        out["oracle_seconds"] = self.oracle_seconds
+        out = {f"{STEP_WALL}.{k}": float(v) for k, v in self.timings.items()}
+        out["oracle_wall_seconds"] = self.oracle_seconds
         out["oracle_cpu_seconds"] = self.oracle_cpu_seconds
         out["oracle_max_gap"] = self.max_gap
         out["oracle_certified_fraction"] = (

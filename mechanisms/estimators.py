@@ -12,7 +12,11 @@ the entry's one path (``Entry.release``). A mechanism added to the catalog has i
 ``fit`` needs n >= 2 unless ``delta`` is given (or the mechanism takes none).
 ``oracle`` is an oracle object or a name for ``oracles.registry.make_oracle`` (used where the
 entry lets the caller choose; OPSamp's logistic loss always takes the convex oracle).
-``random_state`` is an int seed or a ``numpy.random.Generator``.
+``random_state`` is None, an int seed >= 0 or a ``numpy.random.Generator``; anything else is a
+one-line TypeError (ValueError for a negative seed) naming it. A ``batch_size`` (DP-SGD's,
+default 64) larger than the rows ``fit`` gets is refused before anything runs, saying whether
+it is the default and what to pass (the batch stays as given: q = batch_size / n is what the
+accountant is told, so it is never shrunk behind the caller's back).
 
 Labels. The mechanisms classify into -1 and +1. Labels in {-1, +1} (numbers) are taken as they
 are: ``classes_`` is [-1, +1] whatever the data hold, even one class only (it does not
@@ -94,9 +98,36 @@ def __getattr__(name: str) -> Any:
 
 
 def _generator(random_state: Any) -> np.random.Generator:
+    """The generator of ``random_state``: None (fresh entropy), an int seed >= 0, or a
+    ``numpy.random.Generator`` (used as it is); anything else is refused in one line naming
+    ``random_state`` (not numpy's ``SeedSequence`` message)."""
     if isinstance(random_state, np.random.Generator):
         return random_state
+    if random_state is not None and (
+        isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer))
+    ):
+        raise TypeError(
+            f"random_state must be None, an int seed >= 0 or a numpy.random.Generator, "
+            f"found {random_state!r}"
+        )
+    if random_state is not None and random_state < 0:
+        raise ValueError(f"random_state must be an int seed >= 0, found {random_state!r}")
     return np.random.default_rng(random_state)
+
+
+def _check_batch(name: str, settings: Any, defaults: dict[str, Any], n: int) -> None:
+    """A ``batch_size`` setting (DP-SGD's) of at most n rows, else a ValueError that says
+    whether it is the default and what to pass (the mechanism's own check only quotes it)."""
+    batch = getattr(settings, "batch_size", None)
+    if batch is None or isinstance(batch, bool) or not isinstance(batch, (int, np.integer)):
+        return  # not a setting of this entry, or a wrong type its own check names
+    if batch > n:
+        which = " (the default)" if batch == defaults.get("batch_size") else ""
+        raise ValueError(
+            f"fit got {n} samples, fewer than {name}'s batch_size = {batch}{which}: a batch "
+            f"is at most the training rows; pass batch_size <= {n}, e.g. "
+            f"{name}(batch_size={n})"
+        )
 
 
 # --- the input checks without scikit-learn (its messages; check_array, check_X_y, ...) ---------
@@ -269,6 +300,8 @@ class CatalogClassifier:
         settings = entry.default_settings(
             **{s: getattr(self, s) for s, _, _ in entry.setting_fields()}
         )
+        _check_batch(name, settings, {s: d for s, _, d in entry.setting_fields()}, n)
+        rng = _generator(self.random_state)
         release = entry.release(
             settings,
             self.epsilon,
@@ -276,7 +309,7 @@ class CatalogClassifier:
             self.margin,
             X,
             signs,
-            _generator(self.random_state),
+            rng,
             oracle=self._oracle,
         )
         self.release_ = release

@@ -46,11 +46,19 @@ Quirks absorbed here:
   as its dual bound, so its proof would have to be read from a status, not from a bound.
 * Progress (``oracles.progress``): only when a listener is registered, MIP callbacks report the
   incumbent and bound (``watch``); without one no callback is installed.
+* The first ``Highs()`` of a process prints HiGHS's banner ("Running HiGHS ...") to the
+  process's standard output (file descriptor 1, not ``sys.stdout``), before any option can turn
+  output off: ``import_highspy`` makes that first one with descriptor 1 sent to /dev/null
+  (``_without_banner``), so that an estimator's first ``fit`` prints nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -197,12 +205,32 @@ class HighsModelRefused(OracleError):
 
 def import_highspy():
     """highspy, imported when a solve runs (module docstring: it cannot share a process with
-    OR-Tools), or SolverUnavailableError."""
+    OR-Tools), its banner already printed to nowhere, or SolverUnavailableError."""
     try:
         import highspy
     except ImportError as err:  # pragma: no cover - highspy is a dependency
         raise SolverUnavailableError(f"highspy is not importable ({err})") from err
+    _without_banner(highspy.Highs)
     return highspy
+
+
+_STDOUT_LOCK = threading.Lock()
+
+
+@functools.cache
+def _without_banner(make_highs: Any) -> None:
+    """Make one ``make_highs()`` (HiGHS prints its banner at the first of a process) with file
+    descriptor 1 on /dev/null, then put it back; once per process (``functools.cache``)."""
+    with _STDOUT_LOCK:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "wb") as null:
+                os.dup2(null.fileno(), 1)
+                make_highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def run_highs(

@@ -15,19 +15,41 @@ From the workers to the driver (issue 19, item 4):
 Progress is best effort: every call on the board is guarded, a failing board is logged and
 then ignored, and nothing here changes what a run computes or records.
 
-The ETA (``estimate_eta``) counts what is left of every run, in run-seconds, over the runs
-that can execute at once (``slots``: the cluster's CPUs over the CPUs a task holds):
+The ETA (``estimate_eta``) is a range, ``Eta(low, high)``: what is left of every run, in
+run-seconds, over the runs that can execute at once (``slots``: the cluster's CPUs over the
+CPUs a task holds), once as if every run took its typical duration (low) and once as if every
+run already past twice its typical duration ran on to the oracle's time limit (high):
 
 * a finished run's duration is from its task's start (board) or its driver thread's start to
-  its result; the TYPICAL duration of a run is the mean of the finished runs of its mechanism,
-  else of all finished runs, else the sweep's throughput (elapsed x slots / done), else the
-  oracle's time limit;
-* a run not started yet will take its typical duration;
-* a running run that has run e seconds has typical - e left while e < typical; once past
-  it by e - typical, that much again, but not past the time limit: min(e - typical,
-  limit - e), at least 0 (continuous in e). A solve far slower than the others lengthens the
-  ETA instead of being ignored;
-* ETA = max(sum of what is left / slots, the longest that any running run has left).
+  its result. The TYPICAL duration of a mechanism's runs is the mean of its finished runs and
+  of its running runs already past that mean, counted at what they have run so far (a run
+  known to take at least e seconds; the runs that finish first are the short ones, and a mean
+  of the finished alone says 296 s of a sweep that takes 1,516). A running run is measured
+  against the mean of its mechanism's finished runs alone. A mechanism without a finished
+  run takes the mean of all finished runs (for a run still to come, by the same rule: the
+  running runs past it lengthen it), else the sweep's throughput (elapsed x slots / done),
+  else the oracle's time limit;
+* a run not started yet will take its typical duration (low and high);
+* a running run that has run e seconds has typical - e left while e <= typical (low and
+  high). Past it, it may end at any moment (low: 0); up to twice its typical duration (the
+  ordinary spread of run times) it may overrun as much again (high: e - typical), and past
+  that, run on to the time limit (high: limit - e; without a limit, still e - typical). So a
+  solve far slower than the others widens the range to its limit instead of being ignored;
+* each end = max(its sum of what is left / slots, the longest that any running run has left).
+
+The low end falls while a run is short of its typical duration and rises when a run past it
+raises its mechanism's typical duration for the runs still to come; the high end falls by one
+second a second while a run heads for its limit. So the ETA moves while time passes where the
+old point estimate ("the overrun again", capped by the limit) stood still: one run short of
+its typical duration and one past it summed to a constant, shown as ``eta 172s`` for 91 s
+(``tests/pipeline/test_progress.py`` replays that case on a fake clock). ``Eta.text`` shows one
+number when the two ends are close, else ``low-high``.
+
+The board's snapshot is read every ``PROGRESS_EVERY`` seconds; a task's time on it counts up
+from the read (``since_read``), and when the board does not answer the block says how old its
+snapshot is instead of showing the old one's seconds again. Each running line says how far
+its run is towards the time limit (``36s of 600s``); on a terminal the bar (elapsed, ETA) is
+redrawn every ``REDRAW_EVERY`` seconds (``redraw``), not only when a run ends.
 """
 
 from __future__ import annotations
@@ -47,6 +69,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds between two progress blocks of the driver (the issue asks for at most 30).
 PROGRESS_EVERY = 30.0
+#: Seconds between two redraws of the bar on a terminal (elapsed and ETA move between runs).
+REDRAW_EVERY = 5.0
 #: Seconds between two reports of one solve to the board.
 REPORT_EVERY = 10.0
 #: Seconds the driver waits for the board's snapshot before giving up on it this time.
@@ -176,14 +200,61 @@ def run_of(tag: str) -> str:
 # --- the ETA -------------------------------------------------------------------------------
 
 
-def left_of_running(elapsed: float, typical: float, limit: float | None) -> float:
-    """What a run that has run ``elapsed`` seconds has left (module docstring)."""
-    if elapsed < typical:
-        return typical - elapsed
-    overrun = elapsed - typical
-    if limit is None:
-        return overrun
-    return max(0.0, min(overrun, limit - elapsed))
+@dataclass(frozen=True)
+class Eta:
+    """Seconds until the sweep ends: ``low`` if every run takes its typical duration, ``high``
+    if every run past twice it runs on to the time limit (module docstring)."""
+
+    low: float
+    high: float
+
+    def text(self) -> str:
+        """``   42s`` when the two ends are within 5 s or a quarter of the low one of each
+        other, else ``12-560s`` (a run may go on to its time limit)."""
+        if self.high - self.low <= max(5.0, 0.25 * self.low):
+            return f"{self.low:5.0f}s"
+        return f"{self.low:.0f}-{self.high:.0f}s".rjust(6)
+
+
+def left_of_running(elapsed: float, typical: float, limit: float | None) -> tuple[float, float]:
+    """(low, high) of what a run that has run ``elapsed`` seconds has left (module docstring)."""
+    if elapsed <= typical:
+        return typical - elapsed, typical - elapsed
+    if elapsed <= 2 * typical or limit is None:
+        return 0.0, elapsed - typical
+    return 0.0, max(0.0, limit - elapsed)
+
+
+def typical_durations(
+    finished: Sequence[tuple[Hashable, float]],
+    running: Sequence[tuple[Hashable, float]],
+    fallback: float,
+) -> tuple[dict[Hashable, float], dict[Hashable, float]]:
+    """(finished, to come): mechanism -> the mean of its finished runs (``fallback`` without
+    one: the mean of all finished runs, or the sweep's throughput, or the time limit), what a
+    running run is measured against; and that mean with its running runs already past it
+    counted at what they have run, what a run still to come is planned at (module
+    docstring)."""
+    by_group: dict[Hashable, list[float]] = {}
+    for group, seconds in finished:
+        by_group.setdefault(group, []).append(seconds)
+    base: dict[Hashable, float] = {}
+    to_come: dict[Hashable, float] = {}
+    for group in {g for g, _ in finished} | {g for g, _ in running}:
+        own = by_group.get(group, [])
+        base[group] = sum(own) / len(own) if own else fallback
+        to_come[group] = lengthened(own, [e for g, e in running if g == group], base[group])
+    return base, to_come
+
+
+def lengthened(durations: Sequence[float], elapsed: Sequence[float], mean: float) -> float:
+    """``mean`` (of ``durations``, or a fallback without any) with the running runs that have
+    already run longer (``elapsed``) counted at what they have run: a lower bound of their
+    duration, and the runs that finish first are the short ones."""
+    longer = [e for e in elapsed if e > mean]
+    if not longer:
+        return mean
+    return (sum(durations) + sum(longer)) / (len(durations) + len(longer))
 
 
 def estimate_eta(
@@ -194,28 +265,30 @@ def estimate_eta(
     slots: int,
     throughput: float | None = None,
     limit: float | None = None,
-) -> float | None:
-    """Seconds until the sweep ends (module docstring), or None when nothing gives a typical
-    duration. ``finished``: (mechanism, seconds); ``running``: (mechanism, elapsed);
-    ``pending``: the mechanisms of the runs not started; ``throughput``: elapsed x slots / done
-    when no finished run has a duration."""
-    by_group: dict[Hashable, list[float]] = {}
-    for group, seconds in finished:
-        by_group.setdefault(group, []).append(seconds)
+    unlimited: Iterable[Hashable] = (),
+) -> Eta | None:
+    """Seconds until the sweep ends, low and high (module docstring), or None when nothing
+    gives a typical duration. ``finished``: (mechanism, seconds); ``running``: (mechanism,
+    elapsed); ``pending``: the mechanisms of the runs not started; ``throughput``: elapsed x
+    slots / done when no finished run has a duration; ``unlimited``: the mechanisms that call
+    no oracle (the time ``limit`` is not theirs)."""
+    unlimited = frozenset(unlimited)
     everything = [s for _, s in finished]
     overall = (sum(everything) / len(everything)) if everything else throughput
     if overall is None:
         overall = limit
     if overall is None:
-        return None if (running or pending) else 0.0
-
-    def typical(group: Hashable) -> float:
-        own = by_group.get(group)
-        return sum(own) / len(own) if own else overall
-
-    lefts = [left_of_running(e, typical(g), limit) for g, e in running]
-    work = sum(lefts) + sum(typical(g) for g in pending)
-    return max(work / max(1, slots), max(lefts, default=0.0))
+        return None if (running or pending) else Eta(0.0, 0.0)
+    base, to_come = typical_durations(finished, running, overall)
+    lefts = [left_of_running(e, base[g], None if g in unlimited else limit) for g, e in running]
+    # a mechanism not seen yet: the mean of every run, the running ones past it lengthening it
+    unseen = lengthened(everything, [e for _, e in running], overall) if everything else overall
+    waiting = sum(to_come.get(g, unseen) for g in pending)
+    ends = []
+    for i in (0, 1):
+        mine = [left[i] for left in lefts]
+        ends.append(max((sum(mine) + waiting) / max(1, slots), max(mine, default=0.0)))
+    return Eta(ends[0], max(ends))
 
 
 # --- the console ---------------------------------------------------------------------------
@@ -225,12 +298,25 @@ def _number(x: float) -> str:
     return f"{x:.6g}" if math.isfinite(x) else ("none" if x > 0 else "-inf")
 
 
-def running_line(entry: BoardEntry) -> str:
-    """``  <tag> <s>s: <backend> incumbent <v> bound <b> gap <g>`` for one running task."""
-    head = f"  {entry.tag} {entry.seconds:.0f}s"
+def running_line(
+    entry: BoardEntry,
+    *,
+    since_read: float = 0.0,
+    limit: float | None = None,
+    name: str | None = None,
+    oracle: bool = True,
+) -> str:
+    """``  <name> <s>s of <limit>s: <backend> <s>s incumbent <v> bound <b> gap <g>`` for one
+    running task: its seconds on the board counted on by ``since_read`` (the seconds since the
+    board was read) and, with an oracle ``limit``, out of that limit; ``name``: what to call
+    it (default: its tag); ``oracle`` False: a run that calls no oracle (no solver to hear
+    from)."""
+    seconds = entry.seconds + since_read
+    of_limit = f" of {limit:.0f}s" if limit is not None else ""
+    head = f"  {name or entry.tag} {seconds:.0f}s{of_limit}"
     p = entry.progress
     if p is None:
-        return f"{head}: no solver report yet"
+        return f"{head}: {'no solver report yet' if oracle else 'running (calls no oracle)'}"
     gap = f"{p.gap:.4g}" if math.isfinite(p.gap) else "-"
     return (
         f"{head}: {p.backend} {p.elapsed:.0f}s incumbent {_number(p.incumbent)} "
@@ -240,6 +326,12 @@ def running_line(entry: BoardEntry) -> str:
 
 def _group(key: Any) -> Hashable:
     return getattr(key, "mechanism", None)
+
+
+def _label(key: Any) -> str:
+    """What the console calls a run: its ``label`` (a RunKey's: a reference is not
+    ``eps=inf``), else its text."""
+    return str(getattr(key, "label", key))
 
 
 class Progress:
@@ -255,18 +347,22 @@ class Progress:
         slots: int = 1,
         limit: float | None = None,
         every: float = PROGRESS_EVERY,
+        unlimited: Iterable[Hashable] = (),
     ) -> None:
         stream = sys.stderr if stream is None else stream  # the one in force now, not at import
         self.total, self.done, self.start, self.stream = total, 0, time.perf_counter(), stream
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.slots, self.limit, self.every = max(1, int(slots)), limit, float(every)
+        self.unlimited = frozenset(unlimited)  # mechanisms without an oracle: no time limit
         self.groups = {str(k): _group(k) for k in keys}
+        self.labels = {str(k): _label(k) for k in keys}
         self.threads_started: dict[str, float] = {}  # run -> when its driver thread took it
         self.finished: list[tuple[Hashable, float]] = []  # (mechanism, seconds) of each
         self.finished_keys: set[str] = set()
         self.board: list[BoardEntry] | None = None  # the last snapshot read, and when
         self.board_read_at = self.start
         self.last_block = self.start
+        self.last_label = ""
         self.lock = threading.Lock()
 
     # -- what the sweep tells it --
@@ -275,6 +371,7 @@ class Progress:
         """A driver thread took ``key`` (it may still queue for a CPU on the cluster)."""
         with self.lock:
             self.groups.setdefault(str(key), _group(key))
+            self.labels.setdefault(str(key), _label(key))
             self.threads_started[str(key)] = time.perf_counter()
 
     def running(self) -> dict[str, float]:
@@ -293,7 +390,16 @@ class Progress:
                 out[run] = max(out.get(run, 0.0), entry.seconds + since_read)
         return out
 
-    def eta(self) -> float | None:
+    def name_of(self, tag: str) -> str:
+        """A board tag (``key`` or ``key#i``) with its run's label."""
+        run, sep, call = tag.partition("#")
+        return self.labels.get(run, run) + sep + call
+
+    def limit_of(self, tag: str) -> float | None:
+        """The time limit of a board tag's run: the oracle's, None for a mechanism without."""
+        return None if self.groups.get(run_of(tag)) in self.unlimited else self.limit
+
+    def eta(self) -> Eta | None:
         running = self.running()
         elapsed = time.perf_counter() - self.start
         with self.lock:
@@ -310,6 +416,7 @@ class Progress:
             slots=self.slots,
             throughput=throughput,
             limit=self.limit,
+            unlimited=self.unlimited,
         )
 
     def update(self, label: str, key: Any = None) -> None:
@@ -332,27 +439,46 @@ class Progress:
         return time.perf_counter() - self.last_block >= self.every
 
     def show_running(self, board: list[BoardEntry] | None) -> None:
-        """Print the running tasks (``board``: the snapshot just read, None without one)."""
+        """Print the running tasks (``board``: the snapshot just read, None when there is no
+        board or it did not answer: the last snapshot, its seconds counted on, and its age)."""
         self.last_block = time.perf_counter()
         if board is not None:
             self.board, self.board_read_at = board, self.last_block
+        since_read = self.last_block - self.board_read_at
         with self.lock:
             ours = set(self.threads_started)
         entries = [e for e in (self.board or []) if run_of(e.tag) in ours]
         entries.sort(key=lambda e: -e.seconds)
-        lines = [running_line(e) for e in entries]
+        lines = [
+            running_line(
+                e,
+                since_read=since_read,
+                limit=self.limit_of(e.tag),
+                name=self.name_of(e.tag),
+                oracle=self.groups.get(run_of(e.tag)) not in self.unlimited,
+            )
+            for e in entries
+        ]
         queued = len(ours - {run_of(e.tag) for e in entries}) if self.board is not None else 0
         summary = f"running {len({run_of(e.tag) for e in entries})}"
         if queued:
             summary += f", {queued} waiting for a CPU or starting"
+        if board is None and self.board is not None:
+            summary += f" (the progress board did not answer: as read {since_read:.0f}s ago)"
         self._write_line(summary, below=lines)
+
+    def redraw(self) -> None:
+        """On a terminal, the bar again with the time now (elapsed and ETA move while no run
+        ends); off a terminal nothing (a line per update and per block is enough in a log)."""
+        if self.tty and self.done < self.total:
+            self._write_line(self.last_label)
 
     # -- the console --
 
     def _line(self, label: str) -> str:
         elapsed = time.perf_counter() - self.start
         eta = self.eta()
-        eta_text = f"{eta:5.0f}s" if eta is not None else "    ?s"
+        eta_text = eta.text() if eta is not None else "    ?s"
         width = 30
         filled = int(width * self.done / max(self.total, 1))
         return (
@@ -361,6 +487,7 @@ class Progress:
         )
 
     def _write_line(self, label: str, below: Sequence[str] = ()) -> None:
+        self.last_label = label
         line = self._line(label)
         if self.tty:
             # one terminal line, whatever its width: a wrapped line is not overwritten by \r

@@ -93,22 +93,26 @@ def oracle_verdict(frame: pd.DataFrame, name: str) -> str:
 
 
 def best_accuracy_note(train: dict[str, Any]) -> str:
-    """The best possible training accuracy of a dataset summary (``Dataset.summary``), said
-    only when it tells something: below 1 when equal rows carry different labels; exactly 1
-    (the best labelling of the distinct rows) whenever no two equal rows disagree, which says
-    nothing about the data, so then the note says why it is 1 instead of printing 1.0000."""
+    """The training-accuracy ceiling of a dataset summary (``Dataset.summary``): the accuracy of
+    the best labelling of the distinct rows, which no classifier of any kind exceeds (equal
+    rows get one label). It is not what a linear classifier can reach: that is the exact ERM's
+    (``erm_01``), which may be well below, so the note says so. Said only when it tells
+    something: below 1 when equal rows carry different labels; exactly 1 whenever no two
+    equal rows disagree, which says nothing about the data, so then the note says why it is 1
+    instead of printing 1.0000."""
     best = float(train["best_possible_accuracy"])
     both = train.get("distinct_rows_with_both_labels")
     if both is None:
         both = 1 if best < 1.0 else 0
     if int(both) == 0:
         return (
-            "no two equal rows carry different labels (so the best possible accuracy, that of "
-            "the best labelling of the distinct rows, is 1 and tells nothing)"
+            "no two equal rows carry different labels (so no classifier's training accuracy "
+            "is capped below 1 by the data)"
         )
     return (
-        f"best possible accuracy {best:.4f} ({int(both)} of {train['distinct_rows']} distinct "
-        f"rows carry both labels)"
+        f"training accuracy at most {best:.4f} for any classifier, linear or not "
+        f"({int(both)} of {train['distinct_rows']} distinct rows carry both labels; the best "
+        f"linear classifier's is the exact ERM's, erm_01)"
     )
 
 

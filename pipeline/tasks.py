@@ -44,6 +44,14 @@ class RunKey:
     def __str__(self) -> str:
         return f"{self.mechanism}/eps={format_epsilon(self.epsilon)}/run={self.run_index}"
 
+    @property
+    def label(self) -> str:
+        """What the console calls the run: its key, but a non-private reference (run once, its
+        epsilon recorded as inf) ``erm_01 (non-private reference)``."""
+        if self.mechanism in NON_PRIVATE:
+            return f"{self.mechanism} (non-private reference)"
+        return str(self)
+
 
 def format_epsilon(epsilon: float) -> str:
     """The shortest text that reads back as exactly ``epsilon``.

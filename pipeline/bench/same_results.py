@@ -18,7 +18,7 @@ import pandas as pd
 
 #: Columns that measure when, how long or where a run ran, not what it computed.
 TIMING = frozenset(
-    {"start_time_ms", "wall_seconds", "oracle_seconds", "oracle_cpu_seconds", "node"}
+    {"start_time_ms", "wall_seconds", "oracle_wall_seconds", "oracle_cpu_seconds", "node"}
 )
 
 

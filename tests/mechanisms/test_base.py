@@ -249,7 +249,7 @@ def test_release_metrics_sum_times_and_take_the_largest_gap():
     )
     assert release.oracle_seconds == 3.5 and release.max_gap == 1.0
     metrics = release.to_metrics()
-    assert metrics["oracle_certified_fraction"] == 0.5 and metrics["time.solve"] == 3.5
+    assert metrics["oracle_certified_fraction"] == 0.5 and metrics["step_wall_seconds.solve"] == 3.5
     assert metrics["privacy_holds"] == 0.0
     empty = Release("m", [0.0], PrivacyClaim(1.0, 0.0, True, ""))
     assert empty.max_gap == 0.0 and empty.to_metrics()["oracle_certified_fraction"] == 0.0

@@ -250,6 +250,51 @@ def test_fit_refuses_one_row_without_delta_in_user_terms(validation, small):
     LogisticRegressionClassifier().fit(X, y)  # no delta to default: one row is fine
 
 
+def test_fit_on_fewer_rows_than_the_default_batch_says_so_and_what_to_pass(small):
+    X, y = small.features[:40], small.labels[:40]
+    with _raises(
+        ValueError,
+        "fit got 40 samples, fewer than DPSGDClassifier's batch_size = 64 (the default): a "
+        "batch is at most the training rows; pass batch_size <= 40, e.g. "
+        "DPSGDClassifier(batch_size=40)",
+    ):
+        DPSGDClassifier(random_state=0).fit(X, y)
+    with _raises(ValueError, "fewer than DPSGDClassifier's batch_size = 50: a batch"):
+        DPSGDClassifier(batch_size=50, random_state=0).fit(X, y)  # given, not the default
+    fitted = DPSGDClassifier(batch_size=40, random_state=0).fit(X, y)  # the advice works
+    assert fitted.coef_.shape == (small.d,)
+
+
+@pytest.mark.parametrize(
+    "random_state, error, message",
+    [
+        (
+            "x",
+            TypeError,
+            "random_state must be None, an int seed >= 0 or a numpy.random.Generator, found 'x'",
+        ),
+        (1.5, TypeError, "found 1.5"),
+        (True, TypeError, "found True"),
+        (-1, ValueError, "random_state must be an int seed >= 0, found -1"),
+    ],
+)
+def test_a_bad_random_state_gets_the_projects_one_line(small, random_state, error, message):
+    with pytest.raises(error) as raised:
+        OPDiscClassifier(random_state=random_state).fit(small.features, small.labels)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    assert "SeedSequence" not in str(raised.value)
+
+
+def test_random_state_takes_a_seed_a_numpy_integer_or_a_generator(small):
+    X, y = small.features, small.labels
+    seeded = ExpMechClassifier(random_state=3).fit(X, y).coef_
+    np.testing.assert_array_equal(
+        ExpMechClassifier(random_state=np.int64(3)).fit(X, y).coef_, seeded
+    )
+    given = ExpMechClassifier(random_state=np.random.default_rng(3)).fit(X, y).coef_
+    np.testing.assert_array_equal(given, seeded)
+
+
 @pytest.mark.parametrize("method", ["predict", "score"])
 def test_predict_and_score_before_fit_raise_not_fitted(validation, small, method):
     args = (small.features, small.labels)[: 1 if method == "predict" else 2]

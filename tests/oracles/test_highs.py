@@ -3,6 +3,10 @@ thread quirk, time limit (SPEC section 8)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -120,3 +124,33 @@ def test_highs_is_a_release_without_the_1_14_presolve_false_optima():
     h.setObjective(2 * x + 3 * z, sense=highspy.ObjSense.kMinimize)
     h.run()
     assert h.getInfo().objective_function_value == pytest.approx(9.0)
+
+
+def test_the_first_highs_of_a_process_prints_its_banner_to_nowhere(capfd):
+    """HiGHS writes its banner to file descriptor 1 (not sys.stdout) when the first Highs of a
+    process is made; ``_without_banner`` makes that one with descriptor 1 on /dev/null, once."""
+    made = []
+
+    def make_highs():  # the banner as HiGHS writes it: to the descriptor, past sys.stdout
+        os.write(1, b"Running HiGHS 1.16.0 (git hash: f3f113d)\n")
+        made.append(1)
+
+    highs_module._without_banner(make_highs)
+    highs_module._without_banner(make_highs)  # once per process
+    os.write(1, b"after\n")  # and the descriptor is back
+    assert capfd.readouterr().out == "after\n"
+    assert made == [1]
+
+
+@pytest.mark.integration
+def test_a_fresh_process_solving_with_highs_prints_nothing():
+    """The real banner: a new process (HiGHS prints it once per process) solves one problem."""
+    code = (
+        "from oracles.registry import make_oracle\n"
+        "from tests.oracles.contract import make_instance\n"
+        "make_oracle('highs', time_limit=30).solve(make_instance(0))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout == ""

@@ -14,12 +14,15 @@ from pipeline import progress as pp
 from pipeline.progress import (
     BoardEntry,
     Channel,
+    Eta,
     Progress,
     ProgressBoard,
     estimate_eta,
     left_of_running,
+    lengthened,
     reporting,
     running_line,
+    typical_durations,
 )
 from pipeline.tasks import RunKey
 
@@ -45,13 +48,16 @@ def clock(monkeypatch) -> Clock:
 # --- the ETA rule ----------------------------------------------------------------------------
 
 
-def test_a_running_run_has_its_typical_duration_left_then_its_overrun_up_to_the_limit():
-    assert left_of_running(10.0, typical=30.0, limit=600.0) == 20.0
-    assert left_of_running(30.0, typical=30.0, limit=600.0) == 0.0  # continuous at typical
-    assert left_of_running(100.0, typical=30.0, limit=600.0) == 70.0  # the overrun again
-    assert left_of_running(400.0, typical=30.0, limit=600.0) == 200.0  # but not past the limit
-    assert left_of_running(700.0, typical=30.0, limit=600.0) == 0.0
-    assert left_of_running(50.0, typical=30.0, limit=None) == 20.0
+def test_a_running_run_has_its_typical_duration_left_then_anything_up_to_the_limit():
+    assert left_of_running(10.0, typical=30.0, limit=600.0) == (20.0, 20.0)
+    assert left_of_running(30.0, typical=30.0, limit=600.0) == (0.0, 0.0)
+    # past its typical duration it may end now, or overrun as much again (up to twice it)
+    assert left_of_running(45.0, typical=30.0, limit=600.0) == (0.0, 15.0)
+    assert left_of_running(60.0, typical=30.0, limit=600.0) == (0.0, 30.0)
+    # past twice its typical duration, it may run on to the time limit
+    assert left_of_running(100.0, typical=30.0, limit=600.0) == (0.0, 500.0)
+    assert left_of_running(700.0, typical=30.0, limit=600.0) == (0.0, 0.0)
+    assert left_of_running(50.0, typical=30.0, limit=None) == (0.0, 20.0)  # the overrun again
 
 
 def test_eta_counts_pending_runs_at_their_mechanism_typical_duration_over_the_slots():
@@ -62,32 +68,113 @@ def test_eta_counts_pending_runs_at_their_mechanism_typical_duration_over_the_sl
         slots=2,
     )
     # fast 3, slow 100 twice, an unseen mechanism the overall mean 106 / 3
-    assert eta == pytest.approx((3.0 + 200.0 + 106.0 / 3) / 2)
+    assert eta == Eta(pytest.approx((3.0 + 200.0 + 106.0 / 3) / 2), pytest.approx(eta.low))
 
 
-def test_a_long_running_solve_lengthens_the_eta_instead_of_being_ignored():
+def test_a_long_running_solve_widens_the_eta_to_its_time_limit():
     """The issue's case: fast runs finished, one solve far past the typical duration. Counting
-    finished runs alone says a few seconds; the running solve says minutes."""
+    finished runs alone says 0 s; the running solve may go on to its limit."""
     finished = [("opdisc", 20.0)] * 5
-    ignoring = estimate_eta(finished=finished, running=[], pending=[], slots=2)
-    assert ignoring == 0.0
+    assert estimate_eta(finished=finished, running=[], pending=[], slots=2) == Eta(0.0, 0.0)
     eta = estimate_eta(
         finished=finished, running=[("opdisc", 360.0)], pending=[], slots=2, limit=600.0
     )
-    assert eta == 240.0  # up to the time limit: the longest any running run has left
+    assert eta == Eta(0.0, 240.0)
+    assert eta.text() == "0-240s"
+
+
+def test_a_run_past_the_mean_lengthens_its_mechanisms_typical_duration():
+    """The runs that finish first are the short ones: a running run already longer than the
+    finished ones' mean counts at what it has run, so the runs still to come are not planned
+    at the short ones' mean (296 s predicted of a sweep that took 1,516 s)."""
+    base, to_come = typical_durations(
+        [("opdisc", 2.0), ("opdisc", 4.0), ("dpsgd", 1.0)],
+        [("opdisc", 60.0), ("opdisc", 1.0), ("erm_01", 40.0), ("expmech", 0.5)],
+        fallback=7.0 / 3,
+    )
+    assert base == {"opdisc": 3.0, "dpsgd": 1.0, "erm_01": 7.0 / 3, "expmech": 7.0 / 3}
+    assert to_come["opdisc"] == pytest.approx((2.0 + 4.0 + 60.0) / 3)  # 1 s: no news
+    assert to_come["dpsgd"] == 1.0
+    assert to_come["erm_01"] == 40.0  # no finished run: at least what it has run
+    assert to_come["expmech"] == pytest.approx(7.0 / 3)  # shorter than the fallback so far
+    eta = estimate_eta(
+        finished=[("opdisc", 2.0), ("opdisc", 4.0)],
+        running=[("opdisc", 60.0)],
+        pending=["opdisc"] * 4,
+        slots=1,
+        limit=600.0,
+    )
+    assert eta == Eta(pytest.approx(4 * 22.0), pytest.approx(4 * 22.0 + 540.0))
+
+
+def test_a_mechanism_not_seen_yet_is_planned_at_the_mean_lengthened_by_long_running_runs():
+    """The table sweep's case: fast mechanisms finish first, slow ones run; a mechanism that has
+    not started is planned at the mean of every run, the long running ones counted."""
+    finished = [("dpsgd_lr", 5.0)] * 4
+    running = [("opdisc", 100.0), ("opdisc", 60.0)]
+    eta = estimate_eta(finished=finished, running=running, pending=["rspm"], slots=1)
+    unseen = (20.0 + 100.0 + 60.0) / 6  # 30 s, not the finished runs' 5 s
+    assert eta.low == pytest.approx(unseen)  # the running opdiscs may end now
+    assert lengthened([5.0] * 4, [100.0, 60.0, 1.0], 5.0) == pytest.approx(unseen)
+    assert lengthened([5.0], [4.0], 5.0) == 5.0  # shorter so far: no news
+
+
+def _replay(runs: list[tuple[str, float]], slots: int, t: float) -> dict:
+    """(finished, running, pending) at time t of ``runs`` taken in order by ``slots`` slots."""
+    free, state = [0.0] * slots, {"finished": [], "running": [], "pending": []}
+    for group, seconds in runs:
+        slot = min(range(slots), key=lambda j: free[j])
+        start, free[slot] = free[slot], free[slot] + seconds
+        if start + seconds <= t:
+            state["finished"].append((group, seconds))
+        elif start <= t:
+            state["running"].append((group, t - start))
+        else:
+            state["pending"].append(group)
+    return state | {"end": max(free)}
+
+
+def test_a_replayed_sweep_of_fast_then_slow_mechanisms():
+    """docs/sweeps.md's replay: 26 runs on 2 slots, fast mechanisms first, 917 s in all. At
+    96 s the rule before said 100 s (the fast runs' mean for everything); the range now starts
+    at 206 s. At the end, the exact ERM alone: its range holds the truth, 61 s."""
+    runs = (
+        [("dpsgd_lr", 4.0)] * 5
+        + [("expmech", 3.0)] * 5
+        + [("opdisc", 150.0)] * 5
+        + [("rspm", 90.0)] * 5
+        + [("opsamp", 20.0)] * 5
+        + [("erm_01", 250.0)]
+    )
+    for t, text in ((96.0, "206-727s"), (856.0, "0-411s")):
+        state = _replay(runs, 2, t)
+        assert state["end"] == 917.0
+        eta = estimate_eta(
+            finished=state["finished"],
+            running=state["running"],
+            pending=state["pending"],
+            slots=2,
+            limit=600.0,
+        )
+        assert eta.text() == text
+    assert eta.low <= 917.0 - 856.0 <= eta.high
 
 
 def test_eta_falls_back_to_throughput_then_the_limit_then_unknown():
-    assert (
-        estimate_eta(finished=[], running=[], pending=[None, None], slots=1, throughput=10.0)
-        == 20.0
-    )
-    assert (
-        estimate_eta(finished=[], running=[("a", 5.0)], pending=[None], slots=1, limit=60.0)
-        == 60.0 + 55.0
-    )
+    eta = estimate_eta(finished=[], running=[], pending=[None, None], slots=1, throughput=10.0)
+    assert eta == Eta(20.0, 20.0)
+    eta = estimate_eta(finished=[], running=[("a", 5.0)], pending=[None], slots=1, limit=60.0)
+    assert eta == Eta(60.0 + 55.0, 60.0 + 55.0)
     assert estimate_eta(finished=[], running=[("a", 5.0)], pending=[], slots=1) is None
-    assert estimate_eta(finished=[], running=[], pending=[], slots=1) == 0.0
+    assert estimate_eta(finished=[], running=[], pending=[], slots=1) == Eta(0.0, 0.0)
+
+
+def test_the_eta_shows_one_number_when_the_ends_are_close_else_the_range():
+    assert Eta(42.0, 44.0).text() == "   42s"
+    assert Eta(100.0, 124.0).text() == "  100s"  # within a quarter
+    assert Eta(100.0, 130.0).text() == "100-130s"
+    assert Eta(0.0, 545.0).text() == "0-545s"
+    assert Eta(1.0, 9.0).text() == "  1-9s"  # as wide as one number
 
 
 # --- the board and forwarding ----------------------------------------------------------------
@@ -222,11 +309,141 @@ def test_the_block_of_running_solves_and_an_eta_that_counts_them(clock):
     progress.show_running(board)
     lines = stream.getvalue().splitlines()
     assert lines[-2].endswith("running 1, 1 waiting for a CPU or starting")
-    assert lines[-1] == "  opdisc/eps=1/run=0 300s: highs 299s incumbent -12.5 bound -20 gap 7.5"
-    # ETA: the running opdisc is 290 s past the typical 10 s: 290 more (within the limit);
-    # the waiting one takes the typical 10; over 2 slots 150, but at least 290
-    assert progress.eta() == 290.0
-    assert "eta   290s" in lines[-2]
+    assert lines[-1] == (
+        "  opdisc/eps=1/run=0 300s of 600s: highs 299s incumbent -12.5 bound -20 gap 7.5"
+    )
+    # ETA: the running opdisc, 300 s in, is opdisc's typical duration so far (dpsgd_lr's 10 s
+    # is no guide to it): it may end now or run to its 600 s limit, 300 s more; the waiting
+    # opdisc takes 300 s. Over 2 slots: low (0 + 300) / 2, high max((300 + 300) / 2, 300)
+    assert progress.eta() == Eta(150.0, 300.0)
+    assert "eta 150-300s" in lines[-2]
+
+
+def _eta_texts(progress: Progress, clock: Clock, seconds: float, step: float) -> list[str]:
+    texts = []
+    for _ in range(int(seconds / step)):
+        clock.now += step
+        texts.append(progress._line("x").split(" eta ")[1].split("  ")[0].strip())
+    return texts
+
+
+def test_the_eta_moves_while_time_passes_and_no_run_ends(clock):
+    """The issue's freeze: ``eta 172s`` for 91 s. One run short of its typical duration and
+    one past it (the old rule, "the overrun again", summed them to a constant); now the first
+    counts down and the second heads for its limit, so the text changes at every step."""
+    keys = [RunKey("dpsgd_lr", 1.0, 0)] + [RunKey("opdisc", 1.0, i) for i in range(3)]
+    progress = Progress(6, stream=io.StringIO(), keys=keys, slots=2, limit=600.0)
+    progress.finished = [("opdisc", 60.0), ("dpsgd_lr", 300.0)]
+    progress.finished_keys = {"done", "done too"}
+    progress.done = 2
+    progress.started(keys[0])
+    progress.started(keys[1])
+    progress.show_running(  # dpsgd_lr 200 s short of its 300, opdisc past twice its 60
+        [BoardEntry(str(keys[0]), 100.0), BoardEntry(str(keys[1]), 130.0)]
+    )
+    texts = _eta_texts(progress, clock, 91.0, 10.0)
+    assert all(a != b for a, b in zip(texts, texts[1:])), texts
+    highs = [int(t.rstrip("s").split("-")[-1]) for t in texts]
+    assert highs == sorted(highs, reverse=True)
+
+
+def test_a_solve_left_alone_after_every_other_run_is_not_eta_0(clock):
+    """The smoke sweep's case: every run done in seconds but the exact ERM, which went on for
+    55 s while the ETA read 0 s. Past the others' duration, it may go on to its time limit."""
+    keys = [RunKey("opdisc", 1.0, 0), RunKey("erm_01", math.inf, 0)]
+    stream = io.StringIO()
+    progress = Progress(2, stream=stream, keys=keys, slots=2, limit=600.0)
+    progress.started(keys[1])
+    progress.started(keys[0])
+    clock.now += 3
+    progress.update("opdisc done", keys[0])
+    progress.show_running([BoardEntry("erm_01/eps=inf/run=0", 5.0)])
+    assert progress.eta() == Eta(0.0, 2.0)  # within twice the others' 3 s: the overrun again
+    clock.now += 2
+    assert progress.eta() == Eta(0.0, 593.0)  # past it: up to its limit
+    assert progress._line("x").endswith("eta 0-593s  x")
+    clock.now += 30
+    assert progress.eta() == Eta(0.0, 563.0)
+    assert stream.getvalue().splitlines()[-1] == (
+        "  erm_01 (non-private reference) 5s of 600s: no solver report yet"
+    )
+
+
+def test_a_board_that_does_not_answer_counts_its_solves_on_and_says_so(clock):
+    """``34s: no solver report yet`` twice, 195 s apart: the block showed the last snapshot's
+    seconds again. They count on from when it was read, and the block says how old it is."""
+    key = RunKey("opdisc", 1.0, 0)
+    stream = io.StringIO()
+    progress = Progress(1, stream=stream, keys=[key], limit=600.0)
+    progress.started(key)
+    progress.show_running([BoardEntry(str(key), 34.0)])
+    assert (
+        stream.getvalue().splitlines()[-1]
+        == "  opdisc/eps=1/run=0 34s of 600s: no solver report yet"
+    )
+    clock.now += 195
+    progress.show_running(None)  # the board did not answer in time
+    lines = stream.getvalue().splitlines()
+    assert lines[-2].endswith("running 1 (the progress board did not answer: as read 195s ago)")
+    assert lines[-1] == "  opdisc/eps=1/run=0 229s of 600s: no solver report yet"
+
+
+def test_a_terminal_bar_is_redrawn_between_runs_and_a_log_is_not(clock):
+    tty = Tty()
+    progress = Progress(2, stream=tty, keys=[RunKey("opdisc", 1.0, 0)])
+    progress.update("first")
+    clock.now += 7
+    progress.redraw()
+    assert "elapsed     7s" in tty.getvalue().rsplit("\r", 1)[-1]
+    assert tty.getvalue().rsplit("\r", 1)[-1].rstrip().endswith("first")
+    log = io.StringIO()
+    quiet = Progress(2, stream=log)
+    quiet.update("first")
+    before = log.getvalue()
+    quiet.redraw()
+    assert log.getvalue() == before
+
+
+def test_a_run_that_calls_no_oracle_has_no_time_limit_in_its_line_nor_its_eta(clock):
+    """An exponential mechanism's run showed ``0s of 600s: no solver report yet``: the limit
+    is the oracle's, and such a run has none (its ETA is "the overrun again")."""
+    keys = [RunKey("opdisc", 1.0, 0), RunKey("expmech", 1.0, 0)]
+    stream = io.StringIO()
+    progress = Progress(2, stream=stream, keys=keys, limit=600.0, unlimited={"expmech"})
+    for key in keys:
+        progress.started(key)
+    progress.show_running([BoardEntry(str(k), 40.0) for k in keys])
+    assert stream.getvalue().splitlines()[-2:] == [
+        "  opdisc/eps=1/run=0 40s of 600s: no solver report yet",
+        "  expmech/eps=1/run=0 40s: running (calls no oracle)",
+    ]
+    finished = [("opdisc", 10.0), ("expmech", 10.0)]
+    eta = estimate_eta(
+        finished=finished, running=[("expmech", 40.0)], pending=[], slots=1, limit=600.0
+    )
+    assert eta == Eta(0.0, 560.0)
+    eta = estimate_eta(
+        finished=finished,
+        running=[("expmech", 40.0)],
+        pending=[],
+        slots=1,
+        limit=600.0,
+        unlimited={"expmech"},
+    )
+    assert eta == Eta(0.0, 30.0)  # past twice its 10 s, but no limit: the overrun again
+
+
+def test_running_lines_name_a_reference_and_each_call_of_a_run():
+    keys = [RunKey("erm_01", math.inf, 0), RunKey("opsamp", 0.5, 1)]
+    progress = Progress(2, stream=io.StringIO(), keys=keys)
+    assert progress.name_of("erm_01/eps=inf/run=0") == "erm_01 (non-private reference)"
+    assert progress.name_of("opsamp/eps=0.5/run=1#3") == "opsamp/eps=0.5/run=1#3"
+    assert progress.name_of("unknown/eps=1/run=0") == "unknown/eps=1/run=0"
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
 
 def test_the_block_goes_above_the_bar_on_a_terminal(clock, monkeypatch):

@@ -297,7 +297,7 @@ def _row(mechanism, eps, i, acc, holds=True, certified=True, gap=0.0):
         "train_accuracy": acc,
         "test_accuracy": acc,
         "wall_seconds": 0.5 + i,
-        "oracle_seconds": 0.1,
+        "oracle_wall_seconds": 0.1,
         "oracle_calls": 1,
         "oracle_max_gap": gap,
         "oracle_backends": "highs",

@@ -303,15 +303,19 @@ def test_a_missing_test_accuracy_is_a_dash_with_its_reason():
     assert "| 0.5000 ± 0.0000 | 0.5000 | 1/1 |" in with_test and "Test accuracy -" not in with_test
 
 
-def test_the_best_possible_accuracy_is_said_only_when_it_tells_something():
+def test_the_accuracy_ceiling_is_said_only_when_it_tells_something_and_not_as_a_linear_best():
+    """0.9500 beside a certified exact ERM of 0.8725 read as a contradiction: the ceiling is
+    over every labelling of the distinct rows, not over linear classifiers."""
     both = {
         "best_possible_accuracy": 0.95,
         "distinct_rows": 287,
         "distinct_rows_with_both_labels": 19,
     }
     assert best_accuracy_note(both) == (
-        "best possible accuracy 0.9500 (19 of 287 distinct rows carry both labels)"
+        "training accuracy at most 0.9500 for any classifier, linear or not (19 of 287 distinct "
+        "rows carry both labels; the best linear classifier's is the exact ERM's, erm_01)"
     )
+    assert "best possible accuracy" not in best_accuracy_note(both)
     distinct = {
         "best_possible_accuracy": 1.0,
         "distinct_rows": 400,
@@ -320,7 +324,7 @@ def test_the_best_possible_accuracy_is_said_only_when_it_tells_something():
     note = best_accuracy_note(distinct)
     assert "1.0000" not in note and "no two equal rows carry different labels" in note
     older = {"best_possible_accuracy": 0.9, "distinct_rows": 10}  # before the count was there
-    assert best_accuracy_note(older).startswith("best possible accuracy 0.9000")
+    assert best_accuracy_note(older).startswith("training accuracy at most 0.9000 for any")
 
 
 def test_a_synthetic_sweep_reports_its_workload_error_beside_the_real_table(tmp_path):

@@ -23,7 +23,7 @@ def _row(mechanism, eps, proven, calibration, i, holds=True):
         "train_accuracy": 0.7 + 0.01 * i,
         "test_accuracy": 0.7,
         "wall_seconds": 1.0 + i,
-        "oracle_seconds": 0.5,
+        "oracle_wall_seconds": 0.5,
         "oracle_calls": 1,
         "oracle_max_gap": 0.0,
         "oracle_backends": "structured",

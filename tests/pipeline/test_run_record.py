@@ -246,8 +246,11 @@ def test_a_child_logged_by_an_earlier_version_reads_back():
     assert result.calibration == "" and result.privacy_reason == "old reason"
     assert result.oracle_certified and result.privacy_status == "holds"
     assert result.oracle_backends == "" and math.isnan(result.test_accuracy)
-    assert result.oracle_seconds == 0.0 and math.isnan(result.oracle_objective)
+    assert result.oracle_wall_seconds == 0.0 and math.isnan(result.oracle_objective)
     assert math.isnan(result.oracle_cpu_seconds)  # not measured before the field existed
+    run.data.metrics["oracle_seconds"] = 2.5  # the name before it said which clock
+    assert RunResult.from_mlflow(run).oracle_wall_seconds == 2.5
+    del run.data.metrics["oracle_seconds"]
     # tagged "yes" by a version that called a run without an oracle call certified
     run.data.params["oracle_calls"] = "0"
     run.data.tags["oracle_certified"] = "yes"

@@ -140,7 +140,7 @@ def test_smoke_sweep_against_a_real_mlflow_server(mlflow_server, tmp_path):
     release = json.loads((tmp_path / "release.json").read_text())
     assert release["mechanism_config"]["tau"] == 1.0  # the details: release.json, not params
     assert 0.0 <= opdisc.data.metrics["train_accuracy"] <= 1.0
-    assert "wall_seconds" in opdisc.data.metrics and "oracle_seconds" in opdisc.data.metrics
+    assert "wall_seconds" in opdisc.data.metrics and "oracle_wall_seconds" in opdisc.data.metrics
     assert opdisc.data.tags["privacy_holds"] == "yes" and opdisc.data.tags["backend"] == "highs"
     assert by_mechanism["erm_01"].data.tags["privacy_holds"] == "no"  # a reference, not private
     assert int(by_mechanism["opsamp"].data.params["oracle_calls"]) >= 1

@@ -17,13 +17,15 @@ import types
 import numpy as np
 import pytest
 
-from mechanisms.base import Release
+from mechanisms.base import PrivacyClaim, Release
+from oracles.base import Certificate, Status
 from pipeline import sweep
 from pipeline.catalog import SCHEMAS
 from pipeline.config import Config, SweepConfig
 from pipeline.data.record import Dataset
 from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.preflight import ServiceError
+from pipeline.run_record import RunResult, release_fields
 from pipeline.tasks import RunKey
 from tests.pipeline.records import result_for
 
@@ -388,6 +390,57 @@ def test_oracle_run_time_is_driver_plus_task_seconds_not_queueing(fake_ray, cloc
     assert row.node == "node-a,node-b"
 
 
+def test_an_oracle_runs_solve_step_is_its_tasks_seconds_and_its_wait_is_named(
+    fake_ray, clock, monkeypatch
+):
+    """The driver's wait for its oracle tasks (queue included) was the step ``solve``: 12.75 s
+    beside a run of 3.68 s. The step is the tasks' own seconds, as ``wall_seconds`` counts
+    them; the wait is ``solve_waited``; every time metric names its clock."""
+    fake_ray.get_seconds = 50.0
+
+    def run_one(config, key, train, test, *, solve_many):
+        start = clock.perf_counter()
+        clock.advance(2.0)
+        built = clock.perf_counter()
+        solve_many("oracle", [{"id": 0, "node": "n", "seconds": 3.0}])
+        solved = clock.perf_counter()
+        clock.advance(1.0)
+        timings = {"prepare": built - start, "solve": solved - built}
+        release = Release(
+            "opdisc",
+            np.zeros(2),
+            PrivacyClaim(1.0, 1e-6, True, "certified"),
+            certificates=(Certificate(Status.OPTIMAL, 1.0, 1.0, 2.9, "highs", cpu_seconds=2.5),),
+            timings=timings | {"total": sum(timings.values())},
+        )
+        return result_for(key, wall_seconds=clock.perf_counter() - start), release
+
+    monkeypatch.setattr(sweep, "run_one", run_one)
+    key = RunKey("opdisc", 1.0, 0)
+    row, release = sweep.run_on_cluster(
+        _config(), key, _dataset(), None, None, SolveTask(), "train-ref", "test-ref"
+    )
+    assert release.timings == {"prepare": 2.0, "solve": 3.0, "total": 5.0, "solve_waited": 50.0}
+    assert row.wall_seconds == pytest.approx(2.0 + 3.0 + 1.0)
+    result = RunResult.of(key, release, _dataset(), None, row.wall_seconds)
+    metrics = release_fields(release)[1] | result.to_metrics()
+    times = sorted(k for k in metrics if "seconds" in k)
+    assert times == [
+        "oracle_cpu_seconds",
+        "oracle_wall_seconds",
+        "step_wall_seconds.prepare",
+        "step_wall_seconds.solve",
+        "step_wall_seconds.solve_waited",
+        "step_wall_seconds.total",
+        "wall_seconds",
+    ]
+    steps = ("prepare", "solve", "total")
+    assert all(metrics[f"step_wall_seconds.{s}"] <= metrics["wall_seconds"] for s in steps)
+    assert metrics["oracle_wall_seconds"] <= metrics["step_wall_seconds.solve"]
+    assert metrics["oracle_cpu_seconds"] <= metrics["oracle_wall_seconds"]  # one thread
+    assert metrics["step_wall_seconds.solve_waited"] >= metrics["step_wall_seconds.solve"]
+
+
 class TaskError(Exception):
     """What ``ray.get`` raises for a task that raised: Ray's traceback text, the error as
     ``cause`` (ray.exceptions.RayTaskError)."""
@@ -658,3 +711,16 @@ def test_the_largest_live_node_gives_the_cpus_a_task_may_hold(fake_ray):
         {"Alive": True, "Resources": {}},
     ]
     assert sweep.largest_node_cpus() == 4
+
+
+def test_a_finished_reference_reads_as_a_reference_not_eps_inf_and_non_private_privacy():
+    classifier = types.SimpleNamespace(
+        max_marginal_error=math.nan, train_accuracy=0.8725, privacy_status="non-private"
+    )
+    line = sweep.finished_line(RunKey("erm_01", math.inf, 0), classifier)
+    assert line == "erm_01 (non-private reference): acc 0.873"
+    private = types.SimpleNamespace(
+        max_marginal_error=math.nan, train_accuracy=0.87, privacy_status="holds"
+    )
+    line = sweep.finished_line(RunKey("opdisc", 1.0, 0), private)
+    assert line == "opdisc/eps=1/run=0: acc 0.870, privacy holds"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
@@ -62,3 +64,10 @@ def test_each_opsamp_run_checks_its_data_naming_the_feature():
     train = Dataset(features=X, labels=np.array([1, -1] * 3), feature_names=("a", "b", "c"))
     with pytest.raises(FeatureBoundError, match=r"^x_max: row 4, column 'c' is 0.75, beyond"):
         tasks.run_release(config, tasks.RunKey("opsamp", 1.0, 0), train)
+
+
+def test_a_reference_is_labelled_as_one_and_keeps_its_key():
+    reference = tasks.RunKey("erm_01", math.inf, 0)
+    assert str(reference) == "erm_01/eps=inf/run=0"  # the key of existing sweeps, unchanged
+    assert reference.label == "erm_01 (non-private reference)"
+    assert tasks.RunKey("opdisc", 0.5, 1).label == "opdisc/eps=0.5/run=1"
