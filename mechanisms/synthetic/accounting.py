@@ -20,6 +20,7 @@ the largest eps0 whose guarantee over T rounds is the target (epsilon, delta).
 
 from __future__ import annotations
 
+import functools
 import math
 
 from mechanisms.privacy import check_epsilon, check_epsilon_delta
@@ -30,7 +31,7 @@ from oracles.checks import check_choice, check_int, check_result
 CONVERSION_SLACK = 1e-12
 #: The golden-section search looks within e^+-ORDER_SPAN of Bun and Steinke's alpha - 1.
 ORDER_SPAN = 12.0
-GOLDEN_STEPS = 100
+GOLDEN_STEPS = 64
 
 #: c of each per-round rule: an eps0 round is (eps0^2 / c)-zCDP (module docstring).
 ZCDP_DIVISOR = {"bounded_range": 8.0, "pure": 2.0}
@@ -62,12 +63,10 @@ def renyi_epsilon(rho: float, delta: float, log_order: float) -> float:
     gap = math.exp(log_order)  # alpha - 1
     alpha = 1.0 + gap
     log_alpha = math.log1p(gap)
-    terms = (
-        alpha * rho,
-        (math.log(1.0 / delta) - log_alpha) / gap,
-        math.log1p(-1.0 / alpha),
-    )
-    return math.fsum(terms) + CONVERSION_SLACK * math.fsum(abs(t) for t in terms)
+    a = alpha * rho
+    b = (math.log(1.0 / delta) - log_alpha) / gap
+    c = math.log1p(-1.0 / alpha)
+    return a + b + c + CONVERSION_SLACK * (abs(a) + abs(b) + abs(c))
 
 
 def zcdp_epsilon(rho: float, delta: float) -> float:
@@ -101,6 +100,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     return max(0.0, min(fa, fb, at(classic_order), classic_epsilon(rho, delta)))
 
 
+@functools.lru_cache(maxsize=1024)
 def zcdp_target(epsilon: float, delta: float) -> float:
     """The largest rho (to a relative 1e-13) with ``zcdp_epsilon(rho, delta) <= epsilon``
     (docs/synthetic.md 2.3): bisection from Bun and Steinke's root, which meets it already."""
@@ -133,6 +133,7 @@ def total_epsilon(
     return min(basic, zcdp_epsilon(zcdp_rho(round_epsilon, rounds, rule), delta))
 
 
+@functools.lru_cache(maxsize=1024)
 def round_epsilon(epsilon: float, delta: float, rounds: int, rule: str = "bounded_range") -> float:
     """The largest eps0 with ``total_epsilon(eps0, rounds, delta, rule) <= epsilon``.
 
