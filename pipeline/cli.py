@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from dataclasses import fields, is_dataclass
@@ -33,7 +34,7 @@ from omegaconf.errors import (
 from pipeline.catalog import SCHEMAS
 from pipeline.config import ConfigError, register, unknown_key, validate
 from pipeline.data import DataError
-from pipeline.faults import StorageError
+from pipeline.faults import StorageError, Terminated, stop_on_sigterm
 from pipeline.lease import SweepBusyError
 from pipeline.preflight import ServiceError
 from pipeline.run import run
@@ -66,13 +67,15 @@ class ExitCode(enum.IntEnum):
     BUSY = 6
     #: Interrupted (Ctrl-C): a partial sweep, resumable by rerunning the same command.
     INTERRUPTED = 130
+    #: Stopped by SIGTERM (``timeout``, ``kill``, a scheduler, ``ray job stop``): as Ctrl-C.
+    TERMINATED = 143
 
 
 SWEEP_STATUS_CODES = {
     "complete": ExitCode.OK,
     "incomplete": ExitCode.RUNS_FAILED,
     "privacy_not_holding": ExitCode.PRIVACY_NOT_HOLDING,
-    "interrupted": ExitCode.INTERRUPTED,
+    "interrupted": ExitCode.INTERRUPTED,  # ExitCode.TERMINATED when by SIGTERM
 }
 
 #: Set once Hydra hands over a composed config: an exit code 1 before that is Hydra rejecting
@@ -85,7 +88,18 @@ def exit_code(summary: dict) -> tuple[ExitCode, str]:
     sweep = summary.get("sweep")
     if sweep is None:
         return ExitCode.OK, ""
+    if sweep.get("terminated"):
+        return ExitCode.TERMINATED, sweep["reason"]
     return SWEEP_STATUS_CODES[sweep["status"]], sweep["reason"]
+
+
+def _stopped_before_the_sweep(stop: KeyboardInterrupt, output_dir: str | None = None) -> None:
+    """Ctrl-C or SIGTERM before a sweep's parent run existed: one line, and no empty folder."""
+    if output_dir is not None:
+        _discard_if_empty(output_dir)
+    if isinstance(stop, Terminated):
+        _fail(ExitCode.TERMINATED, "stopped by SIGTERM before the sweep started; nothing was run")
+    _fail(ExitCode.INTERRUPTED, "interrupted before the sweep started; nothing was run")
 
 
 #: What Hydra itself puts in a run's output directory before ``main`` runs.
@@ -250,12 +264,16 @@ def _check_writable(run_dir: Path) -> None:
 
 def entry(args: Sequence[str]) -> None:
     """``python -m pipeline ARGS``: the command line checked first (``check_command_line``),
-    then Hydra's ``main``. A flag (``--help``, ``--cfg``, ``-m``, ...) goes to Hydra as it is."""
+    then Hydra's ``main``. A flag (``--help``, ``--cfg``, ``-m``, ...) goes to Hydra as it is.
+    SIGTERM ends the driver as Ctrl-C does, wherever it comes (pipeline.faults.Terminated)."""
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     if not any(a.startswith("-") for a in args):
         try:
             check_command_line(args)
         except ConfigError as e:
             _fail(ExitCode.USAGE, str(e))
+        except KeyboardInterrupt as e:
+            _stopped_before_the_sweep(e)
     try:
         main()
     except SystemExit as e:
@@ -264,6 +282,8 @@ def entry(args: Sequence[str]) -> None:
         if e.code == 1 and not composed:
             sys.exit(int(ExitCode.USAGE))
         raise
+    except KeyboardInterrupt as e:  # while Hydra set up, before main's body
+        _stopped_before_the_sweep(e)
 
 
 @hydra.main(version_base=None, config_path=CONFIG_DIR, config_name="config")
@@ -293,8 +313,8 @@ def main(cfg: DictConfig) -> None:
         _fail(ExitCode.RUNS_FAILED, str(e))
     except SweepBusyError as e:
         _fail(ExitCode.BUSY, str(e))
-    except KeyboardInterrupt:
-        _fail(ExitCode.INTERRUPTED, "interrupted before the sweep started; nothing was run")
+    except KeyboardInterrupt as e:  # a sweep stopped once its parent exists is a partial sweep
+        _stopped_before_the_sweep(e, HydraConfig.get().runtime.output_dir)
     code, reason = exit_code(summary)
     if code != ExitCode.OK:
         _fail(code, reason)

@@ -4,7 +4,8 @@ A full disk or a read-only output directory is not a bug of the sweep: the runs 
 are in the tracking store and a rerun of the same command resumes. ``storage_fault`` recognises
 such an error wherever it surfaces (an ``OSError`` of the operating system, sqlite's
 ``OperationalError``, SQLAlchemy's or MLflow's wrapping of it), and the driver then ends with
-``StorageError``: one line, the exit code of a partial sweep.
+``StorageError``: one line, the exit code of a partial sweep. A SIGTERM is such a fault too:
+``stop_on_sigterm`` makes it a ``Terminated``, which ends the sweep as Ctrl-C does.
 """
 
 from __future__ import annotations
@@ -33,6 +34,17 @@ class StorageError(RuntimeError):
     """The sweep stopped because its output directory or tracking store cannot be written."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, ``kill``, a scheduler's time limit, ``ray job stop``): the driver
+    stops as on Ctrl-C (a KeyboardInterrupt), with a report of what finished, a KILLED parent and
+    a state the same command resumes; only the exit code tells the two apart (pipeline.cli)."""
+
+
+def stop_on_sigterm(signum, frame) -> None:
+    """The driver's SIGTERM handler: ``Terminated`` in the main thread, wherever it is."""
+    raise Terminated
+
+
 def _chain(error: BaseException):
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
@@ -55,4 +67,4 @@ def storage_fault(error: BaseException) -> str | None:
     return None
 
 
-__all__ = ["STORAGE_ERRNOS", "StorageError", "storage_fault"]
+__all__ = ["STORAGE_ERRNOS", "StorageError", "Terminated", "stop_on_sigterm", "storage_fault"]

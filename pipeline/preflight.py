@@ -148,14 +148,15 @@ def _probe_gcs(address: str, target: str, timeout: float) -> None:
         channel.close()
 
 
-def local_ray_error(error: BaseException) -> ServiceError:
+def local_ray_error(error: BaseException, tried: str = "") -> ServiceError:
     """A local Ray that would not start (its processes timing out on an overloaded machine, a
-    full /tmp) as one line."""
+    full /tmp) as one line; ``tried``: what was tried, e.g. "3 attempts, ..."."""
     text = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     first = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    tried = f" ({tried})" if tried else ""
     return ServiceError(
-        f"a local Ray would not start: {first[:300]} (rerun the same command when the machine "
-        "is less loaded; cluster.num_cpus, or cluster.address for a running cluster)"
+        f"a local Ray would not start{tried}: {first[:300]} (rerun the same command when the "
+        "machine is less loaded; cluster.num_cpus, or cluster.address for a running cluster)"
     )
 
 

@@ -51,6 +51,29 @@ def _names(entry: Path, session: str) -> bool:
     return False
 
 
+def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """The processes below ``pid``: its children, theirs, and so on (a Ray that ``ray.init``
+    started in this process and that failed half-way: its GCS, raylet, agents). Linux's /proc;
+    elsewhere, none."""
+    if not proc.is_dir():
+        return []
+    children: dict[int, list[int]] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:  # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+            ppid = int((entry / "stat").read_text().rsplit(") ", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, []))
+    return sorted(found)
+
+
 def stop(pids: list[int], grace: float = GRACE) -> None:
     """SIGTERM to each of ``pids``, SIGKILL to those still there after ``grace`` seconds."""
     for pid in pids:

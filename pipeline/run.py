@@ -21,7 +21,7 @@ from mechanisms.audit import audit_table, run_audit
 from mechanisms.catalog import NON_PRIVATE
 from pipeline.config import Config, ConfigError, sweep_id
 from pipeline.data import load_dataset
-from pipeline.faults import StorageError, storage_fault
+from pipeline.faults import StorageError, Terminated, stop_on_sigterm, storage_fault
 from pipeline.lease import DriverLease
 from pipeline.preflight import (
     check_data_bounds,
@@ -75,6 +75,8 @@ class SweepOutcome:
     failed: dict[str, str]
     interrupted: bool
     private_not_holding: tuple[str, ...]
+    #: interrupted by SIGTERM (pipeline.faults.Terminated), not by Ctrl-C
+    terminated: bool = False
 
     @property
     def status(self) -> str:
@@ -91,8 +93,9 @@ class SweepOutcome:
         """One line: what is wrong (empty when complete)."""
         missing = self.requested - self.finished
         if self.status == "interrupted":
+            by = " by SIGTERM" if self.terminated else ""
             return (
-                f"sweep interrupted: {self.finished} of {self.requested} requested runs "
+                f"sweep interrupted{by}: {self.finished} of {self.requested} requested runs "
                 f"finished, {missing} not run; rerun the same command to resume"
             )
         if self.status == "incomplete":
@@ -122,10 +125,6 @@ class SweepOutcome:
             "privacy_not_holding": "PRIVACY DOES NOT HOLD",
         }[self.status]
         return f"**{label}**: {self.reason}."
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 def _claim_output_dir(output_dir: Path, sid: str) -> bool:
@@ -262,72 +261,79 @@ def _run_locked(
         if todo:
             init_ray(config)  # connect (or fail, in one line) before the parent exists
             _check_cluster_cpus(config, output_dir, fresh)
-        parent = tracker.start_parent(config.sweep.name, sid, resolved)
-        # encoding choices read off the private data (pipeline.data.table) and data clipped to
-        # a mechanism's bound on request (check_data_bounds), on record
-        leaks = [*(train.provenance.get("privacy_leak_warnings") or []), *clipped]
-        if leaks:
-            tracker.client.set_tag(parent, "privacy_leak_warnings", " | ".join(leaks)[:5000])
-        log.info(
-            "MLflow: %s, experiment %r, sweep run %s (sweep_id %s); its runs: %s",
-            uri,
-            config.tracking.experiment,
-            parent,
-            sid,
-            tracker.view_url(),
-        )
         failed: dict[str, str] = {}
-        interrupted = False
+        interrupted = terminated = False
         # SIGTERM (`ray job stop`, a scheduler's timeout) ends the sweep like Ctrl-C: with a
         # report of what finished and a KILLED parent, not a RUNNING one forever
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        parent = tracker.start_parent(config.sweep.name, sid, resolved)
+        previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
         try:
+            # encoding choices read off the private data (pipeline.data.table) and data clipped
+            # to a mechanism's bound on request (check_data_bounds), on record
+            leaks = [*(train.provenance.get("privacy_leak_warnings") or []), *clipped]
+            if leaks:
+                tracker.client.set_tag(parent, "privacy_leak_warnings", " | ".join(leaks)[:5000])
+            log.info(
+                "MLflow: %s, experiment %r, sweep run %s (sweep_id %s); its runs: %s",
+                uri,
+                config.tracking.experiment,
+                parent,
+                sid,
+                tracker.view_url(),
+            )
             _, failed = run_sweep(config, train, test, tracker, todo)
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as e:
+            interrupted, terminated = True, isinstance(e, Terminated)
+            tracker.fail_unfinished_children()  # a child half-logged when the signal came
         finally:
-            signal.signal(signal.SIGTERM, previous)
-            wanted = {str(k) for k in keys}
-            results = [r for r in results_from_mlflow(tracker) if r.key in wanted]
-            private = [r for r in results if r.mechanism not in NON_PRIVATE]
-            outcome = SweepOutcome(
-                requested=len(keys),
-                finished=len(results),
-                failed=failed,
-                interrupted=interrupted,
-                private_not_holding=tuple(r.key for r in private if not r.privacy_holds),
-            )
-            finished_keys = {r.key for r in results}
-            missing = [str(k) for k in keys if str(k) not in finished_keys]
-            paths = write_report(
-                [r.to_row() for r in results],
-                output_dir,
-                f"Sweep {config.sweep.name} ({sid})",
-                outcome=outcome,
-                missing=missing,
-            )
-            metrics = {
-                "runs": float(len(results)),
-                "runs_requested": float(len(keys)),
-                "runs_failed": float(len(failed)),
-                "private_runs_not_certified": float(len(outcome.private_not_holding)),
-            }
-            status = {
-                "complete": "FINISHED",
-                "privacy_not_holding": "FINISHED",
-                "interrupted": "KILLED",
-            }.get(outcome.status, "FAILED")
-            tracker.finish_parent(
-                paths,
-                metrics,
-                status=status,
-                tags={"outcome": outcome.status, "failure_reason": outcome.reason or "-"},
-            )
+            # the report is written whole: a second SIGTERM meanwhile does not cut it short
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            try:
+                wanted = {str(k) for k in keys}
+                results = [r for r in results_from_mlflow(tracker) if r.key in wanted]
+                private = [r for r in results if r.mechanism not in NON_PRIVATE]
+                outcome = SweepOutcome(
+                    requested=len(keys),
+                    finished=len(results),
+                    failed=failed,
+                    interrupted=interrupted,
+                    private_not_holding=tuple(r.key for r in private if not r.privacy_holds),
+                    terminated=terminated,
+                )
+                finished_keys = {r.key for r in results}
+                missing = [str(k) for k in keys if str(k) not in finished_keys]
+                paths = write_report(
+                    [r.to_row() for r in results],
+                    output_dir,
+                    f"Sweep {config.sweep.name} ({sid})",
+                    outcome=outcome,
+                    missing=missing,
+                )
+                metrics = {
+                    "runs": float(len(results)),
+                    "runs_requested": float(len(keys)),
+                    "runs_failed": float(len(failed)),
+                    "private_runs_not_certified": float(len(outcome.private_not_holding)),
+                }
+                status = {
+                    "complete": "FINISHED",
+                    "privacy_not_holding": "FINISHED",
+                    "interrupted": "KILLED",
+                }.get(outcome.status, "FAILED")
+                tracker.finish_parent(
+                    paths,
+                    metrics,
+                    status=status,
+                    tags={"outcome": outcome.status, "failure_reason": outcome.reason or "-"},
+                )
+            finally:
+                signal.signal(signal.SIGTERM, previous)
     return {
         "sweep_id": sid,
         "parent_run_id": parent,
         "tracking_uri": uri,
         "status": outcome.status,
+        "terminated": outcome.terminated,
         "reason": outcome.reason,
         "runs_requested": len(keys),
         "runs": len(results),

@@ -21,20 +21,23 @@ FINISHED in MLflow for the same sweep are skipped (resume).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import logging
 import math
 import os
 import queue
+import signal
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from mechanisms.base import Release
 from mechanisms.catalog import NON_ORACLE, NON_PRIVATE
 from pipeline import reaper
 from pipeline.config import Config
 from pipeline.data.record import Dataset
+from pipeline.faults import Terminated, stop_on_sigterm
 from pipeline.preflight import local_ray_error, probe_ray_address, ray_connect_error
 from pipeline.progress import (
     PROGRESS_EVERY,
@@ -220,12 +223,14 @@ def init_ray(config: Config) -> None:
     if config.cluster.address:
         probe_ray_address(config.cluster.address)  # ray.init waits minutes on a dead address
         try:
-            ray.init(address=config.cluster.address, log_to_driver=False)
+            with _keeping_sigterm_handler():
+                ray.init(address=config.cluster.address, log_to_driver=False)
         except Exception as e:  # noqa: BLE001 - any failure to connect is the same user error
             raise ray_connect_error(config.cluster.address, e) from None
     elif os.environ.get("RAY_ADDRESS"):
         try:
-            ray.init(log_to_driver=False)
+            with _keeping_sigterm_handler():
+                ray.init(log_to_driver=False)
         except Exception as e:  # noqa: BLE001
             raise ray_connect_error(os.environ["RAY_ADDRESS"], e) from None
     else:
@@ -236,14 +241,7 @@ def init_ray(config: Config) -> None:
         quiet.setLevel(logging.ERROR)
         workers_at_driver_niceness()
         try:
-            context = ray.init(
-                address="local",
-                num_cpus=config.cluster.num_cpus,
-                log_to_driver=False,
-                include_dashboard=False,
-            )
-        except Exception as e:  # noqa: BLE001 - e.g. an overloaded machine's start timing out
-            raise local_ray_error(e) from None
+            context = start_local_ray(config.cluster.num_cpus)
         finally:
             quiet.setLevel(level)
         _reap_at_exit(context)
@@ -258,6 +256,76 @@ def largest_node_cpus() -> int | None:
         return None
     cpus = [node.get("Resources", {}).get("CPU", 0) for node in ray.nodes() if node.get("Alive")]
     return int(max(cpus, default=0))
+
+
+#: Starts of the pipeline's own Ray before the driver gives up. Ray 2.60 waits a fixed 30 s
+#: (``LOCAL_RAY_RAYLET_WAIT``, not configurable) for its raylet to register, which a loaded
+#: machine misses (issue 30: 7 of 7 starts at load 20 to 66 on 2 cores); a second start often
+#: finds the files and libraries the first one read in the page cache.
+LOCAL_RAY_ATTEMPTS = 3
+LOCAL_RAY_RAYLET_WAIT = 30
+#: Ray's wait for its GCS to start, in seconds (30 by default), read off this variable.
+GCS_WAIT_ENV = "RAY_gcs_server_port_wait_time_s"
+GCS_WAIT_SECONDS = 120
+
+
+def start_local_ray(num_cpus: int | None, attempts: int = LOCAL_RAY_ATTEMPTS) -> Any:
+    """``ray.init`` of a Ray of this process's own, tried ``attempts`` times, the GCS given
+    ``GCS_WAIT_SECONDS`` (unless $RAY_gcs_server_port_wait_time_s says otherwise). A failed
+    start's processes (its GCS, raylet, agents: this process's descendants that the start
+    added) are stopped before the next, and after the last: a driver that gives up leaves no Ray
+    of its own behind. The last failure is a ServiceError that says what was tried."""
+    import ray
+
+    os.environ.setdefault(GCS_WAIT_ENV, str(GCS_WAIT_SECONDS))
+    for attempt in range(1, attempts + 1):
+        before = set(reaper.descendants(os.getpid()))
+        try:
+            with _keeping_sigterm_handler():
+                return ray.init(
+                    address="local",
+                    num_cpus=num_cpus,
+                    log_to_driver=False,
+                    include_dashboard=False,
+                )
+        except Exception as e:  # noqa: BLE001 - e.g. an overloaded machine's start timing out
+            error = e
+        reaper.stop([pid for pid in reaper.descendants(os.getpid()) if pid not in before])
+        if attempt < attempts:
+            log.warning(
+                "a local Ray did not start (attempt %d of %d: %s: %s); its processes are "
+                "stopped, starting again",
+                attempt,
+                attempts,
+                type(error).__name__,
+                (str(error).strip().splitlines() or [""])[0][:200],
+            )
+    raise local_ray_error(
+        error,
+        f"{attempts} attempt{'s' if attempts > 1 else ''}, each waiting "
+        f"{LOCAL_RAY_RAYLET_WAIT} s for its raylet and {os.environ[GCS_WAIT_ENV]} s for its GCS "
+        "(RAY_gcs_server_port_wait_time_s), its processes stopped after",
+    ) from None
+
+
+@contextlib.contextmanager
+def _keeping_sigterm_handler() -> Iterator[None]:
+    """``ray.init`` replaces the SIGTERM handler with one that exits 15 without a word: the
+    driver's own (``pipeline.faults.stop_on_sigterm``) is put back after it, and a SIGTERM
+    during it is a ``Terminated``, as anywhere else in the driver."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    except SystemExit as e:
+        if e.code == signal.SIGTERM and handler is stop_on_sigterm:
+            raise Terminated from None
+        raise
+    finally:
+        if handler is not None:
+            signal.signal(signal.SIGTERM, handler)
 
 
 def _reap_at_exit(context) -> None:

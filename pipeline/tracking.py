@@ -275,9 +275,9 @@ class SweepTracker:
             self.client.log_inputs(run.info.run_id, datasets=self._inputs)
         self.client.set_terminated(run.info.run_id, status="FAILED")
 
-    def end_after_fault(self, reason: str) -> None:
-        """The parent KILLED with ``reason``, any child left RUNNING (half-logged) FAILED: a
-        rerun redoes those runs (only FINISHED children count as done)."""
+    def fail_unfinished_children(self) -> None:
+        """Any child left RUNNING (half-logged by a driver that stopped) FAILED: a rerun redoes
+        those runs (only FINISHED children count as done)."""
         running = self.client.search_runs(
             [self.experiment_id],
             filter_string=(
@@ -286,6 +286,11 @@ class SweepTracker:
         )
         for child in running:
             self.client.set_terminated(child.info.run_id, status="FAILED")
+
+    def end_after_fault(self, reason: str) -> None:
+        """The parent KILLED with ``reason``, any child left RUNNING (half-logged) FAILED
+        (``fail_unfinished_children``)."""
+        self.fail_unfinished_children()
         self.client.set_tag(self.parent_id, "outcome", "interrupted")
         self.client.set_tag(self.parent_id, "failure_reason", reason[:5000])
         self.client.set_terminated(self.parent_id, status="KILLED")

@@ -20,6 +20,7 @@ from pipeline import cli
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, validate
 from pipeline.data import DataError
+from pipeline.faults import Terminated
 from tests.conftest import REPO
 
 
@@ -338,3 +339,27 @@ def test_columns_the_grammar_cannot_spell_are_named_in_quotes(tmp_path):
     cli.check_command_line(overrides)
     train, _ = load_dataset(_config(overrides, tmp_path / "out").dataset)
     assert train.feature_names == ("farbe=rot", "farbe=grün", "größe", "a=b")
+
+
+def test_a_sweep_stopped_by_sigterm_exits_143_and_by_ctrl_c_130():
+    reason = "sweep interrupted by SIGTERM: 1 of 4 requested runs finished, 3 not run; rerun ..."
+    stopped = {"status": "interrupted", "terminated": True, "reason": reason}
+    assert cli.exit_code({"sweep": stopped}) == (cli.ExitCode.TERMINATED, reason)
+    interrupted = stopped | {"terminated": False}
+    assert cli.exit_code({"sweep": interrupted})[0] == cli.ExitCode.INTERRUPTED == 130
+    assert cli.ExitCode.TERMINATED == 128 + 15  # the shell's code for a process SIGTERM ended
+
+
+def test_a_stop_before_the_sweep_started_is_one_line_with_its_own_code(tmp_path, capsys):
+    folder = tmp_path / "out"
+    (folder / ".hydra").mkdir(parents=True)  # what Hydra alone wrote: removed
+    with pytest.raises(SystemExit) as stopped:
+        cli._stopped_before_the_sweep(Terminated(), str(folder))
+    assert stopped.value.code == 143 and not folder.exists()
+    with pytest.raises(SystemExit) as stopped:
+        cli._stopped_before_the_sweep(KeyboardInterrupt())
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err.splitlines() == [
+        "error: stopped by SIGTERM before the sweep started; nothing was run",
+        "error: interrupted before the sweep started; nothing was run",
+    ]

@@ -1,14 +1,18 @@
 """pipeline.faults: a full or read-only disk is recognised wherever it surfaces (the OS, sqlite,
-SQLAlchemy's and MLflow's wrappings of it), and nothing else is taken for one."""
+SQLAlchemy's and MLflow's wrappings of it), and nothing else is taken for one; SIGTERM is a
+KeyboardInterrupt of its own kind."""
 
 from __future__ import annotations
 
 import errno
+import os
+import signal
 import sqlite3
+import time
 
 import pytest
 
-from pipeline.faults import storage_fault
+from pipeline.faults import Terminated, stop_on_sigterm, storage_fault
 
 
 def _raised_from(outer: Exception, inner: BaseException) -> Exception:
@@ -69,3 +73,14 @@ def test_a_cycle_of_causes_ends():
     a, b = ValueError("a"), ValueError("b")
     a.__cause__, b.__cause__ = b, a
     assert storage_fault(a) is None
+
+
+def test_sigterm_is_a_keyboard_interrupt_of_its_own_kind():
+    previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
+    try:
+        with pytest.raises(Terminated) as stopped:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler runs at the next bytecode: never this long
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert isinstance(stopped.value, KeyboardInterrupt)  # every Ctrl-C path takes it

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,21 @@ def test_a_sessions_processes_are_named_by_their_command_line_or_open_files(tmp_
     assert (
         reaper.session_pids("", proc) == [] and reaper.session_pids(SESSION, tmp_path / "x") == []
     )
+
+
+def test_the_descendants_of_a_process_are_its_children_and_theirs(tmp_path):
+    proc = tmp_path / "proc"
+    # pid: (command, parent); a command with a space and a ") " in it
+    table = {10: ("python", 1), 11: ("gcs_server", 10), 12: ("raylet", 10), 13: ("x) y", 12)}
+    table |= {14: ("ray::IDLE", 13), 20: ("other", 1), 21: ("child of other", 20)}
+    for pid, (command, parent) in table.items():
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "stat").write_text(f"{pid} ({command}) S {parent} {pid} 0 0\n")
+    (proc / "30").mkdir()  # gone while /proc was read: no stat
+    assert reaper.descendants(10, proc) == [11, 12, 13, 14]
+    assert reaper.descendants(14, proc) == [] and reaper.descendants(10, tmp_path / "x") == []
+    if Path("/proc").is_dir():  # the real /proc: this process is its parent's descendant
+        assert os.getpid() in reaper.descendants(os.getppid())
 
 
 @pytest.mark.integration

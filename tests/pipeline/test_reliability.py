@@ -12,6 +12,7 @@ import io
 import logging
 import math
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -534,3 +535,94 @@ def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
     parents = client.search_runs([exp.experiment_id], "tags.role = 'sweep'")
     assert len(parents) == 1 and parents[0].info.status == "FAILED"
     assert parents[0].data.tags["failure_reason"] == last.removeprefix("error: ")
+
+
+# --- issue 30, item 1: SIGTERM ends a sweep as Ctrl-C does, and the same command resumes ---------
+
+
+def _sigterm_when(args, out: Path, said: str, then: float = 0.0):
+    """Start ``python -m pipeline ARGS``, send SIGTERM ``then`` seconds after its stdout says
+    ``said``; (exit code, stdout, stderr)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    errors: list[str] = []
+    seen = threading.Event()
+
+    def read_stdout() -> None:
+        for line in proc.stdout:
+            lines.append(line)
+            if said in line:
+                seen.set()
+
+    readers = [
+        threading.Thread(target=read_stdout),
+        threading.Thread(target=lambda: errors.extend(proc.stderr)),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        assert seen.wait(timeout=300), "".join(lines)[-3000:] + "".join(errors)[-3000:]
+        time.sleep(then)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for reader in readers:
+            reader.join(timeout=30)
+    return code, "".join(lines), "".join(errors)
+
+
+def _children(out: Path):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("oracle-dp")
+    return client.search_runs([exp.experiment_id], "", max_results=1000)
+
+
+SMALL_SWEEP = [
+    "+sweep=smoke",
+    "sweep.mechanisms=[opdisc,dpsgd_lr]",
+    "sweep.epsilons=[1.0]",
+    "sweep.seeds=2",
+    "cluster.num_cpus=1",
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "said, then, reason",
+    [
+        ("sweep run", 2.0, "sweep interrupted by SIGTERM: "),  # runs in flight
+        ("n=400 d=8", 0.0, "stopped by SIGTERM before the sweep started"),  # still planning
+    ],
+)
+def test_sigterm_ends_a_sweep_in_one_line_and_the_same_command_resumes(
+    tmp_path, said, then, reason
+):
+    out = tmp_path / "out"
+    code, stdout, stderr = _sigterm_when(SMALL_SWEEP, out, said, then)
+    last = stderr.strip().splitlines()[-1]
+    assert code == ExitCode.TERMINATED, stderr[-3000:]
+    if said == "sweep run" or not last.startswith("error: stopped by SIGTERM before"):
+        reason = "sweep interrupted by SIGTERM: "  # planning may have ended meanwhile
+    assert last.startswith(f"error: {reason}"), stderr[-3000:]
+    if (out / "mlflow.db").exists():
+        runs = _children(out)
+        assert [r.info.status for r in runs if r.info.status == "RUNNING"] == []
+        parents = [r for r in runs if r.data.tags.get("role") == "sweep"]
+        assert all(p.info.status == "KILLED" for p in parents)
+
+    again = _cli(SMALL_SWEEP, out)  # the same command: the rest, each run once
+    assert again.returncode == ExitCode.OK, again.stderr[-3000:]
+    finished = [r for r in _children(out) if r.info.status == "FINISHED"]
+    keys = [r.data.tags["run_key"] for r in finished if r.data.tags.get("role") != "sweep"]
+    assert len(keys) == 4 and len(set(keys)) == 4
+    assert [r.info.status for r in _children(out) if r.info.status == "RUNNING"] == []

@@ -66,6 +66,9 @@ def test_outcome_texts_say_what_is_wrong_and_what_to_do():
         "rerun the same command to resume"
     )
     assert interrupted.headline() == f"**INTERRUPTED (partial sweep)**: {interrupted.reason}."
+    terminated = SweepOutcome(5, 3, {}, True, (), terminated=True)
+    assert terminated.status == "interrupted"
+    assert terminated.reason.startswith("sweep interrupted by SIGTERM: 3 of 5 requested runs")
 
     failed = {"expmech/eps=1/run=0": "ValueError: too large", "opdisc/eps=1/run=0": "X: y"}
     incomplete = SweepOutcome(5, 2, failed, False, ())
@@ -201,6 +204,7 @@ class FakeTracker:
         self.client = FakeClient()
         self.parent_id: str | None = None
         self.finished: dict | None = None
+        self.unfinished_failed = False
         store.trackers.append(self)
 
     def find_parent(self, sid: str):
@@ -233,6 +237,9 @@ class FakeTracker:
 
     def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
         pass
+
+    def fail_unfinished_children(self) -> None:
+        self.unfinished_failed = True
 
     def finish_parent(self, artifacts, metrics, status="FINISHED", tags=None) -> None:
         self.finished = {
@@ -373,6 +380,7 @@ def test_an_interrupted_sweep_kills_the_parent_and_reports_what_finished(service
     assert parent["status"] == "KILLED" and parent["tags"]["outcome"] == "interrupted"
     assert parent["metrics"]["runs"] == 2.0 and parent["metrics"]["runs_requested"] == 5.0
     assert result["status"] == "interrupted" and len(result["missing"]) == 3
+    assert not result["terminated"] and services.trackers[0].unfinished_failed
     assert (tmp_path / "summary.md").read_text().startswith("**INTERRUPTED")
 
 
@@ -388,8 +396,10 @@ def test_sigterm_ends_the_sweep_like_ctrl_c_and_the_handler_is_restored(services
 
     services.sweep = sweep
     result = run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
-    assert result["status"] == "interrupted" and result["runs"] == 1
+    assert result["status"] == "interrupted" and result["runs"] == 1 and result["terminated"]
+    assert result["reason"].startswith("sweep interrupted by SIGTERM: 1 of 5")
     assert _parent(services)["status"] == "KILLED"
+    assert services.trackers[0].unfinished_failed  # a child half-logged is FAILED, not RUNNING
     assert signal.getsignal(signal.SIGTERM) == before
 
 

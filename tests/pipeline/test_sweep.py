@@ -554,3 +554,37 @@ def test_the_pipelines_own_ray_runs_its_tasks_at_the_drivers_niceness():
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["task"] == seen["driver"] >= 3, seen
     assert seen["cpus"] == 1, seen
+
+
+FAILING_START = """
+import json, os
+from pipeline import reaper, sweep
+from pipeline.preflight import ServiceError
+
+try:
+    sweep.start_local_ray(1)
+    print(json.dumps({"started": True}))
+except ServiceError as e:
+    alive = [p for p in reaper.descendants(os.getpid()) if reaper._alive(p)]
+    print(json.dumps({"error": str(e), "alive": alive}))
+"""
+
+
+def test_a_local_ray_that_would_not_start_is_retried_and_leaves_no_process_behind():
+    # a GCS wait of 0 s: each start fails after its GCS (a process of ours) has started
+    result = subprocess.run(
+        [sys.executable, "-c", FAILING_START],
+        cwd=REPO,
+        env={**os.environ, "RAY_gcs_server_port_wait_time_s": "0"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["error"].startswith(
+        "a local Ray would not start (3 attempts, each waiting 30 s for its raylet and 0 s for "
+        "its GCS (RAY_gcs_server_port_wait_time_s), its processes stopped after): RuntimeError: "
+        "Timed out waiting for file"
+    ), result.stderr[-3000:]
+    assert outcome["alive"] == []  # no GCS, raylet or agent of the failed starts still running
+    assert result.stderr.count("a local Ray did not start (attempt") == 2

@@ -658,19 +658,52 @@ def test_nothing_to_run_returns_empty_without_starting_ray(local_ray, todo):
     assert local_ray.ran == [] and tracker.children == {} and tracker.failures == {}
 
 
-def test_a_local_ray_that_would_not_start_is_a_service_error(monkeypatch):
+def test_a_local_ray_that_would_not_start_is_tried_again_and_leaves_nothing(monkeypatch):
     import ray
 
+    started: list[int] = []  # the "processes" each start leaves behind
+    stopped: list[list[int]] = []
+
     def init(**kwargs):
+        started.append(1000 + len(started))
         raise TimeoutError("The current node timed out during startup.\nraylet.out ...")
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(sweep.reaper, "descendants", lambda pid: [7, *started])  # 7: not Ray's
+    monkeypatch.setattr(sweep.reaper, "stop", lambda pids: stopped.append(pids))
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    with pytest.raises(
-        ServiceError, match="^a local Ray would not start: TimeoutError: The current"
-    ):
+    monkeypatch.setenv(sweep.GCS_WAIT_ENV, "x")
+    monkeypatch.delenv(sweep.GCS_WAIT_ENV)  # the driver's default applies (and is undone)
+    with pytest.raises(ServiceError) as raised:
         sweep.init_ray(_config())
+    assert str(raised.value).startswith(
+        "a local Ray would not start (3 attempts, each waiting 30 s for its raylet and 120 s for "
+        "its GCS (RAY_gcs_server_port_wait_time_s), its processes stopped after): TimeoutError: "
+        "The current node timed out during startup. (rerun the same command"
+    )
+    assert "\n" not in str(raised.value)
+    # each start's own processes stopped, before the next start and after the last
+    assert stopped == [[1000], [1001], [1002]]
+
+
+def test_a_local_ray_that_starts_on_a_second_attempt_is_used(monkeypatch):
+    import ray
+
+    attempts = []
+
+    def init(**kwargs):
+        attempts.append(kwargs)
+        if len(attempts) == 1:
+            raise RuntimeError("Timed out waiting for file /tmp/ray/session_x/gcs_server_port")
+        return types.SimpleNamespace(address_info={})
+
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(sweep.reaper, "stop", lambda pids: None)
+    monkeypatch.setenv(sweep.GCS_WAIT_ENV, "45")  # the user's own wait is kept
+    assert sweep.start_local_ray(2).address_info == {}
+    assert len(attempts) == 2 and attempts[1]["num_cpus"] == 2
+    assert os.environ[sweep.GCS_WAIT_ENV] == "45"
 
 
 def test_in_threads_starts_no_run_once_its_caller_has_stopped():
