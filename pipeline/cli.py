@@ -108,10 +108,21 @@ HYDRA_FILES = {"cli.log", ".hydra"}
 
 def _discard_if_empty(output_dir: str) -> None:
     """Remove the output directory of a command refused before it ran anything (bad data, a
-    check in the driver) when it holds only Hydra's own files: no empty sweep folder is left."""
-    path = Path(output_dir)
-    if path.is_dir() and {p.name for p in path.iterdir()} <= HYDRA_FILES:
-        shutil.rmtree(path, ignore_errors=True)
+    check in the driver) when it holds only Hydra's own files, and the folders above it that
+    are left empty, up to the working directory (the default ``outputs/DATE/TIME``'s
+    ``outputs/DATE``): no empty folder is left."""
+    path = Path(output_dir).absolute()
+    if not (path.is_dir() and {p.name for p in path.iterdir()} <= HYDRA_FILES):
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    cwd = Path.cwd().absolute()
+    for parent in path.parents:
+        if parent == cwd or cwd not in parent.parents:
+            break
+        try:
+            parent.rmdir()  # only an empty one
+        except OSError:
+            break
 
 
 def _fail(code: ExitCode, message: str) -> None:

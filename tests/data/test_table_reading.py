@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pipeline.data import DataError
-from pipeline.data.table_reading import Raw, read_header, read_table
+from pipeline.data.table_reading import Raw, content_id, read_header, read_table
 from tests.data.tables import CSV, load, write
 
 
@@ -91,3 +91,11 @@ def test_a_header_is_read_without_the_table(tmp_path):
     assert read_header(tmp_path / "absent.csv") is None  # read_table names the missing file
     (tmp_path / "bad.parquet").write_bytes(b"not parquet")
     assert read_header(tmp_path / "bad.parquet") is None  # read_table says it is unreadable
+
+
+def test_the_content_id_is_the_provenances_without_reading_the_table(tmp_path):
+    path = write(tmp_path, CSV)
+    assert content_id(str(path)) == {"sha256": read_table(str(path)).provenance["sha256"]}
+    assert content_id(str(tmp_path / "none.csv")) == {}  # loading it says why
+    path.write_text(CSV + "red,1,2,yes\n")
+    assert content_id(str(path)) == {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -283,6 +284,50 @@ def test_a_refused_commands_folder_is_removed_only_when_hydra_alone_wrote_it(tmp
     (kept / "mlflow.db").write_text("")
     cli._discard_if_empty(str(kept))
     assert sorted(p.name for p in kept.iterdir()) == ["cli.log", "mlflow.db"]
+
+
+def test_a_refused_load_leaves_no_empty_date_folder_and_nothing_above_the_cwd(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    run = Path("outputs/2026-11-26/10-00-00")  # Hydra's default outputs/DATE/TIME
+    (run / ".hydra").mkdir(parents=True)
+    earlier = Path("outputs/2026-11-25/09-00-00")
+    earlier.mkdir(parents=True)
+    cli._discard_if_empty(str(run))
+    assert not Path("outputs/2026-11-26").exists()
+    assert Path("outputs").exists() and earlier.exists()  # another run's folders stay
+    cli._discard_if_empty(str(earlier / "x"))  # nothing there: nothing removed
+    assert earlier.exists()
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere" / "run"
+    (elsewhere / ".hydra").mkdir(parents=True)
+    cli._discard_if_empty(str(elsewhere))  # hydra.run.dir outside the working directory
+    assert not elsewhere.exists() and elsewhere.parent.exists()
+    elsewhere.parent.rmdir()
+
+
+@pytest.mark.integration
+def test_a_failed_load_only_call_leaves_no_folder(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "dataset=table",
+            f"dataset.path={tmp_path}/no.csv",
+            "dataset.label=y",
+            "dataset.positive=1",
+            "dataset.numeric={x: [0, 1]}",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.splitlines()[-1].startswith(f"error: {tmp_path}/no.csv: no such file")
+    assert list(tmp_path.iterdir()) == []  # no outputs/DATE/ left
 
 
 @pytest.mark.integration

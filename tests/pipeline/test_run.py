@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import open_dict
 
 import pipeline.preflight
 import pipeline.report
@@ -22,7 +24,8 @@ import pipeline.run as run_module
 import pipeline.sweep
 import pipeline.tracking
 from pipeline.catalog import SCHEMAS
-from pipeline.config import Config, ConfigError, SweepConfig, TrackingConfig
+from pipeline.cli import CONFIG_DIR
+from pipeline.config import Config, ConfigError, SweepConfig, TrackingConfig, validate
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
 from pipeline.data.schema import SyntheticDatasetConfig, TableRecordsConfig
@@ -680,3 +683,33 @@ def test_a_task_larger_than_the_clusters_largest_node_is_refused_before_the_pare
     assert not (tmp_path / ".sweep_id").exists()
     config.cluster.cpus_per_task = 4  # fits: the sweep runs
     assert run_module.run_sweep_and_report(config, tmp_path)["status"] == "complete"
+
+
+def test_a_table_sweeps_folder_id_is_its_logged_sweep_id_and_an_edited_file_another(
+    services, tmp_path
+):
+    table = tmp_path / "t.csv"
+    table.write_text("x,y\n" + "".join(f"{i % 10 / 10},{i % 2}\n" for i in range(40)))
+    overrides = [
+        "+sweep=table",
+        f"dataset.path={table}",
+        "dataset.label=y",
+        "dataset.positive=1",
+        "dataset.numeric={x: [0, 1]}",
+        "sweep.mechanisms=[logistic_regression]",
+    ]
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+        folder = Path(cfg.hydra.run.dir).name
+    with open_dict(cfg):
+        del cfg["hydra"]
+    config = validate(cfg)
+    config.output_dir = str(tmp_path / "out")
+    services.sweep = _logging_every_run()
+    logged = run_module.run_sweep_and_report(config, tmp_path / "out")["sweep_id"]
+    assert folder == f"sweep-table-{logged[:8]}"  # README: ID, the sweep_id's first 8 digits
+
+    table.write_text(table.read_text() + "0.5,1\n")  # an edited file: another sweep, elsewhere
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        edited = compose("config", overrides=overrides, return_hydra_config=True)
+        assert Path(edited.hydra.run.dir).name not in (folder, "sweep-table-invalid")
