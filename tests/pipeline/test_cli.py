@@ -319,6 +319,7 @@ def test_a_failed_load_only_call_leaves_no_folder(tmp_path):
             "dataset.positive=1",
             "dataset.numeric={x: [0, 1]}",
         ],
+        check=False,
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
