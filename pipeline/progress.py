@@ -75,6 +75,50 @@ REDRAW_EVERY = 5.0
 REPORT_EVERY = 10.0
 #: Seconds the driver waits for the board's snapshot before giving up on it this time.
 BOARD_TIMEOUT = 10.0
+#: Seconds between two "still ..." lines of a phase before the runs (``Phase``): loading and
+#: encoding the data, planning the sweep, starting Ray (issue 30 saw 4 to 14 silent minutes).
+PHASE_EVERY = 30.0
+
+
+# --- before the runs: what the driver is doing -----------------------------------------------
+
+
+class Phase:
+    """While a phase of the driver (``what``: "loading and encoding the data") lasts, a line
+    every ``every`` seconds on its logger: what it is doing (``now``: the current step) and for
+    how long; nothing when it ends sooner. A context manager (``stop`` may end it earlier); the
+    lines come from a daemon thread, so a phase blocked in a long call still says so."""
+
+    def __init__(self, what: str, every: float | None = None, say=None) -> None:
+        self.what, self.every = what, float(PHASE_EVERY if every is None else every)
+        self.say = say if say is not None else log.info
+        self.step = ""
+        self.start = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name=f"phase: {what}")
+
+    def now(self, step: str) -> None:
+        """What the phase is doing from now on (said in its next line)."""
+        self.step = step
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            step = f": {self.step}" if self.step else ""
+            self.say(f"still {self.what} ({time.monotonic() - self.start:.0f} s){step}")
+
+    def __enter__(self) -> Phase:
+        self.start = time.monotonic()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """The phase has ended: no more lines (twice is once)."""
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 # --- the board (Ray side) ------------------------------------------------------------------

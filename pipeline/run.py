@@ -34,6 +34,7 @@ from pipeline.preflight import (
     probe_ray_address,
     probe_tracking_store,
 )
+from pipeline.progress import Phase
 from pipeline.report import best_accuracy_note, write_report
 from pipeline.sweep import init_ray, largest_node_cpus, run_sweep
 from pipeline.tasks import sweep_keys
@@ -187,21 +188,27 @@ def run_sweep_and_report(
     created in the tracking store before every check passed and Ray is up, so a sweep that
     cannot start leaves no FAILED parent behind."""
     train, test = data if data is not None else load_dataset(config.dataset)
-    resolved = with_content(dataclasses.asdict(config))  # a table's file: edited, a new sweep
-    keys = sweep_keys(config)
-    check_rows(config, train.n)
-    check_workload(config, train)
-    check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
-    clipped = check_data_bounds(config, train)
-    uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
-    state: dict[str, Any] = {}  # what _run_locked got to: the tracker, once it exists
-    try:
-        return _run_locked(config, output_dir, train, test, resolved, keys, uri, clipped, state)
-    except Exception as e:
-        fault = storage_fault(e)
-        if fault is None:
-            raise
-        raise _stopped_by_storage(fault, state.get("tracker"), keys, output_dir) from None
+    # a line every PHASE_EVERY seconds until the plan ("sweep NAME: N runs, ...") is said
+    with Phase(f"planning sweep {config.sweep.name}") as planning:
+        planning.now("reading the table's file for the sweep's id")
+        resolved = with_content(dataclasses.asdict(config))  # a table's file: edited, a new sweep
+        planning.now("checking the grid against the data")
+        keys = sweep_keys(config)
+        check_rows(config, train.n)
+        check_workload(config, train)
+        check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
+        clipped = check_data_bounds(config, train)
+        uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
+        state: dict[str, Any] = {}  # what _run_locked got to: the tracker, once it exists
+        try:
+            return _run_locked(
+                config, output_dir, train, test, resolved, keys, uri, clipped, state, planning
+            )
+        except Exception as e:
+            fault = storage_fault(e)
+            if fault is None:
+                raise
+            raise _stopped_by_storage(fault, state.get("tracker"), keys, output_dir) from None
 
 
 def _stopped_by_storage(fault: str, tracker, keys, output_dir: Path) -> StorageError:
@@ -229,21 +236,27 @@ def _stopped_by_storage(fault: str, tracker, keys, output_dir: Path) -> StorageE
 
 
 def _run_locked(
-    config, output_dir, train, test, resolved, keys, uri, clipped, state
+    config, output_dir, train, test, resolved, keys, uri, clipped, state, planning
 ) -> dict[str, Any]:
-    """The sweep under the driver's lease: the tracker, the parent, the runs, the report."""
+    """The sweep under the driver's lease: the tracker, the parent, the runs, the report
+    (``planning``: the phase that ends with the plan's line)."""
     sid = sweep_id(resolved)
+    planning.now("taking the output directory")
     with DriverLease(output_dir, sid):
         fresh = _claim_output_dir(output_dir, sid)
+        planning.now("opening the MLflow store")
         probe_tracking_store(uri)
         # database and experiment exist before anything fans out
         tracker = SweepTracker(uri, config.tracking.experiment, output_dir / "mlartifacts")
         state["tracker"] = tracker
+        planning.now("describing the data for MLflow")
         tracker.use_datasets(config.dataset.name, train, test)  # each run's input, built once
+        planning.now("looking up the runs already finished")
         tracker.find_parent(sid)
         tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store
         done = tracker.finished_keys()
         todo = [k for k in keys if str(k) not in done]
+        planning.stop()
         log.info(
             "sweep %s: %d runs, %d already finished, %d to run",
             config.sweep.name,
@@ -252,7 +265,8 @@ def _run_locked(
             len(todo),
         )
         if todo:
-            init_ray(config)  # connect (or fail, in one line) before the parent exists
+            with Phase("starting Ray"):
+                init_ray(config)  # connect (or fail, in one line) before the parent exists
             _check_cluster_cpus(config, output_dir, fresh)
         failed: dict[str, str] = {}
         interrupted = terminated = False
@@ -361,8 +375,9 @@ def run(config: Config) -> dict[str, Any]:
     if config.sweep is not None:
         _probe_before_loading(config, output_dir)
     load_start = time.perf_counter()
-    data = load_dataset(config.dataset)  # once, for the summary and the sweep
-    summary = summarize(config, data)
+    with Phase(f"loading and encoding the data ({config.dataset.name})"):
+        data = load_dataset(config.dataset)  # once, for the summary and the sweep
+        summary = summarize(config, data)
     summary["load_seconds"] = round(time.perf_counter() - load_start, 3)
     t = summary["train"]
     if summary["provenance"].get("kind") == "records":  # the label is among the attributes

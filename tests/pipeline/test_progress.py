@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import math
+import re
+import threading
+import time
 import types
 
 import pytest
@@ -486,3 +489,36 @@ def test_in_threads_ticks_while_a_run_goes_and_a_failing_tick_is_not_the_sweep(m
 
     items = list(sweep._in_threads(["k"], 1, work, heartbeat=lambda: None, tick=tick, wait=0.01))
     assert items == [("k", True, None)]
+
+
+# --- before the runs: a slow phase says what it is doing -------------------------------------
+
+
+def test_a_slow_phase_says_what_it_is_doing_every_interval_and_nothing_after():
+    said: list[str] = []
+    three = threading.Event()
+
+    def say(line: str) -> None:
+        said.append(line)
+        if len(said) >= 3:
+            three.set()
+
+    with pp.Phase("planning sweep table", every=0.05, say=say) as phase:
+        phase.now("opening the MLflow store")
+        assert three.wait(timeout=10)  # a phase blocked in a slow call: three lines meanwhile
+    after = len(said)
+    time.sleep(0.2)
+    assert len(said) == after  # ended: no more lines
+    assert all(
+        re.fullmatch(r"still planning sweep table \(\d+ s\): opening the MLflow store", line)
+        for line in said
+    ), said
+
+
+def test_a_quick_phase_says_nothing_and_stopping_twice_is_once():
+    said: list[str] = []
+    with pp.Phase("loading and encoding the data (synthetic)", every=0.05, say=said.append) as p:
+        p.stop()
+        time.sleep(0.15)
+    p.stop()
+    assert said == []

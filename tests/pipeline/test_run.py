@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import math
 import os
 import signal
+import time
 import types
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
 import pipeline.preflight
+import pipeline.progress
 import pipeline.report
 import pipeline.run as run_module
 import pipeline.sweep
@@ -713,3 +716,33 @@ def test_a_table_sweeps_folder_id_is_its_logged_sweep_id_and_an_edited_file_anot
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         edited = compose("config", overrides=overrides, return_hydra_config=True)
         assert Path(edited.hydra.run.dir).name not in (folder, "sweep-table-invalid")
+
+
+def test_slow_loading_and_planning_say_so_until_the_plan(services, tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(pipeline.progress, "PHASE_EVERY", 0.05)
+    config = _sweep_config(tmp_path)
+
+    def slow_load(dataset):
+        time.sleep(0.3)
+        return load_dataset(dataset)
+
+    def slow_datasets(self, name, train, test):
+        time.sleep(0.3)
+
+    monkeypatch.setattr(run_module, "load_dataset", slow_load)
+    monkeypatch.setattr(FakeTracker, "use_datasets", slow_datasets)
+    services.sweep = _logging_every_run()
+    caplog.set_level(logging.INFO)
+    run_module.run(config)
+    lines = [r.getMessage() for r in caplog.records]
+    plan = next(i for i, line in enumerate(lines) if line.startswith("sweep unit: 5 runs"))
+    loading = [i for i, line in enumerate(lines) if line.startswith("still loading and encoding")]
+    planning = [
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("still planning sweep unit (")
+        and line.endswith("s): describing the data for MLflow")
+    ]
+    assert loading and planning, lines
+    assert max(loading) < min(planning) and max(planning) < plan  # none after the plan
+    assert "(synthetic)" in lines[loading[0]]
