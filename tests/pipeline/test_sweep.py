@@ -9,6 +9,7 @@ import csv
 import json
 import os
 import secrets
+import shlex
 import signal
 import socket
 import sqlite3
@@ -589,3 +590,137 @@ def test_a_local_ray_that_would_not_start_is_retried_and_leaves_no_process_behin
     ), result.stderr[-3000:]
     assert outcome["alive"] == []  # no GCS, raylet or agent of the failed starts still running
     assert result.stderr.count("a local Ray did not start (attempt") == 2
+
+
+# --- docs/cluster.md, walked on a fresh HOME (issue 30, item 14) ---------------------------------
+
+
+def cluster_doc_commands() -> list[str]:
+    """The commands of docs/cluster.md's first bash block, continuation lines joined, comments
+    and blank lines dropped."""
+    text = (REPO / "docs" / "cluster.md").read_text()
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    lines = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    return [" ".join(line.split()) for line in lines if line]
+
+
+def test_the_cluster_doc_works_as_written_on_a_fresh_home(tmp_path):
+    """Every command of docs/cluster.md in order, as a new user runs it (a fresh HOME, no token
+    anywhere), on 127.0.0.1: ports of the test's own and a tiny sweep for the doc's, and
+    `ray stop` (which would stop every Ray on this machine) replaced by stopping the sessions
+    of this test's own `ray start`s. A second head of the same user shares the token file."""
+    home = tmp_path / "home"
+    home.mkdir()
+    environ = {k: v for k, v in env().items() if not k.startswith("RAY_")} | {"HOME": str(home)}
+    port, dashboard = free_port(), free_port()
+    tiny = ["+sweep=smoke", "sweep.mechanisms=[opdisc]", "sweep.epsilons=[1.0]", "sweep.seeds=1"]
+    ray = str(BIN / "ray")
+
+    def own_ports() -> list[str]:  # the defaults may be taken by another Ray on this machine
+        return [
+            "--node-ip-address=127.0.0.1",
+            "--num-cpus=1",
+            "--disable-usage-stats",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--ray-client-server-port={free_port()}",
+            f"--metrics-export-port={free_port()}",
+        ]
+
+    def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+        result = subprocess.run(
+            argv, env=environ, capture_output=True, text=True, timeout=600, check=False, **kwargs
+        )
+        assert result.returncode == 0, f"{argv}:\n{(result.stdout + result.stderr)[-3000:]}"
+        return result
+
+    starts: list[subprocess.Popen] = []
+
+    def ray_start(args: list[str]) -> None:
+        log = tmp_path / f"ray-start-{len(starts)}.log"  # not a pipe: the daemons inherit it
+        with open(log, "w") as output:
+            proc = subprocess.Popen(
+                [ray, "start", *args, *own_ports()],
+                env=environ,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its daemons stay in this session: stopped by it
+            )
+        starts.append(proc)
+        assert proc.wait(timeout=300) == 0, log.read_text()[-3000:]
+
+    commands = cluster_doc_commands()
+    walked = []
+    try:
+        for command in commands:
+            words = shlex.split(
+                command.replace("HEAD_HOST", "127.0.0.1")
+                .replace("6379", str(port))
+                .replace("8265", str(dashboard))
+                .replace("0.0.0.0", "127.0.0.1")
+            )
+            if words[0] == "export":
+                name, value = words[1].split("=", 1)
+                environ[name] = value
+            elif words[:2] == ["ray", "get-auth-token"]:
+                run([ray, *words[1:-2]] if words[-2] == ">" else [ray, *words[1:]])
+                assert (home / ".ray" / "auth_token").stat().st_size > 0
+            elif words[:3] == ["ray", "start", "--head"]:
+                ray_start([*words[2:], f"--dashboard-port={dashboard}"])
+            elif words[:2] == ["ray", "start"]:  # a worker: a second node on this machine
+                ray_start(words[2:])
+            elif words[:3] == ["python", "-m", "pipeline"]:
+                out = tmp_path / "driver-out"
+                args = [w for w in words[3:] if not w.startswith("+sweep=")]
+                run([sys.executable, "-m", "pipeline", *tiny, *args, f"hydra.run.dir={out}"])
+                assert len(read_rows(out / "results.csv")) == 1
+            elif words[:3] == ["ray", "job", "submit"]:
+                out = tmp_path / "job-out"
+                head, _, job = " ".join(words).partition(" -- ")
+                job = [
+                    w
+                    for w in job.split()
+                    if not w.startswith(("+sweep=", "hydra.run.dir=", "tracking.tracking_uri="))
+                ]
+                submit = [ray, *head.split()[1:], "--", *job, *tiny, f"hydra.run.dir={out}"]
+                for _ in range(24):  # a fresh head's job agent can take a while to come up
+                    result = subprocess.run(
+                        submit,
+                        env=environ,
+                        capture_output=True,
+                        text=True,
+                        timeout=600,
+                        check=False,
+                        cwd=REPO,  # the doc's `--working-dir .`: the repository
+                    )
+                    if "No available agent to submit job" not in result.stdout + result.stderr:
+                        break
+                    time.sleep(5)
+                assert "succeeded" in result.stdout + result.stderr, result.stderr[-3000:]
+                assert len(read_rows(out / "results.csv")) == 1
+            elif words == ["ray", "stop"]:
+                continue  # below, by the sessions of this test's own `ray start`s
+            else:
+                raise AssertionError(
+                    f"docs/cluster.md: a command this walk does not know: {command}"
+                )
+            walked.append(words[0] if words[0] != "ray" else " ".join(words[:2]))
+        assert walked == [
+            "export",
+            "ray get-auth-token",
+            "ray start",
+            "ray start",
+            "python",
+            "ray job",
+        ], walked
+
+        # a second head of the same user on this machine: the same token file, unchanged
+        token = (home / ".ray" / "auth_token").read_text()
+        second = free_port()
+        ray_start(["--head", f"--port={second}", "--include-dashboard=false"])
+        reach = "import ray; ray.init(address=%r); print(int(ray.cluster_resources()['CPU']))"
+        result = run([sys.executable, "-c", reach % f"127.0.0.1:{second}"])
+        assert result.stdout.strip().splitlines()[-1] == "1"
+        assert (home / ".ray" / "auth_token").read_text() == token
+    finally:
+        stop_own(starts)
+    assert all(session_members(p.pid) == [] for p in starts)
