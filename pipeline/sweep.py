@@ -21,23 +21,20 @@ FINISHED in MLflow for the same sweep are skipped (resume).
 from __future__ import annotations
 
 import atexit
-import contextlib
 import dataclasses
 import logging
 import math
 import os
 import queue
-import signal
 import threading
 import time
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from mechanisms.base import Release
 from mechanisms.catalog import NON_ORACLE, NON_PRIVATE
 from pipeline import reaper
 from pipeline.config import Config
 from pipeline.data.record import Dataset
-from pipeline.faults import Terminated, stop_on_sigterm
 from pipeline.preflight import local_ray_error, probe_ray_address, ray_connect_error
 from pipeline.progress import (
     PROGRESS_EVERY,
@@ -223,14 +220,12 @@ def init_ray(config: Config) -> None:
     if config.cluster.address:
         probe_ray_address(config.cluster.address)  # ray.init waits minutes on a dead address
         try:
-            with _keeping_sigterm_handler():
-                ray.init(address=config.cluster.address, log_to_driver=False)
+            ray_init(address=config.cluster.address, log_to_driver=False)
         except Exception as e:  # noqa: BLE001 - any failure to connect is the same user error
             raise ray_connect_error(config.cluster.address, e) from None
     elif os.environ.get("RAY_ADDRESS"):
         try:
-            with _keeping_sigterm_handler():
-                ray.init(log_to_driver=False)
+            ray_init(log_to_driver=False)
         except Exception as e:  # noqa: BLE001
             raise ray_connect_error(os.environ["RAY_ADDRESS"], e) from None
     else:
@@ -275,19 +270,13 @@ def start_local_ray(num_cpus: int | None, attempts: int = LOCAL_RAY_ATTEMPTS) ->
     start's processes (its GCS, raylet, agents: this process's descendants that the start
     added) are stopped before the next, and after the last: a driver that gives up leaves no Ray
     of its own behind. The last failure is a ServiceError that says what was tried."""
-    import ray
-
     os.environ.setdefault(GCS_WAIT_ENV, str(GCS_WAIT_SECONDS))
     for attempt in range(1, attempts + 1):
         before = set(reaper.descendants(os.getpid()))
         try:
-            with _keeping_sigterm_handler():
-                return ray.init(
-                    address="local",
-                    num_cpus=num_cpus,
-                    log_to_driver=False,
-                    include_dashboard=False,
-                )
+            return ray_init(
+                address="local", num_cpus=num_cpus, log_to_driver=False, include_dashboard=False
+            )
         except Exception as e:  # noqa: BLE001 - e.g. an overloaded machine's start timing out
             error = e
         reaper.stop([pid for pid in reaper.descendants(os.getpid()) if pid not in before])
@@ -308,24 +297,56 @@ def start_local_ray(num_cpus: int | None, attempts: int = LOCAL_RAY_ATTEMPTS) ->
     ) from None
 
 
-@contextlib.contextmanager
-def _keeping_sigterm_handler() -> Iterator[None]:
-    """``ray.init`` replaces the SIGTERM handler with one that exits 15 without a word: the
-    driver's own (``pipeline.faults.stop_on_sigterm``) is put back after it, and a SIGTERM
-    during it is a ``Terminated``, as anywhere else in the driver."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    handler = signal.getsignal(signal.SIGTERM)
+class _NotFromTheMainThread(logging.Filter):
+    """Drops Ray's warning that ray.init, called from another thread, sets no SIGTERM handler
+    (``ray_init`` wants none: the driver has its own)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "SIGTERM handler is not set" not in record.getMessage()
+
+
+def ray_init(**kwargs) -> Any:
+    """``ray.init(**kwargs)`` in a thread of its own, which then stays parked for the life of the
+    process, while this thread waits. An interrupt meanwhile (SIGTERM, Ctrl-C) is raised once
+    ray.init has returned: cut short inside ray.init, Ray 2.60's driver hangs for good
+    (destroying a half-connected GCS client: seen with gdb, a SIGTERM a second after "Started a
+    local Ray instance"). From another thread, ray.init also leaves the driver's own SIGTERM
+    handler in place (pipeline.faults.stop_on_sigterm; from the main thread it sets one that exits
+    15 without a word). The thread stays: the processes a local Ray starts die with the thread
+    that started them (PR_SET_PDEATHSIG), that is with the process."""
+    import ray
+
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def start() -> None:
+        try:
+            outcome["context"] = ray.init(**kwargs)
+        except BaseException as e:  # noqa: BLE001 - raised again in the waiting thread
+            outcome["error"] = e
+        done.set()
+        threading.Event().wait()  # parked
+
+    quiet = logging.getLogger("ray._private.worker")
+    drop = _NotFromTheMainThread()
+    quiet.addFilter(drop)
+    stop: BaseException | None = None
     try:
-        yield
-    except SystemExit as e:
-        if e.code == signal.SIGTERM and handler is stop_on_sigterm:
-            raise Terminated from None
-        raise
+        threading.Thread(target=start, daemon=True, name="ray.init").start()
+        while not done.is_set():
+            try:
+                done.wait(0.5)
+            except KeyboardInterrupt as e:  # SIGTERM (pipeline.faults.Terminated) or Ctrl-C
+                if stop is None:
+                    log.warning("stopping as soon as Ray has started (cut short, it would hang)")
+                stop = e
     finally:
-        if handler is not None:
-            signal.signal(signal.SIGTERM, handler)
+        quiet.removeFilter(drop)
+    if stop is not None:
+        raise stop
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["context"]
 
 
 def _reap_at_exit(context) -> None:

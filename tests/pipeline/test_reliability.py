@@ -602,6 +602,8 @@ SMALL_SWEEP = [
     [
         ("sweep run", 2.0, "sweep interrupted by SIGTERM: "),  # runs in flight
         ("n=400 d=8", 0.0, "stopped by SIGTERM before the sweep started"),  # still planning
+        # Ray starting (ray.init cut short would hang the driver for good)
+        ("sweep smoke: 4 runs", 1.0, "stopped by SIGTERM before the sweep started"),
     ],
 )
 def test_sigterm_ends_a_sweep_in_one_line_and_the_same_command_resumes(

@@ -9,6 +9,7 @@ import io
 import math
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -24,6 +25,7 @@ from pipeline.catalog import SCHEMAS
 from pipeline.config import Config, SweepConfig
 from pipeline.data.record import Dataset
 from pipeline.data.schema import SyntheticDatasetConfig
+from pipeline.faults import Terminated, stop_on_sigterm
 from pipeline.preflight import ServiceError
 from pipeline.run_record import RunResult, release_fields
 from pipeline.tasks import RunKey
@@ -757,3 +759,35 @@ def test_a_finished_reference_reads_as_a_reference_not_eps_inf_and_non_private_p
     )
     line = sweep.finished_line(RunKey("opdisc", 1.0, 0), private)
     assert line == "opdisc/eps=1/run=0: acc 0.870, privacy holds"
+
+
+def test_an_interrupt_during_ray_init_waits_for_it_and_ray_init_keeps_our_handler(monkeypatch):
+    import ray
+
+    returned = threading.Event()
+
+    def init(**kwargs):
+        assert threading.current_thread() is not threading.main_thread()  # sets no handler
+        time.sleep(0.5)
+        returned.set()
+        return types.SimpleNamespace(address_info={}, kwargs=kwargs)
+
+    monkeypatch.setattr(ray, "init", init)
+    assert sweep.ray_init(address="local").kwargs == {"address": "local"}
+    returned.clear()
+    previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
+    try:
+        threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        with pytest.raises(Terminated):
+            sweep.ray_init(address="local")
+        assert returned.is_set()  # not cut short inside ray.init: Ray's driver would hang
+        assert signal.getsignal(signal.SIGTERM) is stop_on_sigterm
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+    def failing(**kwargs):
+        raise RuntimeError("Timed out waiting for file")
+
+    monkeypatch.setattr(ray, "init", failing)
+    with pytest.raises(RuntimeError, match="Timed out waiting for file"):
+        sweep.ray_init(address="local")
