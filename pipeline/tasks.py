@@ -46,11 +46,16 @@ class RunKey:
 
     @property
     def label(self) -> str:
-        """What the console calls the run: its key, but a non-private reference (run once, its
-        epsilon recorded as inf) ``erm_01 (non-private reference)``."""
-        if self.mechanism in NON_PRIVATE:
-            return f"{self.mechanism} (non-private reference)"
-        return str(self)
+        """What the console and MLflow call the run (``run_label``)."""
+        return run_label(self.mechanism, str(self))
+
+
+def run_label(mechanism: str, key: str) -> str:
+    """What the console and MLflow's run name call a run: its key, but a non-private reference
+    (run once, its epsilon recorded as inf) ``erm_01 (non-private reference)``."""
+    if mechanism in NON_PRIVATE:
+        return f"{mechanism} (non-private reference)"
+    return key
 
 
 def format_epsilon(epsilon: float) -> str:

@@ -29,6 +29,7 @@ from pipeline import mlflow_log
 from pipeline.data.record import Dataset
 from pipeline.lease import SweepBusyError, this_driver
 from pipeline.run_record import RunResult, release_fields
+from pipeline.tasks import run_label
 
 FINISHED = "FINISHED"
 #: Seconds between a driver's heartbeats on its parent run, and after which a silent one is dead.
@@ -240,7 +241,7 @@ class SweepTracker:
             self.experiment_id,
             start_time=start,
             tags=result.to_tags(self.parent_id),
-            run_name=result.key,
+            run_name=run_label(result.mechanism, result.key),
         ).info.run_id
         self._log_params(run_id, result.to_params() | noise)
         self._log_metrics(run_id, release_metrics | result.to_metrics(), timestamp=end)
@@ -262,7 +263,7 @@ class SweepTracker:
         """A run that failed for good, as a FAILED child with its reason (redone on resume)."""
         run = self.client.create_run(
             self.experiment_id,
-            run_name=key,
+            run_name=run_label(mechanism, key),
             tags={
                 "mlflow.parentRunId": self.parent_id,
                 "role": mlflow_log.CHILD_ROLE,

@@ -115,7 +115,9 @@ def test_a_result_survives_mlflow(store, tmp_path, case):
     )
     tracker = SweepTracker(store, f"round-trip {case}", tmp_path / "art")
     tracker.start_parent("test", "sid", {"sweep": {"name": "test"}})
-    tracker.log_child(result, release, {"name": key.mechanism, "tau": 1.0})
+    run_id = tracker.log_child(result, release, {"name": key.mechanism, "tau": 1.0})
+    # its name in MLflow's run list is the console's label (a reference's says what it is)
+    assert tracker.client.get_run(run_id).info.run_name == key.label
     (back,) = results_from_mlflow(tracker)
     for field in dataclasses.fields(RunResult):
         value, read = getattr(result, field.name), getattr(back, field.name)

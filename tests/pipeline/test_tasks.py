@@ -71,3 +71,4 @@ def test_a_reference_is_labelled_as_one_and_keeps_its_key():
     assert str(reference) == "erm_01/eps=inf/run=0"  # the key of existing sweeps, unchanged
     assert reference.label == "erm_01 (non-private reference)"
     assert tasks.RunKey("opdisc", 0.5, 1).label == "opdisc/eps=0.5/run=1"
+    assert tasks.run_label("erm_01", str(reference)) == reference.label
