@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,15 @@ from pipeline.config import ConfigError, validate
 from pipeline.data import DataError
 from pipeline.faults import Terminated
 from tests.conftest import REPO
+
+
+@pytest.fixture(autouse=True)
+def _sigterm_handler_put_back():
+    """``cli.entry`` installs the driver's SIGTERM handler for the whole process: each test here
+    puts back the one it found, so later tests see the test run's own."""
+    before = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, before)
 
 
 def _run(args, tmp_path, env_extra=None, timeout=600):
