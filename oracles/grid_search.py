@@ -186,6 +186,15 @@ def logistic_direction(problem: Problem, ridge: float = LOGISTIC_RIDGE) -> np.nd
     return w
 
 
+def into_ball(k: np.ndarray, cap: int) -> np.ndarray:
+    """``k`` (changed in place) with its largest coordinate moved one unit towards 0 until
+    ||k||^2 <= cap."""
+    while k @ k > cap:
+        j = int(np.argmax(np.abs(k)))
+        k[j] -= np.sign(k[j])
+    return k
+
+
 def rounded_along(problem: Problem, direction: np.ndarray, keep: int) -> list[np.ndarray]:
     """The ``keep`` best grid points (by F) on the ray of ``direction``, scaled to
     ``SCALES`` of the ball's radius and rounded, inside the box and the ball."""
@@ -197,10 +206,7 @@ def rounded_along(problem: Problem, direction: np.ndarray, keep: int) -> list[np
     points = []
     for scale in SCALES:
         k = np.clip(np.round(direction / norm * math.sqrt(cap) * scale), -B, B).astype(np.int64)
-        while k @ k > cap:
-            j = int(np.argmax(np.abs(k)))
-            k[j] -= np.sign(k[j])
-        points.append(k)
+        points.append(into_ball(k, cap))
     points = np.unique(np.array(points), axis=0)
     values = np.atleast_1d(problem.objective(domain.step * points.astype(float)))
     return [points[i] for i in np.argsort(values, kind="stable")[:keep]]
@@ -254,10 +260,7 @@ def improve(
         k = best_k.copy()
         for j in rng.choice(d, size=min(d, int(rng.integers(2, 6))), replace=False):
             k[j] = int(rng.integers(-B, B + 1))
-        while k @ k > cap:
-            j = int(np.argmax(np.abs(k)))
-            k[j] -= np.sign(k[j])
-        k = local_search(problem, k, deadline=deadline)
+        k = local_search(problem, into_ball(k, cap), deadline=deadline)
         val = float(problem.objective(tau * k))
         if val < best_val:
             best_k, best_val, idle = k, val, 0
@@ -268,6 +271,7 @@ __all__ = [
     "LOGISTIC_RIDGE",
     "SCALES",
     "improve",
+    "into_ball",
     "local_search",
     "logistic_direction",
     "noise_argmin",

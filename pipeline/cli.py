@@ -34,7 +34,13 @@ from omegaconf.errors import (
 from pipeline.catalog import SCHEMAS
 from pipeline.config import ConfigError, register, unknown_key, validate
 from pipeline.data import DataError
-from pipeline.faults import StorageError, Terminated, stop_on_sigterm
+from pipeline.faults import (
+    INTERRUPTED_EXIT,
+    TERMINATED_EXIT,
+    StorageError,
+    stop_on_sigterm,
+    stopped_before_start,
+)
 from pipeline.lease import SweepBusyError
 from pipeline.preflight import ServiceError
 from pipeline.run import run
@@ -66,9 +72,9 @@ class ExitCode(enum.IntEnum):
     #: tracking server (a fresh lease on its parent run); nothing was started.
     BUSY = 6
     #: Interrupted (Ctrl-C): a partial sweep, resumable by rerunning the same command.
-    INTERRUPTED = 130
+    INTERRUPTED = INTERRUPTED_EXIT
     #: Stopped by SIGTERM (``timeout``, ``kill``, a scheduler, ``ray job stop``): as Ctrl-C.
-    TERMINATED = 143
+    TERMINATED = TERMINATED_EXIT
 
 
 SWEEP_STATUS_CODES = {
@@ -97,9 +103,8 @@ def _stopped_before_the_sweep(stop: KeyboardInterrupt, output_dir: str | None = 
     """Ctrl-C or SIGTERM before a sweep's parent run existed: one line, and no empty folder."""
     if output_dir is not None:
         _discard_if_empty(output_dir)
-    if isinstance(stop, Terminated):
-        _fail(ExitCode.TERMINATED, "stopped by SIGTERM before the sweep started; nothing was run")
-    _fail(ExitCode.INTERRUPTED, "interrupted before the sweep started; nothing was run")
+    code, line = stopped_before_start(stop)
+    _fail(ExitCode(code), line)
 
 
 #: What Hydra itself puts in a run's output directory before ``main`` runs.

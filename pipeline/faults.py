@@ -40,6 +40,18 @@ class Terminated(KeyboardInterrupt):
     a state the same command resumes; only the exit code tells the two apart (pipeline.cli)."""
 
 
+#: The exit codes of a driver stopped by Ctrl-C and by SIGTERM (pipeline.cli.ExitCode).
+INTERRUPTED_EXIT = 130
+TERMINATED_EXIT = 143
+
+
+def stopped_before_start(stop: KeyboardInterrupt) -> tuple[int, str]:
+    """The exit code and line of a driver stopped before its sweep's parent run existed."""
+    if isinstance(stop, Terminated):
+        return TERMINATED_EXIT, "stopped by SIGTERM before the sweep started; nothing was run"
+    return INTERRUPTED_EXIT, "interrupted before the sweep started; nothing was run"
+
+
 def stop_on_sigterm(signum, frame) -> None:
     """The driver's SIGTERM handler: ``Terminated`` in the main thread, wherever it is."""
     raise Terminated
