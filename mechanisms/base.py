@@ -13,8 +13,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from core.objective import DEFAULT_MARGIN, predict
 from oracles.base import Certificate
-from oracles.objective import DEFAULT_MARGIN, predict
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -109,7 +109,7 @@ def check_scalars(noise: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-# --- validation (numbers: oracles.checks) -------------------------------------------------------
+# --- validation (numbers: core.validation) -------------------------------------------------------
 
 
 def check_rng(rng: Any) -> np.random.Generator:

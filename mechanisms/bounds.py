@@ -13,7 +13,7 @@ private data: a ``PrivacyLeakWarning`` says so.
 
 What each mechanism's privacy proof assumes about the data, and where it is enforced:
 
-* every mechanism: features finite, labels in {-1, +1} (``oracles.objective.check_data``, run
+* every mechanism: features finite, labels in {-1, +1} (``core.objective.check_data``, run
   first by ``mechanisms.runner.run``, ``run_expmech``, ``run_dpsgd``, ``tune_dpsgd`` and
   ``run_logistic``);
 * OPDisc, RSPM, the exponential mechanism (and the exact ERM): nothing about the features. The
@@ -35,8 +35,8 @@ from typing import Sequence
 
 import numpy as np
 
+from core.validation import check_choice
 from mechanisms.privacy import warn_data_dependent
-from oracles.checks import check_choice
 
 #: What to do with data beyond a mechanism's feature bound (as the table loader's
 #: ``dataset.out_of_bounds``).
@@ -143,7 +143,7 @@ class NoFeatureBound:
 
     The 0/1 loss is in {0, 1} whatever x is, so L(D, w) is 1-sensitive under replacement of one
     example (SPEC section 2), and that is all OPDisc's, RSPM's and the exponential mechanism's
-    proofs use. The labels are checked by ``oracles.objective.check_data``.
+    proofs use. The labels are checked by ``core.objective.check_data``.
     """
 
     def enforce_bounds(

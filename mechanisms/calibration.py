@@ -22,7 +22,7 @@ recomputed from a release's recorded parameters. The integrals are computed as l
 (``*_log_delta``), so a target delta anywhere down to the smallest positive float is met: the
 root searches run on log delta against log target over the whole float range, and return the
 side of the root on which the guarantee holds (sigma and epsilon rounded up, never down, to
-within ``ROOT_RTOL`` of the root). Every argument is checked by ``oracles.checks``: a wrong type
+within ``ROOT_RTOL`` of the root). Every argument is checked by ``core.validation``: a wrong type
 is a TypeError, a wrong value (or a result out of the float range) a ValueError naming it.
 """
 
@@ -36,8 +36,7 @@ from typing import Callable, Literal
 import numpy as np
 from scipy import fft, integrate, optimize, special
 
-from mechanisms.privacy import check_delta, check_epsilon_delta
-from oracles.checks import (
+from core.validation import (
     check_choice,
     check_int,
     check_not_both,
@@ -45,6 +44,7 @@ from oracles.checks import (
     check_result,
     check_shape,
 )
+from mechanisms.privacy import check_delta, check_epsilon_delta
 
 Calibration = Literal["proven", "paper", "paper_code"]
 CALIBRATIONS: tuple[str, ...] = ("proven", "paper", "paper_code")

@@ -8,7 +8,7 @@ An entry says, once, everything anyone needs of a mechanism:
   (``pipeline.catalog.settings_schema``), the estimators into their constructor's keywords
   (``mechanisms.estimators``), so a default is written in one place, the mechanism's module;
 * how its settings are checked: by building the parameter dataclass, whose ``__post_init__`` is
-  the one validation (numbers: ``oracles.checks``; privacy targets: ``mechanisms.privacy``);
+  the one validation (numbers: ``core.validation``; privacy targets: ``mechanisms.privacy``);
 * how to build it for one run and which oracle it needs (``oracle``: ``None`` for a mechanism
   that calls none, ``"configured"`` for the caller's choice, ``"convex"``);
 * whether it is private (the non-private references run once per sweep, not per epsilon);
@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from core.validation import check_choice
 from mechanisms.base import Release
 from mechanisms.dpsgd import DPSGDParams, run_dpsgd, tune_dpsgd
 from mechanisms.expmech import ExpMechParams, run_expmech
@@ -50,7 +51,6 @@ from mechanisms.synthetic.baselines import (
 from mechanisms.synthetic.domain import Domain, Workload
 from mechanisms.synthetic.fem import FEMParams, SyntheticRelease, run_fem
 from mechanisms.synthetic.reference import RealTableParams, release_real_table
-from oracles.checks import check_choice
 from oracles.routing import CONFIGURED
 
 #: What a run supplies to a mechanism's parameters; never a setting.

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.objective import DEFAULT_MARGIN, MergedRows, check_data
+from core.problem import IntegerGrid, Problem
 from mechanisms.base import PrivacyClaim, Release, check_rng
 from mechanisms.opdisc import opdisc_domain
 from mechanisms.privacy import check_epsilon_delta
-from oracles.base import IntegerGrid, Problem
 from oracles.enumerate import DEFAULT_MAX_POINTS, all_objectives
-from oracles.objective import DEFAULT_MARGIN, MergedRows, check_data
 
 #: Sensitivity of the unnormalized 0/1 loss under replacement of one example (SPEC section 2).
 SENSITIVITY = 1.0

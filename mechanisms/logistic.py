@@ -5,7 +5,7 @@
 
 solved by scipy's L-BFGS on the exact loss (``logaddexp``, analytic gradient). No intercept: on
 Adult the one-hot groups carry it. Accuracy is measured, as everywhere, with the threshold rule
-of SPEC section 2 (``oracles.objective.predict``): on the paper's Adult instance this reaches
+of SPEC section 2 (``core.objective.predict``): on the paper's Adult instance this reaches
 training accuracy about 0.788 (SPEC section 1).
 
 The release is not private: its claim is epsilon = inf, delta = 0, holds = False.
@@ -22,9 +22,9 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
+from core.objective import DEFAULT_MARGIN, check_data
+from core.validation import check_int, check_real, check_type
 from mechanisms.base import PrivacyClaim, Release, check_rng
-from oracles.checks import check_int, check_real, check_type
-from oracles.objective import DEFAULT_MARGIN, check_data
 
 NON_PRIVATE = "non-private reference (SPEC section 7)"
 

@@ -24,6 +24,9 @@ from typing import Sequence
 
 import numpy as np
 
+from core.objective import DEFAULT_MARGIN, MergedRows
+from core.problem import IntegerGrid, Problem
+from core.validation import check_real, check_result, check_shape
 from mechanisms.base import Calibration, Noise, PrivacyClaim, Release, Secret
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
@@ -34,9 +37,7 @@ from mechanisms.calibration import (
 )
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.runner import exact_argmin_release
-from oracles.base import IntegerGrid, Problem, Solution
-from oracles.checks import check_real, check_result, check_shape
-from oracles.objective import DEFAULT_MARGIN, MergedRows
+from oracles.base import Solution
 
 
 def opdisc_domain(d: int, tau: float = 1.0, B: float | None = None, D: float | None = None):

@@ -55,6 +55,9 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from core.objective import DEFAULT_MARGIN, MergedRows
+from core.problem import Box, Problem
+from core.validation import check_choice, check_not_both, check_real, check_result, check_shape
 from mechanisms.base import Calibration, Noise, PrivacyClaim, Release, Secret
 from mechanisms.bounds import check_out_of_bounds, enforce_feature_bound
 from mechanisms.calibration import (
@@ -66,10 +69,8 @@ from mechanisms.calibration import (
     opsamp_lambda,
 )
 from mechanisms.privacy import check_epsilon_delta
-from oracles.base import Box, Problem, Solution
-from oracles.checks import check_choice, check_not_both, check_real, check_result, check_shape
+from oracles.base import Solution
 from oracles.convex import ConvexProblem
-from oracles.objective import DEFAULT_MARGIN, MergedRows
 
 
 @dataclass(frozen=True)

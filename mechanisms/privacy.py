@@ -5,7 +5,7 @@ the mechanism needs delta > 0). It is checked here, once, where a mechanism's pa
 built; the config checks the sweep's grid with the same functions. ``PrivacyLeakWarning`` marks a
 choice read off the private data without being accounted for (the data loader and the
 mechanisms' bound checks raise it); ``PrivacyError`` refuses a release that would break a
-guarantee. Numbers in general are checked by ``oracles.checks``, which this builds on.
+guarantee. Numbers in general are checked by ``core.validation``, which this builds on.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 import warnings
 from typing import Any
 
-from oracles.checks import is_real
+from core.validation import is_real
 
 
 class PrivacyLeakWarning(RuntimeWarning):

@@ -25,6 +25,9 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from core.objective import DEFAULT_MARGIN, MergedRows
+from core.problem import IntegerGrid, Problem
+from core.validation import check_choice, check_real, check_shape
 from mechanisms.base import Calibration, Noise, Release, Secret
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
@@ -36,9 +39,7 @@ from mechanisms.calibration import (
 )
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.runner import exact_argmin_release
-from oracles.base import IntegerGrid, Problem, Solution
-from oracles.checks import check_choice, check_real, check_shape
-from oracles.objective import DEFAULT_MARGIN, MergedRows
+from oracles.base import Solution
 
 
 def separator_set(d: int) -> tuple[np.ndarray, np.ndarray]:

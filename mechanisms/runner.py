@@ -19,9 +19,9 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from core.objective import MergedRows, check_data
 from mechanisms.base import Noise, PrivacyClaim, Release, check_rng
 from oracles.base import Solution
-from oracles.objective import MergedRows, check_data
 
 
 class OracleMechanism(Protocol):

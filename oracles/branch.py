@@ -49,7 +49,7 @@ from typing import Callable
 
 import numpy as np
 
-from oracles.base import Problem
+from core.problem import Problem
 from oracles.branch_kernel import (
     DONE,
     State,

@@ -2,7 +2,7 @@
 
 Every solve runs on one ``Budget``, made when the solve starts (``Budget.from_limit``, the one
 place a time limit and a thread count are checked; a bad value is refused naming the field and
-quoting it, as ``oracles.checks`` does) and passed down to every piece of work: the structured
+quoting it, as ``core.validation`` does) and passed down to every piece of work: the structured
 oracle's subproblems, HiGHS's second opinion, the window search and its parts, the reference
 formulation a route hands a problem on to (``oracles.routing``). Nothing re-reads a time limit:
 a piece of work asks the budget what is left (``left``) before it starts, gives a solver only
@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from core.validation import check_int, check_real, require
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
-from oracles.checks import check_int, check_real, require
 
 #: The time a solver call is given when (almost) nothing is left: solvers refuse a limit of 0,
 #: and a call this short returns at its first check of the clock.

@@ -54,9 +54,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse
 
+from core.validation import check_int
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Certificate, Status, counts_cpu
 from oracles.budget import Budget
-from oracles.checks import check_int
 from oracles.conjunctions import Conjunction, max_certificate, solve_max_milp
 from oracles.highs import LinearModel
 

@@ -34,9 +34,9 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse
 
+from core.validation import check_int
 from oracles.base import OBJECTIVE_TOL, Certificate, Status, counts_cpu
 from oracles.budget import Budget
-from oracles.checks import check_int
 from oracles.highs import PRESOLVE_RULES_OFF, LinearModel, map_status, run_highs, threads_for
 
 Literal = tuple[int, int]

@@ -42,10 +42,12 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
+from core.objective import MergedRows, check_data
+from core.problem import Box
+from core.validation import check_choice, check_int, check_real, is_real
 from oracles.base import (
     DEFAULT_THREADS,
     DEFAULT_TIME_LIMIT,
-    Box,
     Certificate,
     OracleError,
     Solution,
@@ -53,8 +55,6 @@ from oracles.base import (
     counts_cpu,
 )
 from oracles.budget import Budget
-from oracles.checks import check_choice, check_int, check_real, is_real
-from oracles.objective import MergedRows, check_data
 
 LOSSES = ("logistic", "hinge")
 

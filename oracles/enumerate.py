@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.base import IntegerGrid, OracleError, Problem, Solution, Status, certify, counts_cpu
+from core.problem import IntegerGrid, Problem
+from oracles.base import OracleError, Solution, Status, certify, counts_cpu
 from oracles.budget import Budget
 
 #: Refuse grids larger than this (points): enumeration is for small instances.

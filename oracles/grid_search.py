@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from oracles.base import IntegerGrid, Problem
+from core.problem import IntegerGrid, Problem
 from oracles.noise_window import grid_cap, norm_table, separable_argmin
 
 #: ``improve`` stops after this many restarts in a row without a better point.

@@ -65,19 +65,19 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from core.problem import Problem
+from core.validation import check_real
 from oracles.base import (
     DEFAULT_THREADS,
     DEFAULT_TIME_LIMIT,
     OBJECTIVE_TOL,
     OracleError,
-    Problem,
     Solution,
     Status,
     certify,
     counts_cpu,
 )
 from oracles.budget import Budget
-from oracles.checks import check_real
 from oracles.mip import (
     DEFAULT_MIP_ABS_GAP,
     DEFAULT_STRICT_EPS,

@@ -9,7 +9,7 @@ cannot see that: the claim that nothing is better is the solver's.
 
 The design here keeps the formulation a RELAXATION of the exact problem and lets ``certify``
 decide: a solver's dual bound on a relaxation is a lower bound on the true minimum, and a point
-whose EXACT objective (``oracles.objective``) meets that bound is an exact minimizer. Three
+whose EXACT objective (``core.objective``) meets that bound is an exact minimizer. Three
 pieces (on an IntegerGrid, where w = tau k takes finitely many values):
 
 1. Per-row strict eps from a PROVEN gap (``margin_gaps``). For row u, G_u is a lower bound on
@@ -21,7 +21,7 @@ pieces (on an IntegerGrid, where w = tau k takes finitely many values):
    enumerated with their residual r_c. The scores are then a subset of {tau C + r_c}, and the
    largest one below mu for a given c is tau (ceil((mu - r_c) / tau) - 1) + r_c (or r_c itself
    without coarse columns). That is computed in floating point with a proven error bound
-   (``oracles.objective.score_error_bound``) and in exact rationals where the float is not
+   (``core.objective.score_error_bound``) and in exact rationals where the float is not
    conclusive. Where no bound is available (too many combinations), G_u = 0 and eps_u = 0:
    the row reads a_u <= mu, which lets a score exactly at mu take either label (still a
    relaxation).
@@ -57,8 +57,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from oracles.base import IntegerGrid, Problem
-from oracles.objective import exact_positive, score_error_bound
+from core.objective import exact_positive, score_error_bound
+from core.problem import IntegerGrid, Problem
 
 #: The most fine-column combinations ``margin_gaps`` enumerates per instance (rows x combinations
 #: floats are computed, so this bounds its cost; beyond it the rows get eps 0 and the cuts).

@@ -1,6 +1,6 @@
 """The reference MILP formulation of a Problem, built once and consumed by every MIP backend.
 
-``build_milp(problem)`` turns min_{w in W} F(w) (``oracles.base``; SPEC sections 2 to 5) into
+``build_milp(problem)`` turns min_{w in W} F(w) (``core.problem``; SPEC sections 2 to 5) into
 
     min  cost @ x + offset   s.t.  row_lower <= A x <= row_upper,  col_lower <= x <= col_upper,
                                    x_i integer where ``integer[i]``,
@@ -70,7 +70,9 @@ from typing import Callable
 import numpy as np
 import scipy.sparse
 
-from oracles.base import Box, IntegerGrid, OracleError, Problem, Status
+from core.objective import exact_positive
+from core.problem import Box, IntegerGrid, Problem
+from oracles.base import OracleError, Status
 from oracles.budget import Budget
 from oracles.margin_band import (
     MAX_BAND_ROUNDS,
@@ -79,7 +81,6 @@ from oracles.margin_band import (
     mislabelled_rows,
     strict_eps_per_row,
 )
-from oracles.objective import exact_positive
 
 #: Default eps of ``z_u = 0 => <w, x_u> <= mu - eps``: on a Box the eps of every row, on an
 #: IntegerGrid the cap of each row's proven eps_u (module docstring, the strict side).

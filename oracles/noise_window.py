@@ -1,7 +1,7 @@
 """Exact argmin by enumerating the noise window: every grid point whose noise part alone could
 still beat the incumbent (OPDisc and RSPM, SPEC sections 3 and 4).
 
-Split F (``oracles.base``) over an IntegerGrid w = tau k into
+Split F (``core.problem``) over an IntegerGrid w = tau k into
 
     F(w) = N(k) + L(k),
     N(k) = const + sum_j a_j(k_j) + nu(||k||^2)       (separable, plus a function of the norm)
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.base import IntegerGrid, Problem
+from core.objective import exact_positive
+from core.problem import IntegerGrid, Problem
 from oracles.mip import norm_cap, row_score_range
-from oracles.objective import exact_positive
 
 #: Relative slack of the window's threshold against floating-point error (``threshold_slack``).
 WINDOW_REL_SLACK = 1e-9

@@ -58,21 +58,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from core.problem import IntegerGrid, Problem
+from core.validation import check_choice
 from oracles.base import (
     DEFAULT_THREADS,
     DEFAULT_TIME_LIMIT,
     OBJECTIVE_TOL,
     HandOff,
-    IntegerGrid,
     OracleError,
-    Problem,
     Solution,
     Status,
     certify,
     counts_cpu,
 )
 from oracles.budget import Budget
-from oracles.checks import check_choice
 from oracles.conjunction_select import (
     EnumerationSelectionOracle,
     HighsSelectionOracle,

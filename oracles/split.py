@@ -45,15 +45,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from oracles.base import (
-    REMOTE_CPU,
-    IntegerGrid,
-    OracleError,
-    Problem,
-    Solution,
-    Status,
-    certify,
-)
+from core.problem import IntegerGrid, Problem
+from oracles.base import REMOTE_CPU, OracleError, Solution, Status, certify
 from oracles.branch import (
     Nodes,
     SearchStopped,

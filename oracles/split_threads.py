@@ -19,8 +19,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
+from core.validation import check_int
 from oracles.branch import SearchStopped, Tables
-from oracles.checks import check_int
 from oracles.split import MapParts, PartResult, PartTask, part_or_failure, solve_part_below
 
 

@@ -55,20 +55,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.problem import IntegerGrid, Problem
+from core.validation import check_int, is_real
 from oracles.base import (
     DEFAULT_THREADS,
     DEFAULT_TIME_LIMIT,
     OBJECTIVE_TOL,
     HandOff,
-    IntegerGrid,
-    Problem,
     Solution,
     Status,
     certify,
     counts_cpu,
 )
 from oracles.budget import Budget
-from oracles.checks import check_int, is_real
 from oracles.highs import threads_for
 from oracles.progress import reporter
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value

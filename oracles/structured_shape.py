@@ -46,9 +46,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from oracles.base import IntegerGrid, Problem
+from core.objective import exact_positive
+from core.problem import IntegerGrid, Problem
 from oracles.mip import attainable_square_sums, norm_cap
-from oracles.objective import exact_positive
 
 #: Relative width of the band around mu inside which a score counts as borderline.
 BORDER_REL_TOL = 1e-9

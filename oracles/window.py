@@ -31,12 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.problem import IntegerGrid, Problem
 from oracles.base import (
     DEFAULT_THREADS,
     DEFAULT_TIME_LIMIT,
-    IntegerGrid,
     OracleError,
-    Problem,
     Solution,
     Status,
     certify,

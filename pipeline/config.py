@@ -6,7 +6,7 @@ schemas); ``validate`` then checks values, naming the full key of a bad one. The
 and hold only what differs from them. The schemas come from where their defaults live: a
 mechanism's from its parameter dataclass (pipeline.catalog), a dataset's from
 pipeline.data.schema, the oracle's defaults from oracles.base; numbers are checked by
-oracles.checks.
+core.validation.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from urllib.parse import urlparse
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, MissingMandatoryValue, OmegaConf, open_dict
 
+from core.objective import DEFAULT_MARGIN
+from core.validation import InvalidValue
+from core.validation import require as _require
 from mechanisms.audit import AUDITS
 from mechanisms.catalog import CATALOG, NON_PRIVATE, SYNTHETIC
 from mechanisms.privacy import check_epsilon_delta
 from oracles import registry
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
-from oracles.checks import InvalidValue
-from oracles.checks import require as _require
-from oracles.objective import DEFAULT_MARGIN
 from pipeline.catalog import SCHEMAS, MechanismConfig, settings_schema
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 from pipeline.data.table_reading import content_id

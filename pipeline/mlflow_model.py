@@ -3,9 +3,9 @@
 MLflow's "models from code": ``pipeline.mlflow_log.log_release_model`` logs this file, not a
 pickle, and MLflow runs it when the model is loaded. The model's state is its artifact
 ``classifier.json`` (the feature names, w and the margin: a few hundred bytes); labels come from
-``oracles.objective.predict``, the one exact scoring rule every accuracy of the sweep uses, so
+``core.objective.predict``, the one exact scoring rule every accuracy of the sweep uses, so
 ``mlflow.pyfunc.load_model(...).predict`` and ``Release.predict`` agree on every row, those exactly
-at the margin included. Loading needs this project installed (for ``oracles.objective``).
+at the margin included. Loading needs this project installed (for ``core.objective``).
 """
 
 import json
@@ -14,7 +14,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 
-from oracles.objective import predict
+from core.objective import predict
 
 
 class LinearThresholdModel(mlflow.pyfunc.PythonModel):

@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import urlparse
 
+from core.validation import InvalidValue
 from mechanisms.bounds import FeatureBoundError
 from mechanisms.catalog import CATALOG, NON_ORACLE, build_mechanism
 from mechanisms.privacy import PrivacyLeakWarning
-from oracles.checks import InvalidValue
 from pipeline.config import ConfigError
 from pipeline.tasks import privacy_delta, workload_k
 

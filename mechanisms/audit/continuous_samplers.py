@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from core.objective import MergedRows, check_data
 from mechanisms.audit.sampler_base import AuditError, BatchedGenerator, first_draw
 from mechanisms.dpsgd import run_dpsgd
 from mechanisms.opsamp import OPSampNoise
-from oracles.objective import MergedRows, check_data
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from core.objective import check_data
 from mechanisms.audit.core import NeighbouringPair
 from mechanisms.audit.sampler_base import AuditError
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.domain import Workload
 from mechanisms.synthetic.evaluate import onehot
 from mechanisms.synthetic.fem import select, utilities
-from oracles.objective import check_data
 
 #: Universes larger than this are not listed.
 MAX_UNIVERSE = 64

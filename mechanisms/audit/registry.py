@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from core.objective import DEFAULT_MARGIN
 from mechanisms.audit.core import NeighbouringPair, audit_pair
 from mechanisms.audit.game_sampler import GAME_WORKLOAD, GameSampler, game_pairs
 from mechanisms.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_pair
@@ -35,7 +36,6 @@ from mechanisms.opdisc import OPDisc
 from mechanisms.opsamp import OPSamp
 from mechanisms.rspm import RSPM
 from mechanisms.synthetic.fem import FEMParams
-from oracles.objective import DEFAULT_MARGIN
 
 #: Claimed privacy of every audited mechanism (tiny instances, so the test has power).
 EPSILON = 1.0

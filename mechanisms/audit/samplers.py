@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from core.objective import MergedRows, check_data
+from core.problem import IntegerGrid, Problem
 from mechanisms.audit.continuous_samplers import DPSGDSampler, OPSampSampler
 from mechanisms.audit.sampler_base import (
     AuditError,
@@ -41,9 +43,7 @@ from mechanisms.audit.sampler_base import (
 from mechanisms.base import Noise
 from mechanisms.expmech import run_expmech
 from mechanisms.opdisc import opdisc_domain
-from oracles.base import IntegerGrid, Problem
 from oracles.enumerate import all_objectives, grid_points
-from oracles.objective import MergedRows, check_data
 
 #: Objective values held at once by the grid sampler (memory bound: 8 bytes each).
 _CHUNK_ENTRIES = 4_000_000

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from oracles.checks import check_real
+from core.validation import check_real
 
 #: Bonferroni: two directions x (one lower + one upper) one-sided bound per pair.
 BOUNDS_PER_PAIR = 4

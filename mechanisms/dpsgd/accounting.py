@@ -29,8 +29,8 @@ import dp_accounting
 import numpy as np
 from dp_accounting import dp_event, pld, rdp
 
+from core.validation import check_choice, check_int, check_real, check_result
 from mechanisms.privacy import check_delta, check_epsilon_delta
-from oracles.checks import check_choice, check_int, check_real, check_result
 
 #: Calibration stops once the accounted epsilon is within this fraction below the target.
 CALIBRATION_REL_TOL = 1e-3

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
+from core.objective import check_data
+from core.validation import check_int, check_not_both, check_real, check_type, require
 from mechanisms.base import PrivacyClaim, Release, check_rng
 from mechanisms.dpsgd.accounting import (
     ACCOUNTANT_DESCRIPTIONS,
@@ -29,8 +31,6 @@ from mechanisms.dpsgd.accounting import (
     pld_discretization,
 )
 from mechanisms.privacy import PrivacyError, check_epsilon_delta
-from oracles.checks import check_int, check_not_both, check_real, check_type, require
-from oracles.objective import check_data
 
 #: Epochs when neither ``epochs`` nor ``steps`` is given.
 DEFAULT_EPOCHS = 5.0

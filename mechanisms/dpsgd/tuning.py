@@ -20,6 +20,8 @@ import dp_accounting
 import numpy as np
 from dp_accounting import dp_event
 
+from core.objective import check_data, predict
+from core.validation import check_int, check_real, check_type, is_real
 from mechanisms.base import PrivacyClaim, Release, check_rng
 from mechanisms.dpsgd.accounting import (
     ACCOUNTANT_DESCRIPTIONS,
@@ -31,8 +33,6 @@ from mechanisms.dpsgd.accounting import (
 )
 from mechanisms.dpsgd.algorithm import DEFAULT_EPOCHS, DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.privacy import PrivacyError, check_epsilon_delta, warn_data_dependent
-from oracles.checks import check_int, check_real, check_type, is_real
-from oracles.objective import check_data, predict
 
 # --- hyperparameter search -----------------------------------------------------------------------
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import functools
 import math
 
+from core.validation import check_choice, check_int, check_result
 from mechanisms.privacy import check_epsilon, check_epsilon_delta
-from oracles.checks import check_choice, check_int, check_result
 
 #: A value computed by ``renyi_epsilon`` is raised by this fraction of its terms' size: far
 #: above the rounding error of three terms and their sum (a few units of 2^-53 each).

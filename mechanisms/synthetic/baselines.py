@@ -59,12 +59,12 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from core.validation import check_int, check_real
 from mechanisms.base import PrivacyClaim, check_rng
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.synthetic.accounting import zcdp_epsilon, zcdp_target
 from mechanisms.synthetic.domain import Domain, Workload, check_codes
 from mechanisms.synthetic.fem import SyntheticRelease
-from oracles.checks import check_int, check_real
 
 #: How to install the optional baselines (pyproject's extra, then the library without its pins).
 INSTALL = 'pip install -e ".[baselines]" && bash scripts/install_baselines.sh'

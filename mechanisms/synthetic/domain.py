@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from oracles.checks import check_int
+from core.validation import check_int
 from oracles.conjunctions import Conjunction
 
 

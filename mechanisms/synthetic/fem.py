@@ -28,13 +28,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+from core.validation import check_choice, check_int, check_real
 from mechanisms.base import PrivacyClaim, ReleaseRecord, check_rng
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon, total_epsilon
 from mechanisms.synthetic.domain import Workload, check_codes
 from oracles.base import Certificate
-from oracles.checks import check_choice, check_int, check_real
 from oracles.conjunction_select import conjunction_index
 from oracles.conjunctions import Conjunction, ConjunctionProblem
 from oracles.routing import selector_for

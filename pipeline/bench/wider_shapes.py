@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.objective import MergedRows
 from oracles.budget import Budget
-from oracles.objective import MergedRows
 from oracles.registry import make_oracle
 from oracles.structured_shape import ShapeMismatch, decompose
 from pipeline.bench.fast_oracle import Run, agreement, load_loadavg, make_mechanism

@@ -26,7 +26,7 @@ from typing import Iterator
 
 import numpy as np
 
-from oracles.checks import check_int
+from core.validation import check_int
 from pipeline.data.record import DataError, Dataset
 
 CANONICAL_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"

@@ -7,8 +7,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from core.objective import MergedRows
 from mechanisms.synthetic.domain import Domain
-from oracles.objective import MergedRows
 
 
 class DataError(ValueError):

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Optional
 import yaml
 from omegaconf import MISSING
 
-from oracles.checks import require as _require
+from core.validation import require as _require
 
 
 def _check_seeds(config: Any, *names: str) -> None:

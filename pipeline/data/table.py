@@ -36,7 +36,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from oracles.checks import check_choice
+from core.validation import check_choice
 from pipeline.data.record import DataError, Dataset
 from pipeline.data.table_encoding import (
     check_columns,

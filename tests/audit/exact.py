@@ -18,10 +18,10 @@ import math
 import numpy as np
 from scipy import optimize, stats
 
+from core.objective import MergedRows
 from mechanisms.audit.core import NeighbouringPair
 from mechanisms.audit.samplers import affine_objective
 from mechanisms.rspm import RSPMLaplaceCalibration
-from oracles.objective import MergedRows
 
 #: The six kinds of d = 1 examples on the grid {-1, 0, 1} (mechanisms.audit.pairs).
 D1_EXAMPLES = [((x,), y) for x in (-1.0, 0.0, 1.0) for y in (-1, 1)]

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import mechanisms.dpsgd as dpsgd
+from core.objective import MergedRows
 from mechanisms.audit.continuous_samplers import DPSGDSampler, OPSampSampler
 from mechanisms.audit.mutants import DPSGDNoClipping, OPSampNoOutputNoise
 from mechanisms.audit.sampler_base import AuditError, with_draws
 from mechanisms.dpsgd import DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.opsamp import OPSamp, OPSampParams
-from oracles.objective import MergedRows
 
 
 def _sequential_draws(seed, n, d, steps):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.objective import MergedRows
 from mechanisms.audit import mechanism_audit
 from mechanisms.audit.highdim import (
     SumCutOPDiscSampler,
@@ -27,7 +28,6 @@ from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle
-from oracles.objective import MergedRows
 
 RELEASES = 200
 

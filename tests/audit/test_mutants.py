@@ -13,6 +13,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from core.objective import MergedRows
 from mechanisms.audit import AUDITS, mechanism_audit
 from mechanisms.audit.mutants import (
     MUTANTS,
@@ -34,7 +35,6 @@ from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.rspm import RSPM, RSPMParams
 from oracles.enumerate import grid_points
-from oracles.objective import MergedRows
 from tests.audit.audit_checks import CAUGHT, NOT_DETECTABLE, check_mutant, report_lines
 from tests.audit.exact import all_d1_replacements, exact_epsilon, gaussian_epsilon
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from core.objective import MergedRows
 from mechanisms.audit.opsamp_bounds import opsamp_paper_bounds
 from mechanisms.audit.sampler_base import with_draws
 from mechanisms.opsamp import OPSamp, OPSampParams
-from oracles.objective import MergedRows
 
 
 def test_one_row_instance_premise_holds_with_the_convex_oracle():

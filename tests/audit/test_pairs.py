@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.objective import zero_one_loss
 from mechanisms.audit.pairs import (
     add_pair,
     dpsgd_pairs,
@@ -16,7 +17,6 @@ from mechanisms.audit.pairs import (
     replace_pair,
     rspm_pairs,
 )
-from oracles.objective import zero_one_loss
 
 #: w = -1, 0, 1 on d = 1, the grid of the module doc.
 W1 = np.array([[-1.0], [0.0], [1.0]])

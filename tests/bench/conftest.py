@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oracles.objective import MergedRows
+from core.objective import MergedRows
 from pipeline.bench.fast_oracle import make_mechanism
 
 TINY_ROWS = MergedRows.from_xy(

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from core.objective import MergedRows
 from oracles.enumerate import EnumerationOracle
 from oracles.highs import PRESOLVE_RULES_OFF, HighsOracle
-from oracles.objective import MergedRows
 from pipeline.bench.fast_oracle import make_mechanism
 from pipeline.bench.presolve_cost import VARIANTS, _ComparisonHighs, main, problems
 from pipeline.bench.wider_shapes import configured

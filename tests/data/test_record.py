@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oracles.objective import zero_one_loss
+from core.objective import zero_one_loss
 from pipeline.data.record import DataError, Dataset
 
 

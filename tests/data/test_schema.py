@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracles.checks import InvalidValue
+from core.validation import InvalidValue
 from pipeline.data.schema import (
     DATASET_SCHEMAS,
     AdultDatasetConfig,

@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from oracles.checks import MAX_EXACT_INT
+from core.validation import MAX_EXACT_INT
 
 #: Adult's training rows and the sweep's delta there, 1/n^2 (SPEC section 9).
 N_ADULT = 15_682

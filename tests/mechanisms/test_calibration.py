@@ -24,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import integrate, optimize, special
 
+from core.validation import MAX_EXACT_INT
 from mechanisms import calibration as cal
 from mechanisms.calibration import (
     half_normal_sum,
@@ -40,7 +41,6 @@ from mechanisms.calibration import (
 )
 from mechanisms.opdisc import opdisc_domain
 from mechanisms.opsamp import OPSamp, OPSampParams, opsamp_calibration, surrogate_scale
-from oracles.checks import MAX_EXACT_INT
 from tests.mechanisms.input_space import (
     ANY_INT,
     DELTA,

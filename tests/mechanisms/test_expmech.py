@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from core.problem import Problem
 from mechanisms.expmech import ExpMechParams, run_expmech
 from mechanisms.opdisc import opdisc_domain
-from oracles.base import Problem
 from oracles.enumerate import all_objectives
 from pipeline.data.synthetic import make_linear_threshold
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
+from core.objective import predict
 from mechanisms.logistic import LogisticParams, fit_logistic, logistic_loss, run_logistic
-from oracles.objective import predict
 
 
 def _toy(n=300, d=4, seed=0):

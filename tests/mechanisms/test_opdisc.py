@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.objective import zero_one_loss
 from mechanisms.calibration import opdisc_delta, opdisc_epsilon, opdisc_sigma_paper
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams, opdisc_domain, opdisc_problem
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle, all_objectives
-from oracles.objective import zero_one_loss
 from oracles.registry import make_oracle
 from tests.mechanisms.input_space import (
     ANY_INT,

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.objective import MergedRows
 from mechanisms import calibration as cal
 from mechanisms.bounds import FeatureBoundError, enforce_feature_bound
 from mechanisms.calibration import opsamp_gamma_m
@@ -25,7 +26,6 @@ from mechanisms.privacy import PrivacyLeakWarning
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.convex import ConvexOracle
-from oracles.objective import MergedRows
 from pipeline.data.synthetic import make_linear_threshold
 from tests.mechanisms.input_space import (
     ANY_INT,

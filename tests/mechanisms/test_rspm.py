@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.objective import zero_one_loss
 from mechanisms.rspm import RSPM, RSPMParams, rspm_problem, separator_set
 from oracles.enumerate import all_objectives
-from oracles.objective import zero_one_loss
 from tests.mechanisms.input_space import (
     ANY_INT,
     DELTA,

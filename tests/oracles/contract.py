@@ -25,9 +25,10 @@ import pickle
 import numpy as np
 import pytest
 
-from oracles.base import OBJECTIVE_TOL, Box, IntegerGrid, Oracle, OracleError, Problem, Status
+from core.objective import MergedRows
+from core.problem import Box, IntegerGrid, Problem
+from oracles.base import OBJECTIVE_TOL, Oracle, OracleError, Status
 from oracles.enumerate import EnumerationOracle
-from oracles.objective import MergedRows
 
 #: Instances each backend is checked on against enumeration.
 N_INSTANCES = 60

@@ -43,8 +43,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from oracles.base import OBJECTIVE_TOL, IntegerGrid, Problem
-from oracles.objective import MergedRows
+from core.objective import MergedRows
+from core.problem import IntegerGrid, Problem
+from oracles.base import OBJECTIVE_TOL
 
 KINDS = ("opdisc", "erm", "rspm", "near")
 #: Offsets of the rows placed near the margin: 0 puts a score on mu (as near as floats allow).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracles.base import IntegerGrid, Problem
+from core.problem import IntegerGrid, Problem
 from oracles.gurobi import ERRNO_NO_LICENSE, GurobiOracle, LicenceLimitError
 from tests.requirements import missing
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from oracles.base import IntegerGrid
+from core.problem import IntegerGrid
 from oracles.branch import Nodes, build_tables, deal, descend, expand, frontier, reach_tables
 from oracles.noise_window import tightened_split
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance

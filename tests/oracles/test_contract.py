@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracles.base import IntegerGrid
+from core.problem import IntegerGrid
 from tests.oracles.contract import KINDS, N_INSTANCES, make_instance
 
 # --- the suite's instances cover what it claims ------------------------------------------------

@@ -8,7 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from oracles.base import Box, OracleError, Problem, Status
+from core.objective import MergedRows
+from core.problem import Box, Problem
+from oracles.base import OracleError, Status
 from oracles.convex import (
     ConvexOracle,
     ConvexProblem,
@@ -16,7 +18,6 @@ from oracles.convex import (
     loss_scale,
     surrogate_value,
 )
-from oracles.objective import MergedRows
 
 
 def _data(n=200, d=4, seed=0):

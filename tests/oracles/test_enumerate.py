@@ -9,7 +9,8 @@ import itertools
 import numpy as np
 import pytest
 
-from oracles.base import Box, IntegerGrid, OracleError, Problem, Status
+from core.problem import Box, IntegerGrid, Problem
+from oracles.base import OracleError, Status
 from oracles.enumerate import EnumerationOracle, all_objectives, grid_points
 from oracles.registry import make_oracle
 from tests.oracles.contract import OracleContract

@@ -15,8 +15,8 @@ import time
 import numpy as np
 import pytest
 
-from oracles.base import IntegerGrid, Problem
-from oracles.objective import MergedRows
+from core.objective import MergedRows
+from core.problem import IntegerGrid, Problem
 from oracles.registry import make_oracle
 from oracles.window import WindowOracle
 from tests.oracles.fuzz import (

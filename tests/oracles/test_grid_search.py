@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from oracles.base import Box, IntegerGrid, Problem
+from core.problem import Box, IntegerGrid, Problem
 from oracles.grid_search import (
     improve,
     local_search,

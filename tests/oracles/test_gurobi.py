@@ -8,7 +8,8 @@ import pickle
 import numpy as np
 import pytest
 
-from oracles.base import IntegerGrid, Problem, Status
+from core.problem import IntegerGrid, Problem
+from oracles.base import Status
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError, map_status
 from oracles.mip import SolverUnavailableError, build_milp

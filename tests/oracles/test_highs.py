@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import oracles.highs as highs_module
-from oracles.base import IntegerGrid, Problem, Status, certify
+from core.problem import IntegerGrid, Problem
+from oracles.base import Status, certify
 from oracles.highs import HighsOracle, map_status
 from oracles.registry import make_oracle
 from tests.oracles.contract import OracleContract, hard_instance, make_instance

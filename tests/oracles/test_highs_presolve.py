@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oracles.base import IntegerGrid, Problem
+from core.problem import IntegerGrid, Problem
 from oracles.highs import PRESOLVE_RULES_OFF, HighsOracle, highs_lp
 from oracles.mip import build_milp
 from oracles.registry import make_oracle

@@ -10,7 +10,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from oracles.base import Box, IntegerGrid, Problem
+from core.objective import exact_positive
+from core.problem import Box, IntegerGrid, Problem
 from oracles.enumerate import grid_points
 from oracles.margin_band import (
     MAX_GAP_COMBOS,
@@ -22,7 +23,6 @@ from oracles.margin_band import (
     strict_eps_per_row,
 )
 from oracles.mip import build_milp
-from oracles.objective import exact_positive
 
 MU = 0.5
 

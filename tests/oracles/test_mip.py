@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracles.base import Box, IntegerGrid, Problem
+from core.problem import Box, IntegerGrid, Problem
 from oracles.enumerate import all_objectives, grid_points
 from oracles.mip import (
     BOX_POSITIVE_GUARD,

@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from oracles.base import Box, IntegerGrid, Problem
+from core.objective import exact_positive
+from core.problem import Box, IntegerGrid, Problem
 from oracles.noise_window import (
     WINDOW_REL_SLACK,
     Split,
@@ -25,7 +26,6 @@ from oracles.noise_window import (
     threshold_slack,
     tightened_split,
 )
-from oracles.objective import exact_positive
 from tests.oracles.fuzz import fuzz_instance
 
 

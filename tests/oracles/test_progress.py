@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
+from core.problem import IntegerGrid, Problem
 from oracles import progress
-from oracles.base import IntegerGrid, Problem, Status
+from oracles.base import Status
 from oracles.progress import SolveProgress, listening, reporter
 
 

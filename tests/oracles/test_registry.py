@@ -71,7 +71,7 @@ def _eleven_dimensional_problem():
     """177,147 grid points: three chunks of enumeration."""
     import numpy as np
 
-    from oracles.base import IntegerGrid, Problem
+    from core.problem import IntegerGrid, Problem
 
     rng = np.random.default_rng(4)
     X = rng.integers(0, 2, size=(6, 11)).astype(float)

@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oracles.base import Box, HandOff, IntegerGrid, OracleError, Problem, Status, certify
+from core.objective import MergedRows
+from core.problem import Box, IntegerGrid, Problem
+from oracles.base import HandOff, OracleError, Status, certify
 from oracles.budget import Budget, now
 from oracles.conjunction_select import (
     EnumerationSelectionOracle,
@@ -26,7 +28,6 @@ from oracles.conjunction_select import (
 from oracles.conjunctions import ConjunctionProblem
 from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError
 from oracles.mip import SolverUnavailableError
-from oracles.objective import MergedRows
 from oracles.registry import make_oracle
 from oracles.routing import (
     BOX,

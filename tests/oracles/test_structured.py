@@ -47,15 +47,16 @@ import itertools
 import numpy as np
 import pytest
 
+from core.objective import MergedRows
+from core.problem import Box, IntegerGrid, Problem
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams, opdisc_problem
 from mechanisms.rspm import RSPM, RSPMParams, rspm_problem
-from oracles.base import OBJECTIVE_TOL, Box, HandOff, IntegerGrid, Problem, Status, certify
+from oracles.base import OBJECTIVE_TOL, HandOff, Status, certify
 from oracles.budget import Budget, now
 from oracles.enumerate import EnumerationOracle, grid_points
 from oracles.gurobi import ERRNO_SIZE_LIMIT
 from oracles.highs import HighsOracle
 from oracles.mip import SolverUnavailableError, build_milp
-from oracles.objective import MergedRows
 from oracles.registry import make_oracle
 from oracles.structured import (
     BOUNDING_SHARE,

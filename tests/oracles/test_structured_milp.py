@@ -12,11 +12,11 @@ import math
 import numpy as np
 import pytest
 
+from core.objective import MergedRows
 from mechanisms.opdisc import OPDiscParams, opdisc_problem
 from mechanisms.rspm import rspm_problem
 from oracles.budget import Budget
 from oracles.enumerate import grid_points
-from oracles.objective import MergedRows
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_shape import decompose
 from pipeline.data.synthetic import make_linear_threshold

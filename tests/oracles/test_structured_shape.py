@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from oracles.base import Box, IntegerGrid, Problem
+from core.problem import Box, IntegerGrid, Problem
 from oracles.enumerate import grid_points
 from oracles.structured_shape import (
     MAX_LISTED_COMBOS,

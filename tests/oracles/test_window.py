@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from oracles.base import IntegerGrid, Problem
+from core.problem import IntegerGrid, Problem
 from oracles.noise_window import row_minorants, separable_argmin, split_objective, tighten
 from oracles.registry import make_oracle
 from oracles.window import PARTS_PER_THREAD, WindowOracle
@@ -110,7 +110,7 @@ def test_row_minorants_are_valid_for_every_lambda():
     split = split_objective(problem)
     G, h, weight = row_minorants(problem, split)
     K = _grid_points(problem.domain)
-    from oracles.objective import exact_positive
+    from core.objective import exact_positive
 
     positive = exact_positive(
         problem.points[split.rows], problem.domain.step * K.astype(float), problem.margin
@@ -122,7 +122,8 @@ def test_row_minorants_are_valid_for_every_lambda():
 
 
 def test_the_oracle_refuses_a_box():
-    from oracles.base import Box, OracleError
+    from core.problem import Box
+    from oracles.base import OracleError
 
     problem = Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2))
     with pytest.raises(OracleError, match="IntegerGrid"):

@@ -1,6 +1,6 @@
 """The MLflow model of a release (pipeline.mlflow_model), in-process: loaded from the artifact
 ``classifier.json`` that pipeline.mlflow_log writes, it labels rows by the exact rule of
-oracles.objective.predict, those exactly at the margin included, selecting the features by name.
+core.objective.predict, those exactly at the margin included, selecting the features by name.
 (Logging and loading it through MLflow: tests/pipeline/test_mlflow_log.py.)"""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oracles.objective import predict
+from core.objective import predict
 from pipeline.mlflow_model import LinearThresholdModel
 
 

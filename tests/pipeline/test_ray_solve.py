@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.objective import MergedRows
 from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.runner import run, solve_sequentially
-from oracles.objective import MergedRows
 from oracles.registry import make_oracle
 from tests.pipeline.own_ray import own_ray
 

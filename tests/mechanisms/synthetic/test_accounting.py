@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from scipy.stats import norm
 
 from mechanisms.synthetic.accounting import (

@@ -1,4 +1,4 @@
-"""The one place numbers are validated (``oracles.checks``): the type first (TypeError), then the
+"""The one place numbers are validated (``core.validation``): the type first (TypeError), then the
 range (ValueError), and every message starts with the parameter's name and quotes the value."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from oracles.checks import (
+from core.validation import (
     MAX_EXACT_INT,
     InvalidValue,
     check_choice,

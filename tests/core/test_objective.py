@@ -1,4 +1,4 @@
-"""The 0/1 loss and its one exact scoring rule (``oracles.objective``; SPEC sections 2 and 8,
+"""The 0/1 loss and its one exact scoring rule (``core.objective``; SPEC sections 2 and 8,
 issue 11): +1 iff <w, x> >= mu in exact arithmetic, one w and a batch agree, merged rows with
 their label counts, the data check."""
 
@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracles.enumerate import grid_points
-from oracles.objective import (
+from core.objective import (
     MergedRows,
     check_data,
     exact_positive,
@@ -21,6 +20,7 @@ from oracles.objective import (
     score_error_bound,
     zero_one_loss,
 )
+from oracles.enumerate import grid_points
 from tests.oracles.fuzz import fuzz_instance
 
 MU = 1e-4

@@ -31,7 +31,7 @@ import numpy as np
 #: Default margin mu of the threshold rule (SPEC section 2: "small, e.g. 1e-4 for features in
 #: [0, 1]").
 DEFAULT_MARGIN = 1e-4
-#: The smallest margin a Problem accepts (``oracles.base.Problem``). The exact rule works at any
+#: The smallest margin a Problem accepts (``core.problem.Problem``). The exact rule works at any
 #: mu > 0, but a MIP resolves scores only to its feasibility tolerance (1e-7 here): below about
 #: 1e-6 most rows sit inside that resolution of mu and the reference formulation could certify
 #: almost nothing (SPEC section 8).
