@@ -114,7 +114,7 @@ def zero_one_loss(
 def check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     """Features (n, d), finite; labels (n,) in {-1, +1}. Returns them as arrays.
 
-    The one data check, for oracles and mechanisms alike (``mechanisms.base`` re-exports it).
+    The one data check, for oracles and mechanisms alike (``mechanisms.release`` re-exports it).
     """
     X = np.asarray(X)
     y = np.asarray(y)

@@ -12,7 +12,7 @@ An entry says, once, everything anyone needs of a mechanism:
 * how to build it for one run and which oracle it needs (``oracle``: ``None`` for a mechanism
   that calls none, ``"configured"`` for the caller's choice, ``"convex"``);
 * whether it is private (the non-private references run once per sweep, not per epsilon);
-* its kind: a ``classifier`` (a ``mechanisms.base.Release``, a linear classifier trained on
+* its kind: a ``classifier`` (a ``mechanisms.release.Release``, a linear classifier trained on
   (X, y)) or ``synthetic`` (a ``mechanisms.synthetic.fem.SyntheticRelease``: a table of records
   over a public domain, answering a workload of marginals; docs/synthetic.md).
 
@@ -32,12 +32,12 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from core.validation import check_choice
-from mechanisms.base import Release
 from mechanisms.dpsgd import DPSGDParams, run_dpsgd, tune_dpsgd
 from mechanisms.expmech import ExpMechParams, run_expmech
 from mechanisms.logistic import LogisticParams, run_logistic
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
+from mechanisms.release import Release
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import SolveMany, run, solve_sequentially
 from mechanisms.synthetic.baselines import (
@@ -384,11 +384,11 @@ def build_mechanism(settings: Any, epsilon: float, delta: float, margin: float) 
 __all__ = [
     "CATALOG",
     "CHECK_TARGET",
-    "Entry",
-    "NON_ORACLE",
     "KINDS",
+    "NON_ORACLE",
     "NON_PRIVATE",
     "RUN_FIELDS",
     "SYNTHETIC",
+    "Entry",
     "build_mechanism",
 ]

@@ -46,9 +46,9 @@ from typing import Any
 import numpy as np
 
 from core.objective import DEFAULT_MARGIN, predict
-from mechanisms.base import Release
 from mechanisms.catalog import CATALOG, Entry
 from mechanisms.privacy import warn_data_dependent
+from mechanisms.release import Release
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from oracles.registry import make_oracle
 from oracles.routing import CONFIGURED, route_name

@@ -16,9 +16,9 @@ import numpy as np
 
 from core.objective import DEFAULT_MARGIN, MergedRows, check_data
 from core.problem import IntegerGrid, Problem
-from mechanisms.base import PrivacyClaim, Release, check_rng
 from mechanisms.opdisc import opdisc_domain
 from mechanisms.privacy import check_epsilon_delta
+from mechanisms.release import PrivacyClaim, Release, check_rng
 from oracles.enumerate import DEFAULT_MAX_POINTS, all_objectives
 
 #: Sensitivity of the unnormalized 0/1 loss under replacement of one example (SPEC section 2).

@@ -24,7 +24,7 @@ from scipy.special import expit
 
 from core.objective import DEFAULT_MARGIN, check_data
 from core.validation import check_int, check_real, check_type
-from mechanisms.base import PrivacyClaim, Release, check_rng
+from mechanisms.release import PrivacyClaim, Release, check_rng
 
 NON_PRIVATE = "non-private reference (SPEC section 7)"
 
@@ -108,4 +108,4 @@ def fit_logistic(
     return run_logistic(X, y, LogisticParams(l2=l2, tol=tol, max_iter=max_iter, margin=margin))
 
 
-__all__ = ["LogisticParams", "NON_PRIVATE", "fit_logistic", "logistic_loss", "run_logistic"]
+__all__ = ["NON_PRIVATE", "LogisticParams", "fit_logistic", "logistic_loss", "run_logistic"]

@@ -27,7 +27,6 @@ import numpy as np
 from core.objective import DEFAULT_MARGIN, MergedRows
 from core.problem import IntegerGrid, Problem
 from core.validation import check_real, check_result, check_shape
-from mechanisms.base import Calibration, Noise, PrivacyClaim, Release, Secret
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
     check_calibration,
@@ -36,6 +35,7 @@ from mechanisms.calibration import (
     opdisc_sigma_paper,
 )
 from mechanisms.privacy import check_epsilon_delta
+from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret
 from mechanisms.runner import exact_argmin_release
 from oracles.base import Solution
 

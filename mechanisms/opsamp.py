@@ -58,7 +58,6 @@ import numpy as np
 from core.objective import DEFAULT_MARGIN, MergedRows
 from core.problem import Box, Problem
 from core.validation import check_choice, check_not_both, check_real, check_result, check_shape
-from mechanisms.base import Calibration, Noise, PrivacyClaim, Release, Secret
 from mechanisms.bounds import check_out_of_bounds, enforce_feature_bound
 from mechanisms.calibration import (
     check_calibration,
@@ -69,6 +68,7 @@ from mechanisms.calibration import (
     opsamp_lambda,
 )
 from mechanisms.privacy import check_epsilon_delta
+from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret
 from oracles.base import Solution
 from oracles.convex import ConvexProblem
 

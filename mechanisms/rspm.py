@@ -28,7 +28,6 @@ import numpy as np
 from core.objective import DEFAULT_MARGIN, MergedRows
 from core.problem import IntegerGrid, Problem
 from core.validation import check_choice, check_real, check_shape
-from mechanisms.base import Calibration, Noise, Release, Secret
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import (
     check_calibration,
@@ -38,6 +37,7 @@ from mechanisms.calibration import (
     rspm_laplace_scale,
 )
 from mechanisms.privacy import check_epsilon_delta
+from mechanisms.release import Calibration, Noise, Release, Secret
 from mechanisms.runner import exact_argmin_release
 from oracles.base import Solution
 

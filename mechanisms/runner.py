@@ -20,7 +20,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from core.objective import MergedRows, check_data
-from mechanisms.base import Noise, PrivacyClaim, Release, check_rng
+from mechanisms.release import Noise, PrivacyClaim, Release, check_rng
 from oracles.base import Solution
 
 

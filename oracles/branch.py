@@ -60,12 +60,12 @@ from oracles.branch_kernel import (
 )
 from oracles.noise_window import (
     WINDOW_REL_SLACK,
+    Decomposition,
     RowPrune,
-    Split,
     completion_tables,
     coordinate_order,
 )
-from oracles.progress import Reporter
+from oracles.solve_progress import Reporter
 
 #: Nodes the compiled search makes between two looks at the clock (``descend``).
 CHUNK = 100_000
@@ -167,8 +167,8 @@ def reach_tables(X: np.ndarray, bound: int, cap: int) -> np.ndarray:
     return reach
 
 
-def build_tables(problem: Problem, tight: Split, prune: RowPrune) -> Tables:
-    """The search's tables from the tightened split and its rows (``window.tightened_split``)."""
+def build_tables(problem: Problem, tight: Decomposition, prune: RowPrune) -> Tables:
+    """The search's tables from the tightened decomposition and its rows (``noise_window.tightened_decomposition``)."""
     order = coordinate_order(tight)
     comp = completion_tables(tight, order)
     B = (tight.unary.shape[1] - 1) // 2
@@ -348,7 +348,7 @@ def descend(
     lowest bound first, by the compiled search of ``oracles.branch_kernel`` (the same bounds as
     ``expand``), ``chunk`` nodes between two looks at the clock. Stops at ``deadline``
     (``time.perf_counter()`` seconds) or past ``max_nodes`` with ``finished`` False and a proven
-    bound. ``progress`` (``oracles.progress``) is given the best value and the least lower bound
+    bound. ``progress`` (``oracles.solve_progress``) is given the best value and the least lower bound
     left below ``start`` when it is due."""
     t0 = time.perf_counter()
     w_best, found, best = None, math.inf, float(best)

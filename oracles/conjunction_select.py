@@ -206,7 +206,7 @@ class SearchSelectionOracle:
     @counts_cpu
     def solve(self, problem: SelectionProblem) -> SelectionSolution:
         start = time.perf_counter()
-        search = _Search(problem)
+        search = _ConjunctionSearch(problem)
         for sign in (+1, -1):
             search.run(sign)
         value, (rank, index, conjunction) = search.best
@@ -222,7 +222,7 @@ class SearchSelectionOracle:
         return SelectionSolution(conjunction, 1 - 2 * rank, cert)
 
 
-class _Search:
+class _ConjunctionSearch:
     """Depth-first branch and bound, best bounds first; ``best`` = (value, (sign rank, class
     index, conjunction)), the sign rank 0 for +1 and 1 for -1."""
 
@@ -420,9 +420,9 @@ def _milp(problem: SelectionProblem, sign: int) -> tuple[LinearModel, list]:
 
 
 __all__ = [
+    "MAX_CANDIDATES",
     "EnumerationSelectionOracle",
     "HighsSelectionOracle",
-    "MAX_CANDIDATES",
     "SearchSelectionOracle",
     "SelectionProblem",
     "SelectionSolution",

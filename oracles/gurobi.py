@@ -17,7 +17,7 @@ Quirks absorbed here:
   iterations, solutions, work, memory, interrupt, objective limit) -> TIME_LIMIT with a
   solution, else NO_SOLUTION; infeasible or unbounded -> ERROR (the domain is never empty);
   NUMERIC, SUBOPTIMAL and the rest -> ERROR. Every answer goes through ``certify``.
-* Progress (``oracles.progress``): none from inside a Gurobi solve. Gurobi calls a Python
+* Progress (``oracles.solve_progress``): none from inside a Gurobi solve. Gurobi calls a Python
   callback at every event of every kind (there is no "log line" event to subscribe to alone),
   and each call takes the GIL from the solver's thread: with another Python thread busy, as in
   a Ray worker, a 1.5 s solve took 3.2 s. The sweep still shows the run and its elapsed time.

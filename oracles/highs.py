@@ -44,7 +44,7 @@ Quirks absorbed here:
   is a whole solve with a proven bound, not HiGHS's ``objective_bound`` cutoff: with a cutoff
   below the optimum, 1.16 answers kOptimal at a point above it and reports that point's value
   as its dual bound, so its proof would have to be read from a status, not from a bound.
-* Progress (``oracles.progress``): only when a listener is registered, MIP callbacks report the
+* Progress (``oracles.solve_progress``): only when a listener is registered, MIP callbacks report the
   incumbent and bound (``watch``); without one no callback is installed.
 * The first ``Highs()`` of a process prints HiGHS's banner ("Running HiGHS ...") to the
   process's standard output (file descriptor 1, not ``sys.stdout``), before any option can turn
@@ -88,7 +88,7 @@ from oracles.mip import (
     feasibility_tol_for,
     solve_resolving_band,
 )
-from oracles.progress import Reporter, guarded, reporter
+from oracles.solve_progress import Reporter, guarded, reporter
 
 #: HiGHS's ``presolve_rule_off`` bit mask for every solve (module docstring): bit 13
 #: is the reduction "Parallel rows and columns" in HiGHS 1.15 and 1.16. With it off, the fuzz
@@ -468,7 +468,7 @@ class HighsOracle:
 
 def watch(h, progress: Reporter) -> None:
     """Report HiGHS's incumbent and bound (``mip_primal_bound``, ``mip_dual_bound``) to
-    ``progress`` from its MIP callbacks (``oracles.progress``). Called only when someone
+    ``progress`` from its MIP callbacks (``oracles.solve_progress``). Called only when someone
     listens; the callbacks neither interrupt nor change the search, and never raise (an
     exception in a HiGHS callback ends the solve with kSolveError)."""
 
@@ -526,12 +526,12 @@ def highs_lp(highspy, model: Any):
 
 
 __all__ = [
+    "PRESOLVE_RULES_OFF",
+    "SECOND_OPINION_MARGIN",
     "HighsAnswer",
     "HighsModelRefused",
     "HighsOracle",
     "LinearModel",
-    "PRESOLVE_RULES_OFF",
-    "SECOND_OPINION_MARGIN",
     "highs_lp",
     "import_highspy",
     "map_status",

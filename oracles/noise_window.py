@@ -1,7 +1,7 @@
 """Exact argmin by enumerating the noise window: every grid point whose noise part alone could
 still beat the incumbent (OPDisc and RSPM, SPEC sections 3 and 4).
 
-Split F (``core.problem``) over an IntegerGrid w = tau k into
+Decompose F (``core.problem``) over an IntegerGrid w = tau k into
 
     F(w) = N(k) + L(k),
     N(k) = const + sum_j a_j(k_j) + nu(||k||^2)       (separable, plus a function of the norm)
@@ -47,7 +47,7 @@ WINDOW_REL_SLACK = 1e-9
 
 
 @dataclass(frozen=True, eq=False)
-class Split:
+class Decomposition:
     """F = N + L as in the module docstring, on integer coordinates k (w = tau k).
 
     Attributes:
@@ -129,7 +129,7 @@ def norm_table(problem: Problem) -> np.ndarray:
     return problem.norm_coef * np.sqrt(slack)
 
 
-def split_objective(problem: Problem) -> Split:
+def decompose_objective(problem: Problem) -> Decomposition:
     """N and L of ``problem`` (module docstring)."""
     domain = problem.domain
     if not isinstance(domain, IntegerGrid):
@@ -150,23 +150,23 @@ def split_objective(problem: Problem) -> Split:
     norm = norm_table(problem)
     rows = np.flatnonzero(nonzero >= 2)
     floor = float(np.minimum(problem.pos[rows], problem.neg[rows]).sum())
-    return Split(unary, norm, const, rows, floor)
+    return Decomposition(unary, norm, const, rows, floor)
 
 
-def threshold_slack(split: Split, threshold: float) -> float:
+def threshold_slack(dec: Decomposition, threshold: float) -> float:
     """A bound far above the rounding error of any N computed here: d + 2 terms, each at most
     ``scale`` in magnitude (the finite table entries; +inf marks excluded values)."""
-    unary = np.where(np.isfinite(split.unary), np.abs(split.unary), 0.0)
-    norm = np.abs(split.norm[np.isfinite(split.norm)])
-    scale = unary.max(axis=1).sum() + norm.max(initial=0.0) + abs(split.const) + abs(threshold)
+    unary = np.where(np.isfinite(dec.unary), np.abs(dec.unary), 0.0)
+    norm = np.abs(dec.norm[np.isfinite(dec.norm)])
+    scale = unary.max(axis=1).sum() + norm.max(initial=0.0) + abs(dec.const) + abs(threshold)
     return WINDOW_REL_SLACK * (1.0 + float(scale))
 
 
-def completion_tables(split: Split, order: np.ndarray) -> np.ndarray:
+def completion_tables(dec: Decomposition, order: np.ndarray) -> np.ndarray:
     """Comp[j][p]: the least N-part of any completion of coordinates order[j:], given the prefix's
     square sum p (includes nu; +inf where no completion fits). Shape (d + 1, cap + 1)."""
-    d, cap = len(order), split.cap
-    B = (split.unary.shape[1] - 1) // 2
+    d, cap = len(order), dec.cap
+    B = (dec.unary.shape[1] - 1) // 2
     ks = np.arange(-B, B + 1)
     R = np.full(cap + 1, np.inf)  # R_j(r), exact square sum r of the suffix
     R[0] = 0.0
@@ -174,7 +174,7 @@ def completion_tables(split: Split, order: np.ndarray) -> np.ndarray:
     for j in range(d, -1, -1):
         if j < d:
             nxt = np.full(cap + 1, np.inf)
-            a = split.unary[order[j]]
+            a = dec.unary[order[j]]
             for i, v in enumerate(ks):
                 s = int(v * v)
                 if s > cap:
@@ -185,14 +185,14 @@ def completion_tables(split: Split, order: np.ndarray) -> np.ndarray:
         # comp[j][p] = min_r R[r] + norm[p + r]
         for p in range(cap + 1):
             r = np.arange(cap + 1 - p)
-            comp[j, p] = np.min(R[r] + split.norm[p + r])
+            comp[j, p] = np.min(R[r] + dec.norm[p + r])
     return comp
 
 
-def coordinate_order(split: Split) -> np.ndarray:
+def coordinate_order(dec: Decomposition) -> np.ndarray:
     """Coordinates by decreasing spread of their finite unary costs (costly first: a prefix of
-    them prunes early); ties by index, so the order is a pure function of the Split."""
-    finite = np.where(np.isfinite(split.unary), split.unary, np.nan)
+    them prunes early); ties by index, so the order is a pure function of the Decomposition."""
+    finite = np.where(np.isfinite(dec.unary), dec.unary, np.nan)
     spread = np.nanmax(finite, axis=1) - np.nanmin(finite, axis=1)
     return np.argsort(-spread, kind="stable")
 
@@ -200,13 +200,15 @@ def coordinate_order(split: Split) -> np.ndarray:
 # --- Lagrangian tightening ---------------------------------------------------------------------
 
 
-def row_minorants(problem: Problem, split: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def row_minorants(
+    problem: Problem, dec: Decomposition
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each row u of L: G (u, d), h (u,), weight (u,) with
 
         cost_u(k) >= min(pos_u, neg_u) + weight_u * lam * (G_u . k + h_u)   for every lam in [0, 1]
 
     on the whole grid (module docstring of ``tighten``)."""
-    rows = split.rows
+    rows = dec.rows
     X = problem.points[rows] * problem.domain.step
     low, high = row_score_range(problem)
     low, high = low[rows], high[rows]
@@ -256,11 +258,11 @@ def separable_argmin(unary: np.ndarray, norm: np.ndarray) -> tuple[float, np.nda
 
 
 def tighten(
-    problem: Problem, split: Split, upper: float, *, iterations: int = 300, rng_seed: int = 0
-) -> tuple[Split, float]:
-    """A Split whose N is a tighter minorant of F: N_lam = N + L_min + sum_u w_u lam_u m_u(k),
+    problem: Problem, dec: Decomposition, upper: float, *, iterations: int = 300, rng_seed: int = 0
+) -> tuple[Decomposition, float]:
+    """A Decomposition whose N is a tighter minorant of F: N_lam = N + L_min + sum_u w_u lam_u m_u(k),
     with lam in [0, 1]^rows chosen by projected subgradient ascent on the Lagrangian dual
-    max_lam min_k N_lam(k) (Polyak steps towards ``upper``). Returns the Split (its rows'
+    max_lam min_k N_lam(k) (Polyak steps towards ``upper``). Returns the Decomposition (its rows'
     floor already folded into ``const``, ``loss_floor`` 0) and its proven lower bound
     min_k N_lam(k) on min F.
 
@@ -268,14 +270,14 @@ def tighten(
     + w_u lam_u m_u(k) (``row_minorants``), so F >= N_lam everywhere: the window of N_lam below
     the incumbent still holds every minimizer.
     """
-    G, h, weight = row_minorants(problem, split)
-    B = (split.unary.shape[1] - 1) // 2
+    G, h, weight = row_minorants(problem, dec)
+    B = (dec.unary.shape[1] - 1) // 2
     ks = np.arange(-B, B + 1, dtype=float)
 
     def build(lam):
         c = (weight * lam) @ G
-        unary = split.unary + c[:, None] * ks[None, :]
-        const = split.const + split.loss_floor + float((weight * lam) @ h)
+        unary = dec.unary + c[:, None] * ks[None, :]
+        const = dec.const + dec.loss_floor + float((weight * lam) @ h)
         return unary, const
 
     lam = np.zeros(len(h))
@@ -284,7 +286,7 @@ def tighten(
     stall = 0
     for _ in range(iterations):
         unary, const = build(lam)
-        val, k = separable_argmin(unary, split.norm)
+        val, k = separable_argmin(unary, dec.norm)
         val += const
         if val > best_val + 1e-9:
             best_val, best_lam, stall = val, lam.copy(), 0
@@ -300,26 +302,28 @@ def tighten(
             break
         lam = np.clip(lam + theta * (upper - val) / norm2 * g, 0.0, 1.0)
     unary, const = build(best_lam)
-    tightened = Split(unary, split.norm, const, split.rows, 0.0)
-    val, _ = separable_argmin(unary, split.norm)
-    return tightened, val + const, row_prune(problem, split, weight * best_lam)
+    tightened = Decomposition(unary, dec.norm, const, dec.rows, 0.0)
+    val, _ = separable_argmin(unary, dec.norm)
+    return tightened, val + const, row_prune(problem, dec, weight * best_lam)
 
 
-def tightened_split(
+def tightened_decomposition(
     problem: Problem, upper: float, iterations: int
-) -> tuple[Split, float, RowPrune]:
+) -> tuple[Decomposition, float, RowPrune]:
     """The minorant N_lam tightened below ``upper`` (``tighten``; the plain N with the rows'
     floor when ``iterations`` is 0), its proven lower bound, and its ``RowPrune``."""
-    split = split_objective(problem)
+    dec = decompose_objective(problem)
     if iterations <= 0:
-        plain = Split(split.unary, split.norm, split.const + split.loss_floor, split.rows, 0.0)
-        return plain, -math.inf, row_prune(problem, split)
-    return tighten(problem, split, upper, iterations=iterations)
+        plain = Decomposition(dec.unary, dec.norm, dec.const + dec.loss_floor, dec.rows, 0.0)
+        return plain, -math.inf, row_prune(problem, dec)
+    return tighten(problem, dec, upper, iterations=iterations)
 
 
-def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = None) -> RowPrune:
-    """The ``RowPrune`` of ``split``'s rows, given the weight w_u lam_u already in the minorant."""
-    rows = split.rows
+def row_prune(
+    problem: Problem, dec: Decomposition, lam_weight: np.ndarray | None = None
+) -> RowPrune:
+    """The ``RowPrune`` of ``dec``'s rows, given the weight w_u lam_u already in the minorant."""
+    rows = dec.rows
     pos, neg = problem.pos[rows], problem.neg[rows]
     weight = np.abs(pos - neg)
     minorant = np.zeros(len(rows)) if lam_weight is None else np.minimum(lam_weight, weight)
@@ -335,18 +339,18 @@ def row_prune(problem: Problem, split: Split, lam_weight: np.ndarray | None = No
 
 
 __all__ = [
-    "RowPrune",
-    "Split",
     "WINDOW_REL_SLACK",
+    "Decomposition",
+    "RowPrune",
     "completion_tables",
     "coordinate_order",
+    "decompose_objective",
     "grid_cap",
     "norm_table",
     "row_minorants",
     "row_prune",
     "separable_argmin",
-    "split_objective",
     "threshold_slack",
     "tighten",
-    "tightened_split",
+    "tightened_decomposition",
 ]

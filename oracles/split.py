@@ -58,8 +58,8 @@ from oracles.branch import (
     frontier,
 )
 from oracles.grid_search import improve
-from oracles.noise_window import tightened_split
-from oracles.progress import Reporter
+from oracles.noise_window import tightened_decomposition
+from oracles.solve_progress import Reporter
 
 #: The name a split solve's certificate carries as its backend (``WindowOracle``'s).
 BACKEND = "window"
@@ -294,7 +294,7 @@ def plan_split(
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise ValueError(f"parts must be an integer >= 1, found {parts!r}")
     w_inc, upper = improve(problem, seconds=search_seconds, rng=np.random.default_rng(seed))
-    tight, lower, prune = tightened_split(problem, upper, lagrange_iterations)
+    tight, lower, prune = tightened_decomposition(problem, upper, lagrange_iterations)
     tables = build_tables(problem, tight, prune)
     at_least = 1 if parts == 1 else NODES_PER_PART * parts
     nodes = frontier(tables, upper, at_least=at_least, max_nodes=MAX_FRONTIER)

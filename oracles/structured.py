@@ -20,7 +20,7 @@ How (``oracles.structured_shape`` for the maths):
    the exact minimum, and the certificate's bound is the smallest of the per-combination
    lower bounds.
 
-Progress (``oracles.progress``): when a listener is registered, the loop reports the incumbent
+Progress (``oracles.solve_progress``): when a listener is registered, the loop reports the incumbent
 and the smallest per-combination lower bound.
 
 Budget (``oracles.budget``): no piece of work (a batch of cell bounds, a subproblem) starts once
@@ -69,7 +69,7 @@ from oracles.base import (
 )
 from oracles.budget import Budget
 from oracles.highs import threads_for
-from oracles.progress import reporter
+from oracles.solve_progress import reporter
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_shape import Shape, ShapeMismatch, cell_bounds, decompose, separable_bounds
 
@@ -137,7 +137,7 @@ class StructuredOracle:
                 shape = self.shape(problem, budget)
             except ShapeMismatch as why:
                 raise HandOff(str(why)) from why
-        return _Search(self, problem, shape, budget, start).run()
+        return _CombinationSearch(self, problem, shape, budget, start).run()
 
 
 def has_noise(problem: Problem) -> bool:
@@ -153,7 +153,7 @@ def has_noise(problem: Problem) -> bool:
     return bool(np.any((weights < 0) | (weights != np.round(weights))))
 
 
-class _Search:
+class _CombinationSearch:
     """One solve: bounds, then the combinations by increasing bound (module docstring)."""
 
     def __init__(
@@ -164,7 +164,7 @@ class _Search:
         zero = np.zeros(problem.d)
         self.best_w, self.best_value = zero, float(problem.objective(zero))
         self.best_model: float | None = None  # the tables' value of best_w, when it has one
-        self.progress = reporter(problem.label, oracle.name)  # oracles.progress
+        self.progress = reporter(problem.label, oracle.name)  # oracles.solve_progress
         self.stats = {
             "subproblems": 0,
             "cutoff": 0,
@@ -278,8 +278,8 @@ class _Search:
 
 __all__ = [
     "BOUNDING_SHARE",
-    "StructuredOracle",
     "TABLE_BATCH",
     "WORK_ENTRIES_PER_SECOND",
+    "StructuredOracle",
     "has_noise",
 ]

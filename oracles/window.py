@@ -1,7 +1,7 @@
 """The window oracle: exact argmin over an IntegerGrid by branch and bound on the noise (issue 19).
 
 For OPDisc and RSPM on generic tables (continuous columns, where the structured oracle has no
-shape to use), F = N + L splits into a noise part N that is separable over the coordinates plus
+shape to use), F = N + L decomposes into a noise part N that is separable over the coordinates plus
 a function of ||w||^2, and the data's 0/1 loss L (``oracles.noise_window``). The steps:
 
 1. an incumbent: the grid search of ``oracles.grid_search`` (seeded, a few seconds);
@@ -43,7 +43,7 @@ from oracles.base import (
 )
 from oracles.branch import SearchStopped
 from oracles.budget import Budget
-from oracles.progress import reporter
+from oracles.solve_progress import reporter
 from oracles.split import MapParts, combine, plan_split, sequential_parts
 from oracles.split_threads import SharedBest, thread_parts
 
@@ -122,7 +122,7 @@ class WindowOracle:
         if threaded:  # the budget's CPUs as threads of this process (oracles.split_threads)
             results = thread_parts(budget.threads, shared)(plan.tables, plan.tasks, plan.incumbent)
         elif self.map_parts is None:
-            progress = reporter(problem.label, self.name)  # oracles.progress
+            progress = reporter(problem.label, self.name)  # oracles.solve_progress
             results = sequential_parts(plan.tables, plan.tasks, plan.incumbent, progress=progress)
         else:
             results = self.map_parts(plan.tables, plan.tasks, plan.incumbent)

@@ -253,7 +253,7 @@ class AuditConfig:
     """Statistical privacy audit of one mechanism (mechanisms.audit.run_audit)."""
 
     mechanism: str = MISSING
-    #: Releases per dataset and pair; null: the audit's own (mechanisms.audit.registry).
+    #: Releases per dataset and pair; null: the audit's own (mechanisms.audit.audits).
     samples: Optional[int] = None
     #: Confidence of each pair's lower bound on epsilon (both directions).
     confidence: float = 0.95

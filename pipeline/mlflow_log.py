@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from mechanisms.base import Release
+from mechanisms.release import Release
 from mechanisms.synthetic.domain import Domain
 from mechanisms.synthetic.fem import SyntheticRelease
 from pipeline.data.record import Dataset

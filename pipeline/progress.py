@@ -4,7 +4,7 @@ From the workers to the driver (issue 19, item 4):
 
 * ``ProgressBoard`` is a Ray actor (no CPU) that the driver creates once per sweep. A task that
   solves (``pipeline.sweep.solve_one``) or runs a run whole registers its start on the board
-  and, through ``oracles.progress.listening``, a listener that sends the solver's
+  and, through ``oracles.solve_progress.listening``, a listener that sends the solver's
   ``SolveProgress`` (incumbent, bound) there, fire-and-forget, at most every ``REPORT_EVERY``
   seconds; it clears its entry when it ends (``reporting``). Entries are tagged with the run key,
   ``#i`` appended for the i-th oracle call of a run that makes several (OPSamp).
@@ -63,7 +63,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Sequence
 
-from oracles.progress import SolveProgress, listening
+from oracles.solve_progress import SolveProgress, listening
 
 log = logging.getLogger(__name__)
 

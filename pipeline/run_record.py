@@ -26,8 +26,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from mechanisms.base import Release
 from mechanisms.catalog import NON_PRIVATE
+from mechanisms.release import Release
 from mechanisms.synthetic.evaluate import TableScores
 from mechanisms.synthetic.fem import SyntheticRelease
 from oracles.base import OBJECTIVE_TOL
@@ -134,7 +134,7 @@ class RunResult:
     test_accuracy: float
     #: The run's wall-clock seconds, less the time its oracle tasks queued for a CPU (their own
     #: seconds instead): its child run's duration. Its steps: the release's
-    #: ``step_wall_seconds.*`` metrics (``mechanisms.base.STEP_WALL``).
+    #: ``step_wall_seconds.*`` metrics (``mechanisms.release.STEP_WALL``).
     wall_seconds: float
     #: The oracle calls' wall-clock seconds (``Certificate.seconds``), summed.
     oracle_wall_seconds: float

@@ -30,8 +30,8 @@ import threading
 import time
 from typing import Any, Sequence
 
-from mechanisms.base import Release
 from mechanisms.catalog import NON_ORACLE, NON_PRIVATE
+from mechanisms.release import Release
 from pipeline import reaper
 from pipeline.config import Config
 from pipeline.data.record import Dataset

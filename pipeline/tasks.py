@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from mechanisms.catalog import CATALOG, NON_PRIVATE
+
 # Imported here, at load time, not lazily: a driver must have its code loaded before it connects
 # to Ray (on a one-machine test cluster a second node re-extracts the job's working directory into
 # the same place while the driver runs). None of these imports a solver backend.
-from mechanisms.base import Release
-from mechanisms.catalog import CATALOG, NON_PRIVATE
+from mechanisms.release import Release
 from mechanisms.runner import SolveMany, solve_sequentially
 from mechanisms.synthetic.domain import Domain, Workload
 from mechanisms.synthetic.evaluate import TableScores, score_table
@@ -95,7 +96,7 @@ def sweep_keys(config: Config) -> list[RunKey]:
     return keys
 
 
-def make_oracle(
+def mechanism_oracle(
     cfg: OracleConfig, threads: int | None = None, mechanism: MechanismConfig | None = None
 ) -> Any:
     """The oracle ``mechanism`` needs (its catalog entry says which; without one, the configured

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from mechanisms.base import Release
 from mechanisms.catalog import NON_PRIVATE
+from mechanisms.release import Release
 from mechanisms.synthetic.domain import Domain
 from mechanisms.synthetic.fem import SyntheticRelease
 from pipeline import mlflow_log

@@ -11,9 +11,9 @@ epsilon refutes the claim; every mechanism must stay below it, every mutant
     print(audit_table(reports))
 """
 
+from mechanisms.audit.audit_report import CORRECT, AuditReport, audit_table
+from mechanisms.audit.audits import AUDITS, MechanismAudit, mechanism_audit, run_audit
 from mechanisms.audit.core import NeighbouringPair, audit_pair
-from mechanisms.audit.registry import AUDITS, MechanismAudit, mechanism_audit, run_audit
-from mechanisms.audit.report import CORRECT, AuditReport, audit_table
 
 __all__ = [
     "AUDITS",

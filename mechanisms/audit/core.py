@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from core.objective import check_data
-from mechanisms.audit.report import AuditReport
+from mechanisms.audit.audit_report import AuditReport
 from mechanisms.audit.samplers import ReleaseSampler
 from mechanisms.audit.stats import choose_event, epsilon_lower_bound, per_bound_alpha
 

@@ -47,8 +47,8 @@ from core.objective import MergedRows, check_data
 from mechanisms.audit.core import NeighbouringPair
 from mechanisms.audit.pairs import replace_pair
 from mechanisms.audit.samplers import AuditError, BatchedGenerator
-from mechanisms.base import Noise
 from mechanisms.opdisc import opdisc_domain
+from mechanisms.release import Noise
 
 #: Releases computed at once (memory: chunk x d floats, or chunk x d x (2d + 1) for RSPM's w).
 _CHUNK = 20_000

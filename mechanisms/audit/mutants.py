@@ -23,10 +23,10 @@ from mechanisms.audit.samplers import (
     GridArgminSampler,
     OPSampSampler,
 )
-from mechanisms.base import Secret
 from mechanisms.expmech import ExpMechParams
 from mechanisms.opdisc import OPDisc
 from mechanisms.opsamp import OPSamp
+from mechanisms.release import Secret
 from mechanisms.rspm import RSPM, rspm_problem
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon
@@ -141,7 +141,7 @@ def with_calibration(params: Any, calibration: str) -> Any:
 
 
 PAPER_OPDISC_NOT_CAUGHT = (
-    "not on the registry's pairs (d <= 200): the sum cut's ln ratio at sum(w) = 1 grows like "
+    "not on the audits' pairs (d <= 200): the sum cut's ln ratio at sum(w) = 1 grows like "
     "sqrt(d) (0.46 at d = 100, 0.71 at d = 200; paper_code 0.96, 1.38). It is caught at d = 600 "
     "(eps_lb 1.189 at 1e6 samples: python -m mechanisms.audit.sum_cut opdisc_d5 --d 600 "
     "--variants paper), too slow for CI"

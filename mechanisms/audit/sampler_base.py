@@ -12,7 +12,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from mechanisms.base import Noise, Secret, check_rng
+from mechanisms.release import Noise, Secret, check_rng
 
 
 class AuditError(RuntimeError):

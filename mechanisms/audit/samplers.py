@@ -40,9 +40,9 @@ from mechanisms.audit.sampler_base import (
     first_draw,
     with_draws,
 )
-from mechanisms.base import Noise
 from mechanisms.expmech import run_expmech
 from mechanisms.opdisc import opdisc_domain
+from mechanisms.release import Noise
 from oracles.enumerate import all_objectives, grid_points
 
 #: Objective values held at once by the grid sampler (memory bound: 8 bytes each).

@@ -1,6 +1,6 @@
 """The audit at d >= 5 at any d (SPEC 10.5): one sum-cut pair, the mechanism and its mutants.
 
-The registry's d >= 5 audits (``mechanisms.audit.registry``) stop at d = 200; the paper's OPDisc
+The d >= 5 audits (``mechanisms.audit.audits``) stop at d = 200; the paper's OPDisc
 sigma needs d of about 600, so this runs one sum-cut pair (``mechanisms.audit.highdim``) at a d of
 the caller's choice, from Python or from the command line::
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 
+from mechanisms.audit.audit_report import AuditReport, audit_table
+from mechanisms.audit.audits import audit_variant, mechanism_audit
 from mechanisms.audit.highdim import sum_cut_pair
 from mechanisms.audit.mutants import MUTANTS
-from mechanisms.audit.registry import audit_variant, mechanism_audit
-from mechanisms.audit.report import AuditReport, audit_table
 
 
 def audit_sum_cut(
@@ -27,7 +27,7 @@ def audit_sum_cut(
     variants: tuple[str, ...] = ("correct",),
 ) -> list[AuditReport]:
     """One sum-cut pair at any d for a registered d >= 5 audit, its mechanism and its mutants
-    (the registry's pairs stop at d = 200; the paper's OPDisc sigma needs d of about 600)."""
+    (the audits' pairs stop at d = 200; the paper's OPDisc sigma needs d of about 600)."""
     audit = mechanism_audit(mechanism)
     makers = {"correct": audit.make_sampler}
     makers |= {m.name: m.make for m in MUTANTS if m.mechanism == mechanism}

@@ -12,7 +12,16 @@ This package re-exports their public names.
 
 from __future__ import annotations
 
-from mechanisms.dpsgd.accounting import (
+from mechanisms.dpsgd.algorithm import (
+    DEFAULT_EPOCHS,
+    DPSGDParams,
+    add_noise,
+    clip_and_sum,
+    per_example_gradients,
+    run_dpsgd,
+    train_dpsgd,
+)
+from mechanisms.dpsgd.sgd_accounting import (
     ACCOUNTANT_DESCRIPTIONS,
     ACCOUNTANTS,
     DEFAULT_PLD_DISCRETIZATION,
@@ -28,15 +37,6 @@ from mechanisms.dpsgd.accounting import (
     pld_epsilon,
     rdp_group_epsilon,
 )
-from mechanisms.dpsgd.algorithm import (
-    DEFAULT_EPOCHS,
-    DPSGDParams,
-    add_noise,
-    clip_and_sum,
-    per_example_gradients,
-    run_dpsgd,
-    train_dpsgd,
-)
 from mechanisms.dpsgd.tuning import (
     DPSGDGrid,
     draw_repetitions,
@@ -49,19 +49,19 @@ __all__ = [
     "ACCOUNTANT_DESCRIPTIONS",
     "DEFAULT_EPOCHS",
     "DEFAULT_PLD_DISCRETIZATION",
-    "DPSGDGrid",
-    "DPSGDParams",
     "PLD_RELATIVE_DISCRETIZATION",
     "PLD_REPLACE_ONE",
     "RDP_GROUP",
+    "DPSGDGrid",
+    "DPSGDParams",
     "accounted_epsilon",
     "add_noise",
     "add_or_remove_epsilon",
     "calibrate",
     "calibrate_noise_multiplier",
     "clip_and_sum",
-    "draw_repetitions",
     "dpsgd_event",
+    "draw_repetitions",
     "per_example_gradients",
     "pld_discretization",
     "pld_epsilon",

@@ -7,7 +7,7 @@ Loss log(1 + exp(-y <w, x>)), no intercept. Each of T steps:
     w_{t+1}  = w_t - lr * (sum_{i in B_t} g_i + N(0, (z C)^2 I_d)) / b
 
 normalized by the EXPECTED batch size b (so the noisy sum's sensitivity stays C). The output is
-the average of the iterates w_1..w_T (post-processing). z comes from mechanisms.dpsgd.accounting.
+the average of the iterates w_1..w_T (post-processing). z comes from mechanisms.dpsgd.sgd_accounting.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from scipy.special import expit
 
 from core.objective import check_data
 from core.validation import check_int, check_not_both, check_real, check_type, require
-from mechanisms.base import PrivacyClaim, Release, check_rng
-from mechanisms.dpsgd.accounting import (
+from mechanisms.dpsgd.sgd_accounting import (
     ACCOUNTANT_DESCRIPTIONS,
     PLD_REPLACE_ONE,
     accounted_epsilon,
@@ -31,6 +30,7 @@ from mechanisms.dpsgd.accounting import (
     pld_discretization,
 )
 from mechanisms.privacy import PrivacyError, check_epsilon_delta
+from mechanisms.release import PrivacyClaim, Release, check_rng
 
 #: Epochs when neither ``epochs`` nor ``steps`` is given.
 DEFAULT_EPOCHS = 5.0

@@ -22,8 +22,8 @@ from dp_accounting import dp_event
 
 from core.objective import check_data, predict
 from core.validation import check_int, check_real, check_type, is_real
-from mechanisms.base import PrivacyClaim, Release, check_rng
-from mechanisms.dpsgd.accounting import (
+from mechanisms.dpsgd.algorithm import DEFAULT_EPOCHS, DPSGDParams, run_dpsgd, train_dpsgd
+from mechanisms.dpsgd.sgd_accounting import (
     ACCOUNTANT_DESCRIPTIONS,
     PLD_REPLACE_ONE,
     RDP_GROUP,
@@ -31,8 +31,8 @@ from mechanisms.dpsgd.accounting import (
     dpsgd_event,
     rdp_group_epsilon,
 )
-from mechanisms.dpsgd.algorithm import DEFAULT_EPOCHS, DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.privacy import PrivacyError, check_epsilon_delta, warn_data_dependent
+from mechanisms.release import PrivacyClaim, Release, check_rng
 
 # --- hyperparameter search -----------------------------------------------------------------------
 

@@ -60,8 +60,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from core.validation import check_int, check_real
-from mechanisms.base import PrivacyClaim, check_rng
 from mechanisms.privacy import check_epsilon_delta
+from mechanisms.release import PrivacyClaim, check_rng
 from mechanisms.synthetic.accounting import zcdp_epsilon, zcdp_target
 from mechanisms.synthetic.domain import Domain, Workload, check_codes
 from mechanisms.synthetic.fem import SyntheticRelease
@@ -481,8 +481,8 @@ def run_mwem(
 
 
 __all__ = [
-    "AIMParams",
     "INSTALL",
+    "AIMParams",
     "MSTParams",
     "MWEMParams",
     "library_budget",

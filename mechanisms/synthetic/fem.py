@@ -29,8 +29,8 @@ from typing import Any, Literal
 import numpy as np
 
 from core.validation import check_choice, check_int, check_real
-from mechanisms.base import PrivacyClaim, ReleaseRecord, check_rng
 from mechanisms.privacy import check_epsilon_delta
+from mechanisms.release import PrivacyClaim, ReleaseRecord, check_rng
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon, total_epsilon
 from mechanisms.synthetic.domain import Workload, check_codes
@@ -248,4 +248,4 @@ def run_fem(
     )
 
 
-__all__ = ["FEMParams", "ROUND_RULES", "SyntheticRelease", "run_fem", "select", "utilities"]
+__all__ = ["ROUND_RULES", "FEMParams", "SyntheticRelease", "run_fem", "select", "utilities"]

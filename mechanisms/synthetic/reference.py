@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim
+from mechanisms.release import PrivacyClaim
 from mechanisms.synthetic.fem import SyntheticRelease
 
 NON_PRIVATE = "non-private reference: the private table itself (docs/synthetic.md, section 3)"

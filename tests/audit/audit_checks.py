@@ -1,4 +1,4 @@
-"""What the audit tests of the mechanisms (test_registry.py) and of the mutants (test_mutants.py)
+"""What the audit tests of the mechanisms (test_audits.py) and of the mutants (test_mutants.py)
 share: the mutants each is expected to catch or not, and the checks of a run's reports."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ logging.getLogger("absl").setLevel(logging.ERROR)
 
 
 def audit_reports(mechanism: str, scale: str = "default") -> list:
-    """run_audit(mechanism, mutants included) at the registry's default (or slow) sample size,
+    """run_audit(mechanism, mutants included) at the audits' default (or slow) sample size,
     once per session."""
     key = (mechanism, scale)
     if key not in _REPORTS:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from mechanisms.audit.audits import GAME_PARAMS, RSPM_GAME_PARAMS, RSPM_ROUND_PARAMS
 from mechanisms.audit.game_sampler import GAME_WORKLOAD, GameSampler, game_pairs
 from mechanisms.audit.mutants import FEMOneRound, FEMRSPMOneBit
-from mechanisms.audit.registry import GAME_PARAMS, RSPM_GAME_PARAMS, RSPM_ROUND_PARAMS
 from mechanisms.audit.sampler_base import AuditError
 from mechanisms.synthetic.fem import run_fem
 from oracles.conjunctions import EnumerationConjunctionOracle

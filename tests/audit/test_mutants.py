@@ -2,7 +2,7 @@
 mechanism; the audit at 95% confidence with seed 0 catches every mutant that is not shown within
 the claim exactly (``Mutant.undetectable``), and those are within it.
 
-The audit runs are the session's (tests/audit/conftest.py, shared with test_registry.py); the
+The audit runs are the session's (tests/audit/conftest.py, shared with test_audits.py); the
 unit tests below check the one change of each mutant without sampling.
 """
 

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from mechanisms.audit.registry import audit_variant, mechanism_audit
+from mechanisms.audit.audits import audit_variant, mechanism_audit
 from mechanisms.audit.sum_cut import audit_sum_cut, main
 
 

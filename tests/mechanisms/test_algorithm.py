@@ -9,8 +9,6 @@ import math
 import numpy as np
 import pytest
 
-from mechanisms.base import Release
-from mechanisms.dpsgd.accounting import accounted_epsilon, calibrate_noise_multiplier
 from mechanisms.dpsgd.algorithm import (
     DPSGDParams,
     clip_and_sum,
@@ -18,6 +16,8 @@ from mechanisms.dpsgd.algorithm import (
     run_dpsgd,
     train_dpsgd,
 )
+from mechanisms.dpsgd.sgd_accounting import accounted_epsilon, calibrate_noise_multiplier
+from mechanisms.release import Release
 from tests.mechanisms.dpsgd_helpers import toy
 
 # --- parameters ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import inspect
 import numpy as np
 import pytest
 
-from mechanisms.audit.registry import AUDITS
+from mechanisms.audit.audits import AUDITS
 from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS, SYNTHETIC
 from mechanisms.estimators import CLASSIFIERS
 from mechanisms.synthetic.domain import Domain, Workload

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import mechanisms.estimators as estimators
-from mechanisms.base import PrivacyClaim
 from mechanisms.estimators import (
     CLASSIFIERS,
     DPSGDClassifier,
@@ -21,6 +20,7 @@ from mechanisms.estimators import (
     RSPMClassifier,
 )
 from mechanisms.privacy import PrivacyLeakWarning
+from mechanisms.release import PrivacyClaim
 from tests.requirements import missing
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechanisms.base import Secret
 from mechanisms.opdisc import OPDisc, OPDiscCalibration, OPDiscNoise, OPDiscParams
+from mechanisms.release import Secret
 from mechanisms.runner import exact_argmin_release, run, solve_sequentially
 from oracles.base import Certificate, Solution, Status
 from oracles.enumerate import EnumerationOracle

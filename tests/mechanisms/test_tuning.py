@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from dp_accounting import rdp
 
-from mechanisms.dpsgd.accounting import RDP_GROUP, calibrate_noise_multiplier, pld_epsilon
+from mechanisms.dpsgd.sgd_accounting import RDP_GROUP, calibrate_noise_multiplier, pld_epsilon
 from mechanisms.dpsgd.tuning import (
     DPSGDGrid,
     draw_repetitions,

@@ -13,7 +13,7 @@ import pytest
 
 from core.problem import IntegerGrid
 from oracles.branch import Nodes, build_tables, deal, descend, expand, frontier, reach_tables
-from oracles.noise_window import tightened_split
+from oracles.noise_window import tightened_decomposition
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 
 
@@ -42,7 +42,7 @@ def test_reach_is_the_exact_integer_maximum():
 
 
 def _tables(problem, upper):
-    tight, _, prune = tightened_split(problem, upper, 50)
+    tight, _, prune = tightened_decomposition(problem, upper, 50)
     return build_tables(problem, tight, prune)
 
 

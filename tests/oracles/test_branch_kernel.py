@@ -19,7 +19,7 @@ from oracles.branch_kernel import (
     open_node,
     run,
 )
-from oracles.noise_window import tightened_split
+from oracles.noise_window import tightened_decomposition
 from tests.oracles.fuzz import fuzz_instance, parallel_instance
 from tests.oracles.test_branch import _grid_points
 
@@ -28,7 +28,7 @@ def _tables_and_threshold(problem, quantile):
     K = _grid_points(problem.domain)
     F = problem.objective(problem.domain.step * K.astype(float))
     upper = float(np.quantile(F, quantile))
-    tight, _, prune = tightened_split(problem, upper, 50)
+    tight, _, prune = tightened_decomposition(problem, upper, 50)
     t = build_tables(problem, tight, prune)
     return t, t.threshold(upper)
 

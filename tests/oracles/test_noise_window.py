@@ -1,5 +1,5 @@
 """The noise window's pieces (``oracles.noise_window``) against enumeration of small grids: the
-split F = N + L is exact, every minimizer lies in the window, the completion tables are the
+decomposition F = N + L is exact, every minimizer lies in the window, the completion tables are the
 least completions, and the tables they start from. (test_window.py checks the minorants and the
 separable argmin; test_branch.py the search that uses them.)"""
 
@@ -15,16 +15,16 @@ from core.objective import exact_positive
 from core.problem import Box, IntegerGrid, Problem
 from oracles.noise_window import (
     WINDOW_REL_SLACK,
-    Split,
+    Decomposition,
     completion_tables,
     coordinate_order,
+    decompose_objective,
     grid_cap,
     norm_table,
     row_prune,
     separable_argmin,
-    split_objective,
     threshold_slack,
-    tightened_split,
+    tightened_decomposition,
 )
 from tests.oracles.fuzz import fuzz_instance
 
@@ -37,9 +37,9 @@ def _points(grid: IntegerGrid) -> np.ndarray:
     return K
 
 
-def _loss_part(problem: Problem, split: Split, K: np.ndarray) -> np.ndarray:
-    """L(k): the cost of the rows the split leaves out of N, by the exact rule."""
-    rows = split.rows
+def _loss_part(problem: Problem, dec: Decomposition, K: np.ndarray) -> np.ndarray:
+    """L(k): the cost of the rows the decomposition leaves out of N, by the exact rule."""
+    rows = dec.rows
     positive = exact_positive(
         problem.points[rows], problem.domain.step * K.astype(float), problem.margin
     )
@@ -48,7 +48,7 @@ def _loss_part(problem: Problem, split: Split, K: np.ndarray) -> np.ndarray:
 
 def _rspm_like(seed: int) -> Problem:
     """Zero rows, one-feature rows (RSPM's separators with negative weights), multi-feature
-    rows, a linear and a norm term: every kind of row the split sorts."""
+    rows, a linear and a norm term: every kind of row the decomposition sorts."""
     rng = np.random.default_rng(seed)
     d = 3
     X = np.vstack(
@@ -77,17 +77,17 @@ def _rspm_like(seed: int) -> Problem:
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 5])
 def test_the_split_is_exact_and_every_minimizer_lies_in_the_window(make, seed):
     problem = make(seed)
-    split = split_objective(problem)
+    dec = decompose_objective(problem)
     K = _points(problem.domain)
     F = problem.objective(problem.domain.step * K.astype(float))
-    N, L = split.noise(K), _loss_part(problem, split, K)
+    N, L = dec.noise(K), _loss_part(problem, dec, K)
     np.testing.assert_allclose(N + L, F, rtol=0, atol=1e-9)  # F = N + L at every grid point
-    assert np.all(L >= split.loss_floor - 1e-12)
+    assert np.all(L >= dec.loss_floor - 1e-12)
     # the rows of L are those with two or more nonzero features; the others are in N
-    assert np.array_equal(split.rows, np.flatnonzero((problem.points != 0).sum(axis=1) >= 2))
+    assert np.array_equal(dec.rows, np.flatnonzero((problem.points != 0).sum(axis=1) >= 2))
     # any grid point is an incumbent: every minimizer has N <= UB - L_min
     for upper in (F.max(), np.median(F), F.min()):
-        window = N <= upper - split.loss_floor + threshold_slack(split, upper)
+        window = N <= upper - dec.loss_floor + threshold_slack(dec, upper)
         assert window[F == F.min()].all()
 
 
@@ -102,13 +102,11 @@ def test_zero_and_one_feature_rows_go_into_the_constant_and_the_unary_table():
         linear=[0.5, 0.0],
         margin=0.1,
     )
-    split = split_objective(problem)
-    assert split.const == 3.0 and split.rows.tolist() == [2] and split.loss_floor == 1.0
+    dec = decompose_objective(problem)
+    assert dec.const == 3.0 and dec.rows.tolist() == [2] and dec.loss_floor == 1.0
     # unary[j, k + B]: linear_j tau k plus the one-feature rows of column j
-    np.testing.assert_array_equal(
-        split.unary, [[-0.5 - 2.0, 0.0 - 2.0, 0.5 + 5.0], [0.0, 0.0, 0.0]]
-    )
-    assert split.norm.tolist() == [0.0, 0.0, 0.0] and split.cap == 2
+    np.testing.assert_array_equal(dec.unary, [[-0.5 - 2.0, 0.0 - 2.0, 0.5 + 5.0], [0.0, 0.0, 0.0]])
+    assert dec.norm.tolist() == [0.0, 0.0, 0.0] and dec.cap == 2
 
 
 def test_grid_cap_and_norm_table():
@@ -133,9 +131,9 @@ def test_completion_tables_are_the_least_completions(seed):
     unary = rng.normal(size=(d, 2 * B + 1))
     norm = rng.normal(size=cap + 1)
     norm[rng.integers(0, cap + 1, 2)] = np.inf  # square sums that are not allowed
-    split = Split(unary, norm, 0.0, np.zeros(0, dtype=int), 0.0)
+    dec = Decomposition(unary, norm, 0.0, np.zeros(0, dtype=int), 0.0)
     order = rng.permutation(d)
-    comp = completion_tables(split, order)
+    comp = completion_tables(dec, order)
     assert comp.shape == (d + 1, cap + 1)
     for j in range(d + 1):
         suffix = order[j:]
@@ -167,13 +165,13 @@ def test_coordinate_order_puts_the_widest_spread_first_ties_by_index():
             [2.0, 0.0, 0.0],
         ]
     )  # 2, as coordinate 0: after it
-    split = Split(unary, np.zeros(3), 0.0, np.zeros(0, dtype=int), 0.0)
-    assert coordinate_order(split).tolist() == [1, 2, 0, 4, 3]
+    dec = Decomposition(unary, np.zeros(3), 0.0, np.zeros(0, dtype=int), 0.0)
+    assert coordinate_order(dec).tolist() == [1, 2, 0, 4, 3]
 
 
 def test_threshold_slack_grows_with_the_scale_of_the_tables():
-    small = Split(np.ones((2, 3)), np.zeros(3), 0.0, np.zeros(0, dtype=int), 0.0)
-    large = Split(
+    small = Decomposition(np.ones((2, 3)), np.zeros(3), 0.0, np.zeros(0, dtype=int), 0.0)
+    large = Decomposition(
         1e6 * np.ones((2, 3)), np.array([0.0, np.inf, 1e6]), -1e6, np.zeros(0, dtype=int), 0.0
     )
     assert threshold_slack(small, 0.0) == pytest.approx(WINDOW_REL_SLACK * (1 + 2))
@@ -183,16 +181,16 @@ def test_threshold_slack_grows_with_the_scale_of_the_tables():
 
 def test_without_iterations_the_minorant_is_n_plus_the_rows_floor():
     problem = fuzz_instance(1)
-    split = split_objective(problem)
-    plain, lower, prune = tightened_split(problem, upper=0.0, iterations=0)
+    dec = decompose_objective(problem)
+    plain, lower, prune = tightened_decomposition(problem, upper=0.0, iterations=0)
     assert lower == -math.inf and plain.loss_floor == 0.0
-    assert plain.const == split.const + split.loss_floor
-    np.testing.assert_array_equal(plain.unary, split.unary)
+    assert plain.const == dec.const + dec.loss_floor
+    np.testing.assert_array_equal(plain.unary, dec.unary)
     K = _points(problem.domain)
     F = problem.objective(problem.domain.step * K.astype(float))
     assert np.all(plain.noise(K) <= F + 1e-9)  # still below F everywhere
     # the rows' weights are all still owed by a row forced to its costly label
-    rows = split.rows
+    rows = dec.rows
     weight = np.abs(problem.pos[rows] - problem.neg[rows])
     np.testing.assert_array_equal(prune.extra, weight)
     np.testing.assert_array_equal(prune.costly_negative, problem.pos[rows] > problem.neg[rows])
@@ -202,12 +200,12 @@ def test_without_iterations_the_minorant_is_n_plus_the_rows_floor():
 
 def test_row_prune_owes_what_the_minorant_does_not_carry():
     problem = Problem([[1.0, 1.0], [1.0, -1.0]], [3.0, 0.0], [1.0, 2.0], IntegerGrid(2, 1))
-    split = split_objective(problem)
-    prune = row_prune(problem, split, np.array([0.5, 5.0]))
+    dec = decompose_objective(problem)
+    prune = row_prune(problem, dec, np.array([0.5, 5.0]))
     assert prune.extra.tolist() == [1.5, 0.0]  # max(weight - lam weight, 0), weights 2 and 2
     assert prune.costly_negative.tolist() == [True, False]
 
 
 def test_the_split_needs_a_grid():
     with pytest.raises(TypeError, match="IntegerGrid"):
-        split_objective(Problem(np.eye(2), [1.0, 1.0], [0.0, 0.0], Box(2)))
+        decompose_objective(Problem(np.eye(2), [1.0, 1.0], [0.0, 0.0], Box(2)))

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from core.problem import IntegerGrid, Problem
-from oracles.noise_window import row_minorants, separable_argmin, split_objective, tighten
+from oracles.noise_window import decompose_objective, row_minorants, separable_argmin, tighten
 from oracles.registry import make_oracle
 from oracles.window import PARTS_PER_THREAD, WindowOracle
 from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
@@ -89,8 +89,8 @@ def test_the_minorant_is_below_f_everywhere(seed):
     problem = fuzz_instance(seed)
     K = _grid_points(problem.domain)
     F = problem.objective(problem.domain.step * K.astype(float))
-    split = split_objective(problem)
-    tight, lower, _ = tighten(problem, split, float(np.median(F)), iterations=50)
+    dec = decompose_objective(problem)
+    tight, lower, _ = tighten(problem, dec, float(np.median(F)), iterations=50)
     assert np.all(tight.noise(K) <= F + 1e-9) and lower <= F.min() + 1e-9
 
 
@@ -107,15 +107,15 @@ def test_separable_argmin_is_the_minimum_by_enumeration():
 
 def test_row_minorants_are_valid_for_every_lambda():
     problem = fuzz_instance(4)
-    split = split_objective(problem)
-    G, h, weight = row_minorants(problem, split)
+    dec = decompose_objective(problem)
+    G, h, weight = row_minorants(problem, dec)
     K = _grid_points(problem.domain)
     from core.objective import exact_positive
 
     positive = exact_positive(
-        problem.points[split.rows], problem.domain.step * K.astype(float), problem.margin
+        problem.points[dec.rows], problem.domain.step * K.astype(float), problem.margin
     )
-    pos, neg = problem.pos[split.rows], problem.neg[split.rows]
+    pos, neg = problem.pos[dec.rows], problem.neg[dec.rows]
     cost = np.where(positive, neg[:, None], pos[:, None])
     minor = np.minimum(pos, neg)[:, None] + weight[:, None] * (G @ K.T + h[:, None])
     assert np.all(minor <= cost + 1e-12)

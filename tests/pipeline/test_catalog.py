@@ -19,7 +19,7 @@ from pipeline.catalog import SCHEMAS
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, register, validate
 from pipeline.data import Dataset, load_dataset
-from pipeline.tasks import RunKey, make_oracle, run_one, run_release
+from pipeline.tasks import RunKey, mechanism_oracle, run_one, run_release
 
 CONF = Path(CONFIG_DIR)
 
@@ -164,14 +164,14 @@ def test_the_catalog_says_which_oracle_and_how_each_runs():
     assert SYNTHETIC == {"fem", "fem_rspm", "mst", "aim", "mwem", "real_table"}
     config = validate(_compose(["oracle=highs", "oracle.time_limit=7"]))
     opsamp = config.mechanisms["opsamp"]
-    assert make_oracle(config.oracle, mechanism=opsamp).name == "convex"
+    assert mechanism_oracle(config.oracle, mechanism=opsamp).name == "convex"
     assert (
-        make_oracle(config.oracle, mechanism=dataclasses.replace(opsamp, loss="zero_one")).name
+        mechanism_oracle(config.oracle, mechanism=dataclasses.replace(opsamp, loss="zero_one")).name
         == "highs"
     )
-    assert make_oracle(config.oracle, mechanism=config.mechanisms["erm_01"]).name == "highs"
+    assert mechanism_oracle(config.oracle, mechanism=config.mechanisms["erm_01"]).name == "highs"
     with pytest.raises(ValueError, match="calls no oracle"):
-        make_oracle(config.oracle, mechanism=config.mechanisms["dpsgd_lr"])
+        mechanism_oracle(config.oracle, mechanism=config.mechanisms["dpsgd_lr"])
 
 
 @pytest.fixture(scope="module")

@@ -46,24 +46,24 @@ def test_adult_sweep_is_the_paper_grid():
 
 @pytest.mark.parametrize("name", ["structured", "auto", "highs", "gurobi", "enumerate", "window"])
 def test_every_oracle_option_composes_and_builds(name):
-    from pipeline.tasks import make_oracle
+    from pipeline.tasks import mechanism_oracle
 
     config = validate(_compose([f"oracle={name}", "oracle.time_limit=5"]))
     assert config.oracle.name == name
-    oracle = make_oracle(config.oracle)
+    oracle = mechanism_oracle(config.oracle)
     assert oracle.name == name
 
 
 @pytest.mark.parametrize("name", ["structured", "window"])
 def test_oracle_parts_split_the_window_search_into_ray_tasks(name):
     from pipeline.split_solve import RayMapParts
-    from pipeline.tasks import make_oracle
+    from pipeline.tasks import mechanism_oracle
 
     config = validate(_compose([f"oracle={name}", "oracle.parts=4", "oracle.threads=2"]))
-    search = make_oracle(config.oracle).strategy("window")  # the route's window search
+    search = mechanism_oracle(config.oracle).strategy("window")  # the route's window search
     assert search.parts == 4 and isinstance(search.map_parts, RayMapParts)
     assert search.map_parts.cpus_per_task == 2  # a part holds the CPUs of the oracle's threads
-    plain = make_oracle(validate(_compose([f"oracle={name}"])).oracle)
+    plain = mechanism_oracle(validate(_compose([f"oracle={name}"])).oracle)
     assert plain.strategy("window").map_parts is None
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.base import PrivacyClaim, Release
+from mechanisms.release import PrivacyClaim, Release
 from oracles.base import Certificate, Status
 from pipeline.data.record import Dataset
 from pipeline.mlflow_log import FIRST_SCREEN, RUN_LIST_VIEW, VERDICT_WIDTHS, VIEW_KEY

@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from oracles.progress import SolveProgress, reporter
+from oracles.solve_progress import SolveProgress, reporter
 from pipeline import progress as pp
 from pipeline.progress import (
     BoardEntry,

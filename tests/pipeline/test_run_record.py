@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 
-from mechanisms.base import PrivacyClaim, Release
+from mechanisms.release import PrivacyClaim, Release
 from oracles.base import Certificate, Status
 from pipeline.run_record import (
     KIND_METRICS,

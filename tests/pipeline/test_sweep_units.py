@@ -18,7 +18,7 @@ import types
 import numpy as np
 import pytest
 
-from mechanisms.base import PrivacyClaim, Release
+from mechanisms.release import PrivacyClaim, Release
 from oracles.base import Certificate, Status
 from pipeline import sweep
 from pipeline.catalog import SCHEMAS

@@ -25,7 +25,7 @@ def _config(overrides):
 )
 def test_oracle_options_reach_every_oracle_mechanism(mechanism):
     config = _config(["oracle=highs", "oracle.time_limit=120", "oracle.threads=2"])
-    oracle = tasks.make_oracle(config.oracle, mechanism=config.mechanisms[mechanism])
+    oracle = tasks.mechanism_oracle(config.oracle, mechanism=config.mechanisms[mechanism])
     assert oracle.time_limit == 120 and oracle.threads == 2
     assert oracle.name == ("convex" if mechanism == "opsamp" else "highs")
 

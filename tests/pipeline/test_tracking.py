@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from mechanisms.base import PrivacyClaim, Release
+from mechanisms.release import PrivacyClaim, Release
 from mechanisms.synthetic.evaluate import TableScores
 from mechanisms.synthetic.fem import SyntheticRelease
 from oracles.base import Certificate, Status

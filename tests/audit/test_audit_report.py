@@ -1,4 +1,4 @@
-"""The audit's result record and its markdown table (mechanisms.audit.report)."""
+"""The audit's result record and its markdown table (mechanisms.audit.audit_report)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The registry of audits (mechanisms.audit.registry): ``run_audit`` of every mechanism at 95%
+"""The audits (mechanisms.audit.audits): ``run_audit`` of every mechanism at 95%
 confidence with seed 0, its arguments, and conf/audit/*.yaml.
 
 * every mechanism as implemented: eps_lb <= claimed epsilon on every decisive pair;
@@ -6,7 +6,7 @@ confidence with seed 0, its arguments, and conf/audit/*.yaml.
 
 The mutants' side of the same runs is in test_mutants.py, the audit's soundness against the
 exact epsilon in test_core.py. Default sample sizes keep all of this within a few minutes on
-one core; ``-m slow`` reruns it at the registry's larger sizes.
+one core; ``-m slow`` reruns it at the audits' larger sizes.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_mechanism_stays_within_its_claim(mechanism, reports_of):
 
 def test_dpsgd_replace_one_claim_holds_on_the_pair_that_broke_the_add_remove_claim(reports_of):
     """The audit found DP-SGD's add/remove claim broken under replacement (eps_lb 1.45 > 1);
-    with the replace-one accounting (mechanisms.dpsgd.accounting, PLD replace-one) the same pair is within."""
+    with the replace-one accounting (mechanisms.dpsgd.sgd_accounting, PLD replace-one) the same pair is within."""
     flip = [
         r for r in reports_of("dpsgd_lr") if not r.is_mutant and r.pair == "replace_large_norm_flip"
     ]
@@ -68,13 +68,13 @@ def test_a_pairs_settings_replace_the_audited_parameters_for_that_pair_only():
     params = audit.params_for(pairs["replace_large_norm_flip"])
     assert (params.batch_size, params.steps) == (51, 1)
     assert params.clip_norm == audit.params.clip_norm  # the rest is the audited parameters
-    assert audit.params.batch_size != 51  # the registry's own parameters are left alone
+    assert audit.params.batch_size != 51  # the audits' own parameters are left alone
     opdisc = mechanism_audit("opdisc")
     assert all(opdisc.params_for(p) is opdisc.params for p in opdisc.pairs())  # no settings
 
 
 @pytest.mark.parametrize("name", sorted(AUDITS))
-def test_audit_yaml_mirrors_the_registry(name):
+def test_audit_yaml_mirrors_the_audits(name):
     path = CONF / f"{name}.yaml"
     text = path.read_text()
     assert text.startswith("# @package _global_\n")

@@ -1,4 +1,4 @@
-"""DP-SGD's accounting (``mechanisms.dpsgd.accounting``; SPEC sections 6 and 10.4): the noise
+"""DP-SGD's accounting (``mechanisms.dpsgd.sgd_accounting``; SPEC sections 6 and 10.4): the noise
 multiplier calibrated against the PLD replace-one accountant, with the RDP + group-privacy route
 as a cross-check, checked against dp-accounting's own helpers, SPEC 10.4's Adult figures, an
 exact one-step computation, and over the whole input space."""
@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from mechanisms.dpsgd import accounting
-from mechanisms.dpsgd.accounting import (
+from mechanisms.dpsgd import sgd_accounting
+from mechanisms.dpsgd.sgd_accounting import (
     PLD_REPLACE_ONE,
     RDP_GROUP,
     accounted_epsilon,
@@ -297,7 +297,7 @@ DPSGD_NAMES = names_pattern(
 def test_calibrate_noise_multiplier_over_its_input_space(epsilon, delta, q, steps, accountant):
     z = call_or_none(
         DPSGD_NAMES,
-        accounting.calibrate_noise_multiplier,
+        sgd_accounting.calibrate_noise_multiplier,
         epsilon,
         delta,
         q,
@@ -320,7 +320,7 @@ def test_calibrate_noise_multiplier_over_its_input_space(epsilon, delta, q, step
 def test_accounted_epsilon_over_its_input_space(z, q, steps, delta, interval, epsilon):
     eps = call_or_none(
         DPSGD_NAMES,
-        accounting.accounted_epsilon,
+        sgd_accounting.accounted_epsilon,
         z,
         q,
         steps,
@@ -329,7 +329,7 @@ def test_accounted_epsilon_over_its_input_space(z, q, steps, delta, interval, ep
     )
     if eps is not None:
         assert math.isfinite(eps) and eps >= 0
-    discretization = call_or_none(DPSGD_NAMES, accounting.pld_discretization, epsilon)
+    discretization = call_or_none(DPSGD_NAMES, sgd_accounting.pld_discretization, epsilon)
     if discretization is not None:
         assert_finite_positive(discretization)
 
@@ -341,19 +341,19 @@ def test_calibrate_noise_multiplier_keeps_its_pld_grid_bounded():
     tracemalloc.start()
     try:
         with pytest.raises(ValueError, match="no noise multiplier <= 524288 reaches"):
-            accounting.calibrate_noise_multiplier(1e-6, DELTA_ADULT, q, steps)
-        z = accounting.calibrate_noise_multiplier(1e-4, DELTA_ADULT, q, steps)
+            sgd_accounting.calibrate_noise_multiplier(1e-6, DELTA_ADULT, q, steps)
+        z = sgd_accounting.calibrate_noise_multiplier(1e-4, DELTA_ADULT, q, steps)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert peak < 200 * 2**20
-    eps = accounting.accounted_epsilon(
+    eps = sgd_accounting.accounted_epsilon(
         z, q, steps, DELTA_ADULT, value_discretization_interval=1e-7
     )  # 1e-3 epsilon
     assert 0.99e-4 <= eps <= 1e-4
     with pytest.raises(ValueError, match="needs about .* buckets per step"):
-        accounting.calibrate_noise_multiplier(1e-12, DELTA_ADULT, q, steps)
+        sgd_accounting.calibrate_noise_multiplier(1e-12, DELTA_ADULT, q, steps)
     with pytest.raises(ValueError, match="needs about .* buckets per step"):
-        accounting.accounted_epsilon(
+        sgd_accounting.accounted_epsilon(
             1.0, q, steps, DELTA_ADULT, value_discretization_interval=1e-10
         )

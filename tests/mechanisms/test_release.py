@@ -1,4 +1,4 @@
-"""What every mechanism returns (``mechanisms.base``): the release record, its privacy claim, and
+"""What every mechanism returns (``mechanisms.release``): the release record, its privacy claim, and
 the secret draws that never reach it (SPEC section 8). First through the mechanisms' releases,
 then piece by piece."""
 
@@ -9,11 +9,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mechanisms.base import Calibration, Noise, PrivacyClaim, Release, Secret, check_rng
 from mechanisms.calibration import rspm_gaussian_sigma
 from mechanisms.expmech import ExpMechParams, run_expmech
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
+from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret, check_rng
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.base import OBJECTIVE_TOL, Certificate, Solution, Status

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from core.objective import DEFAULT_MARGIN
+from mechanisms.audit.audit_report import CORRECT, AuditReport
 from mechanisms.audit.core import NeighbouringPair, audit_pair
 from mechanisms.audit.game_sampler import GAME_WORKLOAD, GameSampler, game_pairs
 from mechanisms.audit.highdim import SumCutOPDiscSampler, SumCutRSPMSampler, sum_cut_pair
@@ -22,7 +23,6 @@ from mechanisms.audit.pairs import (
     opsamp_pairs,
     rspm_pairs,
 )
-from mechanisms.audit.report import CORRECT, AuditReport
 from mechanisms.audit.samplers import (
     DPSGDSampler,
     ExpMechSampler,

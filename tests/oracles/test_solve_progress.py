@@ -1,4 +1,4 @@
-"""oracles.progress: the channel (fake clock), and real solves that report while they run and
+"""oracles.solve_progress: the channel (fake clock), and real solves that report while they run and
 return exactly what they return without a listener (issue 19, item 4)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from core.problem import IntegerGrid, Problem
-from oracles import progress
+from oracles import solve_progress
 from oracles.base import Status
-from oracles.progress import SolveProgress, listening, reporter
+from oracles.solve_progress import SolveProgress, listening, reporter
 
 
 class Clock:
@@ -107,7 +107,7 @@ def test_guarded_swallows_what_the_callback_raises():
     def boom(*args):
         raise RuntimeError("no")
 
-    assert progress.guarded(boom)(1, 2) is None
+    assert solve_progress.guarded(boom)(1, 2) is None
 
 
 # --- real solves -----------------------------------------------------------------------------
@@ -187,7 +187,7 @@ def test_a_failing_channel_does_not_fail_a_highs_solve(where, monkeypatch):
         raise RuntimeError("channel down")
 
     if where == "reporter":
-        monkeypatch.setattr(progress.Reporter, "report", broken)
+        monkeypatch.setattr(solve_progress.Reporter, "report", broken)
     oracle, problem = HighsOracle(time_limit=60.0), slow_instance(n=60)
     with listening(broken, interval=0.0):
         heard = oracle.solve(problem)
