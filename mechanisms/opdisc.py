@@ -10,7 +10,7 @@ sigma is calibrated by ``calibration``: ``proven`` (default) is SPEC 10.1's, who
 written out there; ``paper`` is Algorithm 1's 7 G D^2 sqrt(ln(1/delta)) / (tau epsilon) and
 ``paper_code`` half of it (what the paper's published code ran). Their proofs fall short, so a
 release made with them records the epsilon SPEC 10.1 proves for that sigma at the same delta,
-never the requested one (mechanisms.calibration).
+never the requested one (mechanisms.opdisc_calibration).
 
 (epsilon, delta)-DP holds only if the argmin is exact: the release records whether the oracle
 certified it (SPEC section 8). The non-private reference is the same argmin with eta = 0.
@@ -28,12 +28,8 @@ from core.objective import DEFAULT_MARGIN, MergedRows
 from core.problem import IntegerGrid, Problem
 from core.validation import check_real, check_result, check_shape
 from mechanisms.bounds import NoFeatureBound
-from mechanisms.calibration import (
-    check_calibration,
-    opdisc_epsilon,
-    opdisc_sigma,
-    opdisc_sigma_paper,
-)
+from mechanisms.calibration import check_calibration
+from mechanisms.opdisc_calibration import opdisc_epsilon, opdisc_sigma, opdisc_sigma_paper
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret
 from mechanisms.runner import exact_argmin_release

@@ -59,8 +59,8 @@ from core.objective import DEFAULT_MARGIN, MergedRows
 from core.problem import Box, Problem
 from core.validation import check_choice, check_not_both, check_real, check_result, check_shape
 from mechanisms.bounds import check_out_of_bounds, enforce_feature_bound
-from mechanisms.calibration import (
-    check_calibration,
+from mechanisms.calibration import check_calibration
+from mechanisms.opsamp_calibration import (
     check_opsamp_m,
     opsamp_epsilon,
     opsamp_eta,

@@ -29,15 +29,15 @@ from core.objective import DEFAULT_MARGIN, MergedRows
 from core.problem import IntegerGrid, Problem
 from core.validation import check_choice, check_real, check_shape
 from mechanisms.bounds import NoFeatureBound
-from mechanisms.calibration import (
-    check_calibration,
+from mechanisms.calibration import check_calibration
+from mechanisms.privacy import check_epsilon_delta
+from mechanisms.release import Calibration, Noise, Release, Secret
+from mechanisms.rspm_calibration import (
     rspm_gaussian_epsilon,
     rspm_gaussian_sigma,
     rspm_gaussian_sigma_paper,
     rspm_laplace_scale,
 )
-from mechanisms.privacy import check_epsilon_delta
-from mechanisms.release import Calibration, Noise, Release, Secret
 from mechanisms.runner import exact_argmin_release
 from oracles.base import Solution
 

@@ -63,8 +63,8 @@ def test_undetectable_mutant_is_within_the_claim_exactly(mutant, reports_of):
 def test_sigma_third_exact_epsilon_figures():
     # mu = |v| / (sigma / 3) with |v| = sqrt(2) (OPDisc) or 2 (RSPM) on d = 1, epsilon = 1,
     # for the papers' sigmas (SPEC sections 3 and 4)
-    from mechanisms.calibration import opdisc_sigma_paper as opdisc_sigma
-    from mechanisms.calibration import rspm_gaussian_sigma_paper as rspm_gaussian_sigma
+    from mechanisms.opdisc_calibration import opdisc_sigma_paper as opdisc_sigma
+    from mechanisms.rspm_calibration import rspm_gaussian_sigma_paper as rspm_gaussian_sigma
 
     mu_opdisc = np.sqrt(2) / (opdisc_sigma(1.0, 1e-5, 1.0, 1.0) / 3)
     mu_rspm = 2.0 / (rspm_gaussian_sigma(1.0, 1e-5, 2) / 3)

@@ -3,8 +3,8 @@
 For arbitrary arguments (bool, nan, inf, negative, zero, huge, subnormal, non-integral where an
 integer is expected, strings, None) a function may raise only TypeError / ValueError, and the
 message names an argument (``call_or_none``); where it is defined its result is finite and > 0
-(``assert_finite_positive``). Shared by test_calibration.py and the mechanisms' test files that
-check their parameter records and calibrations the same way.
+(``assert_finite_positive``). Shared by the calibrations' test files (test_*_calibration.py) and
+the mechanisms' test files that check their parameter records the same way.
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from core.validation import MAX_EXACT_INT
+from mechanisms.calibration import ROOT_RTOL
 
-#: Adult's training rows and the sweep's delta there, 1/n^2 (SPEC section 9).
+#: Adult's training rows, its dimension and the sweep's delta there, 1/n^2 (SPEC section 9).
 N_ADULT = 15_682
+D_ADULT = 23
 DELTA_ADULT = 1 / N_ADULT**2
+#: The root searches' promise: sigma within a few ROOT_RTOL above the exact root.
+SLACK = 4 * ROOT_RTOL
 
 
 def derandomized(n: int):
@@ -89,6 +93,11 @@ EPSILON = st.one_of(log_uniform(1e-3, 1e3), st.sampled_from([5e-324, 1e-300, 1e3
 
 
 DELTA = st.one_of(log_uniform(1e-320, 0.9), st.sampled_from([5e-324, DELTA_ADULT]))
+#: Moderate values, where a monotonicity check is not lost in the float range's ends.
+MODERATE_EPS = log_uniform(0.01, 10)
+MODERATE_DELTA = log_uniform(1e-300, 0.1)
+#: How much a monotonicity check moves one argument.
+FACTOR = st.floats(1.01, 100)
 
 
 def either(valid, anything=ANY_REAL):

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.objective import zero_one_loss
-from mechanisms.calibration import opdisc_delta, opdisc_epsilon, opdisc_sigma_paper
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams, opdisc_domain, opdisc_problem
+from mechanisms.opdisc_calibration import opdisc_delta, opdisc_epsilon, opdisc_sigma_paper
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle, all_objectives
 from oracles.registry import make_oracle

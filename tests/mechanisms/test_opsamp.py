@@ -17,11 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.objective import MergedRows
-from mechanisms import calibration as cal
 from mechanisms.bounds import FeatureBoundError, enforce_feature_bound
-from mechanisms.calibration import opsamp_gamma_m
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams, lipschitz_constant, surrogate_scale
+from mechanisms.opsamp_calibration import opsamp_gamma_m, opsamp_m_floor
 from mechanisms.privacy import PrivacyLeakWarning
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
@@ -325,7 +324,7 @@ def test_opsamp_m_with_gamma_above_one_is_refused_like_gamma_above_one(m):
     # gamma = sqrt(ln(4d / delta) / (2m)) <= 1 iff m >= ln(4d / delta) / 2
     delta, d = 1e-6, 23
     floor = math.ceil(math.log(4 * d / delta) / 2)
-    assert floor == cal.opsamp_m_floor(delta, d) == 10
+    assert floor == opsamp_m_floor(delta, d) == 10
     with pytest.raises(ValueError, match=r"m must be >= 8 \(so that gamma"):
         OPSampParams(1.0, delta, m=m)  # the floor at d = 1, known before the data
     params = OPSampParams(1.0, delta, m=9)  # enough at d = 1, not at d = 23

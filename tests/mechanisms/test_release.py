@@ -9,12 +9,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mechanisms.calibration import rspm_gaussian_sigma
 from mechanisms.expmech import ExpMechParams, run_expmech
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
 from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret, check_rng
 from mechanisms.rspm import RSPM, RSPMParams
+from mechanisms.rspm_calibration import rspm_gaussian_sigma
 from mechanisms.runner import run
 from oracles.base import OBJECTIVE_TOL, Certificate, Solution, Status
 from oracles.convex import ConvexOracle
