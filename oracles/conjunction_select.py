@@ -36,7 +36,7 @@ over the whole class (RSPM's selection, docs/synthetic.md section 4). Two backen
   and a subtree whose bound is below the best value found is never visited. Every child of a
   node is scored at once (one bincount per later attribute over the node's records). Ties
   (bounds equal to the best value are still visited) go to the class order's first, as the
-  enumeration's. Measured on Adult in docs/synthetic.md 4.6, where the MILP is slow.
+  enumeration's. Measured on Adult in docs/results/synthetic.md, where the MILP is slow.
 
 Every answer carries a ``Certificate`` (minimization form, ``conjunctions.max_certificate``):
 the exact value at the answer and the larger of the two signs' proven upper bounds. Unlike the

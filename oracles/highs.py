@@ -366,8 +366,9 @@ class HighsOracle:
 
     @property
     def asks_twice(self) -> bool:
-        """Whether a certificate needs the second opinion: always (module docstring); only the
-        benchmark of what it costs, ``pipeline.bench.presolve_cost``, measures without it."""
+        """Whether a certificate needs the second opinion: always (module docstring). A subclass
+        that answers False serves only to measure what the second opinion costs or catches
+        (tests/oracles/test_highs_presolve.py; docs/results/oracles.md)."""
         return True
 
     def second_opinion(

@@ -101,9 +101,8 @@ BOX_POSITIVE_GUARD = 1e-7
 #: * as loose as ``strict_eps`` lets a row with a score in [mu - eps, mu] take either label:
 #:   with 1e-6 the MIP returned such a point, which ``certify`` refused (INCONSISTENT: safe, but
 #:   no certificate; ``tests/oracles/test_structured.py``, scores at the margin).
-#: 1e-7 (HiGHS's default primal tolerance) passes both, and the Adult benchmark
-#: (``pipeline.bench.fast_oracle --reference``) checks every answer against the structured
-#: oracle's.
+#: 1e-7 (HiGHS's default primal tolerance) passes both, and on the Adult benchmark grid every
+#: answer agreed with the structured oracle's (docs/results/oracles.md).
 GRID_FEASIBILITY_TOL = 1e-7
 #: On a Box the positive guard above needs tolerances well below it.
 BOX_FEASIBILITY_TOL = 1e-9

@@ -618,7 +618,7 @@ def selector_for(data_player: Any) -> Any:
     """RSPM's selection oracle beside the data player ``data_player`` (the ``selection`` route):
     enumeration beside enumeration, else the exact branch and bound (on Adult it certifies a
     k = 3 selection in under 0.1 s, where the MILP did not certify within 300 s,
-    docs/synthetic.md 4.6); ``HighsSelectionOracle`` is there to pass explicitly."""
+    docs/results/synthetic.md); ``HighsSelectionOracle`` is there to pass explicitly."""
     small = getattr(data_player, "name", None) == "enumerate"
     (step,) = chain_for("selection", SELECTION_SMALL if small else SELECTION)
     return STRATEGIES[step.strategy]()

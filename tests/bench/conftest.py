@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.generic_instances import make_mechanism
 from core.objective import MergedRows
-from pipeline.bench.fast_oracle import make_mechanism
 
 TINY_ROWS = MergedRows.from_xy(
     np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-1.0, 0.0]]), np.array([1, -1, 1, -1])

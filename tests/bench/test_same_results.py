@@ -1,4 +1,4 @@
-"""Two sweeps' results compared run by run (pipeline.bench.same_results)."""
+"""Two sweeps' results compared run by run (bench.same_results)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from pipeline.bench.same_results import differences, main
+from bench.same_results import differences, main
 
 
 def _frame(**changes) -> pd.DataFrame:

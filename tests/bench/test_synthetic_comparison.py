@@ -1,4 +1,4 @@
-"""pipeline.bench.synthetic_comparison: the comparison table averages the runs whose privacy
+"""bench.synthetic_comparison: the comparison table averages the runs whose privacy
 holds, per mechanism and epsilon, and closes with the reference."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from pipeline.bench.synthetic_comparison import comparison, main
+from bench.synthetic_comparison import comparison, main
 
 
 def _row(mechanism, eps, i, error, holds=True, accuracy=0.75):

@@ -11,6 +11,7 @@ reaches the bug when the reductions are left on, so that its zero count means so
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,10 +21,30 @@ from core.problem import IntegerGrid, Problem
 from oracles.highs import PRESOLVE_RULES_OFF, HighsOracle, highs_lp
 from oracles.mip import build_milp
 from oracles.registry import make_oracle
-from pipeline.bench.presolve_cost import _ComparisonHighs
 from tests.oracles.fuzz import Tally, brute_force, judge, parallel_instance
 
 CASE = Path(__file__).parent / "cases" / "highs_presolve_false_optimum.json"
+
+
+@dataclass(frozen=True)
+class _ComparisonHighs(HighsOracle):
+    """HighsOracle with another presolve setting (``mask``: the reductions turned off, None:
+    presolve off altogether) and with or without its second opinion: what the oracle would
+    answer without its safeguards, for these tests only."""
+
+    mask: int | None = 0
+    twice: bool = False
+
+    @property
+    def asks_twice(self) -> bool:
+        return self.twice
+
+    def solver_options(self, threads: int, tol: float, time_limit: float) -> dict[str, object]:
+        options = super().solver_options(threads, tol, time_limit)
+        if self.mask is None:
+            return {**options, "presolve": "off"}
+        return {**options, "presolve_rule_off": self.mask}
+
 
 #: Seeds of ``parallel_instance`` on which HiGHS 1.16.0 with every presolve reduction on
 #: certified a false optimum (measured: 6 of the first 1,300 seeds; these four are fast).

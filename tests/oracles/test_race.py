@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from bench.generic_instances import make_instance
 from oracles import race, window
 from oracles.base import OBJECTIVE_TOL, Status
 from oracles.branch import SearchStopped
@@ -18,7 +19,6 @@ from oracles.budget import Budget, now
 from oracles.registry import make_oracle
 from oracles.split_threads import SharedBest
 from oracles.window import WindowOracle
-from pipeline.bench.generic_instances import make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
 
 

