@@ -1,4 +1,4 @@
-"""Exact argmin over an IntegerGrid by depth-first branch and bound on the coordinates (issue 19).
+"""Exact argmin over an IntegerGrid by depth-first branch and bound on the coordinates.
 
 The search behind the window oracle (``oracles.window``) and its split solve (``oracles.split``).
 In ``oracles.noise_window``'s notation F = N + L, and N_lam <= F is the Lagrangian minorant

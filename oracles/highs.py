@@ -25,7 +25,7 @@ Quirks absorbed here:
   solver's. (It cannot refute a claim that nothing better exists: that rests on the solver,
   hence the tolerances chosen in ``oracles.mip.feasibility_tol_for``.)
 * HiGHS 1.16.0 certifies points that are NOT the minimum: kOptimal with a dual bound equal to
-  a worse point's value (issue 18; measured by an independent exact brute force,
+  a worse point's value (measured by an independent exact brute force,
   ``tests/oracles/fuzz.py``, on small OPDisc, RSPM and ERM instances with duplicate and
   proportional rows: 11 of 4,000 with its default settings). ``certify`` cannot see it: the
   point is evaluated correctly, the claim that nothing is better is the solver's. Most come

@@ -1,4 +1,4 @@
-"""A race between two strategies on one problem (issue 29, item 2): the window search in this
+"""A race between two strategies on one problem: the window search in this
 process, a RIVAL (the reference formulation, ``oracles.routing``'s ``auto`` route) in another.
 
 Why another process: HiGHS reads its thread count once per process and can be stopped only

@@ -2,7 +2,7 @@
 
 A solve of several minutes says nothing until it returns. Here a backend can tell a listener,
 while it runs, its incumbent (the objective of the best feasible point found so far) and its
-proven lower bound, so that a sweep can show them (``pipeline.progress``, issue 19 item 4).
+proven lower bound, so that a sweep can show them (``pipeline.progress``).
 
 * ``listening(listener, interval)`` registers a listener for this PROCESS (not per thread: a
   solver may call back from a thread of its own) until the block ends; blocks nest.

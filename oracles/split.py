@@ -1,5 +1,4 @@
-"""A split solve: the branch and bound of ``oracles.branch`` cut into parts solved apart (issue 19,
-item 2).
+"""A split solve: the branch and bound of ``oracles.branch`` cut into parts solved apart.
 
 No Ray here: this module says WHAT a split solve computes; ``map_parts`` says where the parts
 run (``sequential_parts`` in this process by default, ``pipeline.split_solve.ray_map_parts`` as

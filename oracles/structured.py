@@ -73,8 +73,8 @@ from oracles.solve_progress import reporter
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_shape import Shape, ShapeMismatch, cell_bounds, decompose, separable_bounds
 
-#: Table entries the bounding pass computes per second on one core, set low: measured 19
-#: million on this project's 2-core machine shared with other jobs (Adult, d = 25).
+#: Table entries the bounding pass computes per second on one core, set below the 13 to 19
+#: million measured on Adult, d = 25 (docs/results/oracles.md).
 WORK_ENTRIES_PER_SECOND = 10_000_000
 #: Share of the time limit that bounding every combination may take (the rest: subproblems).
 BOUNDING_SHARE = 0.5

@@ -1,4 +1,4 @@
-"""The window oracle: exact argmin over an IntegerGrid by branch and bound on the noise (issue 19).
+"""The window oracle: exact argmin over an IntegerGrid by branch and bound on the noise.
 
 For OPDisc and RSPM on generic tables (continuous columns, where the structured oracle has no
 shape to use), F = N + L decomposes into a noise part N that is separable over the coordinates plus

@@ -231,7 +231,7 @@ class TrackingConfig:
 class ClusterConfig:
     #: Ray address; null starts a local Ray.
     address: Optional[str] = None
-    #: CPUs for a local Ray; null means all of this machine's.
+    #: CPUs for a local Ray; null means all of the local machine's.
     num_cpus: Optional[int] = None
     #: CPUs the Ray task of a run that calls no oracle holds (DP-SGD, the exponential
     #: mechanism, logistic regression). An oracle call's task holds ``oracle.threads``, the

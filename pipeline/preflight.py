@@ -242,7 +242,7 @@ def check_workload(config, train) -> None:
 
 
 def local_cpus(config) -> int | None:
-    """CPUs of the Ray this driver starts itself: ``cluster.num_cpus``, else this machine's
+    """CPUs of the Ray this driver starts itself: ``cluster.num_cpus``, else the local machine's
     (``os.cpu_count``, what Ray counts unless a container's limit is lower). None when the
     driver joins a cluster (``cluster.address``, ``$RAY_ADDRESS``): its CPUs are known once
     connected (``pipeline.sweep.largest_node_cpus``)."""

@@ -1,6 +1,6 @@
 """The sweep's progress: runs done, elapsed, ETA, and what the running solves have found so far.
 
-From the workers to the driver (issue 19, item 4):
+From the workers to the driver:
 
 * ``ProgressBoard`` is a Ray actor (no CPU) that the driver creates once per sweep. A task that
   solves (``pipeline.sweep.solve_one``) or runs a run whole registers its start on the board
@@ -76,7 +76,7 @@ REPORT_EVERY = 10.0
 #: Seconds the driver waits for the board's snapshot before giving up on it this time.
 BOARD_TIMEOUT = 10.0
 #: Seconds between two "still ..." lines of a phase before the runs (``Phase``): loading and
-#: encoding the data, planning the sweep, starting Ray (issue 30 saw 4 to 14 silent minutes).
+#: encoding the data, planning the sweep, starting Ray (4 to 14 silent minutes were seen on a loaded machine).
 PHASE_EVERY = 30.0
 
 
@@ -121,7 +121,7 @@ class Phase:
         self.stop()
 
 
-# --- the board (Ray side) ------------------------------------------------------------------
+# --- the board (Ray side) -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -241,7 +241,7 @@ def run_of(tag: str) -> str:
     return tag.split("#", 1)[0]
 
 
-# --- the ETA -------------------------------------------------------------------------------
+# --- the ETA --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -335,7 +335,7 @@ def estimate_eta(
     return Eta(ends[0], max(ends))
 
 
-# --- the console ---------------------------------------------------------------------------
+# --- the console ----------------------------------------------------------------------------------
 
 
 def _number(x: float) -> str:

@@ -1,4 +1,4 @@
-"""A split solve on Ray (issue 19, item 2): the parts of ``oracles.split`` as Ray tasks that share
+"""A split solve on Ray: the parts of ``oracles.split`` as Ray tasks that share
 the best value found so far.
 
 ``WindowOracle(parts=N, map_parts=ray_map_parts())`` (``oracles.window``) runs the same code as

@@ -212,7 +212,7 @@ def workers_at_driver_niceness() -> None:
 def init_ray(config: Config) -> None:
     """Connect to ``cluster.address``, else to $RAY_ADDRESS (set by ``ray job submit``), else start
     a Ray of our own, its workers at the driver's niceness (``workers_at_driver_niceness``): never
-    join, unasked, a cluster someone started on this machine."""
+    join, unasked, a cluster someone started on the same machine."""
     import ray  # lazily: a sweep whose runs all finished never starts Ray
 
     if ray.is_initialized():
@@ -255,7 +255,7 @@ def largest_node_cpus() -> int | None:
 
 #: Starts of the pipeline's own Ray before the driver gives up. Ray 2.60 waits a fixed 30 s
 #: (``LOCAL_RAY_RAYLET_WAIT``, not configurable) for its raylet to register, which a loaded
-#: machine misses (issue 30: 7 of 7 starts at load 20 to 66 on 2 cores); a second start often
+#: machine misses (7 of 7 starts at load 20 to 66 on 2 cores); a second start often
 #: finds the files and libraries the first one read in the page cache.
 LOCAL_RAY_ATTEMPTS = 3
 LOCAL_RAY_RAYLET_WAIT = 30

@@ -1,5 +1,5 @@
-"""The 0/1 loss and its one exact scoring rule (``core.objective``; SPEC sections 2 and 8,
-issue 11): +1 iff <w, x> >= mu in exact arithmetic, one w and a batch agree, merged rows with
+"""The 0/1 loss and its one exact scoring rule (``core.objective``; SPEC sections 2 and 8):
++1 iff <w, x> >= mu in exact arithmetic, one w and a batch agree, merged rows with
 their label counts, the data check."""
 
 from __future__ import annotations

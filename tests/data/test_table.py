@@ -123,7 +123,7 @@ def test_bad_input_is_named(tmp_path, text, kw, message):
         assert str(path) in str(err.value) or "column" in str(err.value)
 
 
-# --- Adult through the table loader ---------------------------------------------------------
+# --- Adult through the table loader ---------------------------------------------------------------
 
 
 def test_adult_columns_through_the_table_loader_reproduce_load_adult(adult_dir, adult):
@@ -236,7 +236,7 @@ def test_wrong_column_names_are_refused_from_the_header_before_the_table_is_read
     tmp_path, monkeypatch, suffix
 ):
     """A wrong label or feature name, in the table or in its test file, is found in the header
-    alone: the table is never read (a long load came first before; issue 30, item 8)."""
+    alone: the table is never read (a long load came first before)."""
     path = write(tmp_path, CSV)
     if suffix == ".parquet":
         pd.read_csv(path, dtype=str).to_parquet(tmp_path / "data.parquet")

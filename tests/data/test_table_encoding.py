@@ -181,7 +181,7 @@ def test_thirty_columns_read_off_the_data_are_one_warning_naming_them():
 
 def test_stated_bounds_the_data_barely_occupy_are_warned_about_naming_the_column():
     """``dataset.numeric={x: [0, 1e300]}`` scales every value to about 1e-300: a BoundsWarning
-    names the column and its public bounds, never the data's values (issue 30, item 7)."""
+    names the column and its public bounds, never the data's values."""
     raw = _raw(x=["1", "2", "3"], z=["0", "5", "9"], y=["p", "q", "p"])
     rows = np.arange(3)
     enc = fit_encoding(raw, rows, {}, {"x": [0, 1e300], "z": [0, 10]})

@@ -80,7 +80,7 @@ def test_unreadable_and_ambiguous_tables_are_data_errors(tmp_path):
 
 def test_a_header_is_read_without_the_table(tmp_path):
     """``read_header``: a CSV's first line (a byte-order mark and spaces stripped) or a Parquet
-    file's schema; None where there is no header to read cheaply (issue 30, item 8)."""
+    file's schema; None where there is no header to read cheaply."""
     csv = tmp_path / "t.csv"
     csv.write_text("\ufeffgröße, a=b ,y\n1,2,3\n", encoding="utf-8")
     assert read_header(csv) == (str(csv.resolve()), ["größe", "a=b", "y"])

@@ -1,4 +1,4 @@
-"""Hypothesis strategies and checks for a function's whole input space (issue 18, part 3).
+"""Hypothesis strategies and checks for a function's whole input space.
 
 For arbitrary arguments (bool, nan, inf, negative, zero, huge, subnormal, non-integral where an
 integer is expected, strings, None) a function may raise only TypeError / ValueError, and the

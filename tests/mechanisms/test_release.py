@@ -86,7 +86,7 @@ def test_release_records_round_trip(small):
 
 def test_every_release_records_the_requested_target_once(small):
     """requested_epsilon / requested_delta beside the proven privacy_epsilon / privacy_delta,
-    never also param.epsilon (issue 18)."""
+    never also param.epsilon."""
     releases = [
         run(
             OPDisc(OPDiscParams(0.5, 1e-5)),

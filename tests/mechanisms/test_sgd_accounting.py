@@ -272,7 +272,7 @@ def test_calibration_rejects_bad_types():
         calibrate_noise_multiplier("1", 1e-5, 0.1, 10)
 
 
-# --- over the whole input space (issue 18, part 3; input_space.py) ------------------------------
+# --- over the whole input space (input_space.py) --------------------------------------------------
 
 
 DPSGD_NAMES = names_pattern(

@@ -1,4 +1,4 @@
-"""Fuzzing every oracle against an exact brute force (issue 11): no certificate may be false.
+"""Fuzzing every oracle against an exact brute force: no certificate may be false.
 
 The brute force is written from SPEC sections 2 to 4 alone and shares no code with the oracles:
 
@@ -22,7 +22,7 @@ rows, rows placed ON and NEAR the margin of a random grid point (offsets from 1e
 either side, and exactly on mu), OPDisc with both signs of eta_(d+1) and with eta = 0 (exact
 0/1 ERM), RSPM with its separator rows and Gaussian (so negative) weights.
 
-``parallel_instance`` (issue 18) builds the class where a MIP presolve's "parallel rows and
+``parallel_instance`` builds the class where a MIP presolve's "parallel rows and
 columns" reduction acts: rows left UNMERGED, so identical x appear as separate rows with
 different labels (parallel z columns and identical indicator rows); rows that are multiples of
 each other (x and c x, c of either sign: parallel indicator rows); repeated coordinates

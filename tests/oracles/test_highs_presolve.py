@@ -1,4 +1,4 @@
-"""HiGHS's MIP presolve certifies false optima (issue 18): the oracles must not pass them on.
+"""HiGHS's MIP presolve certifies false optima: the oracles must not pass them on.
 
 ``cases/highs_presolve_false_optimum.json`` (from ``../shared/cases/``) is an OPDisc-shaped
 problem, d = 2, 20 rows, on which HiGHS 1.16.0 with its default presolve returns kOptimal at

@@ -1,7 +1,7 @@
 """oracles.routing: the one routing table (its rows are docs/oracles.md's), how a problem is
 classified, how a chain hands a problem on and what its certificate records, the ``auto`` route
 (the reference formulation on Gurobi, else HiGHS: SPEC section 8), and that every route returns
-within 1.1 x its time limit plus 5 s on a problem it cannot finish (issue 29, item 5)."""
+within 1.1 x its time limit plus 5 s on a problem it cannot finish."""
 
 from __future__ import annotations
 
@@ -288,7 +288,7 @@ def test_gurobi_over_its_licence_after_the_first_model_is_not_retried_elsewhere(
     assert "took the model over Gurobi's licence" in cert.message
 
 
-# --- limits: every path returns within 1.1 x its limit + 5 s (issue 29, item 5) ----------------
+# --- limits: every path returns within 1.1 x its limit + 5 s --------------------------------------
 
 
 def _within(limit: float, solve) -> tuple[float, object]:

@@ -1,5 +1,5 @@
 """oracles.solve_progress: the channel (fake clock), and real solves that report while they run and
-return exactly what they return without a listener (issue 19, item 4)."""
+return exactly what they return without a listener."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_guarded_swallows_what_the_callback_raises():
 
 def slow_instance(n: int = 200, d: int = 6, seed: int = 7) -> Problem:
     """``contract.hard_instance`` made smaller: HiGHS certifies it in 2.5 to 4 s (one thread,
-    this project's 2-core machine), Gurobi in about 1 s; at n = 130 HiGHS takes about 1.3 s."""
+    one core of a 2-core VM), Gurobi in about 1 s; at n = 130 HiGHS takes about 1.3 s."""
     rng = np.random.default_rng(seed)
     return Problem(
         np.round(rng.normal(size=(n, d)), 2),

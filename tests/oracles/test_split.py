@@ -1,4 +1,4 @@
-"""The split solve in one process (issue 19, item 2): the brute-force minimum, certified, the
+"""The split solve in one process: the brute-force minimum, certified, the
 window oracle's answer; a part searched below the minimum finds nothing and proves its bound; a
 failed or unfinished part leaves the whole uncertified."""
 

@@ -1,4 +1,4 @@
-"""The window oracle (issue 19) against the brute force of ``fuzz.py``: no false certificate.
+"""The window oracle against the brute force of ``fuzz.py``: no false certificate.
 
 Default run: the 120 fast fuzz instances (OPDisc with both signs of norm_coef, RSPM with
 negative separator weights, exact ERM, rows on and near the margin, repeated rows with both

@@ -1,4 +1,4 @@
-"""A Ray of a test module's own: never a cluster someone else runs on this machine."""
+"""A Ray of a test module's own: never a cluster someone else runs on the same machine."""
 
 from __future__ import annotations
 

@@ -183,7 +183,7 @@ _TABLE = [
             ["+sweep=smoke", "sweep.mechanisms=[fem]"],
             "sweep.mechanisms: fem make synthetic tables from records",
         ),
-        # Hydra's words replaced where they do not say what to type (issue 30, items 9 to 13)
+        # Hydra's words replaced where they do not say what to type
         (["sweep=smoke"], r"sweep=smoke: sweep has no default to override; .*: \+sweep=smoke$"),
         (["audit=opdisc"], r"audit=opdisc: .*add it with a plus: \+audit=opdisc$"),
         (
@@ -379,7 +379,7 @@ def test_an_output_directory_on_a_read_only_disk_is_one_line_and_runs_nothing(
 
 def test_columns_the_grammar_cannot_spell_are_named_in_quotes(tmp_path):
     """The quoting rule of docs/data.md: a quoted label and a mapping given as one quoted
-    string name columns with non-ASCII letters and '=' (issue 30, item 13)."""
+    string name columns with non-ASCII letters and '='."""
     from pipeline.data import load_dataset
 
     rows = "".join(f"{i * 5},{i % 3},{'rot' if i % 2 else 'grün'},{i % 2}\n" for i in range(30))

@@ -40,7 +40,7 @@ def test_adult_sweep_is_the_paper_grid():
     assert config.sweep.epsilons == [0.1, 0.3, 0.5, 0.7, 1.0]
     assert config.sweep.seeds == 15
     assert config.sweep.privacy_delta is None  # 1/n^2, SPEC section 9
-    # issue 6: the paper's instance is certified by the structured oracle, not the reference
+    # the paper's instance is certified by the structured oracle, not the reference
     assert config.oracle.name == "structured"
 
 
@@ -137,7 +137,7 @@ def test_bad_values_name_the_field(overrides, message):
 
 def test_a_grid_beyond_max_runs_is_refused_with_its_count_in_a_second():
     """``sweep.seeds=100000000`` planned for minutes in 1.6 GB; the grid's count is refused
-    when the config is checked, before any key of it exists (issue 30, item 4)."""
+    when the config is checked, before any key of it exists."""
     start = time.perf_counter()
     with pytest.raises(ConfigError) as raised:
         validate(_compose(["+sweep=smoke", "sweep.seeds=100000000"]))

@@ -166,7 +166,7 @@ def test_a_local_ray_that_would_not_start_is_one_line():
 
 def test_the_workload_is_checked_on_records_and_ignored_by_the_classifiers():
     """``check_workload``: a classifier's dataset has no attributes to count (its runs ignore the
-    workload); records are refused past their attributes (issue 30, item 6)."""
+    workload); records are refused past their attributes."""
     features = Dataset(np.array([[0.5, 1.0], [0.0, 0.2]]), [1, -1], ["a", "b"])
     check_workload(_config("sweep.workload_k=99"), features)
     domain = Domain(("a", "y"), (("x", "z"), ("0", "1")))
@@ -184,8 +184,7 @@ def test_the_workload_is_checked_on_records_and_ignored_by_the_classifiers():
 
 def test_every_task_must_fit_in_the_largest_node(monkeypatch):
     """``check_task_cpus``: oracle.threads counts when an oracle mechanism is swept,
-    cluster.cpus_per_task when one without; ``local_cpus`` is the CPUs of a Ray of our own
-    (issue 30, item 5)."""
+    cluster.cpus_per_task when one without; ``local_cpus`` is the CPUs of a Ray of our own."""
     both = _config("sweep.mechanisms=[opdisc,logistic_regression]", "oracle.threads=3")
     check_task_cpus(both, 3, "here")
     with pytest.raises(ConfigError, match=r"^oracle.threads: .* of 3 CPUs, more than the 2 CPUs"):

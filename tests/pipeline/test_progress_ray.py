@@ -1,5 +1,5 @@
 """Solver progress through a real (small, local) Ray: a running HiGHS solve's incumbent and
-bound reach the driver's board, and the sweep's progress output shows them (issue 19, item 4).
+bound reach the driver's board, and the sweep's progress output shows them.
 
 One Ray of this module's own (one CPU), stopped after; each solve takes a few seconds.
 """
@@ -29,7 +29,7 @@ def local_ray():
 
 def slow_erm_data(n: int = 250, d: int = 6, seed: int = 0) -> Dataset:
     """Data whose exact 0/1 ERM takes HiGHS (the reference formulation) a few seconds: about
-    3 s at n = 200 on this project's 2-core machine."""
+    3 s at n = 200 on one core of a 2-core VM."""
     rng = np.random.default_rng(seed)
     X = np.round(rng.normal(size=(n, d)), 2)
     y = np.where(X @ rng.normal(size=d) + rng.normal(0, 1.5, n) > 0, 1, -1)

@@ -1,4 +1,4 @@
-"""Issue 14: a sweep that fails loudly, never duplicates, and fails fast.
+"""A sweep that fails loudly, never duplicates, and fails fast.
 
 Most checks run in-process without Ray (config, probes, lease, report, outcome); a few
 (integration) run ``python -m pipeline`` in a subprocess for its exit code and last line of
@@ -485,7 +485,7 @@ def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
     from mlflow import MlflowClient
 
     out = tmp_path / "out"
-    # the exponential mechanism's grid is too large: every run fails (issue 14's Adult case)
+    # the exponential mechanism's grid is too large: every run fails (as Adult's once did)
     args = [
         "+sweep=smoke",
         "sweep.mechanisms=[expmech]",
@@ -537,7 +537,7 @@ def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
     assert parents[0].data.tags["failure_reason"] == last.removeprefix("error: ")
 
 
-# --- issue 30, item 1: SIGTERM ends a sweep as Ctrl-C does, and the same command resumes ---------
+# --- SIGTERM ends a sweep as Ctrl-C does, and the same command resumes ----------------------------
 
 
 def _sigterm_when(args, out: Path, said: str, then: float = 0.0):

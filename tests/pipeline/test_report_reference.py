@@ -1,5 +1,5 @@
 """An uncertified exact ERM reference is shown as a bound interval, never as the exact ceiling
-(issue 19, item 5): the summary gives its gap and [bound, value], Figure 1a a band."""
+(the summary gives its gap and [bound, value]; Figure 1a, a band)."""
 
 from __future__ import annotations
 

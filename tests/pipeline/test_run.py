@@ -620,8 +620,7 @@ def test_a_workload_k_beyond_the_records_attributes_is_refused_before_anything_s
     services, tmp_path
 ):
     """``sweep.workload_k=99`` on records of 3 attributes: one ConfigError in the driver, beside
-    the other data checks, with nothing started (before, every run failed on it; issue 30,
-    item 6)."""
+    the other data checks, with nothing started (before, every run failed on it)."""
     frame = pd.DataFrame(
         {"a": ["x", "y"] * 10, "b": [str(i % 3) for i in range(20)], "y": ["0", "1"] * 10}
     )
@@ -648,7 +647,7 @@ def test_a_task_larger_than_this_machine_is_refused_before_the_data_load(
     services, tmp_path, monkeypatch
 ):
     """``oracle.threads=1000`` on a Ray of our own: refused from the CPUs it will have, before
-    the data load and before Ray starts (issue 30, item 5)."""
+    the data load and before Ray starts."""
     config = _sweep_config(tmp_path)
     config.oracle.threads = 1000
 

@@ -1,4 +1,4 @@
-"""The split solve on a small local Ray (issue 19, item 2): the parts as Ray tasks sharing the
+"""The split solve on a small local Ray: the parts as Ray tasks sharing the
 best value give the one-process answer; a part that fails leaves the whole uncertified."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_a_task_holds_at_least_one_cpu():
 @pytest.mark.integration
 def test_a_split_solve_on_ray_returns_within_its_limit_and_counts_its_parts_cpu(local_ray):
     """A search that cannot finish in 2 s, its parts as Ray tasks: back within 1.1 x the limit
-    plus 5 s (issue 29, item 5), uncertified, its certificate counting the CPU its parts got in
+    plus 5 s, uncertified, its certificate counting the CPU its parts got in
     the workers' processes beside this one's."""
     from pipeline.split_solve import ray_map_parts
 

@@ -191,7 +191,7 @@ def stop_own(procs: list[subprocess.Popen], grace: float = 8.0) -> None:
 
 
 def test_stopping_a_cluster_spares_other_ray_processes(tmp_path):
-    """Issue 14, item 10: the test cluster is stopped by its own handles, not `ray stop --force`
+    """The test cluster is stopped by its own handles, not `ray stop --force`
     (which would also kill this bystander, a process named like a raylet outside our session)."""
     fake_raylet = tmp_path / "raylet"
     fake_raylet.symlink_to("/bin/sleep")
@@ -332,7 +332,7 @@ def _generic_table(path: Path, n: int = 80, d: int = 16, seed: int = 0) -> list[
 
 
 def test_one_solve_split_into_ray_tasks_across_the_cluster(ray_cluster, tmp_path):
-    """Issue 19 item 2 on ``cluster.address``: a generic table's OPDisc solves go to the window
+    """The split solve on ``cluster.address``: a generic table's OPDisc solves go to the window
     oracle, each cut into 2 parts run as Ray tasks on the two-node cluster; every run is
     certified (privacy holds)."""
     out = tmp_path / "split-out"
@@ -465,7 +465,7 @@ def test_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
 
 @pytest.mark.slow
 def test_missing_ray_token_is_one_clear_line(ray_cluster, tmp_path):
-    """Issue 14, item 5: a driver without the cluster's token fails with one line, no parent."""
+    """A driver without the cluster's token fails with one line, no parent."""
     environ = {
         k: v for k, v in ray_cluster["env"].items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")
     }
@@ -482,7 +482,7 @@ def test_missing_ray_token_is_one_clear_line(ray_cluster, tmp_path):
 
 @pytest.mark.slow
 def test_ray_job_submit_with_a_relative_output_dir_is_refused(ray_cluster, tmp_path):
-    """Issue 14, item 6: the default relative output directory would land in Ray's temporary
+    """The default relative output directory would land in Ray's temporary
     copy of the working directory and vanish with the cluster; the job fails and says so."""
     command = [
         str(BIN / "ray"),
@@ -537,7 +537,7 @@ print(json.dumps(seen))
 
 def test_the_pipelines_own_ray_runs_its_tasks_at_the_drivers_niceness():
     """Ray starts its workers niced (RAY_worker_niceness, 15) unless told otherwise; the
-    pipeline's own Ray runs them at the driver's niceness (issue 29, item 5). The driver runs
+    pipeline's own Ray runs them at the driver's niceness. The driver runs
     at niceness 3 here, so a default Ray's task would read 18. Its one node has the CPUs it was
     given (``largest_node_cpus``, what the sweep checks its tasks against)."""
     environ = env()
@@ -592,7 +592,7 @@ def test_a_local_ray_that_would_not_start_is_retried_and_leaves_no_process_behin
     assert result.stderr.count("a local Ray did not start (attempt") == 2
 
 
-# --- docs/cluster.md, walked on a fresh HOME (issue 30, item 14) ---------------------------------
+# --- docs/cluster.md, walked on a fresh HOME ------------------------------------------------------
 
 
 def cluster_doc_commands() -> list[str]:
@@ -607,7 +607,7 @@ def cluster_doc_commands() -> list[str]:
 def test_the_cluster_doc_works_as_written_on_a_fresh_home(tmp_path):
     """Every command of docs/cluster.md in order, as a new user runs it (a fresh HOME, no token
     anywhere), on 127.0.0.1: ports of the test's own and a tiny sweep for the doc's, and
-    `ray stop` (which would stop every Ray on this machine) replaced by stopping the sessions
+    `ray stop` (which would stop every Ray on the machine) replaced by stopping the sessions
     of this test's own `ray start`s. A second head of the same user shares the token file."""
     home = tmp_path / "home"
     home.mkdir()
@@ -616,7 +616,7 @@ def test_the_cluster_doc_works_as_written_on_a_fresh_home(tmp_path):
     tiny = ["+sweep=smoke", "sweep.mechanisms=[opdisc]", "sweep.epsilons=[1.0]", "sweep.seeds=1"]
     ray = str(BIN / "ray")
 
-    def own_ports() -> list[str]:  # the defaults may be taken by another Ray on this machine
+    def own_ports() -> list[str]:  # the defaults may be taken by another Ray on the machine
         return [
             "--node-ip-address=127.0.0.1",
             "--num-cpus=1",
@@ -666,7 +666,7 @@ def test_the_cluster_doc_works_as_written_on_a_fresh_home(tmp_path):
                 assert (home / ".ray" / "auth_token").stat().st_size > 0
             elif words[:3] == ["ray", "start", "--head"]:
                 ray_start([*words[2:], f"--dashboard-port={dashboard}"])
-            elif words[:2] == ["ray", "start"]:  # a worker: a second node on this machine
+            elif words[:2] == ["ray", "start"]:  # a worker: a second node on the same machine
                 ray_start(words[2:])
             elif words[:3] == ["python", "-m", "pipeline"]:
                 out = tmp_path / "driver-out"
@@ -713,7 +713,7 @@ def test_the_cluster_doc_works_as_written_on_a_fresh_home(tmp_path):
             "ray job",
         ], walked
 
-        # a second head of the same user on this machine: the same token file, unchanged
+        # a second head of the same user on the machine: the same token file, unchanged
         token = (home / ".ray" / "auth_token").read_text()
         second = free_port()
         ray_start(["--head", f"--port={second}", "--include-dashboard=false"])

@@ -521,7 +521,7 @@ def local_ray(monkeypatch) -> LocalRay:
 def _real_config(mechanisms=("opdisc", "dpsgd_lr", "expmech")) -> Config:
     """Mechanisms that run for real in a fraction of a second on ``_dataset()``: the exact
     OPDisc, DP-SGD with small batches, and an exponential mechanism whose grid (9 points) is
-    more than it may enumerate, so that its runs fail as issue 14's Adult runs did."""
+    more than it may enumerate, so that its runs fail as Adult's runs once did."""
     settings = {
         "opdisc": SCHEMAS["opdisc"](),
         "dpsgd_lr": SCHEMAS["dpsgd_lr"](batch_size=4, steps=3),
@@ -735,7 +735,7 @@ def test_a_runs_progress_line_says_its_accuracy_or_its_tables_error():
 
 def test_the_largest_live_node_gives_the_cpus_a_task_may_hold(fake_ray):
     """``largest_node_cpus``: a task runs on one node, so the largest live one counts (a dead
-    node's CPUs do not); None before the driver is connected (issue 30, item 5)."""
+    node's CPUs do not); None before the driver is connected."""
     fake_ray.is_initialized = lambda: False
     assert sweep.largest_node_cpus() is None
     fake_ray.is_initialized = lambda: True
