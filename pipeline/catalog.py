@@ -19,10 +19,11 @@ from typing import Any, Literal, Optional
 from omegaconf import MISSING
 
 from mechanisms.catalog import CATALOG, Entry
+from pipeline.read_only import ReadOnly
 
 
 @dataclass
-class MechanismConfig:
+class MechanismConfig(ReadOnly):
     """The base of every settings schema: the catalog entry's name."""
 
     name: str = MISSING

@@ -15,7 +15,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -43,6 +43,7 @@ from pipeline.faults import (
 )
 from pipeline.lease import SweepBusyError
 from pipeline.preflight import ServiceError
+from pipeline.read_only import freeze
 from pipeline.run import run
 
 register()
@@ -317,8 +318,9 @@ def main(cfg: DictConfig) -> None:
     os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
     try:
         config = validate(cfg)
-        if config.output_dir is None:
-            config.output_dir = HydraConfig.get().runtime.output_dir
+        if config.output_dir is None:  # a validated config is read-only: a changed copy
+            output_dir = HydraConfig.get().runtime.output_dir
+            config = freeze(replace(config, output_dir=output_dir))
         summary = run(config)
     except (ConfigError, DataError) as e:  # a user's mistake: say what and how to fix it
         _discard_if_empty(HydraConfig.get().runtime.output_dir)

@@ -34,6 +34,7 @@ from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from pipeline.catalog import SCHEMAS, MechanismConfig, settings_schema
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 from pipeline.data.table_reading import content_id
+from pipeline.read_only import ReadOnly, freeze
 
 
 class ConfigError(ValueError):
@@ -44,7 +45,7 @@ class ConfigError(ValueError):
 
 
 @dataclass
-class OracleConfig:
+class OracleConfig(ReadOnly):
     """The solver behind OPDisc, RSPM and the exact ERM (OPSamp's logistic loss uses convex)."""
 
     #: ``structured`` (the default) is exact and falls back to the reference formulation as
@@ -90,7 +91,7 @@ def _is_target(epsilon: float) -> bool:
 
 
 @dataclass
-class SweepConfig:
+class SweepConfig(ReadOnly):
     """A grid of runs: every (mechanism, epsilon, seed)."""
 
     name: str = MISSING
@@ -209,7 +210,7 @@ TRACKING_SCHEMES = (
 
 
 @dataclass
-class TrackingConfig:
+class TrackingConfig(ReadOnly):
     #: MLflow tracking URI; null means a sqlite database under the run's output directory.
     tracking_uri: Optional[str] = None
     experiment: str = "oracle-dp"
@@ -228,7 +229,7 @@ class TrackingConfig:
 
 
 @dataclass
-class ClusterConfig:
+class ClusterConfig(ReadOnly):
     #: Ray address; null starts a local Ray.
     address: Optional[str] = None
     #: CPUs for a local Ray; null means all of the local machine's.
@@ -249,7 +250,7 @@ class ClusterConfig:
 
 
 @dataclass
-class AuditConfig:
+class AuditConfig(ReadOnly):
     """Statistical privacy audit of one mechanism (mechanisms.audit.run_audit)."""
 
     mechanism: str = MISSING
@@ -281,7 +282,7 @@ class AuditConfig:
 
 
 @dataclass
-class Config:
+class Config(ReadOnly):
     dataset: DatasetConfig = MISSING
     #: Settings of every mechanism, by name; a sweep picks which ones run.
     mechanisms: dict[str, MechanismConfig] = field(
@@ -461,7 +462,8 @@ def _check_known_keys(node: DictConfig, prefix: str) -> None:
 
 
 def validate(cfg: DictConfig) -> Config:
-    """The composed config as typed objects, with every value checked; errors name the key."""
+    """The composed config as typed objects, with every value checked, then read-only
+    (``pipeline.read_only``); errors name the key."""
     _check_known_keys(cfg, "")
     try:
         obj = OmegaConf.to_object(cfg)
@@ -472,4 +474,4 @@ def validate(cfg: DictConfig) -> Config:
     if not isinstance(obj, Config):
         raise ConfigError(f"the composed config is not a Config, found {type(obj).__name__}")
     _check_tree(obj, "")
-    return obj
+    return freeze(obj)  # read-only from here: a changed config is a new record

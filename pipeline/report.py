@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.catalog import NON_PRIVATE, SYNTHETIC
-from pipeline.run_record import NO_ORACLE, certified_text, gap_text
+from pipeline.run_record import NO_ORACLE, Certified, certified_text, gap_text
 
 #: What summary.md shows for a test accuracy the runs do not have.
 NO_TEST = "-"
@@ -75,10 +75,10 @@ def reference_certified(frame: pd.DataFrame, name: str) -> bool:
     part = frame[frame["mechanism"] == name]
     if "oracle_certified" not in part:
         return True
-    return all(certified_text(v) != "no" for v in part["oracle_certified"])
+    return all(certified_text(v) != Certified.NO for v in part["oracle_certified"])
 
 
-def oracle_verdict(frame: pd.DataFrame, name: str) -> str:
+def oracle_verdict(frame: pd.DataFrame, name: str) -> Certified:
     """``yes``, ``no`` or ``no oracle`` for the runs of ``name`` (``no`` if any run's is)."""
     part = frame[frame["mechanism"] == name]
     called = None  # unknown in a record without oracle_calls
@@ -87,9 +87,9 @@ def oracle_verdict(frame: pd.DataFrame, name: str) -> str:
     if called is False:
         return NO_ORACLE
     texts = {certified_text(v) for v in part.get("oracle_certified", [])}
-    if "no" in texts:
-        return "no"
-    return "yes" if called or "yes" in texts else NO_ORACLE
+    if Certified.NO in texts:
+        return Certified.NO
+    return Certified.YES if called or Certified.YES in texts else NO_ORACLE
 
 
 def best_accuracy_note(train: dict[str, Any]) -> str:
@@ -469,7 +469,7 @@ def classifier_lines(frame: pd.DataFrame) -> list[str]:
             verdict = oracle_verdict(frame, r.mechanism)
             calls = int(part["oracle_calls"].max())
             gap = gap_text(float(part["oracle_max_gap"].max()), calls)
-            if verdict == "no":
+            if verdict == Certified.NO:
                 verdict = "**NO**: a feasible point, not the exact optimum"
                 known = reference_bound(frame, r.mechanism)
                 if known is not None:  # a bound, not a value

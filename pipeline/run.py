@@ -9,6 +9,7 @@ in a temporary copy of the working directory.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import logging
 import math
@@ -21,6 +22,7 @@ from mechanisms.audit import audit_table, run_audit
 from mechanisms.catalog import NON_PRIVATE
 from pipeline.config import Config, ConfigError, sweep_id, with_content
 from pipeline.data import load_dataset
+from pipeline.data.record import Dataset
 from pipeline.faults import StorageError, Terminated, stop_on_sigterm, storage_fault
 from pipeline.lease import DriverLease
 from pipeline.preflight import (
@@ -37,8 +39,8 @@ from pipeline.preflight import (
 from pipeline.progress import Phase
 from pipeline.report import best_accuracy_note, write_report
 from pipeline.sweep import init_ray, largest_node_cpus, run_sweep
-from pipeline.tasks import sweep_keys
-from pipeline.tracking import SweepTracker, default_tracking_uri, results_from_mlflow
+from pipeline.tasks import RunKey, sweep_keys
+from pipeline.tracking import RunStatus, SweepTracker, default_tracking_uri, results_from_mlflow
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,16 @@ def _write_json(path: Path, content: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+class SweepStatus(enum.StrEnum):
+    """How a sweep ended: ``SweepOutcome.status``, summary.json's ``status`` and the sweep run's
+    ``outcome`` tag (pipeline.cli maps it to the exit code)."""
+
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"
+    PRIVACY_NOT_HOLDING = "privacy_not_holding"
+    INTERRUPTED = "interrupted"
+
+
 @dataclasses.dataclass(frozen=True)
 class SweepOutcome:
     """What a sweep achieved against what was requested; decides the exit code (pipeline.cli).
@@ -80,32 +92,42 @@ class SweepOutcome:
     terminated: bool = False
 
     @property
-    def status(self) -> str:
+    def status(self) -> SweepStatus:
         if self.interrupted:
-            return "interrupted"
+            return SweepStatus.INTERRUPTED
         if self.finished < self.requested:
-            return "incomplete"
+            return SweepStatus.INCOMPLETE
         if self.private_not_holding:
-            return "privacy_not_holding"
-        return "complete"
+            return SweepStatus.PRIVACY_NOT_HOLDING
+        return SweepStatus.COMPLETE
+
+    @property
+    def run_status(self) -> RunStatus:
+        """The sweep run's MLflow status: FINISHED when every run finished (whether privacy
+        holds is the ``outcome`` tag's to say), KILLED when interrupted, else FAILED."""
+        if self.status in (SweepStatus.COMPLETE, SweepStatus.PRIVACY_NOT_HOLDING):
+            return RunStatus.FINISHED
+        if self.status == SweepStatus.INTERRUPTED:
+            return RunStatus.KILLED
+        return RunStatus.FAILED
 
     @property
     def reason(self) -> str:
         """One line: what is wrong (empty when complete)."""
         missing = self.requested - self.finished
-        if self.status == "interrupted":
+        if self.status == SweepStatus.INTERRUPTED:
             by = " by SIGTERM" if self.terminated else ""
             return (
                 f"sweep interrupted{by}: {self.finished} of {self.requested} requested runs "
                 f"finished, {missing} not run; rerun the same command to resume"
             )
-        if self.status == "incomplete":
+        if self.status == SweepStatus.INCOMPLETE:
             text = f"{missing} of {self.requested} requested runs did not finish"
             if self.failed:
                 key, why = next(iter(self.failed.items()))
                 text += f" ({len(self.failed)} failed; first: {key}: {why})"
             return text
-        if self.status == "privacy_not_holding":
+        if self.status == SweepStatus.PRIVACY_NOT_HOLDING:
             first = self.private_not_holding[0]
             return (
                 f"privacy does not hold for {len(self.private_not_holding)} private run(s) "
@@ -115,17 +137,51 @@ class SweepOutcome:
 
     def headline(self) -> str:
         """The first line of summary.md."""
-        if self.status == "complete":
+        if self.status == SweepStatus.COMPLETE:
             return (
                 f"**Complete**: all {self.requested} requested runs finished and privacy "
                 f"holds for every private run."
             )
         label = {
-            "interrupted": "INTERRUPTED (partial sweep)",
-            "incomplete": "INCOMPLETE (partial sweep)",
-            "privacy_not_holding": "PRIVACY DOES NOT HOLD",
+            SweepStatus.INTERRUPTED: "INTERRUPTED (partial sweep)",
+            SweepStatus.INCOMPLETE: "INCOMPLETE (partial sweep)",
+            SweepStatus.PRIVACY_NOT_HOLDING: "PRIVACY DOES NOT HOLD",
         }[self.status]
         return f"**{label}**: {self.reason}."
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SweepPlan:
+    """A sweep as planned before the driver's lease: what it runs, on what, tracked where."""
+
+    config: Config
+    output_dir: Path
+    train: Dataset
+    test: Dataset | None
+    #: The validated config as a dict with a table's content (``with_content``): the identity.
+    resolved: dict[str, Any]
+    #: Every requested run, in order.
+    keys: list[RunKey]
+    tracking_uri: str
+    #: What ``check_data_bounds`` clipped to a mechanism's bound, on record.
+    clipped: list[str]
+
+    @property
+    def sweep_id(self) -> str:
+        return sweep_id(self.resolved)
+
+
+@dataclasses.dataclass
+class DriverState:
+    """How far the driver got under its lease, for the report and for a fault's line: the
+    tracker once it exists, the sweep run, the runs that failed, and whether a signal stopped
+    the runs (``interrupted``; ``terminated``: SIGTERM, not Ctrl-C)."""
+
+    tracker: SweepTracker | None = None
+    parent: str | None = None
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)
+    interrupted: bool = False
+    terminated: bool = False
 
 
 def _claim_output_dir(output_dir: Path, sid: str) -> bool:
@@ -190,25 +246,29 @@ def run_sweep_and_report(
     train, test = data if data is not None else load_dataset(config.dataset)
     # a line every PHASE_EVERY seconds until the plan ("sweep NAME: N runs, ...") is said
     with Phase(f"planning sweep {config.sweep.name}") as planning:
-        planning.now("reading the table's file for the sweep's id")
-        resolved = with_content(dataclasses.asdict(config))  # a table's file: edited, a new sweep
-        planning.now("checking the grid against the data")
-        keys = sweep_keys(config)
-        check_rows(config, train.n)
-        check_workload(config, train)
-        check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
-        clipped = check_data_bounds(config, train)
-        uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
-        state: dict[str, Any] = {}  # what _run_locked got to: the tracker, once it exists
+        plan = _plan(config, output_dir, train, test, planning)
+        state = DriverState()
         try:
-            return _run_locked(
-                config, output_dir, train, test, resolved, keys, uri, clipped, state, planning
-            )
+            return _run_locked(plan, state, planning)
         except Exception as e:
             fault = storage_fault(e)
             if fault is None:
                 raise
-            raise _stopped_by_storage(fault, state.get("tracker"), keys, output_dir) from None
+            raise _stopped_by_storage(fault, state.tracker, plan.keys, output_dir) from None
+
+
+def _plan(config: Config, output_dir: Path, train, test, planning: Phase) -> SweepPlan:
+    """The checks that need the data, then the sweep's plan (nothing written yet)."""
+    planning.now("reading the table's file for the sweep's id")
+    resolved = with_content(dataclasses.asdict(config))  # a table's file: edited, a new sweep
+    planning.now("checking the grid against the data")
+    keys = sweep_keys(config)
+    check_rows(config, train.n)
+    check_workload(config, train)
+    check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
+    clipped = check_data_bounds(config, train)
+    uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
+    return SweepPlan(config, output_dir, train, test, resolved, keys, uri, clipped)
 
 
 def _stopped_by_storage(fault: str, tracker, keys, output_dir: Path) -> StorageError:
@@ -235,117 +295,132 @@ def _stopped_by_storage(fault: str, tracker, keys, output_dir: Path) -> StorageE
     )
 
 
-def _run_locked(
-    config, output_dir, train, test, resolved, keys, uri, clipped, state, planning
-) -> dict[str, Any]:
+def _run_locked(plan: SweepPlan, state: DriverState, planning: Phase) -> dict[str, Any]:
     """The sweep under the driver's lease: the tracker, the parent, the runs, the report
     (``planning``: the phase that ends with the plan's line)."""
-    sid = sweep_id(resolved)
+    config, sid = plan.config, plan.sweep_id
     planning.now("taking the output directory")
-    with DriverLease(output_dir, sid):
-        fresh = _claim_output_dir(output_dir, sid)
-        planning.now("opening the MLflow store")
-        probe_tracking_store(uri)
-        # database and experiment exist before anything fans out
-        tracker = SweepTracker(uri, config.tracking.experiment, output_dir / "mlartifacts")
-        state["tracker"] = tracker
-        planning.now("describing the data for MLflow")
-        tracker.use_datasets(config.dataset.name, train, test)  # each run's input, built once
-        planning.now("looking up the runs already finished")
-        tracker.find_parent(sid)
-        tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store
-        done = tracker.finished_keys()
-        todo = [k for k in keys if str(k) not in done]
-        planning.stop()
-        log.info(
-            "sweep %s: %d runs, %d already finished, %d to run",
-            config.sweep.name,
-            len(keys),
-            len(keys) - len(todo),
-            len(todo),
-        )
+    with DriverLease(plan.output_dir, sid):
+        fresh = _claim_output_dir(plan.output_dir, sid)
+        todo = _open_tracker(plan, state, planning)
         if todo:
             with Phase("starting Ray"):
                 init_ray(config)  # connect (or fail, in one line) before the parent exists
-            _check_cluster_cpus(config, output_dir, fresh)
-        failed: dict[str, str] = {}
-        interrupted = terminated = False
+            _check_cluster_cpus(config, plan.output_dir, fresh)
         # SIGTERM (`ray job stop`, a scheduler's timeout) ends the sweep like Ctrl-C: with a
         # report of what finished and a KILLED parent, not a RUNNING one forever
-        parent = tracker.start_parent(config.sweep.name, sid, resolved)
+        state.parent = state.tracker.start_parent(config.sweep.name, sid, plan.resolved)
         previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
         try:
-            # encoding choices read off the private data (pipeline.data.table) and data clipped
-            # to a mechanism's bound on request (check_data_bounds), on record
-            leaks = [*(train.provenance.get("privacy_leak_warnings") or []), *clipped]
-            if leaks:
-                tracker.client.set_tag(parent, "privacy_leak_warnings", " | ".join(leaks)[:5000])
-            log.info(
-                "MLflow: %s, experiment %r, sweep run %s (sweep_id %s); its runs: %s",
-                uri,
-                config.tracking.experiment,
-                parent,
-                sid,
-                tracker.view_url(),
-            )
-            _, failed = run_sweep(config, train, test, tracker, todo)
+            _run_todo(plan, state, todo)
         except KeyboardInterrupt as e:
-            interrupted, terminated = True, isinstance(e, Terminated)
-            tracker.fail_unfinished_children()  # a child half-logged when the signal came
+            state.interrupted, state.terminated = True, isinstance(e, Terminated)
+            state.tracker.fail_unfinished_children()  # a child half-logged when the signal came
         finally:
             # the report is written whole: a second SIGTERM meanwhile does not cut it short
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             try:
-                wanted = {str(k) for k in keys}
-                results = [r for r in results_from_mlflow(tracker) if r.key in wanted]
-                private = [r for r in results if r.mechanism not in NON_PRIVATE]
-                outcome = SweepOutcome(
-                    requested=len(keys),
-                    finished=len(results),
-                    failed=failed,
-                    interrupted=interrupted,
-                    private_not_holding=tuple(r.key for r in private if not r.privacy_holds),
-                    terminated=terminated,
-                )
-                finished_keys = {r.key for r in results}
-                missing = [str(k) for k in keys if str(k) not in finished_keys]
-                paths = write_report(
-                    [r.to_row() for r in results],
-                    output_dir,
-                    f"Sweep {config.sweep.name} ({sid})",
-                    outcome=outcome,
-                    missing=missing,
-                )
-                metrics = {
-                    "runs": float(len(results)),
-                    "runs_requested": float(len(keys)),
-                    "runs_failed": float(len(failed)),
-                    "private_runs_not_certified": float(len(outcome.private_not_holding)),
-                }
-                status = {
-                    "complete": "FINISHED",
-                    "privacy_not_holding": "FINISHED",
-                    "interrupted": "KILLED",
-                }.get(outcome.status, "FAILED")
-                tracker.finish_parent(
-                    paths,
-                    metrics,
-                    status=status,
-                    tags={"outcome": outcome.status, "failure_reason": outcome.reason or "-"},
-                )
+                summary = _report(plan, state)
             finally:
                 signal.signal(signal.SIGTERM, previous)
+    return summary
+
+
+def _open_tracker(plan: SweepPlan, state: DriverState, planning: Phase) -> list[RunKey]:
+    """The tracker (``state.tracker``) on a store that exists, the sweep's datasets described
+    once, no other live driver; returns the runs not yet FINISHED, and says the plan's line."""
+    config = plan.config
+    planning.now("opening the MLflow store")
+    probe_tracking_store(plan.tracking_uri)
+    # database and experiment exist before anything fans out
+    state.tracker = SweepTracker(
+        plan.tracking_uri, config.tracking.experiment, plan.output_dir / "mlartifacts"
+    )
+    planning.now("describing the data for MLflow")
+    state.tracker.use_datasets(config.dataset.name, plan.train, plan.test)  # built once
+    planning.now("looking up the runs already finished")
+    state.tracker.find_parent(plan.sweep_id)
+    state.tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store
+    done = state.tracker.finished_keys()
+    todo = [k for k in plan.keys if str(k) not in done]
+    planning.stop()
+    log.info(
+        "sweep %s: %d runs, %d already finished, %d to run",
+        config.sweep.name,
+        len(plan.keys),
+        len(plan.keys) - len(todo),
+        len(todo),
+    )
+    return todo
+
+
+def _run_todo(plan: SweepPlan, state: DriverState, todo: list[RunKey]) -> None:
+    """The runs ``todo`` on Ray, each logged as it finishes (``state.failed``: the ones that
+    failed); the data's privacy-leak warnings on the sweep run first."""
+    config, tracker = plan.config, state.tracker
+    # encoding choices read off the private data (pipeline.data.table) and data clipped to a
+    # mechanism's bound on request (check_data_bounds), on record
+    leaks = [*(plan.train.provenance.get("privacy_leak_warnings") or []), *plan.clipped]
+    if leaks:
+        tracker.client.set_tag(state.parent, "privacy_leak_warnings", " | ".join(leaks)[:5000])
+    log.info(
+        "MLflow: %s, experiment %r, sweep run %s (sweep_id %s); its runs: %s",
+        plan.tracking_uri,
+        config.tracking.experiment,
+        state.parent,
+        plan.sweep_id,
+        tracker.view_url(),
+    )
+    _, state.failed = run_sweep(config, plan.train, plan.test, tracker, todo)
+
+
+def _report(plan: SweepPlan, state: DriverState) -> dict[str, Any]:
+    """The report of every requested run finished (this attempt's and earlier ones'), the sweep
+    run's outcome and status; returns the sweep's part of summary.json."""
+    keys, tracker = plan.keys, state.tracker
+    wanted = {str(k) for k in keys}
+    results = [r for r in results_from_mlflow(tracker) if r.key in wanted]
+    private = [r for r in results if r.mechanism not in NON_PRIVATE]
+    outcome = SweepOutcome(
+        requested=len(keys),
+        finished=len(results),
+        failed=state.failed,
+        interrupted=state.interrupted,
+        private_not_holding=tuple(r.key for r in private if not r.privacy_holds),
+        terminated=state.terminated,
+    )
+    finished_keys = {r.key for r in results}
+    missing = [str(k) for k in keys if str(k) not in finished_keys]
+    paths = write_report(
+        [r.to_row() for r in results],
+        plan.output_dir,
+        f"Sweep {plan.config.sweep.name} ({plan.sweep_id})",
+        outcome=outcome,
+        missing=missing,
+    )
+    metrics = {
+        "runs": float(len(results)),
+        "runs_requested": float(len(keys)),
+        "runs_failed": float(len(state.failed)),
+        "private_runs_not_certified": float(len(outcome.private_not_holding)),
+    }
+    tracker.finish_parent(
+        paths,
+        metrics,
+        status=outcome.run_status,
+        tags={"outcome": outcome.status, "failure_reason": outcome.reason or "-"},
+    )
     return {
-        "sweep_id": sid,
-        "parent_run_id": parent,
-        "tracking_uri": uri,
+        "sweep_id": plan.sweep_id,
+        "parent_run_id": state.parent,
+        "tracking_uri": plan.tracking_uri,
         "status": outcome.status,
         "terminated": outcome.terminated,
         "reason": outcome.reason,
         "runs_requested": len(keys),
         "runs": len(results),
-        "failures": len(failed),
-        "failed": failed,
+        "failures": len(state.failed),
+        "failed": state.failed,
         "missing": missing,
         "private_runs_not_certified": len(outcome.private_not_holding),
         "report": [str(p) for p in paths],

@@ -21,6 +21,7 @@ One name per value: ``requested_epsilon`` is the sweep grid's target, ``privacy_
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import time
 from dataclasses import dataclass
@@ -61,20 +62,31 @@ PARAMS = (
     "train_n",
 )
 MAX_TAG = 5000
+
+
+class Certified(enum.StrEnum):
+    """``oracle_certified`` as it is shown (results.csv, the report, a child run's tag): every
+    oracle call certified optimal, not every one, or no oracle call at all."""
+
+    YES = "yes"
+    NO = "no"
+    NO_ORACLE = "no oracle"
+
+
 #: ``oracle_certified`` of a run that called no oracle, wherever it is shown.
-NO_ORACLE = "no oracle"
+NO_ORACLE = Certified.NO_ORACLE
 
 
-def certified_text(certified: Any) -> str:
+def certified_text(certified: Any) -> Certified:
     """``yes`` / ``no`` / ``no oracle``: ``certified`` as RunResult holds it (None: no oracle
     call), or as a results.csv or an older record wrote it (``True``, ``"False"``, ``"yes"``)."""
     if certified is None or (isinstance(certified, float) and math.isnan(certified)):
         return NO_ORACLE
     text = str(certified).strip().lower()
     if text in ("yes", "true", "1", "1.0"):
-        return "yes"
+        return Certified.YES
     if text in ("no", "false", "0", "0.0"):
-        return "no"
+        return Certified.NO
     if text in (NO_ORACLE, "-", "", "none", "nan"):
         return NO_ORACLE
     raise ValueError(f"oracle_certified: {certified!r} is none of yes, no, {NO_ORACLE}")
@@ -103,12 +115,21 @@ def gap_text(gap: float, oracle_calls: int = 1) -> str:
     return f"{gap:.2g}" if abs(gap) < 1.0 else f"{gap:.4g}"
 
 
-def privacy_status(mechanism: str, holds: bool) -> str:
+class PrivacyStatus(enum.StrEnum):
+    """A run's ``privacy_status`` as shown (results.csv, a child run's tag, the sweep's lines)."""
+
+    HOLDS = "holds"
+    DOES_NOT_HOLD = "does not hold"
+    #: a reference, whose ``privacy_holds`` is false by definition, not because a guarantee broke
+    NON_PRIVATE = "non-private"
+
+
+def privacy_status(mechanism: str, holds: bool) -> PrivacyStatus:
     """``holds`` / ``does not hold`` for a private mechanism, ``non-private`` for a reference
     (whose ``privacy_holds`` is false by definition, not because a guarantee broke)."""
     if mechanism in NON_PRIVATE:
-        return "non-private"
-    return "holds" if holds else "does not hold"
+        return PrivacyStatus.NON_PRIVATE
+    return PrivacyStatus.HOLDS if holds else PrivacyStatus.DOES_NOT_HOLD
 
 
 @dataclass(frozen=True)
@@ -155,7 +176,7 @@ class RunResult:
     #: reference with an oracle call is the exact optimum only when this is True.
     oracle_certified: bool | None
     #: ``privacy_status(mechanism, privacy_holds)``.
-    privacy_status: str
+    privacy_status: PrivacyStatus
     #: A synthetic table's largest and mean absolute error over the sweep's workload of
     #: marginals (fractions, in [0, 1]; mechanisms.synthetic.evaluate); nan for a classifier.
     #: Its train and test accuracy are those of logistic regression trained on the table.
@@ -330,7 +351,9 @@ class RunResult:
             oracle_fallbacks=t.get("oracle_fallback", ""),
             node=t.get("node", ""),
             oracle_certified=_certified(calls, t.get("oracle_certified"), m),
-            privacy_status=t.get("privacy_status") or privacy_status(mechanism, holds),
+            privacy_status=PrivacyStatus(t["privacy_status"])
+            if t.get("privacy_status")
+            else privacy_status(mechanism, holds),
             max_marginal_error=number("max_marginal_error", math.nan),
             mean_marginal_error=number("mean_marginal_error", math.nan),
             oracle_cpu_seconds=number("oracle_cpu_seconds", math.nan),
@@ -343,7 +366,7 @@ def _certified(calls: int, tag: str | None, metrics: Mapping[str, float]) -> boo
     if calls == 0:
         return None
     if tag is not None:
-        return tag == "yes"
+        return tag == Certified.YES
     return metrics.get("oracle_certified_fraction") == 1.0
 
 

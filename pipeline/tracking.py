@@ -12,6 +12,7 @@ deletes unfinished ones, so nothing is duplicated.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import os
@@ -31,7 +32,16 @@ from pipeline.lease import SweepBusyError, this_driver
 from pipeline.run_record import RunResult, release_fields
 from pipeline.tasks import run_label
 
-FINISHED = "FINISHED"
+
+class RunStatus(enum.StrEnum):
+    """An MLflow run's status, as MLflow spells it (``mlflow.entities.RunStatus``'s names)."""
+
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+
+
 #: Seconds between a driver's heartbeats on its parent run, and after which a silent one is dead.
 HEARTBEAT = 30
 DRIVER_TTL = 120
@@ -148,7 +158,7 @@ class SweepTracker:
             age = time.time() - float(run.data.tags.get("driver_heartbeat", "0"))
         except ValueError:
             age = math.inf
-        if run.info.status != "RUNNING" or not holder or holder == this_driver():
+        if run.info.status != RunStatus.RUNNING or not holder or holder == this_driver():
             return
         host, _, pid = holder.rpartition(":")
         if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
@@ -176,7 +186,7 @@ class SweepTracker:
             self.experiment_id, view, json.dumps(mlflow_log.RUN_LIST_VIEW)
         )
         if self.find_parent(sid) is not None:
-            self.client.update_run(self.parent_id, status="RUNNING")
+            self.client.update_run(self.parent_id, status=RunStatus.RUNNING)
             for tag in ("outcome", "failure_reason"):  # this attempt's verdict is not known yet
                 self.client.set_tag(self.parent_id, tag, "running")
             self.heartbeat(force=True)
@@ -213,7 +223,7 @@ class SweepTracker:
         )
         for child in children:
             key = child.data.tags.get("run_key")
-            if child.info.status == FINISHED and key and key not in done:
+            if child.info.status == RunStatus.FINISHED and key and key not in done:
                 done.add(key)
             else:
                 self.client.delete_run(child.info.run_id)
@@ -256,7 +266,7 @@ class SweepTracker:
             names = self._feature_names or [f"x{j}" for j in range(release.w.shape[-1])]
             mlflow.set_tracking_uri(self.uri)  # where MLflow logs a model (one store per driver)
             mlflow_log.log_release_model(self.client, self.experiment_id, run_id, release, names)
-        self.client.set_terminated(run_id, status=FINISHED, end_time=end)
+        self.client.set_terminated(run_id, status=RunStatus.FINISHED, end_time=end)
         return run_id
 
     def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
@@ -274,7 +284,7 @@ class SweepTracker:
         )
         if self._inputs:
             self.client.log_inputs(run.info.run_id, datasets=self._inputs)
-        self.client.set_terminated(run.info.run_id, status="FAILED")
+        self.client.set_terminated(run.info.run_id, status=RunStatus.FAILED)
 
     def fail_unfinished_children(self) -> None:
         """Any child left RUNNING (half-logged by a driver that stopped) FAILED: a rerun redoes
@@ -286,7 +296,7 @@ class SweepTracker:
             ),
         )
         for child in running:
-            self.client.set_terminated(child.info.run_id, status="FAILED")
+            self.client.set_terminated(child.info.run_id, status=RunStatus.FAILED)
 
     def end_after_fault(self, reason: str) -> None:
         """The parent KILLED with ``reason``, any child left RUNNING (half-logged) FAILED
@@ -294,13 +304,13 @@ class SweepTracker:
         self.fail_unfinished_children()
         self.client.set_tag(self.parent_id, "outcome", "interrupted")
         self.client.set_tag(self.parent_id, "failure_reason", reason[:5000])
-        self.client.set_terminated(self.parent_id, status="KILLED")
+        self.client.set_terminated(self.parent_id, status=RunStatus.KILLED)
 
     def finish_parent(
         self,
         artifacts: Iterable[Path],
         metrics: dict[str, float],
-        status: str = FINISHED,
+        status: RunStatus = RunStatus.FINISHED,
         tags: dict[str, str] | None = None,
     ) -> None:
         """Artifacts, metrics, the outcome tags (``outcome``, ``failure_reason``), then status."""
@@ -345,7 +355,9 @@ def results_from_mlflow(tracker) -> list[RunResult]:
     results, seen = [], set()
     for child in children:
         key = child.data.tags.get("run_key")
-        if child.info.status != "FINISHED" or key in seen:  # a duplicate of an older version
+        if (
+            child.info.status != RunStatus.FINISHED or key in seen
+        ):  # a duplicate of an older version
             continue
         seen.add(key)
         results.append(RunResult.from_mlflow(child))

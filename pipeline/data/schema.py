@@ -13,6 +13,7 @@ import yaml
 from omegaconf import MISSING
 
 from core.validation import require as _require
+from pipeline.read_only import ReadOnly
 
 
 def _check_seeds(config: Any, *names: str) -> None:
@@ -63,7 +64,7 @@ def _mapping_from_text(text: str, numbers: bool) -> Any:
 
 
 @dataclass
-class DatasetConfig:
+class DatasetConfig(ReadOnly):
     name: str = MISSING
     #: Whether the dataset is records over a public domain (for the synthetic-data mechanisms,
     #: docs/synthetic.md), not features and a label for the classifiers.

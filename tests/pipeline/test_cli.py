@@ -6,6 +6,7 @@ bad value, composed in-process as the entry point composes them (pipeline.cli.ma
 from __future__ import annotations
 
 import csv
+import dataclasses
 import errno
 import json
 import os
@@ -51,8 +52,7 @@ def _config(overrides, out):
     """The validated config of ``python -m pipeline OVERRIDES hydra.run.dir=OUT``."""
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         config = validate(compose(config_name="config", overrides=overrides))
-    config.output_dir = str(out)  # what main takes from hydra.run.dir
-    return config
+    return dataclasses.replace(config, output_dir=str(out))  # what main takes from hydra.run.dir
 
 
 @pytest.mark.integration

@@ -28,6 +28,28 @@ def test_default_config_is_adult_without_sweep():
     assert config.sweep is None
 
 
+def test_a_validated_config_is_read_only_to_its_leaves():
+    """Hydra writes the schemas while it composes, ``check`` while it normalizes; once
+    ``validate`` returns, a write anywhere in the tree is refused (pipeline.read_only)."""
+    config = validate(_compose(["+sweep=smoke"]))
+    writes = [
+        (config, "margin", 2.0),
+        (config.oracle, "threads", 3),
+        (config.sweep, "seeds", 9),
+        (config.tracking, "experiment", "x"),
+        (config.cluster, "cpus_per_task", 4),
+        (config.dataset, "name", "x"),
+        (config.mechanisms["opdisc"], "name", "x"),
+    ]
+    for record, name, value in writes:
+        before = getattr(record, name)
+        with pytest.raises(dataclasses.FrozenInstanceError, match=f"'{name}' of "):
+            setattr(record, name, value)
+        assert getattr(record, name) == before
+    changed = dataclasses.replace(config, output_dir="/elsewhere")  # a changed copy
+    assert changed.output_dir == "/elsewhere" and config.output_dir is None
+
+
 def test_smoke_sweep_switches_to_synthetic():
     config = validate(_compose(["+sweep=smoke"]))
     assert isinstance(config.dataset, SyntheticDatasetConfig)

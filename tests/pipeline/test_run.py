@@ -4,6 +4,7 @@ test_reliability.py runs it against a real MLflow store)."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import logging
@@ -34,8 +35,9 @@ from pipeline.data.record import Dataset
 from pipeline.data.schema import SyntheticDatasetConfig, TableRecordsConfig
 from pipeline.data.table_records import load_table_records
 from pipeline.faults import StorageError
-from pipeline.run import SweepOutcome
+from pipeline.run import SweepOutcome, SweepStatus
 from pipeline.tasks import RunKey, sweep_keys
+from pipeline.tracking import RunStatus
 from tests.pipeline.records import result_for
 
 # --- SweepOutcome ----------------------------------------------------------------------------
@@ -61,8 +63,25 @@ def test_outcome_status_precedence(finished, interrupted, not_holding, status):
         interrupted=interrupted,
         private_not_holding=not_holding,
     )
-    assert outcome.status == status
+    assert outcome.status == status and outcome.status is SweepStatus(status)
     assert (outcome.reason == "") == (status == "complete")
+
+
+@pytest.mark.parametrize(
+    "finished, interrupted, not_holding, run_status",
+    [
+        (5, False, (), "FINISHED"),
+        (5, False, NOT_HOLDING, "FINISHED"),  # every run finished; the outcome tag says the rest
+        (3, False, (), "FAILED"),
+        (3, True, (), "KILLED"),
+    ],
+)
+def test_the_sweep_runs_mlflow_status_follows_its_outcome(
+    finished, interrupted, not_holding, run_status
+):
+    outcome = SweepOutcome(5, finished, {}, interrupted, not_holding)
+    assert outcome.run_status is RunStatus(run_status) and str(outcome.run_status) == run_status
+    assert json.dumps({"status": outcome.status}) == f'{{"status": "{outcome.status.value}"}}'
 
 
 def test_outcome_texts_say_what_is_wrong_and_what_to_do():
@@ -649,7 +668,7 @@ def test_a_task_larger_than_this_machine_is_refused_before_the_data_load(
     """``oracle.threads=1000`` on a Ray of our own: refused from the CPUs it will have, before
     the data load and before Ray starts."""
     config = _sweep_config(tmp_path)
-    config.oracle.threads = 1000
+    config = dataclasses.replace(config, oracle=dataclasses.replace(config.oracle, threads=1000))
 
     def no_load(cfg):
         raise AssertionError("the data were loaded before the CPU check")
@@ -674,8 +693,8 @@ def test_a_task_larger_than_the_clusters_largest_node_is_refused_before_the_pare
     exists and any task starts, and the directory's claim is given back, so that the fixed
     command (another sweep id) can use it."""
     config = _sweep_config(tmp_path)
-    config.cluster.address = "127.0.0.1:6379"
-    config.cluster.cpus_per_task = 8
+    cluster = dataclasses.replace(config.cluster, address="127.0.0.1:6379", cpus_per_task=8)
+    config = dataclasses.replace(config, cluster=cluster)
     monkeypatch.setattr(run_module, "largest_node_cpus", lambda: 4)
     services.sweep = _logging_every_run()
     with pytest.raises(ConfigError) as raised:
@@ -686,7 +705,8 @@ def test_a_task_larger_than_the_clusters_largest_node_is_refused_before_the_pare
     )
     assert "start_parent" not in services.events and "init_ray" in services.events
     assert not (tmp_path / ".sweep_id").exists()
-    config.cluster.cpus_per_task = 4  # fits: the sweep runs
+    fits = dataclasses.replace(config.cluster, cpus_per_task=4)  # fits: the sweep runs
+    config = dataclasses.replace(config, cluster=fits)
     assert run_module.run_sweep_and_report(config, tmp_path)["status"] == "complete"
 
 
@@ -708,8 +728,7 @@ def test_a_table_sweeps_folder_id_is_its_logged_sweep_id_and_an_edited_file_anot
         folder = Path(cfg.hydra.run.dir).name
     with open_dict(cfg):
         del cfg["hydra"]
-    config = validate(cfg)
-    config.output_dir = str(tmp_path / "out")
+    config = dataclasses.replace(validate(cfg), output_dir=str(tmp_path / "out"))
     services.sweep = _logging_every_run()
     logged = run_module.run_sweep_and_report(config, tmp_path / "out")["sweep_id"]
     assert folder == f"sweep-table-{logged[:8]}"  # README: ID, the sweep_id's first 8 digits

@@ -16,6 +16,8 @@ from pipeline.run_record import (
     METRICS,
     NO_ORACLE,
     PARAMS,
+    Certified,
+    PrivacyStatus,
     RunResult,
     certified_text,
     gap_text,
@@ -155,7 +157,8 @@ def test_a_non_finite_float_is_a_tag_not_a_metric():
 def test_a_reference_is_non_private_and_claims_no_certificate_without_an_oracle_call():
     release = _release([], epsilon=math.inf, holds=False, calibration=None)
     result = RunResult.of(RunKey("erm_01", math.inf, 0), release, _Data(30), None, 0.1)
-    assert result.privacy_status == "non-private" and result.oracle_certified is None
+    assert result.privacy_status is PrivacyStatus.NON_PRIVATE and result.oracle_certified is None
+    assert result.to_tags(None)["privacy_status"] == "non-private"
     assert result.calibration == "" and result.to_params()["calibration"] == "-"
 
 
@@ -192,6 +195,13 @@ def test_certified_text_reads_every_way_it_was_written():
         assert certified_text(value) == NO_ORACLE
     with pytest.raises(ValueError, match="oracle_certified"):
         certified_text("maybe")
+    # an enum whose values are the texts results.csv and the tags have always held
+    assert [str(c) for c in (certified_text(True), certified_text(False), NO_ORACLE)] == [
+        "yes",
+        "no",
+        "no oracle",
+    ]
+    assert certified_text("yes") is Certified.YES and f"{Certified.NO_ORACLE}" == "no oracle"
 
 
 def test_the_gap_a_reviewer_reads_is_short_and_noise_below_zero_is_zero():
@@ -246,7 +256,7 @@ def test_a_child_logged_by_an_earlier_version_reads_back():
     result = RunResult.from_mlflow(run)
     assert result.requested_epsilon == 0.5 and math.isinf(result.privacy_epsilon)
     assert result.calibration == "" and result.privacy_reason == "old reason"
-    assert result.oracle_certified and result.privacy_status == "holds"
+    assert result.oracle_certified and result.privacy_status is PrivacyStatus.HOLDS
     assert result.oracle_backends == "" and math.isnan(result.test_accuracy)
     assert result.oracle_wall_seconds == 0.0 and math.isnan(result.oracle_objective)
     assert math.isnan(result.oracle_cpu_seconds)  # not measured before the field existed

@@ -5,6 +5,7 @@ and asks of the cluster (tests/pipeline/test_sweep.py runs the sweep for real)."
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 import os
@@ -528,9 +529,12 @@ def _real_config(mechanisms=("opdisc", "dpsgd_lr", "expmech")) -> Config:
         "expmech": SCHEMAS["expmech"](max_points=3),
     }
     config = _config(mechanisms)
-    config.mechanisms = {m: settings[m] for m in mechanisms}
-    config.oracle.threads, config.cluster.cpus_per_task = 2, 1  # tell the two tasks apart
-    return config
+    return dataclasses.replace(
+        config,
+        mechanisms={m: settings[m] for m in mechanisms},
+        oracle=dataclasses.replace(config.oracle, threads=2),  # tell the two tasks apart
+        cluster=dataclasses.replace(config.cluster, cpus_per_task=1),
+    )
 
 
 @pytest.mark.parametrize("mechanism", ["dpsgd_lr", "logistic_regression"])
