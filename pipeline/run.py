@@ -158,17 +158,14 @@ class SweepPlan:
     output_dir: Path
     train: Dataset
     test: Dataset | None
-    #: The validated config as a dict with a table's content (``with_content``): the identity.
+    #: The validated config as a dict with a table's content (``with_content``), and its id.
     resolved: dict[str, Any]
+    sweep_id: str
     #: Every requested run, in order.
     keys: list[RunKey]
     tracking_uri: str
     #: What ``check_data_bounds`` clipped to a mechanism's bound, on record.
     clipped: list[str]
-
-    @property
-    def sweep_id(self) -> str:
-        return sweep_id(self.resolved)
 
 
 @dataclasses.dataclass
@@ -268,7 +265,8 @@ def _plan(config: Config, output_dir: Path, train, test, planning: Phase) -> Swe
     check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
     clipped = check_data_bounds(config, train)
     uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
-    return SweepPlan(config, output_dir, train, test, resolved, keys, uri, clipped)
+    sid = sweep_id(resolved)
+    return SweepPlan(config, output_dir, train, test, resolved, sid, keys, uri, clipped)
 
 
 def _stopped_by_storage(fault: str, tracker, keys, output_dir: Path) -> StorageError:
