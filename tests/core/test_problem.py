@@ -10,6 +10,7 @@ import pytest
 
 from core.objective import MIN_MARGIN, MergedRows
 from core.problem import Box, IntegerGrid, Problem
+from tests.core.problems import small_problem
 
 
 def test_a_problem_refuses_margins_below_the_minimum():
@@ -67,35 +68,23 @@ def test_a_box_contains_its_faces_within_tolerance_and_refuses_an_empty_box():
 # --- the problem and F ---------------------------------------------------------------------------
 
 
-def _problem(**kwargs) -> Problem:
-    """Rows (1, 0) with pos 2, neg 1; (0, 1) with pos 0.5, neg -3; (0, 0) with pos 4, neg 1."""
-    args = dict(
-        points=[[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]],
-        pos=[2.0, 0.5, 4.0],
-        neg=[1.0, -3.0, 1.0],
-        domain=IntegerGrid(2, 2, 1.0, 5.0),
-        margin=0.5,
-    )
-    return Problem(**(args | kwargs))
-
-
 def test_the_objective_is_the_weighted_loss_plus_the_linear_and_norm_terms():
     # F(w) = sum_u pos_u 1[<w, x_u> < mu] + neg_u 1[<w, x_u> >= mu] + <linear, w>
     #        + norm_coef sqrt(D^2 - ||w||^2), computed by hand at four points
-    plain = _problem()
+    plain = small_problem()
     assert plain.objective(np.array([0.0, 0.0])) == 2.0 + 0.5 + 4.0
     assert plain.objective(np.array([1.0, 1.0])) == 1.0 - 3.0 + 4.0
     assert plain.objective(np.array([1.0, -2.0])) == 1.0 + 0.5 + 4.0
-    noisy = _problem(linear=[0.5, -1.0], norm_coef=-2.0, norm_radius_sq=6.0)
+    noisy = small_problem(linear=[0.5, -1.0], norm_coef=-2.0, norm_radius_sq=6.0)
     w = np.array([1.0, -2.0])  # ||w||^2 = 5, sqrt(6 - 5) = 1
     assert noisy.objective(w) == pytest.approx(5.5 + (0.5 + 2.0) - 2.0)
-    positive = _problem(norm_coef=3.0, norm_radius_sq=5.0)
+    positive = small_problem(norm_coef=3.0, norm_radius_sq=5.0)
     assert positive.objective(np.array([0.0, 0.0])) == pytest.approx(6.5 + 3.0 * math.sqrt(5.0))
     assert positive.objective(w) == pytest.approx(5.5)  # on the norm bound: the term is 0
 
 
 def test_the_objective_of_a_batch_is_the_objective_of_each_point():
-    problem = _problem(linear=[0.25, -0.75], norm_coef=1.5, norm_radius_sq=5.0)
+    problem = small_problem(linear=[0.25, -0.75], norm_coef=1.5, norm_radius_sq=5.0)
     W = np.array([[a, b] for a in (-2.0, -1.0, 0.0, 1.0, 2.0) for b in (-1.0, 0.0, 1.0)])
     batch = problem.objective(W)
     assert batch.shape == (len(W),)
@@ -148,7 +137,7 @@ def test_a_problem_freezes_copies_of_its_arrays_and_appends_rows():
 )
 def test_a_problem_refuses_bad_records(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        _problem(**kwargs)
+        small_problem(**kwargs)
 
 
 # --- the certificate -----------------------------------------------------------------------------

@@ -8,21 +8,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from core.problem import IntegerGrid, Problem
 from oracles.base import OBJECTIVE_TOL, Certificate, Oracle, Solution, Status, certify
 from oracles.enumerate import EnumerationOracle
-
-
-def _problem(**kwargs) -> Problem:
-    """Rows (1, 0) with pos 2, neg 1; (0, 1) with pos 0.5, neg -3; (0, 0) with pos 4, neg 1."""
-    args = dict(
-        points=[[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]],
-        pos=[2.0, 0.5, 4.0],
-        neg=[1.0, -3.0, 1.0],
-        domain=IntegerGrid(2, 2, 1.0, 5.0),
-        margin=0.5,
-    )
-    return Problem(**(args | kwargs))
+from tests.core.problems import small_problem
 
 
 def _cert(status=Status.OPTIMAL, objective=1.0, bound=1.0):
@@ -40,7 +28,7 @@ def test_certified_means_optimal_with_a_gap_within_the_tolerance():
 
 
 def test_certify_believes_a_consistent_optimum_and_evaluates_it_exactly():
-    problem = _problem()
+    problem = small_problem()
     w = np.array([1.0, 1.0])
     truth = problem.objective(w)  # 2.0, the minimum over the grid
     assert truth == EnumerationOracle().solve(problem).certificate.objective
@@ -70,7 +58,7 @@ def test_certify_believes_a_consistent_optimum_and_evaluates_it_exactly():
 )
 def test_certify_downgrades_an_optimum_it_cannot_confirm(w, bound, solver_objective, why):
     cert = certify(
-        _problem(),
+        small_problem(),
         np.array(w),
         status=Status.OPTIMAL,
         bound=bound,
@@ -85,7 +73,7 @@ def test_certify_downgrades_an_optimum_it_cannot_confirm(w, bound, solver_object
 
 def test_certify_leaves_any_other_status_as_the_solver_said():
     cert = certify(
-        _problem(),
+        small_problem(),
         np.array([0.0, 0.0]),
         status=Status.TIME_LIMIT,
         bound=-50.0,
