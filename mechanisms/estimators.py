@@ -40,18 +40,19 @@ import dataclasses
 import functools
 import inspect
 import warnings
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from core.objective import DEFAULT_MARGIN, predict
-from mechanisms.catalog import CATALOG, Entry
+from mechanisms.catalog import BY_KIND, CATALOG
+from mechanisms.entries import ClassifierEntry, Entry, Labelled, Request
 from mechanisms.privacy import warn_data_dependent
 from mechanisms.release import Release
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from oracles.registry import make_oracle
-from oracles.routing import CONFIGURED, route_name
 
 #: The oracle an estimator uses where its entry lets the caller choose.
 DEFAULT_ORACLE = "structured"
@@ -246,6 +247,23 @@ def _needs_delta(entry: Entry) -> bool:
     return "delta" in fields and "delta" not in entry.fixed
 
 
+@dataclass(frozen=True)
+class _Oracles:
+    """An estimator's oracles (``mechanisms.entries.Oracles``): its ``oracle`` (an oracle
+    object, the caller's own, or a name for the registry) and any route its entry asks for by
+    name (OPSamp's logistic loss: ``convex``), with its ``time_limit`` and ``threads``."""
+
+    estimator: Any
+
+    def configured(self) -> Any:
+        oracle = self.estimator.oracle
+        return self.route(oracle) if isinstance(oracle, str) else oracle
+
+    def route(self, name: str) -> Any:
+        e = self.estimator
+        return make_oracle(name, time_limit=e.time_limit, threads=e.threads)
+
+
 class CatalogClassifier:
     """The estimator of one catalog entry (``_entry``); subclasses are made by ``classifier``."""
 
@@ -253,12 +271,6 @@ class CatalogClassifier:
     release_: Release
     #: What fit sets; a fit that fails leaves none of them.
     _FITTED = ("release_", "coef_", "classes_", "n_iter_", "n_features_in_", "feature_names_in_")
-
-    def _oracle(self, needed: str) -> Any:
-        if needed == CONFIGURED and not isinstance(self.oracle, str):
-            return self.oracle  # an oracle object: the caller's own
-        name = route_name(needed, self.oracle)
-        return make_oracle(name, time_limit=self.time_limit, threads=self.threads)
 
     def fit(self, X: Any, y: Any) -> CatalogClassifier:
         for name in self._FITTED:
@@ -303,14 +315,9 @@ class CatalogClassifier:
         _check_batch(name, settings, {s: d for s, _, d in entry.setting_fields()}, n)
         rng = _generator(self.random_state)
         release = entry.release(
-            settings,
-            self.epsilon,
-            delta,
-            self.margin,
-            X,
-            signs,
-            rng,
-            oracle=self._oracle,
+            Request(
+                settings, self.epsilon, delta, self.margin, Labelled(X, signs), rng, _Oracles(self)
+            )
         )
         self.release_ = release
         self.classes_ = classes
@@ -409,7 +416,7 @@ def _signature(entry: Entry) -> inspect.Signature:
         inspect.Parameter("epsilon", positional, default=1.0),
         inspect.Parameter("delta", positional, default=None),
     ]
-    if entry.build is not None:
+    if not entry.runs_whole:
         parameters += [
             keyword("oracle", DEFAULT_ORACLE),
             keyword("time_limit", DEFAULT_TIME_LIMIT),
@@ -470,7 +477,7 @@ def classifier(name: str) -> type:
 #: The estimator of every catalog entry, by entry name.
 #: One estimator per classifier of the catalog (a synthetic-data entry releases a table, not a
 #: classifier).
-CLASSIFIERS = {name: classifier(name) for name, e in CATALOG.items() if e.kind == "classifier"}
+CLASSIFIERS = {name: classifier(name) for name in CATALOG if name in BY_KIND[ClassifierEntry]}
 
 __all__ = [
     "CLASSIFIERS",

@@ -31,7 +31,6 @@ from omegaconf.errors import (
     ValidationError,
 )
 
-from pipeline.catalog import SCHEMAS
 from pipeline.config import ConfigError, register, unknown_key, validate
 from pipeline.data import DataError
 from pipeline.faults import (
@@ -45,6 +44,7 @@ from pipeline.lease import SweepBusyError
 from pipeline.preflight import ServiceError
 from pipeline.read_only import freeze
 from pipeline.run import run
+from pipeline.settings_schemas import SCHEMAS
 
 register()
 

@@ -4,7 +4,7 @@ Hydra checks types and unknown keys when it composes the config (struct mode, fr
 schemas); ``validate`` then checks values, naming the full key of a bad one. The YAML files in
 ``conf/`` extend the schemas through their defaults lists (``- /schema/<group>/<name>@_here_``)
 and hold only what differs from them. The schemas come from where their defaults live: a
-mechanism's from its parameter dataclass (pipeline.catalog), a dataset's from
+mechanism's from its parameter dataclass (pipeline.settings_schemas), a dataset's from
 pipeline.data.schema, the oracle's defaults from oracles.base; numbers are checked by
 core.validation.
 """
@@ -27,14 +27,15 @@ from core.objective import DEFAULT_MARGIN
 from core.validation import InvalidValue
 from core.validation import require as _require
 from mechanisms.audit import AUDITS
-from mechanisms.catalog import CATALOG, NON_PRIVATE, SYNTHETIC
+from mechanisms.catalog import CATALOG, NON_PRIVATE
+from mechanisms.entries import DATA_TEXT
 from mechanisms.privacy import check_epsilon_delta
 from oracles import registry
 from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
-from pipeline.catalog import SCHEMAS, MechanismConfig, settings_schema
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 from pipeline.data.table_reading import content_id
 from pipeline.read_only import ReadOnly, freeze
+from pipeline.settings_schemas import SCHEMAS, MechanismConfig, settings_schema
 
 
 class ConfigError(ValueError):
@@ -303,23 +304,15 @@ class Config(ReadOnly):
         _require(
             math.isfinite(self.margin) and self.margin > 0, "margin", "must be > 0", self.margin
         )
-        if self.sweep is not None:  # records over a public domain are for synthetic data only
-            records = type(self.dataset).RECORDS
-            wrong = [m for m in self.sweep.mechanisms if (m in SYNTHETIC) != records]
+        if self.sweep is not None:  # each mechanism takes the data its kind of entry takes
+            held = type(self.dataset).DATA
+            wrong = [m for m in self.sweep.mechanisms if m in CATALOG and CATALOG[m].DATA != held]
+            taken = CATALOG[wrong[0]].DATA if wrong else held
             _require(
                 not wrong,
                 "sweep.mechanisms",
-                (
-                    f"{self.dataset.name} holds records over a public domain, for the synthetic-"
-                    f"data mechanisms ({', '.join(sorted(SYNTHETIC))}); {', '.join(wrong)} "
-                    "train classifiers: sweep them with another dataset (e.g. dataset=adult)"
-                )
-                if records
-                else (
-                    f"{', '.join(wrong)} make synthetic tables from records over a public "
-                    f"domain, which {self.dataset.name} does not hold: sweep them with "
-                    "dataset=adult_records"
-                ),
+                f"{self.dataset.name} holds {DATA_TEXT[held]}; {', '.join(wrong)} take "
+                f"{DATA_TEXT[taken]}: sweep them with dataset={DATASET_FOR[taken]}",
                 list(self.sweep.mechanisms),
             )
         for key, settings in self.mechanisms.items():
@@ -335,7 +328,7 @@ class Config(ReadOnly):
                 f"must be {key!r}, the catalog entry whose settings these are",
                 settings.name,
             )
-            try:  # the mechanism's own checks of its parameters (pipeline.catalog)
+            try:  # the mechanism's own checks of its parameters (pipeline.settings_schemas)
                 CATALOG[key].check(settings, self.margin)
             except (TypeError, ValueError) as e:
                 raise ConfigError(f"mechanisms.{key}: {e}") from None
@@ -346,6 +339,8 @@ class Config(ReadOnly):
             )
 
 
+#: The dataset to sweep the mechanisms that take each kind of data with (``Entry.DATA``).
+DATASET_FOR = {"features": "adult", "records": "adult_records"}
 #: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
 OPERATIONAL = frozenset({"max_oracle_calls", "max_runs"})
 

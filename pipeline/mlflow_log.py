@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from mechanisms.catalog import CATALOG
 from mechanisms.release import Release
 from mechanisms.synthetic.domain import Domain
 from mechanisms.synthetic.fem import SyntheticRelease
@@ -245,10 +246,7 @@ def release_json(release: Release | SyntheticRelease, mechanism_cfg: Mapping[str
         "release": release.to_params(),
         "metrics": release.to_metrics(),
     }
-    if isinstance(release, SyntheticRelease):
-        record["selections"] = [list(s) for s in release.selections]
-    else:
-        record["w"] = release.w.tolist()
+    record |= CATALOG[release.mechanism].transcript(release)  # its kind's: weights, selections
     record["certificates"] = [c.to_params() for c in release.certificates]
     return json.dumps(record, indent=1, default=_json_value)
 

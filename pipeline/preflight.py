@@ -43,7 +43,7 @@ from mechanisms.bounds import FeatureBoundError
 from mechanisms.catalog import CATALOG, NON_ORACLE, build_mechanism
 from mechanisms.privacy import PrivacyLeakWarning
 from pipeline.config import ConfigError
-from pipeline.tasks import privacy_delta, workload_k
+from pipeline.tasks import privacy_delta, run_data
 
 log = logging.getLogger(__name__)
 
@@ -233,12 +233,13 @@ def check_oracle_calls(config, epsilons: Iterable[float], n: int, d: int) -> dic
 
 
 def check_workload(config, train) -> None:
-    """``sweep.workload_k`` against the attributes of records over a public domain (the
-    synthetic-data sweeps), once in the driver beside the other data checks: a k beyond them
-    is one ConfigError before any run, not a failure inside each (``pipeline.tasks.workload_k``).
-    """
-    if type(config.dataset).RECORDS:
-        workload_k(config, train.records().domain)
+    """Every swept mechanism's data made once from the training set, as its entry's kind takes
+    it (``pipeline.tasks.run_data``), in the driver beside the other data checks: for records
+    over a public domain (the synthetic-data sweeps), a ``sweep.workload_k`` beyond their
+    attributes is one ConfigError before any run, not a failure inside each
+    (``pipeline.tasks.workload_k``)."""
+    for name in dict.fromkeys(config.sweep.mechanisms if config.sweep is not None else ()):
+        run_data(config, CATALOG[config.mechanisms[name].name], train)
 
 
 def local_cpus(config) -> int | None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from mechanisms.catalog import NON_PRIVATE, SYNTHETIC
+from mechanisms.catalog import BY_KIND, NON_PRIVATE
+from mechanisms.entries import ClassifierEntry, TableEntry
 from pipeline.run_record import NO_ORACLE, Certified, certified_text, gap_text
 
 #: What summary.md shows for a test accuracy the runs do not have.
@@ -386,11 +387,8 @@ def summary_text(frame: pd.DataFrame, title: str, outcome=None, missing: Sequenc
         return "\n".join(lines + ["No run finished."]) + "\n"
     requested = f" of {outcome.requested} requested" if outcome is not None else ""
     lines += [f"{len(frame)}{requested} runs finished.", ""]
-    synthetic = frame["mechanism"].isin(SYNTHETIC)
-    if (~synthetic).any():
-        lines += classifier_lines(frame[~synthetic])
-    if synthetic.any():
-        lines += synthetic_lines(frame[synthetic])
+    for section, part in sections(frame):
+        lines += section.lines(part)
     not_private = frame[
         (~frame["privacy_holds"].astype(bool)) & ~frame["mechanism"].isin(NON_PRIVATE)
     ]
@@ -485,6 +483,31 @@ def classifier_lines(frame: pd.DataFrame) -> list[str]:
     return lines + [""]
 
 
+@dataclass(frozen=True)
+class Section:
+    """The part of the report of one kind of catalog entry (``mechanisms.entries``): its lines
+    of summary.md and its figure (``write_report``'s name for it, and how it is drawn)."""
+
+    lines: Callable[[pd.DataFrame], list[str]]
+    figure: str
+    draw: Callable[[pd.DataFrame, Path], Path]
+
+
+#: Each kind of entry's section, in the report's order: the classifiers', the synthetic tables'.
+SECTIONS = {
+    ClassifierEntry: Section(classifier_lines, "classifiers", figure_1a),
+    TableEntry: Section(synthetic_lines, "synthetic", figure_synthetic),
+}
+
+
+def sections(frame: pd.DataFrame) -> list[tuple[Section, pd.DataFrame]]:
+    """(section, its runs) of every kind of entry that has runs in ``frame``."""
+    if frame.empty:
+        return []
+    parts = [(s, frame[frame["mechanism"].isin(BY_KIND[kind])]) for kind, s in SECTIONS.items()]
+    return [(section, part) for section, part in parts if not part.empty]
+
+
 def write_report(
     rows: Sequence[dict[str, Any]],
     output_dir: Path,
@@ -507,14 +530,11 @@ def write_report(
         "runtime": output_dir / "fig1b_runtime.png",
         "synthetic": output_dir / "fig_synthetic.png",
     }
-    synthetic = frame["mechanism"].isin(SYNTHETIC) if not frame.empty else None
     drawn = {}
     if not frame.empty:
-        if (~synthetic).any():
-            drawn["classifiers"] = figure_1a(frame[~synthetic], figures["classifiers"])
         drawn["runtime"] = figure_1b(frame, figures["runtime"])
-        if synthetic.any():
-            drawn["synthetic"] = figure_synthetic(frame[synthetic], figures["synthetic"])
+    for section, part in sections(frame):
+        drawn[section.figure] = section.draw(part, figures[section.figure])
     for name, path in figures.items():  # an earlier, fuller report's figure is not left behind
         if name in drawn:
             paths.append(drawn[name])

@@ -25,22 +25,18 @@ import enum
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from mechanisms.catalog import NON_PRIVATE
+from mechanisms.catalog import CATALOG, NON_PRIVATE
+from mechanisms.entries import ClassifierScores, Scores
 from mechanisms.release import Release
-from mechanisms.synthetic.evaluate import TableScores
 from mechanisms.synthetic.fem import SyntheticRelease
 from oracles.base import OBJECTIVE_TOL
-from pipeline.data.record import Dataset
 from pipeline.mlflow_log import CHILD_ROLE
 
-#: The float fields logged as metrics of the child run.
+#: The float fields of every run logged as metrics of the child run (its scores' fields are
+#: metrics too: ``Scores``).
 METRICS = (
-    "train_accuracy",
-    "test_accuracy",
-    "max_marginal_error",
-    "mean_marginal_error",
     "wall_seconds",
     "oracle_wall_seconds",
     "oracle_cpu_seconds",
@@ -48,9 +44,37 @@ METRICS = (
     "oracle_objective",
     "oracle_bound",
 )
-#: Metrics of one kind of run only (a synthetic table's workload error): a classifier's run has
-#: none, so its nan is left out, not tagged as a non-finite value.
-KIND_METRICS = ("max_marginal_error", "mean_marginal_error")
+#: The columns of results.csv, in order: the run's fields and every kind's scores (a run has
+#: nan in the columns of another kind's scores).
+COLUMNS = (
+    "key",
+    "mechanism",
+    "start_time_ms",
+    "requested_epsilon",
+    "run_index",
+    "privacy_epsilon",
+    "privacy_delta",
+    "calibration",
+    "privacy_holds",
+    "privacy_reason",
+    "train_accuracy",
+    "test_accuracy",
+    "wall_seconds",
+    "oracle_wall_seconds",
+    "oracle_calls",
+    "oracle_max_gap",
+    "oracle_objective",
+    "oracle_bound",
+    "train_n",
+    "oracle_backends",
+    "oracle_fallbacks",
+    "node",
+    "oracle_certified",
+    "privacy_status",
+    "max_marginal_error",
+    "mean_marginal_error",
+    "oracle_cpu_seconds",
+)
 #: The fields logged as params (the run's identity and its privacy claim).
 PARAMS = (
     "privacy_epsilon",
@@ -150,9 +174,6 @@ class RunResult:
     calibration: str
     privacy_holds: bool
     privacy_reason: str
-    train_accuracy: float
-    #: nan without a test set.
-    test_accuracy: float
     #: The run's wall-clock seconds, less the time its oracle tasks queued for a CPU (their own
     #: seconds instead): its child run's duration. Its steps: the release's
     #: ``step_wall_seconds.*`` metrics (``mechanisms.release.STEP_WALL``).
@@ -177,11 +198,12 @@ class RunResult:
     oracle_certified: bool | None
     #: ``privacy_status(mechanism, privacy_holds)``.
     privacy_status: PrivacyStatus
-    #: A synthetic table's largest and mean absolute error over the sweep's workload of
-    #: marginals (fractions, in [0, 1]; mechanisms.synthetic.evaluate); nan for a classifier.
-    #: Its train and test accuracy are those of logistic regression trained on the table.
-    max_marginal_error: float = math.nan
-    mean_marginal_error: float = math.nan
+    #: How the release did, as its entry's kind scores it (``mechanisms.entries``): a
+    #: classifier's train and test accuracy (nan without a test set); a synthetic table's
+    #: largest and mean absolute error over the sweep's workload of marginals (fractions, in
+    #: [0, 1]; mechanisms.synthetic.evaluate) and the train and test accuracy of logistic
+    #: regression trained on the table.
+    scores: Scores
     #: The CPU seconds the run's oracle calls got beside their wall seconds
     #: (``oracles.base.Certificate.cpu_seconds``): far below ``oracle_wall_seconds`` times the
     #: threads, the solves shared their CPUs with other work. 0 without an oracle call.
@@ -191,30 +213,22 @@ class RunResult:
     def of(
         cls,
         key: Any,
-        release: Release,
-        train: Dataset,
-        test: Dataset | None,
+        release: Release | SyntheticRelease,
+        scores: Scores,
+        train_n: int,
         wall_seconds: float,
         started: float | None = None,
         node: str = "",
-        scores: TableScores | None = None,
     ) -> RunResult:
-        """The result of run ``key`` (a pipeline.tasks.RunKey) that released ``release``.
+        """The result of run ``key`` (a pipeline.tasks.RunKey) that released ``release``, scored
+        ``scores`` (its entry's ``score``, pipeline.tasks.score), trained on ``train_n`` rows.
 
         ``started``: when the run began (seconds since the epoch; default: ``wall_seconds`` ago).
-        ``scores``: a synthetic table's (pipeline.tasks.score); a classifier is scored here.
         """
         certificates = release.oracle_answers  # a game's selections and its data player's
         if started is None:
             started = time.time() - wall_seconds
         one = certificates[0] if len(certificates) == 1 else None
-        if scores is None:
-            scores = TableScores(
-                math.nan,
-                math.nan,
-                release.accuracy(train.features, train.labels),
-                release.accuracy(test.features, test.labels) if test is not None else math.nan,
-            )
         return cls(
             key=str(key),
             mechanism=key.mechanism,
@@ -226,31 +240,34 @@ class RunResult:
             calibration=release.privacy.calibration or "",
             privacy_holds=bool(release.privacy.holds),
             privacy_reason=release.privacy.reason,
-            train_accuracy=scores.train_accuracy,
-            test_accuracy=scores.test_accuracy,
             wall_seconds=float(wall_seconds),
             oracle_wall_seconds=release.oracle_seconds,
             oracle_calls=len(certificates),
             oracle_max_gap=float(release.max_gap),
             oracle_objective=float(one.objective) if one is not None else math.nan,
             oracle_bound=float(one.bound) if one is not None else math.nan,
-            train_n=int(len(train.labels)),
+            train_n=int(train_n),
             oracle_backends=",".join(sorted({c.backend for c in certificates})),
             oracle_fallbacks=";".join(sorted({c.fallback for c in certificates if c.fallback})),
             node=node,
             oracle_certified=all(c.certified for c in certificates) if certificates else None,
             privacy_status=privacy_status(key.mechanism, release.privacy.holds),
-            max_marginal_error=scores.max_marginal_error,
-            mean_marginal_error=scores.mean_marginal_error,
+            scores=scores,
             oracle_cpu_seconds=release.oracle_cpu_seconds,
         )
 
     def to_row(self) -> dict[str, Any]:
         """The row of results.csv: every field, by name; ``oracle_certified`` as it is shown
         everywhere (``yes``, ``no``, ``no oracle``)."""
-        row = dataclasses.asdict(self)
-        row["oracle_certified"] = certified_text(self.oracle_certified)
-        return row
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields |= dataclasses.asdict(self.scores)
+        fields["oracle_certified"] = certified_text(self.oracle_certified)
+        return {name: fields.get(name, math.nan) for name in COLUMNS}
+
+    def metric_values(self) -> dict[str, float]:
+        """Every float logged as a metric: the run's (``METRICS``) and its scores' fields."""
+        values = {name: float(getattr(self, name)) for name in METRICS}
+        return dataclasses.asdict(self.scores) | values
 
     # --- the child run ---------------------------------------------------------------------
 
@@ -273,10 +290,7 @@ class RunResult:
         }
         if self.oracle_fallbacks:
             tags["oracle_fallback"] = self.oracle_fallbacks
-        for name in METRICS:
-            value = getattr(self, name)
-            if name in KIND_METRICS and math.isnan(value):
-                continue
+        for name, value in self.metric_values().items():
             if not math.isfinite(value):
                 tags[f"nonfinite.{name}"] = repr(float(value))
         return tags
@@ -288,8 +302,7 @@ class RunResult:
 
     def to_metrics(self) -> dict[str, float]:
         """The finite float fields (a non-finite one is a tag, ``to_tags``)."""
-        metrics = {name: float(getattr(self, name)) for name in METRICS}
-        return {k: v for k, v in metrics.items() if math.isfinite(v)}
+        return {k: float(v) for k, v in self.metric_values().items() if math.isfinite(v)}
 
     def times(self) -> tuple[int, int]:
         """(start, end) of the child run in ms: when the run started, and wall_seconds later."""
@@ -337,8 +350,6 @@ class RunResult:
             privacy_holds=holds,
             # a tag; a param in children logged before it was one
             privacy_reason=t.get("privacy_reason", p.get("privacy_reason", "")),
-            train_accuracy=number("train_accuracy", math.nan),
-            test_accuracy=number("test_accuracy", math.nan),
             wall_seconds=number("wall_seconds", math.nan),
             # named oracle_seconds before it said which clock
             oracle_wall_seconds=number("oracle_wall_seconds", number("oracle_seconds", 0.0)),
@@ -354,8 +365,7 @@ class RunResult:
             privacy_status=PrivacyStatus(t["privacy_status"])
             if t.get("privacy_status")
             else privacy_status(mechanism, holds),
-            max_marginal_error=number("max_marginal_error", math.nan),
-            mean_marginal_error=number("mean_marginal_error", math.nan),
+            scores=_scores_from(mechanism, number),
             oracle_cpu_seconds=number("oracle_cpu_seconds", math.nan),
         )
 
@@ -370,16 +380,18 @@ def _certified(calls: int, tag: str | None, metrics: Mapping[str, float]) -> boo
     return metrics.get("oracle_certified_fraction") == 1.0
 
 
+def _scores_from(mechanism: str, number: Callable[[str, float], float]) -> Scores:
+    """The scores of ``mechanism``'s kind read back from a child run's metrics (``number(name,
+    default)``); a classifier's for a name no longer in the catalog."""
+    kind = CATALOG[mechanism].SCORES if mechanism in CATALOG else ClassifierScores
+    return kind(**{f.name: number(f.name, math.nan) for f in dataclasses.fields(kind)})
+
+
 def release_fields(release: Release | SyntheticRelease) -> tuple[dict[str, Any], dict[str, float]]:
     """(params, metrics) of the child run that come from the release itself, not the result:
-    a classifier's scalar noise parameters (``noise.*``), a synthetic table's game parameters
-    (``param.*``: T, the per-round epsilon, ...; the target is the run's), and the timings and
-    certificate summary."""
-    if isinstance(release, SyntheticRelease):
-        params = {
-            f"param.{k}": v for k, v in release.params.items() if k not in ("epsilon", "delta")
-        }
-    else:
-        params = {f"noise.{k}": v for k, v in release.noise.items()}  # scalars only (Release)
+    what its entry's kind records of it (``release_params``: a classifier's scalar noise
+    parameters ``noise.*``, a synthetic table's game parameters ``param.*``), and the timings
+    and certificate summary."""
+    params = CATALOG[release.mechanism].release_params(release)
     metrics = {k: float(v) for k, v in release.to_metrics().items()}
     return params, {k: v for k, v in metrics.items() if math.isfinite(v)}

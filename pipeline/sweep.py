@@ -23,14 +23,13 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
-import math
 import os
 import queue
 import threading
 import time
 from typing import Any, Sequence
 
-from mechanisms.catalog import NON_ORACLE, NON_PRIVATE
+from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE
 from mechanisms.release import Release
 from pipeline import reaper
 from pipeline.config import Config
@@ -461,11 +460,9 @@ def finished_line(key: RunKey, result: RunResult) -> str:
 
 
 def _headline(result: RunResult) -> str:
-    """What a finished run's progress line says: a classifier's training accuracy, a synthetic
-    table's largest marginal error."""
-    if math.isnan(result.max_marginal_error):
-        return f"acc {result.train_accuracy:.3f}"
-    return f"max marginal error {result.max_marginal_error:.3f}"
+    """What a finished run's progress line says, as its entry's kind says it: a classifier's
+    training accuracy, a synthetic table's largest marginal error."""
+    return CATALOG[result.mechanism].headline(result.scores)
 
 
 def _in_threads(

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from mechanisms.catalog import CATALOG, NON_PRIVATE
+from mechanisms.entries import Entry, Labelled, Request, Scores, Table
 
 # Imported here, at load time, not lazily: a driver must have its code loaded before it connects
 # to Ray (on a one-machine test cluster a second node re-extracts the job's working directory into
@@ -23,14 +24,12 @@ from mechanisms.catalog import CATALOG, NON_PRIVATE
 from mechanisms.release import Release
 from mechanisms.runner import SolveMany, solve_sequentially
 from mechanisms.synthetic.domain import Domain, Workload
-from mechanisms.synthetic.evaluate import TableScores, score_table
 from mechanisms.synthetic.fem import SyntheticRelease
 from oracles import registry
-from oracles.routing import CONFIGURED, route_name
-from pipeline.catalog import MechanismConfig
 from pipeline.config import Config, ConfigError, OracleConfig, SweepConfig
 from pipeline.data.record import Dataset
 from pipeline.run_record import RunResult
+from pipeline.settings_schemas import MechanismConfig
 from pipeline.split_solve import ray_map_parts
 
 
@@ -96,24 +95,38 @@ def sweep_keys(config: Config) -> list[RunKey]:
     return keys
 
 
+@dataclass(frozen=True)
+class SweepOracles:
+    """The oracles a sweep offers its runs (``mechanisms.entries.Oracles``): the configured one
+    (``oracle.name``) and any named route, each built by ``oracle_for``."""
+
+    cfg: OracleConfig
+    threads: int | None = None
+
+    def configured(self) -> Any:
+        return oracle_for(self.cfg, self.cfg.name, self.threads)
+
+    def route(self, name: str) -> Any:
+        return oracle_for(self.cfg, name, self.threads)
+
+
 def mechanism_oracle(
     cfg: OracleConfig, threads: int | None = None, mechanism: MechanismConfig | None = None
 ) -> Any:
-    """The oracle ``mechanism`` needs (its catalog entry says which; without one, the configured
-    oracle), built by ``oracle_for``."""
-    needed = CONFIGURED if mechanism is None else CATALOG[mechanism.name].oracle(mechanism)
-    if needed is None:
-        raise ValueError(f"{mechanism.name!r} calls no oracle")
-    return oracle_for(cfg, needed, threads)
+    """The oracle ``mechanism`` asks for (its catalog entry says which; without one, the
+    configured oracle); a ValueError for a mechanism that calls none."""
+    oracles = SweepOracles(cfg, threads)
+    if mechanism is None:
+        return oracles.configured()
+    return CATALOG[mechanism.name].oracle_of(mechanism, oracles)
 
 
-def oracle_for(cfg: OracleConfig, needed: str, threads: int | None = None) -> Any:
-    """The one place an oracle is built for a run: the route of what a catalog entry asks for
-    (``oracles.routing.route_name``: a route's name, e.g. OPSamp's logistic loss ``convex``, or
-    ``CONFIGURED``, ``cfg.name``), from the registry. Every oracle gets ``cfg.time_limit`` and
-    ``threads`` (default ``cfg.threads``); ``cfg.parts`` > 1 runs the window search's parts as
-    Ray tasks (``pipeline.split_solve``)."""
-    name = route_name(needed, cfg.name)
+def oracle_for(cfg: OracleConfig, name: str, threads: int | None = None) -> Any:
+    """The one place an oracle is built for a run: the route ``name`` (the configured
+    ``cfg.name``, or one a catalog entry asks for by name, e.g. OPSamp's logistic loss
+    ``convex``), from the registry. Every oracle gets ``cfg.time_limit`` and ``threads``
+    (default ``cfg.threads``); ``cfg.parts`` > 1 runs the window search's parts as Ray tasks
+    (``pipeline.split_solve``)."""
     threads = threads or cfg.threads
     options = {}
     if cfg.parts > 1 and name in registry.SPLIT:  # parts as Ray tasks of `threads` CPUs each
@@ -127,6 +140,12 @@ def privacy_delta(config: Config, n: int) -> float:
     return sweep_delta if sweep_delta is not None else 1.0 / n**2
 
 
+def run_data(config: Config, entry: Entry, dataset: Dataset) -> Labelled | Table:
+    """The data a run of ``entry`` takes from ``dataset`` (the entry's kind says which: features
+    and labels, or records over their public domain with the sweep's ``workload``)."""
+    return entry.data(dataset, lambda domain: workload(config, domain))
+
+
 def run_release(
     config: Config,
     key: RunKey,
@@ -135,29 +154,21 @@ def run_release(
     solve_many: SolveMany | None = None,
     threads: int | None = None,
 ) -> Release | SyntheticRelease:
-    """The release of one run (no I/O): the catalog entry's one path (``Entry.release``). A
-    synthetic-data mechanism takes the training records over their public domain and the sweep's
-    workload (``workload``)."""
+    """The release of one run (no I/O): the catalog entry's one ``Request``, with the run's
+    generator (``run_generator``) and the sweep's oracles (``SweepOracles``)."""
     cfg = config.mechanisms[key.mechanism]
     entry = CATALOG[cfg.name]
-    rng = run_generator(config.sweep.sweep_seed if config.sweep else 0, key)
-    X, records = train.features, {}
-    if entry.kind == "synthetic":
-        real = train.records()
-        X, records = real.codes, {"domain": real.domain, "workload": workload(config, real.domain)}
-    return entry.release(
+    request = Request(
         cfg,
         key.epsilon,
         privacy_delta(config, train.n),
         config.margin,
-        X,
-        train.labels,
-        rng,
-        oracle=lambda needed: oracle_for(config.oracle, needed, threads),
+        run_data(config, entry, train),
+        run_generator(config.sweep.sweep_seed if config.sweep else 0, key),
+        oracles=SweepOracles(config.oracle, threads),
         solve_many=solve_many or solve_sequentially,
-        feature_names=train.feature_names,
-        **records,
     )
+    return entry.release(request)
 
 
 def workload_k(config: Config, domain: Domain) -> int:
@@ -180,20 +191,14 @@ def workload(config: Config, domain: Domain) -> Workload:
     return Workload.all_k_way(domain.sizes, workload_k(config, domain))
 
 
-def score(config: Config, release: Any, train: Dataset, test: Dataset | None) -> TableScores | None:
-    """A synthetic table's scores against the private records (``score_table``: the workload's
-    error, logistic regression trained on it); None for a classifier's release."""
-    if not isinstance(release, SyntheticRelease):
-        return None
-    real = train.records()
-    return score_table(
-        release.records,
-        real.codes,
-        test.records().codes if test is not None else None,
-        workload(config, real.domain),
-        real.label,
-        real.positive,
-    )
+def score(
+    config: Config, key: RunKey, release: Any, train: Dataset, test: Dataset | None
+) -> Scores:
+    """The scores of run ``key``'s release, as its catalog entry's kind scores it (a
+    classifier's accuracy; a synthetic table's workload error and downstream accuracy)."""
+    entry = CATALOG[key.mechanism]
+    test_data = run_data(config, entry, test) if test is not None else None
+    return entry.score(release, run_data(config, entry, train), test_data)
 
 
 def run_one(
@@ -204,6 +209,6 @@ def run_one(
     start = time.perf_counter()
     release = run_release(config, key, train, **kwargs)
     wall_seconds = time.perf_counter() - start
-    scores = score(config, release, train, test)  # not part of the run's time
-    result = RunResult.of(key, release, train, test, wall_seconds, started=started, scores=scores)
+    scores = score(config, key, release, train, test)  # not part of the run's time
+    result = RunResult.of(key, release, scores, train.n, wall_seconds, started=started)
     return result, release

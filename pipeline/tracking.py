@@ -13,6 +13,7 @@ deletes unfinished ones, so nothing is duplicated.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import math
 import os
@@ -24,7 +25,6 @@ from typing import Any, Iterable
 
 from mechanisms.catalog import NON_PRIVATE
 from mechanisms.release import Release
-from mechanisms.synthetic.domain import Domain
 from mechanisms.synthetic.fem import SyntheticRelease
 from pipeline import mlflow_log
 from pipeline.data.record import Dataset
@@ -129,7 +129,7 @@ class SweepTracker:
         self._beat = 0.0
         self._inputs: list = []  # the sweep's datasets (use_datasets)
         self._feature_names: tuple[str, ...] = ()
-        self._domain: Domain | None = None
+        self._train: Dataset | None = None  # a synthetic table's columns: its records' domain
 
     def find_parent(self, sid: str) -> str | None:
         """The parent run of the sweep ``sid`` if there is one; creates nothing."""
@@ -233,8 +233,7 @@ class SweepTracker:
         """The sweep's data (built once, here, in the driver): the input of every run logged."""
         self._inputs = mlflow_log.dataset_inputs(name, train, test)
         self._feature_names = train.feature_names
-        if train.provenance.get("kind") == "records":  # the synthetic tables' columns
-            self._domain = train.records().domain
+        self._train = train
 
     def log_child(
         self, result: RunResult, release: Release | SyntheticRelease, mechanism_cfg: dict[str, Any]
@@ -243,8 +242,6 @@ class SweepTracker:
         the result (pipeline.run_record), its dataset as input, its classifier as the model
         ``runs:/<id>/model`` or its synthetic table as an artifact and output dataset, the rest
         of the release in release.json (pipeline.mlflow_log)."""
-        import mlflow
-
         noise, release_metrics = release_fields(release)
         start, end = result.times()
         run_id = self.client.create_run(
@@ -259,15 +256,26 @@ class SweepTracker:
             self.client.log_inputs(run_id, datasets=self._inputs)
         record = mlflow_log.release_json(release, mechanism_cfg)
         self.client.log_text(run_id, record, "release.json")
-        if isinstance(release, SyntheticRelease):
-            if result.mechanism not in NON_PRIVATE:  # the reference's table is the private data
-                mlflow_log.log_synthetic_table(self.client, run_id, release, self._domain)
-        else:
-            names = self._feature_names or [f"x{j}" for j in range(release.w.shape[-1])]
-            mlflow.set_tracking_uri(self.uri)  # where MLflow logs a model (one store per driver)
-            mlflow_log.log_release_model(self.client, self.experiment_id, run_id, release, names)
+        self._log_output(release, run_id)
         self.client.set_terminated(run_id, status=RunStatus.FINISHED, end_time=end)
         return run_id
+
+    @functools.singledispatchmethod
+    def _log_output(self, release: Release, run_id: str) -> None:
+        """A classifier's output: its model, ``runs:/<id>/model``."""
+        import mlflow
+
+        names = self._feature_names or [f"x{j}" for j in range(release.w.shape[-1])]
+        mlflow.set_tracking_uri(self.uri)  # where MLflow logs a model (one store per driver)
+        mlflow_log.log_release_model(self.client, self.experiment_id, run_id, release, names)
+
+    @_log_output.register
+    def _(self, release: SyntheticRelease, run_id: str) -> None:
+        """A synthetic table's output: the table, as an artifact and output dataset; none for
+        the non-private reference, whose table is the private data."""
+        if release.mechanism not in NON_PRIVATE:
+            domain = self._train.records().domain
+            mlflow_log.log_synthetic_table(self.client, run_id, release, domain)
 
     def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
         """A run that failed for good, as a FAILED child with its reason (redone on resume)."""

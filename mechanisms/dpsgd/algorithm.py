@@ -49,7 +49,7 @@ class DPSGDParams:
     epsilon: float
     delta: float
     #: C: the sweeps' and the estimator's value (the pipeline's config used 2.0 while this said
-    #: 1.0; one default now, here: pipeline.catalog reads it).
+    #: 1.0; one default now, here: pipeline.settings_schemas reads it).
     clip_norm: float = 2.0
     batch_size: int = 64
     learning_rate: float = 2.0

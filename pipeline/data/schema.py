@@ -66,9 +66,10 @@ def _mapping_from_text(text: str, numbers: bool) -> Any:
 @dataclass
 class DatasetConfig(ReadOnly):
     name: str = MISSING
-    #: Whether the dataset is records over a public domain (for the synthetic-data mechanisms,
-    #: docs/synthetic.md), not features and a label for the classifiers.
-    RECORDS: ClassVar[bool] = False
+    #: What the dataset holds, as a catalog entry says what it takes (``mechanisms.entries``):
+    #: ``features`` and a label (for the classifiers) or ``records`` over a public domain (for
+    #: the synthetic-data mechanisms, docs/synthetic.md).
+    DATA: ClassVar[str] = "features"
 
 
 @dataclass
@@ -104,7 +105,7 @@ class AdultRecordsConfig(AdultFilesConfig):
     every row of adult.data to train, of adult.test to test."""
 
     name: str = "adult_records"
-    RECORDS: ClassVar[bool] = True
+    DATA: ClassVar[str] = "records"
 
 
 @dataclass
@@ -237,7 +238,7 @@ class TableRecordsConfig(TableFileConfig):
     public bin edges; the label is one of the attributes."""
 
     name: str = "table_records"
-    RECORDS: ClassVar[bool] = True
+    DATA: ClassVar[str] = "records"
     #: Column -> its levels; null levels are read off the training rows (a PrivacyLeakWarning).
     categorical: Any = None
     #: Column -> its public bin edges [e_0, ..., e_K] (K levels).

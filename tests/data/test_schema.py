@@ -57,8 +57,8 @@ def test_the_schemas_are_registered_under_their_names_with_defaults_that_pass():
     records = TableRecordsConfig(path="t.csv", label="y", positive="1", bins={"a": [0, 1, 2]})
     assert DATASET_SCHEMAS["table_records"] is TableRecordsConfig
     records.check()
-    assert TableRecordsConfig.RECORDS and AdultRecordsConfig.RECORDS
-    assert not TableDatasetConfig.RECORDS and not AdultDatasetConfig.RECORDS
+    assert TableRecordsConfig.DATA == AdultRecordsConfig.DATA == "records"
+    assert TableDatasetConfig.DATA == AdultDatasetConfig.DATA == "features"
     AdultDatasetConfig().check()
     AdultRecordsConfig().check()
     SyntheticDatasetConfig().check()

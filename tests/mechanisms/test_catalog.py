@@ -9,10 +9,35 @@ import numpy as np
 import pytest
 
 from mechanisms.audit.audits import AUDITS
-from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS, SYNTHETIC
+from mechanisms.catalog import (
+    BY_KIND,
+    CATALOG,
+    NON_ORACLE,
+    NON_PRIVATE,
+    RUN_FIELDS,
+    SYNTHETIC,
+    ClassifierEntry,
+    TableEntry,
+)
+from mechanisms.entries import Labelled, Request, Table
 from mechanisms.estimators import CLASSIFIERS
 from mechanisms.synthetic.domain import Domain, Workload
 from oracles.registry import make_oracle
+
+
+class _Asked:
+    """The oracles a test offers: the configured one is ``enumerate``; every request is noted."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def configured(self):
+        self.calls.append("configured")
+        return make_oracle("enumerate")
+
+    def route(self, name: str):
+        self.calls.append(name)
+        return make_oracle(name)
 
 
 def _data(n: int = 40, d: int = 2):
@@ -26,17 +51,12 @@ def test_every_entry_runs_by_the_one_path_and_its_estimator_is_that_path(name):
     entry = CATALOG[name]
     X, y = _data()
     settings = entry.default_settings(**({"batch_size": 16} if name == "dpsgd_lr" else {}))
-    calls = []
-
-    def oracle(needed):
-        calls.append(needed)
-        return make_oracle("enumerate" if needed == "configured" else needed)
-
-    release = entry.release(
-        settings, 1.0, 1e-4, 1e-4, X, y, np.random.default_rng(7), oracle=oracle
-    )
+    oracles = _Asked()
+    request = Request(settings, 1.0, 1e-4, 1e-4, Labelled(X, y), np.random.default_rng(7), oracles)
+    release = entry.release(request)
     assert release.w.shape == (2,) and release.mechanism == name  # one name, config to MLflow
-    assert calls == ([] if name in NON_ORACLE else [entry.oracle(settings)])
+    asked = {"opsamp": ["convex"]}.get(name, ["configured"])  # its default loss is logistic
+    assert oracles.calls == ([] if name in NON_ORACLE else asked)
     assert release.privacy.holds == entry.private  # the references never claim privacy
     # the estimator of the entry: the same settings, the same seed, the same release
     cls = CLASSIFIERS[name]
@@ -75,19 +95,13 @@ def test_every_synthetic_data_entry_makes_a_table_over_the_records_domain(name):
         "mwem": {"iterations": 2},
     }
     settings = entry.default_settings(**small.get(name, {}))
-    calls = []
-
-    def oracle(needed):
-        calls.append(needed)
-        return make_oracle(needed)
-
-    release = entry.release(
-        settings, 1.0, 1e-4, 1e-4, codes, None, rng, oracle=oracle, domain=domain, workload=workload
-    )
+    oracles = _Asked()
+    table = Table(codes, domain, workload, label=2, positive=1)
+    release = entry.release(Request(settings, 1.0, 1e-4, 1e-4, table, rng, oracles))
     assert release.mechanism == name  # one name, config to MLflow
     assert release.records.shape[1] == 3 and (release.records < np.array(domain.sizes)).all()
     assert release.privacy.holds == entry.private
-    assert calls == (["conjunctions_enumerate"] if name.startswith("fem") else [])
+    assert oracles.calls == (["conjunctions_enumerate"] if name.startswith("fem") else [])
     assert name not in CLASSIFIERS
 
 
@@ -109,8 +123,21 @@ def test_an_unknown_setting_is_refused_by_name():
 def test_a_mechanism_that_needs_an_oracle_says_so_without_one():
     X, y = _data()
     entry = CATALOG["opdisc"]
-    with pytest.raises(ValueError, match="needs an oracle"):
-        entry.release(entry.default_settings(), 1.0, 1e-4, 1e-4, X, y, np.random.default_rng(0))
+    request = Request(
+        entry.default_settings(), 1.0, 1e-4, 1e-4, Labelled(X, y), np.random.default_rng(0)
+    )
+    with pytest.raises(ValueError, match=r"opdisc needs an oracle: pass Request\(oracles=...\)"):
+        entry.release(request)
+
+
+def test_every_entry_is_of_one_kind_and_the_kinds_partition_the_catalog():
+    assert set(BY_KIND) == {ClassifierEntry, TableEntry}
+    assert BY_KIND[ClassifierEntry] | BY_KIND[TableEntry] == set(CATALOG)
+    assert not BY_KIND[ClassifierEntry] & BY_KIND[TableEntry]
+    assert (
+        SYNTHETIC == BY_KIND[TableEntry] == {"fem", "fem_rspm", "mst", "aim", "mwem", "real_table"}
+    )
+    assert set(CLASSIFIERS) == BY_KIND[ClassifierEntry]  # one estimator per classifier entry
 
 
 #: Private entries the audit cannot reach, and why. The library baselines take about a second a

@@ -6,6 +6,10 @@ import dataclasses
 import math
 from typing import Any
 
+import numpy as np
+
+from mechanisms.catalog import CATALOG
+from mechanisms.entries import ClassifierScores, Labelled
 from pipeline.run_record import RunResult, privacy_status
 
 
@@ -24,8 +28,6 @@ def result_for(key: Any, holds: bool = True, **fields: Any) -> RunResult:
         calibration="",
         privacy_holds=holds,
         privacy_reason="",
-        train_accuracy=0.75,
-        test_accuracy=nan,
         wall_seconds=1.0,
         oracle_wall_seconds=0.0,
         oracle_calls=0,
@@ -38,5 +40,21 @@ def result_for(key: Any, holds: bool = True, **fields: Any) -> RunResult:
         node="",
         oracle_certified=True if fields.get("oracle_calls") else None,
         privacy_status=privacy_status(key.mechanism, holds),
+        scores=ClassifierScores(0.75, nan),
     )
     return dataclasses.replace(result, **fields)
+
+
+def classifier_result(
+    key: Any, release: Any, train: Any, test: Any, wall_seconds: float, **options: Any
+) -> RunResult:
+    """The result of a classifier's run ``key`` that released ``release``, scored by its entry on
+    ``train`` and ``test`` (datasets, or stand-ins with ``features`` and ``labels``)."""
+    entry = CATALOG[key.mechanism]
+
+    def data(dataset: Any) -> Labelled | None:
+        return None if dataset is None else Labelled(dataset.features, dataset.labels)
+
+    scores = entry.score(release, data(train), data(test))
+    n = len(np.asarray(train.labels))
+    return RunResult.of(key, release, scores, n, wall_seconds, **options)

@@ -177,11 +177,12 @@ _TABLE = [
         (["+sweep=smoke", "sweep.epsilons=[0.1"], "cannot parse 'sweep.epsilons=\\[0.1': "),
         (
             ["+sweep=smoke", "dataset=adult_records"],
-            "sweep.mechanisms: adult_records holds records over a public domain",
+            "sweep.mechanisms: adult_records holds records over a public domain; opdisc, ",
         ),
         (
             ["+sweep=smoke", "sweep.mechanisms=[fem]"],
-            "sweep.mechanisms: fem make synthetic tables from records",
+            "sweep.mechanisms: .* holds features and a label; fem take records over a public "
+            "domain: sweep them with dataset=adult_records",
         ),
         # Hydra's words replaced where they do not say what to type
         (["sweep=smoke"], r"sweep=smoke: sweep has no default to override; .*: \+sweep=smoke$"),

@@ -17,9 +17,9 @@ from mechanisms.release import PrivacyClaim, Release
 from oracles.base import Certificate, Status
 from pipeline.data.record import Dataset
 from pipeline.mlflow_log import FIRST_SCREEN, RUN_LIST_VIEW, VERDICT_WIDTHS, VIEW_KEY
-from pipeline.run_record import RunResult
 from pipeline.tasks import RunKey
 from pipeline.tracking import SweepTracker, results_from_mlflow
+from tests.pipeline.records import classifier_result
 
 MARGIN = 0.25
 NAMES = ("age", "hours", "sex=male")
@@ -56,7 +56,7 @@ def logged(tmp_path_factory):
     tracker.use_datasets("toy", train, test)
     tracker.start_parent("test", "sid", {"sweep": {"name": "test"}})
     release = _release()
-    result = RunResult.of(RunKey("opdisc", 0.5, 0), release, train, test, wall_seconds=2.5)
+    result = classifier_result(RunKey("opdisc", 0.5, 0), release, train, test, wall_seconds=2.5)
     before = time.time()
     run_id = tracker.log_child(result, release, {"name": "opdisc", "tau": 1.0})
     seconds = time.time() - before
@@ -206,7 +206,7 @@ def test_the_run_list_shows_the_gap_and_the_certificate_as_a_reviewer_reads_them
     shown = {}
     for i, certificates in enumerate(((noise,), (tiny,), ())):
         release = dataclasses.replace(_release(), certificates=certificates)
-        result = RunResult.of(RunKey("opdisc", 0.5, i), release, train, None, wall_seconds=0.1)
+        result = classifier_result(RunKey("opdisc", 0.5, i), release, train, None, wall_seconds=0.1)
         run = tracker.client.get_run(tracker.log_child(result, release, {}))
         tags, metrics = run.data.tags, run.data.metrics
         shown[i] = (tags["oracle_gap"], tags["oracle_certified"], metrics.get("oracle_max_gap"))

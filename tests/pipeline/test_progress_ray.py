@@ -84,9 +84,9 @@ def test_the_sweep_prints_a_running_solve_with_incumbent_and_bound(
     local_ray, monkeypatch, capsys, tmp_path
 ):
     from pipeline import sweep
-    from pipeline.catalog import SCHEMAS
     from pipeline.config import Config, OracleConfig, SweepConfig
     from pipeline.data.schema import SyntheticDatasetConfig
+    from pipeline.settings_schemas import SCHEMAS
     from tests.pipeline.test_sweep_units import FakeTracker
 
     monkeypatch.setattr(sweep, "PROGRESS_EVERY", 0.5)

@@ -27,7 +27,6 @@ import pipeline.report
 import pipeline.run as run_module
 import pipeline.sweep
 import pipeline.tracking
-from pipeline.catalog import SCHEMAS
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import Config, ConfigError, SweepConfig, TrackingConfig, validate
 from pipeline.data import load_dataset
@@ -36,6 +35,7 @@ from pipeline.data.schema import SyntheticDatasetConfig, TableRecordsConfig
 from pipeline.data.table_records import load_table_records
 from pipeline.faults import StorageError
 from pipeline.run import SweepOutcome, SweepStatus
+from pipeline.settings_schemas import SCHEMAS
 from pipeline.tasks import RunKey, sweep_keys
 from pipeline.tracking import RunStatus
 from tests.pipeline.records import result_for

@@ -9,10 +9,12 @@ import types
 import numpy as np
 import pytest
 
+from mechanisms.entries import ClassifierScores
 from mechanisms.release import PrivacyClaim, Release
+from mechanisms.synthetic.evaluate import TableScores
 from oracles.base import Certificate, Status
 from pipeline.run_record import (
-    KIND_METRICS,
+    COLUMNS,
     METRICS,
     NO_ORACLE,
     PARAMS,
@@ -25,6 +27,7 @@ from pipeline.run_record import (
 )
 from pipeline.tasks import RunKey
 from pipeline.tracking import SweepTracker, results_from_mlflow
+from tests.pipeline.records import classifier_result
 
 
 def _certificate(gap: float, backend: str = "highs", fallback: str = "") -> Certificate:
@@ -113,7 +116,7 @@ def test_a_result_survives_mlflow(store, tmp_path, case):
     release = _release(certificates, **claim)
     train, test = _Data(30), (_Data(20) if with_test else None)
     result = dataclasses.replace(
-        RunResult.of(key, release, train, test, wall_seconds=1.5), node="node-a,node-b"
+        classifier_result(key, release, train, test, wall_seconds=1.5), node="node-a,node-b"
     )
     tracker = SweepTracker(store, f"round-trip {case}", tmp_path / "art")
     tracker.start_parent("test", "sid", {"sweep": {"name": "test"}})
@@ -121,21 +124,30 @@ def test_a_result_survives_mlflow(store, tmp_path, case):
     # its name in MLflow's run list is the console's label (a reference's says what it is)
     assert tracker.client.get_run(run_id).info.run_name == key.label
     (back,) = results_from_mlflow(tracker)
-    for field in dataclasses.fields(RunResult):
-        value, read = getattr(result, field.name), getattr(back, field.name)
-        assert type(read) is type(value), (field.name, read, value)
+    fields = [
+        (f.name, getattr(result, f.name), getattr(back, f.name))
+        for f in dataclasses.fields(RunResult)
+    ]
+    assert type(back.scores) is type(result.scores) is ClassifierScores
+    fields += [
+        (f"scores.{k}", v, getattr(back.scores, k))
+        for k, v in dataclasses.asdict(result.scores).items()
+    ]
+    for name, value, read in fields:
+        assert type(read) is type(value), (name, read, value)
         if isinstance(value, float) and math.isnan(value):
-            assert math.isnan(read), field.name
-        else:
-            assert read == value, field.name
+            assert math.isnan(read), name
+        elif name != "scores":
+            assert read == value, name
 
 
 def test_every_field_has_one_place_in_the_child_run():
     """A field is a param, a metric or a tag (verdicts and identity), never two of them."""
     release = _release([_certificate(0.0)])
-    result = RunResult.of(RunKey("opdisc", 0.5, 3), release, _Data(30), _Data(20), 1.5)
+    result = classifier_result(RunKey("opdisc", 0.5, 3), release, _Data(30), _Data(20), 1.5)
     params, metrics, tags = result.to_params(), result.to_metrics(), result.to_tags("p")
-    assert set(params) == set(PARAMS) and set(metrics) == set(METRICS) - set(KIND_METRICS)
+    assert set(params) == set(PARAMS)
+    assert set(metrics) == set(METRICS) | {"train_accuracy", "test_accuracy"}  # its scores
     assert not set(params) & set(metrics)
     assert not any(name.endswith("marginal_error") for name in tags)  # a classifier has none
     assert tags["run_key"] == "opdisc/eps=0.5/run=3" and tags["privacy_holds"] == "yes"
@@ -144,8 +156,8 @@ def test_every_field_has_one_place_in_the_child_run():
 
 def test_a_non_finite_float_is_a_tag_not_a_metric():
     release = _release([_certificate(math.inf), _certificate(0.0)], holds=False)
-    result = RunResult.of(RunKey("rspm_gaussian", 1.0, 0), release, _Data(30), None, 1.5)
-    assert math.isnan(result.test_accuracy) and math.isinf(result.oracle_max_gap)
+    result = classifier_result(RunKey("rspm_gaussian", 1.0, 0), release, _Data(30), None, 1.5)
+    assert math.isnan(result.scores.test_accuracy) and math.isinf(result.oracle_max_gap)
     assert "test_accuracy" not in result.to_metrics()
     assert "oracle_max_gap" not in result.to_metrics()
     tags = result.to_tags(None)
@@ -156,7 +168,7 @@ def test_a_non_finite_float_is_a_tag_not_a_metric():
 
 def test_a_reference_is_non_private_and_claims_no_certificate_without_an_oracle_call():
     release = _release([], epsilon=math.inf, holds=False, calibration=None)
-    result = RunResult.of(RunKey("erm_01", math.inf, 0), release, _Data(30), None, 0.1)
+    result = classifier_result(RunKey("erm_01", math.inf, 0), release, _Data(30), None, 0.1)
     assert result.privacy_status is PrivacyStatus.NON_PRIVATE and result.oracle_certified is None
     assert result.to_tags(None)["privacy_status"] == "non-private"
     assert result.calibration == "" and result.to_params()["calibration"] == "-"
@@ -167,12 +179,12 @@ def test_a_run_without_an_oracle_call_is_no_oracle_everywhere(mechanism):
     """Never "yes" (it was, as if every one of its zero oracle answers were certified): the
     run list's tag, results.csv's row, and the gap it does not have."""
     release = _release([], holds=mechanism != "logistic_regression")
-    result = RunResult.of(RunKey(mechanism, 1.0, 0), release, _Data(30), None, 0.1)
+    result = classifier_result(RunKey(mechanism, 1.0, 0), release, _Data(30), None, 0.1)
     assert result.oracle_certified is None
     assert result.to_tags(None)["oracle_certified"] == NO_ORACLE
     assert result.to_row()["oracle_certified"] == NO_ORACLE
     assert result.to_tags(None)["oracle_gap"] == "-"
-    certified = RunResult.of(
+    certified = classifier_result(
         RunKey("opdisc", 1.0, 0), _release([_certificate(0.0)]), _Data(30), None, 0.1
     )
     assert (
@@ -180,7 +192,7 @@ def test_a_run_without_an_oracle_call_is_no_oracle_everywhere(mechanism):
         == "yes"
         == certified.to_row()["oracle_certified"]
     )
-    failed = RunResult.of(
+    failed = classifier_result(
         RunKey("opdisc", 1.0, 0), _release([_certificate(2.0)]), _Data(30), None, 0.1
     )
     assert failed.to_tags(None)["oracle_certified"] == "no" == failed.to_row()["oracle_certified"]
@@ -221,7 +233,7 @@ def test_the_run_list_shows_the_short_gap_and_results_csv_keeps_the_raw_one():
     noise = Certificate(Status.OPTIMAL, 3.0, 3.0 + 1.4210854715202004e-14, 0.1, "highs")
     tiny = Certificate(Status.OPTIMAL, 3.0, 3.0 - 1.1368683772161603e-13, 0.1, "highs")
     for certificate, shown in ((noise, "0"), (tiny, "1.1e-13")):
-        result = RunResult.of(
+        result = classifier_result(
             RunKey("opdisc", 1.0, 0), _release([certificate]), _Data(30), None, 0.1
         )
         assert result.to_tags(None)["oracle_gap"] == shown
@@ -257,7 +269,8 @@ def test_a_child_logged_by_an_earlier_version_reads_back():
     assert result.requested_epsilon == 0.5 and math.isinf(result.privacy_epsilon)
     assert result.calibration == "" and result.privacy_reason == "old reason"
     assert result.oracle_certified and result.privacy_status is PrivacyStatus.HOLDS
-    assert result.oracle_backends == "" and math.isnan(result.test_accuracy)
+    assert result.oracle_backends == "" and math.isnan(result.scores.test_accuracy)
+    assert result.scores.train_accuracy == 0.75
     assert result.oracle_wall_seconds == 0.0 and math.isnan(result.oracle_objective)
     assert math.isnan(result.oracle_cpu_seconds)  # not measured before the field existed
     run.data.metrics["oracle_seconds"] = 2.5  # the name before it said which clock
@@ -267,3 +280,20 @@ def test_a_child_logged_by_an_earlier_version_reads_back():
     run.data.params["oracle_calls"] = "0"
     run.data.tags["oracle_certified"] = "yes"
     assert RunResult.from_mlflow(run).oracle_certified is None
+
+
+def test_a_row_has_every_kinds_columns_and_nan_in_another_kinds():
+    """results.csv is one table for both kinds: a classifier's row has no marginal error, a
+    synthetic table's has one; the columns, in order, are COLUMNS either way."""
+    release = _release([_certificate(0.0)])
+    classifier = classifier_result(RunKey("opdisc", 0.5, 3), release, _Data(30), _Data(20), 1.5)
+    row = classifier.to_row()
+    assert tuple(row) == COLUMNS and math.isnan(row["max_marginal_error"])
+    assert row["train_accuracy"] == classifier.scores.train_accuracy
+    table = dataclasses.replace(
+        classifier, mechanism="fem", scores=TableScores(0.25, 0.125, 0.75, math.nan)
+    )
+    row = table.to_row()
+    assert tuple(row) == COLUMNS and row["max_marginal_error"] == 0.25
+    assert table.to_metrics()["mean_marginal_error"] == 0.125
+    assert table.to_tags(None)["nonfinite.test_accuracy"] == "nan"

@@ -19,18 +19,20 @@ import types
 import numpy as np
 import pytest
 
+from mechanisms.entries import ClassifierScores
 from mechanisms.release import PrivacyClaim, Release
+from mechanisms.synthetic.evaluate import TableScores
 from oracles.base import Certificate, Status
 from pipeline import sweep
-from pipeline.catalog import SCHEMAS
 from pipeline.config import Config, SweepConfig
 from pipeline.data.record import Dataset
 from pipeline.data.schema import SyntheticDatasetConfig
 from pipeline.faults import Terminated, stop_on_sigterm
 from pipeline.preflight import ServiceError
-from pipeline.run_record import RunResult, release_fields
+from pipeline.run_record import release_fields
+from pipeline.settings_schemas import SCHEMAS
 from pipeline.tasks import RunKey
-from tests.pipeline.records import result_for
+from tests.pipeline.records import classifier_result, result_for
 
 # --- fakes -----------------------------------------------------------------------------------
 
@@ -425,7 +427,7 @@ def test_an_oracle_runs_solve_step_is_its_tasks_seconds_and_its_wait_is_named(
     )
     assert release.timings == {"prepare": 2.0, "solve": 3.0, "total": 5.0, "solve_waited": 50.0}
     assert row.wall_seconds == pytest.approx(2.0 + 3.0 + 1.0)
-    result = RunResult.of(key, release, _dataset(), None, row.wall_seconds)
+    result = classifier_result(key, release, _dataset(), None, row.wall_seconds)
     metrics = release_fields(release)[1] | result.to_metrics()
     times = sorted(k for k in metrics if "seconds" in k)
     assert times == [
@@ -551,7 +553,7 @@ def test_a_non_oracle_run_is_one_task_on_the_object_store_data(local_ray, mechan
         config, key, train, test, run_task, solve_task, local_ray.put(train), local_ray.put(test)
     )
     assert result.key == str(key) and isinstance(release, Release)
-    assert result.train_n == 12 and 0.0 <= result.test_accuracy <= 1.0  # both sets reached it
+    assert result.train_n == 12 and 0.0 <= result.scores.test_accuracy <= 1.0  # both sets
     assert result.node == "node-run_task"  # ran whole in its task, not in the driver
     assert local_ray.ran == ["run_task"] and local_ray.by_value == []  # the store's copy
 
@@ -620,8 +622,8 @@ def test_run_sweep_logs_each_run_and_each_failure_with_one_line(local_ray):
     assert sorted(r.key for r in results) == sorted(set(keys) - set(bad))
     assert tracker.children.keys() == {r.key for r in results}
     for result, release in tracker.children.values():
-        assert isinstance(release, Release) and 0.0 <= result.train_accuracy <= 1.0
-        assert result.train_n == 12 and 0.0 <= result.test_accuracy <= 1.0
+        assert isinstance(release, Release) and 0.0 <= result.scores.train_accuracy <= 1.0
+        assert result.train_n == 12 and 0.0 <= result.scores.test_accuracy <= 1.0
     assert {r.mechanism: r.node for r in results} == {
         "opdisc": "node-solve_one",
         "dpsgd_lr": "node-run_task",
@@ -731,8 +733,8 @@ def test_in_threads_starts_no_run_once_its_caller_has_stopped():
 
 
 def test_a_runs_progress_line_says_its_accuracy_or_its_tables_error():
-    classifier = types.SimpleNamespace(max_marginal_error=math.nan, train_accuracy=0.8734)
-    table = types.SimpleNamespace(max_marginal_error=0.10549, train_accuracy=0.7)
+    classifier = result_for(RunKey("opdisc", 1.0, 0), scores=ClassifierScores(0.8734, math.nan))
+    table = result_for(RunKey("fem", 1.0, 0), scores=TableScores(0.10549, 0.05, 0.7, math.nan))
     assert sweep._headline(classifier) == "acc 0.873"
     assert sweep._headline(table) == "max marginal error 0.105"
 
@@ -753,14 +755,11 @@ def test_the_largest_live_node_gives_the_cpus_a_task_may_hold(fake_ray):
 
 
 def test_a_finished_reference_reads_as_a_reference_not_eps_inf_and_non_private_privacy():
-    classifier = types.SimpleNamespace(
-        max_marginal_error=math.nan, train_accuracy=0.8725, privacy_status="non-private"
-    )
-    line = sweep.finished_line(RunKey("erm_01", math.inf, 0), classifier)
+    key = RunKey("erm_01", math.inf, 0)
+    classifier = result_for(key, holds=False, scores=ClassifierScores(0.8725, math.nan))
+    line = sweep.finished_line(key, classifier)
     assert line == "erm_01 (non-private reference): acc 0.873"
-    private = types.SimpleNamespace(
-        max_marginal_error=math.nan, train_accuracy=0.87, privacy_status="holds"
-    )
+    private = result_for(RunKey("opdisc", 1.0, 0), scores=ClassifierScores(0.87, math.nan))
     line = sweep.finished_line(RunKey("opdisc", 1.0, 0), private)
     assert line == "opdisc/eps=1/run=0: acc 0.870, privacy holds"
 

@@ -23,6 +23,7 @@ from pipeline.tracking import (
     results_from_mlflow,
     review_hint,
 )
+from tests.pipeline.records import classifier_result
 
 
 class _Data:
@@ -35,7 +36,7 @@ def _logged(tracker: SweepTracker, key: RunKey) -> RunResult:
     claim = PrivacyClaim(1.0, 1e-5, True, "certified", calibration="proven")
     certificate = Certificate(Status.OPTIMAL, 1.0, 1.0, 0.1, "highs")
     release = Release(key.mechanism, np.array([1.0, 0.0]), claim, certificates=(certificate,))
-    result = RunResult.of(key, release, _Data(5), None, wall_seconds=0.5)
+    result = classifier_result(key, release, _Data(5), None, wall_seconds=0.5)
     tracker.log_child(result, release, {})
     return result
 
@@ -68,7 +69,7 @@ def test_a_resumed_sweep_reads_its_finished_runs_and_redoes_the_others(store, tm
     deleted = again.client.get_run(unfinished.info.run_id).info.lifecycle_stage
     assert deleted == "deleted"
     (back,) = results_from_mlflow(again)
-    assert back.key == done.key and back.privacy_holds and math.isnan(back.test_accuracy)
+    assert back.key == done.key and back.privacy_holds and math.isnan(back.scores.test_accuracy)
 
 
 def test_another_sweep_in_the_same_store_has_its_own_parent(store, tmp_path):
@@ -105,7 +106,7 @@ def test_a_synthetic_child_logs_its_table_and_the_reference_never_the_private_on
     tracker.start_parent("synth", "sid-synth", {})
     scores = TableScores(0.25, 0.125, 0.5, math.nan)
     private = _synthetic("fem", PrivacyClaim(0.9, 1e-6, True, "zcdp", calibration="zcdp"))
-    result = RunResult.of(RunKey("fem", 1.0, 0), private, train, None, 0.5, scores=scores)
+    result = RunResult.of(RunKey("fem", 1.0, 0), private, scores, train.n, 0.5)
     run_id = tracker.log_child(result, private, {"name": "fem"})
     client = tracker.client
     table = client.download_artifacts(run_id, SYNTHETIC_TABLE, str(tmp_path))
@@ -124,9 +125,7 @@ def test_a_synthetic_child_logs_its_table_and_the_reference_never_the_private_on
     (back,) = results_from_mlflow(tracker)
     np.testing.assert_equal(dataclasses.asdict(back), dataclasses.asdict(result))  # nan == nan
     reference = _synthetic("real_table", PrivacyClaim(math.inf, 0.0, False, "non-private"))
-    ref_result = RunResult.of(
-        RunKey("real_table", math.inf, 0), reference, train, None, 0.1, scores=scores
-    )
+    ref_result = RunResult.of(RunKey("real_table", math.inf, 0), reference, scores, train.n, 0.1)
     ref_id = tracker.log_child(ref_result, reference, {"name": "real_table"})
     assert [a.path for a in client.list_artifacts(ref_id)] == ["release.json"]
 

@@ -15,10 +15,10 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS, SYNTHETIC
-from pipeline.catalog import SCHEMAS
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, register, validate
 from pipeline.data import Dataset, load_dataset
+from pipeline.settings_schemas import SCHEMAS
 from pipeline.tasks import RunKey, mechanism_oracle, run_one, run_release
 
 CONF = Path(CONFIG_DIR)
@@ -145,7 +145,7 @@ def test_settings_pickle_by_reference():
     config = validate(_compose(["+sweep=smoke"]))
     settings = config.mechanisms["opsamp"]
     blob = pickle.dumps(settings)
-    assert b"pipeline.catalog" in blob and pickle.loads(blob) == settings
+    assert b"pipeline.settings_schemas" in blob and pickle.loads(blob) == settings
 
 
 def test_the_catalog_says_which_oracle_and_how_each_runs():
@@ -256,32 +256,23 @@ def test_a_synthetic_table_is_made_over_the_records_domain_and_scored_on_the_wor
     assert release.records.shape == (6, 3) and release.privacy.holds
     assert release.params["rounds"] == 3 and release.params["queries"] == 3 * 2 + 3 * 2 + 2 * 2
     assert {c.backend for c in release.certificates} == {"enumerate"}
+    scores = result.scores
     assert (
-        0 < result.max_marginal_error <= 1
-        and result.mean_marginal_error <= result.max_marginal_error
+        0 < scores.max_marginal_error <= 1
+        and scores.mean_marginal_error <= scores.max_marginal_error
     )
-    assert 0 <= result.test_accuracy <= 1 and result.privacy_epsilon <= 1.0
+    assert 0 <= scores.test_accuracy <= 1 and result.privacy_epsilon <= 1.0
     rspm_result, rspm = run_one(config, RunKey("fem_rspm", 1.0, 0), train, test)
     assert rspm.params["query_player"] == "rspm" and rspm.privacy.holds
-    assert len(rspm.selection_certificates) == 3 and rspm_result.max_marginal_error > 0
+    assert len(rspm.selection_certificates) == 3 and rspm_result.scores.max_marginal_error > 0
     assert rspm_result.oracle_calls == 3 + 6  # its selections and its data player's answers
     assert rspm_result.oracle_certified is True
     assert release.params["query_player"] == "expmech"
     reference, table = run_one(config, RunKey("real_table", math.inf, 0), train, test)
-    assert (table.records == train.features).all() and reference.max_marginal_error == 0.0
+    assert (table.records == train.features).all() and reference.scores.max_marginal_error == 0.0
     assert reference.privacy_status == "non-private"
 
 
-def test_a_synthetic_data_mechanism_refuses_features_and_a_label():
-    with pytest.raises(ValueError, match="needs records over a public domain"):
-        CATALOG["fem"].release(
-            CATALOG["fem"].default_settings(),
-            1.0,
-            1e-6,
-            1.0,
-            np.zeros((2, 2)),
-            np.ones(2),
-            np.random.default_rng(0),
-        )
+def test_a_synthetic_data_mechanism_refuses_a_backend_it_has_not():
     with pytest.raises(ConfigError, match="mechanisms.fem: backend must be 'highs' or 'enumerate'"):
         validate(_compose(["+sweep=synth_adult", "mechanisms.fem.backend=gurobi"]))
