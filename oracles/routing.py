@@ -219,16 +219,6 @@ STRATEGIES: dict[str, type] = {
 }
 #: The routes, in the table's order.
 ROUTE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(row.route for row in ROUTES))
-#: What a catalog entry asks for when the caller chooses the route (``oracle=`` of a config or
-#: an estimator): ``route_name`` reads it.
-CONFIGURED = "configured"
-
-
-def route_name(needed: str, configured: str) -> str:
-    """The route a mechanism's call takes: ``needed`` is what its catalog entry asks for, a
-    route's name (OPSamp's logistic loss: ``convex``; the data player: ``conjunctions_*``) or
-    ``CONFIGURED``, the caller's ``configured`` route."""
-    return configured if needed == CONFIGURED else needed
 
 
 def chain_for(route: str, problem_class: str, prefer: tuple[str, ...] = REFERENCE) -> tuple:
@@ -628,7 +618,6 @@ __all__ = [
     "ANY",
     "BOX",
     "BUILDERS",
-    "CONFIGURED",
     "CONJUNCTIONS",
     "CONVEX",
     "EXACT_GRID",
@@ -653,6 +642,5 @@ __all__ = [
     "chain_text",
     "check_prefer",
     "classify",
-    "route_name",
     "selector_for",
 ]

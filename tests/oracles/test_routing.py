@@ -31,7 +31,6 @@ from oracles.mip import SolverUnavailableError
 from oracles.registry import make_oracle
 from oracles.routing import (
     BOX,
-    CONFIGURED,
     EXACT_GRID,
     GRID,
     NOISY_GRID,
@@ -42,7 +41,6 @@ from oracles.routing import (
     Route,
     chain_for,
     classify,
-    route_name,
     selector_for,
 )
 from oracles.structured import StructuredOracle
@@ -125,9 +123,7 @@ def test_the_structured_route_classifies_by_shape_noise_and_domain():
         classify("highs", object(), tight, budget)
 
 
-def test_route_names_and_the_selection_route():
-    assert route_name(CONFIGURED, "window") == "window"
-    assert route_name("convex", "window") == "convex"
+def test_the_selection_route():
     enumerating = make_oracle("conjunctions_enumerate")
     assert isinstance(selector_for(enumerating), EnumerationSelectionOracle)
     assert isinstance(selector_for(make_oracle("conjunctions_highs")), SearchSelectionOracle)
