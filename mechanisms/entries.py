@@ -146,8 +146,6 @@ class Entry:
     #: What data it takes, as a dataset config says what it holds (``pipeline.data.schema``):
     #: ``features`` (X, y) or ``records`` over a public domain.
     DATA: ClassVar[str]
-    #: What its runs make (the report's section, ``pipeline.report``).
-    MAKES: ClassVar[str]
     #: Its scores' record (``ClassifierScores``, ``TableScores``).
     SCORES: ClassVar[type]
 
@@ -226,7 +224,6 @@ class ClassifierEntry(Entry):
     run: Callable[[Any, Any, np.ndarray, np.ndarray, np.random.Generator], Release] | None = None
 
     DATA: ClassVar[str] = "features"
-    MAKES: ClassVar[str] = "classifier"
     SCORES: ClassVar[type] = ClassifierScores
 
     def __post_init__(self) -> None:
@@ -290,7 +287,6 @@ class TableEntry(Entry):
     run: Callable[[Any, Any, Table, np.random.Generator, Any], SyntheticRelease] | None = None
 
     DATA: ClassVar[str] = "records"
-    MAKES: ClassVar[str] = "synthetic table"
     SCORES: ClassVar[type] = TableScores
 
     def __post_init__(self) -> None:
