@@ -74,6 +74,10 @@ COLUMNS = (
     "max_marginal_error",
     "mean_marginal_error",
     "oracle_cpu_seconds",
+    "sample_max_marginal_error",
+    "sample_mean_marginal_error",
+    "positive_rate",
+    "real_positive_rate",
 )
 #: The fields logged as params (the run's identity and its privacy claim).
 PARAMS = (

@@ -1,5 +1,6 @@
-"""mechanisms.synthetic.evaluate: the workload error of a synthetic table and the accuracy of a
-classifier trained on it, on tables whose answers are known."""
+"""mechanisms.synthetic.evaluate: the workload error of a synthetic table, that of a same-size
+sample of the real one, the accuracy of a classifier trained on it (regularized, with an
+intercept) and its positive rate, on tables whose answers are known."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from mechanisms.synthetic.evaluate import (
     downstream_accuracy,
     marginal_errors,
     onehot,
+    positive_rate,
+    sample_errors,
     score_table,
+    with_intercept,
 )
 
 SIZES = (2, 3, 2)
@@ -70,3 +74,34 @@ def test_a_table_scores_its_workload_error_and_both_accuracies():
     errors = marginal_errors(workload, real, real[:200])
     assert (half.max_marginal_error, half.mean_marginal_error) == (errors.max, errors.mean)
     assert half.max_marginal_error > 0 and np.isnan(half.test_accuracy)
+    # the same-size sample of the real table, and the positive rates
+    sample = sample_errors(workload, real, 200, np.random.default_rng(0))
+    assert (half.sample_max_marginal_error, half.sample_mean_marginal_error) == (
+        sample.max,
+        sample.mean,
+    )
+    assert itself.sample_max_marginal_error == 0.0  # every record, once
+    assert half.positive_rate == np.mean(real[:200, 2] == 1)
+    assert half.real_positive_rate == itself.positive_rate == np.mean(real[:, 2] == 1)
+
+
+def test_a_sample_larger_than_the_table_takes_every_record_before_any_twice():
+    real = np.arange(10)[:, None] % np.array([[2, 5]])
+    workload = Workload((2, 5), ((0, 1),))
+    assert sample_errors(workload, real, 20, np.random.default_rng(4)).max == 0.0
+    assert sample_errors(workload, real, 10, np.random.default_rng(4)).max == 0.0
+    assert sample_errors(workload, real, 3, np.random.default_rng(4)).max > 0.0
+
+
+def test_the_intercept_finds_a_positive_rate_the_features_cannot_explain():
+    # one attribute that says nothing, a label positive in 30% of the records: the classifier
+    # predicts the majority class
+    rng = np.random.default_rng(6)
+    noise = rng.integers(0, 2, 1000)
+    label = (rng.random(1000) < 0.3).astype(int)
+    table = np.stack([noise, label], 1)
+    assert downstream_accuracy(table, table, (2, 2), label=1, positive=1) == pytest.approx(
+        np.mean(label == 0)
+    )
+    assert positive_rate(table, 1, 1) == np.mean(label)
+    assert with_intercept(np.zeros((2, 1))).tolist() == [[0.0, 1.0], [0.0, 1.0]]
