@@ -134,6 +134,27 @@ def total_epsilon(
 
 
 @functools.lru_cache(maxsize=1024)
+def schedule_rounds(
+    epsilon: float, delta: float, round_epsilon: float, rule: str = "bounded_range"
+) -> int:
+    """T of a schedule from the budget (docs/synthetic.md 2.6): the most rounds of
+    ``round_epsilon`` whose ``total_epsilon`` is at most the target (epsilon, delta), at least 1
+    (one round then gets the whole budget: ``round_epsilon`` raises eps0 to it).
+
+    zCDP pays for floor(c rho / eps0^2) rounds, rho = ``zcdp_target``; basic composition for
+    floor(epsilon / eps0); the larger, stepped down until ``total_epsilon`` confirms it."""
+    check_epsilon_delta(epsilon, delta, allow_zero_delta=True)
+    check_epsilon(round_epsilon)
+    divisor = ZCDP_DIVISOR[check_choice("rule", rule, tuple(ZCDP_DIVISOR))]
+    rounds = math.floor(epsilon / round_epsilon)
+    if delta > 0:
+        rounds = max(rounds, math.floor(divisor * zcdp_target(epsilon, delta) / round_epsilon**2))
+    while rounds > 1 and total_epsilon(round_epsilon, rounds, delta, rule) > epsilon:
+        rounds -= 1
+    return max(1, rounds)
+
+
+@functools.lru_cache(maxsize=1024)
 def round_epsilon(epsilon: float, delta: float, rounds: int, rule: str = "bounded_range") -> float:
     """The largest eps0 with ``total_epsilon(eps0, rounds, delta, rule) <= epsilon``.
 
@@ -160,6 +181,7 @@ __all__ = [
     "classic_epsilon",
     "renyi_epsilon",
     "round_epsilon",
+    "schedule_rounds",
     "total_epsilon",
     "zcdp_epsilon",
     "zcdp_rho",

@@ -99,6 +99,14 @@ class Workload:
         object.__setattr__(self, "marginals", marginals)
         cells = [math.prod(sizes[a] for a in m) for m in marginals]
         object.__setattr__(self, "_offsets", np.concatenate([[0], np.cumsum(cells)]))
+        # (attributes, marginals): record x's cell in marginal i is x @ strides[:, i]
+        strides = np.zeros((len(sizes), len(marginals)), dtype=np.int64)
+        for i, m in enumerate(marginals):
+            step = 1
+            for a in reversed(m):
+                strides[a, i] = step
+                step *= sizes[a]
+        object.__setattr__(self, "_strides", strides)
 
     @classmethod
     def all_k_way(cls, sizes: Sequence[int], k: int) -> "Workload":
@@ -123,6 +131,17 @@ class Workload:
             counts = np.bincount(cell, weights=weights, minlength=size)
             out[self._offsets[i] : self._offsets[i + 1]] = counts / total
         return out
+
+    def cells(self, codes: np.ndarray) -> np.ndarray:
+        """(records, marginals): the query each record satisfies in each marginal (its index
+        among all the workload's queries)."""
+        codes = np.asarray(codes, dtype=np.int64).reshape(-1, len(self.sizes))
+        return codes @ self._strides + self._offsets[:-1]
+
+    def counts(self, codes: np.ndarray) -> np.ndarray:
+        """How many records of ``codes`` satisfy each query (``answers`` times their number)."""
+        flat = self.cells(codes).ravel()
+        return np.bincount(flat, minlength=self.queries).astype(float)
 
     def conjunction(self, query: int) -> Conjunction:
         """Query ``query`` as its literals (attribute, level)."""

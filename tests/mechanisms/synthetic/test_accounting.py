@@ -12,6 +12,7 @@ from mechanisms.synthetic.accounting import (
     classic_epsilon,
     renyi_epsilon,
     round_epsilon,
+    schedule_rounds,
     total_epsilon,
     zcdp_epsilon,
     zcdp_rho,
@@ -83,6 +84,20 @@ def test_many_rounds_gain_from_zcdp_over_basic_composition():
     assert eps0 > 4 * (1.0 / 400)  # sqrt(T) against T
     assert total_epsilon(eps0, 400, 1e-5) == pytest.approx(1.0)
     assert 400 * eps0 > 1.0  # basic composition would not prove it
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.3, 1.0, 3.0])
+@pytest.mark.parametrize("delta", [0.0, 1.0 / 32561**2, 1e-5])
+def test_the_schedule_takes_every_round_the_budget_pays_for_and_no_more(epsilon, delta):
+    eps0 = 0.016 * math.sqrt(epsilon)
+    rounds = schedule_rounds(epsilon, delta, eps0)
+    assert total_epsilon(eps0, rounds, delta) <= epsilon
+    assert total_epsilon(eps0, rounds + 1, delta) > epsilon
+    assert round_epsilon(epsilon, delta, rounds) >= eps0  # the leftover raises eps0
+
+
+def test_a_round_worth_more_than_the_budget_gets_one_round():
+    assert schedule_rounds(0.1, 1e-5, 5.0) == 1
 
 
 def test_pure_dp_without_delta_is_basic_composition():

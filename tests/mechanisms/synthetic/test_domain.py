@@ -59,3 +59,19 @@ def test_all_k_way_marginals():
         Workload.all_k_way(DOMAIN.sizes, 4)
     with pytest.raises(ValueError, match="distinct attributes of the domain"):
         Workload(DOMAIN.sizes, ((0, 0),))
+
+
+def test_counts_and_cells_add_up_round_by_round_to_the_answers():
+    # the game keeps its table's counts by adding each round's records (docs/synthetic.md 2.6)
+    workload = Workload.all_k_way(DOMAIN.sizes, 2)
+    rng = np.random.default_rng(3)
+    codes = np.stack([rng.integers(0, k, 40) for k in DOMAIN.sizes], 1)
+    cells = workload.cells(codes)
+    assert cells.shape == (40, 3)
+    for i, record in enumerate(codes):
+        for j, query in enumerate(cells[i]):
+            literals = workload.conjunction(int(query))
+            assert all(record[a] == v for a, v in literals)
+            assert [a for a, _ in literals] == list(workload.marginals[j])
+    running = sum(workload.counts(block) for block in np.split(codes, 4))
+    assert np.array_equal(running / 40, workload.answers(codes))
