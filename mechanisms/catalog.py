@@ -183,12 +183,12 @@ CATALOG: dict[str, Entry] = {
             "fem",
             "Private synthetic data: the exponential mechanism over the workload against "
             "follow-the-perturbed-leader (docs/synthetic.md). backend: the data player's oracle, "
-            "highs or enumerate (small domains).",
+            "search (exact, compiled), highs or enumerate (small domains).",
             FEMParams,
             run=_run_fem,
             oracle=_data_player,
             fixed={"query_player": "expmech", "max_literals": 3, "separator": "binary"},
-            extra=(("backend", typing.Literal["highs", "enumerate"], "highs"),),
+            extra=(("backend", typing.Literal["search", "highs", "enumerate"], "search"),),
         ),
         TableEntry(
             "fem_rspm",
@@ -199,7 +199,7 @@ CATALOG: dict[str, Entry] = {
             run=_run_fem,
             oracle=_data_player,
             fixed={"query_player": "rspm"},
-            extra=(("backend", typing.Literal["highs", "enumerate"], "highs"),),
+            extra=(("backend", typing.Literal["search", "highs", "enumerate"], "search"),),
         ),
         TableEntry(
             "mst",

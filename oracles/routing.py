@@ -77,6 +77,7 @@ from oracles.conjunction_select import (
     HighsSelectionOracle,
     SearchSelectionOracle,
 )
+from oracles.conjunction_search import SearchConjunctionOracle
 from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
 from oracles.convex import ConvexOracle
 from oracles.enumerate import EnumerationOracle
@@ -199,6 +200,7 @@ ROUTES: tuple[Row, ...] = (
     Row("convex", CONVEX, (Step("convex"),)),
     Row("conjunctions_highs", CONJUNCTIONS, (Step("conjunctions_highs"),)),
     Row("conjunctions_enumerate", CONJUNCTIONS, (Step("conjunctions_enumerate"),)),
+    Row("conjunctions_search", CONJUNCTIONS, (Step("conjunctions_search"),)),
     Row("selection", SELECTION_SMALL, (Step("selection_enumerate"),)),
     Row("selection", SELECTION, (Step("selection_search"),)),
 )
@@ -213,6 +215,7 @@ STRATEGIES: dict[str, type] = {
     "convex": ConvexOracle,
     "conjunctions_highs": HighsConjunctionOracle,
     "conjunctions_enumerate": EnumerationConjunctionOracle,
+    "conjunctions_search": SearchConjunctionOracle,
     "selection_search": SearchSelectionOracle,
     "selection_enumerate": EnumerationSelectionOracle,
     "selection_highs": HighsSelectionOracle,
@@ -595,6 +598,7 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "convex": _strategy("convex"),
     "conjunctions_highs": _strategy("conjunctions_highs"),
     "conjunctions_enumerate": _strategy("conjunctions_enumerate", ()),
+    "conjunctions_search": _strategy("conjunctions_search", ()),
 }
 #: The routes that run the window search (they take ``parts`` and ``map_parts``).
 SPLIT = tuple(

@@ -22,6 +22,7 @@ The RSPM selection's certificates (``selection_certificates``) are what its priv
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -32,7 +33,7 @@ from core.validation import check_choice, check_int, check_real
 from mechanisms.privacy import check_epsilon_delta
 from mechanisms.release import PrivacyClaim, ReleaseRecord, check_rng
 from mechanisms.synthetic import selection
-from mechanisms.synthetic.accounting import round_epsilon, total_epsilon
+from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds, total_epsilon
 from mechanisms.synthetic.domain import Workload, check_codes
 from oracles.base import Certificate
 from oracles.conjunction_select import conjunction_index
@@ -44,18 +45,38 @@ from oracles.routing import selector_for
 ROUND_RULES = {"expmech": "bounded_range", "rspm": "pure"}
 
 
+#: RSPM's rounds when ``rounds`` is None: its Laplace noise grows with the separator set, so its
+#: rounds stay few (docs/synthetic.md 4.6); the budget's schedule (2.6) is the exponential
+#: mechanism's.
+RSPM_ROUNDS = 50
+#: A schedule from the budget with fewer rounds than this is a short game (docs/synthetic.md
+#: 2.6): its query player answers the table of its last ``SHORT_TARGET`` rounds and its output
+#: is the last ``SHORT_KEEP`` of its rounds; a longer one answers and outputs every round.
+SHORT_GAME = 300
+SHORT_TARGET = 10
+SHORT_KEEP = 0.5
+
+
+def window_start(keep: float, rounds: int) -> int:
+    """The first of the last ``keep`` of ``rounds`` rounds (0-based; at least one of them when
+    there are any): the output's first round after T (docs/synthetic.md 2.6)."""
+    return rounds - math.ceil(keep * rounds - 1e-9)
+
+
 @dataclass(frozen=True)
 class FEMParams:
     """The target (epsilon, delta) of the whole release and the game's settings."""
 
     epsilon: float
     delta: float
-    #: T, the rounds: each selects one query privately (docs/synthetic.md).
-    rounds: int = 50
+    #: T, the rounds: each selects one query privately (docs/synthetic.md). None: from the
+    #: budget (``schedule``): as many rounds of eps0 = round_scale sqrt(epsilon) as it pays for.
+    rounds: int | None = None
     #: Records the data player draws per round.
-    samples: int = 10
-    #: Scale of the data player's exponential perturbation (follow the perturbed leader).
-    noise_scale: float = 1.0
+    samples: int = 50
+    #: The data player's exponential perturbation has scale noise_scale sqrt(T) (follow the
+    #: perturbed leader; with ``rounds`` set, noise_scale itself).
+    noise_scale: float = 0.16
     #: The query player: the exponential mechanism over the workload, or RSPM over every
     #: conjunction of at most ``max_literals`` literals (docs/synthetic.md section 4).
     query_player: Literal["expmech", "rspm"] = "expmech"
@@ -65,12 +86,29 @@ class FEMParams:
     #: RSPM's separator set: each literal's code, one bit per level or its level in binary
     #: (``selection``; binary needs fewer bits, so less noise).
     separator: Literal["binary", "onehot"] = "binary"
+    #: With ``rounds`` None: the per-round epsilon is round_scale sqrt(epsilon) before T is
+    #: fixed (FEM's rule, docs/synthetic.md 2.6), then raised to spend the whole budget in T.
+    round_scale: float = 0.016
+    #: The output: the records of the last ``keep`` fraction of the rounds (1: every round).
+    #: None: by the schedule (``output_keep``).
+    keep: float | None = None
+    #: The query player answers the table of the last ``target_rounds`` rounds so far. None:
+    #: by the schedule (``query_rounds``).
+    target_rounds: int | None = None
 
     def __post_init__(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=True)
-        check_int("rounds", self.rounds)
+        if self.rounds is not None:
+            check_int("rounds", self.rounds)
         check_int("samples", self.samples)
         check_real("noise_scale", self.noise_scale)
+        check_real("round_scale", self.round_scale)
+        if self.keep is not None:
+            check_real("keep", self.keep)
+            if self.keep > 1:
+                raise ValueError(f"keep must be in (0, 1], found {self.keep!r}")
+        if self.target_rounds is not None:
+            check_int("target_rounds", self.target_rounds)
         check_choice("query_player", self.query_player, tuple(ROUND_RULES))
         check_int("max_literals", self.max_literals)
         check_choice("separator", self.separator, selection.SEPARATORS)
@@ -80,10 +118,50 @@ class FEMParams:
         """The per-round guarantee of the query player (``ROUND_RULES``)."""
         return ROUND_RULES[self.query_player]
 
+    @property
+    def total_rounds(self) -> int:
+        """T: ``rounds``, or the rounds the budget pays for (``schedule_rounds``)."""
+        if self.rounds is not None:
+            return self.rounds
+        if self.query_player == "rspm":
+            return RSPM_ROUNDS
+        return schedule_rounds(
+            self.epsilon, self.delta, self.round_scale * math.sqrt(self.epsilon), self.round_rule
+        )
+
     def round_epsilon(self) -> float:
-        """eps0 of each round's selection, calibrated so that the ``rounds`` rounds together
-        are (epsilon, delta)-DP (docs/synthetic.md, sections 2.3 and 4.5)."""
-        return round_epsilon(self.epsilon, self.delta, self.rounds, self.round_rule)
+        """eps0 of each round's selection, calibrated so that the T rounds together are
+        (epsilon, delta)-DP (docs/synthetic.md, sections 2.3 and 4.5)."""
+        return round_epsilon(self.epsilon, self.delta, self.total_rounds, self.round_rule)
+
+    def perturbation(self) -> float:
+        """The scale of the data player's exponential noise: noise_scale sqrt(T) for a schedule
+        from the budget, noise_scale for a stated ``rounds``."""
+        if self.rounds is not None:
+            return self.noise_scale
+        return self.noise_scale * math.sqrt(self.total_rounds)
+
+    @property
+    def short_game(self) -> bool:
+        """A schedule from the budget with fewer than ``SHORT_GAME`` rounds (2.6)."""
+        return self.rounds is None and self.total_rounds < SHORT_GAME
+
+    def output_keep(self) -> float:
+        """``keep``, or by the schedule: ``SHORT_KEEP`` in a short game, else every round."""
+        if self.keep is not None:
+            return self.keep
+        return SHORT_KEEP if self.short_game else 1.0
+
+    def query_rounds(self) -> int:
+        """``target_rounds``, or by the schedule: ``SHORT_TARGET`` in a short game, else every
+        round so far (T)."""
+        if self.target_rounds is not None:
+            return self.target_rounds
+        return SHORT_TARGET if self.short_game else self.total_rounds
+
+    def first_kept(self) -> int:
+        """The first round (0-based) whose records are output: the last ``keep`` of T."""
+        return window_start(self.output_keep(), self.total_rounds)
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,6 +222,30 @@ def utilities(real: np.ndarray, synthetic: np.ndarray) -> np.ndarray:
     return np.concatenate([diff, -diff], axis=-1)
 
 
+def best_records(
+    oracle: Any, sizes: tuple[int, ...], coefs: dict[Conjunction, float], noises: np.ndarray
+) -> tuple[np.ndarray, list[Certificate]]:
+    """The data player's records of one round: for each row of ``noises`` (one weight per level
+    of each attribute in turn), argmax_x sum_c coefs[c] q_c(x) + <noise, b(x)> by ``oracle``.
+    An oracle with ``solve_batch`` (``oracles.conjunction_search``) solves the round at once
+    and certifies it with one certificate; any other solves one ``ConjunctionProblem`` a record.
+    """
+    conjunctions, weights = tuple(coefs), np.array(list(coefs.values()))
+    if hasattr(oracle, "solve_batch"):
+        records, certificate = oracle.solve_batch(
+            ConjunctionProblem(sizes, conjunctions, weights), noises
+        )
+        return records, [certificate]
+    bounds = np.cumsum((0,) + tuple(sizes))
+    records, certificates = [], []
+    for row in noises:
+        noise = tuple(row[bounds[a] : bounds[a + 1]] for a in range(len(sizes)))
+        solution = oracle.solve(ConjunctionProblem(sizes, conjunctions, weights, noise))
+        records.append(np.asarray(solution.record, dtype=np.int64))
+        certificates.append(solution.certificate)
+    return np.array(records, dtype=np.int64), certificates
+
+
 def run_fem(
     codes: np.ndarray,
     workload: Workload,
@@ -164,21 +266,27 @@ def run_fem(
     if rspm:
         selector = selector or selector_for(oracle)
     start = time.perf_counter()
-    eps0 = params.round_epsilon()
+    rounds, eps0, scale = params.total_rounds, params.round_epsilon(), params.perturbation()
+    kept_from, target = params.first_kept(), params.query_rounds()
     real = None if rspm else workload.answers(codes)
+    # the synthetic table's count of every query, kept up to date round by round (2.6)
+    counts = None if rspm else np.zeros(workload.queries)
     weights_of = selection.CountWeights(codes) if rspm else None
     coefs: dict[Conjunction, float] = {}
-    records: list[np.ndarray] = []
+    blocks: list[np.ndarray] = []
+    drawn = window = 0
     selections: list[tuple[int, int]] = []
     queries: list[Conjunction] = []
     certificates: list[Certificate] = []
     selection_certificates: list[Certificate] = []
-    selection_seconds = 0.0
-    for _ in range(params.rounds):
+    selection_seconds = data_seconds = 0.0
+    levels = int(sum(workload.sizes))
+    for t in range(rounds):
         if rspm:
             tick = time.perf_counter()
             noise = selection.draw_noise(workload.sizes, params.separator, eps0, rng)
-            weights = weights_of.weights(np.array(records, dtype=np.int64))
+            so_far = np.concatenate(blocks) if blocks else np.zeros((0, len(workload.sizes)))
+            weights = weights_of.weights(so_far.astype(np.int64))
             problem = selection.problem(workload.sizes, params.max_literals, weights, noise)
             chosen = selector.solve(problem)
             conjunction, sign = chosen.conjunction, chosen.sign
@@ -186,35 +294,48 @@ def run_fem(
             selection_certificates.append(chosen.certificate)
             selection_seconds += time.perf_counter() - tick
         else:
-            synthetic = workload.answers(np.array(records)) if records else np.zeros_like(real)
+            # the table the query player answers: its last ``target`` rounds so far
+            while window < t - target:
+                counts -= workload.counts(blocks[window])
+                drawn -= len(blocks[window])
+                window += 1
+            synthetic = counts / drawn if drawn else counts
             choice = select(utilities(real, synthetic), eps0, n, rng)
             query, sign = choice % workload.queries, 1 if choice < workload.queries else -1
             conjunction = workload.conjunction(query)
         selections.append((query, sign))
         queries.append(conjunction)
         coefs[conjunction] = coefs.get(conjunction, 0.0) + sign
-        conjunctions = tuple(coefs)
-        weights = np.array(list(coefs.values()))
-        for _ in range(params.samples):
-            noise = tuple(rng.exponential(params.noise_scale, size=k) for k in workload.sizes)
-            solution = oracle.solve(
-                ConjunctionProblem(workload.sizes, conjunctions, weights, noise)
-            )
-            records.append(np.asarray(solution.record, dtype=np.int64))
-            certificates.append(solution.certificate)
-    proven = total_epsilon(eps0, params.rounds, params.delta, params.round_rule)
+        tick = time.perf_counter()
+        # the round's noise, one row per record (each attribute's levels in turn)
+        noises = rng.exponential(scale, size=(params.samples, levels))
+        records, round_certificates = best_records(oracle, workload.sizes, coefs, noises)
+        data_seconds += time.perf_counter() - tick
+        certificates.extend(round_certificates)
+        blocks.append(records)
+        drawn += len(records)
+        if counts is not None:
+            counts += workload.counts(records)
+    proven = total_epsilon(eps0, rounds, params.delta, params.round_rule)
     provenance = dict(
         requested_epsilon=params.epsilon, requested_delta=params.delta, calibration="zcdp"
     )
-    extra: dict[str, Any] = {"round_epsilon": eps0, "queries": workload.queries}
-    timings = {"total": time.perf_counter() - start}
+    extra: dict[str, Any] = {
+        "round_epsilon": eps0,
+        "queries": workload.queries,
+        "rounds": rounds,
+        "perturbation": scale,
+        "kept_from_round": kept_from,
+        "target_rounds": target,
+    }
+    timings = {"total": time.perf_counter() - start, "data_player": data_seconds}
     if rspm:
         bits = selection.signature_length(workload.sizes, params.separator)
         claim = PrivacyClaim.from_certificates(
             proven,
             params.delta,
             selection_certificates,
-            needs=f"an exact argmax in each of the {params.rounds} RSPM selections, eps0 = "
+            needs=f"an exact argmax in each of the {rounds} RSPM selections, eps0 = "
             f"{eps0:.6g} each, m = {bits}, composed by zCDP or basic composition "
             "(docs/synthetic.md, section 4); the data player is post-processing",
             **provenance,
@@ -231,13 +352,13 @@ def run_fem(
             proven,
             params.delta,
             True,
-            f"{params.rounds} rounds of the exponential mechanism, eps0 = {eps0:.6g} each, "
+            f"{rounds} rounds of the exponential mechanism, eps0 = {eps0:.6g} each, "
             "composed by zCDP (docs/synthetic.md, section 2); the data player is post-processing",
             **provenance,
         )
     return SyntheticRelease(
         mechanism="fem_rspm" if rspm else "fem",  # the catalog entry of each query player
-        records=np.array(records),
+        records=np.concatenate(blocks[kept_from:]),
         privacy=claim,
         params=asdict(params) | extra,
         selections=tuple(selections),
@@ -248,4 +369,17 @@ def run_fem(
     )
 
 
-__all__ = ["ROUND_RULES", "FEMParams", "SyntheticRelease", "run_fem", "select", "utilities"]
+__all__ = [
+    "ROUND_RULES",
+    "RSPM_ROUNDS",
+    "SHORT_GAME",
+    "SHORT_KEEP",
+    "SHORT_TARGET",
+    "FEMParams",
+    "SyntheticRelease",
+    "best_records",
+    "run_fem",
+    "select",
+    "utilities",
+    "window_start",
+]

@@ -10,15 +10,24 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mechanisms.synthetic.accounting import round_epsilon
+from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds
 from mechanisms.synthetic.domain import Workload
-from mechanisms.synthetic.fem import FEMParams, run_fem, select
+from mechanisms.synthetic.fem import (
+    RSPM_ROUNDS,
+    SHORT_GAME,
+    SHORT_KEEP,
+    SHORT_TARGET,
+    FEMParams,
+    run_fem,
+    select,
+)
 from oracles.base import Status
 from oracles.conjunction_select import (
     HighsSelectionOracle,
     SearchSelectionOracle,
     conjunction_index,
 )
+from oracles.conjunction_search import SearchConjunctionOracle
 from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
 
 SIZES = (3, 2, 4)
@@ -201,8 +210,9 @@ def test_an_uncertified_selection_voids_the_claim_and_says_so():
 
 
 def test_the_exponential_mechanism_path_is_unchanged():
-    # records and selections of the default query player, pinned before RSPM was added
-    params = FEMParams(1.0, 1e-6, rounds=5, samples=2)
+    # records and selections of the default query player, pinned before RSPM was added (at the
+    # perturbation scale 1 of that time; answers now kept round by round, the same numbers)
+    params = FEMParams(1.0, 1e-6, rounds=5, samples=2, noise_scale=1.0)
     release = run_fem(
         _data(), WORKLOAD, params, np.random.default_rng(7), EnumerationConjunctionOracle()
     )
@@ -210,3 +220,61 @@ def test_the_exponential_mechanism_path_is_unchanged():
     assert release.records.tolist() == PINNED_RECORDS
     assert release.queries == tuple(WORKLOAD.conjunction(q) for q, _ in PINNED_SELECTIONS)
     assert release.selection_certificates == () and release.selection_certified
+
+
+def test_the_schedule_from_the_budget_spends_it_in_rounds_of_a_fixed_epsilon():
+    # docs/synthetic.md 2.6: eps0 = round_scale sqrt(epsilon), T the rounds the budget pays for
+    for epsilon in (0.1, 1.0, 3.0):
+        params = FEMParams(epsilon, 1e-6)
+        rounds = params.total_rounds
+        assert rounds == schedule_rounds(epsilon, 1e-6, params.round_scale * epsilon**0.5)
+        assert params.round_epsilon() >= params.round_scale * epsilon**0.5
+        assert params.perturbation() == pytest.approx(params.noise_scale * rounds**0.5)
+    assert FEMParams(0.1, 1e-6).total_rounds < FEMParams(1.0, 1e-6).total_rounds
+    assert FEMParams(1.0, 1e-6, rounds=7).total_rounds == 7  # stated: as stated
+    assert FEMParams(1.0, 1e-6, query_player="rspm").total_rounds == RSPM_ROUNDS
+
+
+def test_the_scheduled_game_keeps_its_late_rounds_and_proves_the_target():
+    codes = _data()
+    params = FEMParams(0.3, 1e-6, samples=3, keep=0.5)
+    release = run_fem(codes, WORKLOAD, params, np.random.default_rng(3), SearchConjunctionOracle())
+    rounds = params.total_rounds
+    assert len(release.selections) == rounds == release.params["rounds"]
+    assert release.params["kept_from_round"] == params.first_kept() == rounds - -(-rounds // 2)
+    assert len(release.records) == (rounds - params.first_kept()) * 3
+    assert release.privacy.holds and release.privacy.epsilon <= 0.3
+    assert release.privacy.epsilon == pytest.approx(0.3)
+    assert len(release.certificates) == rounds and release.oracle_certified  # one a round
+
+
+def test_a_short_game_answers_its_recent_rounds_and_a_long_one_every_round():
+    # docs/synthetic.md 2.6: the rule reads T alone (public)
+    short, long = FEMParams(0.1, 1.0 / 32561**2), FEMParams(1.0, 1.0 / 32561**2)
+    assert short.total_rounds < SHORT_GAME <= long.total_rounds
+    assert (short.query_rounds(), short.output_keep()) == (SHORT_TARGET, SHORT_KEEP)
+    assert (long.query_rounds(), long.output_keep()) == (long.total_rounds, 1.0)
+    assert long.first_kept() == 0
+    stated = FEMParams(1.0, 1e-6, rounds=4)  # stated rounds: every round, as before
+    assert (stated.query_rounds(), stated.first_kept()) == (4, 0)
+    # a window of one round: the query player answers the last round's records alone
+    params = FEMParams(1.0, 1e-6, rounds=6, samples=3, target_rounds=1)
+    release = run_fem(
+        _data(), WORKLOAD, params, np.random.default_rng(2), SearchConjunctionOracle()
+    )
+    assert release.params["target_rounds"] == 1 and len(release.records) == 18
+
+
+def test_the_search_and_enumeration_play_the_same_game():
+    # the data player's exact search answers as enumeration does (continuous noise: no ties),
+    # the answers kept round by round as the recomputed ones
+    params = FEMParams(1.0, 1e-6, rounds=12, samples=4)
+    rng_a, rng_b = np.random.default_rng(8), np.random.default_rng(8)
+    a = run_fem(_data(), WORKLOAD, params, rng_a, SearchConjunctionOracle())
+    b = run_fem(_data(), WORKLOAD, params, rng_b, EnumerationConjunctionOracle())
+    assert a.selections == b.selections and np.array_equal(a.records, b.records)
+
+
+def test_keep_must_be_a_fraction():
+    with pytest.raises(ValueError, match="keep must be in"):
+        FEMParams(1.0, 1e-6, keep=1.5)
