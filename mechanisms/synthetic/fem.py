@@ -2,19 +2,24 @@
 
 The structure of Neel, Roth and Wu's Section 4 (their formulas were lost in our copy), in the
 concrete form of FEM (Vietri et al., ICML 2020); the guarantee is proven in docs/synthetic.md.
-For t = 1..T, with S_{t-1} the synthetic records so far (empty: every answer 0):
+For t = 1..T, with S the synthetic records of the query player's window, its last rounds so far
+(empty: every answer 0):
 
-1. the query player selects a candidate c = (query q, sign s) with utility s (q(D) - q(S_{t-1}))
+1. the query player selects a candidate c = (query q, sign s) with utility s (q(D) - q(S))
    (sensitivity 1/n): the query the synthetic data answers worst. ``query_player="expmech"``:
    the exponential mechanism with parameter eps0 (accounting) over the workload and its
    negations; ``"rspm"``: RSPM over every conjunction of at most ``max_literals`` literals
    (``selection``, docs/synthetic.md section 4), an exact argmax by an oracle of
    ``oracles.conjunction_select``, private only when that oracle certifies it;
 2. the data player follows the perturbed leader: ``samples`` records, each
-   argmax_x sum_{i <= t} s_i q_i(x) + <sigma, b(x)>, sigma ~ Exp(noise_scale) per level of each
-   attribute, fresh for each record, solved by an oracle of ``oracles.conjunctions``.
+   argmax_x sum_{i <= t} s_i q_i(x) + <sigma, b(x)>, sigma ~ Exp(perturbation) per level of
+   each attribute, fresh for each record, solved by an oracle of ``oracles.conjunctions`` or
+   ``oracles.conjunction_search`` (a round at once).
 
-The output is every record of the T rounds (T x samples records). The data player sees only the
+The output is the records of the last rounds (every round unless the schedule says otherwise);
+T, eps0, the records a round, the perturbation, the query player's window and the output are
+chosen from the budget alone when ``rounds`` is not stated (``FEMParams``, docs/synthetic.md
+2.6). The data player sees only the
 selections and its own noise: it is post-processing, so the guarantee holds whatever its oracle
 returns; its certificates say whether its best responses were exact (accuracy, not privacy).
 The RSPM selection's certificates (``selection_certificates``) are what its privacy rests on.
@@ -55,6 +60,9 @@ RSPM_ROUNDS = 50
 SHORT_GAME = 300
 SHORT_TARGET = 10
 SHORT_KEEP = 0.5
+#: Records a round: FEM's 50, and 100 in a short game, whose window and output hold few rounds.
+SAMPLES = 50
+SHORT_SAMPLES = 100
 
 
 def window_start(keep: float, rounds: int) -> int:
@@ -72,8 +80,8 @@ class FEMParams:
     #: T, the rounds: each selects one query privately (docs/synthetic.md). None: from the
     #: budget (``schedule``): as many rounds of eps0 = round_scale sqrt(epsilon) as it pays for.
     rounds: int | None = None
-    #: Records the data player draws per round.
-    samples: int = 50
+    #: Records the data player draws per round. None: by the schedule (``records_per_round``).
+    samples: int | None = None
     #: The data player's exponential perturbation has scale noise_scale sqrt(T) (follow the
     #: perturbed leader; with ``rounds`` set, noise_scale itself).
     noise_scale: float = 0.16
@@ -100,7 +108,8 @@ class FEMParams:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=True)
         if self.rounds is not None:
             check_int("rounds", self.rounds)
-        check_int("samples", self.samples)
+        if self.samples is not None:
+            check_int("samples", self.samples)
         check_real("noise_scale", self.noise_scale)
         check_real("round_scale", self.round_scale)
         if self.keep is not None:
@@ -145,6 +154,13 @@ class FEMParams:
     def short_game(self) -> bool:
         """A schedule from the budget with fewer than ``SHORT_GAME`` rounds (2.6)."""
         return self.rounds is None and self.total_rounds < SHORT_GAME
+
+    def records_per_round(self) -> int:
+        """``samples``, or by the schedule: ``SHORT_SAMPLES`` in a short game, else
+        ``SAMPLES``."""
+        if self.samples is not None:
+            return self.samples
+        return SHORT_SAMPLES if self.short_game else SAMPLES
 
     def output_keep(self) -> float:
         """``keep``, or by the schedule: ``SHORT_KEEP`` in a short game, else every round."""
@@ -268,6 +284,7 @@ def run_fem(
     start = time.perf_counter()
     rounds, eps0, scale = params.total_rounds, params.round_epsilon(), params.perturbation()
     kept_from, target = params.first_kept(), params.query_rounds()
+    samples = params.records_per_round()
     real = None if rspm else workload.answers(codes)
     # the synthetic table's count of every query, kept up to date round by round (2.6)
     counts = None if rspm else np.zeros(workload.queries)
@@ -308,7 +325,7 @@ def run_fem(
         coefs[conjunction] = coefs.get(conjunction, 0.0) + sign
         tick = time.perf_counter()
         # the round's noise, one row per record (each attribute's levels in turn)
-        noises = rng.exponential(scale, size=(params.samples, levels))
+        noises = rng.exponential(scale, size=(samples, levels))
         records, round_certificates = best_records(oracle, workload.sizes, coefs, noises)
         data_seconds += time.perf_counter() - tick
         certificates.extend(round_certificates)
@@ -326,6 +343,8 @@ def run_fem(
         "rounds": rounds,
         "perturbation": scale,
         "kept_from_round": kept_from,
+        "samples": samples,
+        "keep": params.output_keep(),
         "target_rounds": target,
     }
     timings = {"total": time.perf_counter() - start, "data_player": data_seconds}
@@ -372,7 +391,9 @@ def run_fem(
 __all__ = [
     "ROUND_RULES",
     "RSPM_ROUNDS",
+    "SAMPLES",
     "SHORT_GAME",
+    "SHORT_SAMPLES",
     "SHORT_KEEP",
     "SHORT_TARGET",
     "FEMParams",

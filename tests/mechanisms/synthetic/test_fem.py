@@ -14,8 +14,10 @@ from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds
 from mechanisms.synthetic.domain import Workload
 from mechanisms.synthetic.fem import (
     RSPM_ROUNDS,
+    SAMPLES,
     SHORT_GAME,
     SHORT_KEEP,
+    SHORT_SAMPLES,
     SHORT_TARGET,
     FEMParams,
     run_fem,
@@ -255,6 +257,7 @@ def test_a_short_game_answers_its_recent_rounds_and_a_long_one_every_round():
     assert (short.query_rounds(), short.output_keep()) == (SHORT_TARGET, SHORT_KEEP)
     assert (long.query_rounds(), long.output_keep()) == (long.total_rounds, 1.0)
     assert long.first_kept() == 0
+    assert (short.records_per_round(), long.records_per_round()) == (SHORT_SAMPLES, SAMPLES)
     stated = FEMParams(1.0, 1e-6, rounds=4)  # stated rounds: every round, as before
     assert (stated.query_rounds(), stated.first_kept()) == (4, 0)
     # a window of one round: the query player answers the last round's records alone
