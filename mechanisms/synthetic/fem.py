@@ -152,8 +152,13 @@ class FEMParams:
 
     @property
     def short_game(self) -> bool:
-        """A schedule from the budget with fewer than ``SHORT_GAME`` rounds (2.6)."""
-        return self.rounds is None and self.total_rounds < SHORT_GAME
+        """The exponential mechanism's schedule from the budget with fewer than ``SHORT_GAME``
+        rounds (2.6; RSPM's query player answers every round so far)."""
+        return (
+            self.rounds is None
+            and self.query_player == "expmech"
+            and self.total_rounds < SHORT_GAME
+        )
 
     def records_per_round(self) -> int:
         """``samples``, or by the schedule: ``SHORT_SAMPLES`` in a short game, else

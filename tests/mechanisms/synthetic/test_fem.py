@@ -234,7 +234,8 @@ def test_the_schedule_from_the_budget_spends_it_in_rounds_of_a_fixed_epsilon():
         assert params.perturbation() == pytest.approx(params.noise_scale * rounds**0.5)
     assert FEMParams(0.1, 1e-6).total_rounds < FEMParams(1.0, 1e-6).total_rounds
     assert FEMParams(1.0, 1e-6, rounds=7).total_rounds == 7  # stated: as stated
-    assert FEMParams(1.0, 1e-6, query_player="rspm").total_rounds == RSPM_ROUNDS
+    rspm = FEMParams(1.0, 1e-6, query_player="rspm")
+    assert rspm.total_rounds == RSPM_ROUNDS and not rspm.short_game and rspm.first_kept() == 0
 
 
 def test_the_scheduled_game_keeps_its_late_rounds_and_proves_the_target():
