@@ -100,10 +100,48 @@ def compile_problem(problem: ConjunctionProblem) -> Compiled:
 
 
 @njit(cache=True)
+def _undo(log_kind, log_conj, log_top, mark, matched, dead, gain, last, coef):
+    """Undo the log's entries above ``mark``; returns the new top."""
+    while log_top > mark:
+        log_top -= 1
+        c = log_conj[log_top]
+        k = log_kind[log_top]
+        if k == 0:
+            matched[c] -= 1
+        elif k == 1:
+            dead[c] = False
+            gain[last[c]] += coef[c]
+        elif k == 2:
+            matched[c] -= 1
+            gain[last[c]] -= coef[c]
+        else:
+            dead[c] = False
+    return log_top
+
+
+@njit(cache=True)
+def _rest(order, offsets, noise, gain, start):
+    """The sum over the attributes order[start:] of max_v (noise + gain)."""
+    total = 0.0
+    for j in range(start, order.shape[0]):
+        a = order[j]
+        top = -np.inf
+        for f in range(offsets[a], offsets[a + 1]):
+            top = max(top, noise[f] + gain[f])
+        total += top
+    return total
+
+
+@njit(cache=True)
 def _search(
     sizes, offsets, order, base_gain, coef, last, need, lit_start, lit_conj, lit_level, noise
 ):  # pragma: no cover - compiled; tests/oracles/test_conjunction_search.py checks it
-    """The search of the module docstring for one noise vector: (record, value, nodes)."""
+    """The search of the module docstring for one noise vector: (record, value, nodes).
+
+    Depth d visits the levels of attribute order[d], sorted by noise + gain (``scores``), with
+    ``value[d]`` collected by the attributes before it and ``rest[d]`` the bound of the
+    attributes after it, both at the gains in force when depth d was opened: the pre-bound
+    value[d] + score + rest[d] holds for every child, and falls along the sorted levels."""
     m = sizes.shape[0]
     n_conj = coef.shape[0]
     gain = base_gain.copy()
@@ -112,12 +150,13 @@ def _search(
     max_level = 0
     for a in range(m):
         max_level = max(max_level, sizes[a])
-    # per depth: the levels in visiting order, how many, the cursor, the value before it
     levels = np.zeros((m, max_level), dtype=np.int64)
     scores = np.zeros((m, max_level))
     count = np.zeros(m, dtype=np.int64)
     cursor = np.zeros(m, dtype=np.int64)
-    value = np.zeros(m + 1)
+    value = np.zeros(m)
+    rest = np.zeros(m)
+    here_scores = np.zeros(max_level)
     # undo log: (kind, conjunction); kind 0 = matched += 1, 1 = died (positive gain removed),
     # 2 = matched += 1 and a negative coef added to the gain, 3 = died without a gain change
     log_kind = np.zeros(lit_conj.shape[0] + 1, dtype=np.int64)
@@ -128,20 +167,7 @@ def _search(
     best = np.zeros(m, dtype=np.int64)
     best_value = -np.inf
     nodes = 0
-
-    def rest_bound(depth):  # sum over the attributes after ``depth`` of max(noise + gain)
-        total = 0.0
-        for j in range(depth, m):
-            a = order[j]
-            top = -np.inf
-            for f in range(offsets[a], offsets[a + 1]):
-                s = noise[f] + gain[f]
-                top = max(top, s)
-            total += top
-        return total
-
     # open depth 0
-    depth = 0
     a = order[0]
     for v in range(sizes[a]):
         scores[0, v] = noise[offsets[a] + v] + gain[offsets[a] + v]
@@ -149,34 +175,29 @@ def _search(
     for v in range(sizes[a]):
         levels[0, v] = idx[v]
     count[0] = sizes[a]
-    cursor[0] = 0
-    value[0] = 0.0
-    log_mark[0] = 0
+    rest[0] = _rest(order, offsets, noise, gain, 1)
+    depth = 0
     while depth >= 0:
         if cursor[depth] >= count[depth]:
             depth -= 1
             if depth >= 0:  # undo the assignment made at this depth
-                while log_top > log_mark[depth + 1]:
-                    log_top -= 1
-                    c = log_conj[log_top]
-                    k = log_kind[log_top]
-                    if k == 0:
-                        matched[c] -= 1
-                    elif k == 1:
-                        dead[c] = False
-                        gain[last[c]] += coef[c]
-                    elif k == 2:
-                        matched[c] -= 1
-                        gain[last[c]] -= coef[c]
-                    else:
-                        dead[c] = False
+                log_top = _undo(
+                    log_kind,
+                    log_conj,
+                    log_top,
+                    log_mark[depth + 1],
+                    matched,
+                    dead,
+                    gain,
+                    last,
+                    coef,
+                )
             continue
         a = order[depth]
         v = levels[depth, cursor[depth]]
         cursor[depth] += 1
         nodes += 1
         here = value[depth] + noise[offsets[a] + v] + gain[offsets[a] + v]
-        # the rest's bound at the parent's gains is valid for every child (gains only fall)
         if depth + 1 == m:
             if here > best_value:
                 best_value = here
@@ -186,7 +207,7 @@ def _search(
             cursor[depth] = count[depth]  # the later levels score lower
             continue
         slack = PRUNE_TOL * max(1.0, abs(best_value))
-        if here + rest_bound(depth + 1) < best_value - slack:
+        if here + rest[depth] < best_value - slack:
             cursor[depth] = count[depth]  # sorted: every later level is lower
             continue
         # fix a = v: update the conjunctions with an early literal on a
@@ -211,29 +232,24 @@ def _search(
                     log_kind[log_top] = 3
             log_conj[log_top] = c
             log_top += 1
-        bound = here + rest_bound(depth + 1)
-        if bound < best_value - slack:
-            while log_top > log_mark[depth + 1]:  # undo and try the next level
-                log_top -= 1
-                c = log_conj[log_top]
-                k = log_kind[log_top]
-                if k == 0:
-                    matched[c] -= 1
-                elif k == 1:
-                    dead[c] = False
-                    gain[last[c]] += coef[c]
-                elif k == 2:
-                    matched[c] -= 1
-                    gain[last[c]] -= coef[c]
-                else:
-                    dead[c] = False
+        # the child's bound at the new gains: its own best level and the rest after it
+        b = order[depth + 1]
+        top = -np.inf
+        for u in range(sizes[b]):
+            here_scores[u] = noise[offsets[b] + u] + gain[offsets[b] + u]
+            top = max(top, here_scores[u])
+        after = _rest(order, offsets, noise, gain, depth + 2)
+        if here + top + after < best_value - slack:
+            log_top = _undo(
+                log_kind, log_conj, log_top, log_mark[depth + 1], matched, dead, gain, last, coef
+            )
             continue
         path[depth] = v
         depth += 1
         value[depth] = here
-        b = order[depth]
+        rest[depth] = after
         for u in range(sizes[b]):
-            scores[depth, u] = noise[offsets[b] + u] + gain[offsets[b] + u]
+            scores[depth, u] = here_scores[u]
         idx = np.argsort(-scores[depth, : sizes[b]], kind="mergesort")
         for u in range(sizes[b]):
             levels[depth, u] = idx[u]
