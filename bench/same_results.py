@@ -5,7 +5,8 @@
 A refactoring must not change what a sweep computes: the same seeds give the same runs with the
 same releases, privacy claims and certificates. Every column is compared exactly (nan equals
 nan) except those that measure time or place (``TIMING``). Exit 0 when identical, 1 with the
-differing columns (and how many runs differ in each) otherwise.
+differing columns (and how many runs differ in each) otherwise. ``--allow-new``: a change that adds
+columns (a new measurement) is compared on the columns both have.
 """
 
 from __future__ import annotations
@@ -22,8 +23,13 @@ TIMING = frozenset(
 )
 
 
-def differences(before: pd.DataFrame, after: pd.DataFrame) -> dict[str, int | str]:
-    """{column: number of runs that differ, or why it cannot be compared}; empty: identical."""
+def differences(
+    before: pd.DataFrame, after: pd.DataFrame, allow_new: bool = False
+) -> dict[str, int | str]:
+    """{column: number of runs that differ, or why it cannot be compared}; empty: identical.
+
+    ``allow_new``: columns only ``after`` has (a change that adds a measurement) do not count.
+    """
     if sorted(before["key"]) != sorted(after["key"]):
         return {"key": "the two sweeps ran different runs"}
     before = before.sort_values("key").reset_index(drop=True)
@@ -37,7 +43,8 @@ def differences(before: pd.DataFrame, after: pd.DataFrame) -> dict[str, int | st
         same = (x == y) | (x.isna() & y.isna())
         if not same.all():
             out[column] = int((~same).sum())
-    out |= {c: "new after" for c in after.columns if c not in before and c not in TIMING}
+    if not allow_new:
+        out |= {c: "new after" for c in after.columns if c not in before and c not in TIMING}
     return out
 
 
@@ -45,9 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
+    parser.add_argument(
+        "--allow-new",
+        action="store_true",
+        help="columns only AFTER has (a change that adds a measurement) are listed, not counted",
+    )
     args = parser.parse_args(argv)
     before, after = pd.read_csv(args.before), pd.read_csv(args.after)
-    diff = differences(before, after)
+    diff = differences(before, after, allow_new=args.allow_new)
+    new = [c for c in after.columns if c not in before and c not in TIMING]
+    if args.allow_new and new:
+        print(f"new after, not compared: {', '.join(new)}")
     compared = [c for c in before.columns if c not in TIMING]
     print(f"{len(before)} runs, {len(compared)} columns compared (not {', '.join(sorted(TIMING))})")
     if not diff:

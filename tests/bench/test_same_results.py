@@ -42,3 +42,18 @@ def test_the_command_exits_0_only_when_identical(tmp_path, capsys):
     assert "identical" in capsys.readouterr().out
     assert main([str(tmp_path / "before.csv"), str(tmp_path / "other.csv")]) == 1
     assert "differ: train_accuracy: 1" in capsys.readouterr().out
+
+
+def test_a_new_column_counts_unless_allowed_and_a_changed_one_always_counts(tmp_path, capsys):
+    _frame().to_csv(tmp_path / "before.csv", index=False)
+    _frame(positive_rate=[0.2, 0.3]).to_csv(tmp_path / "new.csv", index=False)
+    _frame(positive_rate=[0.2, 0.3], train_accuracy=[0.0, 0.75]).to_csv(
+        tmp_path / "new_and_other.csv", index=False
+    )
+    assert main([str(tmp_path / "before.csv"), str(tmp_path / "new.csv")]) == 1
+    assert "differ: positive_rate: new after" in capsys.readouterr().out
+    assert main([str(tmp_path / "before.csv"), str(tmp_path / "new.csv"), "--allow-new"]) == 0
+    out = capsys.readouterr().out
+    assert "new after, not compared: positive_rate" in out and "identical" in out
+    both = [str(tmp_path / "before.csv"), str(tmp_path / "new_and_other.csv"), "--allow-new"]
+    assert main(both) == 1
