@@ -29,21 +29,9 @@ from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle
 
-RELEASES = 200
-
-
-@pytest.fixture(autouse=True)
-def _memoized_proven_epsilon(monkeypatch):
-    """``run`` recalibrates on every release, and the epsilon proven for the paper's RSPM sigma
-    is a root search of seconds; it is a pure function of its arguments (mechanisms.calibration),
-    so memoizing it changes no release, only the time (400 runs per sampler test)."""
-    import functools
-
-    import mechanisms.rspm as rspm
-
-    monkeypatch.setattr(
-        rspm, "rspm_gaussian_epsilon", functools.lru_cache(maxsize=None)(rspm.rspm_gaussian_epsilon)
-    )
+#: Releases per dataset: every one must be equal, draw for draw (the proven epsilon is memoized
+#: for the package by tests/audit/conftest.py: ``run`` recalibrates on every release).
+RELEASES = 64
 
 
 HIGH_DIM = ("opdisc_d5", "rspm_gaussian_d5")
