@@ -25,9 +25,7 @@ from tests.oracles.fuzz import (
     MULTIPLES,
     Tally,
     brute_force,
-    fuzz_instance,
     judge,
-    parallel_instance,
 )
 from tests.oracles.licence import require_gurobi_licence
 
@@ -144,9 +142,11 @@ def test_the_reproduction_certifies_the_true_minimum(name):
 
 
 def test_the_fuzz_covers_what_the_issue_lists():
-    """d 2 to 6, one-hot plus continuous, near-margin rows, both norm signs, negative RSPM
+    """The instances the fuzz above runs (and their brute force, computed once): d 2 to 6,
+    one-hot plus continuous, near-margin rows, both norm signs, negative RSPM
     weights, pure ERM, repeated rows with both labels, all-continuous rows."""
-    problems = [fuzz_instance(seed) for seed in FAST_SEEDS["mixed"]]
+    instances, truths = instances_and_truths("mixed", FAST_SEEDS["mixed"])
+    problems = [problem for _, problem in instances]
     assert {p.label.split("/")[0] for p in problems} == set(KINDS)
     assert {p.d for p in problems} == {2, 3, 4, 5, 6}
     opdisc = [p for p in problems if p.norm_coef != 0]
@@ -159,8 +159,7 @@ def test_the_fuzz_covers_what_the_issue_lists():
     assert any(onehot) and not all(onehot)
     # rows near the margin: some grid point puts a score within 1e-6 of mu
     near = 0
-    for p in problems[:40]:
-        truth = brute_force(p)
+    for p, truth in zip(problems[:40], truths):  # the brute force the fuzz above computed
         gap = np.abs(p.points @ truth.points.T - p.margin)
         near += bool((gap < 1e-6).any())
     assert near >= 30
@@ -169,7 +168,9 @@ def test_the_fuzz_covers_what_the_issue_lists():
 def test_the_parallel_family_has_the_rows_a_presolve_merges():
     """Unmerged identical rows with both labels, proportional rows of both signs, identical
     feature columns; every kind; both signs of the norm term."""
-    problems = [parallel_instance(seed) for seed in FAST_SEEDS["parallel"]]
+    problems = [
+        problem for _, problem in instances_and_truths("parallel", FAST_SEEDS["parallel"])[0]
+    ]
     assert {p.label.split("/")[0] for p in problems} == {f"parallel-{k}" for k in KINDS}
     duplicated = proportional = repeated_column = 0
     for p in problems:
