@@ -166,9 +166,16 @@ def opdisc_epsilon(sigma: float, delta: float, *, d: int, D: float, tau: float =
     """
     check_delta(delta, allow_zero_delta=False)
     check_real("sigma", sigma)
-    c = _check_opdisc_shape(d, D, tau)
-    a, k = c / sigma, int(d) + 1
+    _check_opdisc_shape(d, D, tau)
+    return _opdisc_epsilon_cached(float(sigma), float(delta), int(d), float(D), float(tau))
+
+
+@functools.lru_cache(maxsize=256)
+def _opdisc_epsilon_cached(sigma: float, delta: float, d: int, D: float, tau: float) -> float:
+    # asked again for every release at the same sigma: the root search once
+    c = opdisc_shift_norm(D, tau)
+    a, k = c / sigma, d + 1
     eps0 = a * (math.sqrt(k) + first_guess_tail(delta)) + 0.5 * a * a
     return epsilon_for(
-        lambda e: _opdisc_log_delta(e, a, k), float(delta), eps0, sigma=sigma, d=d, D=D, tau=tau
+        lambda e: _opdisc_log_delta(e, a, k), delta, eps0, sigma=sigma, d=d, D=D, tau=tau
     )

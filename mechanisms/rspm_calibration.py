@@ -263,9 +263,14 @@ def rspm_gaussian_epsilon(sigma: float, delta: float, *, m: int) -> float:
     check_delta(delta, allow_zero_delta=False)
     check_real("sigma", sigma)
     check_shape("m", m)
-    sigma, m = float(sigma), int(m)
+    return _rspm_epsilon_cached(float(sigma), float(delta), int(m))
+
+
+@functools.lru_cache(maxsize=256)
+def _rspm_epsilon_cached(sigma: float, delta: float, m: int) -> float:
+    # a root search of a second or more, asked again for every release at the same sigma
     eps0 = 2.0 * _rspm_first_guess_tail(m, delta) / sigma + 2.0 * m / sigma / sigma
-    return epsilon_for(lambda e: _rspm_log_delta(e, sigma, m), float(delta), eps0, sigma=sigma, m=m)
+    return epsilon_for(lambda e: _rspm_log_delta(e, sigma, m), delta, eps0, sigma=sigma, m=m)
 
 
 def rspm_laplace_scale(epsilon: float, m: int) -> float:

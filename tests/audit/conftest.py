@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 
 import pytest
 
-from mechanisms import opdisc, rspm
 from mechanisms.audit import audit_table, mechanism_audit, run_audit
 
 #: Fixed seed and confidence of the test audits (STYLE: statistical tests state their error).
@@ -32,25 +30,6 @@ def audit_reports(mechanism: str, scale: str = "default") -> list:
             mechanism, samples=samples, confidence=CONFIDENCE, seed=SEED, include_mutants=True
         )
     return _REPORTS[key]
-
-
-#: The epsilon SPEC 10 proves for the papers' sigmas, memoized: ``calibrate`` recomputes it on
-#: every noise draw (a root search of a second or more for RSPM's), and it is a pure function of
-#: its arguments (mechanisms.calibration), so memoizing it changes no draw, only the time.
-_PROVEN_EPSILON = {
-    (rspm, "rspm_gaussian_epsilon"): functools.lru_cache(maxsize=None)(rspm.rspm_gaussian_epsilon),
-    (opdisc, "opdisc_epsilon"): functools.lru_cache(maxsize=None)(opdisc.opdisc_epsilon),
-}
-
-
-@pytest.fixture(autouse=True, scope="package")
-def _memoized_proven_epsilon():
-    """The memo for every audit test of this package (the sessions' audits and the samplers'
-    release-for-release checks); undone when the package's tests are done."""
-    with pytest.MonkeyPatch.context() as patch:
-        for (module, name), memo in _PROVEN_EPSILON.items():
-            patch.setattr(module, name, memo)
-        yield
 
 
 @pytest.fixture(scope="session")

@@ -329,3 +329,14 @@ def test_opdisc_sigma_refuses_each_bad_shape(kwargs, error, match):
 def test_opdisc_sigma_paper_refuses_what_would_give_zero_or_inf(tau, D):
     with pytest.raises(ValueError, match="(tau|D|sigma_paper)"):
         cal.opdisc_sigma_paper(1.0, 1e-6, tau, D)  # tau = inf returned sigma = 0.0
+
+
+def test_opdisc_epsilon_is_computed_once_per_sigma_and_checks_every_call():
+    # calibrate asks for it on every release at the same sigma: the root search runs once
+    first = cal.opdisc_epsilon(37.5, 1e-6, d=5, D=1.0)
+    hits = cal._opdisc_epsilon_cached.cache_info().hits
+    assert cal.opdisc_epsilon(np.float64(37.5), 1e-6, d=5, D=1) == first
+    assert cal._opdisc_epsilon_cached.cache_info().hits == hits + 1
+    assert cal.opdisc_delta(first, 37.5, d=5, D=1.0) <= 1e-6
+    with pytest.raises(ValueError, match="sigma"):
+        cal.opdisc_epsilon(-1.0, 1e-6, d=5, D=1.0)  # checked before the cache is asked

@@ -274,3 +274,14 @@ def test_rspm_refuses_a_non_integral_m():
             call()
     with pytest.raises(TypeError, match="m must be an integer, found True"):
         cal.rspm_gaussian_sigma_paper(1.0, 1e-6, True)
+
+
+def test_rspm_gaussian_epsilon_is_computed_once_per_sigma_and_checks_every_call():
+    # calibrate asks for it on every release at the same sigma: the root search runs once
+    first = cal.rspm_gaussian_epsilon(80.0, 1e-6, m=4)
+    hits = cal._rspm_epsilon_cached.cache_info().hits
+    assert cal.rspm_gaussian_epsilon(np.float64(80.0), 1e-6, m=np.int64(4)) == first
+    assert cal._rspm_epsilon_cached.cache_info().hits == hits + 1
+    assert cal.rspm_gaussian_delta(first, 80.0, m=4) <= 1e-6
+    with pytest.raises(ValueError, match="m"):
+        cal.rspm_gaussian_epsilon(80.0, 1e-6, m=0)  # checked before the cache is asked
