@@ -19,6 +19,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from mechanisms.audit import AUDITS, mechanism_audit, run_audit
+from mechanisms.audit.audit_report import CORRECT
+from mechanisms.audit.mutants import MUTANTS
 from tests.audit.audit_checks import (
     CAUGHT,
     NOT_DETECTABLE,
@@ -26,13 +28,27 @@ from tests.audit.audit_checks import (
     check_mutant,
     report_lines,
 )
+from tests.audit.conftest import DEFAULT_SCOPES
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "audit"
 
 
 @pytest.mark.parametrize("mechanism", list(AUDITS))
 def test_mechanism_stays_within_its_claim(mechanism, reports_of):
-    check_mechanism(reports_of(mechanism), mechanism)
+    scope = DEFAULT_SCOPES.get(mechanism)
+    # a d >= 5 audit's default run is its scope's pairs, every one decisive (-m slow: all of them)
+    check_mechanism(reports_of(mechanism), mechanism, len(scope.dims) if scope else 3)
+
+
+@pytest.mark.parametrize("mechanism", sorted(DEFAULT_SCOPES))
+def test_a_default_scope_keeps_the_correct_variant_and_every_catchable_mutant(mechanism):
+    scope = DEFAULT_SCOPES[mechanism]
+    names = {m.name for m in MUTANTS if m.mechanism == mechanism}
+    caught = {m.name for m in CAUGHT if m.mechanism == mechanism}
+    assert CORRECT in scope.variants and caught <= set(scope.variants) <= names | {CORRECT}
+    assert set(scope.dims) <= {
+        int(p.name.rsplit("_d", 1)[1]) for p in mechanism_audit(mechanism).pairs()
+    }
 
 
 def test_dpsgd_replace_one_claim_holds_on_the_pair_that_broke_the_add_remove_claim(reports_of):
