@@ -90,7 +90,10 @@ def test_the_exponential_mechanism_samples_its_distribution():
 
 def test_more_privacy_budget_answers_the_workload_better():
     codes = _data(n=2000)
-    oracle = HighsConjunctionOracle()
+    # the data player's 600 best responses by listing the 24-record universe (exact, the same
+    # records as HiGHS here: mean errors 0.064 / 0.023 against 0.088 for uniform records);
+    # HiGHS's MILP took 7 s of them, and test_the_release_meets_its_target plays the game with it
+    oracle = EnumerationConjunctionOracle()
 
     def mean_error(epsilon):
         params = FEMParams(epsilon, 1e-6, rounds=30, samples=10, noise_scale=0.5)
