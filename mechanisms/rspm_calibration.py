@@ -120,7 +120,26 @@ def _tilt_index(s0: float, m: int) -> int:
 
 
 def _log_sum_exp(values: np.ndarray) -> float:
-    return float(special.logsumexp(values)) if len(values) else -math.inf
+    """log(sum(exp(values))) of a 1-d float array, as ``scipy.special.logsumexp`` computes it.
+
+    The same steps in the same order (the maximum's terms set apart, the rest shifted by it and
+    summed, then log1p; the direct sum where that is not finite), so the same float; without
+    its array-API dispatch and its second pass of exp, which made it a third of the calibrations'
+    time on lattices of millions of cells.
+    """
+    if not len(values):
+        return -math.inf
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        top = values.max()
+        at_top = values == top
+        count = np.float64(np.count_nonzero(at_top))
+        rest = np.exp(np.where(at_top, -np.inf, values) - top).sum()
+        if rest != 0:
+            rest = rest / count
+        out = np.log1p(rest) + np.log(count) + top
+        if not np.isfinite(out):
+            out = np.log(np.exp(values).sum())
+    return float(out)
 
 
 @functools.lru_cache(maxsize=8)

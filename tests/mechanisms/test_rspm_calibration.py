@@ -285,3 +285,22 @@ def test_rspm_gaussian_epsilon_is_computed_once_per_sigma_and_checks_every_call(
     assert cal.rspm_gaussian_delta(first, 80.0, m=4) <= 1e-6
     with pytest.raises(ValueError, match="m"):
         cal.rspm_gaussian_epsilon(80.0, 1e-6, m=0)  # checked before the cache is asked
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([0.5]),
+        np.array([1.0, 1.0, -3.0]),  # a tied maximum
+        np.array([-np.inf, -np.inf]),
+        np.array([-np.inf, 2.0, 700.0, 710.0]),
+        np.array([np.inf, 1.0]),
+        np.array([np.nan, 1.0]),
+        np.random.default_rng(3).normal(size=10_001) * 300.0,
+    ],
+)
+def test_the_log_sum_exp_is_scipys(values):
+    """The calibrations' own log-sum-exp (a single pass of exp) gives scipy's value."""
+    ours, theirs = cal._log_sum_exp(values), float(special.logsumexp(values))
+    assert (math.isnan(ours) and math.isnan(theirs)) or ours == pytest.approx(theirs, rel=1e-15)
+    assert cal._log_sum_exp(np.array([])) == -math.inf
