@@ -80,13 +80,16 @@ def test_rspm_table_of_spec_10_2(eps, sigma, paper):
 
 
 def test_rspm_paper_constant_is_not_enough_beyond_m_250():
-    # SPEC 10.2: at epsilon = 1, m = 400 needs 761 where the paper gives 615
+    """SPEC 10.2: at epsilon = 1, m = 400 needs 761 where the paper gives 615; at m = 200 the
+    paper's sigma is enough. Whether a sigma proves (1, delta) is read off its delta directly
+    (delta is decreasing in epsilon and in sigma): the same statement as comparing epsilon(sigma)
+    with 1 or sigma with the proven root, without those root searches (each a few lattices of
+    4 million cells); test_rspm_table_of_spec_10_2 checks both root searches at m = 46."""
     assert rspm_gaussian_sigma(1.0, DELTA_ADULT, 400) == pytest.approx(761, rel=0.01)
     assert rspm_gaussian_sigma_paper(1.0, DELTA_ADULT, 400) == pytest.approx(615, rel=0.01)
-    assert rspm_gaussian_epsilon(615.37, DELTA_ADULT, m=400) > 1.0
-    assert rspm_gaussian_sigma(1.0, DELTA_ADULT, 200) < rspm_gaussian_sigma_paper(
-        1.0, DELTA_ADULT, 200
-    )
+    assert rspm_gaussian_delta(1.0, 615.37, m=400) > DELTA_ADULT  # epsilon(615.37) > 1
+    paper_200 = rspm_gaussian_sigma_paper(1.0, DELTA_ADULT, 200)
+    assert rspm_gaussian_delta(1.0, paper_200, m=200) < DELTA_ADULT  # sigma(200) < paper's
 
 
 def test_rspm_proven_sigma_is_monotone():
