@@ -238,8 +238,10 @@ def test_calibration_property(epsilon, log10_delta, q, steps):
     assert 0.99 * epsilon <= eps <= epsilon
     assert _eps(2 * z, q, steps, delta, PLD_REPLACE_ONE, epsilon) <= eps  # monotone in z
     # the cross-check: RDP + group privacy never needs less noise (beyond a 1% allowance for
-    # discretization and the two bisections' tolerances)
-    assert calibrate_noise_multiplier(epsilon, delta, q, steps, accountant=RDP_GROUP) >= 0.99 * z
+    # discretization): at 0.99 z its epsilon is still above the target, so its smallest z is
+    # above 0.99 z (its epsilon decreases in z; one accounting instead of its calibration's
+    # bisection, whose own precision test_calibrated_z_meets_the_target_within_one_percent checks)
+    assert _eps(0.99 * z, q, steps, delta, RDP_GROUP, epsilon) > epsilon
 
 
 @pytest.mark.parametrize(
