@@ -38,12 +38,18 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from oracles.base import Certificate, Status, counts_cpu
+from oracles.base import DEFAULT_TIME_LIMIT, Certificate, Status, counts_cpu
+from oracles.budget import Budget
 from oracles.conjunctions import ConjunctionProblem, ConjunctionSolution, max_certificate
 
 #: The search's own pruning slack: a node is dropped when its bound is below the best value by
 #: more than this fraction of that value's size (the bounds' rounding is far smaller).
 PRUNE_TOL = 1e-12
+#: Nodes the search makes between two looks at its budget's clock (well under a millisecond on
+#: Adult's rounds: ``run_batch``).
+CHUNK = 20_000
+#: ``advance``'s node count for a search run to its end.
+NO_LIMIT = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
@@ -132,52 +138,175 @@ def _rest(order, offsets, noise, gain, start):
     return total
 
 
+#: ``SearchState.ints``: the depth of the node being visited, the undo log's top, the nodes
+#: made, and the phase (``FRESH``: not opened yet, ``RUNNING``, ``DONE``: the stack is empty).
+DEPTH, LOG_TOP, NODES, PHASE = 0, 1, 2, 3
+FRESH, RUNNING, DONE = 0, 1, 2
+
+
+@dataclass(eq=False)
+class SearchState:
+    """One record's search between two calls of the kernel (``advance``): the stack of the
+    module docstring's search, in arrays made once per problem and reused for every noise
+    vector (``restart``). For each depth d <= ints[DEPTH]: ``levels[d, :count[d]]`` the
+    levels of attribute order[d] sorted by ``scores`` (noise + gain when depth d was opened),
+    ``cursor[d]`` the next one to visit, ``value[d]`` what the attributes before it collected
+    and ``rest[d]`` the bound of those after it; ``best`` / ``best_value`` the best record
+    found (in search order) and its value as the search summed it."""
+
+    gain: np.ndarray
+    matched: np.ndarray
+    dead: np.ndarray
+    levels: np.ndarray
+    scores: np.ndarray
+    count: np.ndarray
+    cursor: np.ndarray
+    value: np.ndarray
+    rest: np.ndarray
+    here_scores: np.ndarray
+    log_kind: np.ndarray
+    log_conj: np.ndarray
+    log_mark: np.ndarray
+    path: np.ndarray
+    best: np.ndarray
+    best_value: np.ndarray  # (1,)
+    ints: np.ndarray  # (4,): DEPTH, LOG_TOP, NODES, PHASE
+
+    @classmethod
+    def empty(cls, compiled: Compiled) -> SearchState:
+        m, n_conj = len(compiled.sizes), len(compiled.coef)
+        width = int(compiled.sizes.max())
+        log = len(compiled.lit_conj) + 1
+        return cls(
+            gain=compiled.base_gain.copy(),
+            matched=np.zeros(n_conj, dtype=np.int64),
+            dead=np.zeros(n_conj, dtype=np.bool_),
+            levels=np.zeros((m, width), dtype=np.int64),
+            scores=np.zeros((m, width)),
+            count=np.zeros(m, dtype=np.int64),
+            cursor=np.zeros(m, dtype=np.int64),
+            value=np.zeros(m),
+            rest=np.zeros(m),
+            here_scores=np.zeros(width),
+            log_kind=np.zeros(log, dtype=np.int64),
+            log_conj=np.zeros(log, dtype=np.int64),
+            log_mark=np.zeros(m + 1, dtype=np.int64),
+            path=np.zeros(m, dtype=np.int64),
+            best=np.zeros(m, dtype=np.int64),
+            best_value=np.full(1, -np.inf),
+            ints=np.zeros(4, dtype=np.int64),
+        )
+
+    def restart(self) -> None:
+        """A fresh search (the kernel resets the arrays when it opens it)."""
+        self.ints[PHASE] = FRESH
+
+    @property
+    def done(self) -> bool:
+        return bool(self.ints[PHASE] == DONE)
+
+    @property
+    def nodes(self) -> int:
+        return int(self.ints[NODES])
+
+    def upper(self) -> float:
+        """A bound on every record's value, as the search sums it: the best value found, or
+        the largest pre-bound of a level still to visit on the stack (each depth's levels are
+        sorted, so its next one has the largest; every subtree not visited yet hangs below
+        one of them, and a pruned one was below the best value)."""
+        top = float(self.best_value[0])
+        if self.ints[PHASE] != RUNNING:
+            return top
+        for d in range(int(self.ints[DEPTH]) + 1):
+            if self.cursor[d] < self.count[d]:
+                next_level = self.levels[d, self.cursor[d]]
+                top = max(top, self.value[d] + self.scores[d, next_level] + self.rest[d])
+        return top
+
+    def record(self, order: np.ndarray) -> np.ndarray:
+        """The best record found so far, in attribute order (level codes)."""
+        record = np.zeros(len(order), dtype=np.int64)
+        record[order] = self.best
+        return record
+
+
 @njit(cache=True)
-def _search(
-    sizes, offsets, order, base_gain, coef, last, need, lit_start, lit_conj, lit_level, noise
+def _advance(
+    sizes,
+    offsets,
+    order,
+    base_gain,
+    coef,
+    last,
+    need,
+    lit_start,
+    lit_conj,
+    lit_level,
+    noise,
+    gain,
+    matched,
+    dead,
+    levels,
+    scores,
+    count,
+    cursor,
+    value,
+    rest,
+    here_scores,
+    log_kind,
+    log_conj,
+    log_mark,
+    path,
+    best,
+    best_value,
+    ints,
+    max_nodes,
 ):  # pragma: no cover - compiled; tests/oracles/test_conjunction_search.py checks it
-    """The search of the module docstring for one noise vector: (record, value, nodes).
+    """The search of the module docstring for one noise vector, resumed from ``SearchState``'s
+    arrays: it makes at most ``max_nodes`` nodes more (past them only to reach its first leaf,
+    so that a best record exists), then returns whether the search is done.
 
     Depth d visits the levels of attribute order[d], sorted by noise + gain (``scores``), with
     ``value[d]`` collected by the attributes before it and ``rest[d]`` the bound of the
     attributes after it, both at the gains in force when depth d was opened: the pre-bound
-    value[d] + score + rest[d] holds for every child, and falls along the sorted levels."""
+    value[d] + score + rest[d] holds for every child, and falls along the sorted levels.
+    The undo log holds (kind, conjunction): kind 0 = matched += 1, 1 = died (positive gain
+    removed), 2 = matched += 1 and a negative coef added to the gain, 3 = died without a gain
+    change."""
     m = sizes.shape[0]
-    n_conj = coef.shape[0]
-    gain = base_gain.copy()
-    matched = np.zeros(n_conj, dtype=np.int64)
-    dead = np.zeros(n_conj, dtype=np.bool_)
-    max_level = 0
-    for a in range(m):
-        max_level = max(max_level, sizes[a])
-    levels = np.zeros((m, max_level), dtype=np.int64)
-    scores = np.zeros((m, max_level))
-    count = np.zeros(m, dtype=np.int64)
-    cursor = np.zeros(m, dtype=np.int64)
-    value = np.zeros(m)
-    rest = np.zeros(m)
-    here_scores = np.zeros(max_level)
-    # undo log: (kind, conjunction); kind 0 = matched += 1, 1 = died (positive gain removed),
-    # 2 = matched += 1 and a negative coef added to the gain, 3 = died without a gain change
-    log_kind = np.zeros(lit_conj.shape[0] + 1, dtype=np.int64)
-    log_conj = np.zeros(lit_conj.shape[0] + 1, dtype=np.int64)
-    log_top = 0
-    log_mark = np.zeros(m + 1, dtype=np.int64)
-    path = np.zeros(m, dtype=np.int64)
-    best = np.zeros(m, dtype=np.int64)
-    best_value = -np.inf
-    nodes = 0
-    # open depth 0
-    a = order[0]
-    for v in range(sizes[a]):
-        scores[0, v] = noise[offsets[a] + v] + gain[offsets[a] + v]
-    idx = np.argsort(-scores[0, : sizes[a]], kind="mergesort")
-    for v in range(sizes[a]):
-        levels[0, v] = idx[v]
-    count[0] = sizes[a]
-    rest[0] = _rest(order, offsets, noise, gain, 1)
-    depth = 0
+    if ints[3] == 2:  # DONE
+        return True
+    if ints[3] == 0:  # FRESH: reset the arrays and open depth 0
+        for f in range(gain.shape[0]):
+            gain[f] = base_gain[f]
+        for c in range(coef.shape[0]):
+            matched[c] = 0
+            dead[c] = False
+        best_value[0] = -np.inf
+        ints[0] = 0
+        ints[1] = 0
+        ints[2] = 0
+        ints[3] = 1  # RUNNING
+        value[0] = 0.0
+        a = order[0]
+        for v in range(sizes[a]):
+            scores[0, v] = noise[offsets[a] + v] + gain[offsets[a] + v]
+        idx = np.argsort(-scores[0, : sizes[a]], kind="mergesort")
+        for v in range(sizes[a]):
+            levels[0, v] = idx[v]
+        count[0] = sizes[a]
+        cursor[0] = 0
+        rest[0] = _rest(order, offsets, noise, gain, 1)
+    depth = ints[0]
+    log_top = ints[1]
+    nodes = ints[2]
+    made = 0
     while depth >= 0:
+        if made >= max_nodes and best_value[0] > -np.inf:
+            ints[0] = depth
+            ints[1] = log_top
+            ints[2] = nodes
+            return False
         if cursor[depth] >= count[depth]:
             depth -= 1
             if depth >= 0:  # undo the assignment made at this depth
@@ -197,17 +326,18 @@ def _search(
         v = levels[depth, cursor[depth]]
         cursor[depth] += 1
         nodes += 1
+        made += 1
         here = value[depth] + noise[offsets[a] + v] + gain[offsets[a] + v]
         if depth + 1 == m:
-            if here > best_value:
-                best_value = here
+            if here > best_value[0]:
+                best_value[0] = here
                 for j in range(m - 1):
                     best[j] = path[j]
                 best[m - 1] = v
             cursor[depth] = count[depth]  # the later levels score lower
             continue
-        slack = PRUNE_TOL * max(1.0, abs(best_value))
-        if here + rest[depth] < best_value - slack:
+        slack = PRUNE_TOL * max(1.0, abs(best_value[0]))
+        if here + rest[depth] < best_value[0] - slack:
             cursor[depth] = count[depth]  # sorted: every later level is lower
             continue
         # fix a = v: update the conjunctions with an early literal on a
@@ -239,7 +369,7 @@ def _search(
             here_scores[u] = noise[offsets[b] + u] + gain[offsets[b] + u]
             top = max(top, here_scores[u])
         after = _rest(order, offsets, noise, gain, depth + 2)
-        if here + top + after < best_value - slack:
+        if here + top + after < best_value[0] - slack:
             log_top = _undo(
                 log_kind, log_conj, log_top, log_mark[depth + 1], matched, dead, gain, last, coef
             )
@@ -255,69 +385,150 @@ def _search(
             levels[depth, u] = idx[u]
         count[depth] = sizes[b]
         cursor[depth] = 0
-    record = np.zeros(m, dtype=np.int64)
-    for j in range(m):
-        record[order[j]] = best[j]
-    return record, best_value, nodes
+    ints[0] = depth
+    ints[1] = log_top
+    ints[2] = nodes
+    ints[3] = 2  # DONE
+    return True
+
+
+def advance(compiled: Compiled, noise: np.ndarray, state: SearchState, max_nodes: int) -> bool:
+    """Resume ``state``'s search for the flat noise vector ``noise`` (every attribute's levels
+    in turn, float64, contiguous; the same on every call of one search) for at most
+    ``max_nodes`` nodes more, past them only to reach its first leaf; True when it is done
+    (its best record is then exact)."""
+    c, s = compiled, state
+    return bool(
+        _advance(
+            c.sizes,
+            c.offsets,
+            c.order,
+            c.base_gain,
+            c.coef,
+            c.last,
+            c.need,
+            c.lit_start,
+            c.lit_conj,
+            c.lit_level,
+            noise,
+            s.gain,
+            s.matched,
+            s.dead,
+            s.levels,
+            s.scores,
+            s.count,
+            s.cursor,
+            s.value,
+            s.rest,
+            s.here_scores,
+            s.log_kind,
+            s.log_conj,
+            s.log_mark,
+            s.path,
+            s.best,
+            s.best_value,
+            s.ints,
+            int(max_nodes),
+        )
+    )
 
 
 def search(compiled: Compiled, noise: np.ndarray) -> tuple[np.ndarray, float, int]:
     """(the best record, its value as the search summed it, the nodes visited) for one flat
-    noise vector (every attribute's levels in turn)."""
-    c = compiled
-    return _search(
-        c.sizes,
-        c.offsets,
-        c.order,
-        c.base_gain,
-        c.coef,
-        c.last,
-        c.need,
-        c.lit_start,
-        c.lit_conj,
-        c.lit_level,
-        np.ascontiguousarray(noise, dtype=float),
-    )
+    noise vector (every attribute's levels in turn): the search run to its end."""
+    state = SearchState.empty(compiled)
+    advance(compiled, np.ascontiguousarray(noise, dtype=float), state, NO_LIMIT)
+    return state.record(compiled.order), float(state.best_value[0]), state.nodes
+
+
+@dataclass(frozen=True)
+class BatchAnswer:
+    """What ``run_batch`` found: each row's best record, a bound on each row's value as the
+    search sums it (the value found, when the row's search is done), whether each row's search
+    is done, and the nodes made."""
+
+    records: np.ndarray
+    uppers: np.ndarray
+    done: np.ndarray
+    nodes: int
+
+
+def run_batch(
+    compiled: Compiled, noises: np.ndarray, budget: Budget, chunk: int = CHUNK
+) -> BatchAnswer:
+    """The search for each row of ``noises`` in turn, on ``budget``: ``chunk`` nodes between
+    two looks at its clock (``Budget.expired``) and its node limit. Once either has run out,
+    the search under way stops where it is and every later one at its first leaf (the greedy
+    record), each with its bound (``SearchState.upper``)."""
+    noises = np.atleast_2d(np.asarray(noises, dtype=float))
+    state = SearchState.empty(compiled)
+    records = np.empty((len(noises), len(compiled.sizes)), dtype=np.int64)
+    uppers, done = np.empty(len(noises)), np.zeros(len(noises), dtype=bool)
+    limit = budget.node_limit
+    nodes, stop = 0, budget.expired()
+    for i, row in enumerate(noises):
+        noise = np.ascontiguousarray(row)
+        state.restart()
+        while True:
+            allowed = chunk if limit is None else min(chunk, limit - nodes - state.nodes)
+            stop = stop or allowed <= 0
+            if advance(compiled, noise, state, 0 if stop else allowed) or stop:
+                break
+            stop = budget.expired()
+        records[i], uppers[i], done[i] = state.record(compiled.order), state.upper(), state.done
+        nodes += state.nodes
+    return BatchAnswer(records, uppers, done, nodes)
 
 
 @dataclass(frozen=True)
 class SearchConjunctionOracle:
-    """The exact search of the module docstring (no time limit: it is complete)."""
+    """The exact search of the module docstring, on a budget (``oracles.budget``): a call
+    without one gets ``time_limit`` seconds (one round of the game: ``solve_batch``). Past it
+    the answer is the best record found so far for each row, under a TIME_LIMIT certificate
+    (``solve_batch``)."""
 
+    time_limit: float = DEFAULT_TIME_LIMIT
     name: str = "search"
 
     @counts_cpu
-    def solve(self, problem: ConjunctionProblem) -> ConjunctionSolution:
-        start = time.perf_counter()
-        record, _, nodes = search(compile_problem(problem), np.concatenate(problem.noise))
-        value = problem.values(record)[0]
-        seconds = time.perf_counter() - start
-        cert = max_certificate(value, Status.OPTIMAL, value, seconds, self.name)
-        cert.extra["nodes"] = int(nodes)
-        return ConjunctionSolution(record, cert)
+    def solve(
+        self, problem: ConjunctionProblem, budget: Budget | None = None
+    ) -> ConjunctionSolution:
+        """The best record for ``problem`` (its own noise)."""
+        records, cert = self.solve_batch(problem, np.concatenate(problem.noise), budget)
+        return ConjunctionSolution(records[0], cert)
 
     def solve_batch(
-        self, problem: ConjunctionProblem, noises: np.ndarray
+        self, problem: ConjunctionProblem, noises: np.ndarray, budget: Budget | None = None
     ) -> tuple[np.ndarray, Certificate]:
         """The best record for each row of ``noises`` (flat noise vectors) against
-        ``problem``'s conjunctions (its own noise is not used): (records, one certificate for
-        the batch: its objective and bound are the sums over the rows, exact values)."""
+        ``problem``'s conjunctions (its own noise is not used), on ``budget`` (default:
+        ``time_limit`` seconds from now): (records, one certificate for the batch). Its
+        objective is the sum of the rows' exact values; OPTIMAL when every row's search ran to
+        its end (bound = objective), else TIME_LIMIT with the sum of the rows' bounds
+        (``run_batch``: a stopped row's best record so far, a row never reached its greedy
+        record) and ``extra["unfinished"]`` rows."""
         start = time.perf_counter()
+        budget = budget or Budget.from_limit(self.time_limit)
         compiled = compile_problem(problem)
         noises = np.atleast_2d(np.asarray(noises, dtype=float))
-        records = np.empty((len(noises), len(problem.levels)), dtype=np.int64)
-        nodes = 0
-        for i, noise in enumerate(noises):
-            records[i], _, visited = search(compiled, noise)
-            nodes += visited
+        answer = run_batch(compiled, noises, budget)
+        records = answer.records
         flat = records + compiled.offsets[:-1]
         # exact values: the conjunctions' part as ``problem.values`` sums it, then each row's noise
         values = problem.values(records) - _noise_part(problem, records)
         values += np.take_along_axis(noises, flat, 1).sum(1)
         total = float(np.sum(values))
+        unfinished = int(np.sum(~answer.done))
         seconds = time.perf_counter() - start
-        cert = max_certificate(total, Status.OPTIMAL, total, seconds, self.name)
-        cert.extra.update(nodes=int(nodes), records=len(noises))
+        if unfinished:
+            upper = float(np.sum(np.where(answer.done, values, np.maximum(values, answer.uppers))))
+            why = "deadline" if budget.expired() else f"node limit {budget.node_limit}"
+            message = f"stopped at the {why}: {unfinished} of {len(noises)} searches unfinished"
+            cert = max_certificate(total, Status.TIME_LIMIT, upper, seconds, self.name, 1, message)
+        else:
+            cert = max_certificate(total, Status.OPTIMAL, total, seconds, self.name)
+        cert.extra.update(nodes=int(answer.nodes), records=len(noises), unfinished=unfinished)
         return records, cert
 
 
@@ -328,4 +539,15 @@ def _noise_part(problem: ConjunctionProblem, records: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["PRUNE_TOL", "Compiled", "SearchConjunctionOracle", "compile_problem", "search"]
+__all__ = [
+    "CHUNK",
+    "PRUNE_TOL",
+    "BatchAnswer",
+    "Compiled",
+    "SearchConjunctionOracle",
+    "SearchState",
+    "advance",
+    "compile_problem",
+    "run_batch",
+    "search",
+]

@@ -573,8 +573,9 @@ def auto_route(
 
 def _strategy(name: str, limits: tuple[str, ...] = ("time_limit", "threads")) -> Callable:
     """The route of the one strategy ``name``: the strategy itself, given the ``limits`` it
-    takes (``time_limit`` and ``threads``: the budget of each of its solves; enumeration runs
-    on one thread, the data player's enumeration has no time limit)."""
+    takes (``time_limit`` and ``threads``: the budget of each of its solves; enumeration and
+    the data player's search run on one thread, the data player's enumeration has no time
+    limit)."""
     cls = STRATEGIES[name]
 
     def build(*, time_limit: float = DEFAULT_TIME_LIMIT, threads: int = DEFAULT_THREADS, **options):
@@ -598,7 +599,7 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "convex": _strategy("convex"),
     "conjunctions_highs": _strategy("conjunctions_highs"),
     "conjunctions_enumerate": _strategy("conjunctions_enumerate", ()),
-    "conjunctions_search": _strategy("conjunctions_search", ()),
+    "conjunctions_search": _strategy("conjunctions_search", ("time_limit",)),
 }
 #: The routes that run the window search (they take ``parts`` and ``map_parts``).
 SPLIT = tuple(

@@ -351,6 +351,9 @@ def run_fem(
         "samples": samples,
         "keep": params.output_keep(),
         "target_rounds": target,
+        # the data player's answers not certified optimal (its time limit): accuracy, not
+        # privacy (docs/synthetic.md 2.4)
+        "data_player_uncertified": sum(not c.certified for c in certificates),
     }
     timings = {"total": time.perf_counter() - start, "data_player": data_seconds}
     if rspm:

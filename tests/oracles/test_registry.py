@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from oracles.conjunction_search import SearchConjunctionOracle
 from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
@@ -37,6 +38,8 @@ def test_the_data_players_oracles_are_named_but_never_a_configs_oracle():
     enumeration = make_oracle("conjunctions_enumerate", time_limit=7.0, max_records=10)
     assert isinstance(enumeration, EnumerationConjunctionOracle)
     assert enumeration.max_records == 10
+    search = make_oracle("conjunctions_search", time_limit=7.0, threads=2)
+    assert isinstance(search, SearchConjunctionOracle) and search.time_limit == 7.0
     assert set(CONJUNCTIONS) <= set(FACTORIES)
     assert not set(CONJUNCTIONS) & set(DISCRETE)
 

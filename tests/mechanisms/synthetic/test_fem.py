@@ -24,12 +24,13 @@ from mechanisms.synthetic.fem import (
     select,
 )
 from oracles.base import Status
+from oracles.budget import Budget, now
+from oracles.conjunction_search import SearchConjunctionOracle
 from oracles.conjunction_select import (
     HighsSelectionOracle,
     SearchSelectionOracle,
     conjunction_index,
 )
-from oracles.conjunction_search import SearchConjunctionOracle
 from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
 
 SIZES = (3, 2, 4)
@@ -116,6 +117,23 @@ def test_a_data_player_whose_oracle_fails_keeps_the_guarantee_and_says_so():
     params = FEMParams(1.0, 1e-6, rounds=4, samples=2)
     release = run_fem(_data(), WORKLOAD, params, np.random.default_rng(0), Stopped())
     assert release.privacy.holds and not release.oracle_certified
+    assert release.params["data_player_uncertified"] == 8  # 4 rounds of 2 records
+    assert release.to_params()["param.data_player_uncertified"] == 8
+
+
+def test_a_data_player_search_out_of_time_plays_on_and_is_counted():
+    # the search's budget already spent in every round: each record is the search's greedy
+    # one, every round's certificate TIME_LIMIT; the claim holds (docs/synthetic.md 2.4)
+    class Spent(SearchConjunctionOracle):
+        def solve_batch(self, problem, noises, budget=None):
+            return super().solve_batch(problem, noises, Budget(now() - 1.0))
+
+    params = FEMParams(1.0, 1e-6, rounds=5, samples=3)
+    release = run_fem(_data(), WORKLOAD, params, np.random.default_rng(4), Spent())
+    assert release.privacy.holds and release.privacy.epsilon == pytest.approx(1.0)
+    assert not release.oracle_certified and release.params["data_player_uncertified"] == 5
+    assert {c.status for c in release.certificates} == {Status.TIME_LIMIT}
+    assert release.records.shape == (15, 3) and (release.records < SIZES).all()
 
 
 @pytest.mark.parametrize(
@@ -252,6 +270,7 @@ def test_the_scheduled_game_keeps_its_late_rounds_and_proves_the_target():
     assert release.privacy.holds and release.privacy.epsilon <= 0.3
     assert release.privacy.epsilon == pytest.approx(0.3)
     assert len(release.certificates) == rounds and release.oracle_certified  # one a round
+    assert release.params["data_player_uncertified"] == 0
 
 
 def test_a_short_game_answers_its_recent_rounds_and_a_long_one_every_round():
