@@ -28,6 +28,17 @@ is an upper bound on every completion: the search prunes a node whose bound is a
 value found. It visits each node's levels in decreasing noise + gain, so the first leaf is the
 greedy record. The search is complete: the best value it returns is the maximum up to the
 rounding of its sums, which the certificate re-evaluates exactly (``ConjunctionProblem.values``).
+
+**The budget.** A call runs on an ``oracles.budget.Budget`` (``time_limit`` seconds by
+default: the pipeline's ``oracle.time_limit``). The search's stack lives in arrays between
+calls of the compiled kernel (``SearchState``), which makes ``CHUNK`` nodes at a time; between
+two chunks the budget's clock and node limit are looked at. Once either has run out, the
+search under way keeps the best record it has found, and every later record is its search's
+first leaf (the greedy record, found before any node can be pruned). The certificate is then
+TIME_LIMIT, with a proven bound: every subtree not visited yet hangs below a level still on
+the stack, whose pre-bound is at least its value (``SearchState.upper``). The data player's
+answer is post-processing of the private selections (docs/synthetic.md 2.4), so a stopped
+round costs accuracy, never privacy.
 """
 
 from __future__ import annotations
