@@ -1,10 +1,16 @@
-"""A table's public domain and a workload of k-way marginals over it.
+"""A table's public domain, a workload of k-way marginals over it, and a class of conjunctions
+too large to list.
 
 Every attribute has finite levels stated in advance (a categorical column's values, a numeric
 column's public bins): the domain is public, so nothing about it is read off the private data. A
 record is coded as one level index per attribute. A k-way marginal over attributes (a_1..a_k) is
 the fraction of records in each cell (v_1..v_k): the conjunction "x_{a_1} = v_1 and ... and
 x_{a_k} = v_k" (oracles.conjunctions), a statistical query of sensitivity 1/n.
+
+``ConjunctionClass`` is every conjunction of 1 to k literals (37.6 million on Adult at k = 5):
+never listed. Its largest error is found by the exact branch and bound of
+``oracles.conjunction_select`` with zero noise, its mean error is taken over the cells of the
+k-way marginals (docs/synthetic.md, section 5).
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.validation import check_int
+from oracles.base import Certificate
+from oracles.conjunction_select import SearchSelectionOracle, SelectionProblem
 from oracles.conjunctions import Conjunction
 
 
@@ -157,4 +165,101 @@ class Workload:
         return np.abs(self.answers(real) - self.answers(synthetic))
 
 
-__all__ = ["Domain", "Workload", "check_codes"]
+def conjunction_count(sizes: Sequence[int], max_literals: int) -> int:
+    """How many conjunctions of 1 to ``max_literals`` literals (distinct attributes) there are
+    over a domain with ``sizes`` levels per attribute."""
+    sizes = tuple(int(k) for k in sizes)
+    return sum(
+        math.prod(sizes[a] for a in attrs)
+        for j in range(1, max_literals + 1)
+        for attrs in itertools.combinations(range(len(sizes)), j)
+    )
+
+
+@dataclass(frozen=True)
+class ClassError:
+    """The largest error over a ``ConjunctionClass``: its value (a fraction), a conjunction and
+    sign where it is reached (sign +1: the real table's fraction is the larger), and the search's
+    certificate (its value and proven bound, in counts times n |S|)."""
+
+    value: float
+    conjunction: Conjunction
+    sign: int
+    certificate: Certificate
+
+
+@dataclass(frozen=True)
+class ConjunctionClass:
+    """Every conjunction of 1 to ``max_literals`` literals over a domain with ``sizes`` levels
+    per attribute: a workload that is never listed. Its ``marginals`` are the k-way ones
+    (k = ``max_literals``), whose cells and their sub-conjunctions make up the class: what a
+    mechanism that lists its workload is handed."""
+
+    sizes: tuple[int, ...]
+    max_literals: int
+
+    def __post_init__(self) -> None:
+        sizes = tuple(int(k) for k in self.sizes)
+        for a, k in enumerate(sizes):
+            check_int(f"sizes[{a}]", k)
+        check_int("max_literals", self.max_literals)
+        if self.max_literals > len(sizes):
+            raise ValueError(
+                f"max_literals must be <= the {len(sizes)} attributes, found {self.max_literals}"
+            )
+        object.__setattr__(self, "sizes", sizes)
+
+    @property
+    def queries(self) -> int:
+        """How many conjunctions the class holds (without their negations)."""
+        return conjunction_count(self.sizes, self.max_literals)
+
+    @property
+    def marginals(self) -> tuple[tuple[int, ...], ...]:
+        """Every ``max_literals``-way marginal (attribute tuples)."""
+        return tuple(itertools.combinations(range(len(self.sizes)), self.max_literals))
+
+    def max_error(self, real: np.ndarray, synthetic: np.ndarray) -> ClassError:
+        """max over the class of |q(real) - q(synthetic)|, exactly: the branch and bound of
+        ``SearchSelectionOracle`` with zero noise on the weights
+        c_x = |S| count_real(x) - n count_S(x), integers, so every sum is exact and a tie is a
+        tie; the value is the maximum over both signs divided by n |S|."""
+        real = check_codes(real, self.sizes)
+        synthetic = check_codes(synthetic, self.sizes)
+        n, size = len(real), len(synthetic)
+        if 2.0 * n * size >= 2.0**53:  # every partial sum is at most 2 n |S| in size
+            raise ValueError(f"{n} x {size} records: their weights would not be exact in floats")
+        records, inverse = np.unique(np.vstack([real, synthetic]), axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        coefs = np.bincount(inverse[:n], minlength=len(records)) * float(size)
+        coefs -= np.bincount(inverse[n:], minlength=len(records)) * float(n)
+        problem = SelectionProblem(self.sizes, self.max_literals, records, coefs)
+        found = SearchSelectionOracle().solve(problem)
+        value = problem.value(found.conjunction, found.sign)
+        return ClassError(value / (n * size), found.conjunction, found.sign, found.certificate)
+
+    def mean_error(self, real: np.ndarray, synthetic: np.ndarray) -> float:
+        """The mean of |q(real) - q(synthetic)| over every cell of the ``max_literals``-way
+        marginals: one bincount per marginal over the records' cells (the cells neither table
+        reaches add 0)."""
+        real = check_codes(real, self.sizes)
+        synthetic = check_codes(synthetic, self.sizes)
+        total, cells = 0.0, 0
+        for m in self.marginals:
+            shape = [self.sizes[a] for a in m]
+            size = math.prod(shape)
+            a = np.bincount(np.ravel_multi_index(real[:, m].T, shape), minlength=size)
+            b = np.bincount(np.ravel_multi_index(synthetic[:, m].T, shape), minlength=size)
+            total += float(np.abs(a / len(real) - b / len(synthetic)).sum())
+            cells += size
+        return total / cells
+
+
+__all__ = [
+    "ClassError",
+    "ConjunctionClass",
+    "Domain",
+    "Workload",
+    "check_codes",
+    "conjunction_count",
+]

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from mechanisms.logistic import LogisticParams, run_logistic
-from mechanisms.synthetic.domain import Workload
+from mechanisms.synthetic.domain import ConjunctionClass, Workload
 
 
 @dataclass(frozen=True)
@@ -30,13 +30,21 @@ class MarginalErrors:
     mean: float
 
 
-def marginal_errors(workload: Workload, real: np.ndarray, synthetic: np.ndarray) -> MarginalErrors:
+def marginal_errors(
+    workload: Workload | ConjunctionClass, real: np.ndarray, synthetic: np.ndarray
+) -> MarginalErrors:
+    """The largest and the mean error over the workload's cells; for a ``ConjunctionClass``
+    (never listed) the largest over the whole class by its exact search and the mean over its
+    k-way marginals' cells."""
+    if isinstance(workload, ConjunctionClass):
+        largest = workload.max_error(real, synthetic)
+        return MarginalErrors(largest.value, workload.mean_error(real, synthetic))
     errors = workload.errors(real, synthetic)
     return MarginalErrors(float(errors.max()), float(errors.mean()))
 
 
 def sample_errors(
-    workload: Workload, real: np.ndarray, size: int, rng: np.random.Generator
+    workload: Workload | ConjunctionClass, real: np.ndarray, size: int, rng: np.random.Generator
 ) -> MarginalErrors:
     """The workload error of ``size`` records drawn from ``real`` at random (without
     replacement while they last): what sampling alone costs a table of that size."""

@@ -27,6 +27,7 @@ The RSPM selection's certificates (``selection_certificates``) are what its priv
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -39,7 +40,12 @@ from mechanisms.privacy import check_epsilon_delta
 from mechanisms.release import PrivacyClaim, ReleaseRecord, check_rng
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds, total_epsilon
-from mechanisms.synthetic.domain import Workload, check_codes
+from mechanisms.synthetic.domain import (
+    ConjunctionClass,
+    Workload,
+    check_codes,
+    conjunction_count,
+)
 from oracles.base import Certificate
 from oracles.conjunction_select import conjunction_index
 from oracles.conjunctions import Conjunction, ConjunctionProblem
@@ -50,10 +56,6 @@ from oracles.routing import selector_for
 ROUND_RULES = {"expmech": "bounded_range", "rspm": "pure"}
 
 
-#: RSPM's rounds when ``rounds`` is None: its Laplace noise grows with the separator set, so its
-#: rounds stay few (docs/synthetic.md 4.6); the budget's schedule (2.6) is the exponential
-#: mechanism's.
-RSPM_ROUNDS = 50
 #: A schedule from the budget with fewer rounds than this is a short game (docs/synthetic.md
 #: 2.6): its query player answers the table of its last ``SHORT_TARGET`` rounds and its output
 #: is the last ``SHORT_KEEP`` of its rounds; a longer one answers and outputs every round.
@@ -103,6 +105,9 @@ class FEMParams:
     #: The query player answers the table of the last ``target_rounds`` rounds so far. None:
     #: by the schedule (``query_rounds``).
     target_rounds: int | None = None
+    #: (n, the levels of each attribute): the public record count and domain RSPM's schedule
+    #: reads (docs/synthetic.md 4.8); ``run_fem`` fills it in from its table. Not a setting.
+    public_table: tuple[int, tuple[int, ...]] | None = None
 
     def __post_init__(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=True)
@@ -121,6 +126,34 @@ class FEMParams:
         check_choice("query_player", self.query_player, tuple(ROUND_RULES))
         check_int("max_literals", self.max_literals)
         check_choice("separator", self.separator, selection.SEPARATORS)
+        if self.public_table is not None:
+            n, sizes = self.public_table
+            check_int("public_table n", n)
+            for a, k in enumerate(sizes):
+                check_int(f"public_table sizes[{a}]", k)
+            object.__setattr__(self, "public_table", (int(n), tuple(int(k) for k in sizes)))
+
+    def with_table(self, n: int, sizes: tuple[int, ...]) -> "FEMParams":
+        """These parameters with ``public_table`` (n, sizes), unless it is set already."""
+        if self.public_table is not None:
+            return self
+        return dataclasses.replace(self, public_table=(n, tuple(sizes)))
+
+    def rspm_schedule(self) -> tuple[int, int, float]:
+        """RSPM's (T, records a round, modelled error) by its rule (docs/synthetic.md 4.8)."""
+        if self.public_table is None:
+            raise ValueError(
+                "fem_rspm's rounds follow the public n and domain: set public_table (run_fem "
+                "sets it from its table) or state rounds"
+            )
+        n, sizes = self.public_table
+        bits = selection.signature_length(sizes, self.separator)
+        most = schedule_rounds(self.epsilon, self.delta, self.round_scale * math.sqrt(self.epsilon))
+        args = (self.epsilon, self.delta, n, bits, self.max_literals)
+        rounds = selection.rspm_rounds(*args, most)
+        error = float(selection.rspm_error_model(*args, np.array([rounds]))[0])
+        samples = selection.rspm_samples(rounds, error, conjunction_count(sizes, self.max_literals))
+        return rounds, samples, error
 
     @property
     def round_rule(self) -> str:
@@ -133,7 +166,7 @@ class FEMParams:
         if self.rounds is not None:
             return self.rounds
         if self.query_player == "rspm":
-            return RSPM_ROUNDS
+            return self.rspm_schedule()[0]
         return schedule_rounds(
             self.epsilon, self.delta, self.round_scale * math.sqrt(self.epsilon), self.round_rule
         )
@@ -161,10 +194,12 @@ class FEMParams:
         )
 
     def records_per_round(self) -> int:
-        """``samples``, or by the schedule: ``SHORT_SAMPLES`` in a short game, else
-        ``SAMPLES``."""
+        """``samples``, or by the schedule: ``SHORT_SAMPLES`` in a short game, RSPM's rule
+        (``selection.rspm_samples``) for RSPM, else ``SAMPLES``."""
         if self.samples is not None:
             return self.samples
+        if self.rounds is None and self.query_player == "rspm":
+            return self.rspm_schedule()[1]
         return SHORT_SAMPLES if self.short_game else SAMPLES
 
     def output_keep(self) -> float:
@@ -269,7 +304,7 @@ def best_records(
 
 def run_fem(
     codes: np.ndarray,
-    workload: Workload,
+    workload: Workload | ConjunctionClass,
     params: FEMParams,
     rng: np.random.Generator,
     oracle: Any,
@@ -279,13 +314,22 @@ def run_fem(
     ``workload``'s domain), with ``oracle`` the data player's (``oracles.conjunctions``) and
     ``selector`` RSPM's (``oracles.conjunction_select``; by default the ``selection`` route's,
     ``oracles.routing.selector_for``).
-    With ``query_player="rspm"`` only the workload's domain (``sizes``) is used."""
+    With ``query_player="rspm"`` only the workload's domain (``sizes``) is used, and n and the
+    domain fix RSPM's schedule (``FEMParams.public_table``); the exponential mechanism lists its
+    workload, so it refuses a ``ConjunctionClass``."""
     rng = check_rng(rng)
     codes = check_codes(codes, workload.sizes)
     n = len(codes)
     rspm = params.query_player == "rspm"
     if rspm:
         selector = selector or selector_for(oracle)
+        params = params.with_table(n, workload.sizes)
+    elif isinstance(workload, ConjunctionClass):
+        raise ValueError(
+            f"the exponential mechanism lists its workload, and every conjunction of up to "
+            f"{workload.max_literals} literals ({workload.queries:,}) is not listed: use RSPM's "
+            "query player (fem_rspm) or a workload of marginals"
+        )
     start = time.perf_counter()
     rounds, eps0, scale = params.total_rounds, params.round_epsilon(), params.perturbation()
     kept_from, target = params.first_kept(), params.query_rounds()
@@ -373,6 +417,8 @@ def run_fem(
             "laplace_scale": selection.laplace_scale(workload.sizes, params.separator, eps0),
             "selector": getattr(selector, "name", type(selector).__name__),
         }
+        if params.rounds is None:
+            extra["modelled_error"] = params.rspm_schedule()[2]
         timings["selection"] = selection_seconds
     else:
         claim = PrivacyClaim(
@@ -383,11 +429,14 @@ def run_fem(
             "composed by zCDP (docs/synthetic.md, section 2); the data player is post-processing",
             **provenance,
         )
+    recorded = {k: v for k, v in asdict(params).items() if k != "public_table"}
+    if params.public_table is not None:
+        recorded["n"] = params.public_table[0]
     return SyntheticRelease(
         mechanism="fem_rspm" if rspm else "fem",  # the catalog entry of each query player
         records=np.concatenate(blocks[kept_from:]),
         privacy=claim,
-        params=asdict(params) | extra,
+        params=recorded | extra,
         selections=tuple(selections),
         certificates=tuple(certificates),
         timings=timings,
@@ -398,7 +447,6 @@ def run_fem(
 
 __all__ = [
     "ROUND_RULES",
-    "RSPM_ROUNDS",
     "SAMPLES",
     "SHORT_GAME",
     "SHORT_KEEP",

@@ -15,16 +15,22 @@ proof needs, and <eta, sig(c)> is linear in q's literals: it is sum_{(a, v) in q
 ``oracles.conjunction_select.SelectionProblem``. The utility is in counts,
 U_D(q, s) = s (count_D(q) - n q(S)), sensitivity 1; eta_j ~ Lap(2m / eps0) i.i.d. makes the
 selection eps0-DP when the argmax is exact.
+
+``rspm_rounds`` and ``rspm_samples`` are RSPM's schedule (docs/synthetic.md 4.8): T and the
+records a round from the budget, n, m and k alone, never the data.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
 import numpy as np
 
-from core.validation import check_choice
+from core.validation import check_choice, check_int
+from mechanisms.privacy import check_epsilon_delta
+from mechanisms.synthetic.accounting import ZCDP_DIVISOR, zcdp_target
 from oracles.conjunction_select import SelectionProblem
 from oracles.conjunctions import Conjunction
 
@@ -113,12 +119,58 @@ def problem(
     return SelectionProblem(tuple(sizes), max_literals, records, coefs, literal, sign)
 
 
+#: RSPM's schedule draws at least this many records a round (FEM's 50, as the exponential
+#: mechanism's long game, docs/synthetic.md 2.6).
+RSPM_LEAST_SAMPLES = 50
+
+
+def rspm_error_model(
+    epsilon: float, delta: float, n: int, bits: int, max_literals: int, rounds: np.ndarray
+) -> np.ndarray:
+    """The error model of docs/synthetic.md 4.8 at each T of ``rounds``:
+    1 / sqrt(T) (the game's regret term) + 2 m k / (n eps0(T)) (the selection's noise, k literal
+    codes of Laplace scale 2m / eps0, in fractions), with eps0(T) = max(sqrt(2 rho / T),
+    epsilon / T) the pure rounds' calibration (4.5; rho = ``zcdp_target``, 0 when delta = 0)."""
+    check_epsilon_delta(epsilon, delta, allow_zero_delta=True)
+    rounds = np.asarray(rounds, dtype=float)
+    rho = zcdp_target(epsilon, delta) if delta > 0 else 0.0
+    eps0 = np.maximum(np.sqrt(ZCDP_DIVISOR["pure"] * rho / rounds), epsilon / rounds)
+    return 1.0 / np.sqrt(rounds) + 2.0 * bits * max_literals / (n * eps0)
+
+
+@functools.lru_cache(maxsize=256)
+def rspm_rounds(
+    epsilon: float, delta: float, n: int, bits: int, max_literals: int, most: int
+) -> int:
+    """RSPM's T (docs/synthetic.md 4.8): the T in 1..``most`` where ``rspm_error_model`` is
+    least (the first on a tie). Public: the budget, n, m = ``bits`` and k only."""
+    for name, value in (("n", n), ("bits", bits), ("max_literals", max_literals), ("most", most)):
+        check_int(name, value)
+    rounds = np.arange(1, most + 1)
+    return int(rounds[np.argmin(rspm_error_model(epsilon, delta, n, bits, max_literals, rounds))])
+
+
+def rspm_samples(rounds: int, error: float, candidates: int) -> int:
+    """Records a round of RSPM's schedule (docs/synthetic.md 4.8): enough that the T s records'
+    sampling error over the 2 |Q| candidates (Hoeffding and a union bound,
+    sqrt(ln(2 |Q|) / (2 T s))) is at most half the modelled ``error``, and at least
+    ``RSPM_LEAST_SAMPLES``."""
+    check_int("rounds", rounds)
+    check_int("candidates", candidates)
+    need = math.ceil(2.0 * math.log(2.0 * candidates) / (rounds * error**2))
+    return max(RSPM_LEAST_SAMPLES, need)
+
+
 __all__ = [
+    "RSPM_LEAST_SAMPLES",
     "SEPARATORS",
     "CountWeights",
     "draw_noise",
     "laplace_scale",
     "problem",
+    "rspm_error_model",
+    "rspm_rounds",
+    "rspm_samples",
     "separator_codes",
     "signature",
     "signature_length",

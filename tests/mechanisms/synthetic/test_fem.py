@@ -5,15 +5,16 @@ rate 1e-6), its accuracy as epsilon grows, and a data player whose oracle fails.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds
-from mechanisms.synthetic.domain import Workload
+from mechanisms.synthetic import selection
+from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds, total_epsilon
+from mechanisms.synthetic.domain import ConjunctionClass, Workload
 from mechanisms.synthetic.fem import (
-    RSPM_ROUNDS,
     SAMPLES,
     SHORT_GAME,
     SHORT_KEEP,
@@ -256,7 +257,67 @@ def test_the_schedule_from_the_budget_spends_it_in_rounds_of_a_fixed_epsilon():
     assert FEMParams(0.1, 1e-6).total_rounds < FEMParams(1.0, 1e-6).total_rounds
     assert FEMParams(1.0, 1e-6, rounds=7).total_rounds == 7  # stated: as stated
     rspm = FEMParams(1.0, 1e-6, query_player="rspm")
-    assert rspm.total_rounds == RSPM_ROUNDS and not rspm.short_game and rspm.first_kept() == 0
+    with pytest.raises(ValueError, match="fem_rspm's rounds follow the public n and domain"):
+        _ = rspm.total_rounds
+    rspm = rspm.with_table(32561, ADULT_SIZES)
+    assert not rspm.short_game and rspm.first_kept() == 0 and rspm.output_keep() == 1.0
+
+
+#: Adult's levels per attribute (pipeline/data/adult_domain.py): RSPM's schedule reads them.
+ADULT_SIZES = (6, 9, 16, 7, 15, 6, 5, 2, 3, 3, 4, 42, 2)
+
+
+def test_rspm_rounds_come_from_its_noise_by_a_public_rule():
+    # docs/synthetic.md 4.8: T minimizes 1 / sqrt(T) + 2 m k / (n eps0(T)) over 1..fem's T
+    n, delta = 32561, 1.0 / 32561**2
+    bits = selection.signature_length(ADULT_SIZES, "binary")
+    got = {}
+    for k in (3, 5):
+        for epsilon in (0.1, 0.3, 1.0, 3.0):
+            params = FEMParams(epsilon, delta, query_player="rspm", max_literals=k)
+            params = params.with_table(n, ADULT_SIZES)
+            rounds = params.total_rounds
+            most = FEMParams(epsilon, delta).total_rounds  # the exponential mechanism's schedule
+            model = selection.rspm_error_model(epsilon, delta, n, bits, k, np.arange(1, most + 1))
+            assert 1 <= rounds <= most and model[rounds - 1] == model.min()
+            # each round's eps0 is the pure rounds' calibration, and the whole is the target
+            eps0 = params.round_epsilon()
+            assert eps0 == round_epsilon(epsilon, delta, rounds, "pure")
+            assert total_epsilon(eps0, rounds, delta, "pure") <= epsilon
+            assert total_epsilon(eps0, rounds, delta, "pure") == pytest.approx(epsilon, rel=1e-9)
+            assert params.records_per_round() >= selection.RSPM_LEAST_SAMPLES
+            got[k, epsilon] = rounds
+    # more budget pays for more rounds; a larger class (more noise in the argmax) for fewer
+    assert got[3, 0.1] < got[3, 0.3] < got[3, 1.0] < got[3, 3.0]
+    assert all(got[5, e] <= got[3, e] for e in (0.1, 0.3, 1.0, 3.0))
+    assert (got[5, 1.0], got[5, 3.0]) == (11, 23)  # Adult's figures in docs/synthetic.md 4.8
+    # a stated T is kept
+    stated = FEMParams(1.0, delta, rounds=50, query_player="rspm").with_table(n, ADULT_SIZES)
+    assert stated.total_rounds == 50 and stated.records_per_round() == SAMPLES
+
+
+def test_rspm_records_a_round_keep_the_sampling_error_below_half_the_model():
+    # sqrt(ln(2 |Q|) / (2 T s)) <= error / 2, at least RSPM_LEAST_SAMPLES
+    assert selection.rspm_samples(10, 0.5, 1000) == selection.RSPM_LEAST_SAMPLES
+    s = selection.rspm_samples(2, 0.05, 10**6)
+    assert (
+        math.sqrt(math.log(2e6) / (2 * 2 * s))
+        <= 0.025
+        < math.sqrt(math.log(2e6) / (2 * 2 * (s - 1)))
+    )
+
+
+def test_a_scheduled_rspm_game_plays_its_rule_and_proves_the_target():
+    codes = _data()
+    params = FEMParams(1.0, 1e-6, query_player="rspm", max_literals=2)
+    release = run_fem(codes, WORKLOAD, params, np.random.default_rng(0), SearchConjunctionOracle())
+    bound = params.with_table(len(codes), WORKLOAD.sizes)
+    rounds, samples, error = bound.rspm_schedule()
+    assert len(release.selections) == rounds == release.params["rounds"]
+    assert len(release.records) == rounds * samples == rounds * release.params["samples"]
+    assert release.params["n"] == len(codes) and "public_table" not in release.params
+    assert release.params["modelled_error"] == error
+    assert release.privacy.holds and release.privacy.epsilon <= 1.0
 
 
 def test_the_scheduled_game_keeps_its_late_rounds_and_proves_the_target():
@@ -304,3 +365,12 @@ def test_the_search_and_enumeration_play_the_same_game():
 def test_keep_must_be_a_fraction():
     with pytest.raises(ValueError, match="keep must be in"):
         FEMParams(1.0, 1e-6, keep=1.5)
+
+
+def test_a_class_of_conjunctions_is_rspm_s_and_the_exponential_mechanism_refuses_it():
+    codes, cls = _data(), ConjunctionClass(SIZES, 2)
+    params = FEMParams(1.0, 1e-6, rounds=3, samples=2, query_player="rspm", max_literals=2)
+    release = run_fem(codes, cls, params, np.random.default_rng(0), SearchConjunctionOracle())
+    assert release.params["queries"] == cls.queries and release.privacy.holds
+    with pytest.raises(ValueError, match="the exponential mechanism lists its workload"):
+        run_fem(codes, cls, FEMParams(1.0, 1e-6, rounds=3), np.random.default_rng(0), None)
