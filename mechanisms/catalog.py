@@ -25,6 +25,7 @@ coverage test follow.
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from collections import defaultdict
 from typing import Any, Callable
@@ -55,6 +56,7 @@ from mechanisms.synthetic.baselines import (
     run_mst,
     run_mwem,
 )
+from mechanisms.synthetic.domain import ConjunctionClass
 from mechanisms.synthetic.fem import FEMParams, SyntheticRelease, run_fem
 from mechanisms.synthetic.reference import RealTableParams, release_real_table
 
@@ -80,6 +82,10 @@ def _run_logistic(params: LogisticParams, settings: Any, X, y, rng) -> Release:
 
 
 def _run_fem(params: FEMParams, settings: Any, table: Table, rng, oracle) -> SyntheticRelease:
+    """The game on the table's workload; on a class of conjunctions (never listed) RSPM selects
+    over that class: its max_literals is the class's."""
+    if isinstance(table.workload, ConjunctionClass) and params.query_player == "rspm":
+        params = dataclasses.replace(params, max_literals=table.workload.max_literals)
     return run_fem(table.codes, table.workload, params, rng, oracle)
 
 
@@ -187,18 +193,25 @@ CATALOG: dict[str, Entry] = {
             FEMParams,
             run=_run_fem,
             oracle=_data_player,
-            fixed={"query_player": "expmech", "max_literals": 3, "separator": "binary"},
+            fixed={
+                "query_player": "expmech",
+                "max_literals": 3,
+                "separator": "binary",
+                "public_table": None,
+            },
+            lists_workload=True,
             extra=(("backend", typing.Literal["search", "highs", "enumerate"], "search"),),
         ),
         TableEntry(
             "fem_rspm",
             "Private synthetic data, oracle-efficient: each round's query is selected by "
-            "Laplace RSPM over every conjunction of at most max_literals literals, solved "
-            "exactly (docs/synthetic.md); the data player as in fem.",
+            "Laplace RSPM over every conjunction of at most max_literals literals (on "
+            "sweep.workload=conjunctions: the workload's class), solved exactly, its rounds "
+            "from its noise (docs/synthetic.md 4.8); the data player as in fem.",
             FEMParams,
             run=_run_fem,
             oracle=_data_player,
-            fixed={"query_player": "rspm"},
+            fixed={"query_player": "rspm", "public_table": None},
             extra=(("backend", typing.Literal["search", "highs", "enumerate"], "search"),),
         ),
         TableEntry(

@@ -35,7 +35,7 @@ import numpy as np
 from core.validation import check_choice
 from mechanisms.release import Release
 from mechanisms.runner import SolveMany, run, solve_sequentially
-from mechanisms.synthetic.domain import Domain, Workload
+from mechanisms.synthetic.domain import ConjunctionClass, Domain, Workload
 from mechanisms.synthetic.evaluate import TableScores, score_table
 from mechanisms.synthetic.fem import SyntheticRelease
 
@@ -83,12 +83,13 @@ class Labelled:
 @dataclass(frozen=True, eq=False)
 class Table:
     """A synthetic-data mechanism's data: records as level codes over the public ``domain``,
-    the public ``workload`` of marginals to answer, and the label attribute (its index and the
-    code of its positive level) that a classifier trained on the table predicts."""
+    the public ``workload`` to answer (marginals, or every conjunction of up to k literals, never
+    listed), and the label attribute (its index and the code of its positive level) that a
+    classifier trained on the table predicts."""
 
     codes: np.ndarray
     domain: Domain
-    workload: Workload
+    workload: Workload | ConjunctionClass
     label: int
     positive: int
 
@@ -285,6 +286,9 @@ class TableEntry(Entry):
 
     #: Runs it whole: (params, settings, table, rng, oracle or None) -> SyntheticRelease.
     run: Callable[[Any, Any, Table, np.random.Generator, Any], SyntheticRelease] | None = None
+    #: Whether it scores every query of its workload (the exponential mechanism): then a
+    #: workload that is never listed (``ConjunctionClass``) is refused before any run.
+    lists_workload: bool = False
 
     DATA: ClassVar[str] = "records"
     SCORES: ClassVar[type] = TableScores

@@ -199,14 +199,20 @@ class EnumerationSelectionOracle:
 
 @dataclass(frozen=True)
 class SearchSelectionOracle:
-    """The branch and bound of the module docstring (ties: the first in the class order)."""
+    """The branch and bound of the module docstring (ties: the first in the class order).
+
+    ``first_on_ties=False`` also skips the subtrees whose bound only equals the best value
+    found: the value and its certificate are the same, the answer is some maximizer, not
+    necessarily the class order's first. Where every weight is 0 (a table measured against
+    itself) the tie-visiting search would visit the whole class; this one stops at once."""
 
     name: str = "search"
+    first_on_ties: bool = True
 
     @counts_cpu
     def solve(self, problem: SelectionProblem) -> SelectionSolution:
         start = time.perf_counter()
-        search = _ConjunctionSearch(problem)
+        search = _ConjunctionSearch(problem, self.first_on_ties)
         for sign in (+1, -1):
             search.run(sign)
         value, (rank, index, conjunction) = search.best
@@ -226,8 +232,10 @@ class _ConjunctionSearch:
     """Depth-first branch and bound, best bounds first; ``best`` = (value, (sign rank, class
     index, conjunction)), the sign rank 0 for +1 and 1 for -1."""
 
-    def __init__(self, problem: SelectionProblem) -> None:
+    def __init__(self, problem: SelectionProblem, first_on_ties: bool = True) -> None:
         self.problem = problem
+        # visit subtrees whose bound equals the best value (for the class order's first)
+        self.ties = first_on_ties
         self.best: tuple[float, tuple] = (-math.inf, (2, 0, ()))
         self.nodes = 0
         levels, k = problem.levels, problem.max_literals
@@ -266,13 +274,18 @@ class _ConjunctionSearch:
             self._offer(literals, a, values)
             if left > 0:
                 bounds = positive + base + self.extra[a + 1, left]
-                for v in np.flatnonzero(bounds >= self.best[0]):
+                for v in np.flatnonzero(self._worth(bounds)):
                     children.append((float(bounds[v]), a, int(v)))
         for bound, a, v in sorted(children, key=lambda c: -c[0]):
-            if bound < self.best[0]:
+            if not self._worth(bound):
                 continue  # the best value has grown since
             sub = rows[p.records[rows, a] == v]
             self._expand(literals + ((a, v),), sub, noise + p.literal_noise[a][v], a + 1)
+
+    def _worth(self, bounds):
+        """Whether a subtree of bound ``bounds`` may hold a better answer (or, with ties
+        visited, one as good that comes first)."""
+        return bounds >= self.best[0] if self.ties else bounds > self.best[0]
 
     def _offer(self, literals: Conjunction, a: int, values: np.ndarray) -> None:
         """Take the best of the children literals + (a, v) if it beats the best so far."""

@@ -42,6 +42,10 @@ class ConfigError(ValueError):
     """A config value is out of range; the message starts with the full key."""
 
 
+#: ``sweep.workload``'s choices (``SweepConfig.workload``).
+WORKLOADS = ("marginals", "conjunctions")
+
+
 # --- oracles -----------------------------------------------------------------------------------
 
 
@@ -112,6 +116,10 @@ class SweepConfig(ReadOnly):
     #: The synthetic-data mechanisms answer it and every synthetic table is measured on it
     #: (docs/synthetic.md); the classifiers ignore it.
     workload_k: int = 3
+    #: What the workload is: "marginals" (every workload_k-way marginal's cells, listed) or
+    #: "conjunctions" (every conjunction of 1 to workload_k literals, never listed: measured by
+    #: an exact search, docs/synthetic.md 5; fem, which lists its workload, is refused on it).
+    workload: str = "marginals"
     #: Most runs the grid may hold (mechanisms x epsilons x seeds, a reference once): a grid
     #: beyond it is refused when the config is checked, in a second, with its count, before
     #: any key of it is made (``sweep.seeds=100000000`` held 1.6 GB planning for minutes).
@@ -166,6 +174,12 @@ class SweepConfig(ReadOnly):
         )
         _require(self.seeds >= 1, "seeds", "must be >= 1", self.seeds)
         _require(self.workload_k >= 1, "workload_k", "must be >= 1", self.workload_k)
+        _require(
+            self.workload in WORKLOADS,
+            "workload",
+            f"must be one of {list(WORKLOADS)}",
+            self.workload,
+        )
         _require(self.sweep_seed >= 0, "sweep_seed", "must be >= 0 (a seed)", self.sweep_seed)
         _require(
             self.max_oracle_calls >= 1, "max_oracle_calls", "must be >= 1", self.max_oracle_calls

@@ -23,7 +23,7 @@ from mechanisms.entries import Entry, Labelled, Request, Scores, Table
 # the same place while the driver runs). None of these imports a solver backend.
 from mechanisms.release import Release
 from mechanisms.runner import SolveMany, solve_sequentially
-from mechanisms.synthetic.domain import Domain, Workload
+from mechanisms.synthetic.domain import ConjunctionClass, Domain, Workload
 from mechanisms.synthetic.fem import SyntheticRelease
 from oracles import registry
 from pipeline.config import Config, ConfigError, OracleConfig, SweepConfig
@@ -143,7 +143,16 @@ def privacy_delta(config: Config, n: int) -> float:
 def run_data(config: Config, entry: Entry, dataset: Dataset) -> Labelled | Table:
     """The data a run of ``entry`` takes from ``dataset`` (the entry's kind says which: features
     and labels, or records over their public domain with the sweep's ``workload``)."""
-    return entry.data(dataset, lambda domain: workload(config, domain))
+    data = entry.data(dataset, lambda domain: workload(config, domain))
+    if isinstance(data, Table) and isinstance(data.workload, ConjunctionClass):
+        if getattr(entry, "lists_workload", False):
+            raise ConfigError(
+                f"sweep.workload: {entry.name} scores every query of its workload, and "
+                f"conjunctions ({data.workload.queries:,} of up to "
+                f"{data.workload.max_literals} literals) are never listed; use fem_rspm, or "
+                f"sweep.workload=marginals, found {entry.name} with conjunctions"
+            )
+    return data
 
 
 def run_release(
@@ -185,10 +194,16 @@ def workload_k(config: Config, domain: Domain) -> int:
     return k
 
 
-def workload(config: Config, domain: Domain) -> Workload:
+def workload(config: Config, domain: Domain) -> Workload | ConjunctionClass:
     """The sweep's workload of synthetic data: every ``sweep.workload_k``-way marginal of the
-    records' public ``domain`` (a ConfigError when there are fewer attributes)."""
-    return Workload.all_k_way(domain.sizes, workload_k(config, domain))
+    records' public ``domain``, or with ``sweep.workload=conjunctions`` every conjunction of 1 to
+    ``sweep.workload_k`` literals, never listed (a ConfigError when there are fewer
+    attributes)."""
+    k = workload_k(config, domain)
+    kind = config.sweep.workload if config.sweep is not None else SweepConfig.workload
+    if kind == "conjunctions":
+        return ConjunctionClass(domain.sizes, k)
+    return Workload.all_k_way(domain.sizes, k)
 
 
 def score(

@@ -221,7 +221,7 @@ class ConjunctionClass:
 
     def max_error(self, real: np.ndarray, synthetic: np.ndarray) -> ClassError:
         """max over the class of |q(real) - q(synthetic)|, exactly: the branch and bound of
-        ``SearchSelectionOracle`` with zero noise on the weights
+        ``SearchSelectionOracle`` (ties not visited: any maximizer) with zero noise on the weights
         c_x = |S| count_real(x) - n count_S(x), integers, so every sum is exact and a tie is a
         tie; the value is the maximum over both signs divided by n |S|."""
         real = check_codes(real, self.sizes)
@@ -234,7 +234,7 @@ class ConjunctionClass:
         coefs = np.bincount(inverse[:n], minlength=len(records)) * float(size)
         coefs -= np.bincount(inverse[n:], minlength=len(records)) * float(n)
         problem = SelectionProblem(self.sizes, self.max_literals, records, coefs)
-        found = SearchSelectionOracle().solve(problem)
+        found = SearchSelectionOracle(first_on_ties=False).solve(problem)
         value = problem.value(found.conjunction, found.sign)
         return ClassError(value / (n * size), found.conjunction, found.sign, found.certificate)
 

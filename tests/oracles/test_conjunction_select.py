@@ -84,6 +84,22 @@ def test_both_oracles_find_the_brute_force_optimum_on_random_domains(integer_noi
             assert (h.conjunction, h.sign) == (q, sign)
 
 
+def test_a_search_that_skips_ties_finds_the_same_value_and_stops_on_zero_weights():
+    rng = np.random.default_rng(20261126)
+    skip, visit = SearchSelectionOracle(first_on_ties=False), SearchSelectionOracle()
+    for _ in range(80):
+        problem = _random_problem(rng, integer_noise=True)
+        best, _ = _brute(problem)
+        found = skip.solve(problem)
+        assert problem.value(found.conjunction, found.sign) == best  # integers: exact
+        assert found.certificate.certified and found.certificate.objective == -best
+    # every weight 0: each conjunction ties; the tie-visiting search reaches the whole class
+    levels = (3, 3, 3, 3, 3)
+    zero = SelectionProblem(levels, 3, np.zeros((4, 5), dtype=int), np.zeros(4))
+    nodes = [int(o.solve(zero).certificate.message.split()[0]) for o in (skip, visit)]
+    assert nodes[0] == 2 * len(levels) < nodes[1]
+
+
 def test_the_class_index_is_the_class_order():
     levels, k = (2, 3, 2, 4), 3
     for i, q in enumerate(_class(levels, k)):

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
+from core.validation import InvalidValue
 from mechanisms.synthetic.domain import Domain
 from pipeline.cli import CONFIG_DIR
-from pipeline.config import ConfigError, validate
+from pipeline.config import ConfigError, SweepConfig, validate
 from pipeline.data.record import Dataset, records_provenance
 from pipeline.preflight import (
     WARN_ORACLE_CALLS,
@@ -180,6 +181,34 @@ def test_the_workload_is_checked_on_records_and_ignored_by_the_classifiers():
     check_workload(k2, records)
     with pytest.raises(ConfigError, match=r"^sweep.workload_k: must be <= the 2 attributes .*3$"):
         check_workload(k3, records)
+
+
+def test_a_workload_of_conjunctions_is_never_listed_and_refuses_fem_before_any_run():
+    """``sweep.workload=conjunctions``: fem_rspm and the baselines take the class (every
+    conjunction of up to workload_k literals), fem, which lists its workload, is one ConfigError
+    in the driver; a workload kind outside the two choices is refused when the config is
+    checked."""
+    domain = Domain(("a", "b", "y"), (("x", "z"), ("p", "q", "r"), ("0", "1")))
+    records = Dataset(
+        np.array([[0, 1, 1], [1, 2, 0]]),
+        [1, -1],
+        ["a", "b", "y"],
+        records_provenance(domain, "y", "1"),
+    )
+    synth = ["+sweep=synth_table", "dataset.path=t.csv", "dataset.label=y", "dataset.positive=1"]
+    conj = [*synth, "sweep.workload=conjunctions", "sweep.workload_k=2"]
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        rspm = validate(
+            compose(config_name="config", overrides=[*conj, "sweep.mechanisms=[fem_rspm,mst]"])
+        )
+        fem = validate(compose(config_name="config", overrides=[*conj, "sweep.mechanisms=[fem]"]))
+    check_workload(rspm, records)
+    cells = SweepConfig(name="x", mechanisms=["fem_rspm"], epsilons=[1.0], workload="cells")
+    with pytest.raises(InvalidValue, match=r"^workload: must be one of .*'cells'$"):
+        cells.check()
+    message = r"^sweep.workload: fem scores every query of its workload, and conjunctions \(23 of"
+    with pytest.raises(ConfigError, match=message):
+        check_workload(fem, records)
 
 
 def test_every_task_must_fit_in_the_largest_node(monkeypatch):
