@@ -404,9 +404,11 @@ def synthetic_lines(frame: pd.DataFrame) -> list[str]:
     real training table's (the non-private reference)."""
     agg = aggregate(frame)
     lines = [
-        "Synthetic tables, measured on the sweep's workload of marginals (absolute error of a "
-        "cell's fraction, in [0, 1]) and by logistic regression trained on the table and tested "
-        "on the real test set (docs/synthetic.md):",
+        "Synthetic tables, measured on the sweep's workload (absolute error of a cell's "
+        "fraction, in [0, 1]; with sweep.workload=conjunctions the largest over every "
+        "conjunction of up to workload_k literals, the mean over the workload_k-way marginals' "
+        "cells) and by logistic regression trained on the table and tested on the real test "
+        "set (docs/synthetic.md):",
         "",
         "| mechanism | requested epsilon | epsilon proven | delta | runs | max marginal error "
         "(mean ± sd) | mean marginal error | test acc | private | median s |",
