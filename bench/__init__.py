@@ -4,11 +4,15 @@
     python -m bench.synthetic_comparison RESULTS.csv [MORE.csv ...] [--majority P]
     python -m bench.generic_tables [--tables ...] [--oracles structured reference ...]
     python -m bench.generic_instances --csv /abs/TABLE.csv [--table NAME]
+    python -m bench.schedule_variants --out variants.csv [--tables ...]
+    python -m bench.synthetic_unlisted MECHANISM EPSILON SEED [--k 5]
 
 Run from the repository's root (``python -m`` puts it on the path). ``same_results`` checks
 that a refactoring left a sweep's results unchanged; ``synthetic_comparison`` tabulates
 synthetic-data sweeps; ``generic_tables`` runs oracles side by side on real tables with many
 continuous columns (``generic_instances`` builds them and writes one as a CSV for
-``+sweep=table``); ``machine`` is what each prints about where it ran. Measured results, with
+``+sweep=table``); ``schedule_variants`` checks the synthetic-data game's schedule
+(docs/synthetic.md 2.6) on public tables it was not chosen on; ``synthetic_unlisted`` measures
+one synthetic table on every conjunction of up to k literals, a class no one lists; ``machine`` is what each prints about where it ran. Measured results, with
 the machine and the command that made them, are in docs/results/.
 """

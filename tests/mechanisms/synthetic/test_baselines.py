@@ -14,6 +14,8 @@ seeding does do.
 
 from __future__ import annotations
 
+import math
+
 import random
 import subprocess
 import sys
@@ -110,7 +112,7 @@ def test_mwem_claims_pure_dp_at_its_ledger_times_one_and_a_half(releases):
     release = releases[1]["mwem"]
     claim = release.privacy
     assert claim.holds and claim.delta == 0.0 and claim.requested_delta == DELTA
-    assert claim.epsilon == pytest.approx(EPSILON, rel=1e-12)
+    assert claim.epsilon <= EPSILON and claim.epsilon == pytest.approx(EPSILON, rel=1e-9)
     assert release.params["library_epsilon"] == pytest.approx(EPSILON / 1.5)
     assert release.params["splits"] == "0,1|2,3"
     assert release.params["iterations_used"] == 5
@@ -168,7 +170,19 @@ def test_the_conversion_is_opendps_and_never_below_it(library, rho, delta):
 @pytest.mark.parametrize("epsilon", [1.0, 0.3, 3.0, 1e-3])
 def test_mwem_library_epsilon_never_overstates(epsilon):
     assert 1.5 * mwem_library_epsilon(epsilon) <= epsilon
-    assert 1.5 * mwem_library_epsilon(epsilon) == pytest.approx(epsilon, rel=1e-15)
+    assert 1.5 * mwem_library_epsilon(epsilon) == pytest.approx(epsilon, rel=1e-9)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.3, 0.7, 1.0, 2.2, 3.0])
+def test_mwem_ledger_summed_in_floats_stays_within_the_target(epsilon):
+    """The library's ledger is a float sum of the parts it splits its epsilon into: split into
+    N equal parts and summed left to right (or exactly), 1.5 x the ledger is still at most the
+    target for every N up to 400 (without MWEM_LEDGER_SLACK, 1,078 of these 2,394 sums are
+    over it; on Adult, 0.30000000000000004 at epsilon 0.3)."""
+    library_epsilon = mwem_library_epsilon(epsilon)
+    for n in range(1, 400):
+        parts = [library_epsilon / n] * n
+        assert 1.5 * sum(parts) <= epsilon and 1.5 * math.fsum(parts) <= epsilon
 
 
 def test_mwem_groups_follow_the_columns_within_the_cells():
