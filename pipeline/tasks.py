@@ -143,16 +143,20 @@ def privacy_delta(config: Config, n: int) -> float:
 def run_data(config: Config, entry: Entry, dataset: Dataset) -> Labelled | Table:
     """The data a run of ``entry`` takes from ``dataset`` (the entry's kind says which: features
     and labels, or records over their public domain with the sweep's ``workload``)."""
-    data = entry.data(dataset, lambda domain: workload(config, domain))
-    if isinstance(data, Table) and isinstance(data.workload, ConjunctionClass):
-        if getattr(entry, "lists_workload", False):
+
+    def entry_workload(domain: Domain) -> Workload | ConjunctionClass:
+        # called by a table entry only (a classifier's data takes no workload)
+        built = workload(config, domain)
+        if entry.lists_workload and isinstance(built, ConjunctionClass):
             raise ConfigError(
                 f"sweep.workload: {entry.name} scores every query of its workload, and "
-                f"conjunctions ({data.workload.queries:,} of up to "
-                f"{data.workload.max_literals} literals) are never listed; use fem_rspm, or "
-                f"sweep.workload=marginals, found {entry.name} with conjunctions"
+                f"conjunctions ({built.queries:,} of up to {built.max_literals} literals) are "
+                f"never listed; use fem_rspm, or sweep.workload=marginals, found {entry.name} "
+                "with conjunctions"
             )
-    return data
+        return built
+
+    return entry.data(dataset, entry_workload)
 
 
 def run_release(
