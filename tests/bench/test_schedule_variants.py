@@ -11,15 +11,26 @@ import pytest
 
 from bench import schedule_variants
 from bench.schedule_variants import (
+    ADOPT_WORST,
     TABLES,
     VARIANTS,
+    candidate_rule,
+    disagrees,
     load,
     main,
+    rule_check,
     run_variant,
     summary,
+    t_rule,
     variant_params,
 )
-from mechanisms.synthetic.fem import SHORT_TARGET, FEMParams
+from mechanisms.synthetic.fem import (
+    SAMPLES,
+    SHORT_GAME,
+    SHORT_SAMPLES,
+    SHORT_TARGET,
+    FEMParams,
+)
 
 TINY_SIZES = (2, 3, 2)
 
@@ -41,7 +52,54 @@ def test_the_variants_differ_only_in_the_window_and_the_output():
         "all": (rounds, rounds, 1.0, samples),
         "last1": (rounds, 1, 0.5, samples),
         "last10": (rounds, SHORT_TARGET, 0.5, samples),
+        "every": (rounds, rounds, 1.0, SAMPLES),
+        "window": (rounds, SHORT_TARGET, 0.5, SHORT_SAMPLES),
     }
+
+
+def test_the_candidate_rule_compares_the_selections_precision_with_the_windows_sampling():
+    n, queries, epsilon = 20_000, 3_000, 1.0
+    regime, alpha, eps_w = candidate_rule(n, queries, epsilon, 1 / n**2)
+    eps0 = FEMParams(epsilon, 1 / n**2).round_epsilon()
+    assert alpha == pytest.approx(2 * np.log(6_000) / (eps0 * n), rel=1e-12)
+    # 2|Q| exp(-2 W s eps_W^2) = 1: Hoeffding's bound, union over the candidates
+    assert 6_000 * np.exp(-2 * SHORT_TARGET * SHORT_SAMPLES * eps_w**2) == pytest.approx(1.0)
+    assert regime == ("every" if alpha < eps_w else "window")
+    # fewer rows: a coarser selection, the window; many more: every round
+    assert candidate_rule(2_000, queries, epsilon, 1 / 2_000**2)[0] == "window"
+    assert candidate_rule(500_000, queries, 0.1, 1 / 500_000**2)[0] == "every"
+    assert (t_rule(SHORT_GAME - 1), t_rule(SHORT_GAME)) == ("window", "every")
+
+
+def test_the_rules_disagree_on_a_small_table_in_a_long_game_only():
+    sizes = (2, 3, 2, 4, 5)
+    assert FEMParams(3.0, 1 / 4_000**2).total_rounds >= SHORT_GAME
+    assert disagrees(4_000, sizes, 3.0)  # T rule: every round; alpha coarse: the window
+    assert not disagrees(4_000, sizes, 0.1)  # both the window
+
+
+def _check_rows(every, window, n=4_000, epsilon=3.0, queries=500):
+    T = FEMParams(epsilon, 1 / n**2).total_rounds
+    rows = []
+    for variant, errors in (("every", every), ("window", window)):
+        for seed, error in enumerate(errors):
+            rows.append(
+                {"table": f"t{n}", "n": n, "epsilon": epsilon, "T": T, "samples": 50}
+                | {"variant": variant, "seed": seed, "max_error": error, "queries": queries}
+            )
+    return rows
+
+
+def test_the_rule_check_adopts_the_candidate_only_by_the_stated_criterion():
+    # n = 4,000 at epsilon 3: the T rule plays every round, the candidate the window
+    assert candidate_rule(4_000, 500, 3.0, 1 / 4_000**2)[0] == "window"
+    wins = rule_check(pd.DataFrame(_check_rows((0.2, 0.2), (0.1, 0.1))))
+    assert wins[2].endswith("| every | window | 0.50 |") and wins[-1].endswith("adopt it.")
+    loses = rule_check(pd.DataFrame(_check_rows((0.1, 0.1), (0.1, 0.1 * 2 * ADOPT_WORST))))
+    assert loses[-1].endswith("keep the T rule.")
+    # a game where the rules agree is not part of the check
+    agree = pd.DataFrame(_check_rows((0.2,), (0.1,), n=4_000, epsilon=0.1))
+    assert rule_check(agree)[-1].startswith("\nThe candidate is better in 0 of 0 games")
 
 
 def test_a_run_on_a_tiny_table_reports_its_schedule_and_error():
@@ -90,6 +148,17 @@ def test_a_stopped_check_resumes_without_repeating_a_run(tmp_path, monkeypatch, 
 def test_the_public_tables_load_with_their_stated_levels_and_bins():
     for name, spec in TABLES.items():
         codes, sizes = load(name)
-        assert len(sizes) >= 6 and len(codes) > 4000
+        assert len(sizes) >= 5 and len(codes) > 4000
         assert len(sizes) == len(spec["categorical"]) + len(spec["bins"])
         assert ((codes >= 0) & (codes < np.array(sizes))).all()
+
+
+def test_disagreements_skips_the_games_where_the_rules_agree(tmp_path, monkeypatch):
+    monkeypatch.setitem(TABLES, "tiny", {})
+    monkeypatch.setattr(schedule_variants, "load", lambda name: (_tiny(), TINY_SIZES))
+    monkeypatch.setattr(schedule_variants, "disagrees", lambda n, sizes, eps: eps == 0.02)
+    out = tmp_path / "runs.csv"
+    argv = ["--out", str(out), "--tables", "tiny", "--epsilons", "0.01", "0.02", "--seeds", "0"]
+    main([*argv, "--variants", "every", "--disagreements"])
+    with out.open() as f:
+        assert [(r["epsilon"], r["variant"]) for r in csv.DictReader(f)] == [("0.02", "every")]
