@@ -23,7 +23,7 @@ answers and the output (``VARIANTS``):
   answered and released, 50 records a round; the last 10 answered and the last half released,
   100 records a round.
 
-The rule answers like ``all`` when T >= ``fem.SHORT_GAME`` and like ``last10`` below. A row
+The T rule answers like ``all`` when T >= ``T_RULE_ROUNDS`` and like ``last10`` below. A row
 per run is appended to ``--out`` (a run already there is skipped: a stopped check resumes):
 the table, n, the epsilon, T, the records a round, the variant, the seed, the largest and mean
 3-way marginal error over the workload, the run's seconds and the 1-minute load average after
@@ -56,12 +56,13 @@ from mechanisms.synthetic.domain import Workload
 from mechanisms.synthetic.evaluate import marginal_errors
 from mechanisms.synthetic.fem import (
     SAMPLES,
-    SHORT_GAME,
     SHORT_KEEP,
     SHORT_SAMPLES,
     SHORT_TARGET,
     FEMParams,
     run_fem,
+    selection_precision,
+    window_sampling_error,
 )
 from oracles.conjunction_search import SearchConjunctionOracle
 from pipeline.data.table_records import load_table_records
@@ -194,8 +195,11 @@ TABLES: dict[str, dict[str, Any]] = {
     },
 }
 
+#: The T rule's threshold: the schedule's regime before the check (docs/synthetic.md 2.6), the
+#: window below this many rounds.
+T_RULE_ROUNDS = 300
 #: variant -> (the rounds the query player answers, None: every round so far; the kept fraction;
-#: the records a round, None: the schedule's). ``every`` and ``window`` are the two regimes in
+#: the records a round, None: the T rule's). ``every`` and ``window`` are the two regimes in
 #: full, records a round included: what the T rule and the candidate rule choose between.
 VARIANTS: dict[str, tuple[int | None, float, int | None]] = {
     "all": (None, 1.0, None),
@@ -236,12 +240,15 @@ def variant_params(epsilon: float, delta: float, variant: str) -> FEMParams:
     """The schedule's game at (epsilon, delta) with the variant's window and output."""
     target, keep, samples = VARIANTS[variant]
     rounds = FEMParams(epsilon, delta).total_rounds
+    if samples is None:
+        samples = SAMPLES if t_rule(rounds) == "every" else SHORT_SAMPLES
     return FEMParams(epsilon, delta, target_rounds=target or rounds, keep=keep, samples=samples)
 
 
 def t_rule(rounds: int) -> str:
-    """The schedule's rule (docs/synthetic.md 2.6): the window below ``SHORT_GAME`` rounds."""
-    return "every" if rounds >= SHORT_GAME else "window"
+    """The T rule (docs/synthetic.md 2.6, before the check): the window below
+    ``T_RULE_ROUNDS`` rounds."""
+    return "every" if rounds >= T_RULE_ROUNDS else "window"
 
 
 def candidate_rule(n: int, queries: int, epsilon: float, delta: float) -> tuple[str, float, float]:
@@ -250,9 +257,8 @@ def candidate_rule(n: int, queries: int, epsilon: float, delta: float) -> tuple[
     finer than the window's largest sampling error eps_W = sqrt(ln(2|Q|) / (2 W s)) (Hoeffding
     and a union bound over the 2|Q| candidates; W = ``SHORT_TARGET`` rounds of
     s = ``SHORT_SAMPLES`` records), else answer the window."""
-    eps0 = FEMParams(epsilon, delta).round_epsilon()
-    alpha = 2.0 * math.log(2 * queries) / (eps0 * n)
-    eps_w = math.sqrt(math.log(2 * queries) / (2 * SHORT_TARGET * SHORT_SAMPLES))
+    alpha = selection_precision(n, queries, FEMParams(epsilon, delta).round_epsilon())
+    eps_w = window_sampling_error(queries)
     return ("every" if alpha < eps_w else "window"), alpha, eps_w
 
 
@@ -344,7 +350,7 @@ def summary(frame: pd.DataFrame) -> list[str]:
             means[name] = float(errors.mean()) if len(errors) else math.nan
             text = ", ".join(f"{e:.3f}" for e in errors)
             cells.append(f"{text} (mean {means[name]:.3f})" if len(errors) > 1 else text or "-")
-        rule = "all" if T >= SHORT_GAME else "last10"
+        rule = "all" if t_rule(T) == "every" else "last10"
         known = {k: v for k, v in means.items() if not math.isnan(v)}
         best = min(known, key=known.get) if known else "-"
         ratio = f"{means[rule] / known[best]:.2f}" if rule in known and best != "-" else "-"
@@ -413,6 +419,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 __all__ = [
     "FIELDS",
     "TABLES",
+    "T_RULE_ROUNDS",
     "VARIANTS",
     "ADOPT_SHARE",
     "ADOPT_WORST",

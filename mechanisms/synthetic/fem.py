@@ -18,8 +18,8 @@ For t = 1..T, with S the synthetic records of the query player's window, its las
 
 The output is the records of the last rounds (every round unless the schedule says otherwise);
 T, eps0, the records a round, the perturbation, the query player's window and the output are
-chosen from the budget alone when ``rounds`` is not stated (``FEMParams``, docs/synthetic.md
-2.6). The data player sees only the
+chosen from the budget and the public n and workload size when ``rounds`` is not stated
+(``FEMParams``, docs/synthetic.md 2.6). The data player sees only the
 selections and its own noise: it is post-processing, so the guarantee holds whatever its oracle
 returns; its certificates say whether its best responses were exact (accuracy, not privacy).
 The RSPM selection's certificates (``selection_certificates``) are what its privacy rests on.
@@ -56,13 +56,14 @@ from oracles.routing import selector_for
 ROUND_RULES = {"expmech": "bounded_range", "rspm": "pure"}
 
 
-#: A schedule from the budget with fewer rounds than this is a short game (docs/synthetic.md
-#: 2.6): its query player answers the table of its last ``SHORT_TARGET`` rounds and its output
-#: is the last ``SHORT_KEEP`` of its rounds; a longer one answers and outputs every round.
-SHORT_GAME = 300
+#: The two regimes of a schedule from the budget (docs/synthetic.md 2.6): a game whose
+#: selection is coarser than the window's own sampling error (``windowed``) answers the table of
+#: its last ``SHORT_TARGET`` rounds, ``SHORT_SAMPLES`` records each, and outputs the last
+#: ``SHORT_KEEP`` of its rounds; any other answers and outputs every round, ``SAMPLES`` a round.
 SHORT_TARGET = 10
 SHORT_KEEP = 0.5
-#: Records a round: FEM's 50, and 100 in a short game, whose window and output hold few rounds.
+#: Records a round: FEM's 50, and 100 in the window regime, whose window and output hold few
+#: rounds.
 SAMPLES = 50
 SHORT_SAMPLES = 100
 
@@ -71,6 +72,19 @@ def window_start(keep: float, rounds: int) -> int:
     """The first of the last ``keep`` of ``rounds`` rounds (0-based; at least one of them when
     there are any): the output's first round after T (docs/synthetic.md 2.6)."""
     return rounds - math.ceil(keep * rounds - 1e-9)
+
+
+def selection_precision(n: int, queries: int, round_eps: float) -> float:
+    """alpha = 2 ln(2|Q|) / (eps0 n): how far below the worst candidate's utility the
+    exponential mechanism's pick may fall, in the regime rule's terms (docs/synthetic.md 2.6)."""
+    return 2.0 * math.log(2 * queries) / (round_eps * n)
+
+
+def window_sampling_error(queries: int) -> float:
+    """eps_W = sqrt(ln(2|Q|) / (2 W s)): the largest sampling error over the 2|Q| candidates of
+    a window of W = ``SHORT_TARGET`` rounds of s = ``SHORT_SAMPLES`` records, by Hoeffding's
+    bound and a union bound (2|Q| exp(-2 W s eps_W^2) = 1; docs/synthetic.md 2.6)."""
+    return math.sqrt(math.log(2 * queries) / (2 * SHORT_TARGET * SHORT_SAMPLES))
 
 
 @dataclass(frozen=True)
@@ -105,9 +119,10 @@ class FEMParams:
     #: The query player answers the table of the last ``target_rounds`` rounds so far. None:
     #: by the schedule (``query_rounds``).
     target_rounds: int | None = None
-    #: (n, the levels of each attribute): the public record count and domain RSPM's schedule
-    #: reads (docs/synthetic.md 4.8); ``run_fem`` fills it in from its table. Not a setting.
-    public_table: tuple[int, tuple[int, ...]] | None = None
+    #: (n, the levels of each attribute, |Q| the exponential mechanism's queries): the public
+    #: facts a schedule from the budget reads, RSPM's rounds (docs/synthetic.md 4.8) and the
+    #: regime (2.6); ``run_fem`` fills them in from its table and workload. Not a setting.
+    public_table: tuple[int, tuple[int, ...], int] | None = None
 
     def __post_init__(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=True)
@@ -127,17 +142,20 @@ class FEMParams:
         check_int("max_literals", self.max_literals)
         check_choice("separator", self.separator, selection.SEPARATORS)
         if self.public_table is not None:
-            n, sizes = self.public_table
+            n, sizes, queries = self.public_table
             check_int("public_table n", n)
             for a, k in enumerate(sizes):
                 check_int(f"public_table sizes[{a}]", k)
-            object.__setattr__(self, "public_table", (int(n), tuple(int(k) for k in sizes)))
+            check_int("public_table queries", queries)
+            table = (int(n), tuple(int(k) for k in sizes), int(queries))
+            object.__setattr__(self, "public_table", table)
 
-    def with_table(self, n: int, sizes: tuple[int, ...]) -> "FEMParams":
-        """These parameters with ``public_table`` (n, sizes), unless it is set already."""
+    def with_table(self, n: int, sizes: tuple[int, ...], queries: int) -> "FEMParams":
+        """These parameters with ``public_table`` (n, sizes, queries), unless it is set
+        already."""
         if self.public_table is not None:
             return self
-        return dataclasses.replace(self, public_table=(n, tuple(sizes)))
+        return dataclasses.replace(self, public_table=(n, tuple(sizes), queries))
 
     def rspm_schedule(self) -> tuple[int, int, float]:
         """RSPM's (T, records a round, modelled error) by its rule (docs/synthetic.md 4.8)."""
@@ -146,7 +164,7 @@ class FEMParams:
                 "fem_rspm's rounds follow the public n and domain: set public_table (run_fem "
                 "sets it from its table) or state rounds"
             )
-        n, sizes = self.public_table
+        n, sizes, _ = self.public_table
         bits = selection.signature_length(sizes, self.separator)
         most = schedule_rounds(self.epsilon, self.delta, self.round_scale * math.sqrt(self.epsilon))
         args = (self.epsilon, self.delta, n, bits, self.max_literals)
@@ -184,36 +202,43 @@ class FEMParams:
         return self.noise_scale * math.sqrt(self.total_rounds)
 
     @property
-    def short_game(self) -> bool:
-        """The exponential mechanism's schedule from the budget with fewer than ``SHORT_GAME``
-        rounds (2.6; RSPM's query player answers every round so far)."""
-        return (
-            self.rounds is None
-            and self.query_player == "expmech"
-            and self.total_rounds < SHORT_GAME
-        )
+    def windowed(self) -> bool:
+        """The exponential mechanism's schedule from the budget in the window regime: its
+        selection's precision (``selection_precision``) no finer than the window's sampling
+        error (``window_sampling_error``), from the public n and |Q| (2.6). RSPM's query player
+        and a stated ``rounds`` answer every round so far."""
+        if self.rounds is not None or self.query_player != "expmech":
+            return False
+        if self.public_table is None:
+            raise ValueError(
+                "the schedule's regime follows the public n and workload size: set "
+                "public_table (run_fem sets it from its table) or state rounds"
+            )
+        n, _, queries = self.public_table
+        alpha = selection_precision(n, queries, self.round_epsilon())
+        return alpha >= window_sampling_error(queries)
 
     def records_per_round(self) -> int:
-        """``samples``, or by the schedule: ``SHORT_SAMPLES`` in a short game, RSPM's rule
+        """``samples``, or by the schedule: ``SHORT_SAMPLES`` in the window regime, RSPM's rule
         (``selection.rspm_samples``) for RSPM, else ``SAMPLES``."""
         if self.samples is not None:
             return self.samples
         if self.rounds is None and self.query_player == "rspm":
             return self.rspm_schedule()[1]
-        return SHORT_SAMPLES if self.short_game else SAMPLES
+        return SHORT_SAMPLES if self.windowed else SAMPLES
 
     def output_keep(self) -> float:
-        """``keep``, or by the schedule: ``SHORT_KEEP`` in a short game, else every round."""
+        """``keep``, or by the schedule: ``SHORT_KEEP`` in the window regime, else every round."""
         if self.keep is not None:
             return self.keep
-        return SHORT_KEEP if self.short_game else 1.0
+        return SHORT_KEEP if self.windowed else 1.0
 
     def query_rounds(self) -> int:
-        """``target_rounds``, or by the schedule: ``SHORT_TARGET`` in a short game, else every
-        round so far (T)."""
+        """``target_rounds``, or by the schedule: ``SHORT_TARGET`` in the window regime, else
+        every round so far (T)."""
         if self.target_rounds is not None:
             return self.target_rounds
-        return SHORT_TARGET if self.short_game else self.total_rounds
+        return SHORT_TARGET if self.windowed else self.total_rounds
 
     def first_kept(self) -> int:
         """The first round (0-based) whose records are output: the last ``keep`` of T."""
@@ -314,22 +339,23 @@ def run_fem(
     ``workload``'s domain), with ``oracle`` the data player's (``oracles.conjunctions``) and
     ``selector`` RSPM's (``oracles.conjunction_select``; by default the ``selection`` route's,
     ``oracles.routing.selector_for``).
-    With ``query_player="rspm"`` only the workload's domain (``sizes``) is used, and n and the
-    domain fix RSPM's schedule (``FEMParams.public_table``); the exponential mechanism lists its
-    workload, so it refuses a ``ConjunctionClass``."""
+    With ``query_player="rspm"`` only the workload's domain (``sizes``) is used. n, the domain
+    and the workload's size are public and fix the schedule (``FEMParams.public_table``: RSPM's
+    rounds, the exponential mechanism's regime); the exponential mechanism lists its workload,
+    so it refuses a ``ConjunctionClass``."""
     rng = check_rng(rng)
     codes = check_codes(codes, workload.sizes)
     n = len(codes)
     rspm = params.query_player == "rspm"
     if rspm:
         selector = selector or selector_for(oracle)
-        params = params.with_table(n, workload.sizes)
     elif isinstance(workload, ConjunctionClass):
         raise ValueError(
             f"the exponential mechanism lists its workload, and every conjunction of up to "
             f"{workload.max_literals} literals ({workload.queries:,}) is not listed: use RSPM's "
             "query player (fem_rspm) or a workload of marginals"
         )
+    params = params.with_table(n, workload.sizes, workload.queries)
     start = time.perf_counter()
     rounds, eps0, scale = params.total_rounds, params.round_epsilon(), params.perturbation()
     kept_from, target = params.first_kept(), params.query_rounds()
@@ -448,7 +474,6 @@ def run_fem(
 __all__ = [
     "ROUND_RULES",
     "SAMPLES",
-    "SHORT_GAME",
     "SHORT_KEEP",
     "SHORT_SAMPLES",
     "SHORT_TARGET",
@@ -457,6 +482,8 @@ __all__ = [
     "best_records",
     "run_fem",
     "select",
+    "selection_precision",
     "utilities",
+    "window_sampling_error",
     "window_start",
 ]

@@ -120,7 +120,7 @@ def problem(
 
 
 #: RSPM's schedule draws at least this many records a round (FEM's 50, as the exponential
-#: mechanism's long game, docs/synthetic.md 2.6).
+#: mechanism's game when it answers every round, docs/synthetic.md 2.6).
 RSPM_LEAST_SAMPLES = 50
 
 

@@ -12,6 +12,7 @@ import pytest
 from bench import schedule_variants
 from bench.schedule_variants import (
     ADOPT_WORST,
+    T_RULE_ROUNDS,
     TABLES,
     VARIANTS,
     candidate_rule,
@@ -26,7 +27,6 @@ from bench.schedule_variants import (
 )
 from mechanisms.synthetic.fem import (
     SAMPLES,
-    SHORT_GAME,
     SHORT_SAMPLES,
     SHORT_TARGET,
     FEMParams,
@@ -47,7 +47,8 @@ def test_the_variants_differ_only_in_the_window_and_the_output():
         for name in VARIANTS
         for p in [variant_params(0.3, 1e-8, name)]
     }
-    samples = FEMParams(0.3, 1e-8).records_per_round()
+    samples = SHORT_SAMPLES  # T < T_RULE_ROUNDS: the T rule's records a round
+    assert rounds < T_RULE_ROUNDS
     assert settings == {
         "all": (rounds, rounds, 1.0, samples),
         "last1": (rounds, 1, 0.5, samples),
@@ -68,12 +69,12 @@ def test_the_candidate_rule_compares_the_selections_precision_with_the_windows_s
     # fewer rows: a coarser selection, the window; many more: every round
     assert candidate_rule(2_000, queries, epsilon, 1 / 2_000**2)[0] == "window"
     assert candidate_rule(500_000, queries, 0.1, 1 / 500_000**2)[0] == "every"
-    assert (t_rule(SHORT_GAME - 1), t_rule(SHORT_GAME)) == ("window", "every")
+    assert (t_rule(T_RULE_ROUNDS - 1), t_rule(T_RULE_ROUNDS)) == ("window", "every")
 
 
 def test_the_rules_disagree_on_a_small_table_in_a_long_game_only():
     sizes = (2, 3, 2, 4, 5)
-    assert FEMParams(3.0, 1 / 4_000**2).total_rounds >= SHORT_GAME
+    assert FEMParams(3.0, 1 / 4_000**2).total_rounds >= T_RULE_ROUNDS
     assert disagrees(4_000, sizes, 3.0)  # T rule: every round; alpha coarse: the window
     assert not disagrees(4_000, sizes, 0.1)  # both the window
 

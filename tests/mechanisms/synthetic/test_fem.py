@@ -16,13 +16,14 @@ from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds, tota
 from mechanisms.synthetic.domain import ConjunctionClass, Workload
 from mechanisms.synthetic.fem import (
     SAMPLES,
-    SHORT_GAME,
     SHORT_KEEP,
     SHORT_SAMPLES,
     SHORT_TARGET,
     FEMParams,
     run_fem,
     select,
+    selection_precision,
+    window_sampling_error,
 )
 from oracles.base import Status
 from oracles.budget import Budget, now
@@ -259,8 +260,8 @@ def test_the_schedule_from_the_budget_spends_it_in_rounds_of_a_fixed_epsilon():
     rspm = FEMParams(1.0, 1e-6, query_player="rspm")
     with pytest.raises(ValueError, match="fem_rspm's rounds follow the public n and domain"):
         _ = rspm.total_rounds
-    rspm = rspm.with_table(32561, ADULT_SIZES)
-    assert not rspm.short_game and rspm.first_kept() == 0 and rspm.output_keep() == 1.0
+    rspm = rspm.with_table(32561, ADULT_SIZES, 1)
+    assert not rspm.windowed and rspm.first_kept() == 0 and rspm.output_keep() == 1.0
 
 
 #: Adult's levels per attribute (pipeline/data/adult_domain.py): RSPM's schedule reads them.
@@ -275,7 +276,7 @@ def test_rspm_rounds_come_from_its_noise_by_a_public_rule():
     for k in (3, 5):
         for epsilon in (0.1, 0.3, 1.0, 3.0):
             params = FEMParams(epsilon, delta, query_player="rspm", max_literals=k)
-            params = params.with_table(n, ADULT_SIZES)
+            params = params.with_table(n, ADULT_SIZES, 1)
             rounds = params.total_rounds
             most = FEMParams(epsilon, delta).total_rounds  # the exponential mechanism's schedule
             model = selection.rspm_error_model(epsilon, delta, n, bits, k, np.arange(1, most + 1))
@@ -292,7 +293,7 @@ def test_rspm_rounds_come_from_its_noise_by_a_public_rule():
     assert all(got[5, e] <= got[3, e] for e in (0.1, 0.3, 1.0, 3.0))
     assert (got[5, 1.0], got[5, 3.0]) == (11, 23)  # Adult's figures in docs/synthetic.md 4.8
     # a stated T is kept
-    stated = FEMParams(1.0, delta, rounds=50, query_player="rspm").with_table(n, ADULT_SIZES)
+    stated = FEMParams(1.0, delta, rounds=50, query_player="rspm").with_table(n, ADULT_SIZES, 1)
     assert stated.total_rounds == 50 and stated.records_per_round() == SAMPLES
 
 
@@ -311,7 +312,7 @@ def test_a_scheduled_rspm_game_plays_its_rule_and_proves_the_target():
     codes = _data()
     params = FEMParams(1.0, 1e-6, query_player="rspm", max_literals=2)
     release = run_fem(codes, WORKLOAD, params, np.random.default_rng(0), SearchConjunctionOracle())
-    bound = params.with_table(len(codes), WORKLOAD.sizes)
+    bound = params.with_table(len(codes), WORKLOAD.sizes, WORKLOAD.queries)
     rounds, samples, error = bound.rspm_schedule()
     assert len(release.selections) == rounds == release.params["rounds"]
     assert len(release.records) == rounds * samples == rounds * release.params["samples"]
@@ -325,6 +326,7 @@ def test_the_scheduled_game_keeps_its_late_rounds_and_proves_the_target():
     params = FEMParams(0.3, 1e-6, samples=3, keep=0.5)
     release = run_fem(codes, WORKLOAD, params, np.random.default_rng(3), SearchConjunctionOracle())
     rounds = params.total_rounds
+    params = params.with_table(len(codes), WORKLOAD.sizes, WORKLOAD.queries)
     assert len(release.selections) == rounds == release.params["rounds"]
     assert release.params["kept_from_round"] == params.first_kept() == rounds - -(-rounds // 2)
     assert len(release.records) == (rounds - params.first_kept()) * 3
@@ -334,14 +336,35 @@ def test_the_scheduled_game_keeps_its_late_rounds_and_proves_the_target():
     assert release.params["data_player_uncertified"] == 0
 
 
-def test_a_short_game_answers_its_recent_rounds_and_a_long_one_every_round():
-    # docs/synthetic.md 2.6: the rule reads T alone (public)
-    short, long = FEMParams(0.1, 1.0 / 32561**2), FEMParams(1.0, 1.0 / 32561**2)
-    assert short.total_rounds < SHORT_GAME <= long.total_rounds
+def test_the_regime_follows_the_selections_precision_against_the_windows_sampling():
+    # docs/synthetic.md 2.6: the window when alpha = 2 ln(2|Q|) / (eps0 n) >= eps_W
+    n, queries = 32561, 164_934  # Adult's records and 3-way cells
+    delta = 1.0 / n**2
+    eps_w = window_sampling_error(queries)
+    assert 2 * queries * math.exp(-2 * SHORT_TARGET * SHORT_SAMPLES * eps_w**2) == (
+        pytest.approx(1.0)
+    )
+    regimes = {}
+    for epsilon in (0.1, 0.3, 1.0, 3.0):
+        params = FEMParams(epsilon, delta).with_table(n, ADULT_SIZES, queries)
+        alpha = selection_precision(n, queries, params.round_epsilon())
+        assert alpha == pytest.approx(2 * math.log(2 * queries) / (params.round_epsilon() * n))
+        assert params.windowed == (alpha >= eps_w)
+        regimes[epsilon] = params.windowed
+    # Adult: the window at epsilon 0.1 and 0.3, every round at 1 and 3 (the T rule's choices)
+    assert regimes == {0.1: True, 0.3: True, 1.0: False, 3.0: False}
+    short = FEMParams(0.1, delta).with_table(n, ADULT_SIZES, queries)
+    long = FEMParams(1.0, delta).with_table(n, ADULT_SIZES, queries)
     assert (short.query_rounds(), short.output_keep()) == (SHORT_TARGET, SHORT_KEEP)
     assert (long.query_rounds(), long.output_keep()) == (long.total_rounds, 1.0)
     assert long.first_kept() == 0
     assert (short.records_per_round(), long.records_per_round()) == (SHORT_SAMPLES, SAMPLES)
+    # n, not T, sets it: a tenth of the rows at epsilon 1 is coarse enough for the window,
+    # ten times as many at 0.1 fine enough for every round
+    assert FEMParams(1.0, delta).with_table(n // 10, ADULT_SIZES, queries).windowed
+    assert not FEMParams(0.1, delta).with_table(n * 10, ADULT_SIZES, queries).windowed
+    with pytest.raises(ValueError, match="the schedule's regime follows the public n"):
+        _ = FEMParams(0.1, delta).windowed
     stated = FEMParams(1.0, 1e-6, rounds=4)  # stated rounds: every round, as before
     assert (stated.query_rounds(), stated.first_kept()) == (4, 0)
     # a window of one round: the query player answers the last round's records alone
