@@ -252,14 +252,12 @@ def t_rule(rounds: int) -> str:
 
 
 def candidate_rule(n: int, queries: int, epsilon: float, delta: float) -> tuple[str, float, float]:
-    """The candidate rule of docs/results/synthetic.md, in public quantities: (regime, alpha,
-    eps_W). Answer every round when the selection's precision alpha = 2 ln(2|Q|) / (eps0 n) is
-    finer than the window's largest sampling error eps_W = sqrt(ln(2|Q|) / (2 W s)) (Hoeffding
-    and a union bound over the 2|Q| candidates; W = ``SHORT_TARGET`` rounds of
-    s = ``SHORT_SAMPLES`` records), else answer the window."""
-    alpha = selection_precision(n, queries, FEMParams(epsilon, delta).round_epsilon())
-    eps_w = window_sampling_error(queries)
-    return ("every" if alpha < eps_w else "window"), alpha, eps_w
+    """The candidate rule of docs/results/synthetic.md, now the schedule's (``FEMParams
+    .windowed``, docs/synthetic.md 2.6): (regime, alpha, eps_W), the regime as the game itself
+    decides it, alpha and eps_W for the check's table."""
+    params = FEMParams(epsilon, delta).with_table(n, (), queries)
+    alpha = selection_precision(n, queries, params.round_epsilon())
+    return ("window" if params.windowed else "every"), alpha, window_sampling_error(queries)
 
 
 def run_variant(
