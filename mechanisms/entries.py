@@ -55,8 +55,8 @@ class Oracles(Protocol):
         """The caller's own choice: a sweep's ``oracle`` config, an estimator's ``oracle=``."""
 
     def route(self, name: str) -> Any:
-        """The oracle of the route ``name`` (``oracles.routing``: ``convex``,
-        ``conjunctions_highs``, ...), whatever the caller configured."""
+        """The oracle of the route ``name`` (``oracles.routing``: ``conjunctions_highs``,
+        ``conjunctions_search``, ...), whatever the caller configured."""
 
 
 class TrainingData(Protocol):

@@ -51,7 +51,7 @@ from mechanisms.catalog import BY_KIND, CATALOG
 from mechanisms.entries import ClassifierEntry, Entry, Labelled, Request
 from mechanisms.privacy import warn_data_dependent
 from mechanisms.release import Release
-from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
+from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from oracles.registry import make_oracle
 
 #: The oracle an estimator uses where its entry lets the caller choose.

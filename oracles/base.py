@@ -31,6 +31,7 @@ from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
 import numpy as np
 
 from core.problem import IntegerGrid, Problem, frozen_array
+from oracles.budget import Budget
 
 #: The certificate's tolerance: a solve is certified when the EXACT objective at its answer is at
 #: most its proven lower bound plus OBJECTIVE_TOL (the MIP backends stop at a gap of 1e-9,
@@ -47,11 +48,6 @@ from core.problem import IntegerGrid, Problem, frozen_array
 #:   bound. It is a per-pair bound, not a proof over the whole grid; the fuzz suite
 #:   (tests/oracles/test_fuzz.py) counts such near ties separately and has measured none.
 OBJECTIVE_TOL = 1e-6
-
-#: Every oracle's defaults (the pipeline's ``oracle`` config and the estimators take them from
-#: here): seconds a solve may take before it returns uncertified, and solver threads.
-DEFAULT_TIME_LIMIT = 600.0
-DEFAULT_THREADS = 1
 
 
 # --- the certificate ---------------------------------------------------------------------------
@@ -116,22 +112,61 @@ class Certificate:
         }
 
 
+@dataclass(frozen=True)
+class Selected:
+    """The answer of a selection problem (``oracles.conjunction_select``): a conjunction of
+    literals (attribute, level) and its sign, +1 or -1."""
+
+    conjunction: tuple[tuple[int, int], ...]
+    sign: int
+
+
 @dataclass(frozen=True, eq=False)
 class Solution:
+    """What every oracle returns: the answer and its certificate.
+
+    ``w`` is the answer in the problem's own coordinates: the weight vector of a mechanism's
+    problem (a grid or a box) or of OPSamp's surrogate, a record's level codes (the data
+    player's ``ConjunctionProblem``), one record a row (a ``ConjunctionBatch``), the literals'
+    indicator and the sign (a ``SelectionProblem``). ``selected`` is a selection's answer in
+    its own terms (None for every other problem)."""
+
     w: np.ndarray
     certificate: Certificate
+    selected: Selected | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "w", frozen_array(self.w))
 
+    @property
+    def record(self) -> np.ndarray:
+        """A data player's record: its level codes (``w`` as integers)."""
+        return self.w.astype(np.int64)
+
+    records = record  # a batch's records, one a row
+
+    @property
+    def conjunction(self) -> tuple[tuple[int, int], ...]:
+        return self._selected().conjunction
+
+    @property
+    def sign(self) -> int:
+        return self._selected().sign
+
+    def _selected(self) -> Selected:
+        if self.selected is None:
+            raise TypeError("this solution is not a selection's (it has no conjunction)")
+        return self.selected
+
 
 @runtime_checkable
 class Oracle(Protocol):
-    """Minimizes a Problem. One module per backend absorbs that solver's quirks."""
+    """Minimizes a problem on a budget: the one contract of every strategy and every route
+    (``oracles.routing``). One module per backend absorbs that solver's quirks."""
 
     name: str
 
-    def solve(self, problem: Problem) -> Solution: ...
+    def solve(self, problem: Any, budget: Any) -> Solution: ...
 
 
 #: ``extra`` key of a certificate: CPU seconds its solve spent in other processes (the parts of
@@ -142,16 +177,22 @@ SolveMethod = TypeVar("SolveMethod", bound=Callable[..., Any])
 
 
 def counts_cpu(solve: SolveMethod) -> SolveMethod:
-    """An oracle's ``solve`` whose certificate records the CPU seconds the solve got
-    (``Certificate.cpu_seconds``): ``time.process_time`` before and after (every thread of this
-    process, the solver's included), plus ``extra[REMOTE_CPU]`` (its parts' in other
-    processes). The answer is otherwise unchanged; an outer solve's count replaces an inner
-    one's (it includes it)."""
+    """A strategy's ``solve(problem, budget)`` (the one contract, ``Oracle``) whose certificate
+    records the CPU seconds the solve got (``Certificate.cpu_seconds``): ``time.process_time``
+    before and after (every thread of this process, the solver's included), plus
+    ``extra[REMOTE_CPU]`` (its parts' in other processes). The answer is otherwise unchanged;
+    an outer solve's count replaces an inner one's (it includes it). A strategy called without
+    a budget (a test, a library user's own loop) runs on ``Budget.unlimited()``: no deadline,
+    one thread; a route always gives one (``oracles.routing.Route.solve``)."""
 
     @functools.wraps(solve)
-    def measured(self, problem, *args, **kwargs):
+    def measured(self, problem, budget: Budget | None = None):
+        if budget is None:
+            budget = Budget.unlimited()
+        elif not isinstance(budget, Budget):
+            raise TypeError(f"budget must be an oracles.budget.Budget, found {budget!r}")
         cpu = time.process_time()
-        solution = solve(self, problem, *args, **kwargs)
+        solution = solve(self, problem, budget)
         c = solution.certificate
         spent = time.process_time() - cpu + float(c.extra.get(REMOTE_CPU, 0.0))
         return dataclasses.replace(solution, certificate=replace(c, cpu_seconds=spent))

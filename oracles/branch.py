@@ -65,6 +65,7 @@ from oracles.noise_window import (
     completion_tables,
     coordinate_order,
 )
+from oracles.budget import Budget
 from oracles.solve_progress import Reporter
 
 #: Nodes the compiled search makes between two looks at the clock (``descend``).
@@ -336,9 +337,8 @@ def descend(
     t: Tables,
     start: Nodes,
     best: float,
+    budget: Budget | None = None,
     *,
-    deadline: float = math.inf,
-    max_nodes: int = 50_000_000,
     share: Share | None = None,
     progress: Reporter | None = None,
     chunk: int = CHUNK,
@@ -346,11 +346,11 @@ def descend(
     """Depth-first branch and bound below ``start`` (module docstring), keeping points with F at
     most ``best`` (a value some grid point attains). The start nodes are searched one at a time,
     lowest bound first, by the compiled search of ``oracles.branch_kernel`` (the same bounds as
-    ``expand``), ``chunk`` nodes between two looks at the clock. Stops at ``deadline``
-    (``time.perf_counter()`` seconds) or past ``max_nodes`` with ``finished`` False and a proven
-    bound. ``progress`` (``oracles.solve_progress``) is given the best value and the least lower bound
+    ``expand``), ``chunk`` nodes between two looks at the clock. Stops when ``budget`` (None:
+    none) expires or past its node limit, with ``finished`` False and a proven bound. ``progress`` (``oracles.solve_progress``) is given the best value and the least lower bound
     left below ``start`` when it is due."""
     t0 = time.perf_counter()
+    budget = budget if budget is not None else Budget(math.inf)
     w_best, found, best = None, math.inf, float(best)
     if share is not None:
         best = min(best, share(best))
@@ -372,13 +372,13 @@ def descend(
 
     def stopped(now: float, least_left: float) -> Outcome:
         """A stopped search's outcome; ``least_left``: the least bound left (without const)."""
-        reason = "deadline" if now > deadline else f"more than {max_nodes} nodes"
+        reason = budget.stopped_by(made)
         bound = min(found, best, least_left + t.const)
         return Outcome(w_best, found, bound, False, made, leaves, now - t0, reason)
 
     for pos, index in enumerate(order):
         now = time.perf_counter()
-        if made > max_nodes or now > deadline:  # also between start nodes that end quickly
+        if budget.spent(made) or budget.expired():  # also between start nodes that end quickly
             return stopped(now, float(start.lb[order[pos:]].min()))
         if not start.lb[index] <= t.threshold(best):
             continue
@@ -396,7 +396,7 @@ def descend(
             t.threshold(best),
         )
         while True:
-            why, n = run(t, state, t.threshold(best), min(chunk, max_nodes + 1 - made))
+            why, n = run(t, state, t.threshold(best), budget.chunk(made, chunk))
             made += n
             if state.n_leaves:
                 score(state.leaves[: state.n_leaves])
@@ -408,7 +408,7 @@ def descend(
             now = time.perf_counter()
             if share is not None and now - last_share >= SHARE_EVERY:
                 best, last_share = min(best, share(best)), now
-            stop = now > deadline or made > max_nodes
+            stop = budget.expired() or budget.spent(made)
             if stop or (progress is not None and progress.due()):
                 rest = start.lb[order[pos + 1 :]]
                 least = min(state.least_bound_left(), float(rest.min(initial=math.inf)))

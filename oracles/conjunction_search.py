@@ -4,8 +4,8 @@ The problem is ``oracles.conjunctions.ConjunctionProblem``'s,
 
     max_x  sum_c coef_c q_c(x)  +  sum_a noise_{a, x_a},
 
-over every record x of the product domain. ``SearchConjunctionOracle`` solves it exactly, and
-``solve_batch`` solves it for many noise vectors with the same conjunctions at once (a round of
+over every record x of the product domain. ``SearchConjunctionOracle`` solves it exactly, and a
+``ConjunctionBatch`` asks it for many noise vectors with the same conjunctions at once (a round of
 the game draws all its records against one set of selections: docs/synthetic.md 1).
 
 **The search.** Attributes are fixed one at a time in an order (most literals first). Each
@@ -29,8 +29,8 @@ value found. It visits each node's levels in decreasing noise + gain, so the fir
 greedy record. The search is complete: the best value it returns is the maximum up to the
 rounding of its sums, which the certificate re-evaluates exactly (``ConjunctionProblem.values``).
 
-**The budget.** A call runs on an ``oracles.budget.Budget`` (``time_limit`` seconds by
-default: the pipeline's ``oracle.time_limit``). The search's stack lives in arrays between
+**The budget.** A call runs on an ``oracles.budget.Budget`` (the route's: the pipeline's
+``oracle.time_limit`` a round). The search's stack lives in arrays between
 calls of the compiled kernel (``SearchState``), which makes ``CHUNK`` nodes at a time; between
 two chunks the budget's clock and node limit are looked at. Once either has run out, the
 search under way keeps the best record it has found, and every later record is its search's
@@ -49,9 +49,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from oracles.base import DEFAULT_TIME_LIMIT, Certificate, Status, counts_cpu
+from oracles.base import Solution, Status, counts_cpu
 from oracles.budget import Budget
-from oracles.conjunctions import ConjunctionProblem, ConjunctionSolution, max_certificate
+from oracles.conjunctions import ConjunctionBatch, ConjunctionProblem, max_certificate
 
 #: The search's own pruning slack: a node is dropped when its bound is below the best value by
 #: more than this fraction of that value's size (the bounds' rounding is far smaller).
@@ -493,36 +493,26 @@ def run_batch(
 
 @dataclass(frozen=True)
 class SearchConjunctionOracle:
-    """The exact search of the module docstring, on a budget (``oracles.budget``): a call
-    without one gets ``time_limit`` seconds (one round of the game: ``solve_batch``). Past it
-    the answer is the best record found so far for each row, under a TIME_LIMIT certificate
-    (``solve_batch``)."""
+    """The exact search of the module docstring, on a budget (``oracles.budget``): past it the
+    answer is the best record found so far for each row, under a TIME_LIMIT certificate
+    (``solve``). It runs on one thread whatever the budget's."""
 
-    time_limit: float = DEFAULT_TIME_LIMIT
     name: str = "search"
 
     @counts_cpu
-    def solve(
-        self, problem: ConjunctionProblem, budget: Budget | None = None
-    ) -> ConjunctionSolution:
-        """The best record for ``problem`` (its own noise)."""
-        records, cert = self.solve_batch(problem, np.concatenate(problem.noise), budget)
-        return ConjunctionSolution(records[0], cert)
-
-    def solve_batch(
-        self, problem: ConjunctionProblem, noises: np.ndarray, budget: Budget | None = None
-    ) -> tuple[np.ndarray, Certificate]:
-        """The best record for each row of ``noises`` (flat noise vectors) against
-        ``problem``'s conjunctions (its own noise is not used), on ``budget`` (default:
-        ``time_limit`` seconds from now): (records, one certificate for the batch). Its
+    def solve(self, problem: ConjunctionProblem | ConjunctionBatch, budget: Budget) -> Solution:
+        """The best record for ``problem`` (its own noise), or for each row of a batch (one
+        round of the game, searched at once), on ``budget``: one certificate for the batch. Its
         objective is the sum of the rows' exact values; OPTIMAL when every row's search ran to
         its end (bound = objective), else TIME_LIMIT with the sum of the rows' bounds
         (``run_batch``: a stopped row's best record so far, a row never reached its greedy
         record) and ``extra["unfinished"]`` rows."""
+        if isinstance(problem, ConjunctionProblem):
+            single = self.solve(ConjunctionBatch(problem, np.concatenate(problem.noise)), budget)
+            return Solution(single.w[0], single.certificate)
         start = time.perf_counter()
-        budget = budget or Budget.from_limit(self.time_limit)
+        problem, noises = problem.problem, problem.noises
         compiled = compile_problem(problem)
-        noises = np.atleast_2d(np.asarray(noises, dtype=float))
         answer = run_batch(compiled, noises, budget)
         records = answer.records
         flat = records + compiled.offsets[:-1]
@@ -540,7 +530,7 @@ class SearchConjunctionOracle:
         else:
             cert = max_certificate(total, Status.OPTIMAL, total, seconds, self.name)
         cert.extra.update(nodes=int(answer.nodes), records=len(noises), unfinished=unfinished)
-        return records, cert
+        return Solution(records, cert)
 
 
 def _noise_part(problem: ConjunctionProblem, records: np.ndarray) -> np.ndarray:

@@ -9,8 +9,9 @@ literal and one for the sign, the oracle finds
     argmax_(q, s)  s sum_{x : q(x) = 1} c_x  +  sum_{(a, v) in q} literal_noise[a][v]
                    +  sign_noise [s = +1]
 
-over the whole class (RSPM's selection, docs/synthetic.md section 4). Two backends behind one
-``solve(problem) -> SelectionSolution``:
+over the whole class (RSPM's selection, docs/synthetic.md section 4). Three backends behind the
+one contract ``solve(problem, budget) -> Solution`` (``oracles.base``: the answer is
+``Solution.conjunction`` and ``Solution.sign``; ``w`` the literals' indicator, then the sign):
 
 * ``EnumerationSelectionOracle``: every candidate, a marginal at a time (its cells' sums by one
   bincount). Ties go to the first candidate in the CLASS ORDER: every (q, +1) before every
@@ -36,7 +37,9 @@ over the whole class (RSPM's selection, docs/synthetic.md section 4). Two backen
   and a subtree whose bound is below the best value found is never visited. Every child of a
   node is scored at once (one bincount per later attribute over the node's records). Ties
   (bounds equal to the best value are still visited) go to the class order's first, as the
-  enumeration's. Measured on Adult in docs/results/synthetic.md, where the MILP is slow.
+  enumeration's. Measured on Adult in docs/results/synthetic.md, where the MILP is slow. A
+  problem that asks for any maximizer (``first_on_ties=False``) also skips the subtrees whose
+  bound only equals the best value found.
 
 Every answer carries a ``Certificate`` (minimization form, ``conjunctions.max_certificate``):
 the exact value at the answer and the larger of the two signs' proven upper bounds. Unlike the
@@ -55,7 +58,7 @@ import numpy as np
 import scipy.sparse
 
 from core.validation import check_int
-from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Certificate, Status, counts_cpu
+from oracles.base import Certificate, Selected, Solution, Status, counts_cpu
 from oracles.budget import Budget
 from oracles.conjunctions import Conjunction, max_certificate, solve_max_milp
 from oracles.highs import LinearModel
@@ -77,6 +80,10 @@ class SelectionProblem:
     #: One array per attribute, literal_noise[a][v] the weight of literal (a, v).
     literal_noise: tuple[np.ndarray, ...] = field(default=())
     sign_noise: float = 0.0
+    #: True: on equal values the first candidate in the class order (module docstring); False:
+    #: any maximizer (the value and its certificate are the same). Where every weight is 0 (a
+    #: table measured against itself) the first would take visiting the whole class.
+    first_on_ties: bool = True
 
     def __post_init__(self) -> None:
         levels = tuple(int(k) for k in self.levels)
@@ -126,11 +133,15 @@ class SelectionProblem:
         return sign * float(self.coefs[hold].sum()) + noise + (self.sign_noise if sign > 0 else 0)
 
 
-@dataclass(frozen=True)
-class SelectionSolution:
-    conjunction: Conjunction
-    sign: int
-    certificate: Certificate
+def selected(problem: SelectionProblem, conjunction: Conjunction, sign: int, cert) -> Solution:
+    """The answer (``conjunction``, ``sign``) as a Solution: ``w`` the literals' indicator (one
+    entry per level of each attribute in turn), then the sign."""
+    starts = np.concatenate([[0], np.cumsum(problem.levels)]).astype(np.int64)
+    w = np.zeros(int(starts[-1]) + 1)
+    for a, v in conjunction:
+        w[starts[a] + v] = 1.0
+    w[-1] = sign
+    return Solution(w, cert, Selected(tuple(conjunction), int(sign)))
 
 
 def _cells(levels: tuple[int, ...], size: int) -> int:
@@ -165,7 +176,8 @@ class EnumerationSelectionOracle:
     name: str = "enumerate"
 
     @counts_cpu
-    def solve(self, problem: SelectionProblem) -> SelectionSolution:
+    def solve(self, problem: SelectionProblem, budget: Budget) -> Solution:
+        """Every candidate, whatever the budget (ties: the first in the class order)."""
         if problem.candidates > self.max_candidates:
             raise ValueError(
                 f"the class has {problem.candidates} candidates, more than max_candidates="
@@ -194,25 +206,21 @@ class EnumerationSelectionOracle:
         conjunction = tuple((a, int(v)) for a, v in zip(attrs, np.unravel_index(i, shape)))
         seconds = time.perf_counter() - start
         cert = max_certificate(value, Status.OPTIMAL, value, seconds, self.name)
-        return SelectionSolution(conjunction, sign, cert)
+        return selected(problem, conjunction, sign, cert)
 
 
 @dataclass(frozen=True)
 class SearchSelectionOracle:
-    """The branch and bound of the module docstring (ties: the first in the class order).
-
-    ``first_on_ties=False`` also skips the subtrees whose bound only equals the best value
-    found: the value and its certificate are the same, the answer is some maximizer, not
-    necessarily the class order's first. Where every weight is 0 (a table measured against
-    itself) the tie-visiting search would visit the whole class; this one stops at once."""
+    """The branch and bound of the module docstring (ties: the first in the class order, or
+    any maximizer when the problem asks for any: ``SelectionProblem.first_on_ties``). It runs
+    to its end whatever the budget."""
 
     name: str = "search"
-    first_on_ties: bool = True
 
     @counts_cpu
-    def solve(self, problem: SelectionProblem) -> SelectionSolution:
+    def solve(self, problem: SelectionProblem, budget: Budget) -> Solution:
         start = time.perf_counter()
-        search = _ConjunctionSearch(problem, self.first_on_ties)
+        search = _ConjunctionSearch(problem, problem.first_on_ties)
         for sign in (+1, -1):
             search.run(sign)
         value, (rank, index, conjunction) = search.best
@@ -225,7 +233,7 @@ class SearchSelectionOracle:
             self.name,
             message=f"{search.nodes} nodes",
         )
-        return SelectionSolution(conjunction, 1 - 2 * rank, cert)
+        return selected(problem, conjunction, 1 - 2 * rank, cert)
 
 
 class _ConjunctionSearch:
@@ -306,17 +314,13 @@ class _ConjunctionSearch:
 
 @dataclass(frozen=True)
 class HighsSelectionOracle:
-    """One MILP per sign (module docstring), solved by HiGHS, both on one budget (``time_limit``
-    and ``threads``: the budget of a solve called without one, ``oracles.budget``): the second
+    """One MILP per sign (module docstring), solved by HiGHS, both on one budget: the second
     sign gets what the first left."""
 
-    time_limit: float = DEFAULT_TIME_LIMIT
-    threads: int = DEFAULT_THREADS
     name: str = "highs"
 
     @counts_cpu
-    def solve(self, problem: SelectionProblem, budget: Budget | None = None) -> SelectionSolution:
-        budget = budget or Budget.from_limit(self.time_limit, self.threads)
+    def solve(self, problem: SelectionProblem, budget: Budget) -> Solution:
         start = time.perf_counter()
         answers = []
         for sign in (+1, -1):
@@ -350,13 +354,13 @@ class HighsSelectionOracle:
                 None,
                 notes or "no answer in the class",
             )
-            return SelectionSolution(((0, 0),), +1, cert)
+            return selected(problem, ((0, 0),), +1, cert)
         if len(usable) < 2 and status is Status.OPTIMAL:
             status, notes = Status.INCONSISTENT, "an optimal answer rounded outside the class"
         value, sign, conjunction = max(usable, key=lambda t: (t[0], t[1]))  # +1 on equal values
         upper = max(a.upper for _, _, a in answers)
         cert = max_certificate(value, status, upper, seconds, self.name, threads, notes)
-        return SelectionSolution(conjunction, sign, cert)
+        return selected(problem, conjunction, sign, cert)
 
 
 def _milp(problem: SelectionProblem, sign: int) -> tuple[LinearModel, list]:
@@ -438,6 +442,6 @@ __all__ = [
     "HighsSelectionOracle",
     "SearchSelectionOracle",
     "SelectionProblem",
-    "SelectionSolution",
     "conjunction_index",
+    "selected",
 ]

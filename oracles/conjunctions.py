@@ -8,7 +8,10 @@ perturbation of the one-hot encoding b(x) (b_{a,v} = 1 iff x_a = v), the oracle 
     argmax_x  sum_c  coef_c q_c(x)  +  sum_{a,v} noise_{a,v} b_{a,v}(x)
 
 over the whole universe (mechanisms.synthetic: follow the perturbed leader, SPEC-style in
-docs/synthetic.md). Two backends behind one ``solve(problem) -> ConjunctionSolution``:
+docs/synthetic.md). A ``ConjunctionBatch`` asks the same for many noise vectors at once (one
+round of the game). Two backends behind the one contract ``solve(problem, budget) -> Solution``
+(``oracles.base``; the record's level codes are ``Solution.record``, a batch's records
+``Solution.records``):
 
 * ``EnumerationConjunctionOracle``: every record (tests and small universes), ties to the first
   record in lexicographic order;
@@ -35,7 +38,7 @@ import numpy as np
 import scipy.sparse
 
 from core.validation import check_int
-from oracles.base import OBJECTIVE_TOL, Certificate, Status, counts_cpu
+from oracles.base import OBJECTIVE_TOL, Certificate, Solution, Status, counts_cpu
 from oracles.budget import Budget
 from oracles.highs import PRESOLVE_RULES_OFF, LinearModel, map_status, run_highs, threads_for
 
@@ -103,10 +106,57 @@ class ConjunctionProblem:
         return out
 
 
-@dataclass(frozen=True)
-class ConjunctionSolution:
-    record: np.ndarray  # (attributes,) level codes
-    certificate: Certificate
+@dataclass(frozen=True, eq=False)
+class ConjunctionBatch:
+    """The best record for each row of ``noises`` (flat noise vectors: one weight per level of
+    each attribute in turn) against ``problem``'s conjunctions; ``problem``'s own noise is not
+    used. Its answer has one record a row, and ONE certificate for the batch: the objective the
+    sum of the rows' exact values, OPTIMAL when every row is (``each_row``)."""
+
+    problem: ConjunctionProblem
+    noises: np.ndarray
+
+    def __post_init__(self) -> None:
+        width = int(sum(self.problem.levels))
+        noises = np.atleast_2d(np.asarray(self.noises, dtype=float))
+        if noises.ndim != 2 or noises.shape[1] != width or not np.isfinite(noises).all():
+            raise ValueError(
+                f"noises must be rows of {width} finite weights (one per level of each "
+                f"attribute), found shape {noises.shape}"
+            )
+        object.__setattr__(self, "noises", noises)
+
+    def row(self, i: int) -> ConjunctionProblem:
+        """The problem of row ``i``: the conjunctions with that row's noise."""
+        bounds = np.cumsum((0,) + self.problem.levels)
+        noise = tuple(self.noises[i, bounds[a] : bounds[a + 1]] for a in range(len(bounds) - 1))
+        return ConjunctionProblem(
+            self.problem.levels, self.problem.conjunctions, self.problem.coefs, noise
+        )
+
+
+def each_row(solve, batch: ConjunctionBatch, budget: Budget, backend: str) -> Solution:
+    """A batch solved a row at a time by ``solve(problem, budget)`` (one budget for all): one
+    record a row, and one certificate (``ConjunctionBatch``): OPTIMAL when every row's is, else
+    the first other status, with ``extra["unfinished"]`` rows."""
+    start = time.perf_counter()
+    answers = [solve(batch.row(i), budget) for i in range(len(batch.noises))]
+    certs = [a.certificate for a in answers]
+    unfinished = [c for c in certs if c.status is not Status.OPTIMAL]
+    status = unfinished[0].status if unfinished else Status.OPTIMAL
+    message = "; ".join(dict.fromkeys(c.message for c in certs if c.message))
+    cert = Certificate(
+        status,
+        float(sum(c.objective for c in certs)),
+        float(sum(c.bound for c in certs)),
+        time.perf_counter() - start,
+        backend,
+        max(c.threads for c in certs),
+        None,
+        message,
+        extra={"records": len(certs), "unfinished": len(unfinished)},
+    )
+    return Solution(np.array([a.record for a in answers], dtype=np.int64), cert)
 
 
 def max_certificate(value, status, upper, seconds, backend, threads=1, message=""):
@@ -130,7 +180,11 @@ class EnumerationConjunctionOracle:
     name: str = "enumerate"
 
     @counts_cpu
-    def solve(self, problem: ConjunctionProblem) -> ConjunctionSolution:
+    def solve(self, problem: ConjunctionProblem | ConjunctionBatch, budget: Budget) -> Solution:
+        """The best record (ties: the first), or each row's for a batch (``each_row``); the
+        universe is listed whatever the budget."""
+        if isinstance(problem, ConjunctionBatch):
+            return each_row(self.solve, problem, budget, self.name)
         if problem.size > self.max_records:
             raise ValueError(
                 f"the universe has {problem.size} records, more than max_records="
@@ -143,23 +197,20 @@ class EnumerationConjunctionOracle:
         seconds = time.perf_counter() - start
         record = records[best]
         cert = max_certificate(values[best], Status.OPTIMAL, values[best], seconds, self.name)
-        return ConjunctionSolution(record, cert)
+        return Solution(record, cert)
 
 
 @dataclass(frozen=True)
 class HighsConjunctionOracle:
-    """The MILP of the module docstring, solved by HiGHS (``time_limit`` and ``threads``: the
-    budget of a solve called without one, ``oracles.budget``)."""
+    """The MILP of the module docstring, solved by HiGHS on the budget's time and threads."""
 
-    time_limit: float = 60.0
-    threads: int = 1
     name: str = "highs"
 
     @counts_cpu
-    def solve(
-        self, problem: ConjunctionProblem, budget: Budget | None = None
-    ) -> ConjunctionSolution:
-        budget = budget or Budget.from_limit(self.time_limit, self.threads)
+    def solve(self, problem: ConjunctionProblem | ConjunctionBatch, budget: Budget) -> Solution:
+        """The best record, or each row's for a batch (``each_row``), on ``budget``."""
+        if isinstance(problem, ConjunctionBatch):
+            return each_row(self.solve, problem, budget, self.name)
         start = time.perf_counter()
         model, onehot = _milp(problem)
         answer = solve_max_milp(model, budget)
@@ -176,7 +227,7 @@ class HighsConjunctionOracle:
                 None,
                 answer.message,
             )
-            return ConjunctionSolution(record, cert)
+            return Solution(record, cert)
         record = np.array([int(np.argmax(answer.x[cols])) for cols in onehot])
         cert = max_certificate(
             problem.values(record)[0],
@@ -187,7 +238,7 @@ class HighsConjunctionOracle:
             answer.threads,
             answer.note or answer.message,
         )
-        return ConjunctionSolution(record, cert)
+        return Solution(record, cert)
 
 
 @dataclass(frozen=True)
@@ -266,12 +317,13 @@ def _milp(problem: ConjunctionProblem) -> tuple[LinearModel, list[np.ndarray]]:
 
 __all__ = [
     "Conjunction",
+    "ConjunctionBatch",
     "ConjunctionProblem",
-    "ConjunctionSolution",
     "EnumerationConjunctionOracle",
     "HighsConjunctionOracle",
     "Literal",
     "MilpAnswer",
+    "each_row",
     "max_certificate",
     "solve_max_milp",
 ]

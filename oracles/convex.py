@@ -46,8 +46,6 @@ from core.objective import MergedRows, check_data
 from core.problem import Box
 from core.validation import check_choice, check_int, check_real, is_real
 from oracles.base import (
-    DEFAULT_THREADS,
-    DEFAULT_TIME_LIMIT,
     Certificate,
     OracleError,
     Solution,
@@ -230,15 +228,12 @@ class ConvexOracle:
 
     Status OPTIMAL when the certified gap is <= ``tol``; otherwise TIME_LIMIT (iteration or time
     budget spent) with the honest gap, or ERROR. The gap is in units of f (normalized by n),
-    the units of OPSamp's alpha. ``time_limit`` and ``threads``: the budget of a solve called
-    without one (``oracles.budget``); the solve runs on one thread.
+    the units of OPSamp's alpha. The solve runs on one thread whatever its budget's.
     """
 
     loss: str = "logistic"
     tol: float = DEFAULT_TOL
     max_iter: int = 20_000
-    time_limit: float = DEFAULT_TIME_LIMIT
-    threads: int = DEFAULT_THREADS
     name: str = "convex"
 
     def __post_init__(self) -> None:
@@ -246,20 +241,13 @@ class ConvexOracle:
         check_real("tol", self.tol)
         check_int("max_iter", self.max_iter)
 
-    def solve_convex(
-        self, X: Any, y: Any, sigma: Any, box: Box, *, scale: float | None = None
-    ) -> Solution:
-        """Build the problem from raw (X, y) with this oracle's loss and solve it."""
-        return self.solve(ConvexProblem.from_xy(X, y, sigma, box, loss=self.loss, scale=scale))
-
     @counts_cpu
-    def solve(self, problem: ConvexProblem, budget: Budget | None = None) -> Solution:
+    def solve(self, problem: ConvexProblem, budget: Budget) -> Solution:
         if not isinstance(problem, ConvexProblem):
             raise OracleError(
                 f"the convex oracle takes a ConvexProblem (the surrogate objective), found "
                 f"{type(problem).__name__}; the 0/1 Problem needs a MIP oracle"
             )
-        budget = budget or Budget.from_limit(self.time_limit, self.threads)
         start = time.perf_counter()
         if problem.loss == "logistic":
             w, info = self._solve_logistic(problem, budget)

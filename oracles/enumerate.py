@@ -46,18 +46,16 @@ def _product_chunks(base: int, d: int, chunk: int):
 class EnumerationOracle:
     """Exact minimization by evaluating every point of an IntegerGrid.
 
-    The budget (``oracles.budget``; called without one: ``time_limit`` seconds, None for none)
-    means what it means for every oracle: past its deadline, the best point found so far is
-    returned uncertified (``Status.TIME_LIMIT``, bound -inf), checked between chunks of points.
-    It runs on one thread whatever ``threads`` a caller allows.
+    The budget (``oracles.budget``) means what it means for every oracle: past its deadline,
+    the best point found so far is returned uncertified (``Status.TIME_LIMIT``, bound -inf),
+    checked between chunks of points. It runs on one thread whatever the budget's threads.
     """
 
     max_points: int = DEFAULT_MAX_POINTS
-    time_limit: float | None = None
     name: str = "enumerate"
 
     @counts_cpu
-    def solve(self, problem: Problem, budget: Budget | None = None) -> Solution:
+    def solve(self, problem: Problem, budget: Budget) -> Solution:
         domain = problem.domain
         if not isinstance(domain, IntegerGrid):
             raise OracleError(f"enumeration needs an IntegerGrid domain, found {domain!r}")
@@ -66,13 +64,11 @@ class EnumerationOracle:
                 f"enumeration of {domain.size_upper_bound} grid points exceeds max_points="
                 f"{self.max_points}; use a MIP oracle"
             )
-        if budget is None and self.time_limit is not None:
-            budget = Budget.from_limit(self.time_limit)
         start = time.perf_counter()
         best_value, best_w = np.inf, None
         status, bound = Status.OPTIMAL, None
         for W in grid_points(domain):
-            if best_w is not None and budget is not None and budget.expired():
+            if best_w is not None and budget.expired():
                 status, bound = Status.TIME_LIMIT, -np.inf  # the rest of the grid is unseen
                 break
             values = problem.objective(W)

@@ -28,11 +28,11 @@ coordinates of the best point and search again) within a time budget, with an ex
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from core.problem import IntegerGrid, Problem
+from oracles.budget import Budget
 from oracles.noise_window import grid_cap, norm_table, separable_argmin
 
 #: ``improve`` stops after this many restarts in a row without a better point.
@@ -128,14 +128,14 @@ class _Scorer:
 
 
 def local_search(
-    problem: Problem, k0: np.ndarray, *, pairs: bool = True, deadline: float = math.inf
+    problem: Problem, k0: np.ndarray, *, pairs: bool = True, budget: Budget | None = None
 ) -> np.ndarray:
     """A local minimum of F (in floating point) reached from the grid point ``k0``
-    (integer coordinates; module docstring, moves)."""
+    (integer coordinates; module docstring, moves), or where it was when ``budget`` expired."""
     sc = _Scorer(problem)
     k = np.asarray(k0, dtype=np.int64).copy()
     s = sc.X @ k
-    while time.perf_counter() < deadline:
+    while budget is None or not budget.expired():
         delta, j, v = sc.best_single(k, s)
         if j >= 0:
             s = s + sc.X[:, j] * (v - k[j])
@@ -230,37 +230,35 @@ def starting_points(problem: Problem) -> list[np.ndarray]:
 
 def improve(
     problem: Problem,
+    budget: Budget,
     *,
-    seconds: float,
     rng: np.random.Generator,
     starts: list[np.ndarray] | None = None,
     patience: int = PATIENCE,
 ) -> tuple[np.ndarray, float]:
-    """The best grid point w found in at most about ``seconds`` and its EXACT objective
-    (module docstring: starts, local search, random restarts). The restarts stop early after
-    ``patience`` of them in a row found nothing better (a small problem does not wait for its
-    whole budget)."""
+    """The best grid point w found within ``budget`` and its EXACT objective (module
+    docstring: starts, local search, random restarts). The restarts stop early after ``patience`` of
+    them in a row found nothing better (a small problem does not wait for its whole budget)."""
     if not isinstance(problem.domain, IntegerGrid):
         raise TypeError("the grid search needs an IntegerGrid domain")
-    deadline = time.perf_counter() + seconds
     domain = problem.domain
     tau, B, cap = domain.step, domain.bound, grid_cap(domain)
     best_k, best_val = None, math.inf
     for k0 in starting_points(problem) if starts is None else starts:
-        k = local_search(problem, k0, deadline=deadline)
+        k = local_search(problem, k0, budget=budget)
         val = float(problem.objective(tau * k))
         if val < best_val:
             best_k, best_val = k, val
-        if time.perf_counter() >= deadline:
+        if budget.expired():
             break
     d = domain.d
     idle = 0
-    while time.perf_counter() < deadline and idle < patience:
+    while not budget.expired() and idle < patience:
         idle += 1
         k = best_k.copy()
         for j in rng.choice(d, size=min(d, int(rng.integers(2, 6))), replace=False):
             k[j] = int(rng.integers(-B, B + 1))
-        k = local_search(problem, into_ball(k, cap), deadline=deadline)
+        k = local_search(problem, into_ball(k, cap), budget=budget)
         val = float(problem.objective(tau * k))
         if val < best_val:
             best_k, best_val, idle = k, val, 0

@@ -34,8 +34,6 @@ import numpy as np
 from core.problem import Problem
 from core.validation import check_real
 from oracles.base import (
-    DEFAULT_THREADS,
-    DEFAULT_TIME_LIMIT,
     OracleError,
     Solution,
     Status,
@@ -124,9 +122,6 @@ class GurobiOracle:
     """Exact minimization of F over W by Gurobi on the reference MILP (``oracles.mip``).
 
     Args:
-        time_limit, threads: the budget of a solve called without one (``oracles.budget``);
-            Gurobi's TimeLimit is what the budget has left at each solve, its Threads the
-            budget's.
         strict_eps: the cap of each row's eps in ``z_u = 0 => <w, x_u> <= mu - eps_u``
             (``oracles.mip``, the strict side; on an IntegerGrid it never excludes a point).
         mip_abs_gap: MIPGapAbs (MIPGap is 0).
@@ -134,8 +129,6 @@ class GurobiOracle:
             default) picks them by domain (``oracles.mip.feasibility_tol_for``).
     """
 
-    time_limit: float = DEFAULT_TIME_LIMIT
-    threads: int = DEFAULT_THREADS
     strict_eps: float = DEFAULT_STRICT_EPS
     mip_abs_gap: float = DEFAULT_MIP_ABS_GAP
     feasibility_tol: float | None = None
@@ -151,10 +144,9 @@ class GurobiOracle:
             )
 
     @counts_cpu
-    def solve(self, problem: Problem, budget: Budget | None = None) -> Solution:
-        """The reference formulation on Gurobi within ``budget`` (default: ``time_limit`` and
-        ``threads`` from now)."""
-        budget = budget or Budget.from_limit(self.time_limit, self.threads)
+    def solve(self, problem: Problem, budget: Budget) -> Solution:
+        """The reference formulation on Gurobi within ``budget``: Gurobi's TimeLimit is what the
+        budget has left at each solve, its Threads the budget's."""
         start = time.perf_counter()
         try:
             import gurobipy as gp

@@ -68,8 +68,6 @@ import numpy as np
 from core.problem import Problem
 from core.validation import check_real
 from oracles.base import (
-    DEFAULT_THREADS,
-    DEFAULT_TIME_LIMIT,
     OBJECTIVE_TOL,
     OracleError,
     Solution,
@@ -298,7 +296,6 @@ class HighsOracle:
     """Exact minimization of F over W by HiGHS on the reference MILP (``oracles.mip``).
 
     Args:
-        time_limit, threads: the budget of a solve called without one (``oracles.budget``).
         strict_eps: the cap of each row's eps in ``z_u = 0 => <w, x_u> <= mu - eps_u``
             (``oracles.mip``, the strict side; on an IntegerGrid it never excludes a point).
         mip_abs_gap: HiGHS's absolute gap (the relative gap is 0).
@@ -306,8 +303,6 @@ class HighsOracle:
             picks them by domain (``oracles.mip.feasibility_tol_for``: tighter is not safer).
     """
 
-    time_limit: float = DEFAULT_TIME_LIMIT
-    threads: int = DEFAULT_THREADS
     strict_eps: float = DEFAULT_STRICT_EPS
     mip_abs_gap: float = DEFAULT_MIP_ABS_GAP
     feasibility_tol: float | None = None
@@ -320,10 +315,8 @@ class HighsOracle:
             check_real("feasibility_tol", self.feasibility_tol)
 
     @counts_cpu
-    def solve(self, problem: Problem, budget: Budget | None = None) -> Solution:
-        """The first solve and, when it certifies, the second opinion, both on ``budget``
-        (default: ``time_limit`` and ``threads`` from now)."""
-        budget = budget or Budget.from_limit(self.time_limit, self.threads)
+    def solve(self, problem: Problem, budget: Budget) -> Solution:
+        """The first solve and, when it certifies, the second opinion, both on ``budget``."""
         start = time.perf_counter()
         import_highspy()  # unavailable: before anything ran (oracles.routing may fall back)
         threads, thread_note = threads_for(budget.threads)

@@ -5,7 +5,7 @@ Why another process: HiGHS reads its thread count once per process and can be st
 through a callback it calls at every node (``oracles.highs.watch`` says what that cost), and a
 Gurobi model cannot leave the process that built it; a process is stopped at once, whatever
 runs in it. The rival is ``python -m oracles.race IN OUT``: it reads the problem, its route and
-its budget (a wall-clock deadline and a thread count) from the pickle IN, solves, and writes the
+its budget (``oracles.budget``: read on its own clock) from the pickle IN, solves, and writes the
 Solution to OUT. Its stdout is discarded (solver banners), its stderr kept for the message of a
 rival that failed.
 
@@ -34,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,17 +56,12 @@ CODE_ROOT = str(Path(__file__).resolve().parent.parent)
 @dataclass(frozen=True)
 class Entry:
     """What the rival process solves: ``route`` (an oracle with ``solve(problem, budget)``) on
-    ``problem`` until the wall-clock ``wall_deadline`` on ``threads`` CPUs."""
+    ``problem`` within ``budget`` (pickled, it is read on the rival's own clock:
+    ``oracles.budget``)."""
 
     route: Any
     problem: Any
-    wall_deadline: float
-    threads: int
-
-    def budget(self) -> Budget:
-        """The budget in the rival's clock."""
-        left = max(0.0, self.wall_deadline - time.time())
-        return Budget(now() + left, self.threads, None, left)
+    budget: Budget
 
 
 class Rival:
@@ -163,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     """The rival process: ``python -m oracles.race IN OUT`` (module docstring)."""
     source, target = argv if argv is not None else sys.argv[1:]
     entry: Entry = pickle.loads(Path(source).read_bytes())
-    solution = entry.route.solve(entry.problem, entry.budget())
+    solution = entry.route.solve(entry.problem, entry.budget)
     partial = Path(target + ".partial")
     partial.write_bytes(pickle.dumps(solution))
     partial.replace(target)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Oracle
+from oracles.base import Oracle
+from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from oracles.budget import check_limits
-from oracles.routing import BUILDERS
+from oracles.routing import ANY, BUILDERS, PROBLEM_CLASSES, ROUTES
 from oracles.routing import SPLIT as SPLIT_ROUTES
 
 OracleFactory = Callable[..., Oracle]
@@ -27,9 +28,14 @@ CONJUNCTIONS = {
 }
 
 FACTORIES: dict[str, OracleFactory] = dict(BUILDERS)
-#: The oracles of the mechanisms' discrete problems, a config's ``oracle.name``: every one but
-#: ``convex``, which solves OPSamp's logistic problems only, and the data player's CONJUNCTIONS.
-DISCRETE = tuple(name for name in FACTORIES if name != "convex" and name not in CONJUNCTIONS)
+#: The oracles of the mechanisms' discrete problems, a config's ``oracle.name``: the routes with a
+#: row for an IntegerGrid (not ``convex``, which solves OPSamp's logistic problems only, nor the
+#: synthetic-data game's).
+DISCRETE = tuple(
+    name
+    for name in FACTORIES
+    if any(row.route == name and row.problem in (ANY, *PROBLEM_CLASSES) for row in ROUTES)
+)
 #: The oracles whose one solve can be split into parts (they take ``parts`` and ``map_parts``).
 SPLIT = tuple(name for name in FACTORIES if name in SPLIT_ROUTES)
 
@@ -37,7 +43,7 @@ SPLIT = tuple(name for name in FACTORIES if name in SPLIT_ROUTES)
 def make_oracle(
     name: str,
     *,
-    time_limit: float = DEFAULT_TIME_LIMIT,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
     threads: int = DEFAULT_THREADS,
     **options: Any,
 ) -> Oracle:

@@ -9,13 +9,21 @@ formulation, enumeration, the convex solver, the synthetic-data MILPs and search
 never build other oracles; every hand-over between them is a row of ``ROUTES`` below, and
 oracle classes are built only here and in ``oracles.registry`` (which names the routes).
 
+Every strategy and every route keeps one contract (``oracles.base.Oracle``):
+``solve(problem, budget) -> Solution``. The route is the one place a budget is made from a time
+limit; below it the budget is the only form of time.
+
 How a problem is routed (``Route.solve``):
 
-1. one ``Budget`` (``oracles.budget``) is made from the route's time limit and threads: the
-   solve's deadline, checked before every piece of work and split between the chain's steps;
-2. the problem is classified (``classify``): for the structured route by its shape
-   (``StructuredOracle.shape``; a problem without it is classified by its domain and its noise,
-   and the reason goes into the certificate's ``fallback``), for the others by its domain;
+1. one ``Budget`` (``oracles.budget``) is made from the route's time limit and threads (unless
+   the caller gives one): the solve's deadline, checked before every piece of work and split
+   between the chain's steps;
+2. the problem is classified (``classify``) by its type: a mechanism's ``Problem`` by its domain
+   (for the structured route by its shape too: ``StructuredOracle.shape``; a problem without it
+   is classified by its domain and its noise, and the reason goes into the certificate's
+   ``fallback``), OPSamp's surrogate, the data player's record or round, RSPM's selection. The
+   row of (route, class) is the chain: OPSamp's surrogate goes to the convex solver on every
+   route, the selection beside a data player to that data player's kind;
 3. the chain of its (route, class) row runs (``Route.run``). A step runs on ``share`` of what is
    left of the budget; the first starts the chain, every other is reached from the step
    before it in one of four ways:
@@ -61,8 +69,6 @@ from typing import Any, Callable
 from core.problem import IntegerGrid, Problem
 from core.validation import check_choice
 from oracles.base import (
-    DEFAULT_THREADS,
-    DEFAULT_TIME_LIMIT,
     OBJECTIVE_TOL,
     HandOff,
     OracleError,
@@ -71,15 +77,21 @@ from oracles.base import (
     certify,
     counts_cpu,
 )
-from oracles.budget import Budget
+from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Budget
 from oracles.conjunction_select import (
     EnumerationSelectionOracle,
     HighsSelectionOracle,
     SearchSelectionOracle,
+    SelectionProblem,
 )
 from oracles.conjunction_search import SearchConjunctionOracle
-from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
-from oracles.convex import ConvexOracle
+from oracles.conjunctions import (
+    ConjunctionBatch,
+    ConjunctionProblem,
+    EnumerationConjunctionOracle,
+    HighsConjunctionOracle,
+)
+from oracles.convex import ConvexOracle, ConvexProblem
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
@@ -88,7 +100,7 @@ from oracles.race import GRACE, Entry, Rival
 from oracles.split import MapParts
 from oracles.split_threads import SharedBest
 from oracles.structured import StructuredOracle, has_noise
-from oracles.structured_shape import Shape, ShapeMismatch
+from oracles.structured_shape import ShapeMismatch
 from oracles.window import WindowOracle
 
 # --- the problem classes -----------------------------------------------------------------------
@@ -111,10 +123,15 @@ ANY = "any problem"
 CONVEX = "convex surrogate"
 #: The data player's best record (``oracles.conjunctions.ConjunctionProblem``).
 CONJUNCTIONS = "best record"
-#: RSPM's selection of a conjunction (``oracles.conjunction_select.SelectionProblem``) beside a
-#: data player that enumerates (small universes, tests), and beside any other.
-SELECTION_SMALL = "selection beside enumeration"
+#: The data player's best records of one round (``oracles.conjunctions.ConjunctionBatch``).
+ROUND = "best records of a round"
+#: RSPM's selection of a conjunction (``oracles.conjunction_select.SelectionProblem``).
 SELECTION = "selection"
+#: The classes of a mechanism's ``Problem``: what ``ANY`` matches (``GRID``: the grid ones).
+GRID_CLASSES = (GRID, SHAPED_GRID, NOISY_GRID, EXACT_GRID)
+PROBLEM_CLASSES = (*GRID_CLASSES, BOX)
+#: A row's route that matches every route (OPSamp's surrogate on whatever route a sweep names).
+EVERY = "*"
 
 # --- how a step is reached ---------------------------------------------------------------------
 
@@ -198,10 +215,16 @@ ROUTES: tuple[Row, ...] = (
     Row("gurobi", ANY, (Step("gurobi"),)),
     Row("enumerate", GRID, (Step("enumerate"),)),
     Row("convex", CONVEX, (Step("convex"),)),
+    Row(EVERY, CONVEX, (Step("convex"),)),
     Row("conjunctions_highs", CONJUNCTIONS, (Step("conjunctions_highs"),)),
+    Row("conjunctions_highs", ROUND, (Step("conjunctions_highs"),)),
+    Row("conjunctions_highs", SELECTION, (Step("selection_search"),)),
     Row("conjunctions_enumerate", CONJUNCTIONS, (Step("conjunctions_enumerate"),)),
+    Row("conjunctions_enumerate", ROUND, (Step("conjunctions_enumerate"),)),
+    Row("conjunctions_enumerate", SELECTION, (Step("selection_enumerate"),)),
     Row("conjunctions_search", CONJUNCTIONS, (Step("conjunctions_search"),)),
-    Row("selection", SELECTION_SMALL, (Step("selection_enumerate"),)),
+    Row("conjunctions_search", ROUND, (Step("conjunctions_search"),)),
+    Row("conjunctions_search", SELECTION, (Step("selection_search"),)),
     Row("selection", SELECTION, (Step("selection_search"),)),
 )
 
@@ -221,52 +244,75 @@ STRATEGIES: dict[str, type] = {
     "selection_highs": HighsSelectionOracle,
 }
 #: The routes, in the table's order.
-ROUTE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(row.route for row in ROUTES))
+ROUTE_NAMES: tuple[str, ...] = tuple(
+    dict.fromkeys(row.route for row in ROUTES if row.route != EVERY)
+)
+
+
+def _matches(row: Row, route: str, problem_class: str) -> bool:
+    """Whether ``row`` is the chain of ``route`` on a problem of ``problem_class``."""
+    if row.route not in (route, EVERY):
+        return False
+    if row.problem == ANY:
+        return problem_class in PROBLEM_CLASSES
+    if row.problem == GRID:
+        return problem_class in GRID_CLASSES
+    return row.problem == problem_class
 
 
 def chain_for(route: str, problem_class: str, prefer: tuple[str, ...] = REFERENCE) -> tuple:
     """The chain ``route`` runs on a problem of ``problem_class`` (its row of ``ROUTES``); the
     ``auto`` route's backends in the order of ``prefer``. OracleError when the route has none."""
+    if route not in ROUTE_NAMES:
+        raise ValueError(f"unknown route {route!r}; known: {list(ROUTE_NAMES)}")
     for row in ROUTES:
-        if row.route == route and row.problem in (problem_class, ANY):
-            if route != "auto":
+        if _matches(row, route, problem_class):
+            if route != "auto" or row.route == EVERY:
                 return row.chain
             return tuple(
                 Step(name, FIRST if i == 0 else UNAVAILABLE) for i, name in enumerate(prefer)
             )
     known = [row.problem for row in ROUTES if row.route == route]
-    if not known:
-        raise ValueError(f"unknown route {route!r}; known: {list(ROUTE_NAMES)}")
     needs = "an IntegerGrid" if GRID in known else " or ".join(known)
     raise OracleError(f"the {route} route takes {needs}, not a {problem_class} problem")
 
 
 @dataclass(frozen=True, eq=False)
 class Classified:
-    """A problem's class for a route (``classify``): ``shape`` when it has the structured shape,
-    ``reason`` why not when the route asked (the certificate's fallback starts with it)."""
+    """A problem's class for a route (``classify``), and ``reason`` why it is not the route's
+    first choice when the route asked (the certificate's fallback starts with it)."""
 
     problem_class: str
-    shape: Shape | None = None
     reason: str = ""
+
+
+#: The class of each kind of problem that is not a mechanism's ``Problem``.
+KINDS: tuple[tuple[type, str], ...] = (
+    (ConvexProblem, CONVEX),
+    (ConjunctionProblem, CONJUNCTIONS),
+    (ConjunctionBatch, ROUND),
+    (SelectionProblem, SELECTION),
+)
 
 
 def classify(route: str, problem: Any, structured: StructuredOracle, budget: Budget) -> Classified:
     """The class of ``problem`` for ``route`` (module docstring, step 2). Only the structured
-    route reads the shape, on ``budget``'s time limit (``StructuredOracle.shape``)."""
-    if route in ("structured", "window", "portfolio", "enumerate", "auto", "highs", "gurobi"):
-        if not isinstance(problem, Problem):
-            raise OracleError(f"the {route} route solves a Problem, found {type(problem).__name__}")
-    if route == "structured":
+    route reads the shape, on ``budget``'s time limit (``StructuredOracle.shape``, which keeps
+    it for the search that follows)."""
+    if not isinstance(problem, Problem):
+        for kind, problem_class in KINDS:
+            if isinstance(problem, kind):
+                return Classified(problem_class)
+        raise OracleError(f"the {route} route cannot solve a {type(problem).__name__}")
+    if any(row.route == route and row.problem == SHAPED_GRID for row in ROUTES):
         try:
-            return Classified(SHAPED_GRID, shape=structured.shape(problem, budget))
+            structured.shape(problem, budget)
+            return Classified(SHAPED_GRID)
         except ShapeMismatch as why:
             if not isinstance(problem.domain, IntegerGrid):
                 return Classified(BOX, reason=str(why))
             return Classified(NOISY_GRID if has_noise(problem) else EXACT_GRID, reason=str(why))
-    if isinstance(problem, Problem):
-        return Classified(GRID if isinstance(problem.domain, IntegerGrid) else BOX)
-    return Classified(ANY)
+    return Classified(GRID if isinstance(problem.domain, IntegerGrid) else BOX)
 
 
 def chain_text(solution: Solution) -> str:
@@ -300,8 +346,8 @@ class Route:
 
     Args:
         name: the route (a name of ``ROUTE_NAMES``).
-        time_limit, threads: each solve's budget (``oracles.budget``), checked by
-            ``oracles.registry.make_oracle``.
+        time_limit, threads: the budget of a solve called without one (``oracles.budget``),
+            checked by ``oracles.registry.make_oracle``; None: no deadline.
         strategies: the strategies the chains may run, with their options, by their name in
             ``STRATEGIES`` (a missing one runs with its defaults).
         prefer: the reference formulation's backends in order (the ``auto`` step).
@@ -309,7 +355,7 @@ class Route:
     """
 
     name: str
-    time_limit: float = DEFAULT_TIME_LIMIT
+    time_limit: float | None = DEFAULT_TIME_LIMIT
     threads: int = DEFAULT_THREADS
     strategies: dict[str, Any] = field(default_factory=dict)
     prefer: tuple[str, ...] = REFERENCE
@@ -320,11 +366,15 @@ class Route:
         found = self.strategies.get(name)
         return found if found is not None else STRATEGIES[name]()
 
-    @counts_cpu
     def solve(self, problem: Any, budget: Budget | None = None) -> Solution:
         """``problem`` by its chain, on ``budget`` (default: this route's time limit and threads
-        from now)."""
-        budget = budget or Budget.from_limit(self.time_limit, self.threads)
+        from now: the one place a budget is made from a limit)."""
+        if budget is None:
+            budget = Budget.from_limit(self.time_limit, self.threads)
+        return self._solve(problem, budget)
+
+    @counts_cpu
+    def _solve(self, problem: Any, budget: Budget) -> Solution:
         start = time.perf_counter()
         kind = classify(self.name, problem, self.strategy("structured"), budget)
         solution = self.run(
@@ -377,12 +427,13 @@ class Route:
         entry = Entry(
             dataclasses.replace(self, name=rival.strategy, strategies=self._reference()),
             problem,
-            budget.wall_deadline(),
-            rival_threads,
+            budget.with_threads(rival_threads).with_shared(None),
         )
         search_budget = budget.with_threads(max(1, budget.threads - rival_threads))
         with Rival(entry, on_certified=lambda: shared.stop(f"{rival.strategy} certified")) as other:
-            searched = self.strategy(first.strategy).solve(problem, search_budget, shared=shared)
+            searched = self.strategy(first.strategy).solve(
+                problem, search_budget.with_shared(shared)
+            )
             if searched.certificate.certified:
                 return handed_on(problem, searched, f"raced with {rival.strategy}: search first")
             answer = other.result(until=budget.deadline + GRACE)
@@ -434,10 +485,7 @@ class Route:
             return self.run(
                 chain_for(step.strategy, kind.problem_class, self.prefer), problem, budget, kind
             )
-        strategy = self.strategy(step.strategy)
-        if step.strategy == "structured":
-            return strategy.solve(problem, budget, shape=kind.shape)
-        return strategy.solve(problem, budget)
+        return self.strategy(step.strategy).solve(problem, budget)
 
 
 def handed_on(problem: Problem, solution: Solution, fallback: str) -> Solution:
@@ -571,35 +619,48 @@ def auto_route(
     return Route("auto", time_limit, threads, backends, check_prefer(prefer))
 
 
-def _strategy(name: str, limits: tuple[str, ...] = ("time_limit", "threads")) -> Callable:
-    """The route of the one strategy ``name``: the strategy itself, given the ``limits`` it
-    takes (``time_limit`` and ``threads``: the budget of each of its solves; enumeration and
-    the data player's search run on one thread, the data player's enumeration has no time
-    limit)."""
+def _strategy(name: str) -> Callable:
+    """The route ``name`` of one strategy of the same name: its options are that strategy's
+    (``STRATEGIES[name]``), the other strategies its rows name (a data player's selection) run
+    with their defaults."""
     cls = STRATEGIES[name]
 
-    def build(*, time_limit: float = DEFAULT_TIME_LIMIT, threads: int = DEFAULT_THREADS, **options):
-        given = {"time_limit": time_limit, "threads": threads}
-        return cls(**{key: given[key] for key in limits}, **options)
+    def build(
+        *,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
+        threads: int = DEFAULT_THREADS,
+        **options: Any,
+    ) -> Route:
+        return Route(name, time_limit, threads, {name: cls(**options)})
 
     build.__name__ = f"{name}_route"
-    build.__doc__ = f"The {name} route: the {cls.__name__} strategy alone."
+    build.__doc__ = f"The {name} route: the {cls.__name__} strategy (its options)."
     return build
 
 
-#: How each route is built: ``(*, time_limit, threads, **options) -> Oracle``.
-BUILDERS: dict[str, Callable[..., Any]] = {
+def selection_route(
+    *, time_limit: float | None = DEFAULT_TIME_LIMIT, threads: int = DEFAULT_THREADS
+) -> Route:
+    """The ``selection`` route: RSPM's selection by the exact branch and bound (on Adult it
+    certifies a k = 3 selection in under 0.1 s, where the MILP did not certify within 300 s,
+    docs/results/synthetic.md); ``selection_highs`` is a strategy to call directly."""
+    return Route("selection", time_limit, threads)
+
+
+#: How each route is built: ``(*, time_limit, threads, **options) -> Route``.
+BUILDERS: dict[str, Callable[..., Route]] = {
     "structured": structured_route,
     "auto": auto_route,
     "highs": _strategy("highs"),
     "gurobi": _strategy("gurobi"),
-    "enumerate": _strategy("enumerate", ("time_limit",)),
+    "enumerate": _strategy("enumerate"),
     "window": window_route,
     "portfolio": portfolio_route,
     "convex": _strategy("convex"),
     "conjunctions_highs": _strategy("conjunctions_highs"),
-    "conjunctions_enumerate": _strategy("conjunctions_enumerate", ()),
-    "conjunctions_search": _strategy("conjunctions_search", ("time_limit",)),
+    "conjunctions_enumerate": _strategy("conjunctions_enumerate"),
+    "conjunctions_search": _strategy("conjunctions_search"),
+    "selection": selection_route,
 }
 #: The routes that run the window search (they take ``parts`` and ``map_parts``).
 SPLIT = tuple(
@@ -607,16 +668,6 @@ SPLIT = tuple(
     for name in ROUTE_NAMES
     if any(step.strategy == "window" for row in ROUTES if row.route == name for step in row.chain)
 )
-
-
-def selector_for(data_player: Any) -> Any:
-    """RSPM's selection oracle beside the data player ``data_player`` (the ``selection`` route):
-    enumeration beside enumeration, else the exact branch and bound (on Adult it certifies a
-    k = 3 selection in under 0.1 s, where the MILP did not certify within 300 s,
-    docs/results/synthetic.md); ``HighsSelectionOracle`` is there to pass explicitly."""
-    small = getattr(data_player, "name", None) == "enumerate"
-    (step,) = chain_for("selection", SELECTION_SMALL if small else SELECTION)
-    return STRATEGIES[step.strategy]()
 
 
 __all__ = [
@@ -635,8 +686,12 @@ __all__ = [
     "ROUTE_NAMES",
     "Route",
     "Row",
+    "EVERY",
+    "GRID_CLASSES",
+    "KINDS",
+    "PROBLEM_CLASSES",
+    "ROUND",
     "SELECTION",
-    "SELECTION_SMALL",
     "SHAPED_GRID",
     "SPLIT",
     "STOPPED",
@@ -647,5 +702,5 @@ __all__ = [
     "chain_text",
     "check_prefer",
     "classify",
-    "selector_for",
+    "selection_route",
 ]

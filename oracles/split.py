@@ -56,6 +56,7 @@ from oracles.branch import (
     descend,
     frontier,
 )
+from oracles.budget import Budget
 from oracles.grid_search import improve
 from oracles.noise_window import tightened_decomposition
 from oracles.solve_progress import Reporter
@@ -75,14 +76,13 @@ MAX_GROUP = 4096
 @dataclass(frozen=True, eq=False)
 class PartTask:
     """What one part needs besides the shared ``Tables``: its index, its nodes' prefixes
-    ((m, level) int8, in search order; plain numpy), and its limits: ``deadline`` in
-    ``time.time()`` seconds (wall clock, so that it means the same on every node of a cluster)
-    and the most nodes it may make."""
+    ((m, level) int8, in search order; plain numpy), and its budget (``oracles.budget``: the
+    solve's deadline, which a part in another process reads on its own clock, and the most
+    nodes the part may make)."""
 
     index: int
     states: np.ndarray
-    deadline: float = math.inf
-    max_nodes: int = 50_000_000
+    budget: Budget = field(default_factory=lambda: Budget(math.inf))
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,16 +163,14 @@ def solve_part_below(
     """
     start, cpu = time.perf_counter(), time.process_time()
     nodes = Nodes.from_states(tables, task.states)
-    deadline = start + (task.deadline - time.time())
+    budget = task.budget
     order = np.argsort(nodes.lb, kind="stable")
     w, value, threshold, bound = None, math.inf, float(best), math.inf
     made = leaves = pos = 0
     size, finished, message = 1, True, ""
     while pos < len(order):
-        now = time.perf_counter()
-        if now > deadline or made > task.max_nodes:
-            finished = False
-            message = "deadline" if now > deadline else f"more than {task.max_nodes} nodes"
+        if budget.expired() or budget.spent(made):
+            finished, message = False, budget.stopped_by(made)
             bound = min(bound, float(nodes.lb[order[pos:]].min()) + tables.const)
             break
         group = order[pos : pos + size]
@@ -180,8 +178,7 @@ def solve_part_below(
             tables,
             nodes.take(group),
             threshold,
-            deadline=deadline,
-            max_nodes=task.max_nodes - made,
+            budget.after(made),
             share=share,
             progress=progress,
         )
@@ -277,28 +274,28 @@ class SplitPlan:
 
 def plan_split(
     problem: Problem,
+    budget: Budget,
     *,
     parts: int = 1,
     search_seconds: float = 1.0,
     seed: int = 0,
     lagrange_iterations: int = 300,
-    deadline: float = math.inf,
-    max_nodes: int = 50_000_000,
 ) -> SplitPlan:
-    """Steps 1 and 2 of the module docstring (``deadline``: ``time.time()`` seconds, for every
-    part). Raises ``SearchStopped`` when the frontier alone passes ``MAX_FRONTIER`` nodes."""
+    """Steps 1 and 2 of the module docstring on ``budget``: the grid search on at most
+    ``search_seconds`` of it, every part on the rest (its node limit: each part's). Raises
+    ``SearchStopped`` when the frontier alone passes ``MAX_FRONTIER`` nodes."""
     start = time.perf_counter()
     if not isinstance(problem.domain, IntegerGrid):
         raise OracleError(f"a split solve needs an IntegerGrid, found {problem.domain!r}")
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise ValueError(f"parts must be an integer >= 1, found {parts!r}")
-    w_inc, upper = improve(problem, seconds=search_seconds, rng=np.random.default_rng(seed))
+    w_inc, upper = improve(problem, budget.sub(search_seconds), rng=np.random.default_rng(seed))
     tight, lower, prune = tightened_decomposition(problem, upper, lagrange_iterations)
     tables = build_tables(problem, tight, prune)
     at_least = 1 if parts == 1 else NODES_PER_PART * parts
     nodes = frontier(tables, upper, at_least=at_least, max_nodes=MAX_FRONTIER)
     tasks = tuple(
-        PartTask(i, nodes.states[group], deadline, max_nodes)
+        PartTask(i, nodes.states[group], budget.with_shared(None))
         for i, group in enumerate(deal(nodes, parts))
     )
     return SplitPlan(

@@ -50,7 +50,9 @@ a count cap sized for Adult's 461 sent them to the reference, which does not cer
 from __future__ import annotations
 
 import math
+import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,8 +60,6 @@ import numpy as np
 from core.problem import IntegerGrid, Problem
 from core.validation import check_int, is_real
 from oracles.base import (
-    DEFAULT_THREADS,
-    DEFAULT_TIME_LIMIT,
     OBJECTIVE_TOL,
     HandOff,
     Solution,
@@ -78,6 +78,13 @@ from oracles.structured_shape import Shape, ShapeMismatch, cell_bounds, decompos
 WORK_ENTRIES_PER_SECOND = 10_000_000
 #: Share of the time limit that bounding every combination may take (the rest: subproblems).
 BOUNDING_SHARE = 0.5
+
+#: The shapes read so far, by problem (the problem's identity: a Problem compares by identity),
+#: with the caps they were read under: the routing table reads a problem's shape to classify it
+#: and the structured search then searches over the same shape, read once
+#: (``StructuredOracle.shape``).
+_SHAPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SHAPES_LOCK = threading.Lock()
 #: Cell bounds are computed for this many combinations at a time, most promising first.
 TABLE_BATCH = 64
 
@@ -87,9 +94,6 @@ class StructuredOracle:
     """Exact minimization of F over an IntegerGrid through its shape (module docstring).
 
     Args:
-        time_limit, threads: the budget of a solve called without one (``oracles.budget``);
-            the subproblems' HiGHS threads are the budget's (fixed once per process,
-            ``oracles.highs``).
         max_work: the problem does not have the shape when bounding every combination of the
             continuous weights would take more table entries than this
             (``structured_shape.bounding_work``); None: what fits in ``BOUNDING_SHARE`` of the
@@ -97,8 +101,6 @@ class StructuredOracle:
         max_combos: nor above this many combinations (None: no count cap).
     """
 
-    time_limit: float = DEFAULT_TIME_LIMIT
-    threads: int = DEFAULT_THREADS
     max_combos: int | None = None
     max_work: float | None = None
     name: str = "structured"
@@ -120,23 +122,35 @@ class StructuredOracle:
 
     def shape(self, problem: Problem, budget: Budget) -> Shape:
         """The problem's shape, or ShapeMismatch saying why it does not have it (the routing
-        table's question: ``oracles.routing``)."""
-        return decompose(problem, max_combos=self.max_combos, max_work=self.work_budget(budget))
+        table's question: ``oracles.routing.classify``). Read once per problem and caps: the
+        search that follows the classification finds it here (``_SHAPES``)."""
+        caps = (self.max_combos, self.work_budget(budget))
+        with _SHAPES_LOCK:
+            known = _SHAPES.get(problem)
+        if known is not None and known[0] == caps:
+            found = known[1]
+        else:
+            try:
+                found = decompose(problem, max_combos=caps[0], max_work=caps[1])
+            except ShapeMismatch as why:
+                found = why
+            with _SHAPES_LOCK:
+                _SHAPES[problem] = (caps, found)
+        if isinstance(found, ShapeMismatch):
+            raise found
+        return found
 
     @counts_cpu
-    def solve(
-        self, problem: Problem, budget: Budget | None = None, shape: Shape | None = None
-    ) -> Solution:
-        """The search on ``budget`` (default: ``time_limit`` and ``threads`` from now) over
-        ``shape`` (default: read here). Raises HandOff when the problem does not have the shape
-        or the search cannot finish exactly (module docstring)."""
-        budget = budget or Budget.from_limit(self.time_limit, self.threads)
+    def solve(self, problem: Problem, budget: Budget) -> Solution:
+        """The search on ``budget`` over the problem's shape (``shape``; the subproblems' HiGHS
+        threads are the budget's, fixed once per process, ``oracles.highs``). Raises HandOff
+        when the problem does not have the shape or the search cannot finish exactly (module
+        docstring)."""
         start = time.perf_counter()
-        if shape is None:
-            try:
-                shape = self.shape(problem, budget)
-            except ShapeMismatch as why:
-                raise HandOff(str(why)) from why
+        try:
+            shape = self.shape(problem, budget)
+        except ShapeMismatch as why:
+            raise HandOff(str(why)) from why
         return _CombinationSearch(self, problem, shape, budget, start).run()
 
 

@@ -33,8 +33,6 @@ import numpy as np
 
 from core.problem import IntegerGrid, Problem
 from oracles.base import (
-    DEFAULT_THREADS,
-    DEFAULT_TIME_LIMIT,
     OracleError,
     Solution,
     Status,
@@ -45,7 +43,7 @@ from oracles.branch import SearchStopped
 from oracles.budget import Budget
 from oracles.solve_progress import reporter
 from oracles.split import MapParts, combine, plan_split, sequential_parts
-from oracles.split_threads import SharedBest, thread_parts
+from oracles.split_threads import thread_parts
 
 #: Parts a thread when a solve's threads search it (``oracles.split_threads``): more parts than
 #: threads, so that a thread that finishes its part takes another.
@@ -58,13 +56,13 @@ GRID_SEARCH_SHARE = 0.1
 class WindowOracle:
     """Exact minimization of F over an IntegerGrid by branch and bound (module docstring).
 
+    A solve's budget with more than one thread and no ``map_parts`` cuts the search into
+    ``PARTS_PER_THREAD`` parts a thread, searched on that many threads of this process
+    (``oracles.split_threads``).
+
     Args:
-        time_limit, threads: the budget of a solve called without one (``oracles.budget``).
-            With more than one thread and no ``map_parts``, the search is cut into
-            ``PARTS_PER_THREAD`` parts a thread, searched on that many threads of this process
-            (``oracles.split_threads``).
-        max_nodes: the most nodes the search may make before it stops (and the budget's
-            ``node_limit``, when it has one).
+        max_nodes: the most nodes a part may make before it stops (and the budget's
+            ``node_limit``, when it has one and is less).
         search_seconds: the grid search's budget (at most a tenth of the search's time).
         lagrange_iterations: subgradient steps of the Lagrangian minorant (0: none).
         seed: the grid search's random restarts (numpy.random.default_rng(seed)).
@@ -73,8 +71,6 @@ class WindowOracle:
             ``pipeline.split_solve.ray_map_parts``: as Ray tasks).
     """
 
-    time_limit: float = DEFAULT_TIME_LIMIT
-    threads: int = DEFAULT_THREADS
     max_nodes: int = 500_000_000
     search_seconds: float = 5.0
     lagrange_iterations: int = 300
@@ -90,31 +86,26 @@ class WindowOracle:
             raise ValueError(f"parts must be an integer >= 1, found {self.parts!r}")
 
     @counts_cpu
-    def solve(
-        self, problem: Problem, budget: Budget | None = None, shared: SharedBest | None = None
-    ) -> Solution:
-        """The search on ``budget`` (default: ``time_limit`` and ``threads`` from now).
-        ``shared``: a best value and stop signal shared with a race's rival (``oracles.race``):
-        the search then runs on threads (``oracles.split_threads``), one or more; a search
-        whose parts run elsewhere (``map_parts``) does not read it."""
-        budget = budget or Budget.from_limit(self.time_limit, self.threads)
+    def solve(self, problem: Problem, budget: Budget) -> Solution:
+        """The search on ``budget``. A budget that shares a best value and a stop signal with a
+        race's rival (``Budget.shared``, ``oracles.race``) runs the search on threads
+        (``oracles.split_threads``), one or more; a search whose parts run elsewhere
+        (``map_parts``) does not read it."""
         start = time.perf_counter()
         if not isinstance(problem.domain, IntegerGrid):
             raise OracleError(f"the window oracle needs an IntegerGrid, found {problem.domain!r}")
-        max_nodes = self.max_nodes
-        if budget.node_limit is not None:
-            max_nodes = min(max_nodes, budget.node_limit)
+        shared = budget.shared
+        budget = budget.with_nodes(self.max_nodes)
         threaded = self.map_parts is None and (budget.threads > 1 or shared is not None)
         parts = max(self.parts, PARTS_PER_THREAD * budget.threads) if threaded else self.parts
         try:
             plan = plan_split(
                 problem,
+                budget,
                 parts=parts,
                 seed=self.seed,
-                deadline=budget.wall_deadline(),  # the parts may run in other processes
                 search_seconds=min(self.search_seconds, GRID_SEARCH_SHARE * budget.seconds),
                 lagrange_iterations=self.lagrange_iterations,
-                max_nodes=max_nodes,
             )
         except SearchStopped as err:  # the frontier alone: no part was searched
             origin = np.zeros(problem.d)

@@ -31,7 +31,7 @@ from mechanisms.catalog import CATALOG, NON_PRIVATE
 from mechanisms.entries import DATA_TEXT
 from mechanisms.privacy import check_epsilon_delta
 from oracles import registry
-from oracles.base import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
+from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 from pipeline.data.table_reading import content_id
 from pipeline.read_only import ReadOnly, freeze

@@ -18,8 +18,8 @@ the one-process solve; only where the parts run changes:
 * a task that raises is recorded as a failed part (``PartResult.failed``), and so is a task
   Ray lost: the whole is then uncertified (``oracles.split.combine``), never retried with
   other parts' values;
-* the driver waits for the parts only until their deadline (the solve's budget, in wall-clock
-  seconds: ``PartTask.deadline``) plus ``PART_GRACE_SECONDS``: a part that Ray has not started
+* the driver waits for the parts only until their deadline (the solve's budget,
+  ``PartTask.budget``, which each part reads on its own clock) plus ``PART_GRACE_SECONDS``: a part that Ray has not started
   by then (the cluster's CPUs busy) or that has not returned is cancelled and recorded as
   stopped (TIME_LIMIT), so a split solve returns on time whatever the queue.
 
@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from typing import Any, Sequence
 
 import numpy as np
 
 from oracles.branch import SearchStopped, Tables
+from oracles.budget import now
 from oracles.split import PartResult, PartTask, part_or_failure, solve_part_below
 
 #: A part Ray lost (its worker died) is retried this many times; a part that raised is not.
@@ -131,7 +131,8 @@ class RayMapParts:
         shared = ray.put(tables)
         refs = [remote.remote(shared, task, best, incumbent) for task in tasks]
         results = []
-        until = max((task.deadline for task in tasks), default=math.inf) + PART_GRACE_SECONDS
+        until = max((task.budget.deadline for task in tasks), default=math.inf)
+        until += PART_GRACE_SECONDS
         try:
             for task, ref in zip(tasks, refs):
                 results.append(_result(ray, task, ref, until))
@@ -148,7 +149,7 @@ class RayMapParts:
 def _best_seen(ray, best: Any, known: float, until: float) -> float:
     """The shared best value, waited for at most a second past ``until`` (``known`` if it
     does not come: it is a record, not part of the answer)."""
-    timeout = None if until == math.inf else max(0.0, until - time.time()) + 1.0
+    timeout = None if until == math.inf else max(0.0, until - now()) + 1.0
     try:
         return ray.get(best.read.remote(), timeout=timeout)
     except ray.exceptions.RayError:
@@ -156,9 +157,10 @@ def _best_seen(ray, best: Any, known: float, until: float) -> float:
 
 
 def _result(ray, task: PartTask, ref, until: float) -> PartResult:
-    """The result of ``task``'s Ray task, waited for until ``until`` (wall clock): one that is
-    not back by then is cancelled and stopped (TIME_LIMIT), one Ray lost failed."""
-    timeout = None if until == math.inf else max(0.0, until - time.time())
+    """The result of ``task``'s Ray task, waited for until ``until`` (``oracles.budget.now``
+    seconds): one that is not back by then is cancelled and stopped (TIME_LIMIT), one Ray lost
+    failed."""
+    timeout = None if until == math.inf else max(0.0, until - now())
     try:
         return ray.get(ref, timeout=timeout)
     except ray.exceptions.GetTimeoutError:

@@ -123,8 +123,8 @@ def mechanism_oracle(
 
 def oracle_for(cfg: OracleConfig, name: str, threads: int | None = None) -> Any:
     """The one place an oracle is built for a run: the route ``name`` (the configured
-    ``cfg.name``, or one a catalog entry asks for by name, e.g. OPSamp's logistic loss
-    ``convex``), from the registry. Every oracle gets ``cfg.time_limit`` and ``threads``
+    ``cfg.name``, or one a catalog entry asks for by name, e.g. the data player's
+    ``conjunctions_search``), from the registry. Every oracle gets ``cfg.time_limit`` and ``threads``
     (default ``cfg.threads``); ``cfg.parts`` > 1 runs the window search's parts as Ray tasks
     (``pipeline.split_solve``)."""
     threads = threads or cfg.threads

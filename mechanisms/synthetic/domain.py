@@ -24,8 +24,9 @@ import numpy as np
 
 from core.validation import check_int
 from oracles.base import Certificate
-from oracles.conjunction_select import SearchSelectionOracle, SelectionProblem
+from oracles.conjunction_select import SelectionProblem
 from oracles.conjunctions import Conjunction
+from oracles.registry import make_oracle
 
 
 @dataclass(frozen=True)
@@ -233,8 +234,10 @@ class ConjunctionClass:
         inverse = inverse.ravel()
         coefs = np.bincount(inverse[:n], minlength=len(records)) * float(size)
         coefs -= np.bincount(inverse[n:], minlength=len(records)) * float(n)
-        problem = SelectionProblem(self.sizes, self.max_literals, records, coefs)
-        found = SearchSelectionOracle(first_on_ties=False).solve(problem)
+        problem = SelectionProblem(
+            self.sizes, self.max_literals, records, coefs, first_on_ties=False
+        )
+        found = make_oracle("selection", time_limit=None).solve(problem)
         value = problem.value(found.conjunction, found.sign)
         return ClassError(value / (n * size), found.conjunction, found.sign, found.certificate)
 

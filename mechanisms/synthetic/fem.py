@@ -48,8 +48,7 @@ from mechanisms.synthetic.domain import (
 )
 from oracles.base import Certificate
 from oracles.conjunction_select import conjunction_index
-from oracles.conjunctions import Conjunction, ConjunctionProblem
-from oracles.routing import selector_for
+from oracles.conjunctions import Conjunction, ConjunctionBatch, ConjunctionProblem
 
 #: Each query player's per-round guarantee (accounting.ZCDP_DIVISOR): the exponential mechanism
 #: is eps0-bounded range, RSPM's selection eps0-DP.
@@ -307,24 +306,13 @@ def best_records(
     oracle: Any, sizes: tuple[int, ...], coefs: dict[Conjunction, float], noises: np.ndarray
 ) -> tuple[np.ndarray, list[Certificate]]:
     """The data player's records of one round: for each row of ``noises`` (one weight per level
-    of each attribute in turn), argmax_x sum_c coefs[c] q_c(x) + <noise, b(x)> by ``oracle``.
-    An oracle with ``solve_batch`` (``oracles.conjunction_search``) solves the round at once
-    and certifies it with one certificate; any other solves one ``ConjunctionProblem`` a record.
-    """
+    of each attribute in turn), argmax_x sum_c coefs[c] q_c(x) + <noise, b(x)> by ``oracle``,
+    the round as one ``ConjunctionBatch`` with one certificate."""
     conjunctions, weights = tuple(coefs), np.array(list(coefs.values()))
-    if hasattr(oracle, "solve_batch"):
-        records, certificate = oracle.solve_batch(
-            ConjunctionProblem(sizes, conjunctions, weights), noises
-        )
-        return records, [certificate]
-    bounds = np.cumsum((0,) + tuple(sizes))
-    records, certificates = [], []
-    for row in noises:
-        noise = tuple(row[bounds[a] : bounds[a + 1]] for a in range(len(sizes)))
-        solution = oracle.solve(ConjunctionProblem(sizes, conjunctions, weights, noise))
-        records.append(np.asarray(solution.record, dtype=np.int64))
-        certificates.append(solution.certificate)
-    return np.array(records, dtype=np.int64), certificates
+    solution = oracle.solve(
+        ConjunctionBatch(ConjunctionProblem(sizes, conjunctions, weights), noises)
+    )
+    return solution.records, [solution.certificate]
 
 
 def run_fem(
@@ -337,8 +325,8 @@ def run_fem(
 ) -> SyntheticRelease:
     """The game of the module docstring on the private records ``codes`` (level codes of
     ``workload``'s domain), with ``oracle`` the data player's (``oracles.conjunctions``) and
-    ``selector`` RSPM's (``oracles.conjunction_select``; by default the ``selection`` route's,
-    ``oracles.routing.selector_for``).
+    ``selector`` RSPM's (``oracles.conjunction_select``; by default ``oracle``, whose route's
+    row for a selection says how, ``oracles.routing``).
     With ``query_player="rspm"`` only the workload's domain (``sizes``) is used. n, the domain
     and the workload's size are public and fix the schedule (``FEMParams.public_table``: RSPM's
     rounds, the exponential mechanism's regime); the exponential mechanism lists its workload,
@@ -348,7 +336,7 @@ def run_fem(
     n = len(codes)
     rspm = params.query_player == "rspm"
     if rspm:
-        selector = selector or selector_for(oracle)
+        selector = selector or oracle
     elif isinstance(workload, ConjunctionClass):
         raise ValueError(
             f"the exponential mechanism lists its workload, and every conjunction of up to "
@@ -441,7 +429,8 @@ def run_fem(
             "queries": problem.candidates // 2,
             "signature_bits": bits,
             "laplace_scale": selection.laplace_scale(workload.sizes, params.separator, eps0),
-            "selector": getattr(selector, "name", type(selector).__name__),
+            # the strategy that selected (its route's row for a selection)
+            "selector": selection_certificates[-1].backend,
         }
         if params.rounds is None:
             extra["modelled_error"] = params.rspm_schedule()[2]

@@ -20,7 +20,7 @@ from mechanisms.audit.game_sampler import GAME_WORKLOAD, GameSampler, game_pairs
 from mechanisms.audit.mutants import FEMOneRound, FEMRSPMOneBit
 from mechanisms.audit.sampler_base import AuditError
 from mechanisms.synthetic.fem import run_fem
-from oracles.conjunctions import EnumerationConjunctionOracle
+from oracles.registry import make_oracle
 
 #: Real games (``run_fem``) and batched games per test; effective size 1,548 (module docstring).
 RUNS = 1600
@@ -32,7 +32,7 @@ RSPM_GAME = RSPM_GAME_PARAMS
 def _run_fem_statistics(params, X, runs, seed):
     """(count of level-0 records, index of the first selection) of ``runs`` real games."""
     codes = X.astype(np.int64)
-    oracle = EnumerationConjunctionOracle()
+    oracle = make_oracle("conjunctions_enumerate")
     rng = np.random.default_rng(seed)
     counts, firsts = [], []
     for _ in range(runs):

@@ -20,7 +20,7 @@ def test_oracles_are_made_by_name_with_the_limits_given():
     assert (reference.time_limit, reference.threads) == (7.0, 2)
     window = make("window", 7.0, 1)
     assert isinstance(window, Route) and not window.fallback  # the search alone
-    assert isinstance(make("highs", 7.0, 1), HighsOracle)
+    assert isinstance(make("highs", 7.0, 1).strategy("highs"), HighsOracle)
     with pytest.raises(ValueError, match="unknown oracle 'cplex'; known: "):
         make("cplex", 7.0, 1)
 

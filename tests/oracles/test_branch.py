@@ -13,6 +13,7 @@ import pytest
 
 from core.problem import IntegerGrid
 from oracles.branch import Nodes, build_tables, deal, descend, expand, frontier, reach_tables
+from oracles.budget import Budget
 from oracles.noise_window import tightened_decomposition
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 
@@ -115,7 +116,7 @@ def test_a_stopped_search_proves_a_valid_bound(seed):
     F = problem.objective(problem.domain.step * K.astype(float))
     upper = float(F.max())
     t = _tables(problem, upper)
-    out = descend(t, Nodes.root(t), upper, max_nodes=3, chunk=2)
+    out = descend(t, Nodes.root(t), upper, Budget.unlimited().with_nodes(3), chunk=2)
     assert not out.finished and "nodes" in out.message
     assert out.bound <= minimum + 1e-9
     assert math.isinf(out.value) or out.value >= minimum - 1e-9

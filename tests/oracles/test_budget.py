@@ -71,4 +71,30 @@ def test_threads_and_pickling():
     )
     with pytest.raises(ValueError, match="threads must be >= 1"):
         budget.with_threads(0)
-    assert pickle.loads(pickle.dumps(budget)) == budget
+    # to another process the deadline travels as wall-clock seconds, read back on its clock
+    clone = pickle.loads(pickle.dumps(budget.with_shared(object())))
+    assert abs(clone.deadline - budget.deadline) < 0.01 and clone.shared is None
+    assert (clone.threads, clone.node_limit, clone.seconds) == (1, None, 10.0)
+    unlimited = pickle.loads(pickle.dumps(Budget.unlimited()))
+    assert unlimited.deadline == math.inf and not unlimited.expired()
+
+
+def test_a_budget_is_checked_where_it_is_made():
+    with pytest.raises(TypeError, match="threads must be an integer"):
+        Budget(0.0, threads=1.5)
+    with pytest.raises(ValueError, match="node_limit must be >= 0"):
+        Budget(0.0, node_limit=-1)
+    with pytest.raises(ValueError, match="deadline"):
+        Budget(math.nan)
+
+
+def test_node_chunks_come_from_the_budget():
+    budget = Budget(math.inf, node_limit=10)
+    assert budget.chunk(0, 4) == 4 and budget.chunk(8, 4) == 3 and budget.chunk(11, 4) == 0
+    assert not budget.spent(10) and budget.spent(11)
+    assert budget.stopped_by(11) == "more than 10 nodes" and budget.stopped_by(3) == "deadline"
+    assert budget.after(4).node_limit == 6 and budget.after(40).node_limit == 0
+    assert budget.with_nodes(20).node_limit == 10 and budget.with_nodes(5).node_limit == 5
+    assert (
+        Budget.unlimited().chunk(10**12, 7) == 7 and Budget.unlimited().after(5).node_limit is None
+    )

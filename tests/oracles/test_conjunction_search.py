@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from oracles import budget as budget_module
-from oracles.base import DEFAULT_TIME_LIMIT, Status
-from oracles.budget import Budget, now
+from oracles.base import Status
+from oracles.budget import DEFAULT_TIME_LIMIT, Budget, now
 from oracles.conjunction_search import (
     SearchConjunctionOracle,
     SearchState,
@@ -24,7 +24,8 @@ from oracles.conjunction_search import (
     run_batch,
     search,
 )
-from oracles.conjunctions import ConjunctionProblem
+from oracles.conjunctions import ConjunctionBatch, ConjunctionProblem
+from oracles.registry import make_oracle
 
 
 def _brute_value(problem: ConjunctionProblem) -> float:
@@ -74,6 +75,12 @@ def test_a_positive_conjunction_worth_more_than_the_noise_is_satisfied():
     assert record.tolist() == [2, 1, 0] and value == pytest.approx(5.0)
 
 
+def _batch(oracle, problem, rows, budget=None):
+    """(records, certificate) of one round: ``rows`` against ``problem``'s conjunctions."""
+    solution = oracle.solve(ConjunctionBatch(problem, rows), budget)
+    return solution.records, solution.certificate
+
+
 def test_the_batch_answers_each_noise_row_as_one_problem_would():
     rng = np.random.default_rng(5)
     oracle = SearchConjunctionOracle()
@@ -81,7 +88,7 @@ def test_the_batch_answers_each_noise_row_as_one_problem_would():
     while problem.size < 6:
         problem = _random_problem(rng, integer_noise=False)
     rows = rng.exponential(1.0, size=(8, sum(problem.levels)))
-    records, certificate = oracle.solve_batch(problem, rows)
+    records, certificate = _batch(oracle, problem, rows)
     bounds = np.cumsum((0,) + problem.levels)
     total = 0.0
     for row, record in zip(rows, records):
@@ -129,7 +136,7 @@ def _check_stopped(problem, rows, records, certificate, unfinished):
 
 def test_a_spent_budget_answers_each_row_with_its_greedy_record_uncertified():
     problem, rows = _hard_problem()
-    records, certificate = SearchConjunctionOracle().solve_batch(problem, rows, Budget(now() - 1))
+    records, certificate = _batch(SearchConjunctionOracle(), problem, rows, Budget(now() - 1))
     _check_stopped(problem, rows, records, certificate, unfinished=len(rows))
     compiled = compile_problem(problem)
     for row, record in zip(rows, records):  # the first leaf: each level the best noise + gain
@@ -144,8 +151,11 @@ def test_a_spent_budget_answers_each_row_with_its_greedy_record_uncertified():
 
 def test_a_node_limit_stops_the_batch_where_it_is():
     problem, rows = _hard_problem(4)
-    records, certificate = SearchConjunctionOracle().solve_batch(
-        problem, rows, Budget(math.inf, node_limit=len(problem.levels) + 1)
+    records, certificate = _batch(
+        SearchConjunctionOracle(),
+        problem,
+        rows,
+        Budget(math.inf, node_limit=len(problem.levels) + 1),
     )
     assert "node limit" in certificate.message
     _check_stopped(problem, rows, records, certificate, unfinished=len(rows))
@@ -199,10 +209,16 @@ def test_the_search_in_chunks_is_the_search_in_one_go():
         assert problem.values(record)[0] == pytest.approx(best, abs=1e-9)
 
 
-def test_the_time_limit_is_the_budget_of_a_call_without_one():
-    assert SearchConjunctionOracle().time_limit == DEFAULT_TIME_LIMIT
+def test_the_routes_time_limit_is_the_budget_of_a_call_without_one():
+    assert make_oracle("conjunctions_search").time_limit == DEFAULT_TIME_LIMIT
     problem, rows = _hard_problem()
-    _, certificate = SearchConjunctionOracle(time_limit=60.0).solve_batch(problem, rows)
+    _, certificate = _batch(make_oracle("conjunctions_search", time_limit=60.0), problem, rows)
     assert certificate.certified and certificate.extra["unfinished"] == 0
     with pytest.raises(ValueError, match="time_limit"):
-        SearchConjunctionOracle(time_limit=-1.0).solve_batch(problem, rows)
+        make_oracle("conjunctions_search", time_limit=-1.0)
+
+
+def test_a_batch_refuses_noise_rows_of_the_wrong_width():
+    problem, rows = _hard_problem()
+    with pytest.raises(ValueError, match="noises must be rows"):
+        ConjunctionBatch(problem, rows[:, :-1])

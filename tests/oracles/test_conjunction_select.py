@@ -4,6 +4,7 @@ enumeration's class order decides, the MILP must reach the optimal value) and co
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -18,6 +19,7 @@ from oracles.conjunction_select import (
     SelectionProblem,
     conjunction_index,
 )
+from tests.oracles.limited import limited
 
 
 def _class(levels, k):
@@ -86,17 +88,24 @@ def test_both_oracles_find_the_brute_force_optimum_on_random_domains(integer_noi
 
 def test_a_search_that_skips_ties_finds_the_same_value_and_stops_on_zero_weights():
     rng = np.random.default_rng(20261126)
-    skip, visit = SearchSelectionOracle(first_on_ties=False), SearchSelectionOracle()
+    search = SearchSelectionOracle()
     for _ in range(80):
-        problem = _random_problem(rng, integer_noise=True)
+        problem = dataclasses.replace(_random_problem(rng, integer_noise=True), first_on_ties=False)
         best, _ = _brute(problem)
-        found = skip.solve(problem)
+        found = search.solve(problem)
         assert problem.value(found.conjunction, found.sign) == best  # integers: exact
         assert found.certificate.certified and found.certificate.objective == -best
     # every weight 0: each conjunction ties; the tie-visiting search reaches the whole class
     levels = (3, 3, 3, 3, 3)
     zero = SelectionProblem(levels, 3, np.zeros((4, 5), dtype=int), np.zeros(4))
-    nodes = [int(o.solve(zero).certificate.message.split()[0]) for o in (skip, visit)]
+    nodes = [
+        int(
+            search.solve(dataclasses.replace(zero, first_on_ties=ties)).certificate.message.split()[
+                0
+            ]
+        )
+        for ties in (False, True)
+    ]
     assert nodes[0] == 2 * len(levels) < nodes[1]
 
 
@@ -131,7 +140,7 @@ def test_a_negative_sign_finds_the_most_overcounted_conjunction():
 def test_a_limit_reached_is_not_certified():
     rng = np.random.default_rng(3)
     problem = _random_problem(rng, integer_noise=False)
-    solution = HighsSelectionOracle(time_limit=1e-9).solve(problem)
+    solution = limited(HighsSelectionOracle(), 1e-9).solve(problem)
     if solution.certificate.status is not Status.OPTIMAL:
         assert not solution.certificate.certified
 

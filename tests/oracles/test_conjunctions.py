@@ -15,6 +15,7 @@ from oracles.conjunctions import (
     EnumerationConjunctionOracle,
     HighsConjunctionOracle,
 )
+from tests.oracles.limited import limited
 
 
 def _brute(problem: ConjunctionProblem) -> tuple[float, tuple[int, ...]]:
@@ -69,7 +70,7 @@ def test_a_negative_coefficient_avoids_the_conjunction():
 def test_a_limit_reached_is_not_certified():
     rng = np.random.default_rng(3)
     problem = _random_problem(rng)
-    solution = HighsConjunctionOracle(time_limit=1e-9).solve(problem)
+    solution = limited(HighsConjunctionOracle(), 1e-9).solve(problem)
     assert solution.certificate.status in (Status.OPTIMAL, Status.TIME_LIMIT, Status.NO_SOLUTION)
     if solution.certificate.status is not Status.OPTIMAL:
         assert not solution.certificate.certified

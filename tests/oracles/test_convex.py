@@ -124,17 +124,17 @@ def test_sigma_pushes_w_in_its_direction():
     X, y = _data()
     box = Box(4, -1.0, 1.0)
     oracle = ConvexOracle()
-    base = oracle.solve_convex(X, y, np.zeros(4), box).w
+    base = oracle.solve(ConvexProblem.from_xy(X, y, np.zeros(4), box)).w
     for j in range(4):
         for sign in (1.0, -1.0):
             sigma = np.zeros(4)
             sigma[j] = sign * 1e4  # <sigma, w>/n dominates the loss (its slope is <= 1/S)
-            w = oracle.solve_convex(X, y, sigma, box).w
+            w = oracle.solve(ConvexProblem.from_xy(X, y, sigma, box)).w
             assert w[j] == (box.upper if sign > 0 else box.lower)
     # a moderate push moves w_j monotonically
     sigma = np.zeros(4)
     sigma[0] = 20.0
-    assert oracle.solve_convex(X, y, sigma, box).w[0] >= base[0] - 1e-9
+    assert oracle.solve(ConvexProblem.from_xy(X, y, sigma, box)).w[0] >= base[0] - 1e-9
 
 
 def test_hinge_lp_is_certified_and_below_every_point():
@@ -171,4 +171,6 @@ def test_wrong_inputs():
     zero_one = Problem.from_rows(rows, box)
     with pytest.raises(OracleError, match="takes a ConvexProblem"):
         ConvexOracle().solve(zero_one)
-    assert math.isfinite(ConvexOracle().solve_convex(X, y, np.zeros(4), box).certificate.gap)
+    assert math.isfinite(
+        ConvexOracle().solve(ConvexProblem.from_xy(X, y, np.zeros(4), box)).certificate.gap
+    )

@@ -28,6 +28,7 @@ from tests.oracles.fuzz import (
     judge,
 )
 from tests.oracles.licence import require_gurobi_licence
+from tests.oracles.limited import limited
 
 #: 60 of each family (about a second per oracle and family; 5 to 10 s for HiGHS and the window
 #: oracle on ``parallel``); the coverage tests below check that these hold what the issue lists.
@@ -80,7 +81,7 @@ GRID_SEARCH_SECONDS = 0.05
 
 def _oracle(name: str):
     if name == "window-parts":
-        return WindowOracle(time_limit=30.0, parts=3, search_seconds=GRID_SEARCH_SECONDS, name=name)
+        return limited(WindowOracle(parts=3, search_seconds=GRID_SEARCH_SECONDS, name=name), 30.0)
     if name in ("window", "portfolio"):
         return make_oracle(name, time_limit=30.0, search_seconds=GRID_SEARCH_SECONDS)
     oracle = make_oracle(name, time_limit=30.0)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from core.problem import Box, IntegerGrid, Problem
+from oracles.budget import Budget
 from oracles.grid_search import (
     improve,
     local_search,
@@ -97,7 +98,12 @@ def test_local_search_ends_where_no_single_coordinate_change_improves(seed):
 def test_improve_returns_an_exact_grid_point_no_worse_than_its_starts(seed):
     problem = fuzz_instance(seed)
     grid = problem.domain
-    w, value = improve(problem, seconds=5.0, rng=np.random.default_rng(seed), patience=5)
+    w, value = improve(
+        problem,
+        Budget.from_limit(5.0),
+        rng=np.random.default_rng(seed),
+        patience=5,
+    )
     assert grid.contains(w)
     assert value == problem.objective(w)  # the exact rule, not the float scorer
     best_start = min(
@@ -106,25 +112,36 @@ def test_improve_returns_an_exact_grid_point_no_worse_than_its_starts(seed):
     assert value <= best_start
     K = _grid_ks(grid)
     assert value >= problem.objective(grid.step * K.astype(float)).min()  # a heuristic's value
-    again = improve(problem, seconds=5.0, rng=np.random.default_rng(seed), patience=5)
+    again = improve(
+        problem,
+        Budget.from_limit(5.0),
+        rng=np.random.default_rng(seed),
+        patience=5,
+    )
     np.testing.assert_array_equal(again[0], w)  # the same generator, the same answer
 
 
 def test_improve_starts_where_it_is_told_and_refuses_a_box():
     problem = Problem(np.zeros((0, 2)), [], [], IntegerGrid(2, 2), linear=[1.0, -1.0])
     w, value = improve(
-        problem, seconds=1.0, rng=np.random.default_rng(0), patience=0, starts=[np.array([2, -2])]
+        problem,
+        Budget.from_limit(1.0),
+        rng=np.random.default_rng(0),
+        patience=0,
+        starts=[np.array([2, -2])],
     )
     assert w.tolist() == [-2.0, 2.0] and value == -4.0  # the local search walks to the corner
     with pytest.raises(TypeError, match="IntegerGrid"):
         improve(
-            Problem(np.zeros((0, 2)), [], [], Box(2)), seconds=1.0, rng=np.random.default_rng(0)
+            Problem(np.zeros((0, 2)), [], [], Box(2)),
+            Budget.from_limit(1.0),
+            rng=np.random.default_rng(0),
         )
 
 
 def test_a_zero_budget_still_returns_the_first_start_searched():
     problem = fuzz_instance(3)
-    w, value = improve(problem, seconds=0.0, rng=np.random.default_rng(0))
+    w, value = improve(problem, Budget(0.0), rng=np.random.default_rng(0))  # already expired
     assert problem.domain.contains(w) and value == problem.objective(w)
     assert math.isfinite(value)
 

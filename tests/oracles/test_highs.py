@@ -16,6 +16,7 @@ from oracles.base import Status, certify
 from oracles.highs import HighsOracle, map_status
 from oracles.registry import make_oracle
 from tests.oracles.contract import OracleContract, hard_instance, make_instance
+from tests.oracles.limited import limited
 
 
 class TestHighs(OracleContract):
@@ -48,7 +49,7 @@ def test_status_map(model_status, has_solution, expected):
 
 def test_tiny_time_limit_is_neither_optimal_nor_certified():
     problem = hard_instance()
-    solution = HighsOracle(time_limit=0.01).solve(problem)
+    solution = limited(HighsOracle(), 0.01).solve(problem)
     cert = solution.certificate
     assert cert.status in (Status.NO_SOLUTION, Status.TIME_LIMIT), cert
     assert not cert.certified and "kTimeLimit" in cert.message
@@ -58,12 +59,12 @@ def test_tiny_time_limit_is_neither_optimal_nor_certified():
 
 
 def test_threads_are_fixed_by_the_first_solve_and_recorded():
-    HighsOracle(threads=1).solve(make_instance(0))
+    limited(HighsOracle(), None, 1).solve(make_instance(0))
     in_force = highs_module._THREADS_IN_FORCE
     assert in_force is not None
-    same = HighsOracle(threads=in_force).solve(make_instance(0)).certificate
+    same = limited(HighsOracle(), None, in_force).solve(make_instance(0)).certificate
     assert same.threads == in_force and "threads" not in same.message
-    other = HighsOracle(threads=in_force + 1).solve(make_instance(0)).certificate
+    other = limited(HighsOracle(), None, in_force + 1).solve(make_instance(0)).certificate
     assert other.threads == in_force
     assert f"asked for threads={in_force + 1}" in other.message
     assert other.certified  # the note does not change the certificate

@@ -22,6 +22,7 @@ from oracles.highs import PRESOLVE_RULES_OFF, HighsOracle, highs_lp
 from oracles.mip import build_milp
 from oracles.registry import make_oracle
 from tests.oracles.fuzz import Tally, brute_force, judge, parallel_instance
+from tests.oracles.limited import limited
 
 CASE = Path(__file__).parent / "cases" / "highs_presolve_false_optimum.json"
 
@@ -82,7 +83,7 @@ def test_with_the_reductions_on_highs_certifies_the_wrong_point():
     """The bug this guards against, reproduced (if a HiGHS release fixes it, this test fails:
     re-fuzz that release and then raise the pin in pyproject)."""
     problem, case = load_case()
-    solution = _ComparisonHighs(time_limit=30.0, mask=0, twice=False).solve(problem)
+    solution = limited(_ComparisonHighs(mask=0, twice=False), 30.0).solve(problem)
     assert solution.certificate.certified
     assert solution.w.tolist() == case["highs_1_16_presolve_on_returns"]
 
@@ -99,7 +100,7 @@ def test_the_case_certifies_its_true_argmin(name):
 
 def test_highs_is_asked_to_turn_the_reductions_off():
     problem, _ = load_case()
-    solution = HighsOracle(time_limit=30.0).solve(problem)
+    solution = limited(HighsOracle(), 30.0).solve(problem)
     assert solution.certificate.extra["presolve_rule_off"] == PRESOLVE_RULES_OFF
     options = HighsOracle().solver_options(1, 1e-7, 10.0)
     assert options["presolve_rule_off"] == PRESOLVE_RULES_OFF
@@ -136,9 +137,9 @@ def test_the_parallel_family_reaches_the_bug():
             seed,
             problem,
             truth,
-            _ComparisonHighs(time_limit=30.0, mask=0, twice=False).solve(problem),
+            limited(_ComparisonHighs(mask=0, twice=False), 30.0).solve(problem),
         )
-        judge(safe, seed, problem, truth, HighsOracle(time_limit=30.0).solve(problem))
+        judge(safe, seed, problem, truth, limited(HighsOracle(), 30.0).solve(problem))
     assert unsafe.false == len(PRESOLVE_BUG_SEEDS), unsafe.line()
     assert safe.false == 0, "\n".join(safe.failures)
 
@@ -151,11 +152,11 @@ RULES_ALONE_FALSE_SEED = 211
 def test_the_second_opinion_catches_what_the_rules_alone_miss():
     problem = parallel_instance(RULES_ALONE_FALSE_SEED)
     truth = brute_force(problem)
-    alone = _ComparisonHighs(time_limit=30.0, mask=PRESOLVE_RULES_OFF, twice=False)
+    alone = limited(_ComparisonHighs(mask=PRESOLVE_RULES_OFF, twice=False), 30.0)
     first = alone.solve(problem)
     assert first.certificate.certified
     assert float(truth.value_at(first.w) - truth.minimum) > 3.0  # the false certificate
-    solution = HighsOracle(time_limit=30.0).solve(problem)
+    solution = limited(HighsOracle(), 30.0).solve(problem)
     cert = solution.certificate
     assert not cert.certified and cert.status.value == "inconsistent", cert.message
     assert "refuted" in cert.message
@@ -164,7 +165,7 @@ def test_the_second_opinion_catches_what_the_rules_alone_miss():
 
 def test_a_confirmed_certificate_records_both_bounds():
     problem, case = load_case()
-    cert = HighsOracle(time_limit=30.0).solve(problem).certificate
+    cert = limited(HighsOracle(), 30.0).solve(problem).certificate
     assert cert.certified
     assert cert.extra["second_opinion_bound"] >= cert.objective - 1e-6
     assert cert.bound == min(cert.extra["first_bound"], cert.extra["second_opinion_bound"])

@@ -67,7 +67,9 @@ def test_a_stopped_shared_best_stops_the_search_within_seconds():
     timer = threading.Timer(4.0, shared.stop, args=("a rival certified",))
     timer.start()
     start = time.perf_counter()
-    solution = WindowOracle(search_seconds=1.0).solve(problem, Budget.from_limit(120, 1), shared)
+    solution = WindowOracle(search_seconds=1.0).solve(
+        problem, Budget.from_limit(120, 1).with_shared(shared)
+    )
     seconds = time.perf_counter() - start
     cert = solution.certificate
     assert seconds < 10.0, seconds
@@ -85,7 +87,7 @@ def test_a_shared_best_refuses_offers_once_stopped():
 
 
 def test_a_rival_stopped_before_its_head_start_never_starts():
-    entry = race.Entry(Raises(), fuzz_instance(0), time.time() + 30, 1)
+    entry = race.Entry(Raises(), fuzz_instance(0), Budget.from_limit(30))
     with race.Rival(entry, head_start=5.0) as rival:
         pass
     assert not rival.started and rival.result(until=now()) is None
@@ -93,7 +95,7 @@ def test_a_rival_stopped_before_its_head_start_never_starts():
 
 @pytest.mark.integration
 def test_a_rival_that_fails_contributes_nothing_and_says_why():
-    entry = race.Entry(Raises(), fuzz_instance(0), time.time() + 30, 1)
+    entry = race.Entry(Raises(), fuzz_instance(0), Budget.from_limit(30))
     with race.Rival(entry, head_start=0.0) as rival:
         answer = rival.result(until=now() + 60)
     assert answer is None and rival.started
@@ -103,7 +105,7 @@ def test_a_rival_that_fails_contributes_nothing_and_says_why():
 @pytest.mark.integration
 def test_a_rival_past_its_time_is_killed(tmp_path):
     pid_file = tmp_path / "pid"
-    entry = race.Entry(Sleeps(str(pid_file)), fuzz_instance(0), time.time() + 30, 1)
+    entry = race.Entry(Sleeps(str(pid_file)), fuzz_instance(0), Budget.from_limit(30))
     rival = race.Rival(entry, head_start=0.0)
     deadline = time.time() + 60
     while not pid_file.exists() or not pid_file.read_text():

@@ -15,39 +15,43 @@ from oracles.routing import ROUTE_NAMES, Route
 
 def test_known_names():
     assert set(FACTORIES) >= {"enumerate", "highs", "gurobi", "auto", "structured"}
-    # a route of one strategy is that strategy; a route of several runs the routing table
-    assert isinstance(make_oracle("enumerate"), EnumerationOracle)
-    assert isinstance(make_oracle("highs"), HighsOracle)
-    assert isinstance(make_oracle("gurobi"), GurobiOracle)
-    for name in ("auto", "structured", "window"):
+    # every name is a route of the routing table; a route of one strategy holds that strategy
+    for name, strategy in (
+        ("enumerate", EnumerationOracle),
+        ("highs", HighsOracle),
+        ("gurobi", GurobiOracle),
+    ):
+        assert isinstance(make_oracle(name).strategy(name), strategy)
+    for name in FACTORIES:
         assert isinstance(make_oracle(name), Route)
     for name in ("enumerate", "highs", "gurobi", "auto", "convex", "structured", "window"):
         assert make_oracle(name).name == name
 
 
 def test_every_name_is_a_route_of_the_routing_table():
-    assert set(FACTORIES) <= set(ROUTE_NAMES)
-    assert set(ROUTE_NAMES) - set(FACTORIES) == {"selection"}  # chosen beside the data player
+    assert set(FACTORIES) == set(ROUTE_NAMES)
     assert SPLIT == ("structured", "window", "portfolio")
 
 
 def test_the_data_players_oracles_are_named_but_never_a_configs_oracle():
     highs = make_oracle("conjunctions_highs", time_limit=7.0, threads=2)
-    assert isinstance(highs, HighsConjunctionOracle)
+    assert isinstance(highs.strategy("conjunctions_highs"), HighsConjunctionOracle)
     assert (highs.time_limit, highs.threads) == (7.0, 2)
     enumeration = make_oracle("conjunctions_enumerate", time_limit=7.0, max_records=10)
-    assert isinstance(enumeration, EnumerationConjunctionOracle)
-    assert enumeration.max_records == 10
+    assert isinstance(enumeration.strategy("conjunctions_enumerate"), EnumerationConjunctionOracle)
+    assert enumeration.strategy("conjunctions_enumerate").max_records == 10
     search = make_oracle("conjunctions_search", time_limit=7.0, threads=2)
-    assert isinstance(search, SearchConjunctionOracle) and search.time_limit == 7.0
+    assert isinstance(search.strategy("conjunctions_search"), SearchConjunctionOracle)
+    assert search.time_limit == 7.0
     assert set(CONJUNCTIONS) <= set(FACTORIES)
-    assert not set(CONJUNCTIONS) & set(DISCRETE)
+    assert not set(CONJUNCTIONS) & set(DISCRETE) and "selection" not in DISCRETE
 
 
 def test_options_are_passed_through():
     oracle = make_oracle("highs", time_limit=30.0, threads=2, strict_eps=1e-5)
-    assert (oracle.time_limit, oracle.threads, oracle.strict_eps) == (30.0, 2, 1e-5)
-    assert make_oracle("enumerate", time_limit=5.0, max_points=10).max_points == 10
+    assert (oracle.time_limit, oracle.threads) == (30.0, 2)
+    assert oracle.strategy("highs").strict_eps == 1e-5
+    assert make_oracle("enumerate", max_points=10).strategy("enumerate").max_points == 10
     assert make_oracle("auto", prefer=("highs",)).prefer == ("highs",)
 
 

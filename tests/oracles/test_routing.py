@@ -20,34 +20,37 @@ from core.problem import Box, IntegerGrid, Problem
 from oracles.base import HandOff, OracleError, Status, certify
 from oracles.budget import Budget, now
 from oracles.conjunction_select import (
-    EnumerationSelectionOracle,
     HighsSelectionOracle,
-    SearchSelectionOracle,
     SelectionProblem,
 )
-from oracles.conjunctions import ConjunctionProblem
+from oracles.conjunctions import ConjunctionBatch, ConjunctionProblem
 from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError
+from oracles.highs import HighsOracle
 from oracles.mip import SolverUnavailableError
-from oracles.registry import make_oracle
+from oracles.registry import DISCRETE, make_oracle
 from oracles.routing import (
     BOX,
+    CONVEX,
+    EVERY,
     EXACT_GRID,
     GRID,
     NOISY_GRID,
+    ROUND,
     ROUTE_NAMES,
     ROUTES,
+    SELECTION,
     SHAPED_GRID,
     STRATEGIES,
     Route,
     chain_for,
     classify,
-    selector_for,
 )
 from oracles.structured import StructuredOracle
 from pipeline.data.synthetic import make_linear_threshold
 from tests.oracles.contract import OracleContract, hard_instance, make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
 from tests.oracles.licence import require_gurobi_licence
+from tests.oracles.limited import limited
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "oracles.md"
 
@@ -62,7 +65,7 @@ def _doc_rows() -> list[tuple[str, str, str]]:
     section = section[: section.index("\n## ", 1)]
     rows = []
     for line in section.splitlines():
-        match = re.fullmatch(r"\| `([a-z_]+)` \| (.+?) \| (.+?) \|", line.strip())
+        match = re.fullmatch(r"\| `([a-z_]+|\*)` \| (.+?) \| (.+?) \|", line.strip())
         if match:
             rows.append(match.groups())
     return rows
@@ -72,7 +75,7 @@ def test_the_docs_table_is_the_modules():
     """docs/oracles.md shows the routing table as written, not generated: it must name exactly
     the routes the module defines, each row with its problem class and chain."""
     rows = _doc_rows()
-    assert {route for route, _, _ in rows} == set(ROUTE_NAMES)
+    assert {route for route, _, _ in rows} == {*ROUTE_NAMES, EVERY}
     assert rows == [(row.route, row.problem, row.text()) for row in ROUTES]
 
 
@@ -109,7 +112,7 @@ def _erm(problem: Problem) -> Problem:
 def test_the_structured_route_classifies_by_shape_noise_and_domain():
     budget = Budget.from_limit(600.0)
     shaped = classify("structured", fuzz_instance(0), StructuredOracle(), budget)
-    assert shaped.problem_class == SHAPED_GRID and shaped.shape is not None and not shaped.reason
+    assert shaped.problem_class == SHAPED_GRID and not shaped.reason
     tight = StructuredOracle(max_combos=1)
     noisy = classify("structured", fuzz_instance(0), tight, budget)
     assert noisy.problem_class == NOISY_GRID and "max_combos=1" in noisy.reason
@@ -119,14 +122,48 @@ def test_the_structured_route_classifies_by_shape_noise_and_domain():
     assert box.problem_class == BOX and "not an IntegerGrid (Box)" in box.reason
     # the other routes do not read the shape
     assert classify("window", fuzz_instance(0), tight, budget).problem_class == GRID
-    with pytest.raises(OracleError, match="the highs route solves a Problem"):
+    with pytest.raises(OracleError, match="the highs route cannot solve a object"):
         classify("highs", object(), tight, budget)
 
 
-def test_the_selection_route():
-    enumerating = make_oracle("conjunctions_enumerate")
-    assert isinstance(selector_for(enumerating), EnumerationSelectionOracle)
-    assert isinstance(selector_for(make_oracle("conjunctions_highs")), SearchSelectionOracle)
+def test_the_shape_read_to_classify_is_the_one_searched():
+    problem, budget = fuzz_instance(0), Budget.from_limit(600.0)
+    structured = StructuredOracle()
+    assert structured.shape(problem, budget) is structured.shape(problem, budget)
+    assert StructuredOracle(max_combos=1000).shape(problem, budget) is not structured.shape(
+        problem, budget
+    )  # other caps: read again
+
+
+def test_every_kind_of_problem_is_routed_by_the_table():
+    # OPSamp's surrogate goes to the convex solver on every route a config may name
+    for route in DISCRETE:
+        assert [s.strategy for s in chain_for(route, CONVEX)] == ["convex"]
+    # the selection beside a data player follows the data player's kind
+    assert chain_for("conjunctions_enumerate", SELECTION)[0].strategy == "selection_enumerate"
+    for route in ("conjunctions_highs", "conjunctions_search", "selection"):
+        assert chain_for(route, SELECTION)[0].strategy == "selection_search"
+    for route in ("conjunctions_highs", "conjunctions_enumerate", "conjunctions_search"):
+        assert chain_for(route, ROUND)[0].strategy == route
+    with pytest.raises(OracleError, match="the selection route takes"):
+        chain_for("selection", GRID)
+
+
+def test_a_route_solves_the_whole_game_of_its_data_player():
+    rng = np.random.default_rng(3)
+    levels = (2, 3, 2)
+    conjunctions = (((0, 1),), ((1, 2), (2, 0)))
+    problem = ConjunctionProblem(levels, conjunctions, np.array([1.0, -2.0]))
+    noises = rng.normal(size=(4, sum(levels)))
+    records = SelectionProblem(levels, 2, rng.integers(0, 2, (5, 3)), rng.normal(size=5))
+    for name in ("conjunctions_enumerate", "conjunctions_search", "conjunctions_highs"):
+        route = make_oracle(name, time_limit=30.0)
+        batch = route.solve(ConjunctionBatch(problem, noises))
+        assert batch.certificate.certified and batch.records.shape == (4, 3)
+        single = route.solve(ConjunctionBatch(problem, noises).row(2))
+        assert single.record.tolist() == batch.records[2].tolist()
+        chosen = route.solve(records)
+        assert chosen.certificate.certified and chosen.sign in (1, -1)
 
 
 # --- chains: hand-overs and what the certificate records --------------------------------------
@@ -135,7 +172,7 @@ def test_the_selection_route():
 class _HandsOver(StructuredOracle):
     """The structured search, reading the shape as it does, that cannot finish exactly."""
 
-    def solve(self, problem, budget=None, shape=None):
+    def solve(self, problem, budget):
         raise HandOff("scores at the margin left a gap")
 
 
@@ -172,6 +209,41 @@ def test_a_hand_over_goes_to_the_reference_and_says_why():
     assert cert.backend == "highs" and cert.certified
     assert cert.fallback == "structured: scores at the margin left a gap -> highs"
     assert abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9
+
+
+class _SlowHandOver(StructuredOracle):
+    """A structured search that spends a while before it hands over."""
+
+    def solve(self, problem, budget):
+        time.sleep(0.2)
+        raise HandOff("slow")
+
+
+class _Recorded:
+    """The reference formulation on HiGHS, recording the budget it was given."""
+
+    name = "highs"
+
+    def __init__(self):
+        self.budgets = []
+
+    def solve(self, problem, budget):
+        self.budgets.append(budget)
+        return HighsOracle().solve(problem, budget)
+
+
+def test_a_hand_over_gets_what_is_left_of_the_budget():
+    # the fuzz's 82.8 s on a 60 s limit: a reference after a hand-over must not start a limit
+    # of its own
+    recorded = _Recorded()
+    route = _with(
+        make_oracle("structured", reference=("highs",)), structured=_SlowHandOver(), highs=recorded
+    )
+    budget = Budget.from_limit(30.0)
+    cert = route.solve(fuzz_instance(4), budget).certificate
+    assert cert.certified and cert.fallback == "structured: slow -> highs"
+    (given,) = recorded.budgets
+    assert given.deadline == budget.deadline and given.left() < 30.0 - 0.2
 
 
 def test_a_stopped_search_is_joined_with_the_reference():
@@ -367,7 +439,7 @@ def test_the_selection_milp_shares_one_budget_between_its_signs():
         tuple(rng.normal(0, 1, k) for k in levels),
         0.0,
     )
-    _within(1.0, lambda: HighsSelectionOracle(time_limit=1.0).solve(problem))
+    _within(1.0, lambda: limited(HighsSelectionOracle(), 1.0).solve(problem))
 
 
 def test_the_data_players_milp_returns_within_its_limit():

@@ -12,6 +12,7 @@ from core.problem import IntegerGrid, Problem
 from oracles import solve_progress
 from oracles.base import Status
 from oracles.solve_progress import SolveProgress, listening, reporter
+from tests.oracles.limited import limited
 
 
 class Clock:
@@ -163,7 +164,7 @@ def test_a_highs_solve_reports_while_it_runs_and_returns_the_same_answer():
     from oracles.highs import HighsOracle
 
     plain, heard, seen = _solve_with_and_without(
-        HighsOracle(time_limit=120.0), slow_instance(n=130), interval=0.1
+        limited(HighsOracle(), 120.0), slow_instance(n=130), interval=0.1
     )
     # the premise: the solve lasts several reporting intervals
     assert plain.certificate.status is Status.OPTIMAL and plain.certificate.seconds > 0.5
@@ -188,7 +189,7 @@ def test_a_failing_channel_does_not_fail_a_highs_solve(where, monkeypatch):
 
     if where == "reporter":
         monkeypatch.setattr(solve_progress.Reporter, "report", broken)
-    oracle, problem = HighsOracle(time_limit=60.0), slow_instance(n=60)
+    oracle, problem = limited(HighsOracle(), 60.0), slow_instance(n=60)
     with listening(broken, interval=0.0):
         heard = oracle.solve(problem)
     same_answer(oracle.solve(problem), heard)
@@ -202,7 +203,7 @@ def test_a_gurobi_solve_reports_nothing_and_returns_the_same_answer():
     from tests.oracles.licence import require_gurobi_licence
 
     require_gurobi_licence()
-    oracle = GurobiOracle(time_limit=60.0)
+    oracle = limited(GurobiOracle(), 60.0)
     plain, heard, seen = _solve_with_and_without(oracle, slow_instance(), interval=0.05)
     same_answer(plain, heard)
     assert plain.certificate.certified
@@ -215,7 +216,7 @@ def test_the_structured_search_reports_its_incumbent_and_bound():
 
     problem = medium_instance(1)
     plain, heard, seen = _solve_with_and_without(
-        StructuredOracle(time_limit=120.0), problem, interval=0.0
+        limited(StructuredOracle(), 120.0), problem, interval=0.0
     )
     assert plain.certificate.backend == "structured" and plain.certificate.certified
     same_answer(plain, heard)
@@ -240,7 +241,7 @@ def test_the_window_search_reports_its_best_and_a_valid_bound():
         norm_radius_sq=float(d),
         label="weak",
     )
-    oracle = WindowOracle(time_limit=120.0, search_seconds=0.05)
+    oracle = limited(WindowOracle(search_seconds=0.05), 120.0)
     plain, heard, seen = _solve_with_and_without(oracle, problem, interval=0.0)
     assert plain.certificate.certified
     same_answer(plain, heard, extra=False)

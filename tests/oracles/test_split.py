@@ -13,6 +13,7 @@ import pytest
 
 from oracles.base import OBJECTIVE_TOL, Status
 from oracles.branch import SearchStopped
+from oracles.budget import Budget
 from oracles.split import (
     PartResult,
     combine,
@@ -22,6 +23,7 @@ from oracles.split import (
 )
 from oracles.window import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
+from tests.oracles.limited import limited
 
 #: OPDisc, exact ERM, RSPM and near-margin OPDisc (kinds cycle with period 4), both families.
 CASES = [(family, seed) for family in (fuzz_instance, parallel_instance) for seed in range(12)]
@@ -39,7 +41,7 @@ def test_the_split_solve_is_the_brute_force_minimum_and_the_window_oracles(famil
     assert float(truth.value_at(split.w) - truth.minimum) <= OBJECTIVE_TOL
     assert abs(cert.objective - float(truth.value_at(split.w))) <= 1e-9
     assert cert.extra["parts"] >= 1 and cert.extra["parts_unfinished"] == 0
-    whole = WindowOracle(time_limit=20.0, search_seconds=0.02).solve(problem)
+    whole = limited(WindowOracle(search_seconds=0.02), 20.0).solve(problem)
     if whole.certificate.certified:
         assert abs(whole.certificate.objective - cert.objective) <= 1e-9
 
@@ -48,7 +50,7 @@ def test_the_split_solve_is_the_brute_force_minimum_and_the_window_oracles(famil
 def test_a_part_below_the_minimum_finds_nothing_and_its_bound_holds(seed):
     problem = fuzz_instance(seed)
     minimum = float(brute_force(problem).minimum)
-    plan = plan_split(problem, parts=3, search_seconds=0.02)
+    plan = plan_split(problem, Budget.unlimited(), parts=3, search_seconds=0.02)
     tables = pickle.loads(pickle.dumps(plan.tables))  # what Ray would ship
     tasks = [pickle.loads(pickle.dumps(task)) for task in plan.tasks]
     for task in tasks:
@@ -73,7 +75,7 @@ def _fails_on(index, err, tables, task, best):
 )
 def test_a_part_that_fails_leaves_the_whole_uncertified(err, status):
     problem = parallel_instance(3)  # its frontier holds three parts
-    plan = plan_split(problem, parts=3, search_seconds=0.02)
+    plan = plan_split(problem, Budget.unlimited(), parts=3, search_seconds=0.02)
     assert len(plan.tasks) > 1
     for index in (0, len(plan.tasks) - 1):
         results = sequential_parts(
@@ -91,7 +93,7 @@ def test_a_part_that_fails_leaves_the_whole_uncertified(err, status):
 
 
 def test_combine_wants_one_result_per_part():
-    plan = plan_split(fuzz_instance(0), parts=3, search_seconds=0.02)
+    plan = plan_split(fuzz_instance(0), Budget.unlimited(), parts=3, search_seconds=0.02)
     results = sequential_parts(plan.tables, plan.tasks, plan.incumbent)
     with pytest.raises(ValueError, match="one result per part"):
         combine(plan, results[1:], seconds=0.0)
@@ -105,7 +107,7 @@ def test_a_failed_part_proves_nothing():
 
 def test_the_order_of_the_parts_does_not_change_the_minimum():
     problem = parallel_instance(5)
-    plan = plan_split(problem, parts=3, search_seconds=0.02)
+    plan = plan_split(problem, Budget.unlimited(), parts=3, search_seconds=0.02)
     forward = combine(plan, sequential_parts(plan.tables, plan.tasks, plan.incumbent), seconds=0.0)
     backward = combine(
         plan, sequential_parts(plan.tables, plan.tasks[::-1], plan.incumbent), seconds=0.0
@@ -118,9 +120,9 @@ def test_the_order_of_the_parts_does_not_change_the_minimum():
 
 def _split(problem, map_parts=None, parts=3):
     """The split solve alone (no fallback), its parts run by ``map_parts``."""
-    return WindowOracle(
-        time_limit=60.0, search_seconds=0.02, parts=parts, map_parts=map_parts
-    ).solve(problem)
+    return limited(WindowOracle(search_seconds=0.02, parts=parts, map_parts=map_parts), 60.0).solve(
+        problem
+    )
 
 
 def _unique(problem) -> bool:

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from oracles import split_threads
+from oracles.budget import Budget
 from oracles.split import combine, plan_split, sequential_parts
 from oracles.split_threads import SharedBest, thread_parts
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
@@ -20,7 +21,7 @@ from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 def test_threads_find_the_brute_force_minimum_as_the_sequential_parts_do(family, seed):
     problem = family(seed)
     truth = brute_force(problem)
-    plan = plan_split(problem, parts=4, search_seconds=0.02)
+    plan = plan_split(problem, Budget.unlimited(), parts=4, search_seconds=0.02)
     threaded = combine(plan, thread_parts(2)(plan.tables, plan.tasks, plan.incumbent), seconds=0)
     sequential = combine(plan, sequential_parts(plan.tables, plan.tasks, plan.incumbent), seconds=0)
     assert threaded.certificate.certified and sequential.certificate.certified
@@ -31,7 +32,7 @@ def test_threads_find_the_brute_force_minimum_as_the_sequential_parts_do(family,
 
 def test_a_part_that_raises_leaves_the_whole_uncertified(monkeypatch):
     problem = parallel_instance(3)  # its frontier holds three parts
-    plan = plan_split(problem, parts=3, search_seconds=0.02)
+    plan = plan_split(problem, Budget.unlimited(), parts=3, search_seconds=0.02)
     assert len(plan.tasks) > 1
     real = split_threads.solve_part_below
 

@@ -76,6 +76,7 @@ from pipeline.data.table import load_table
 from tests.oracles.contract import OracleContract, make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
 from tests.oracles.licence import require_gurobi_licence
+from tests.oracles.limited import limited
 
 
 def structured(**options):
@@ -168,7 +169,7 @@ MEDIUM_MAX_POINTS = 400_000
 
 
 def _reference_agrees(problem: Problem, expected: float, time_limit: float) -> None:
-    reference = HighsOracle(time_limit=time_limit).solve(problem).certificate
+    reference = limited(HighsOracle(), time_limit).solve(problem).certificate
     assert reference.certified, reference
     assert abs(reference.objective - expected) <= OBJECTIVE_TOL, (reference.objective, expected)
 
@@ -202,7 +203,7 @@ def test_medium_instances_match_enumeration(oracle, seed):
 @pytest.mark.parametrize("seed", range(10))
 def test_medium_instances_match_the_reference(oracle, seed):
     problem = medium_instance(seed)
-    reference = HighsOracle(time_limit=120.0).solve(problem).certificate
+    reference = limited(HighsOracle(), 120.0).solve(problem).certificate
     assert reference.certified, reference
     check_exact(problem, oracle.solve(problem), reference.objective)
 
@@ -574,7 +575,7 @@ def test_reference_agrees_where_tight_tolerances_certified_a_false_optimum(adult
     rows = MergedRows.from_xy(X, y)
     problem = _problem(rows, "opdisc", 0.5, seed)
     fast = structured(time_limit=120).solve(problem)
-    reference = HighsOracle(time_limit=300).solve(problem)
+    reference = limited(HighsOracle(), 300).solve(problem)
     assert fast.certificate.certified and reference.certificate.certified
     assert fast.certificate.objective == pytest.approx(reference.certificate.objective, abs=1e-6)
     milp = build_milp(problem)

@@ -20,6 +20,7 @@ from oracles.noise_window import decompose_objective, row_minorants, separable_a
 from oracles.registry import make_oracle
 from oracles.window import PARTS_PER_THREAD, WindowOracle
 from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
+from tests.oracles.limited import limited
 
 FAST_SEEDS = range(120)
 SLOW_SEEDS = range(2120, 2720)
@@ -45,7 +46,7 @@ def test_no_false_certificate_with_the_fallback(fast):
 
 
 def test_no_false_certificate_on_two_threads(fast):
-    oracle = WindowOracle(time_limit=20.0, threads=2, search_seconds=0.01)  # thread_parts
+    oracle = limited(WindowOracle(search_seconds=0.01), 20.0, 2)  # thread_parts
     tally = _fuzz(oracle, fast[:40])
     assert tally.false == 0, "\n".join(tally.failures)
     assert tally.certified == tally.instances
@@ -55,7 +56,7 @@ def test_no_false_certificate_on_two_threads(fast):
 
 
 def test_no_false_certificate_from_the_window_alone(fast):
-    oracle = WindowOracle(time_limit=20.0, search_seconds=0.01, max_nodes=20)  # the search alone
+    oracle = limited(WindowOracle(search_seconds=0.01, max_nodes=20), 20.0)  # the search alone
     tally = _fuzz(oracle, fast[:60])  # every kind: the kinds cycle with period 4
     assert tally.false == 0, "\n".join(tally.failures)
     assert 0 < tally.uncertified < tally.instances  # both paths are exercised
@@ -69,7 +70,7 @@ def test_no_false_certificate_on_larger_instances():
     ]
     for oracle in (
         make_oracle("window", time_limit=30.0, search_seconds=0.02),
-        WindowOracle(time_limit=30.0, search_seconds=0.02, max_nodes=200),
+        limited(WindowOracle(search_seconds=0.02, max_nodes=200), 30.0),
     ):
         tally = _fuzz(oracle, instances)
         assert tally.false == 0, "\n".join(tally.failures)

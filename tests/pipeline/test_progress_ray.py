@@ -39,7 +39,7 @@ def slow_erm_data(n: int = 250, d: int = 6, seed: int = 0) -> Dataset:
 def test_a_running_solve_reports_to_the_board(local_ray, monkeypatch):
     from mechanisms.opdisc import ExactERM
     from mechanisms.runner import run
-    from oracles.highs import HighsOracle
+    from oracles.registry import make_oracle
     from pipeline import sweep
     from pipeline.progress import close_board, make_board, read_board
 
@@ -55,7 +55,7 @@ def test_a_running_solve_reports_to_the_board(local_ray, monkeypatch):
             ExactERM(),
             data.features,
             data.labels,
-            HighsOracle(time_limit=60.0),
+            make_oracle("highs", time_limit=60.0),
             np.random.default_rng(0),
             solve_many=sweep.RaySolveMany(solve_task, board, "erm/run=0"),
         )

@@ -15,6 +15,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS, SYNTHETIC
+from oracles.routing import CONVEX, chain_for
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, register, validate
 from pipeline.data import Dataset, load_dataset
@@ -98,7 +99,7 @@ def test_conf_holds_only_what_differs_from_the_schema(path):
 
 
 def test_each_time_limit_default_is_written_once():
-    from oracles.base import DEFAULT_TIME_LIMIT
+    from oracles.budget import DEFAULT_TIME_LIMIT
 
     repo = CONF.parent
     text = "\n".join(p.read_text() for p in repo.glob("conf/**/*.yaml"))
@@ -164,7 +165,8 @@ def test_the_catalog_says_which_oracle_and_how_each_runs():
     assert SYNTHETIC == {"fem", "fem_rspm", "mst", "aim", "mwem", "real_table"}
     config = validate(_compose(["oracle=highs", "oracle.time_limit=7"]))
     opsamp = config.mechanisms["opsamp"]
-    assert mechanism_oracle(config.oracle, mechanism=opsamp).name == "convex"
+    logistic = mechanism_oracle(config.oracle, mechanism=opsamp)
+    assert logistic.name == "highs" and chain_for(logistic.name, CONVEX)[0].strategy == "convex"
     assert (
         mechanism_oracle(config.oracle, mechanism=dataclasses.replace(opsamp, loss="zero_one")).name
         == "highs"

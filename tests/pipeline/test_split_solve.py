@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from oracles.base import OBJECTIVE_TOL
+from oracles.budget import Budget
 from oracles.registry import make_oracle
 from oracles.split import PartResult, combine, plan_split, sequential_parts
 from oracles.window import WindowOracle
@@ -26,9 +27,9 @@ def local_ray():
 
 def _split(problem, map_parts=None, parts=3):
     """The split solve alone (no fallback), its parts run by ``map_parts``."""
-    return WindowOracle(
-        time_limit=60.0, search_seconds=0.02, parts=parts, map_parts=map_parts
-    ).solve(problem)
+    return WindowOracle(search_seconds=0.02, parts=parts, map_parts=map_parts).solve(
+        problem, Budget.from_limit(60.0)
+    )
 
 
 def _unique_argmin(problem) -> bool:
@@ -47,7 +48,7 @@ def test_the_split_solve_on_ray_is_the_one_process_answer(local_ray, problem):
 
     # one plan (its incumbent comes from a timed grid search, so two plans may differ under
     # load), its parts run on Ray and in this process
-    plan = plan_split(problem, parts=3, search_seconds=0.02)
+    plan = plan_split(problem, Budget.unlimited(), parts=3, search_seconds=0.02)
     map_parts = ray_map_parts(cpus_per_task=1)
     on_ray = combine(plan, map_parts(plan.tables, plan.tasks, plan.incumbent), seconds=0.0)
     in_process = combine(

@@ -9,7 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import pipeline.tasks as tasks
-from oracles.convex import ConvexOracle
+from oracles.convex import ConvexProblem
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import validate
 from pipeline.data.record import Dataset
@@ -27,7 +27,7 @@ def test_oracle_options_reach_every_oracle_mechanism(mechanism):
     config = _config(["oracle=highs", "oracle.time_limit=120", "oracle.threads=2"])
     oracle = tasks.mechanism_oracle(config.oracle, mechanism=config.mechanisms[mechanism])
     assert oracle.time_limit == 120 and oracle.threads == 2
-    assert oracle.name == ("convex" if mechanism == "opsamp" else "highs")
+    assert oracle.name == "highs"  # OPSamp's surrogate: the table's convex row, on any route
 
 
 def test_time_limit_reaches_the_convex_oracle_of_an_opsamp_run():
@@ -35,7 +35,7 @@ def test_time_limit_reaches_the_convex_oracle_of_an_opsamp_run():
     seen = []
 
     def solve_many(oracle, problems):
-        seen.append(oracle)
+        seen.append((oracle, problems[0]))
         raise StopIteration  # the oracle the run's calls go to is all this test needs
 
     rng = np.random.default_rng(0)
@@ -48,9 +48,10 @@ def test_time_limit_reaches_the_convex_oracle_of_an_opsamp_run():
         tasks.run_release(
             config, tasks.RunKey("opsamp", 1.0, 0), train, threads=3, solve_many=solve_many
         )
-    (oracle,) = seen
-    assert isinstance(oracle, ConvexOracle)
+    ((oracle, problem),) = seen
+    assert isinstance(problem, ConvexProblem)
     assert oracle.time_limit == 120 and oracle.threads == 3
+    assert oracle.solve(problem).certificate.backend == "convex"
 
 
 def test_each_opsamp_run_checks_its_data_naming_the_feature():

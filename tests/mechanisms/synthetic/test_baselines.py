@@ -15,7 +15,6 @@ seeding does do.
 from __future__ import annotations
 
 import math
-
 import random
 import subprocess
 import sys
