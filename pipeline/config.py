@@ -245,6 +245,13 @@ class TrackingConfig(ReadOnly):
     experiment: str = "oracle-dp"
 
     def check(self) -> None:
+        # whatever the store: MLflow refuses an empty name only once the sweep has started
+        _require(
+            bool(self.experiment.strip()),
+            "experiment",
+            "must name an MLflow experiment (e.g. oracle-dp), not be empty",
+            self.experiment,
+        )
         if self.tracking_uri is None:
             return
         scheme = urlparse(self.tracking_uri).scheme.split("+")[0]  # postgresql+psycopg2
@@ -254,7 +261,6 @@ class TrackingConfig(ReadOnly):
             f"must be a store MLflow tracks to ({', '.join(TRACKING_SCHEMES[1:])} or a path)",
             self.tracking_uri,
         )
-        _require(bool(self.experiment), "experiment", "must not be empty", self.experiment)
 
 
 @dataclass

