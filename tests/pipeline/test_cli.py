@@ -175,6 +175,13 @@ _TABLE = [
             r"leave it out for outputs/...\), found ''$",
         ),
         (["hydra.run.dir=' '"], r"hydra.run.dir: must name the output directory .*, found ' '$"),
+        (
+            ["--cfg", "jb"],
+            r"argument --cfg/-c: invalid choice: 'jb' \(choose from 'job', 'hydra', 'all'\); "
+            r"the flags: python -m pipeline --hydra-help$",
+        ),
+        (["+sweep=smoke", "--hepl"], r"unrecognized arguments: --hepl \(did you mean --help\?\)"),
+        (["--cfg"], r"argument --cfg/-c: expected one argument; the flags: "),
         (["+sweep=smoke", "sweep.mechanisms=[]"], r"sweep.mechanisms: must list at least one"),
         (["+sweep=smoke", "oracle.time_limit=inf"], "oracle.time_limit: must be finite"),
         (["+sweep=smoke", "sweep.epsilons=[inf]"], "sweep.epsilons: every epsilon must be finite"),
@@ -272,6 +279,23 @@ def test_a_bad_command_line_is_one_error_line_exit_2_and_no_folder(
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     assert re.match(line, err.removeprefix("error: ")), err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["--hydra-help"],
+        ["+sweep=smoke", "--cfg", "job"],
+        ["-c", "hydra", "--resolve", "--package", "hydra.run"],
+        ["-m", "+sweep=smoke", "oracle.time_limit=5,10"],
+        ["--info", "defaults"],
+        ["--shell-completion"],
+        ["-cn", "config", "-cd", "conf"],
+    ],
+)
+def test_hydras_own_flags_pass_the_check(args):
+    cli.check_flags(args)
 
 
 def _table_config(tmp_path, text: str, *overrides: str):
@@ -422,6 +446,7 @@ _REFUSED_BY_THE_DRIVER = [
     pytest.param(["+sweep=smoke", "sweep.epsilons=[1e308]"], id="epsilon-1e308"),
     pytest.param(["+sweep=smoke", "tracking.experiment="], id="experiment-empty"),
     pytest.param(["+sweep=smoke", "hydra.run.dir="], id="run-dir-empty"),
+    pytest.param(["+sweep=smoke", "--cfg", "jb"], id="cfg-jb"),
 ]
 
 
