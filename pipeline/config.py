@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence
 from urllib.parse import urlparse
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
 from omegaconf import MISSING, DictConfig, MissingMandatoryValue, OmegaConf, open_dict
 
 from core.objective import DEFAULT_MARGIN
@@ -424,22 +425,43 @@ def _run_dir_resolver(elsewhere: str, *, _root_: DictConfig) -> str:
     return f"sweep-{resolved['sweep']['name']}-{sweep_id(resolved)[:8]}"
 
 
+#: The config group the schemas are stored under (``register``): internal, never chosen on the
+#: command line, and left out of ``--help``.
+SCHEMA_GROUP = "schema"
+
+
+def _user_groups_resolver() -> str:
+    """``${user_config_groups:}`` in ``--help`` (conf/hydra/help/pipeline.yaml): Hydra's own
+    list of the config groups and their options (its ``$APP_CONFIG_GROUPS``) less the schemas'
+    ``schema/...`` groups, which a user never picks (and less Hydra's, as Hydra's list is)."""
+    hydra_app = GlobalHydra.instance().hydra
+    if hydra_app is None:  # resolved outside a Hydra app: there are no groups to list
+        return ""
+    return hydra_app.format_config_groups(
+        lambda group: group.split("/")[0] not in ("hydra", SCHEMA_GROUP)
+    )
+
+
 def register() -> None:
     """Store the schemas where the YAML files' defaults lists find them."""
     if not OmegaConf.has_resolver("run_dir"):
         OmegaConf.register_new_resolver("run_dir", _run_dir_resolver)
+    if not OmegaConf.has_resolver("user_config_groups"):
+        OmegaConf.register_new_resolver("user_config_groups", _user_groups_resolver)
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
     # Schemas live under schema/<group> so that they are not offered as options of <group>.
     for name, schema in DATASET_SCHEMAS.items():
-        cs.store(group="schema/dataset", name=name, node=schema, package="dataset")
-    cs.store(group="schema/sweep", name="sweep", node=SweepConfig, package="sweep")
-    cs.store(group="schema/oracle", name="oracle", node=OracleConfig, package="oracle")
-    cs.store(group="schema/audit", name="audit", node=AuditConfig, package="audit")
+        cs.store(group=f"{SCHEMA_GROUP}/dataset", name=name, node=schema, package="dataset")
+    cs.store(group=f"{SCHEMA_GROUP}/sweep", name="sweep", node=SweepConfig, package="sweep")
+    cs.store(group=f"{SCHEMA_GROUP}/oracle", name="oracle", node=OracleConfig, package="oracle")
+    cs.store(group=f"{SCHEMA_GROUP}/audit", name="audit", node=AuditConfig, package="audit")
     for name, entry in CATALOG.items():
-        cs.store(group="schema/mechanism", name=name, node=settings_schema(entry))
-    cs.store(group="schema/tracking", name="tracking", node=TrackingConfig, package="tracking")
-    cs.store(group="schema/cluster", name="cluster", node=ClusterConfig, package="cluster")
+        cs.store(group=f"{SCHEMA_GROUP}/mechanism", name=name, node=settings_schema(entry))
+    cs.store(
+        group=f"{SCHEMA_GROUP}/tracking", name="tracking", node=TrackingConfig, package="tracking"
+    )
+    cs.store(group=f"{SCHEMA_GROUP}/cluster", name="cluster", node=ClusterConfig, package="cluster")
 
 
 def _check_tree(obj: Any, prefix: str) -> None:

@@ -68,6 +68,28 @@ def test_help_lists_groups_and_sweeps(tmp_path):
         "dataset: adult, adult_records, credit_card, islr_default, synthetic, table"
         in result.stdout
     )
+    groups = result.stdout.partition("== Configuration groups ==")[2].partition("== Config ==")[0]
+    named = [line.partition(":")[0] for line in groups.splitlines()[2:] if line]
+    assert named == ["audit", "cluster", "dataset", "oracle", "sweep", "tracking"], groups
+
+
+def test_the_help_lists_the_users_config_groups_not_the_schemas():
+    """``--help``'s groups (conf/hydra/help/pipeline.yaml): Hydra's own list, less the schemas'
+    ``schema/...`` groups (pipeline.config.register) and Hydra's."""
+    from pipeline.config import _user_groups_resolver
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        listed = _user_groups_resolver()
+    assert [line.partition(":")[0] for line in listed.splitlines()] == [
+        "audit",
+        "cluster",
+        "dataset",
+        "oracle",
+        "sweep",
+        "tracking",
+    ]
+    assert "oracle: auto, enumerate, gurobi, highs, portfolio, structured, window" in listed
+    assert _user_groups_resolver() == ""  # outside a Hydra app
 
 
 @pytest.mark.integration
