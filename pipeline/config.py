@@ -141,10 +141,13 @@ class SweepConfig(ReadOnly):
 
     def check(self) -> None:
         for name in self.mechanisms:
+            close = difflib.get_close_matches(name, list(CATALOG), n=1)
             _require(
                 name in CATALOG,
                 "mechanisms",
-                f"unknown mechanism {name!r}; known: {sorted(CATALOG)}",
+                f"unknown mechanism {name!r}"
+                + (f" (did you mean {close[0]}?)" if close else "")
+                + f"; the mechanisms are {', '.join(sorted(CATALOG))}",
                 list(self.mechanisms),
             )
         _require(len(self.mechanisms) > 0, "mechanisms", "must list at least one mechanism", [])

@@ -205,6 +205,15 @@ _TABLE = [
         (["+sweep=smoke", "--hepl"], r"unrecognized arguments: --hepl \(did you mean --help\?\)"),
         (["--cfg"], r"argument --cfg/-c: expected one argument; the flags: "),
         (["+sweep=smoke", "sweep.mechanisms=[]"], r"sweep.mechanisms: must list at least one"),
+        (
+            ["+sweep=smoke", "sweep.mechanisms=[opdisc,rspm_gausian]"],
+            r"sweep.mechanisms: unknown mechanism 'rspm_gausian' \(did you mean rspm_gaussian\?\); "
+            r"the mechanisms are aim, dpsgd_lr, .*, found \['opdisc', 'rspm_gausian'\]$",
+        ),
+        (
+            ["+sweep=smoke", "sweep.mechanisms=[zzz]"],
+            r"sweep.mechanisms: unknown mechanism 'zzz'; the mechanisms are aim, ",
+        ),
         (["+sweep=smoke", "oracle.time_limit=inf"], "oracle.time_limit: must be finite"),
         (["+sweep=smoke", "sweep.epsilons=[inf]"], "sweep.epsilons: every epsilon must be finite"),
         (
@@ -493,6 +502,7 @@ _REFUSED_BY_THE_DRIVER = [
     pytest.param(["+sweep=smoke", "hydra.run.dir="], id="run-dir-empty"),
     pytest.param(["+sweep=smoke", "--cfg", "jb"], id="cfg-jb"),
     pytest.param(_parquet_named_csv, id="parquet-named-csv"),
+    pytest.param(["+sweep=smoke", "sweep.mechanisms=[opdsc]"], id="mechanism-misspelt"),
 ]
 
 
