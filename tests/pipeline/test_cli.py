@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -489,6 +490,61 @@ def test_a_parquet_file_named_csv_is_said_to_be_parquet(tmp_path):
     )
     with pytest.raises(DataError, match=f"^{re.escape(message)}$"):
         run(config)
+
+
+_UNUSED = "age,region,y,extra,note\n" + "".join(
+    f"{i},{'ab'[i % 2]},{(i // 3) % 2},{i * 7},z\n" for i in range(40)
+)
+
+
+@pytest.mark.parametrize(
+    "dataset, features, unused",
+    [
+        (
+            "table",
+            ["dataset.numeric={age: [0, 100]}"],
+            "dataset.numeric: 'region', 'extra', 'note'",
+        ),
+        (
+            "table_records",
+            ["dataset.bins={age: [0, 50, 100]}", "dataset.categorical={region: [a, b]}"],
+            "dataset.bins: 'extra', 'note'",
+        ),
+    ],
+)
+def test_columns_neither_listed_nor_the_label_are_named_once(dataset, features, unused, tmp_path):
+    from pipeline.data import load_dataset
+    from pipeline.data.table_encoding import UnusedColumnsWarning
+
+    (tmp_path / "t.csv").write_text(_UNUSED)
+    table = [f"dataset.path={tmp_path / 't.csv'}", "dataset.label=y", "dataset.positive=1"]
+    config = _config([f"dataset={dataset}", *table, *features], tmp_path / "out")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_dataset(config.dataset)
+    left_out = [str(w.message) for w in caught if w.category is UnusedColumnsWarning]
+    assert len(left_out) == 1 and left_out[0].endswith(unused), left_out
+    assert left_out[0].startswith(f"{tmp_path / 't.csv'}: ")
+
+
+@pytest.mark.integration
+def test_a_column_left_out_is_one_warning_line_on_stderr(tmp_path):
+    (tmp_path / "t.csv").write_text(_UNUSED)
+    args = [
+        "dataset=table",
+        f"dataset.path={tmp_path / 't.csv'}",
+        "dataset.label=y",
+        "dataset.positive=1",
+        "dataset.numeric={age: [0, 100]}",
+        "dataset.categorical={region: [a, b]}",
+    ]
+    result = _run(args, tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if "UnusedColumnsWarning" in line]
+    assert len(lines) == 1 and lines[0].endswith(
+        "2 column(s) left out, neither the label nor listed in dataset.categorical, "
+        "dataset.numeric: 'extra', 'note'"
+    ), result.stderr
 
 
 #: Bad inputs that reach the driver (python -m pipeline as a user runs it): each one `error:` line
