@@ -21,6 +21,7 @@ from typing import Sequence
 
 import hydra
 from hydra import compose, initialize_config_dir
+from hydra._internal.utils import get_args_parser
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, open_dict
@@ -254,13 +255,18 @@ def check_command_line(overrides: Sequence[str]) -> None:
     try:
         with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
             cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
-            run_dir = Path(cfg.hydra.run.dir)  # resolved while Hydra's resolvers are set up
+            run_dir = str(cfg.hydra.run.dir)  # resolved while Hydra's resolvers are set up
     except HydraException as e:
         raise ConfigError(_hydra_reason(e, overrides)) from None
+    if not run_dir.strip():  # Path("") is the working directory: the sweep would land in it
+        raise ConfigError(
+            "hydra.run.dir: must name the output directory (e.g. hydra.run.dir=/abs/path, or "
+            f"leave it out for outputs/...), found {run_dir!r}"
+        )
     with open_dict(cfg):
         del cfg["hydra"]
     validate(cfg)
-    _check_writable(run_dir.expanduser().absolute())
+    _check_writable(Path(run_dir).expanduser().absolute())
 
 
 def _check_writable(run_dir: Path) -> None:
@@ -279,18 +285,40 @@ def _check_writable(run_dir: Path) -> None:
         ) from None
 
 
+def check_flags(args: Sequence[str]) -> None:
+    """Parse ``args`` with Hydra's own parser, as ``main`` will: an unknown flag or a bad value
+    of one (``--cfg jb``) is a ConfigError with argparse's reason, instead of Hydra's usage text
+    with no ``error:`` line; the flags Hydra takes go on to it unchanged."""
+    parser = get_args_parser()
+
+    def refuse(message: str) -> None:
+        unknown = message.removeprefix("unrecognized arguments: ").split()
+        flags = [o for a in parser._actions for o in a.option_strings]
+        close = [c for f in unknown for c in difflib.get_close_matches(f, flags, n=1)]
+        hint = (
+            f" (did you mean {', '.join(close)}?)" if message.startswith("unrec") and close else ""
+        )
+        raise ConfigError(f"{message}{hint}; the flags: python -m pipeline --hydra-help")
+
+    parser.error = refuse  # argparse's own would print the usage and exit 2 without `error:`
+    parser.parse_args(list(args))
+
+
 def entry(args: Sequence[str]) -> None:
-    """``python -m pipeline ARGS``: the command line checked first (``check_command_line``),
-    then Hydra's ``main``. A flag (``--help``, ``--cfg``, ``-m``, ...) goes to Hydra as it is.
-    SIGTERM ends the driver as Ctrl-C does, wherever it comes (pipeline.faults.Terminated)."""
+    """``python -m pipeline ARGS``: the command line checked first (``check_command_line``, or
+    ``check_flags`` when it has a flag: ``--help``, ``--cfg``, ``-m``, ... go to Hydra as they
+    are), then Hydra's ``main``. SIGTERM ends the driver as Ctrl-C does, wherever it comes
+    (pipeline.faults.Terminated)."""
     signal.signal(signal.SIGTERM, stop_on_sigterm)
-    if not any(a.startswith("-") for a in args):
-        try:
+    try:
+        if any(a.startswith("-") for a in args):
+            check_flags(args)
+        else:
             check_command_line(args)
-        except ConfigError as e:
-            _fail(ExitCode.USAGE, str(e))
-        except KeyboardInterrupt as e:
-            _stopped_before_the_sweep(e)
+    except ConfigError as e:
+        _fail(ExitCode.USAGE, str(e))
+    except KeyboardInterrupt as e:
+        _stopped_before_the_sweep(e)
     try:
         main()
     except SystemExit as e:

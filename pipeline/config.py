@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence
 from urllib.parse import urlparse
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
 from omegaconf import MISSING, DictConfig, MissingMandatoryValue, OmegaConf, open_dict
 
 from core.objective import DEFAULT_MARGIN
@@ -87,6 +88,13 @@ class OracleConfig(ReadOnly):
 # --- sweep, tracking, cluster ------------------------------------------------------------------
 
 
+#: The largest epsilon a sweep takes: a run's key and noise seed take epsilon in units of 1e-9 as
+#: an integer (``pipeline.tasks.run_generator``), below the 2**63 that stands for the non-private
+#: references' infinite epsilon. A larger one (1e308) overflowed that conversion; no privacy
+#: accounting means anything there.
+MAX_EPSILON = 2**63 / 1e9
+
+
 def _is_target(epsilon: float) -> bool:
     try:
         check_epsilon_delta(epsilon, 0.0)
@@ -133,10 +141,13 @@ class SweepConfig(ReadOnly):
 
     def check(self) -> None:
         for name in self.mechanisms:
+            close = difflib.get_close_matches(name, list(CATALOG), n=1)
             _require(
                 name in CATALOG,
                 "mechanisms",
-                f"unknown mechanism {name!r}; known: {sorted(CATALOG)}",
+                f"unknown mechanism {name!r}"
+                + (f" (did you mean {close[0]}?)" if close else "")
+                + f"; the mechanisms are {', '.join(sorted(CATALOG))}",
                 list(self.mechanisms),
             )
         _require(len(self.mechanisms) > 0, "mechanisms", "must list at least one mechanism", [])
@@ -149,6 +160,13 @@ class SweepConfig(ReadOnly):
                 "epsilons",
                 "every epsilon must be finite and > 0",
                 list(self.epsilons),
+            )
+            _require(
+                eps <= MAX_EPSILON,
+                "epsilons",
+                f"every epsilon must be <= {MAX_EPSILON:.3g} (a run's key and noise seed take it "
+                "in units of 1e-9, as an integer below 2**63); too large to compute with",
+                eps,
             )
         # a run's key and noise seed derive from epsilon (to 1e-9): a repeat would run twice or
         # share a key with its neighbour, and one of the two would overwrite the other
@@ -231,6 +249,13 @@ class TrackingConfig(ReadOnly):
     experiment: str = "oracle-dp"
 
     def check(self) -> None:
+        # whatever the store: MLflow refuses an empty name only once the sweep has started
+        _require(
+            bool(self.experiment.strip()),
+            "experiment",
+            "must name an MLflow experiment (e.g. oracle-dp), not be empty",
+            self.experiment,
+        )
         if self.tracking_uri is None:
             return
         scheme = urlparse(self.tracking_uri).scheme.split("+")[0]  # postgresql+psycopg2
@@ -240,7 +265,6 @@ class TrackingConfig(ReadOnly):
             f"must be a store MLflow tracks to ({', '.join(TRACKING_SCHEMES[1:])} or a path)",
             self.tracking_uri,
         )
-        _require(bool(self.experiment), "experiment", "must not be empty", self.experiment)
 
 
 @dataclass
@@ -404,22 +428,43 @@ def _run_dir_resolver(elsewhere: str, *, _root_: DictConfig) -> str:
     return f"sweep-{resolved['sweep']['name']}-{sweep_id(resolved)[:8]}"
 
 
+#: The config group the schemas are stored under (``register``): internal, never chosen on the
+#: command line, and left out of ``--help``.
+SCHEMA_GROUP = "schema"
+
+
+def _user_groups_resolver() -> str:
+    """``${user_config_groups:}`` in ``--help`` (conf/hydra/help/pipeline.yaml): Hydra's own
+    list of the config groups and their options (its ``$APP_CONFIG_GROUPS``) less the schemas'
+    ``schema/...`` groups, which a user never picks (and less Hydra's, as Hydra's list is)."""
+    hydra_app = GlobalHydra.instance().hydra
+    if hydra_app is None:  # resolved outside a Hydra app: there are no groups to list
+        return ""
+    return hydra_app.format_config_groups(
+        lambda group: group.split("/")[0] not in ("hydra", SCHEMA_GROUP)
+    )
+
+
 def register() -> None:
     """Store the schemas where the YAML files' defaults lists find them."""
     if not OmegaConf.has_resolver("run_dir"):
         OmegaConf.register_new_resolver("run_dir", _run_dir_resolver)
+    if not OmegaConf.has_resolver("user_config_groups"):
+        OmegaConf.register_new_resolver("user_config_groups", _user_groups_resolver)
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
     # Schemas live under schema/<group> so that they are not offered as options of <group>.
     for name, schema in DATASET_SCHEMAS.items():
-        cs.store(group="schema/dataset", name=name, node=schema, package="dataset")
-    cs.store(group="schema/sweep", name="sweep", node=SweepConfig, package="sweep")
-    cs.store(group="schema/oracle", name="oracle", node=OracleConfig, package="oracle")
-    cs.store(group="schema/audit", name="audit", node=AuditConfig, package="audit")
+        cs.store(group=f"{SCHEMA_GROUP}/dataset", name=name, node=schema, package="dataset")
+    cs.store(group=f"{SCHEMA_GROUP}/sweep", name="sweep", node=SweepConfig, package="sweep")
+    cs.store(group=f"{SCHEMA_GROUP}/oracle", name="oracle", node=OracleConfig, package="oracle")
+    cs.store(group=f"{SCHEMA_GROUP}/audit", name="audit", node=AuditConfig, package="audit")
     for name, entry in CATALOG.items():
-        cs.store(group="schema/mechanism", name=name, node=settings_schema(entry))
-    cs.store(group="schema/tracking", name="tracking", node=TrackingConfig, package="tracking")
-    cs.store(group="schema/cluster", name="cluster", node=ClusterConfig, package="cluster")
+        cs.store(group=f"{SCHEMA_GROUP}/mechanism", name=name, node=settings_schema(entry))
+    cs.store(
+        group=f"{SCHEMA_GROUP}/tracking", name="tracking", node=TrackingConfig, package="tracking"
+    )
+    cs.store(group=f"{SCHEMA_GROUP}/cluster", name="cluster", node=ClusterConfig, package="cluster")
 
 
 def _check_tree(obj: Any, prefix: str) -> None:

@@ -48,6 +48,7 @@ from pipeline.data.table_encoding import (
     fit_encoding,
     labels,
     numeric_values,
+    warn_unused_columns,
 )
 from pipeline.data.table_reading import Raw, Source, read_header, read_table
 
@@ -186,6 +187,9 @@ def load_table(
     columns = (label, categorical, numeric, drop_missing)
     check_headers((source, test_source), columns)  # names first, before any table is read
     raw, keep = read_complete(source, *columns)
+    warn_unused_columns(
+        raw, [label, *categorical, *numeric], "dataset.categorical, dataset.numeric"
+    )
     y_all = np.zeros(len(raw.frame), dtype=np.int8)  # rows dropped for missing values stay 0
     y_all[keep] = labels(raw, keep, label, positive, negative)
     check_two_classes(raw, y_all[keep], label, positive, "the rows used")

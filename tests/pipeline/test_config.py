@@ -140,6 +140,12 @@ def test_unknown_option_lists_the_options():
             "sweep.epsilons: every epsilon must be finite and > 0, found [0.5, -1.0]",
         ),
         (["+sweep=smoke", "sweep.epsilons=[]"], "sweep.epsilons: must list at least one epsilon"),
+        (
+            ["+sweep=smoke", "sweep.epsilons=[0.5,1e308]"],
+            "sweep.epsilons: every epsilon must be <= 9.22e+09 (a run's key and noise seed take "
+            "it in units of 1e-9, as an integer below 2**63); too large to compute with, found "
+            "1e+308",
+        ),
         (["+sweep=smoke", "sweep.seeds=0"], "sweep.seeds: must be >= 1, found 0"),
         (["+sweep=smoke", "sweep.privacy_delta=1.5"], "sweep.privacy_delta: must be in (0, 1)"),
         (["+sweep=smoke", "dataset.label_noise=0.9"], "dataset.label_noise: must be in [0, 0.5]"),
@@ -155,6 +161,15 @@ def test_bad_values_name_the_field(overrides, message):
     with pytest.raises(ConfigError) as err:
         validate(_compose(overrides))
     assert str(err.value).startswith(message)
+
+
+def test_the_largest_epsilon_is_taken_and_keeps_its_seed_below_the_references():
+    from pipeline.config import MAX_EPSILON
+
+    config = validate(_compose(["+sweep=smoke", f"sweep.epsilons=[{MAX_EPSILON!r}]"]))
+    assert config.sweep.epsilons == [MAX_EPSILON] and round(MAX_EPSILON * 1e9) <= 2**63
+    with pytest.raises(ConfigError, match="sweep.epsilons: every epsilon must be <= 9.22e"):
+        validate(_compose(["+sweep=smoke", "sweep.epsilons=[1e10]"]))
 
 
 def test_a_grid_beyond_max_runs_is_refused_with_its_count_in_a_second():
