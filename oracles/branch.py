@@ -58,6 +58,7 @@ from oracles.branch_kernel import (
     open_node,
     run,
 )
+from oracles.budget import Budget
 from oracles.noise_window import (
     WINDOW_REL_SLACK,
     Decomposition,
@@ -65,7 +66,6 @@ from oracles.noise_window import (
     completion_tables,
     coordinate_order,
 )
-from oracles.budget import Budget
 from oracles.solve_progress import Reporter
 
 #: Nodes the compiled search makes between two looks at the clock (``descend``).
@@ -317,6 +317,9 @@ class Outcome:
             left on the stack when not.
         finished: the whole tree below the starting nodes was searched.
         nodes: nodes made; leaves: whole points evaluated exactly.
+        open: a stopped search's nodes still to search, in the order it would have searched
+            them (``open_nodes``): every point below the starting nodes with F at most the best
+            lies below one of them or was evaluated. Empty when finished.
     """
 
     w: np.ndarray | None
@@ -327,6 +330,24 @@ class Outcome:
     leaves: int
     seconds: float
     message: str = ""
+    open: tuple[np.ndarray, ...] = ()
+
+
+def open_nodes(state: State, rest: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The nodes a stopped depth-first search has still to search, as prefixes ((m, level)
+    int8, search order), in the order it would have searched them: the stack's children not
+    visited yet, the deepest first (each level's in its sorted order), then the start nodes not
+    opened yet (``rest``). Their children were never made, so a search resumed from them makes
+    the nodes the stopped one would have made (``oracles.carry``)."""
+    groups = []
+    for j in range(state.top, state.start - 1, -1):
+        values = state.vals[j, state.cursor[j] : state.count[j]]
+        if len(values):
+            prefix = np.broadcast_to(state.k[:j], (len(values), j))
+            groups.append(np.hstack([prefix, values[:, None]]).astype(np.int8))
+    if len(rest):
+        groups.append(np.asarray(rest, dtype=np.int8))
+    return tuple(groups)
 
 
 #: ``share(best) -> best'``: offers the search's best and returns the least known anywhere.
@@ -370,16 +391,18 @@ def descend(
             w_best, found = W[i].copy(), float(values[i])
             best = min(best, found)
 
-    def stopped(now: float, least_left: float) -> Outcome:
-        """A stopped search's outcome; ``least_left``: the least bound left (without const)."""
+    def stopped(now: float, least_left: float, left: tuple[np.ndarray, ...]) -> Outcome:
+        """A stopped search's outcome; ``least_left``: the least bound left (without const),
+        ``left`` the nodes still to search."""
         reason = budget.stopped_by(made)
         bound = min(found, best, least_left + t.const)
-        return Outcome(w_best, found, bound, False, made, leaves, now - t0, reason)
+        return Outcome(w_best, found, bound, False, made, leaves, now - t0, reason, left)
 
     for pos, index in enumerate(order):
         now = time.perf_counter()
         if budget.spent(made) or budget.expired():  # also between start nodes that end quickly
-            return stopped(now, float(start.lb[order[pos:]].min()))
+            rest = start.states[order[pos:]]
+            return stopped(now, float(start.lb[order[pos:]].min()), (rest,))
         if not start.lb[index] <= t.threshold(best):
             continue
         if start.level == t.d:
@@ -414,7 +437,8 @@ def descend(
                 least = min(state.least_bound_left(), float(rest.min(initial=math.inf)))
                 left = least + t.const
                 if stop:
-                    return stopped(now, least)
+                    left = open_nodes(state, start.states[order[pos + 1 :]])
+                    return stopped(now, least, left)
                 progress.report(min(found, best), min(found, best, left))
     if share is not None:
         best = min(best, share(best))
@@ -433,6 +457,7 @@ __all__ = [
     "build_tables",
     "deal",
     "descend",
+    "open_nodes",
     "expand",
     "frontier",
     "reach_tables",

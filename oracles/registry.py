@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from oracles.base import Oracle
-from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
-from oracles.budget import check_limits
+from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, check_limits
 from oracles.routing import ANY, BUILDERS, PROBLEM_CLASSES, ROUTES
 from oracles.routing import SPLIT as SPLIT_ROUTES
 

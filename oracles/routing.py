@@ -78,13 +78,13 @@ from oracles.base import (
     counts_cpu,
 )
 from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Budget
+from oracles.conjunction_search import SearchConjunctionOracle
 from oracles.conjunction_select import (
     EnumerationSelectionOracle,
     HighsSelectionOracle,
     SearchSelectionOracle,
     SelectionProblem,
 )
-from oracles.conjunction_search import SearchConjunctionOracle
 from oracles.conjunctions import (
     ConjunctionBatch,
     ConjunctionProblem,

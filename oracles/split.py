@@ -57,6 +57,7 @@ from oracles.branch import (
     frontier,
 )
 from oracles.budget import Budget
+from oracles.carry import Carry
 from oracles.grid_search import improve
 from oracles.noise_window import tightened_decomposition
 from oracles.solve_progress import Reporter
@@ -76,13 +77,20 @@ MAX_GROUP = 4096
 @dataclass(frozen=True, eq=False)
 class PartTask:
     """What one part needs besides the shared ``Tables``: its index, its nodes' prefixes
-    ((m, level) int8, in search order; plain numpy), and its budget (``oracles.budget``: the
-    solve's deadline, which a part in another process reads on its own clock, and the most
-    nodes the part may make)."""
+    ((m, level) int8, in search order; plain numpy: one array, or one a level in the order to
+    search them, as a search carried on from its open nodes has, ``oracles.carry``), and its
+    budget (``oracles.budget``: the solve's deadline, which a part in another process reads on
+    its own clock, and the most nodes the part may make)."""
 
     index: int
-    states: np.ndarray
+    states: np.ndarray | tuple[np.ndarray, ...]
     budget: Budget = field(default_factory=lambda: Budget(math.inf))
+
+    def levels(self) -> tuple[np.ndarray, ...]:
+        """The prefixes a level at a time, in the order to search them."""
+        if isinstance(self.states, np.ndarray):
+            return (self.states,)
+        return tuple(self.states)
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,6 +109,8 @@ class PartResult:
         threads: the CPUs its task held.
         cpu_seconds: the CPU time it got (``time.process_time``), in the process ``pid`` it
             ran in (``combine`` adds the parts' run in other processes to the certificate's).
+        open: a stopped part's nodes still to search, in order (``branch.Outcome.open``); a
+            failed part's are unknown (None): its whole task is to search again.
     """
 
     index: int
@@ -116,6 +126,7 @@ class PartResult:
     message: str = ""
     cpu_seconds: float = 0.0
     pid: int = 0
+    open: tuple[np.ndarray, ...] | None = ()
 
     @property
     def finished(self) -> bool:
@@ -137,6 +148,7 @@ class PartResult:
             seconds,
             threads=threads,
             message=f"{type(err).__name__}: {err}",
+            open=None,
         )
 
 
@@ -162,37 +174,47 @@ def solve_part_below(
     ``threads`` is recorded only: the search is numpy in one thread and builds no solver model.
     """
     start, cpu = time.perf_counter(), time.process_time()
-    nodes = Nodes.from_states(tables, task.states)
     budget = task.budget
-    order = np.argsort(nodes.lb, kind="stable")
+    levels = task.levels()
     w, value, threshold, bound = None, math.inf, float(best), math.inf
-    made = leaves = pos = 0
+    made = leaves = 0
     size, finished, message = 1, True, ""
-    while pos < len(order):
-        if budget.expired() or budget.spent(made):
-            finished, message = False, budget.stopped_by(made)
-            bound = min(bound, float(nodes.lb[order[pos:]].min()) + tables.const)
-            break
-        group = order[pos : pos + size]
-        out = descend(
-            tables,
-            nodes.take(group),
-            threshold,
-            budget.after(made),
-            share=share,
-            progress=progress,
-        )
-        made, leaves, pos = made + out.nodes, leaves + out.leaves, pos + len(group)
-        if out.w is not None and out.value < value:
-            w, value = out.w, out.value
-        bound = min(bound, out.bound)
-        if not out.finished:
-            finished, message = False, out.message
+    left: list[np.ndarray] = []  # a stopped part's nodes still to search, in order
+    for g, states in enumerate(levels):
+        nodes = Nodes.from_states(tables, states)
+        order = np.argsort(nodes.lb, kind="stable")
+        pos = 0
+        while pos < len(order):
+            if budget.expired() or budget.spent(made):
+                finished, message = False, budget.stopped_by(made)
+                break
+            group = order[pos : pos + size]
+            out = descend(
+                tables,
+                nodes.take(group),
+                threshold,
+                budget.after(made),
+                share=share,
+                progress=progress,
+            )
+            made, leaves, pos = made + out.nodes, leaves + out.leaves, pos + len(group)
+            if out.w is not None and out.value < value:
+                w, value = out.w, out.value
+            bound = min(bound, out.bound)
+            if not out.finished:
+                finished, message = False, out.message
+                left.extend(out.open)
+                break
+            threshold = min(threshold, out.bound)  # the best value it searched below at its end
+            size = min(MAX_GROUP, 2 * size) if out.seconds < GROUP_SECONDS else max(1, size // 2)
+        if not finished:  # the part stopped: what it has not searched yet, in order
             if pos < len(order):
-                bound = min(bound, float(nodes.lb[order[pos:]].min()) + tables.const)
+                left.append(nodes.states[order[pos:]])
+            left.extend(s for s in levels[g + 1 :] if len(s))
+            for rest in left:
+                least = Nodes.from_states(tables, rest).lb.min(initial=math.inf)
+                bound = min(bound, float(least) + tables.const)
             break
-        threshold = min(threshold, out.bound)  # the best value it searched below at its end
-        size = min(MAX_GROUP, 2 * size) if out.seconds < GROUP_SECONDS else max(1, size // 2)
     if finished:
         bound = min(bound, value, threshold)
     status = Status.OPTIMAL if finished else Status.TIME_LIMIT
@@ -210,6 +232,7 @@ def solve_part_below(
         message,
         time.process_time() - cpu,
         os.getpid(),
+        tuple(left),
     )
 
 
@@ -310,6 +333,49 @@ def plan_split(
     )
 
 
+def resume_split(problem: Problem, budget: Budget, carried: Carry, *, parts: int = 1) -> SplitPlan:
+    """The plan of a search carried on from ``carried`` (``oracles.carry``): the tables rebuilt
+    below the same incumbent with the same Lagrangian steps, the carried best as the value to
+    search below, and the open nodes dealt into ``parts`` parts, each keeping their order (a
+    level group at a time, each group's nodes round-robin by their bounds)."""
+    start = time.perf_counter()
+    tight, lower, prune = tightened_decomposition(
+        problem, carried.upper, carried.lagrange_iterations
+    )
+    tables = build_tables(problem, tight, prune)
+    shares: list[list[np.ndarray]] = [[] for _ in range(parts)]
+    for states in carried.open:
+        nodes = Nodes.from_states(tables, states)
+        for i, group in enumerate(deal(nodes, parts)):
+            shares[i].append(nodes.states[np.sort(group)])
+    task_budget = budget.with_shared(None)
+    tasks = tuple(
+        PartTask(i, tuple(share), task_budget) for i, share in enumerate(s for s in shares if s)
+    )
+    return SplitPlan(
+        problem,
+        np.asarray(carried.w_best, dtype=float),
+        float(carried.best),
+        tables,
+        tasks,
+        max(float(lower), float(carried.bound)),
+        time.perf_counter() - start,
+        {"parts_asked": parts, "carried_open_nodes": carried.open_nodes},
+    )
+
+
+def open_after(plan: SplitPlan, results: Sequence[PartResult]) -> tuple[np.ndarray, ...]:
+    """The nodes a split solve has still to search once its parts ended (in part order): a
+    stopped part's open nodes, a failed part's whole task again (re-run from its own
+    prefixes), nothing of a finished part."""
+    left: list[np.ndarray] = []
+    for r in sorted(results, key=lambda r: r.index):
+        if r.finished:
+            continue
+        left.extend(plan.tasks[r.index].levels() if r.open is None else r.open)
+    return tuple(s for s in left if len(s))
+
+
 def combine(
     plan: SplitPlan, results: Sequence[PartResult], *, seconds: float, backend: str = BACKEND
 ) -> Solution:
@@ -389,8 +455,10 @@ __all__ = [
     "PartTask",
     "SplitPlan",
     "combine",
+    "open_after",
     "part_or_failure",
     "plan_split",
+    "resume_split",
     "sequential_parts",
     "solve_part_below",
 ]

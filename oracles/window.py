@@ -25,6 +25,7 @@ the Lagrangian bound, the search's nodes and leaves, and what was done.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ import numpy as np
 
 from core.problem import IntegerGrid, Problem
 from oracles.base import (
+    REMOTE_CPU,
     OracleError,
     Solution,
     Status,
@@ -41,8 +43,16 @@ from oracles.base import (
 )
 from oracles.branch import SearchStopped
 from oracles.budget import Budget
+from oracles.carry import Carry, CarryStore, problem_key
 from oracles.solve_progress import reporter
-from oracles.split import MapParts, combine, plan_split, sequential_parts
+from oracles.split import (
+    MapParts,
+    combine,
+    open_after,
+    plan_split,
+    resume_split,
+    sequential_parts,
+)
 from oracles.split_threads import thread_parts
 
 #: Parts a thread when a solve's threads search it (``oracles.split_threads``): more parts than
@@ -69,6 +79,8 @@ class WindowOracle:
         parts: the search is cut into this many parts (``oracles.split``), run by
             ``map_parts`` (default: one after the other in this process;
             ``pipeline.split_solve.ray_map_parts``: as Ray tasks).
+        carry: a directory where a search that stops keeps its state and a later solve of the
+            same problem carries on from it (``oracles.carry``); None: every solve starts over.
     """
 
     max_nodes: int = 500_000_000
@@ -77,6 +89,7 @@ class WindowOracle:
     seed: int = 0
     parts: int = 1
     map_parts: MapParts | None = None
+    carry: str | None = None
     name: str = "window"
 
     def __post_init__(self) -> None:
@@ -94,19 +107,25 @@ class WindowOracle:
         start = time.perf_counter()
         if not isinstance(problem.domain, IntegerGrid):
             raise OracleError(f"the window oracle needs an IntegerGrid, found {problem.domain!r}")
+        cpu = time.process_time()
         shared = budget.shared
         budget = budget.with_nodes(self.max_nodes)
         threaded = self.map_parts is None and (budget.threads > 1 or shared is not None)
         parts = max(self.parts, PARTS_PER_THREAD * budget.threads) if threaded else self.parts
+        store = CarryStore(self.carry) if self.carry is not None else None
+        carried = store.load(problem) if store is not None else None
         try:
-            plan = plan_split(
-                problem,
-                budget,
-                parts=parts,
-                seed=self.seed,
-                search_seconds=min(self.search_seconds, GRID_SEARCH_SHARE * budget.seconds),
-                lagrange_iterations=self.lagrange_iterations,
-            )
+            if carried is not None:
+                plan = resume_split(problem, budget, carried, parts=parts)
+            else:
+                plan = plan_split(
+                    problem,
+                    budget,
+                    parts=parts,
+                    seed=self.seed,
+                    search_seconds=min(self.search_seconds, GRID_SEARCH_SHARE * budget.seconds),
+                    lagrange_iterations=self.lagrange_iterations,
+                )
         except SearchStopped as err:  # the frontier alone: no part was searched
             origin = np.zeros(problem.d)
             return self.stopped(problem, origin, -math.inf, start, {"stopped": f"frontier: {err}"})
@@ -118,11 +137,58 @@ class WindowOracle:
         else:
             results = self.map_parts(plan.tables, plan.tasks, plan.incumbent)
         solution = combine(plan, results, seconds=time.perf_counter() - start, backend=self.name)
+        if store is not None:
+            solution = self.kept(store, plan, results, solution, carried, cpu, start)
         cert = solution.certificate
         if cert.certified or cert.status is not Status.TIME_LIMIT:
             return solution
         extra = {**cert.extra, "stopped": cert.message}
         return self.stopped(problem, solution.w, cert.bound, start, extra)
+
+    def kept(self, store, plan, results, solution, carried, cpu, start) -> Solution:
+        """``solution`` with what every attempt spent in its ``extra`` (``carried_*`` before
+        this one, ``total_*`` with it), its state kept when it stopped (``oracles.carry``) and
+        dropped when it certified."""
+        c = solution.certificate
+        nodes = int(c.extra.get("nodes", 0))
+        spent_cpu = time.process_time() - cpu + float(c.extra.get(REMOTE_CPU, 0.0))
+        seconds = time.perf_counter() - start
+        before = carried or Carry(
+            problem_key(plan.problem),
+            plan.incumbent,
+            plan.w_incumbent,
+            plan.incumbent,
+            plan.w_incumbent,
+            -math.inf,
+            (),
+            0,
+            0.0,
+            0.0,
+            0,
+            self.lagrange_iterations,
+        )
+        now = before.spent(nodes, spent_cpu, seconds)
+        extra = {
+            **c.extra,
+            "attempts": now.attempts,
+            "carried_nodes": before.nodes,
+            "total_nodes": now.nodes,
+            "total_cpu_seconds": now.cpu_seconds,
+            "total_seconds": now.seconds,
+        }
+        if c.certified:
+            store.drop(plan.problem)
+        elif c.status is Status.TIME_LIMIT:
+            w_best = solution.w if c.objective <= before.best else before.w_best
+            state = dataclasses.replace(
+                now,
+                best=min(c.objective, before.best),
+                w_best=w_best,
+                bound=max(c.bound, before.bound),
+                open=open_after(plan, results),
+            )
+            extra["carry"] = str(store.save(state))
+        return dataclasses.replace(solution, certificate=dataclasses.replace(c, extra=extra))
 
     def stopped(self, problem, w_best, lower, start, extra) -> Solution:
         """The answer of a search that stopped: its best point, uncertified, with its proven
