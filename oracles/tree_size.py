@@ -61,7 +61,7 @@ DEFAULT_WIDTH = 1000
 DEFAULT_RUNS = 8
 
 #: Nodes a CPU second of the compiled search, for a preflight that has not measured its own:
-#: the low end of 0.4 to 0.7 million measured on breast cancer and midwest (d = 30 and 23,
+#: the low end of 0.4 to 1.1 million measured on breast cancer and midwest (d = 30 and 23,
 #: 326 and 242 rows) on the project's 2-core VMs (docs/results/tree_size.md). A running search
 #: should pass its own rate.
 TYPICAL_RATE = 4e5
