@@ -6,6 +6,7 @@
     python -m bench.generic_instances --csv /abs/TABLE.csv [--table NAME]
     python -m bench.schedule_variants --out variants.csv [--tables ...]
     python -m bench.synthetic_unlisted MECHANISM EPSILON SEED [--k 5]
+    python -m bench.tree_size [--family TABLE:MECHANISM:EPSILON ...] [--seeds ...] [--survey]
 
 Run from the repository's root (``python -m`` puts it on the path). ``same_results`` checks
 that a refactoring left a sweep's results unchanged; ``synthetic_comparison`` tabulates
@@ -13,6 +14,8 @@ synthetic-data sweeps; ``generic_tables`` runs oracles side by side on real tabl
 continuous columns (``generic_instances`` builds them and writes one as a CSV for
 ``+sweep=table``); ``schedule_variants`` checks the synthetic-data game's schedule
 (docs/synthetic.md 2.6) on public tables it was not chosen on; ``synthetic_unlisted`` measures
-one synthetic table on every conjunction of up to k literals, a class no one lists; ``machine`` is what each prints about where it ran. Measured results, with
+one synthetic table on every conjunction of up to k literals, a class no one lists; ``tree_size``
+checks the window search's tree-size estimate (``oracles.tree_size``) against the nodes its
+searches made; ``machine`` is what each prints about where it ran. Measured results, with
 the machine and the command that made them, are in docs/results/.
 """
