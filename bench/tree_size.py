@@ -46,6 +46,7 @@ import numpy as np
 from bench.generic_instances import TABLES, Instance, make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg, print_header
 from oracles.branch import Nodes, descend
+from oracles.budget import Budget, now
 from oracles.split import plan_split
 from oracles.tree_size import TreeEstimate, estimate_tree, remaining_message
 
@@ -107,7 +108,9 @@ def measure(
     """Steps 1 to 4 of the module docstring on one instance."""
     seed = 0 if instance.seed is None else instance.seed
     cpu = time.process_time()
-    plan = plan_split(instance.problem, parts=1, search_seconds=grid_seconds, seed=0)
+    plan = plan_split(
+        instance.problem, Budget.unlimited(), parts=1, search_seconds=grid_seconds, seed=0
+    )
     plan_cpu = time.process_time() - cpu
     t, incumbent = plan.tables, plan.incumbent
     preflight = estimate_tree(
@@ -117,7 +120,7 @@ def measure(
     if survey:
         return row
     cpu = time.process_time()
-    out = descend(t, Nodes.root(t), incumbent, deadline=time.perf_counter() + limit)
+    out = descend(t, Nodes.root(t), incumbent, Budget(now() + limit))  # limit <= 0: none left
     cpu = time.process_time() - cpu
     if not out.finished:  # what a stopped solve would say: the tree below its best, less made
         best = min(incumbent, out.value)
@@ -137,7 +140,9 @@ def measure(
             cpu,
             at_stop=at_stop,
         )
-    tenth = descend(t, Nodes.root(t), incumbent, max_nodes=max(out.nodes // 10, 1))
+    tenth = descend(
+        t, Nodes.root(t), incumbent, Budget.unlimited().with_nodes(max(out.nodes // 10, 1))
+    )
     best = min(incumbent, tenth.value)
     at_tenth = estimate_tree(t, best, rng=np.random.default_rng([seed, 1]), width=width, runs=runs)
     return Measured(
