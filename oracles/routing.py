@@ -549,17 +549,19 @@ def structured_route(
     reference: Any = REFERENCE,
     parts: int = 1,
     map_parts: MapParts | None = None,
+    carry: str | None = None,
 ) -> Route:
     """The ``structured`` route (the default): ``max_combos``, ``max_work`` are the structured
-    search's (``oracles.structured``), ``parts`` and ``map_parts`` the window search's
-    (``oracles.window``), ``reference`` the reference formulation's backends in order."""
+    search's (``oracles.structured``), ``parts``, ``map_parts`` and ``carry`` the window
+    search's (``oracles.window``), ``reference`` the reference formulation's backends in
+    order."""
     return Route(
         "structured",
         time_limit,
         threads,
         {
             "structured": StructuredOracle(max_combos=max_combos, max_work=max_work),
-            "window": WindowOracle(parts=parts, map_parts=map_parts),
+            "window": WindowOracle(parts=parts, map_parts=map_parts, carry=carry),
         },
         check_prefer(reference),
     )
@@ -662,7 +664,7 @@ BUILDERS: dict[str, Callable[..., Route]] = {
     "conjunctions_search": _strategy("conjunctions_search"),
     "selection": selection_route,
 }
-#: The routes that run the window search (they take ``parts`` and ``map_parts``).
+#: The routes that run the window search (they take ``parts``, ``map_parts`` and ``carry``).
 SPLIT = tuple(
     name
     for name in ROUTE_NAMES

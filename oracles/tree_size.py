@@ -53,6 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.branch import Nodes, Tables
+from oracles.branch import open_nodes as branch_open_nodes
 from oracles.branch_kernel import State, expand_nodes
 
 #: Nodes kept at each level of one run (``estimate_tree``).
@@ -323,14 +324,8 @@ def open_nodes(t: Tables, state: State) -> list[Nodes]:
 
     (plus the start nodes ``branch.descend`` has not opened yet, from their own states). Reads
     the state, changes nothing."""
-    prefixes = []
-    for j in range(state.start, state.top + 1):
-        for v in state.vals[j, state.cursor[j] : state.count[j]]:
-            prefixes.append(np.append(state.k[:j], v))
-    by_level: dict[int, list] = {}
-    for p in prefixes:
-        by_level.setdefault(len(p), []).append(p)
-    return [Nodes.from_states(t, np.array(ps, np.int8)) for _, ps in sorted(by_level.items())]
+    left = branch_open_nodes(state, np.zeros((0, 0), np.int8))
+    return [Nodes.from_states(t, states) for states in left]
 
 
 def count_tree(t: Tables, best: float, *, start: Nodes | Sequence[Nodes] | None = None) -> int:

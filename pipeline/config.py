@@ -64,6 +64,11 @@ class OracleConfig(ReadOnly):
     #: into this many parts run as Ray tasks of ``threads`` CPUs each, sharing the best value
     #: (``pipeline.split_solve``); 1: in the run's own process.
     parts: int = 1
+    #: True: the runs whose oracle did not certify are run again, each window search carried on
+    #: from the state its last attempt kept in the output directory (``oracles.carry``;
+    #: docs/privacy.md, "Carrying on"); a larger ``time_limit`` than the sweep's last one does
+    #: the same. The time limit and this are not part of the sweep's identity.
+    carry_on: bool = False
 
     def check(self) -> None:
         # the names (and the split oracles, ``oracle.parts``) are the registry's
@@ -381,11 +386,19 @@ class Config(ReadOnly):
 DATASET_FOR = {"features": "adult", "records": "adult_records"}
 #: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
 OPERATIONAL = frozenset({"max_oracle_calls", "max_runs"})
+#: Oracle keys that limit how long a solve runs, not what it solves: left out of its identity, so
+#: that the same command with a longer limit (or ``oracle.carry_on``) carries the sweep on in its
+#: own directory. A certified release is the exact argmin whatever the limit (SPEC section 8).
+OPERATIONAL_ORACLE = frozenset({"time_limit", "carry_on"})
 
 
 def sweep_id(resolved: dict[str, Any]) -> str:
     """A deterministic id of a sweep's content (not of where its outputs go)."""
     content = {k: v for k, v in resolved.items() if k not in ("tracking", "cluster", "output_dir")}
+    if isinstance(content.get("oracle"), dict):
+        content["oracle"] = {
+            k: v for k, v in content["oracle"].items() if k not in OPERATIONAL_ORACLE
+        }
     if isinstance(content.get("sweep"), dict):  # operational limits do not change the results
         content["sweep"] = {k: v for k, v in content["sweep"].items() if k not in OPERATIONAL}
         swept = set(content["sweep"].get("mechanisms") or ())

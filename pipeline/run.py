@@ -308,6 +308,7 @@ def _run_locked(plan: SweepPlan, state: DriverState, planning: Phase) -> dict[st
         # SIGTERM (`ray job stop`, a scheduler's timeout) ends the sweep like Ctrl-C: with a
         # report of what finished and a KILLED parent, not a RUNNING one forever
         state.parent = state.tracker.start_parent(config.sweep.name, sid, plan.resolved)
+        state.tracker.record_time_limit(config.oracle.time_limit)
         previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
         try:
             _run_todo(plan, state, todo)
@@ -339,9 +340,18 @@ def _open_tracker(plan: SweepPlan, state: DriverState, planning: Phase) -> list[
     planning.now("looking up the runs already finished")
     state.tracker.find_parent(plan.sweep_id)
     state.tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store
-    done = state.tracker.finished_keys()
+    before = state.tracker.time_limit_before()
+    carry_on = config.oracle.carry_on or (before is not None and config.oracle.time_limit > before)
+    done = state.tracker.finished_keys(carry_on=carry_on)
     todo = [k for k in plan.keys if str(k) not in done]
     planning.stop()
+    if carry_on:
+        log.info(
+            "carrying on: the runs whose oracle did not certify run again, each window search "
+            "from the state it kept (oracle.time_limit %g s%s)",
+            config.oracle.time_limit,
+            "" if before is None else f", before {before:g} s",
+        )
     log.info(
         "sweep %s: %d runs, %d already finished, %d to run",
         config.sweep.name,

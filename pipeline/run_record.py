@@ -43,6 +43,8 @@ METRICS = (
     "oracle_max_gap",
     "oracle_objective",
     "oracle_bound",
+    "oracle_total_cpu_seconds",
+    "oracle_cpu_seconds_to_certify",
 )
 #: The columns of results.csv, in order: the run's fields and every kind's scores (a run has
 #: nan in the columns of another kind's scores).
@@ -78,6 +80,8 @@ COLUMNS = (
     "sample_mean_marginal_error",
     "positive_rate",
     "real_positive_rate",
+    "oracle_total_cpu_seconds",
+    "oracle_cpu_seconds_to_certify",
 )
 #: The fields logged as params (the run's identity and its privacy claim).
 PARAMS = (
@@ -212,6 +216,13 @@ class RunResult:
     #: (``oracles.base.Certificate.cpu_seconds``): far below ``oracle_wall_seconds`` times the
     #: threads, the solves shared their CPUs with other work. 0 without an oracle call.
     oracle_cpu_seconds: float = math.nan
+    #: The CPU seconds its solves got over every attempt (a solve carried on from a stopped one
+    #: counts the attempts before it: ``oracles.carry``); ``oracle_cpu_seconds`` is this one's.
+    oracle_total_cpu_seconds: float = math.nan
+    #: What certifying what did not certify would still cost, in CPU seconds: each uncertified
+    #: window search's estimated tree left at the nodes a CPU second it ran at
+    #: (``oracles.tree_size``); 0 when every answer certified, nan when not known.
+    oracle_cpu_seconds_to_certify: float = math.nan
 
     @classmethod
     def of(
@@ -258,6 +269,8 @@ class RunResult:
             privacy_status=privacy_status(key.mechanism, release.privacy.holds),
             scores=scores,
             oracle_cpu_seconds=release.oracle_cpu_seconds,
+            oracle_total_cpu_seconds=total_cpu_seconds(certificates),
+            oracle_cpu_seconds_to_certify=cpu_seconds_to_certify(certificates),
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -371,7 +384,29 @@ class RunResult:
             else privacy_status(mechanism, holds),
             scores=_scores_from(mechanism, number),
             oracle_cpu_seconds=number("oracle_cpu_seconds", math.nan),
+            oracle_total_cpu_seconds=number("oracle_total_cpu_seconds", math.nan),
+            oracle_cpu_seconds_to_certify=number("oracle_cpu_seconds_to_certify", math.nan),
         )
+
+
+def total_cpu_seconds(certificates) -> float:
+    """The CPU seconds the solves got over all their attempts (``RunResult``)."""
+    if not certificates:
+        return 0.0
+    return float(sum(c.extra.get("total_cpu_seconds", c.cpu_seconds) for c in certificates))
+
+
+def cpu_seconds_to_certify(certificates) -> float:
+    """The estimated CPU seconds left to certify every uncertified answer (``RunResult``)."""
+    left = 0.0
+    for c in certificates:
+        if c.certified:
+            continue
+        nodes, rate = c.extra.get("tree_nodes"), c.extra.get("nodes_per_cpu_second")
+        if nodes is None or not rate:
+            return math.nan
+        left += float(nodes) / float(rate)
+    return left
 
 
 def _certified(calls: int, tag: str | None, metrics: Mapping[str, float]) -> bool | None:

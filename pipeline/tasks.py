@@ -11,6 +11,7 @@ import math
 import time
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -102,12 +103,13 @@ class SweepOracles:
 
     cfg: OracleConfig
     threads: int | None = None
+    carry: str | None = None
 
     def configured(self) -> Any:
-        return oracle_for(self.cfg, self.cfg.name, self.threads)
+        return oracle_for(self.cfg, self.cfg.name, self.threads, self.carry)
 
     def route(self, name: str) -> Any:
-        return oracle_for(self.cfg, name, self.threads)
+        return oracle_for(self.cfg, name, self.threads, self.carry)
 
 
 def mechanism_oracle(
@@ -121,17 +123,37 @@ def mechanism_oracle(
     return CATALOG[mechanism.name].oracle_of(mechanism, oracles)
 
 
-def oracle_for(cfg: OracleConfig, name: str, threads: int | None = None) -> Any:
+def oracle_for(
+    cfg: OracleConfig, name: str, threads: int | None = None, carry: str | None = None
+) -> Any:
     """The one place an oracle is built for a run: the route ``name`` (the configured
     ``cfg.name``, or one a catalog entry asks for by name, e.g. the data player's
     ``conjunctions_search``), from the registry. Every oracle gets ``cfg.time_limit`` and ``threads``
     (default ``cfg.threads``); ``cfg.parts`` > 1 runs the window search's parts as Ray tasks
-    (``pipeline.split_solve``)."""
+    (``pipeline.split_solve``); ``carry``: the directory where a window search that stops keeps
+    its state and a later solve of the same problem carries on (``oracles.carry``,
+    ``carry_directory``)."""
     threads = threads or cfg.threads
-    options = {}
+    options: dict[str, Any] = {}
     if cfg.parts > 1 and name in registry.SPLIT:  # parts as Ray tasks of `threads` CPUs each
         options = {"parts": cfg.parts, "map_parts": ray_map_parts(cpus_per_task=threads)}
+    if carry is not None and name in registry.SPLIT:
+        options["carry"] = carry
     return registry.make_oracle(name, time_limit=cfg.time_limit, threads=threads, **options)
+
+
+#: Where a sweep's stopped window searches keep their states, under its output directory.
+CARRY_DIR = "carry"
+
+
+def carry_directory(config: Config) -> str | None:
+    """The sweep's directory of carried search states (``<output_dir>/carry``; None without an
+    output directory: a library call keeps nothing). Its runs' tasks read and write it, so on a
+    cluster of several machines it must be on a filesystem they share (docs/cluster.md);
+    elsewhere a search starts over, which changes its time, never its answer."""
+    if config.output_dir is None:
+        return None
+    return str(Path(config.output_dir).absolute() / CARRY_DIR)
 
 
 def privacy_delta(config: Config, n: int) -> float:
@@ -178,7 +200,7 @@ def run_release(
         config.margin,
         run_data(config, entry, train),
         run_generator(config.sweep.sweep_seed if config.sweep else 0, key),
-        oracles=SweepOracles(config.oracle, threads),
+        oracles=SweepOracles(config.oracle, threads, carry_directory(config)),
         solve_many=solve_many or solve_sequentially,
     )
     return entry.release(request)

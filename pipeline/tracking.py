@@ -130,6 +130,8 @@ class SweepTracker:
         self._inputs: list = []  # the sweep's datasets (use_datasets)
         self._feature_names: tuple[str, ...] = ()
         self._train: Dataset | None = None  # a synthetic table's columns: its records' domain
+        #: children run again to carry their solves on, by key: deleted once the new one is in
+        self._superseded: dict[str, str] = {}
 
     def find_parent(self, sid: str) -> str | None:
         """The parent run of the sweep ``sid`` if there is one; creates nothing."""
@@ -211,8 +213,11 @@ class SweepTracker:
         a local store the ``mlflow ui`` command to run first (no server listens on its own)."""
         return review_hint(self.uri, self.experiment_id)
 
-    def finished_keys(self) -> set[str]:
-        """Keys with a FINISHED child; unfinished children are deleted (they will be redone)."""
+    def finished_keys(self, carry_on: bool = False) -> set[str]:
+        """Keys with a FINISHED child; unfinished children are deleted (they will be redone).
+        ``carry_on``: a FINISHED child whose oracle did not certify is not done either: it runs
+        again, its solves carried on (``oracles.carry``), and is deleted once the new one is
+        logged (``log_child``), so that nothing is lost if the new one fails."""
         done: set[str] = set()
         if self.parent_id is None:
             return done
@@ -223,11 +228,29 @@ class SweepTracker:
         )
         for child in children:
             key = child.data.tags.get("run_key")
-            if child.info.status == RunStatus.FINISHED and key and key not in done:
+            finished = child.info.status == RunStatus.FINISHED and key and key not in done
+            if finished and carry_on and child.data.tags.get("oracle_certified") == "no":
+                self._superseded.setdefault(key, child.info.run_id)
+            elif finished and key not in self._superseded:
                 done.add(key)
             else:
                 self.client.delete_run(child.info.run_id)
         return done
+
+    def time_limit_before(self) -> float | None:
+        """The longest ``oracle.time_limit`` this sweep ran with before (None: a new sweep):
+        the parent's tag, or the param of a parent logged before the tag."""
+        if self.parent_id is None:
+            return None
+        run = self.client.get_run(self.parent_id)
+        value = run.data.tags.get("oracle_time_limit", run.data.params.get("oracle.time_limit"))
+        return None if value is None else float(value)
+
+    def record_time_limit(self, seconds: float) -> None:
+        """Keep the longest ``oracle.time_limit`` the sweep has run with on its parent."""
+        before = self.time_limit_before()
+        if self.parent_id is not None and (before is None or seconds > before):
+            self.client.set_tag(self.parent_id, "oracle_time_limit", repr(float(seconds)))
 
     def use_datasets(self, name: str, train: Dataset, test: Dataset | None) -> None:
         """The sweep's data (built once, here, in the driver): the input of every run logged."""
@@ -258,6 +281,9 @@ class SweepTracker:
         self.client.log_text(run_id, record, "release.json")
         self._log_output(release, run_id)
         self.client.set_terminated(run_id, status=RunStatus.FINISHED, end_time=end)
+        old = self._superseded.pop(result.key, None)
+        if old is not None:  # the run it carried on from
+            self.client.delete_run(old)
         return run_id
 
     @functools.singledispatchmethod

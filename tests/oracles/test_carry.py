@@ -60,6 +60,10 @@ def test_a_stopped_search_carried_on_is_the_uninterrupted_search(tmp_path, make,
         if cert.certified:
             break
         assert cert.status is Status.TIME_LIMIT and "nodes" in cert.message
+        # what its certificate still costs: the tree below its open nodes (oracles.tree_size)
+        assert "to certify: about" in cert.message and "nodes left" in cert.extra["to_certify"]
+        left = nodes - cert.extra["total_nodes"]  # what the uninterrupted search still made
+        assert left / 3 - 2 <= cert.extra["tree_nodes"] <= 3 * left + 2
         stops += 1
         state = store.load(problem)
         assert state is not None and state.attempts == stops

@@ -198,3 +198,13 @@ def test_the_run_count_is_the_number_of_keys_and_max_runs_is_not_the_sweeps_iden
         validate(_compose(["+sweep=smoke", "sweep.seeds=3", "sweep.max_runs=99"]))
     )
     assert sweep_id(resolved) == sweep_id(raised)
+
+
+def test_the_time_limit_and_carrying_on_are_not_the_sweeps_identity():
+    # the same command with a longer limit, or oracle.carry_on, carries the sweep on in its own
+    # directory (docs/privacy.md, "Carrying on"); the oracle itself is part of it
+    base = sweep_id(dataclasses.asdict(validate(_compose(["+sweep=smoke"]))))
+    longer = ["+sweep=smoke", "oracle.time_limit=1800", "oracle.carry_on=true"]
+    assert sweep_id(dataclasses.asdict(validate(_compose(longer)))) == base
+    other = sweep_id(dataclasses.asdict(validate(_compose(["+sweep=smoke", "oracle=window"]))))
+    assert other != base

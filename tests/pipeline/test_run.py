@@ -245,8 +245,14 @@ class FakeTracker:
     def view_url(self) -> str:
         return "http://127.0.0.1:5000/#/experiments/1/runs"
 
-    def finished_keys(self) -> set[str]:
+    def finished_keys(self, carry_on: bool = False) -> set[str]:
         return {result.key for result in self.store.rows}
+
+    def time_limit_before(self) -> float | None:
+        return None
+
+    def record_time_limit(self, seconds: float) -> None:
+        pass
 
     def heartbeat(self, force: bool = False) -> None:
         pass

@@ -297,3 +297,24 @@ def test_a_row_has_every_kinds_columns_and_nan_in_another_kinds():
     assert tuple(row) == COLUMNS and row["max_marginal_error"] == 0.25
     assert table.to_metrics()["mean_marginal_error"] == 0.125
     assert table.to_tags(None)["nonfinite.test_accuracy"] == "nan"
+
+
+def test_a_run_records_what_its_attempts_spent_and_what_certifying_would_cost():
+    from oracles.base import Certificate, Status
+    from pipeline.run_record import cpu_seconds_to_certify, total_cpu_seconds
+
+    certified = Certificate(Status.OPTIMAL, 1.0, 1.0, 2.0, "window", cpu_seconds=2.0)
+    carried = Certificate(
+        Status.TIME_LIMIT,
+        2.0,
+        1.0,
+        300.0,
+        "window",
+        cpu_seconds=290.0,
+        extra={"total_cpu_seconds": 590.0, "tree_nodes": 4e8, "nodes_per_cpu_second": 4e5},
+    )
+    assert total_cpu_seconds((certified, carried)) == 592.0
+    assert cpu_seconds_to_certify((certified, carried)) == 1000.0  # 4e8 nodes at 4e5 a second
+    assert cpu_seconds_to_certify((certified,)) == 0.0 and total_cpu_seconds(()) == 0.0
+    unknown = Certificate(Status.TIME_LIMIT, 2.0, 1.0, 60.0, "highs")  # no tree to estimate
+    assert math.isnan(cpu_seconds_to_certify((unknown,)))

@@ -432,6 +432,8 @@ def test_an_oracle_runs_solve_step_is_its_tasks_seconds_and_its_wait_is_named(
     times = sorted(k for k in metrics if "seconds" in k)
     assert times == [
         "oracle_cpu_seconds",
+        "oracle_cpu_seconds_to_certify",
+        "oracle_total_cpu_seconds",
         "oracle_wall_seconds",
         "step_wall_seconds.prepare",
         "step_wall_seconds.solve",

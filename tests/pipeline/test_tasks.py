@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 import numpy as np
@@ -73,3 +75,13 @@ def test_a_reference_is_labelled_as_one_and_keeps_its_key():
     assert reference.label == "erm_01 (non-private reference)"
     assert tasks.RunKey("opdisc", 0.5, 1).label == "opdisc/eps=0.5/run=1"
     assert tasks.run_label("erm_01", str(reference)) == reference.label
+
+
+def test_a_sweeps_window_searches_keep_their_states_in_its_output_directory(tmp_path):
+    config = dataclasses.replace(_config(["oracle=structured"]), output_dir=str(tmp_path))
+    assert tasks.carry_directory(config) == str(tmp_path.absolute() / "carry")
+    oracle = tasks.SweepOracles(config.oracle, 1, tasks.carry_directory(config)).configured()
+    assert oracle.strategy("window").carry == str(tmp_path.absolute() / "carry")
+    assert tasks.carry_directory(dataclasses.replace(config, output_dir=None)) is None
+    highs = tasks.oracle_for(config.oracle, "highs", 1, tasks.carry_directory(config))
+    assert "window" not in highs.strategies  # no window search: nothing to keep

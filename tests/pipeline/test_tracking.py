@@ -32,9 +32,10 @@ class _Data:
         self.labels = np.ones(n, dtype=int)
 
 
-def _logged(tracker: SweepTracker, key: RunKey) -> RunResult:
-    claim = PrivacyClaim(1.0, 1e-5, True, "certified", calibration="proven")
-    certificate = Certificate(Status.OPTIMAL, 1.0, 1.0, 0.1, "highs")
+def _logged(tracker: SweepTracker, key: RunKey, certified: bool = True) -> RunResult:
+    claim = PrivacyClaim(1.0, 1e-5, certified, "certified", calibration="proven")
+    status = Status.OPTIMAL if certified else Status.TIME_LIMIT
+    certificate = Certificate(status, 1.0, 1.0 if certified else 0.5, 0.1, "highs")
     release = Release(key.mechanism, np.array([1.0, 0.0]), claim, certificates=(certificate,))
     result = classifier_result(key, release, _Data(5), None, wall_seconds=0.5)
     tracker.log_child(result, release, {})
@@ -70,6 +71,31 @@ def test_a_resumed_sweep_reads_its_finished_runs_and_redoes_the_others(store, tm
     assert deleted == "deleted"
     (back,) = results_from_mlflow(again)
     assert back.key == done.key and back.privacy_holds and math.isnan(back.scores.test_accuracy)
+
+
+def test_carrying_on_runs_the_uncertified_again_and_keeps_them_until_replaced(store, tmp_path):
+    tracker = SweepTracker(store, "carry", tmp_path / "art")
+    tracker.start_parent("test", "sid", {"oracle": {"time_limit": 300.0}})
+    tracker.record_time_limit(300.0)
+    certified = _logged(tracker, RunKey("opdisc", 10.0, 0))
+    stopped = _logged(tracker, RunKey("opdisc", 10.0, 1), certified=False)
+
+    again = SweepTracker(store, "carry", tmp_path / "art")
+    again.find_parent("sid")
+    assert again.time_limit_before() == 300.0
+    assert again.finished_keys() == {certified.key, stopped.key}  # not carrying on
+    assert again.finished_keys(carry_on=True) == {certified.key}
+    (old,) = again._superseded.values()
+    assert again.client.get_run(old).info.lifecycle_stage == "active"  # kept until replaced
+    carried = _logged(again, RunKey("opdisc", 10.0, 1))  # the run again, now certified
+    assert again.client.get_run(old).info.lifecycle_stage == "deleted"
+    assert {r.key: r.privacy_holds for r in results_from_mlflow(again)} == {
+        certified.key: True,
+        carried.key: True,
+    }
+    again.record_time_limit(1800.0)
+    again.record_time_limit(600.0)  # the longest stays
+    assert again.time_limit_before() == 1800.0
 
 
 def test_another_sweep_in_the_same_store_has_its_own_parent(store, tmp_path):
