@@ -7,6 +7,7 @@
     python -m bench.schedule_variants --out variants.csv [--tables ...]
     python -m bench.synthetic_unlisted MECHANISM EPSILON SEED [--k 5]
     python -m bench.tree_size [--family TABLE:MECHANISM:EPSILON ...] [--seeds ...] [--survey]
+    python -m bench.carry_on --family TABLE:MECHANISM:EPSILON [--seeds ...] [--stops 5]
 
 Run from the repository's root (``python -m`` puts it on the path). ``same_results`` checks
 that a refactoring left a sweep's results unchanged; ``synthetic_comparison`` tabulates
@@ -16,6 +17,7 @@ continuous columns (``generic_instances`` builds them and writes one as a CSV fo
 (docs/synthetic.md 2.6) on public tables it was not chosen on; ``synthetic_unlisted`` measures
 one synthetic table on every conjunction of up to k literals, a class no one lists; ``tree_size``
 checks the window search's tree-size estimate (``oracles.tree_size``) against the nodes its
-searches made; ``machine`` is what each prints about where it ran. Measured results, with
+searches made; ``carry_on`` checks a search stopped and carried on against the search run
+whole (``oracles.carry``); ``machine`` is what each prints about where it ran. Measured results, with
 the machine and the command that made them, are in docs/results/.
 """
