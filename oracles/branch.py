@@ -74,6 +74,13 @@ CHUNK = 100_000
 Y_ROUNDING = 2.0**-24
 #: How often (seconds) a search calls its ``share`` callback.
 SHARE_EVERY = 1.0
+#: How often (seconds) a search that reports progress asks its ``estimate`` what is left (the
+#: first time after one interval): an estimate costs a tenth of a second or so.
+ESTIMATE_EVERY = 60.0
+
+#: ``estimate(best, open, made) -> note``: what certifying still costs, from the search's best
+#: value, its open nodes (``open_nodes``) and the nodes it has made (``oracles.window``).
+Estimate = Callable[[float, tuple[np.ndarray, ...], int], str]
 
 
 class SearchStopped(RuntimeError):
@@ -362,20 +369,25 @@ def descend(
     *,
     share: Share | None = None,
     progress: Reporter | None = None,
-    chunk: int = CHUNK,
+    chunk: int | None = None,
+    estimate: Estimate | None = None,
 ) -> Outcome:
     """Depth-first branch and bound below ``start`` (module docstring), keeping points with F at
     most ``best`` (a value some grid point attains). The start nodes are searched one at a time,
     lowest bound first, by the compiled search of ``oracles.branch_kernel`` (the same bounds as
-    ``expand``), ``chunk`` nodes between two looks at the clock. Stops when ``budget`` (None:
-    none) expires or past its node limit, with ``finished`` False and a proven bound. ``progress`` (``oracles.solve_progress``) is given the best value and the least lower bound
-    left below ``start`` when it is due."""
+    ``expand``), ``chunk`` (default ``CHUNK``) nodes between two looks at the clock. Stops when ``budget`` (None:
+    none) expires or past its node limit, with ``finished`` False and a proven bound.
+    ``progress`` (``oracles.solve_progress``) is given the best value and the least lower bound
+    left below ``start`` when it is due, and every ``ESTIMATE_EVERY`` seconds ``estimate``'s note
+    on what is left."""
     t0 = time.perf_counter()
     budget = budget if budget is not None else Budget(math.inf)
+    chunk = CHUNK if chunk is None else chunk
     w_best, found, best = None, math.inf, float(best)
     if share is not None:
         best = min(best, share(best))
-    last_share = t0
+    last_share = last_estimate = t0
+    note = ""
     state = State.empty(t.d, t.bound, len(t.sign))
     order = np.argsort(start.lb, kind="stable")
     made = leaves = 0
@@ -439,7 +451,10 @@ def descend(
                 if stop:
                     left = open_nodes(state, start.states[order[pos + 1 :]])
                     return stopped(now, least, left)
-                progress.report(min(found, best), min(found, best, left))
+                if estimate is not None and now - last_estimate >= ESTIMATE_EVERY:
+                    rest = open_nodes(state, start.states[order[pos + 1 :]])
+                    note, last_estimate = estimate(min(found, best), rest, made), now
+                progress.report(min(found, best), min(found, best, left), note=note)
     if share is not None:
         best = min(best, share(best))
     if progress is not None:  # the last word: what the finished search proved
@@ -452,6 +467,8 @@ __all__ = [
     "Nodes",
     "Outcome",
     "SearchStopped",
+    "ESTIMATE_EVERY",
+    "Estimate",
     "Share",
     "Tables",
     "build_tables",

@@ -44,13 +44,15 @@ class SolveProgress:
     """Where one solve stands: ``incumbent`` is the objective of its best feasible point so far
     (+inf without one), ``bound`` its proven lower bound on the minimum (-inf without one), in
     the backend's own model (before ``oracles.base.certify`` re-evaluates anything), after
-    ``elapsed`` seconds. The minimum lies in [bound, incumbent]."""
+    ``elapsed`` seconds. The minimum lies in [bound, incumbent]. ``note``: what the backend
+    adds (the window search: what certifying would still cost, ``oracles.tree_size``)."""
 
     label: str
     backend: str
     elapsed: float
     incumbent: float
     bound: float
+    note: str = ""
 
     @property
     def gap(self) -> float:
@@ -133,9 +135,11 @@ class Reporter:
             return False
         return self.clock() - self._last >= self._registration.interval
 
-    def report(self, incumbent: object, bound: object, *, force: bool = False) -> None:
-        """Pass on (incumbent, bound) if an interval has passed since the last report (or
-        ``force``). Never raises."""
+    def report(
+        self, incumbent: object, bound: object, *, force: bool = False, note: str = ""
+    ) -> None:
+        """Pass on (incumbent, bound) and ``note`` if an interval has passed since the last
+        report (or ``force``). Never raises."""
         registration = self._registration
         if registration is None:
             return
@@ -150,6 +154,7 @@ class Reporter:
                 now - self.start,
                 _as_value(incumbent, math.inf),
                 _as_value(bound, -math.inf),
+                str(note),
             )
             registration.listener(progress)
         except Exception as err:  # noqa: BLE001 - progress must never fail a solve

@@ -47,6 +47,7 @@ import numpy as np
 from core.problem import IntegerGrid, Problem
 from oracles.base import REMOTE_CPU, OracleError, Solution, Status, certify
 from oracles.branch import (
+    Estimate,
     Nodes,
     SearchStopped,
     Share,
@@ -160,6 +161,7 @@ def solve_part_below(
     threads: int = 1,
     share: Share | None = None,
     progress: Reporter | None = None,
+    estimate: Estimate | None = None,
 ) -> PartResult:
     """One part searched depth first below ``best`` (module docstring, step 3).
 
@@ -196,6 +198,7 @@ def solve_part_below(
                 budget.after(made),
                 share=share,
                 progress=progress,
+                estimate=estimate,
             )
             made, leaves, pos = made + out.nodes, leaves + out.leaves, pos + len(group)
             if out.w is not None and out.value < value:
@@ -267,12 +270,16 @@ def sequential_parts(
     *,
     solve: SolvePart = solve_part_below,
     progress: Reporter | None = None,
+    estimate: Estimate | None = None,
 ) -> list[PartResult]:
     """Every part in this process, in order, each searched below the best value so far. A part
     that raises is recorded as failed (``PartResult.failed``), the others go on. ``progress``
-    hears from a search of ONE part only (its bound is the whole's only then)."""
+    (with ``estimate``'s note) hears from a search of ONE part only (its bound is the whole's
+    only then)."""
     best, results = float(incumbent), []
-    options = {"progress": progress} if progress is not None and len(tasks) == 1 else {}
+    options: dict = {}
+    if progress is not None and len(tasks) == 1:
+        options = {"progress": progress, "estimate": estimate}
     for task in tasks:
         result = part_or_failure(solve, tables, task, best, **options)
         if result.finished:

@@ -134,7 +134,15 @@ class WindowOracle:
             results = thread_parts(budget.threads, shared)(plan.tables, plan.tasks, plan.incumbent)
         elif self.map_parts is None:
             progress = reporter(problem.label, self.name)  # oracles.solve_progress
-            results = sequential_parts(plan.tables, plan.tasks, plan.incumbent, progress=progress)
+
+            def estimate(best: float, left: tuple[np.ndarray, ...], made: int) -> str:
+                """The progress line's cost to certify (``branch.ESTIMATE_EVERY``)."""
+                rate = made / max(time.process_time() - cpu, 1e-9)
+                return "to certify: " + remaining_message(cost_left(plan, left, best), 0, rate)
+
+            results = sequential_parts(
+                plan.tables, plan.tasks, plan.incumbent, progress=progress, estimate=estimate
+            )
         else:
             results = self.map_parts(plan.tables, plan.tasks, plan.incumbent)
         solution = combine(plan, results, seconds=time.perf_counter() - start, backend=self.name)

@@ -350,7 +350,8 @@ def running_line(
     name: str | None = None,
     oracle: bool = True,
 ) -> str:
-    """``  <name> <s>s of <limit>s: <backend> <s>s incumbent <v> bound <b> gap <g>`` for one
+    """``  <name> <s>s of <limit>s: <backend> <s>s incumbent <v> bound <b> gap <g>[; note]``
+    (the note: a window search's cost to certify, "about N nodes left, ...") for one
     running task: its seconds on the board counted on by ``since_read`` (the seconds since the
     board was read) and, with an oracle ``limit``, out of that limit; ``name``: what to call
     it (default: its tag); ``oracle`` False: a run that calls no oracle (no solver to hear
@@ -362,9 +363,10 @@ def running_line(
     if p is None:
         return f"{head}: {'no solver report yet' if oracle else 'running (calls no oracle)'}"
     gap = f"{p.gap:.4g}" if math.isfinite(p.gap) else "-"
+    note = f"; {p.note}" if p.note else ""
     return (
         f"{head}: {p.backend} {p.elapsed:.0f}s incumbent {_number(p.incumbent)} "
-        f"bound {_number(p.bound)} gap {gap}"
+        f"bound {_number(p.bound)} gap {gap}{note}"
     )
 
 

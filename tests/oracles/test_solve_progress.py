@@ -226,8 +226,12 @@ def test_the_structured_search_reports_its_incumbent_and_bound():
     assert all(p.bound <= plain.certificate.objective + 1e-6 for p in seen)
 
 
-def test_the_window_search_reports_its_best_and_a_valid_bound():
+def test_the_window_search_reports_its_best_and_a_valid_bound(monkeypatch):
+    from oracles import branch
     from oracles.window import WindowOracle
+
+    monkeypatch.setattr(branch, "ESTIMATE_EVERY", 0.0)  # its cost to certify at every report
+    monkeypatch.setattr(branch, "CHUNK", 50)  # a look at the clock every 50 nodes
 
     rng = np.random.default_rng(7)  # weak noise, d = 8: the search runs for a fraction of a second
     n, d = 300, 8
@@ -249,3 +253,5 @@ def test_the_window_search_reports_its_best_and_a_valid_bound():
     assert all(p.incumbent >= plain.certificate.objective - 1e-9 for p in seen)
     assert all(p.bound <= plain.certificate.objective + 1e-9 for p in seen)
     assert all(p.bound <= p.incumbent for p in seen)
+    notes = [p.note for p in seen if p.note]
+    assert notes and all(n.startswith("to certify: about ") and "CPU-hours" in n for n in notes)
