@@ -24,7 +24,7 @@ from pipeline.config import Config, ConfigError, sweep_id, with_content
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
 from pipeline.faults import StorageError, Terminated, stop_on_sigterm, storage_fault
-from pipeline.lease import DriverLease
+from pipeline.lease import DriverLease, holder_text, this_driver
 from pipeline.preflight import (
     check_data_bounds,
     check_job_output_dir,
@@ -298,9 +298,9 @@ def _run_locked(plan: SweepPlan, state: DriverState, planning: Phase) -> dict[st
     (``planning``: the phase that ends with the plan's line)."""
     config, sid = plan.config, plan.sweep_id
     planning.now("taking the output directory")
-    with DriverLease(plan.output_dir, sid):
+    with DriverLease(plan.output_dir, sid) as lease:
         fresh = _claim_output_dir(plan.output_dir, sid)
-        todo = _open_tracker(plan, state, planning)
+        todo = _open_tracker(plan, state, planning, lease.previous)
         if todo:
             with Phase("starting Ray"):
                 init_ray(config)  # connect (or fail, in one line) before the parent exists
@@ -324,9 +324,13 @@ def _run_locked(plan: SweepPlan, state: DriverState, planning: Phase) -> dict[st
     return summary
 
 
-def _open_tracker(plan: SweepPlan, state: DriverState, planning: Phase) -> list[RunKey]:
+def _open_tracker(
+    plan: SweepPlan, state: DriverState, planning: Phase, previous: dict | None = None
+) -> list[RunKey]:
     """The tracker (``state.tracker``) on a store that exists, the sweep's datasets described
-    once, no other live driver; returns the runs not yet FINISHED, and says the plan's line."""
+    once, no other live driver, nothing left RUNNING by a driver that is gone (``previous``:
+    the one the lock file named, pipeline.lease); returns the runs not yet FINISHED, and says
+    the plan's line."""
     config = plan.config
     planning.now("opening the MLflow store")
     probe_tracking_store(plan.tracking_uri)
@@ -339,6 +343,7 @@ def _open_tracker(plan: SweepPlan, state: DriverState, planning: Phase) -> list[
     planning.now("looking up the runs already finished")
     state.tracker.find_parent(plan.sweep_id)
     state.tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store
+    _close_left_running(state.tracker, previous)
     done = state.tracker.finished_keys()
     todo = [k for k in plan.keys if str(k) not in done]
     planning.stop()
@@ -350,6 +355,25 @@ def _open_tracker(plan: SweepPlan, state: DriverState, planning: Phase) -> list[
         len(todo),
     )
     return todo
+
+
+def _close_left_running(tracker: SweepTracker, previous: dict | None) -> None:
+    """The sweep's runs that a driver which is gone left RUNNING (kill -9, out of memory, a disk
+    too full to take its last words), closed with a reason that names it: the sweep run KILLED,
+    a half-logged run FAILED (and redone), instead of RUNNING in the store for good."""
+    who = holder_text(previous) if previous else "driver unknown"
+    reason = (
+        f"left RUNNING by a driver that ended without closing it ({who}: kill -9, out of "
+        f"memory or a full disk); closed by the next driver, {this_driver()}"
+    )
+    closed = tracker.close_left_running(reason)
+    if closed:
+        log.warning(
+            "closed %d run(s) left RUNNING by a driver that is gone (%s): the sweep run KILLED, "
+            "a half-logged run FAILED (it is redone)",
+            closed,
+            who,
+        )
 
 
 def _run_todo(plan: SweepPlan, state: DriverState, todo: list[RunKey]) -> None:

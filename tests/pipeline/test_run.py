@@ -263,8 +263,13 @@ class FakeTracker:
     def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
         pass
 
-    def fail_unfinished_children(self) -> None:
+    def close_left_running(self, reason: str) -> int:
+        self.store.events.append("close_left_running")
+        return 0
+
+    def fail_unfinished_children(self, reason: str | None = None) -> int:
         self.unfinished_failed = True
+        return 0
 
     def finish_parent(self, artifacts, metrics, status="FINISHED", tags=None) -> None:
         self.finished = {
@@ -354,7 +359,7 @@ def test_a_complete_sweep_finishes_its_parent_with_its_counts(services, tmp_path
     }
     assert parent["artifacts"] == [tmp_path / "summary.md"]
     # the dataset inputs are built first; Ray is up before the parent exists
-    assert services.events == ["use_datasets", "init_ray", "start_parent"]
+    assert services.events == ["use_datasets", "close_left_running", "init_ray", "start_parent"]
     assert result["status"] == "complete" and result["reason"] == ""
     assert result["runs"] == result["runs_requested"] == 5 and result["missing"] == []
     assert result["parent_run_id"] == "parent-1"
@@ -611,6 +616,86 @@ def test_a_disk_fault_mid_sweep_is_one_line_and_leaves_a_resumable_store(
     (parent,) = [r for r in runs if r.info.run_id != half_logged[0]]
     assert parent.info.status == "KILLED" and parent.data.tags["failure_reason"].endswith(said)
     assert "RUNNING" not in statuses.values()
+
+
+def _store_runs(uri: str) -> list[tuple[str, str, str, dict[str, str]]]:
+    """Every run in a sqlite store, deleted ones too (MLflow's search leaves those out), as
+    (run id, status, lifecycle stage, tags)."""
+    import sqlite3
+
+    with sqlite3.connect(uri.removeprefix("sqlite:///")) as db:
+        runs = db.execute("select run_uuid, status, lifecycle_stage from runs").fetchall()
+        tags: dict[str, dict[str, str]] = {}
+        for run_id, key, value in db.execute("select run_uuid, key, value from tags"):
+            tags.setdefault(run_id, {})[key] = value
+    return [(run_id, status, stage, tags.get(run_id, {})) for run_id, status, stage in runs]
+
+
+def _as_left_by_kill_9(config: Config, out: Path) -> tuple[str, int]:
+    """The store and lock file as a driver killed with ``kill -9`` leaves them: its sweep run
+    RUNNING and naming it, a child half-logged (RUNNING), the lock file naming it; returns the
+    child's id and the dead driver's pid."""
+    import socket
+    import subprocess
+
+    from mlflow import MlflowClient
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that is gone, as a driver's after kill -9
+    client = MlflowClient(config.tracking.tracking_uri)
+    experiment = client.get_experiment_by_name("oracle-dp").experiment_id
+    (parent,) = client.search_runs([experiment], "tags.role = 'sweep'")
+    parent_id = parent.info.run_id
+    client.update_run(parent_id, status="RUNNING")
+    client.set_tag(parent_id, "driver", f"{socket.gethostname()}:{dead.pid}")
+    child = client.create_run(
+        experiment, tags={"mlflow.parentRunId": parent_id, "run_key": "opdisc/eps=0.5/run=0"}
+    )
+    holder = {
+        "host": socket.gethostname(),
+        "pid": dead.pid,
+        "sweep_id": parent.data.tags["sweep_id"],
+        "started": "2024-01-01 00:00:00",
+    }
+    (out / ".driver.lock").write_text(json.dumps(holder))
+    return child.info.run_id, dead.pid
+
+
+def test_the_next_driver_closes_what_a_killed_driver_left_running(tmp_path, monkeypatch, caplog):
+    """kill -9 of a driver left its sweep run and a half-logged child RUNNING; the rerun resumed
+    the sweep run but deleted the child as it was, RUNNING in mlflow.db for good. The next
+    driver closes both first, with a reason that names the dead driver (its lock file's)."""
+    monkeypatch.setattr(run_module, "init_ray", lambda config: None)
+    monkeypatch.setattr(
+        run_module, "run_sweep", lambda config, train, test, tracker, todo: ([], {})
+    )
+    config = _sweep_config(tmp_path)
+    run_module.run_sweep_and_report(config, tmp_path)  # creates the store and the sweep run
+    child, pid = _as_left_by_kill_9(config, tmp_path)
+    with caplog.at_level(logging.WARNING, logger="pipeline.run"):
+        run_module.run_sweep_and_report(config, tmp_path)
+    runs = {
+        run_id: (status, stage, tags)
+        for run_id, status, stage, tags in _store_runs(config.tracking.tracking_uri)
+    }
+    assert [r for r, (status, _, _) in runs.items() if status == "RUNNING"] == []
+    status, stage, tags = runs[child]
+    assert (status, stage) == ("FAILED", "deleted")  # closed, then deleted to be redone
+    assert tags["failure_reason"].startswith(
+        f"left RUNNING by a driver that ended without closing it (pid {pid} on "
+    )
+    assert (
+        "kill -9, out of memory or a full disk); closed by the next driver"
+        in tags["failure_reason"]
+    )
+    (parent,) = [tags for _, _, tags in runs.values() if tags.get("role") == "sweep"]
+    assert parent["lost_driver"] == tags["failure_reason"]  # kept by the resumed sweep run
+    assert any(
+        "closed 2 run(s) left RUNNING by a driver that is gone" in r.getMessage()
+        for r in caplog.records
+    )
+    run_module.run_sweep_and_report(config, tmp_path)  # nothing left: nothing closed
+    assert sum("closed" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_a_fault_that_is_not_the_disks_is_raised_as_it_is(tmp_path, monkeypatch):
