@@ -542,7 +542,15 @@ def write_report(
             paths.append(drawn[name])
         else:
             path.unlink(missing_ok=True)
+    paths.append(write_summary(frame, output_dir, title, outcome, missing))
+    return paths
+
+
+def write_summary(
+    frame: pd.DataFrame, output_dir: Path, title: str, outcome=None, missing: Sequence[str] = ()
+) -> Path:
+    """summary.md alone (``summary_text``), as the last words of a sweep a full disk stopped
+    write it when the figures do not fit (pipeline.run)."""
     summary = output_dir / "summary.md"
     summary.write_text(summary_text(frame, title, outcome, missing))
-    paths.append(summary)
-    return paths
+    return summary
