@@ -336,14 +336,14 @@ def _write_stopped_report(plan: SweepPlan, results: list, outcome: SweepOutcome)
     finished = {r.key for r in results}
     missing = [str(k) for k in plan.keys if str(k) not in finished]
     rows = [r.to_row() for r in results]
-    title = _report_title(plan)
+    title, data = _report_title(plan), _data_description(plan)
     try:
-        write_report(rows, plan.output_dir, title, outcome=outcome, missing=missing)
+        write_report(rows, plan.output_dir, title, outcome=outcome, missing=missing, data=data)
         return ", summary.md says so"
     except Exception:  # noqa: BLE001 - the figures may not fit where summary.md does
         pass
     try:
-        write_summary(results_frame(rows), plan.output_dir, title, outcome, missing)
+        write_summary(results_frame(rows), plan.output_dir, title, outcome, missing, data)
         return ", summary.md says so"
     except Exception:  # noqa: BLE001 - the disk is full still
         return ", summary.md could not be written"
@@ -484,6 +484,19 @@ def _report_title(plan: SweepPlan) -> str:
     return f"Sweep {plan.config.sweep.name} ({plan.sweep_id})"
 
 
+def _data_description(plan: SweepPlan) -> dict[str, Any]:
+    """What summary.md says of the data, as summary.json describes it (``summarize``), without
+    the statistics that take a pass over the rows."""
+    train, test = plan.train, plan.test
+    return {
+        "dataset": plan.config.dataset.name,
+        "train": {"n": train.n, "d": train.d},
+        "test": {"n": test.n, "d": test.d} if test is not None else None,
+        "feature_names": list(train.feature_names),
+        "provenance": dict(train.provenance),
+    }
+
+
 def _report(plan: SweepPlan, state: DriverState) -> dict[str, Any]:
     """The report of every requested run finished (this attempt's and earlier ones'), the sweep
     run's outcome and status; returns the sweep's part of summary.json."""
@@ -507,6 +520,7 @@ def _report(plan: SweepPlan, state: DriverState) -> dict[str, Any]:
         _report_title(plan),
         outcome=outcome,
         missing=missing,
+        data=_data_description(plan),
     )
     metrics = {
         "runs": float(len(results)),

@@ -297,8 +297,10 @@ def services(monkeypatch):
         store.todo = list(todo)
         return store.sweep(todo, tracker)
 
-    def write_report(rows, output_dir, title, outcome=None, missing=()):
-        store.reports.append({"rows": list(rows), "outcome": outcome, "missing": list(missing)})
+    def write_report(rows, output_dir, title, outcome=None, missing=(), data=None):
+        store.reports.append(
+            {"rows": list(rows), "outcome": outcome, "missing": list(missing), "data": data}
+        )
         path = Path(output_dir) / "summary.md"
         path.write_text(outcome.headline() + "\n")
         return [path]
@@ -369,6 +371,10 @@ def test_a_complete_sweep_finishes_its_parent_with_its_counts(services, tmp_path
     assert (tmp_path / ".sweep_id").read_text().strip() == result["sweep_id"]
     (report,) = services.reports
     assert report["outcome"].status == "complete" and report["missing"] == []
+    data = report["data"]  # what summary.md names its tables by (pipeline.report.data_lines)
+    assert data["dataset"] == "synthetic" and data["train"] == {"n": 40, "d": 5}
+    assert data["test"] is None and len(data["feature_names"]) == 5
+    assert data["provenance"]["label_noise"] == 0.1
 
 
 def test_a_broken_guarantee_finishes_the_parent_and_is_counted(services, tmp_path):
