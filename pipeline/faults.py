@@ -4,13 +4,18 @@ A full disk or a read-only output directory is not a bug of the sweep: the runs 
 are in the tracking store and a rerun of the same command resumes. ``storage_fault`` recognises
 such an error wherever it surfaces (an ``OSError`` of the operating system, sqlite's
 ``OperationalError``, SQLAlchemy's or MLflow's wrapping of it), and the driver then ends with
-``StorageError``: one line, the exit code of a partial sweep. A SIGTERM is such a fault too:
-``stop_on_sigterm`` makes it a ``Terminated``, which ends the sweep as Ctrl-C does.
+``StorageError``: one line, the exit code of a partial sweep. Its last words (the sweep run
+KILLED, summary.md) are written in the space ``SpaceReserve`` kept back for them. A SIGTERM is
+such a fault too: ``stop_on_sigterm`` makes it a ``Terminated``, which ends the sweep as Ctrl-C
+does.
 """
 
 from __future__ import annotations
 
 import errno
+import os
+from collections.abc import Iterable
+from pathlib import Path
 
 #: The operating system's ways of saying "this cannot be written here".
 STORAGE_ERRNOS = {
@@ -28,6 +33,85 @@ STORAGE_MESSAGES = {
     "unable to open database file": "the tracking database cannot be opened for writing",
     "disk i/o error": "a disk I/O error",
 }
+
+
+#: The file that holds a driver's reserve of space (``SpaceReserve``), in its output directory.
+RESERVE_NAME = ".space_reserve"
+#: Bytes kept back: what a driver stopped by a full disk needs to say so. Measured on a 64 MB
+#: tmpfs filled under a sweep (a 1 MB store): marking the sweep run KILLED and a child FAILED,
+#: then results.csv, both figures and summary.md took 68 kB in all (the figures 57 kB of it).
+#: 8 MiB leaves room for a store's journal when it holds thousands of runs.
+RESERVE_BYTES = 8 << 20
+
+
+class SpaceReserve:
+    """Space set aside on a sweep's disk while it runs, given back when the disk fills.
+
+    A full disk stopped a sweep with no room left to mark its MLflow run KILLED or to write
+    summary.md: the sweep run stayed RUNNING and the output directory had no word of what
+    happened, until the sweep was rerun with space. So the driver allocates ``size`` bytes
+    (blocks on the disk, not a sparse file) in each directory it writes to, before it runs, and
+    frees them when a write fails for want of space: those last writes then fit (as long as no
+    other process takes the space meanwhile; the next driver closes what is left RUNNING).
+    ``with SpaceReserve(dirs):`` takes it and removes it at the end, however the block ends.
+    """
+
+    def __init__(self, directories: Iterable[Path], size: int = RESERVE_BYTES) -> None:
+        devices: dict[int, Path] = {}  # one reserve per file system
+        for directory in directories:
+            directory = Path(directory)
+            try:
+                devices.setdefault(directory.stat().st_dev, directory)
+            except OSError:  # not there (yet): nothing to reserve there
+                continue
+        self.paths = [directory / RESERVE_NAME for directory in devices.values()]
+        self.size = size
+
+    def take(self) -> list[Path]:
+        """Allocate the reserve; returns where it could not be (a disk full already: the sweep
+        will stop on it, and its last words may not fit)."""
+        missed = []
+        for path in self.paths:
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    _allocate(fd, self.size)
+                finally:
+                    os.close(fd)
+            except OSError:
+                path.unlink(missing_ok=True)
+                missed.append(path)
+        return missed
+
+    def release(self) -> None:
+        """Give the space back (the disk is full, or the sweep is over)."""
+        for path in self.paths:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:  # a read-only file system: nothing to free there
+                pass
+
+    def __enter__(self) -> SpaceReserve:
+        self.take()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _allocate(fd: int, size: int) -> None:
+    """``size`` bytes of real blocks for ``fd``: fallocate, else zeros written (a file system
+    without fallocate; ftruncate would make a sparse file, which reserves nothing)."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+        return
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+    chunk = bytes(1 << 20)
+    for start in range(0, size, len(chunk)):
+        os.pwrite(fd, chunk[: size - start], start)
+    os.fsync(fd)
 
 
 class StorageError(RuntimeError):
@@ -79,4 +163,11 @@ def storage_fault(error: BaseException) -> str | None:
     return None
 
 
-__all__ = ["STORAGE_ERRNOS", "StorageError", "Terminated", "stop_on_sigterm", "storage_fault"]
+__all__ = [
+    "STORAGE_ERRNOS",
+    "SpaceReserve",
+    "StorageError",
+    "Terminated",
+    "stop_on_sigterm",
+    "storage_fault",
+]

@@ -8,6 +8,11 @@ start time, sweep id); nothing waits, nothing is duplicated. The kernel drops th
 holder exits, even by ``kill -9``, so there is never a stale lease to clear by hand: rerun the
 command and it resumes.
 
+The file keeps naming its last holder after the lock is gone. A driver that takes the lock reads
+that name first (``DriverLease.previous``): a driver killed with ``kill -9`` (or out of memory,
+or left without a disk to write its last words on) cannot close its runs in the tracking store,
+so the next driver closes what it left RUNNING, and says whose they were (pipeline.run).
+
 The lock is as good as ``flock`` on the file system holding the output directory: local disks,
 and the one shared directory that drivers of a ``ray job submit`` write to on one host. Drivers
 on different hosts that share only a tracking server (and write to different output
@@ -37,6 +42,9 @@ class DriverLease:
     def __init__(self, output_dir: Path, sweep_id: str) -> None:
         self.path = Path(output_dir) / LOCK_NAME
         self.sweep_id = sweep_id
+        #: The driver the file named before this one took the lock (its host, pid, sweep id and
+        #: start time), or None: no driver used the directory before.
+        self.previous: dict | None = None
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -51,6 +59,7 @@ class DriverLease:
                 f"another driver is running in {self.path.parent} ({holder}); wait for it to "
                 f"finish (rerunning then resumes), or use another hydra.run.dir"
             ) from None
+        self.previous = _holder_record(fd)
         holder = {
             "host": socket.gethostname(),
             "pid": os.getpid(),
@@ -80,14 +89,24 @@ def this_driver() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _read_holder(fd: int) -> str:
+def _holder_record(fd: int) -> dict | None:
+    """The holder the lock file names, or None (an empty, a cut or an unreadable file)."""
     try:
         holder = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
     except (OSError, ValueError):
-        return "holder unknown"
+        return None
+    return holder if isinstance(holder, dict) and holder else None
+
+
+def holder_text(holder: dict | None) -> str:
+    """``pid P on HOST, sweep S, started T``: a lock file's holder, as messages name it."""
     if not holder:
         return "holder unknown"
     return (
         f"pid {holder.get('pid')} on {holder.get('host')}, sweep {holder.get('sweep_id')}, "
         f"started {holder.get('started')}"
     )
+
+
+def _read_holder(fd: int) -> str:
+    return holder_text(_holder_record(fd))

@@ -1,10 +1,14 @@
 """The sweep's report: results table, Figure 1a and 1b (SPEC section 9), a short summary; for
 synthetic tables, their workload error and downstream accuracy (docs/synthetic.md).
 
-Written for a reviewer: a run that called no oracle is ``no oracle``, never certified; a gap is
-``gap_text``'s short form (floating-point noise below zero is 0); a test accuracy the runs do not
-have (no test set) is ``-`` with the reason; a mean of a private mechanism's runs is over the
-runs whose privacy holds (the others are drawn one by one, as red crosses).
+Written for a reviewer: summary.md says first what its tables are of (the dataset, its label,
+n, d, the features); a run that called no oracle is ``no oracle``, never certified, and a
+private row says outright whether its oracle answers were certified; a gap is ``gap_text``'s
+short form (floating-point noise below zero is 0); each accuracy column says how it aggregates
+the runs (mean ± sample sd); a test accuracy the runs do not have (no test set) is ``-`` with
+the reason; a mean of Figure 1a is over the runs whose privacy holds (the others are drawn one
+by one, as red crosses). What "epsilon proven" means is cited from docs/privacy.md, which ships
+with the code (SPEC.md, whose section 10 holds the proofs, does not).
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ from pipeline.run_record import NO_ORACLE, Certified, certified_text, gap_text
 
 #: What summary.md shows for a test accuracy the runs do not have.
 NO_TEST = "-"
+#: Feature names summary.md lists; past them it counts the rest (summary.json lists them all).
+FEATURES_SHOWN = 40
+#: Where a reader of summary.md finds what "epsilon proven" means and how it is computed.
+PRIVACY_DOC = "docs/privacy.md"
 
 
 def results_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -81,7 +89,11 @@ def reference_certified(frame: pd.DataFrame, name: str) -> bool:
 
 def oracle_verdict(frame: pd.DataFrame, name: str) -> Certified:
     """``yes``, ``no`` or ``no oracle`` for the runs of ``name`` (``no`` if any run's is)."""
-    part = frame[frame["mechanism"] == name]
+    return runs_verdict(frame[frame["mechanism"] == name])
+
+
+def runs_verdict(part: pd.DataFrame) -> Certified:
+    """``yes``, ``no`` or ``no oracle`` for the runs ``part`` (``no`` if any run's is)."""
     called = None  # unknown in a record without oracle_calls
     if "oracle_calls" in part and len(part):
         called = int(part["oracle_calls"].max()) > 0
@@ -91,6 +103,59 @@ def oracle_verdict(frame: pd.DataFrame, name: str) -> Certified:
     if Certified.NO in texts:
         return Certified.NO
     return Certified.YES if called or Certified.YES in texts else NO_ORACLE
+
+
+def certification_text(part: pd.DataFrame) -> str:
+    """A private row's oracle certification, said outright: ``yes`` (every oracle answer of
+    every run certified optimal), ``**NO** (k of n runs)`` (privacy does not hold for those:
+    docs/privacy.md), or ``no oracle`` (a mechanism that calls none)."""
+    verdict = runs_verdict(part)
+    if verdict != Certified.NO:
+        return str(verdict)
+    not_certified = sum(certified_text(v) == Certified.NO for v in part["oracle_certified"])
+    return f"**NO** ({not_certified} of {len(part)} runs)"
+
+
+def label_text(provenance: dict[str, Any]) -> str:
+    """The label and its positive class, as the data's provenance records them."""
+    label = provenance.get("label")
+    if isinstance(label, dict):  # records: the label is one of the attributes
+        return f"{label.get('attribute')} (+1: {label.get('positive')})"
+    if label:
+        return f"{label} (+1: {provenance.get('positive')})"
+    if "w_star" in provenance:  # pipeline.data.synthetic
+        return (
+            "the sign of a linear threshold of the features (w_star in summary.json), flipped "
+            f"with probability {provenance.get('label_noise')}"
+        )
+    return "not recorded"
+
+
+def data_lines(data: dict[str, Any] | None) -> list[str]:
+    """What summary.md's tables are of: the dataset, its label, n, d and the feature names
+    (``data``: as summary.json describes the data, its ``dataset``, ``train``, ``test``,
+    ``feature_names`` and ``provenance``)."""
+    if not data:
+        return []
+    train, test = data["train"], data.get("test")
+    provenance = data.get("provenance") or {}
+    unit = "attributes" if provenance.get("kind") == "records" else "features"
+    source = provenance.get("source")
+    name = (
+        f"{data['dataset']} ({source})" if source and source != data["dataset"] else data["dataset"]
+    )
+    names = [str(n) for n in data.get("feature_names") or []]
+    shown = ", ".join(names[:FEATURES_SHOWN])
+    if len(names) > FEATURES_SHOWN:
+        shown += f", ... and {len(names) - FEATURES_SHOWN} more (summary.json lists them all)"
+    tested = f"{test['n']:,} test rows" if test else "no test set"
+    return [
+        f"Data: {name}; label {label_text(provenance)}; n = {train['n']:,} training rows, "
+        f"d = {train['d']} {unit}; {tested}.",
+        "",
+        f"{unit.capitalize()} ({len(names)}): {shown}.",
+        "",
+    ]
 
 
 def best_accuracy_note(train: dict[str, Any]) -> str:
@@ -117,9 +182,12 @@ def best_accuracy_note(train: dict[str, Any]) -> str:
     )
 
 
-def accuracy_text(value: float) -> str:
-    """An accuracy in a table: 4 decimals, or ``-`` when the runs have none (no test set)."""
-    return NO_TEST if not math.isfinite(value) else f"{value:.4f}"
+def accuracy_text(value: float, sd: float | None = None) -> str:
+    """An accuracy in a table: 4 decimals (``mean ± sd`` given an ``sd``), or ``-`` when the runs
+    have none (no test set)."""
+    if not math.isfinite(value):
+        return NO_TEST
+    return f"{value:.4f}" if sd is None else f"{value:.4f} ± {sd:.4f}"
 
 
 def private_means_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -255,7 +323,7 @@ def figure_1a(frame: pd.DataFrame, path: Path) -> Path:
             zorder=5,
             label="privacy does not hold",
         )
-    ax.set_xlabel("epsilon proven for the noise used (SPEC section 10)")
+    ax.set_xlabel(f"epsilon proven for the noise used ({PRIVACY_DOC})")
     ax.set_ylabel("training accuracy (0/1)")
     ax.set_title(
         "Figure 1a: accuracy against epsilon\n(mean ± sd over the runs whose privacy holds)",
@@ -381,8 +449,15 @@ def outcome_lines(outcome, missing: Sequence[str]) -> list[str]:
     return lines
 
 
-def summary_text(frame: pd.DataFrame, title: str, outcome=None, missing: Sequence[str] = ()) -> str:
-    lines = [f"# {title}", "", *outcome_lines(outcome, missing)]
+def summary_text(
+    frame: pd.DataFrame,
+    title: str,
+    outcome=None,
+    missing: Sequence[str] = (),
+    data: dict[str, Any] | None = None,
+) -> str:
+    """summary.md: the verdict, what the data is (``data``, ``data_lines``), the tables."""
+    lines = [f"# {title}", "", *outcome_lines(outcome, missing), *data_lines(data)]
     if frame.empty:
         return "\n".join(lines + ["No run finished."]) + "\n"
     requested = f" of {outcome.requested} requested" if outcome is not None else ""
@@ -411,7 +486,7 @@ def synthetic_lines(frame: pd.DataFrame) -> list[str]:
         "set (docs/synthetic.md):",
         "",
         "| mechanism | requested epsilon | epsilon proven | delta | runs | max marginal error "
-        "(mean ± sd) | mean marginal error | test acc | private | median s |",
+        "(mean ± sd) | mean marginal error (mean) | test acc (mean ± sd) | private | median s |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in agg.itertuples():
@@ -422,7 +497,7 @@ def synthetic_lines(frame: pd.DataFrame) -> list[str]:
         lines.append(
             f"| {r.mechanism} | {eps} | {proven} | {delta} | {r.runs} | "
             f"{r.max_error_mean:.4f} ± {r.max_error_sd:.4f} | {r.mean_error_mean:.5f} | "
-            f"{accuracy_text(r.test_acc_mean)} | "
+            f"{accuracy_text(r.test_acc_mean, r.test_acc_sd)} | "
             f"{f'{int(r.private)}/{r.runs}' if private else '-'} | {r.wall_median:.2f} |"
         )
     return lines + [""]
@@ -431,37 +506,43 @@ def synthetic_lines(frame: pd.DataFrame) -> list[str]:
 def classifier_lines(frame: pd.DataFrame) -> list[str]:
     """The classifiers' part of summary.md: the private mechanisms, then the references."""
     agg = aggregate(frame)
-    lines = []
-    lines.append(
-        "Epsilon proven, delta: the largest (epsilon, delta) guarantee that SPEC section "
-        "10 proves for the noise the runs used; epsilon exceeds the requested one when "
-        "a paper's calibration was used."
-    )
-    lines.append("")
-    lines.append(
+    lines = [
+        f"Epsilon proven, delta: the largest (epsilon, delta) over the row's runs that the "
+        f'calibrations of {PRIVACY_DOC} prove for the noise the runs used (its sections "What '
+        f'a record shows about a guarantee" and "How the proven calibrations are computed"); '
+        f"epsilon exceeds the requested one when a paper's calibration was used. Oracle "
+        f"certified: whether every oracle answer of the row's runs was certified optimal; "
+        f"privacy holds only for runs whose answers were (private: how many of the runs). "
+        f"Accuracies: mean ± sample standard deviation over the row's runs (± 0 for one run).",
+        "",
         "| mechanism | requested epsilon | epsilon proven | delta | calibration | runs | "
-        "train acc (mean ± sd) | test acc | private | median s | max s |"
-    )
-    lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        "train acc (mean ± sd) | test acc (mean ± sd) | oracle certified | private | median s "
+        "| max s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in agg.itertuples():
         if r.mechanism in NON_PRIVATE:
             continue
         eps = "-" if math.isinf(r.requested_epsilon) else f"{r.requested_epsilon:g}"
         proven = "-" if not math.isfinite(r.proven_epsilon) else f"{r.proven_epsilon:.4g}"
         delta = "-" if not math.isfinite(r.proven_delta) else f"{r.proven_delta:.3g}"
+        part = frame[
+            (frame["mechanism"] == r.mechanism)
+            & (frame["requested_epsilon"] == r.requested_epsilon)
+        ]
         lines.append(
             f"| {r.mechanism} | {eps} | {proven} | {delta} | {r.calibration} | {r.runs} | "
-            f"{r.train_acc_mean:.4f} ± {r.train_acc_sd:.4f}"
-            f" | {accuracy_text(r.test_acc_mean)} | {int(r.private)}/{r.runs} | "
-            f"{r.wall_median:.2f} | {r.wall_max:.2f} |"
+            f"{accuracy_text(r.train_acc_mean, r.train_acc_sd)} | "
+            f"{accuracy_text(r.test_acc_mean, r.test_acc_sd)} | {certification_text(part)} | "
+            f"{int(r.private)}/{r.runs} | {r.wall_median:.2f} | {r.wall_max:.2f} |"
         )
     references = agg[agg["mechanism"].isin(NON_PRIVATE)]
     if len(references):
         lines += [
             "",
-            "Non-private references (not private by design; no privacy column):",
+            "Non-private references (not private by design; no privacy column), one run each:",
             "",
-            "| reference | train acc | test acc | oracle certified | max gap | s |",
+            "| reference | train acc (1 run) | test acc (1 run) | oracle certified | max gap | s |",
             "| --- | --- | --- | --- | --- | --- |",
         ]
         for r in references.itertuples():
@@ -516,11 +597,13 @@ def write_report(
     title: str,
     outcome=None,
     missing: Sequence[str] = (),
+    data: dict[str, Any] | None = None,
 ) -> list[Path]:
     """results.csv, fig1a.png, fig1b.png and summary.md in ``output_dir``.
 
-    ``outcome`` (pipeline.run.SweepOutcome) puts the verdict first in summary.md; figures of an
-    earlier, fuller report are removed rather than left beside a smaller results.csv.
+    ``outcome`` (pipeline.run.SweepOutcome) puts the verdict first in summary.md, ``data`` (as
+    summary.json describes the data) says next what the tables are of; figures of an earlier,
+    fuller report are removed rather than left beside a smaller results.csv.
     """
     frame = results_frame(rows)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -542,7 +625,20 @@ def write_report(
             paths.append(drawn[name])
         else:
             path.unlink(missing_ok=True)
-    summary = output_dir / "summary.md"
-    summary.write_text(summary_text(frame, title, outcome, missing))
-    paths.append(summary)
+    paths.append(write_summary(frame, output_dir, title, outcome, missing, data))
     return paths
+
+
+def write_summary(
+    frame: pd.DataFrame,
+    output_dir: Path,
+    title: str,
+    outcome=None,
+    missing: Sequence[str] = (),
+    data: dict[str, Any] | None = None,
+) -> Path:
+    """summary.md alone (``summary_text``), as the last words of a sweep a full disk stopped
+    write it when the figures do not fit (pipeline.run)."""
+    summary = output_dir / "summary.md"
+    summary.write_text(summary_text(frame, title, outcome, missing, data))
+    return summary

@@ -23,8 +23,14 @@ from mechanisms.catalog import NON_PRIVATE
 from pipeline.config import Config, ConfigError, sweep_id, with_content
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
-from pipeline.faults import StorageError, Terminated, stop_on_sigterm, storage_fault
-from pipeline.lease import DriverLease
+from pipeline.faults import (
+    SpaceReserve,
+    StorageError,
+    Terminated,
+    stop_on_sigterm,
+    storage_fault,
+)
+from pipeline.lease import DriverLease, holder_text, this_driver
 from pipeline.preflight import (
     check_data_bounds,
     check_job_output_dir,
@@ -37,7 +43,7 @@ from pipeline.preflight import (
     probe_tracking_store,
 )
 from pipeline.progress import Phase
-from pipeline.report import best_accuracy_note, write_report
+from pipeline.report import best_accuracy_note, results_frame, write_report, write_summary
 from pipeline.sweep import init_ray, largest_node_cpus, run_sweep
 from pipeline.tasks import RunKey, sweep_keys
 from pipeline.tracking import RunStatus, SweepTracker, default_tracking_uri, results_from_mlflow
@@ -90,10 +96,12 @@ class SweepOutcome:
     private_not_holding: tuple[str, ...]
     #: interrupted by SIGTERM (pipeline.faults.Terminated), not by Ctrl-C
     terminated: bool = False
+    #: stopped by a full or read-only disk: what pipeline.faults.storage_fault said of it
+    storage_fault: str = ""
 
     @property
     def status(self) -> SweepStatus:
-        if self.interrupted:
+        if self.interrupted or self.storage_fault:
             return SweepStatus.INTERRUPTED
         if self.finished < self.requested:
             return SweepStatus.INCOMPLETE
@@ -115,6 +123,12 @@ class SweepOutcome:
     def reason(self) -> str:
         """One line: what is wrong (empty when complete)."""
         missing = self.requested - self.finished
+        if self.storage_fault:
+            return (
+                f"the sweep stopped: {self.storage_fault}; {self.finished} of {self.requested} "
+                f"requested runs finished, {missing} not run; free space (or make it writable) "
+                "and rerun the same command to resume"
+            )
         if self.status == SweepStatus.INTERRUPTED:
             by = " by SIGTERM" if self.terminated else ""
             return (
@@ -143,7 +157,11 @@ class SweepOutcome:
                 f"holds for every private run."
             )
         label = {
-            SweepStatus.INTERRUPTED: "INTERRUPTED (partial sweep)",
+            SweepStatus.INTERRUPTED: (
+                "STOPPED BY THE DISK (partial sweep)"
+                if self.storage_fault
+                else "INTERRUPTED (partial sweep)"
+            ),
             SweepStatus.INCOMPLETE: "INCOMPLETE (partial sweep)",
             SweepStatus.PRIVACY_NOT_HOLDING: "PRIVACY DOES NOT HOLD",
         }[self.status]
@@ -247,11 +265,13 @@ def run_sweep_and_report(
         state = DriverState()
         try:
             return _run_locked(plan, state, planning)
+        except StorageError:  # said under the lease, in the space it kept back
+            raise
         except Exception as e:
             fault = storage_fault(e)
             if fault is None:
                 raise
-            raise _stopped_by_storage(fault, state.tracker, plan.keys, output_dir) from None
+            raise _stopped_by_storage(fault, plan, state) from None
 
 
 def _plan(config: Config, output_dir: Path, train, test, planning: Phase) -> SweepPlan:
@@ -269,65 +289,133 @@ def _plan(config: Config, output_dir: Path, train, test, planning: Phase) -> Swe
     return SweepPlan(config, output_dir, train, test, resolved, sid, keys, uri, clipped)
 
 
-def _stopped_by_storage(fault: str, tracker, keys, output_dir: Path) -> StorageError:
+def _stopped_by_storage(fault: str, plan: SweepPlan, state: DriverState) -> StorageError:
     """A sweep stopped by a full or read-only disk, as one line. The runs finished are in the
-    tracking store; as far as the store still takes writes, the parent is marked KILLED and a
-    child left half-logged FAILED (best effort: the store may be the full disk)."""
+    tracking store; as far as the store still takes writes (the space ``SpaceReserve`` kept back
+    has been given back), the parent is marked KILLED, a child left half-logged FAILED, and
+    summary.md says what finished (best effort each: the store may be the disk that is full; a
+    parent left RUNNING is closed by the next driver)."""
+    tracker, output_dir = state.tracker, plan.output_dir
     if tracker is None or tracker.parent_id is None:
         return StorageError(
             f"{output_dir} cannot be written: {fault}; nothing was run (free space or give a "
             "writable hydra.run.dir, then rerun)"
         )
-    finished, marked = "some", "could not be marked (the store takes no writes)"
+    results, marked, summary = None, "could not be marked (the store takes no writes)", ""
     try:
-        wanted = {str(k) for k in keys}
-        finished = str(sum(r.key in wanted for r in results_from_mlflow(tracker)))
+        wanted = {str(k) for k in plan.keys}
+        results = [r for r in results_from_mlflow(tracker) if r.key in wanted]
+    except Exception:  # noqa: BLE001 - the store may be the disk that is full
+        pass
+    outcome = SweepOutcome(
+        requested=len(plan.keys),
+        finished=len(results) if results is not None else 0,
+        failed=state.failed,
+        interrupted=True,
+        private_not_holding=(),
+        storage_fault=f"{fault} under {output_dir}",
+    )
+    try:
         tracker.end_after_fault(f"stopped: {fault}")
         marked = "is marked KILLED"
     except Exception:  # noqa: BLE001 - the store may be the disk that is full
         pass
+    if results is not None:
+        summary = _write_stopped_report(plan, results, outcome)
+    finished = str(outcome.finished) if results is not None else "some"
     return StorageError(
-        f"the sweep stopped: {fault} under {output_dir}; {finished} of {len(keys)} runs finished "
-        f"and are kept, the sweep run {marked}; free space (or make it writable) and rerun the "
-        "same command to resume"
+        f"the sweep stopped: {fault} under {output_dir}; {finished} of {len(plan.keys)} runs "
+        f"finished and are kept, the sweep run {marked}{summary}; free space (or make it "
+        "writable) and rerun the same command to resume"
     )
+
+
+def _write_stopped_report(plan: SweepPlan, results: list, outcome: SweepOutcome) -> str:
+    """The report of a sweep a full disk stopped, as much of it as fits: all of it, else
+    summary.md alone; returns what the error line says of it."""
+    finished = {r.key for r in results}
+    missing = [str(k) for k in plan.keys if str(k) not in finished]
+    rows = [r.to_row() for r in results]
+    title, data = _report_title(plan), _data_description(plan)
+    try:
+        write_report(rows, plan.output_dir, title, outcome=outcome, missing=missing, data=data)
+        return ", summary.md says so"
+    except Exception:  # noqa: BLE001 - the figures may not fit where summary.md does
+        pass
+    try:
+        write_summary(results_frame(rows), plan.output_dir, title, outcome, missing, data)
+        return ", summary.md says so"
+    except Exception:  # noqa: BLE001 - the disk is full still
+        return ", summary.md could not be written"
 
 
 def _run_locked(plan: SweepPlan, state: DriverState, planning: Phase) -> dict[str, Any]:
     """The sweep under the driver's lease: the tracker, the parent, the runs, the report
     (``planning``: the phase that ends with the plan's line)."""
-    config, sid = plan.config, plan.sweep_id
     planning.now("taking the output directory")
-    with DriverLease(plan.output_dir, sid):
-        fresh = _claim_output_dir(plan.output_dir, sid)
-        todo = _open_tracker(plan, state, planning)
-        if todo:
-            with Phase("starting Ray"):
-                init_ray(config)  # connect (or fail, in one line) before the parent exists
-            _check_cluster_cpus(config, plan.output_dir, fresh)
-        # SIGTERM (`ray job stop`, a scheduler's timeout) ends the sweep like Ctrl-C: with a
-        # report of what finished and a KILLED parent, not a RUNNING one forever
-        state.parent = state.tracker.start_parent(config.sweep.name, sid, plan.resolved)
-        state.tracker.record_time_limit(config.oracle.time_limit)
-        previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
+    with (
+        DriverLease(plan.output_dir, plan.sweep_id) as lease,
+        SpaceReserve(_written_dirs(plan)) as space,
+    ):
         try:
-            _run_todo(plan, state, todo)
-        except KeyboardInterrupt as e:
-            state.interrupted, state.terminated = True, isinstance(e, Terminated)
-            state.tracker.fail_unfinished_children()  # a child half-logged when the signal came
+            return _run_leased(plan, state, planning, lease)
+        except Exception as e:
+            fault = storage_fault(e)
+            if fault is None:
+                raise
+            space.release()  # the space the sweep's last words take
+            raise _stopped_by_storage(fault, plan, state) from None
+
+
+def _written_dirs(plan: SweepPlan) -> list[Path]:
+    """Where the driver writes: the output directory, and a sqlite store's directory."""
+    dirs = [plan.output_dir]
+    if plan.tracking_uri.startswith("sqlite:///"):
+        dirs.append(Path(plan.tracking_uri.removeprefix("sqlite:///")).resolve().parent)
+    return dirs
+
+
+def _run_leased(plan: SweepPlan, state: DriverState, planning: Phase, lease) -> dict[str, Any]:
+    """``_run_locked``'s work, under the lease ``lease``."""
+    config, sid = plan.config, plan.sweep_id
+    fresh = _claim_output_dir(plan.output_dir, sid)
+    todo = _open_tracker(plan, state, planning, lease.previous)
+    if todo:
+        with Phase("starting Ray"):
+            init_ray(config)  # connect (or fail, in one line) before the parent exists
+        _check_cluster_cpus(config, plan.output_dir, fresh)
+    # SIGTERM (`ray job stop`, a scheduler's timeout) ends the sweep like Ctrl-C: with a
+    # report of what finished and a KILLED parent, not a RUNNING one forever
+    state.parent = state.tracker.start_parent(config.sweep.name, sid, plan.resolved)
+    state.tracker.record_time_limit(config.oracle.time_limit)
+    previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
+    full = False
+    try:
+        _run_todo(plan, state, todo)
+    except KeyboardInterrupt as e:
+        state.interrupted, state.terminated = True, isinstance(e, Terminated)
+        state.tracker.fail_unfinished_children()  # a child half-logged when the signal came
+    except Exception as e:
+        # a full disk's report is _stopped_by_storage's, in the space kept back for it
+        full = storage_fault(e) is not None
+        raise
+    finally:
+        # the report is written whole: a second SIGTERM meanwhile does not cut it short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            summary = None if full else _report(plan, state)
         finally:
-            # the report is written whole: a second SIGTERM meanwhile does not cut it short
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            try:
-                summary = _report(plan, state)
-            finally:
-                signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, previous)
     return summary
 
 
-def _open_tracker(plan: SweepPlan, state: DriverState, planning: Phase) -> list[RunKey]:
+def _open_tracker(
+    plan: SweepPlan, state: DriverState, planning: Phase, previous: dict | None = None
+) -> list[RunKey]:
     """The tracker (``state.tracker``) on a store that exists, the sweep's datasets described
-    once, no other live driver; returns the runs not yet FINISHED, and says the plan's line."""
+    once, no other live driver, nothing left RUNNING by a driver that is gone (``previous``:
+    the one the lock file named, pipeline.lease); returns the runs not yet FINISHED, and says
+    the plan's line."""
     config = plan.config
     planning.now("opening the MLflow store")
     probe_tracking_store(plan.tracking_uri)
@@ -340,6 +428,7 @@ def _open_tracker(plan: SweepPlan, state: DriverState, planning: Phase) -> list[
     planning.now("looking up the runs already finished")
     state.tracker.find_parent(plan.sweep_id)
     state.tracker.check_no_live_driver()  # a driver elsewhere sharing only the tracking store
+    _close_left_running(state.tracker, previous)
     before = state.tracker.time_limit_before()
     carry_on = config.oracle.carry_on or (before is not None and config.oracle.time_limit > before)
     done = state.tracker.finished_keys(carry_on=carry_on)
@@ -362,6 +451,25 @@ def _open_tracker(plan: SweepPlan, state: DriverState, planning: Phase) -> list[
     return todo
 
 
+def _close_left_running(tracker: SweepTracker, previous: dict | None) -> None:
+    """The sweep's runs that a driver which is gone left RUNNING (kill -9, out of memory, a disk
+    too full to take its last words), closed with a reason that names it: the sweep run KILLED,
+    a half-logged run FAILED (and redone), instead of RUNNING in the store for good."""
+    who = holder_text(previous) if previous else "driver unknown"
+    reason = (
+        f"left RUNNING by a driver that ended without closing it ({who}: kill -9, out of "
+        f"memory or a full disk); closed by the next driver, {this_driver()}"
+    )
+    closed = tracker.close_left_running(reason)
+    if closed:
+        log.warning(
+            "closed %d run(s) left RUNNING by a driver that is gone (%s): the sweep run KILLED, "
+            "a half-logged run FAILED (it is redone)",
+            closed,
+            who,
+        )
+
+
 def _run_todo(plan: SweepPlan, state: DriverState, todo: list[RunKey]) -> None:
     """The runs ``todo`` on Ray, each logged as it finishes (``state.failed``: the ones that
     failed); the data's privacy-leak warnings on the sweep run first."""
@@ -380,6 +488,23 @@ def _run_todo(plan: SweepPlan, state: DriverState, todo: list[RunKey]) -> None:
         tracker.view_url(),
     )
     _, state.failed = run_sweep(config, plan.train, plan.test, tracker, todo)
+
+
+def _report_title(plan: SweepPlan) -> str:
+    return f"Sweep {plan.config.sweep.name} ({plan.sweep_id})"
+
+
+def _data_description(plan: SweepPlan) -> dict[str, Any]:
+    """What summary.md says of the data, as summary.json describes it (``summarize``), without
+    the statistics that take a pass over the rows."""
+    train, test = plan.train, plan.test
+    return {
+        "dataset": plan.config.dataset.name,
+        "train": {"n": train.n, "d": train.d},
+        "test": {"n": test.n, "d": test.d} if test is not None else None,
+        "feature_names": list(train.feature_names),
+        "provenance": dict(train.provenance),
+    }
 
 
 def _report(plan: SweepPlan, state: DriverState) -> dict[str, Any]:
@@ -402,9 +527,10 @@ def _report(plan: SweepPlan, state: DriverState) -> dict[str, Any]:
     paths = write_report(
         [r.to_row() for r in results],
         plan.output_dir,
-        f"Sweep {plan.config.sweep.name} ({plan.sweep_id})",
+        _report_title(plan),
         outcome=outcome,
         missing=missing,
+        data=_data_description(plan),
     )
     metrics = {
         "runs": float(len(results)),

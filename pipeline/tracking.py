@@ -320,22 +320,49 @@ class SweepTracker:
             self.client.log_inputs(run.info.run_id, datasets=self._inputs)
         self.client.set_terminated(run.info.run_id, status=RunStatus.FAILED)
 
-    def fail_unfinished_children(self) -> None:
-        """Any child left RUNNING (half-logged by a driver that stopped) FAILED: a rerun redoes
-        those runs (only FINISHED children count as done)."""
+    def fail_unfinished_children(self, reason: str | None = None) -> int:
+        """Any child left RUNNING (half-logged by a driver that stopped) FAILED, with ``reason``
+        as its ``failure_reason`` when given: a rerun redoes those runs (only FINISHED children
+        count as done). Returns how many there were."""
         running = self.client.search_runs(
             [self.experiment_id],
             filter_string=(
                 f"tags.mlflow.parentRunId = '{self.parent_id}' and attributes.status = 'RUNNING'"
             ),
+            max_results=50_000,
         )
         for child in running:
+            if reason:
+                self.client.set_tag(child.info.run_id, "failure_reason", reason[:5000])
             self.client.set_terminated(child.info.run_id, status=RunStatus.FAILED)
+        return len(running)
+
+    def close_left_running(self, reason: str) -> int:
+        """Close what a driver that is gone left RUNNING of this sweep: the parent KILLED, its
+        children FAILED, each with ``reason`` in ``failure_reason`` (and the parent's in
+        ``lost_driver``, which a resumed sweep keeps); returns how many runs.
+
+        A driver killed by ``kill -9`` (or out of memory, or whose disk was full when it tried
+        to mark its runs) leaves its parent and a half-logged child RUNNING. The rerun resumes
+        the parent, but a child it deletes (``finished_keys``) kept its status: RUNNING in the
+        store for good. Call it under the output directory's lock and after
+        ``check_no_live_driver``: then no driver is alive to finish those runs."""
+        if self.parent_id is None:
+            return 0
+        closed = self.fail_unfinished_children(reason)
+        if self.client.get_run(self.parent_id).info.status == RunStatus.RUNNING:
+            # kept when the rerun resumes the sweep run and overwrites its outcome tags
+            self.client.set_tag(self.parent_id, "lost_driver", reason[:5000])
+            self.client.set_tag(self.parent_id, "outcome", "interrupted")
+            self.client.set_tag(self.parent_id, "failure_reason", reason[:5000])
+            self.client.set_terminated(self.parent_id, status=RunStatus.KILLED)
+            closed += 1
+        return closed
 
     def end_after_fault(self, reason: str) -> None:
         """The parent KILLED with ``reason``, any child left RUNNING (half-logged) FAILED
-        (``fail_unfinished_children``)."""
-        self.fail_unfinished_children()
+        (``fail_unfinished_children``), with the same reason."""
+        self.fail_unfinished_children(reason)
         self.client.set_tag(self.parent_id, "outcome", "interrupted")
         self.client.set_tag(self.parent_id, "failure_reason", reason[:5000])
         self.client.set_terminated(self.parent_id, status=RunStatus.KILLED)

@@ -327,6 +327,8 @@ def load_adult(
 
     common = {
         "source": "UCI Adult",
+        "label": "income",
+        "positive": POSITIVE_LABEL,
         "directory": str(directory),
         "sha256": sums,
         "checksum_verified": bool(verify_checksum),

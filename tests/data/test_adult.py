@@ -57,6 +57,7 @@ def test_test_set_uses_training_encoding(adult):
     assert test.n == 16_281 and test.d == 23
     assert test.provenance["continuous_maxima"] == train.provenance["continuous_maxima"]
     assert test.provenance["unseen_levels"] == 0
+    assert (train.provenance["label"], train.provenance["positive"]) == ("income", ">50K")
     assert (test.labels == 1).sum() == 3_846  # the trailing period is read as the same label
 
 

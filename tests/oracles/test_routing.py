@@ -51,6 +51,7 @@ from tests.oracles.contract import OracleContract, hard_instance, make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
 from tests.oracles.licence import require_gurobi_licence
 from tests.oracles.limited import limited
+from tests.timing import assert_returns_near, timed
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "oracles.md"
 
@@ -356,15 +357,17 @@ def test_gurobi_over_its_licence_after_the_first_model_is_not_retried_elsewhere(
     assert "took the model over Gurobi's licence" in cert.message
 
 
-# --- limits: every path returns within 1.1 x its limit + 5 s --------------------------------------
+# --- limits: every path returns within 1.1 x its limit + 5 s (idle; tests/timing.py) -------------
 
 
 def _within(limit: float, solve) -> tuple[float, object]:
-    start = time.perf_counter()
-    solution = solve()
-    seconds = time.perf_counter() - start
-    assert seconds <= 1.1 * limit + 5.0, f"{seconds:.1f} s on a {limit} s limit"
-    return seconds, solution
+    """The solve's time and answer, once it is shown to return near ``limit``: its CPU within
+    1.1 x limit + 5 s, its wall-clock time too, plus the slack a loaded machine takes
+    (tests/timing.py: at load 7 to 14 on 2 cores a 1 s solve took 6.4 s of wall-clock)."""
+    with timed() as took:
+        solution = solve()
+    assert_returns_near(limit, took.wall, took.cpu, took.slowdown)
+    return took.wall, solution
 
 
 def _shaped_erm() -> Problem:

@@ -9,10 +9,11 @@ import os
 import signal
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
-from pipeline.faults import Terminated, stop_on_sigterm, storage_fault
+from pipeline.faults import RESERVE_NAME, SpaceReserve, Terminated, stop_on_sigterm, storage_fault
 
 
 def _raised_from(outer: Exception, inner: BaseException) -> Exception:
@@ -84,3 +85,16 @@ def test_sigterm_is_a_keyboard_interrupt_of_its_own_kind():
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert isinstance(stopped.value, KeyboardInterrupt)  # every Ctrl-C path takes it
+
+
+def test_the_space_reserve_holds_real_blocks_once_per_disk_and_is_given_back(tmp_path):
+    """The space kept back for a full disk's last words: blocks on the disk (a sparse file
+    would give nothing back), one file per file system, gone after the sweep."""
+    (tmp_path / "store").mkdir()
+    reserve = SpaceReserve([tmp_path, tmp_path / "store", tmp_path / "missing"], size=1 << 20)
+    assert reserve.paths == [tmp_path / RESERVE_NAME]  # the store's directory: the same disk
+    with reserve:
+        held = (tmp_path / RESERVE_NAME).stat()
+        assert held.st_size == 1 << 20 and held.st_blocks * 512 >= 1 << 20
+    assert not (tmp_path / RESERVE_NAME).exists()
+    assert SpaceReserve([Path("/proc")]).take() == [Path("/proc") / RESERVE_NAME]  # not writable

@@ -12,6 +12,8 @@ import pandas as pd
 import pytest
 
 from pipeline.report import (
+    FEATURES_SHOWN,
+    PRIVACY_DOC,
     ReferenceBound,
     aggregate,
     best_accuracy_note,
@@ -27,6 +29,7 @@ from pipeline.report import (
     write_report,
 )
 from pipeline.tasks import RunKey
+from tests.conftest import REPO
 from tests.pipeline.records import result_for
 
 
@@ -297,10 +300,11 @@ def test_a_missing_test_accuracy_is_a_dash_with_its_reason():
     rows = [_row(i=0, test_accuracy=math.nan), _row("erm_01", math.inf, test_accuracy=math.nan)]
     text = summary_text(results_frame(rows), "T")
     assert "nan" not in text
-    assert "| 0.5000 ± 0.0000 | - | 1/1 |" in text and "| erm_01 | 0.5000 | - |" in text
+    assert "| 0.5000 ± 0.0000 | - | yes | 1/1 |" in text and "| erm_01 | 0.5000 | - |" in text
     assert "Test accuracy -: the sweep's dataset has no test set." in text
     with_test = summary_text(results_frame([_row(i=0)]), "T")
-    assert "| 0.5000 ± 0.0000 | 0.5000 | 1/1 |" in with_test and "Test accuracy -" not in with_test
+    assert "| 0.5000 ± 0.0000 | 0.5000 ± 0.0000 | yes | 1/1 |" in with_test
+    assert "Test accuracy -" not in with_test
 
 
 def test_the_accuracy_ceiling_is_said_only_when_it_tells_something_and_not_as_a_linear_best():
@@ -362,12 +366,104 @@ def test_a_synthetic_sweep_reports_its_workload_error_beside_the_real_table(tmp_
     ]
     assert "max_marginal_error" in pd.read_csv(paths[0]).columns
     text = (tmp_path / "summary.md").read_text()
-    assert "| fem | 0.3 | 0.3 | 1e-09 | 2 | 0.2500 ± 0.0707 | 0.02500 | 0.5000 | 2/2 |" in text
     assert (
-        "| real_table | - (non-private) | - | - | 1 | 0.0000 ± 0.0000 | 0.00000 | 0.8500 | - |"
-        in text
+        "| fem | 0.3 | 0.3 | 1e-09 | 2 | 0.2500 ± 0.0707 | 0.02500 | 0.5000 ± 0.0000 | 2/2 |"
+        in (text)
     )
+    assert (
+        "| real_table | - (non-private) | - | - | 1 | 0.0000 ± 0.0000 | 0.00000 | "
+        "0.8500 ± 0.0000 | - |" in text
+    )
+    assert "| test acc (mean ± sd) | private | median s |" in text
     assert "train acc (mean ± sd)" not in text  # no classifier ran
     assert "Private-mechanism runs whose privacy does NOT hold: 0." in text
     write_report([_row(i=0)], tmp_path, "T")  # a classifier sweep in the same place
     assert not (tmp_path / "fig_synthetic.png").exists()
+
+
+# --- what the tables are of, the certification, the spread, the citation (issue 39, item 11) --
+
+
+def _data(**changes):
+    """The data as summary.json describes it (pipeline.run.summarize), Adult's by default."""
+    data = {
+        "dataset": "adult",
+        "train": {"n": 15682, "d": 3},
+        "test": {"n": 15060, "d": 3},
+        "feature_names": ["age", "workclass=Private", "hours-per-week"],
+        "provenance": {"source": "UCI Adult", "label": "income", "positive": ">50K"},
+    }
+    return data | changes
+
+
+def test_the_summary_names_its_data_label_n_d_and_features(tmp_path):
+    write_report([_row(i=0)], tmp_path, "T", data=_data())
+    lines = (tmp_path / "summary.md").read_text().splitlines()
+    assert lines[2:6] == [
+        "Data: adult (UCI Adult); label income (+1: >50K); n = 15,682 training rows, d = 3 "
+        "features; 15,060 test rows.",
+        "",
+        "Features (3): age, workclass=Private, hours-per-week.",
+        "",
+    ]
+    table = _data(
+        dataset="table",
+        test=None,
+        feature_names=[f"x{j}" for j in range(FEATURES_SHOWN + 5)],
+        provenance={"label": "default", "positive": "yes"},
+    )
+    text = summary_text(results_frame([_row(i=0)]), "T", data=table)
+    assert (
+        "Data: table; label default (+1: yes); n = 15,682 training rows, d = 3 features; no "
+        in (text)
+    )
+    assert f", x{FEATURES_SHOWN - 1}, ... and 5 more (summary.json lists them all)." in text
+    records = _data(provenance={"kind": "records", "label": {"attribute": "y", "positive": "1"}})
+    assert "label y (+1: 1); n = 15,682 training rows, d = 3 attributes" in summary_text(
+        results_frame([]), "T", data=records
+    )
+    synthetic = _data(dataset="synthetic", provenance={"w_star": [1.0], "label_noise": 0.1})
+    assert "label the sign of a linear threshold of the features (w_star in summary.json), " in (
+        summary_text(results_frame([]), "T", data=synthetic)
+    )
+    outcome = SimpleNamespace(headline=lambda: "**Complete**: all.", status="complete")
+    first = summary_text(results_frame([]), "T", outcome=outcome, data=_data()).splitlines()
+    assert first[2] == "**Complete**: all." and first[4].startswith("Data: adult")  # verdict first
+
+
+def test_a_private_rows_certification_is_said_outright():
+    rows = [_row("opdisc", 1.0, i, oracle_certified=i != 1, privacy_holds=i != 1) for i in range(3)]
+    rows += [_row("rspm_gaussian", 1.0, i, oracle_certified=True) for i in range(2)]
+    rows += [_row("dpsgd_lr", 1.0, 0, oracle_calls=0, oracle_certified=None)]
+    text = summary_text(results_frame(rows), "T")
+    assert "| train acc (mean ± sd) | test acc (mean ± sd) | oracle certified | private |" in text
+    assert "| **NO** (1 of 3 runs) | 2/3 |" in text
+    assert "| 0.5500 ± 0.0707 | 0.5000 ± 0.0000 | yes | 2/2 |" in text
+    assert "| no oracle | 1/1 |" in text
+
+
+def test_the_test_accuracy_says_how_it_aggregates_and_gives_its_spread():
+    rows = [_row("opdisc", 1.0, i, test_accuracy=acc) for i, acc in enumerate((0.6, 0.8))]
+    rows.append(_row("erm_01", math.inf, 0, test_accuracy=0.7))
+    text = summary_text(results_frame(rows), "T")
+    assert "| 0.5500 ± 0.0707 | 0.7000 ± 0.1414 | yes | 2/2 |" in text  # sample sd (ddof 1)
+    assert "Accuracies: mean ± sample standard deviation over the row's runs" in text
+    assert "one run each:" in text and "| train acc (1 run) | test acc (1 run) |" in text
+
+
+def test_the_summary_and_figure_1a_cite_the_projects_own_privacy_doc(tmp_path, monkeypatch):
+    """They cited "SPEC section 10", which a clone does not have; docs/privacy.md is in it and
+    has the sections the summary names."""
+    import matplotlib.pyplot as plt
+
+    text = summary_text(results_frame([_row(i=0)]), "T")
+    assert "SPEC" not in text and PRIVACY_DOC in text
+    doc = (REPO / PRIVACY_DOC).read_text()
+    for section in ("What a record shows about a guarantee", "How the proven calibrations are"):
+        assert f'"{section}' in text and f"## {section}" in doc
+    assert "## Epsilon proven: what a report shows" in doc
+    assert "| `opdisc`, `rspm_gaussian` |" in doc and "| `dpsgd_lr` |" in doc
+    seen = {}
+    monkeypatch.setattr(plt.Figure, "savefig", lambda fig, *a, **k: seen.setdefault("fig", fig))
+    figure_1a(results_frame([_row(i=0)]), tmp_path / "a.png")
+    assert seen["fig"].axes[0].get_xlabel() == f"epsilon proven for the noise used ({PRIVACY_DOC})"

@@ -11,6 +11,7 @@ import logging
 import math
 import os
 import signal
+import sqlite3
 import time
 import types
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
+import pipeline.faults as faults
 import pipeline.preflight
 import pipeline.progress
 import pipeline.report
@@ -269,8 +271,13 @@ class FakeTracker:
     def log_failed_child(self, key: str, mechanism: str, reason: str) -> None:
         pass
 
-    def fail_unfinished_children(self) -> None:
+    def close_left_running(self, reason: str) -> int:
+        self.store.events.append("close_left_running")
+        return 0
+
+    def fail_unfinished_children(self, reason: str | None = None) -> int:
         self.unfinished_failed = True
+        return 0
 
     def finish_parent(self, artifacts, metrics, status="FINISHED", tags=None) -> None:
         self.finished = {
@@ -296,8 +303,10 @@ def services(monkeypatch):
         store.todo = list(todo)
         return store.sweep(todo, tracker)
 
-    def write_report(rows, output_dir, title, outcome=None, missing=()):
-        store.reports.append({"rows": list(rows), "outcome": outcome, "missing": list(missing)})
+    def write_report(rows, output_dir, title, outcome=None, missing=(), data=None):
+        store.reports.append(
+            {"rows": list(rows), "outcome": outcome, "missing": list(missing), "data": data}
+        )
         path = Path(output_dir) / "summary.md"
         path.write_text(outcome.headline() + "\n")
         return [path]
@@ -360,7 +369,7 @@ def test_a_complete_sweep_finishes_its_parent_with_its_counts(services, tmp_path
     }
     assert parent["artifacts"] == [tmp_path / "summary.md"]
     # the dataset inputs are built first; Ray is up before the parent exists
-    assert services.events == ["use_datasets", "init_ray", "start_parent"]
+    assert services.events == ["use_datasets", "close_left_running", "init_ray", "start_parent"]
     assert result["status"] == "complete" and result["reason"] == ""
     assert result["runs"] == result["runs_requested"] == 5 and result["missing"] == []
     assert result["parent_run_id"] == "parent-1"
@@ -368,6 +377,10 @@ def test_a_complete_sweep_finishes_its_parent_with_its_counts(services, tmp_path
     assert (tmp_path / ".sweep_id").read_text().strip() == result["sweep_id"]
     (report,) = services.reports
     assert report["outcome"].status == "complete" and report["missing"] == []
+    data = report["data"]  # what summary.md names its tables by (pipeline.report.data_lines)
+    assert data["dataset"] == "synthetic" and data["train"] == {"n": 40, "d": 5}
+    assert data["test"] is None and len(data["feature_names"]) == 5
+    assert data["provenance"]["label_noise"] == 0.1
 
 
 def test_a_broken_guarantee_finishes_the_parent_and_is_counted(services, tmp_path):
@@ -617,6 +630,227 @@ def test_a_disk_fault_mid_sweep_is_one_line_and_leaves_a_resumable_store(
     (parent,) = [r for r in runs if r.info.run_id != half_logged[0]]
     assert parent.info.status == "KILLED" and parent.data.tags["failure_reason"].endswith(said)
     assert "RUNNING" not in statuses.values()
+
+
+class FullDisk:
+    """A disk that a sweep fills (``fill``), simulated as the tests above simulate it (errors
+    raised where a full disk raises them): while full, each write of the tracking store fails
+    as sqlite's does and the report's files as the OS's ENOSPC; the space comes back when the
+    driver's reserve is freed, unless ``stays_full``."""
+
+    WRITES = {"create_run", "set_tag", "set_terminated", "update_run", "log_batch", "log_artifact"}
+
+    def __init__(self, out: Path, stays_full: bool) -> None:
+        self.reserve = out / faults.RESERVE_NAME
+        self.stays_full = stays_full
+        self.filled = self.reserved = False
+
+    def fill(self) -> None:
+        self.filled, self.reserved = True, self.reserve.exists()
+
+    @property
+    def full(self) -> bool:
+        freed = self.reserved and not self.reserve.exists()
+        return self.filled and (self.stays_full or not freed)
+
+    def client(self, real):
+        disk = self
+
+        class Client:
+            def __getattr__(self, name):
+                method = getattr(real, name)
+                if name not in disk.WRITES:
+                    return method
+
+                def write(*args, **kwargs):
+                    if disk.full:
+                        raise sqlite3.OperationalError("database or disk is full")
+                    return method(*args, **kwargs)
+
+                return write
+
+        return Client()
+
+    def install(self, monkeypatch) -> None:
+        real_tracker, real_report = run_module.SweepTracker, run_module.write_report
+        real_summary = run_module.write_summary
+
+        def tracker(*args):
+            made = real_tracker(*args)
+            made.client = self.client(made.client)
+            return made
+
+        def on_disk(write, name):
+            def written(*args, **kwargs):
+                if self.full:
+                    raise OSError(errno.ENOSPC, "No space left on device", name)
+                return write(*args, **kwargs)
+
+            return written
+
+        monkeypatch.setattr(run_module, "SweepTracker", tracker)
+        monkeypatch.setattr(run_module, "write_report", on_disk(real_report, "results.csv"))
+        monkeypatch.setattr(run_module, "write_summary", on_disk(real_summary, "summary.md"))
+        monkeypatch.setattr(run_module, "init_ray", lambda config: None)
+
+
+def _filling_the_disk(disk: FullDisk, finished: int, seen: dict):
+    """run_sweep: ``finished`` runs logged, one child created, then the disk full under it."""
+    from pipeline.tasks import run_one
+
+    def run_sweep(config, train, test, tracker, todo):
+        reserve = disk.reserve.stat()
+        seen["reserved"] = reserve.st_size, reserve.st_blocks * 512
+        cheap = [k for k in todo if k.mechanism != "opdisc"][:finished]
+        for key in cheap:
+            tracker.log_child(*run_one(config, key, train, test), {})
+        child = tracker.client.create_run(
+            tracker.experiment_id,
+            tags={"mlflow.parentRunId": tracker.parent_id, "run_key": str(todo[0])},
+        )
+        seen["half_logged"] = child.info.run_id
+        disk.fill()
+        tracker.client.set_terminated(child.info.run_id, status="FINISHED")  # no space: raises
+        raise AssertionError("the full disk took a write")
+
+    return run_sweep
+
+
+def test_a_full_disk_marks_the_sweep_run_killed_and_writes_summary_md(tmp_path, monkeypatch):
+    """The store and the output directory on the disk that filled: the space the driver kept
+    back is given back, the sweep run is KILLED (as the README says, not RUNNING) and summary.md
+    says what finished and why the sweep stopped."""
+    disk, seen = FullDisk(tmp_path, stays_full=False), {}
+    disk.install(monkeypatch)
+    monkeypatch.setattr(run_module, "run_sweep", _filling_the_disk(disk, 2, seen))
+    config = _sweep_config(tmp_path)
+    with pytest.raises(StorageError) as raised:
+        run_module.run_sweep_and_report(config, tmp_path)
+    assert seen["reserved"][0] == faults.RESERVE_BYTES
+    assert seen["reserved"][1] >= faults.RESERVE_BYTES  # blocks on the disk, not a sparse file
+    assert str(raised.value) == (
+        f"the sweep stopped: the disk is full under {tmp_path}; 2 of 5 runs finished and are "
+        "kept, the sweep run is marked KILLED, summary.md says so; free space (or make it "
+        "writable) and rerun the same command to resume"
+    )
+    runs = {r: (status, tags) for r, status, _, tags in _store_runs(config.tracking.tracking_uri)}
+    assert "RUNNING" not in [status for status, _ in runs.values()]
+    (parent,) = [(st, tags) for st, tags in runs.values() if tags.get("role") == "sweep"]
+    assert parent[0] == "KILLED" and parent[1]["failure_reason"] == "stopped: the disk is full"
+    assert runs[seen["half_logged"]][0] == "FAILED"
+    summary = (tmp_path / "summary.md").read_text().splitlines()
+    assert summary[2] == (
+        f"**STOPPED BY THE DISK (partial sweep)**: the sweep stopped: the disk is full under "
+        f"{tmp_path}; 2 of 5 requested runs finished, 3 not run; free space (or make it "
+        "writable) and rerun the same command to resume."
+    )
+    assert (tmp_path / "results.csv").exists() and not disk.reserve.exists()
+
+
+def test_a_disk_still_full_leaves_the_sweep_run_to_the_next_start(tmp_path, monkeypatch):
+    """When even the space kept back does not make the store take a write, the sweep run stays
+    RUNNING and the line says so; the next start, with space, closes it (KILLED, then
+    resumed) and finishes the sweep, with no run left RUNNING."""
+    disk, seen = FullDisk(tmp_path, stays_full=True), {}
+    disk.install(monkeypatch)
+    monkeypatch.setattr(run_module, "run_sweep", _filling_the_disk(disk, 1, seen))
+    config = _sweep_config(tmp_path)
+    with pytest.raises(StorageError) as raised:
+        run_module.run_sweep_and_report(config, tmp_path)
+    assert "the sweep run could not be marked (the store takes no writes), summary.md could " in (
+        str(raised.value)
+    )
+    disk.filled = False  # space freed
+    monkeypatch.setattr(
+        run_module, "run_sweep", lambda config, train, test, tracker, todo: ([], {})
+    )
+    result = run_module.run_sweep_and_report(config, tmp_path)
+    assert result["runs"] == 1 and result["status"] == "incomplete"
+    runs = _store_runs(config.tracking.tracking_uri)
+    assert "RUNNING" not in [status for _, status, _, _ in runs]
+    (parent,) = [tags for _, _, _, tags in runs if tags.get("role") == "sweep"]
+    assert parent["lost_driver"].startswith("left RUNNING by a driver that ended without closing")
+    assert (tmp_path / "summary.md").read_text().splitlines()[2].startswith("**INCOMPLETE")
+
+
+def _store_runs(uri: str) -> list[tuple[str, str, str, dict[str, str]]]:
+    """Every run in a sqlite store, deleted ones too (MLflow's search leaves those out), as
+    (run id, status, lifecycle stage, tags)."""
+    import sqlite3
+
+    with sqlite3.connect(uri.removeprefix("sqlite:///")) as db:
+        runs = db.execute("select run_uuid, status, lifecycle_stage from runs").fetchall()
+        tags: dict[str, dict[str, str]] = {}
+        for run_id, key, value in db.execute("select run_uuid, key, value from tags"):
+            tags.setdefault(run_id, {})[key] = value
+    return [(run_id, status, stage, tags.get(run_id, {})) for run_id, status, stage in runs]
+
+
+def _as_left_by_kill_9(config: Config, out: Path) -> tuple[str, int]:
+    """The store and lock file as a driver killed with ``kill -9`` leaves them: its sweep run
+    RUNNING and naming it, a child half-logged (RUNNING), the lock file naming it; returns the
+    child's id and the dead driver's pid."""
+    import socket
+    import subprocess
+
+    from mlflow import MlflowClient
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that is gone, as a driver's after kill -9
+    client = MlflowClient(config.tracking.tracking_uri)
+    experiment = client.get_experiment_by_name("oracle-dp").experiment_id
+    (parent,) = client.search_runs([experiment], "tags.role = 'sweep'")
+    parent_id = parent.info.run_id
+    client.update_run(parent_id, status="RUNNING")
+    client.set_tag(parent_id, "driver", f"{socket.gethostname()}:{dead.pid}")
+    child = client.create_run(
+        experiment, tags={"mlflow.parentRunId": parent_id, "run_key": "opdisc/eps=0.5/run=0"}
+    )
+    holder = {
+        "host": socket.gethostname(),
+        "pid": dead.pid,
+        "sweep_id": parent.data.tags["sweep_id"],
+        "started": "2024-01-01 00:00:00",
+    }
+    (out / ".driver.lock").write_text(json.dumps(holder))
+    return child.info.run_id, dead.pid
+
+
+def test_the_next_driver_closes_what_a_killed_driver_left_running(tmp_path, monkeypatch, caplog):
+    """kill -9 of a driver left its sweep run and a half-logged child RUNNING; the rerun resumed
+    the sweep run but deleted the child as it was, RUNNING in mlflow.db for good. The next
+    driver closes both first, with a reason that names the dead driver (its lock file's)."""
+    monkeypatch.setattr(run_module, "init_ray", lambda config: None)
+    monkeypatch.setattr(
+        run_module, "run_sweep", lambda config, train, test, tracker, todo: ([], {})
+    )
+    config = _sweep_config(tmp_path)
+    run_module.run_sweep_and_report(config, tmp_path)  # creates the store and the sweep run
+    child, pid = _as_left_by_kill_9(config, tmp_path)
+    with caplog.at_level(logging.WARNING, logger="pipeline.run"):
+        run_module.run_sweep_and_report(config, tmp_path)
+    runs = {
+        run_id: (status, stage, tags)
+        for run_id, status, stage, tags in _store_runs(config.tracking.tracking_uri)
+    }
+    assert [r for r, (status, _, _) in runs.items() if status == "RUNNING"] == []
+    status, stage, tags = runs[child]
+    assert (status, stage) == ("FAILED", "deleted")  # closed, then deleted to be redone
+    assert tags["failure_reason"].startswith(
+        f"left RUNNING by a driver that ended without closing it (pid {pid} on "
+    )
+    assert (
+        "kill -9, out of memory or a full disk); closed by the next driver"
+        in tags["failure_reason"]
+    )
+    (parent,) = [tags for _, _, tags in runs.values() if tags.get("role") == "sweep"]
+    assert parent["lost_driver"] == tags["failure_reason"]  # kept by the resumed sweep run
+    assert any(
+        "closed 2 run(s) left RUNNING by a driver that is gone" in r.getMessage()
+        for r in caplog.records
+    )
+    run_module.run_sweep_and_report(config, tmp_path)  # nothing left: nothing closed
+    assert sum("closed" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_a_fault_that_is_not_the_disks_is_raised_as_it_is(tmp_path, monkeypatch):

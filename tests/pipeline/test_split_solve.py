@@ -3,8 +3,6 @@ best value give the one-process answer; a part that fails leaves the whole uncer
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -16,6 +14,7 @@ from oracles.window import WindowOracle
 from tests.oracles.contract import hard_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 from tests.pipeline.own_ray import own_ray
+from tests.timing import assert_returns_near, timed
 
 
 @pytest.fixture(scope="module")
@@ -109,18 +108,20 @@ def test_a_task_holds_at_least_one_cpu():
 
 @pytest.mark.integration
 def test_a_split_solve_on_ray_returns_within_its_limit_and_counts_its_parts_cpu(local_ray):
-    """A search that cannot finish in 2 s, its parts as Ray tasks: back within 1.1 x the limit
-    plus 5 s, uncertified, its certificate counting the CPU its parts got in
-    the workers' processes beside this one's."""
+    """A search that cannot finish in 2 s, its parts as Ray tasks: back near the limit (its CPU,
+    the parts' in the workers' processes and this one's, within 1.1 x the limit on its 2 CPUs
+    plus 5 s; its wall-clock time within 1.1 x the limit plus 5 s, plus the slack a loaded
+    machine takes: tests/timing.py), uncertified, its certificate counting the CPU its parts got
+    in the workers' processes beside this one's."""
     from pipeline.split_solve import ray_map_parts
 
     oracle = make_oracle(
         "window", time_limit=2.0, parts=2, map_parts=ray_map_parts(1), fallback=None
     )
-    start = time.perf_counter()
-    cert = oracle.solve(hard_instance()).certificate
-    seconds = time.perf_counter() - start
-    assert seconds <= 1.1 * 2.0 + 5.0 and not cert.certified, (seconds, cert.message)
+    with timed() as took:
+        cert = oracle.solve(hard_instance()).certificate
+    assert not cert.certified, cert.message
+    assert_returns_near(2.0, took.wall, cert.cpu_seconds, took.slowdown, cpus=2)
     assert cert.extra["remote_cpu_seconds"] > 0.0  # the two parts searched in the workers
     assert cert.cpu_seconds >= cert.extra["remote_cpu_seconds"]
 
@@ -134,9 +135,9 @@ def test_parts_the_cluster_never_starts_are_stopped_at_the_deadline(local_ray):
     oracle = make_oracle(
         "window", time_limit=1.0, parts=2, map_parts=ray_map_parts(3), fallback=None
     )
-    start = time.perf_counter()
-    cert = oracle.solve(hard_instance()).certificate
-    seconds = time.perf_counter() - start
-    assert seconds <= 1.0 + PART_GRACE_SECONDS + 5.0, seconds
+    with timed() as took:
+        cert = oracle.solve(hard_instance()).certificate
+    # the driver waits out the grace on the wall clock; the slack is a loaded machine's
+    assert took.wall <= 1.0 + PART_GRACE_SECONDS + 5.0 * took.slowdown, took.wall
     assert cert.status.value == "time_limit" and cert.extra["parts_unfinished"] == 2
     assert "had not returned by the solve's deadline" in cert.message
