@@ -64,6 +64,11 @@ class OracleConfig(ReadOnly):
     #: into this many parts run as Ray tasks of ``threads`` CPUs each, sharing the best value
     #: (``pipeline.split_solve``); 1: in the run's own process.
     parts: int = 1
+    #: Before any run, estimate the window search's tree on each (mechanism, epsilon) of OPDisc
+    #: and RSPM whose problem this oracle sends to it, and warn when it is not expected to
+    #: certify within ``time_limit`` (``pipeline.preflight.check_tree_sizes``, at most
+    #: ``ESTIMATE_SECONDS``); false: no estimate.
+    estimate: bool = True
 
     def check(self) -> None:
         # the names (and the split oracles, ``oracle.parts``) are the registry's
@@ -381,11 +386,18 @@ class Config(ReadOnly):
 DATASET_FOR = {"features": "adult", "records": "adult_records"}
 #: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
 OPERATIONAL = frozenset({"max_oracle_calls", "max_runs"})
+#: Oracle keys that change what the driver says before the runs, not what they compute: left
+#: out of a sweep's identity (a sweep rerun with ``oracle.estimate=false`` resumes).
+OPERATIONAL_ORACLE = frozenset({"estimate"})
 
 
 def sweep_id(resolved: dict[str, Any]) -> str:
     """A deterministic id of a sweep's content (not of where its outputs go)."""
     content = {k: v for k, v in resolved.items() if k not in ("tracking", "cluster", "output_dir")}
+    if isinstance(content.get("oracle"), dict):
+        content["oracle"] = {
+            k: v for k, v in content["oracle"].items() if k not in OPERATIONAL_ORACLE
+        }
     if isinstance(content.get("sweep"), dict):  # operational limits do not change the results
         content["sweep"] = {k: v for k, v in content["sweep"].items() if k not in OPERATIONAL}
         swept = set(content["sweep"].get("mechanisms") or ())

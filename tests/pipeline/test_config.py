@@ -198,3 +198,10 @@ def test_the_run_count_is_the_number_of_keys_and_max_runs_is_not_the_sweeps_iden
         validate(_compose(["+sweep=smoke", "sweep.seeds=3", "sweep.max_runs=99"]))
     )
     assert sweep_id(resolved) == sweep_id(raised)
+
+
+def test_oracle_estimate_is_on_by_default_and_not_the_sweeps_identity():
+    config = validate(_compose(["+sweep=smoke"]))
+    off = validate(_compose(["+sweep=smoke", "oracle.estimate=false"]))
+    assert config.oracle.estimate is True and off.oracle.estimate is False
+    assert sweep_id(dataclasses.asdict(config)) == sweep_id(dataclasses.asdict(off))
