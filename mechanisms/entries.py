@@ -34,7 +34,7 @@ import numpy as np
 
 from core.validation import check_choice
 from mechanisms.release import Release
-from mechanisms.runner import SolveMany, run, solve_sequentially
+from mechanisms.runner import Prepared, SolveMany, prepare, run, solve_sequentially
 from mechanisms.synthetic.domain import ConjunctionClass, Domain, Workload
 from mechanisms.synthetic.evaluate import TableScores, score_table
 from mechanisms.synthetic.fem import SyntheticRelease
@@ -258,6 +258,16 @@ class ClassifierEntry(Entry):
             solve_many=request.solve_many,
             feature_names=data.feature_names,
         )
+
+    def prepare(self, request: Request[Labelled]) -> Prepared:
+        """What ``release`` has before its oracle calls (``mechanisms.runner.prepare``): the
+        noise drawn from the request's generator and the problems built, exactly as the run
+        makes them; a ValueError for an entry that runs whole."""
+        if self.build is None:
+            raise ValueError(f"{self.name!r} runs whole: it builds no problem for an oracle")
+        data = request.data
+        mechanism = self.build(self.request_parameters(request))
+        return prepare(mechanism, data.X, data.y, request.rng, feature_names=data.feature_names)
 
     def score(self, release: Release, train: Labelled, test: Labelled | None) -> ClassifierScores:
         """Its accuracy on the training set and on the test set (nan without one)."""

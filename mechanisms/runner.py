@@ -14,7 +14,7 @@ privacy proof assumes (mechanisms.bounds) before any noise is drawn.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
@@ -52,6 +52,39 @@ def solve_sequentially(oracle: Any, problems: Sequence[Any]) -> list[Solution]:
     return [oracle.solve(p) for p in problems]
 
 
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """What a run has before its oracle calls: the merged rows, the noise drawn and the
+    problems to solve, and the seconds they took (the data check and bounds not included)."""
+
+    rows: MergedRows
+    noise: Noise | None
+    problems: list[Any]
+    seconds: float
+
+
+def prepare(
+    mechanism: OracleMechanism,
+    X: np.ndarray,
+    y: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    feature_names: Sequence[str] | None = None,
+) -> Prepared:
+    """The steps of a run before its oracle calls (module docstring): the data checked against
+    the mechanism's bounds, the noise drawn from ``rng``, the problems built. ``run`` is this
+    and then the calls; a preflight (``pipeline.preflight.check_tree_sizes``) builds the very
+    problems a run solves with it."""
+    X, y = check_data(X, y)
+    rng = check_rng(rng)
+    X = mechanism.enforce_bounds(X, feature_names)  # refused (or clipped) before any noise
+    start = time.perf_counter()
+    rows = MergedRows.from_xy(X, y)
+    noise = mechanism.draw_noise(rng, rows.n, rows.d)
+    problems = mechanism.problems(rows, noise)
+    return Prepared(rows, noise, problems, time.perf_counter() - start)
+
+
 def run(
     mechanism: OracleMechanism,
     X: np.ndarray,
@@ -66,19 +99,12 @@ def run(
 
     ``feature_names`` name the columns in a refusal of data beyond a bound (else: indices).
     """
-    X, y = check_data(X, y)
-    rng = check_rng(rng)
-    X = mechanism.enforce_bounds(X, feature_names)  # refused (or clipped) before any noise
-    start = time.perf_counter()
-    rows = MergedRows.from_xy(X, y)
-    noise = mechanism.draw_noise(rng, rows.n, rows.d)
-    problems = mechanism.problems(rows, noise)
+    prepared = prepare(mechanism, X, y, rng, feature_names=feature_names)
     built = time.perf_counter()
-    solutions = solve_many(oracle, problems)
+    solutions = solve_many(oracle, prepared.problems)
     solved = time.perf_counter()
-    timings = {"prepare": built - start, "solve": solved - built}
-    release = mechanism.finish(rows, noise, solutions, rng, timings)
-    return release
+    timings = {"prepare": prepared.seconds, "solve": solved - built}
+    return mechanism.finish(prepared.rows, prepared.noise, solutions, rng, timings)
 
 
 def exact_argmin_release(

@@ -165,6 +165,16 @@ def remaining_message(estimate: TreeEstimate, made: int, rate: float | None) -> 
     return f"{text}, about {hours:.2g} CPU-hours at {_sig(rate)} nodes/s"
 
 
+def size_message(estimate: TreeEstimate, rate: float) -> str:
+    """'about N nodes (L to H), about X CPU-hours at R nodes/s': the whole tree, before any
+    node (a preflight; ``remaining_message`` is a running search's)."""
+    spread = ""
+    if not estimate.exact and estimate.high > estimate.low:
+        spread = f" ({_sig(estimate.low)} to {_sig(estimate.high)})"
+    hours = estimate.seconds_left(0, rate) / 3600.0
+    return f"about {_sig(estimate.nodes)} nodes{spread}, about {hours:.2g} CPU-hours at {_sig(rate)} nodes/s"
+
+
 def selection_probabilities(weight: np.ndarray, h: np.ndarray) -> np.ndarray:
     """The chance that one draw (``width`` = 1) takes each node: q_i / Q, q = weight h."""
     q = weight * h
@@ -357,6 +367,7 @@ __all__ = [
     "remaining_message",
     "resample",
     "selection_probabilities",
+    "size_message",
     "slack_proxy",
     "systematic_counts",
 ]

@@ -69,6 +69,11 @@ class OracleConfig(ReadOnly):
     #: docs/privacy.md, "Carrying on"); a larger ``time_limit`` than the sweep's last one does
     #: the same. The time limit and this are not part of the sweep's identity.
     carry_on: bool = False
+    #: Before any run, estimate the window search's tree on each (mechanism, epsilon) of OPDisc
+    #: and RSPM whose problem this oracle sends to it, and warn when it is not expected to
+    #: certify within ``time_limit`` (``pipeline.preflight.check_tree_sizes``, at most
+    #: ``ESTIMATE_SECONDS``); false: no estimate.
+    estimate: bool = True
 
     def check(self) -> None:
         # the names (and the split oracles, ``oracle.parts``) are the registry's
@@ -386,10 +391,12 @@ class Config(ReadOnly):
 DATASET_FOR = {"features": "adult", "records": "adult_records"}
 #: Sweep keys that limit how a sweep runs, not what it computes: left out of its identity.
 OPERATIONAL = frozenset({"max_oracle_calls", "max_runs"})
-#: Oracle keys that limit how long a solve runs, not what it solves: left out of its identity, so
-#: that the same command with a longer limit (or ``oracle.carry_on``) carries the sweep on in its
-#: own directory. A certified release is the exact argmin whatever the limit (SPEC section 8).
-OPERATIONAL_ORACLE = frozenset({"time_limit", "carry_on"})
+#: Oracle keys that limit how long a solve runs or what the driver says before the runs, not
+#: what a run solves: left out of a sweep's identity, so that the same command with a longer
+#: limit (or ``oracle.carry_on``) carries the sweep on in its own directory, and one with
+#: ``oracle.estimate=false`` resumes. A certified release is the exact argmin whatever the limit
+#: (SPEC section 8).
+OPERATIONAL_ORACLE = frozenset({"time_limit", "carry_on", "estimate"})
 
 
 def sweep_id(resolved: dict[str, Any]) -> str:

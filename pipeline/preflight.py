@@ -20,6 +20,10 @@ cannot run leaves no FAILED parent and no empty report:
 * ``check_data_bounds``: the training data against every bound a mechanism's privacy proof
   assumes (OPSamp's ``x_max``, mechanisms.bounds): data beyond it are refused in one line naming
   the setting, the row and the feature, rather than failing every run of the sweep.
+* ``check_tree_sizes``: for OPDisc and RSPM on an oracle that sends their problem to the window
+  search, the search's tree estimated on each (mechanism, epsilon) of the grid
+  (``oracles.tree_size``); a warning line for each that is not expected to certify within
+  ``oracle.time_limit`` (``oracle.estimate=false``: no estimate).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import os
 import socket
 import sqlite3
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import warnings
@@ -38,12 +43,20 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import urlparse
 
+import numpy as np
+
 from core.validation import InvalidValue
 from mechanisms.bounds import FeatureBoundError
 from mechanisms.catalog import CATALOG, NON_ORACLE, build_mechanism
 from mechanisms.privacy import PrivacyLeakWarning
+from oracles import tree_size
+from oracles.branch import SearchStopped
+from oracles.budget import Budget
+from oracles.routing import Route, chain_for, classify
+from oracles.split import plan_split
+from oracles.tree_size import TreeEstimate, estimate_tree, size_message
 from pipeline.config import ConfigError
-from pipeline.tasks import privacy_delta, run_data
+from pipeline.tasks import RunKey, format_epsilon, privacy_delta, run_data, run_request
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +64,13 @@ log = logging.getLogger(__name__)
 PROBE_TIMEOUT = 5.0
 #: Above this many oracle calls (Ray tasks) per run, a sweep warns.
 WARN_ORACLE_CALLS = 100
+#: The mechanisms whose one problem (a grid with their noise) the window search may solve.
+TREE_MECHANISMS = frozenset({"opdisc", "rspm_gaussian", "rspm_laplace"})
+#: Seconds ``check_tree_sizes`` spends on all the grid's shapes before it stops estimating.
+ESTIMATE_SECONDS = 30.0
+#: The grid search's seconds for the incumbent a shape's tree is estimated below (the window
+#: search's own takes up to 5 s: a worse incumbent here makes the estimate larger, not smaller).
+PLAN_SECONDS = 1.0
 
 
 class ServiceError(RuntimeError):
@@ -333,3 +353,94 @@ def _require_calls(m: int, limit: int, eps: float, seeds: int) -> None:
             m * seeds,
             seeds,
         )
+
+
+def check_tree_sizes(
+    config,
+    train,
+    *,
+    rate: float | None = None,
+    seconds: float = ESTIMATE_SECONDS,
+) -> list[str]:
+    """Warn of the shapes whose window search is not expected to certify within the limit.
+
+    For each (mechanism, epsilon) of the grid whose mechanism is OPDisc or RSPM
+    (``TREE_MECHANISMS``) and whose problem the configured oracle's route sends to the window
+    search (``oracles.routing.classify`` and ``chain_for``: the ``structured`` route only for a
+    generic table with noise, the ``window`` and ``portfolio`` routes for every grid): run 0's
+    problem built exactly as that run builds it (``pipeline.tasks.run_request``, its own
+    generator, ``ClassifierEntry.prepare``), planned as the window search plans it
+    (``oracles.split.plan_split``, a grid search of ``PLAN_SECONDS``), and its tree below the
+    plan's incumbent estimated (``oracles.tree_size.estimate_tree``, seed 0). A shape whose
+    estimate is not certified within ``oracle.time_limit`` CPU seconds on the solve's CPUs
+    (``oracle.threads``, times ``oracle.parts`` when the parts run as tasks) at ``rate`` nodes a
+    CPU second (default ``oracles.tree_size.TYPICAL_RATE``) gets one warning line. After
+    ``seconds`` the rest are not estimated, and a line says so. Nothing when
+    ``oracle.estimate`` is false. Returns the lines (each also logged as a warning).
+
+    Privacy: the estimate reads the private training data and run 0's noise, and what it says
+    (a tree's size) depends on both, like a certificate's gap. It goes only to the operator
+    running the sweep (the driver's log), never into a release, a run's record, MLflow or the
+    report. It draws nothing from any run's generator: run 0's is made afresh here, and the run
+    makes its own, which draws the same noise.
+    """
+    if not config.oracle.estimate or config.sweep is None:
+        return []
+    names = [m for m in config.sweep.mechanisms if config.mechanisms[m].name in TREE_MECHANISMS]
+    shapes = [(name, float(eps)) for name in names for eps in config.sweep.epsilons]
+    rate = tree_size.TYPICAL_RATE if rate is None else rate
+    cpus = config.oracle.threads * config.oracle.parts
+    limit = config.oracle.time_limit
+    start = time.monotonic()
+    lines: list[str] = []
+    for done, (name, eps) in enumerate(shapes):
+        left = seconds - (time.monotonic() - start)
+        if left <= 0:
+            lines.append(
+                f"stopped estimating the window search's trees after {seconds:g} s: "
+                f"{len(shapes) - done} of {len(shapes)} (mechanism, epsilon) not estimated "
+                "(oracle.estimate=false turns the estimate off)"
+            )
+            log.warning("%s", lines[-1])
+            break
+        estimate = shape_tree(config, train, RunKey(name, eps, 0), min(PLAN_SECONDS, left))
+        if estimate is None or estimate.certifies_within(limit * cpus, rate):
+            continue
+        on = f" on {cpus} CPUs" if cpus > 1 else ""
+        lines.append(
+            f"{name} at epsilon {format_epsilon(eps)}: the window search is estimated at "
+            f"{size_message(estimate, rate)}: it is not expected to certify within "
+            f"oracle.time_limit={limit:g} s{on}; give a longer limit, more CPUs, or carry on "
+            "(oracle.carry_on=true)"
+        )
+        log.warning("%s", lines[-1])
+    return lines
+
+
+def shape_tree(config, train, key: RunKey, plan_seconds: float) -> TreeEstimate | None:
+    """The window search's tree on run ``key``'s problem (``check_tree_sizes``), or None when
+    the run's oracle does not send that problem to the window search."""
+    request = run_request(config, key, train)
+    entry = CATALOG[request.settings.name]
+    route = entry.oracle_of(request.settings, request.oracles)
+    if not isinstance(route, Route):
+        return None
+    with warnings.catch_warnings():  # data clipped to a bound: check_data_bounds said so
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        problem = entry.prepare(request).problems[0]
+    budget = Budget.from_limit(route.time_limit, route.threads)
+    kind = classify(route.name, problem, route.strategy("structured"), budget)
+    if not any(step.strategy == "window" for step in chain_for(route.name, kind.problem_class)):
+        return None
+    window = route.strategy("window")
+    try:
+        plan = plan_split(
+            problem,
+            Budget.from_limit(plan_seconds),
+            search_seconds=plan_seconds,
+            seed=window.seed,
+            lagrange_iterations=window.lagrange_iterations,
+        )
+    except SearchStopped:  # the frontier alone is too large: the search cannot certify either
+        return None
+    return estimate_tree(plan.tables, plan.incumbent, rng=np.random.default_rng(0))

@@ -37,6 +37,7 @@ from pipeline.preflight import (
     check_oracle_calls,
     check_rows,
     check_task_cpus,
+    check_tree_sizes,
     check_workload,
     local_cpus,
     probe_ray_address,
@@ -284,6 +285,8 @@ def _plan(config: Config, output_dir: Path, train, test, planning: Phase) -> Swe
     check_workload(config, train)
     check_oracle_calls(config, config.sweep.epsilons, train.n, train.d)
     clipped = check_data_bounds(config, train)
+    planning.now("estimating the window search's trees (oracle.estimate=false: not)")
+    check_tree_sizes(config, train)  # warnings for the operator only, never in the record
     uri = config.tracking.tracking_uri or default_tracking_uri(output_dir)
     sid = sweep_id(resolved)
     return SweepPlan(config, output_dir, train, test, resolved, sid, keys, uri, clipped)

@@ -181,19 +181,21 @@ def run_data(config: Config, entry: Entry, dataset: Dataset) -> Labelled | Table
     return entry.data(dataset, entry_workload)
 
 
-def run_release(
+def run_request(
     config: Config,
     key: RunKey,
     train: Dataset,
     *,
     solve_many: SolveMany | None = None,
     threads: int | None = None,
-) -> Release | SyntheticRelease:
-    """The release of one run (no I/O): the catalog entry's one ``Request``, with the run's
-    generator (``run_generator``) and the sweep's oracles (``SweepOracles``)."""
+) -> Request:
+    """The catalog entry's one ``Request`` of run ``key``: its settings, target and data, a
+    fresh generator of its own (``run_generator``) and the sweep's oracles (``SweepOracles``).
+    Made again it is the same request: a preflight that builds run 0's problem from it
+    (``pipeline.preflight.check_tree_sizes``) draws nothing that run does not draw itself."""
     cfg = config.mechanisms[key.mechanism]
     entry = CATALOG[cfg.name]
-    request = Request(
+    return Request(
         cfg,
         key.epsilon,
         privacy_delta(config, train.n),
@@ -203,7 +205,19 @@ def run_release(
         oracles=SweepOracles(config.oracle, threads, carry_directory(config)),
         solve_many=solve_many or solve_sequentially,
     )
-    return entry.release(request)
+
+
+def run_release(
+    config: Config,
+    key: RunKey,
+    train: Dataset,
+    *,
+    solve_many: SolveMany | None = None,
+    threads: int | None = None,
+) -> Release | SyntheticRelease:
+    """The release of one run (no I/O): the catalog entry's one ``Request`` (``run_request``)."""
+    request = run_request(config, key, train, solve_many=solve_many, threads=threads)
+    return CATALOG[request.settings.name].release(request)
 
 
 def workload_k(config: Config, domain: Domain) -> int:

@@ -208,3 +208,10 @@ def test_the_time_limit_and_carrying_on_are_not_the_sweeps_identity():
     assert sweep_id(dataclasses.asdict(validate(_compose(longer)))) == base
     other = sweep_id(dataclasses.asdict(validate(_compose(["+sweep=smoke", "oracle=window"]))))
     assert other != base
+
+
+def test_oracle_estimate_is_on_by_default_and_not_the_sweeps_identity():
+    config = validate(_compose(["+sweep=smoke"]))
+    off = validate(_compose(["+sweep=smoke", "oracle.estimate=false"]))
+    assert config.oracle.estimate is True and off.oracle.estimate is False
+    assert sweep_id(dataclasses.asdict(config)) == sweep_id(dataclasses.asdict(off))

@@ -6,6 +6,7 @@ epsilons end to end: test_reliability.py.)"""
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import sqlite3
 import threading
@@ -17,6 +18,8 @@ from hydra import compose, initialize_config_dir
 
 from core.validation import InvalidValue
 from mechanisms.synthetic.domain import Domain
+from oracles import tree_size
+from pipeline import preflight
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, SweepConfig, validate
 from pipeline.data.record import Dataset, records_provenance
@@ -28,14 +31,17 @@ from pipeline.preflight import (
     check_job_output_dir,
     check_oracle_calls,
     check_task_cpus,
+    check_tree_sizes,
     check_workload,
     local_cpus,
     local_ray_error,
     probe_ray_address,
     probe_tracking_store,
     ray_connect_error,
+    shape_tree,
     under_ray_job,
 )
+from pipeline.tasks import RunKey, run_release
 
 
 def _config(*overrides):
@@ -231,3 +237,119 @@ def test_every_task_must_fit_in_the_largest_node(monkeypatch):
     assert local_cpus(_config("cluster.address=auto")) is None
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
     assert local_cpus(_config()) is None
+
+
+# --- the window search's tree before the sweep (check_tree_sizes) --------------------------------
+
+
+def _generic_table(n=40, d=6, seed=1):
+    """A tiny table of continuous columns: the window search's tree is a few dozen nodes."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, d)).round(3)
+    y = np.where(X @ rng.normal(size=d) + 0.3 * rng.normal(size=n) > 0, 1, -1)
+    return Dataset(X, y, [f"x{i}" for i in range(d)])
+
+
+def _tree_config(*overrides):
+    return _config("oracle=window", "sweep.mechanisms=[rspm_gaussian,dpsgd_lr]", *overrides)
+
+
+def test_a_tree_that_certifies_within_the_limit_says_nothing(caplog):
+    with caplog.at_level(logging.WARNING, logger="pipeline.preflight"):
+        assert check_tree_sizes(_tree_config(), _generic_table()) == []
+    assert caplog.text == ""
+
+
+def test_a_tree_that_does_not_certify_within_the_limit_warns_once_per_shape(caplog, monkeypatch):
+    monkeypatch.setattr(tree_size, "TYPICAL_RATE", 1e-3)  # a node every 1,000 s
+    config = _tree_config("sweep.epsilons=[1.0,10.0]", "oracle.time_limit=300")
+    with caplog.at_level(logging.WARNING, logger="pipeline.preflight"):
+        lines = check_tree_sizes(config, _generic_table())
+    assert [line.split(":")[0] for line in lines] == [
+        "rspm_gaussian at epsilon 1",
+        "rspm_gaussian at epsilon 10",
+    ]
+    for line in lines:
+        assert re.fullmatch(
+            r"rspm_gaussian at epsilon 1?0?: the window search is estimated at about \d+ nodes, "
+            r"about [\d.e+-]+ CPU-hours at 0.001 nodes/s: it is not expected to certify within "
+            r"oracle.time_limit=300 s; give a longer limit, more CPUs, or carry on "
+            r"\(oracle.carry_on=true\)",
+            line,
+        ), line
+        assert line in caplog.text
+    # the same from a limit too small for the typical rate
+    monkeypatch.undo()
+    tiny = check_tree_sizes(_tree_config("oracle.time_limit=1e-9"), _generic_table())
+    assert len(tiny) == 1 and "within oracle.time_limit=1e-09 s;" in tiny[0]
+
+
+def test_the_estimate_counts_every_cpu_of_a_solve(monkeypatch):
+    monkeypatch.setattr(tree_size, "TYPICAL_RATE", 1e-3)
+    (line,) = check_tree_sizes(_tree_config("oracle.threads=2"), _generic_table())
+    assert "within oracle.time_limit=600 s on 2 CPUs;" in line
+
+
+def test_oracle_estimate_false_estimates_nothing(monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("estimated a tree with oracle.estimate=false")
+
+    monkeypatch.setattr(preflight, "shape_tree", never)
+    monkeypatch.setattr(tree_size, "TYPICAL_RATE", 1e-3)
+    config = _tree_config("oracle.estimate=false")
+    assert config.oracle.estimate is False
+    assert check_tree_sizes(config, _generic_table()) == []
+
+
+def test_shapes_the_route_sends_elsewhere_are_not_estimated(monkeypatch):
+    monkeypatch.setattr(tree_size, "TYPICAL_RATE", 1e-3)  # any tree estimated would warn
+    structured = _tree_config("oracle=structured")
+    one_hot = Dataset(np.eye(4)[[0, 1, 2, 3, 0, 1, 2, 3, 0, 1]], [1, -1] * 5, list("abcd"))
+    assert check_tree_sizes(structured, one_hot) == []  # the structured search's shape
+    # six continuous columns: the structured search's in 600 s, the window search's in 1e-6 s
+    assert check_tree_sizes(structured, _generic_table()) == []
+    quick = _tree_config("oracle=structured", "oracle.time_limit=1e-6")
+    assert len(check_tree_sizes(quick, _generic_table())) == 1
+    assert check_tree_sizes(_tree_config("oracle=highs"), _generic_table()) == []  # no window
+    erm = _config("oracle=window", "sweep.mechanisms=[erm_01,opsamp]")
+    assert check_tree_sizes(erm, _generic_table()) == []  # neither OPDisc nor RSPM
+
+
+def test_the_estimate_stops_after_its_time_and_says_so():
+    config = _tree_config("sweep.epsilons=[1.0,2.0]", "sweep.mechanisms=[opdisc,rspm_laplace]")
+    (line,) = check_tree_sizes(config, _generic_table(), seconds=0.0)
+    assert line == (
+        "stopped estimating the window search's trees after 0 s: 4 of 4 (mechanism, epsilon) "
+        "not estimated (oracle.estimate=false turns the estimate off)"
+    )
+
+
+def test_the_tree_is_estimated_on_run_0s_own_problem(monkeypatch):
+    """The preflight's problem is the one run 0 solves: same data, same noise, drawn from a
+    generator of its own (run 0 draws the same again)."""
+    config = _tree_config()
+    train = _generic_table()
+    key = RunKey("rspm_gaussian", 1.0, 0)
+    estimated = []
+    monkeypatch.setattr(
+        preflight, "estimate_tree", lambda t, best, rng: estimated.append(t) or None
+    )
+    planned = []
+    real_plan = preflight.plan_split
+    monkeypatch.setattr(
+        preflight, "plan_split", lambda p, *a, **k: planned.append(p) or real_plan(p, *a, **k)
+    )
+    shape_tree(config, train, key, 0.1)
+
+    solved = []
+
+    def capture(oracle, problems):
+        solved.extend(problems)
+        raise RuntimeError("captured")
+
+    with pytest.raises(RuntimeError, match="captured"):
+        run_release(config, key, train, solve_many=capture)
+    (ours,), (runs,) = planned, solved
+    assert np.array_equal(ours.linear, runs.linear) and ours.norm_coef == runs.norm_coef
+    assert np.array_equal(ours.pos, runs.pos) and np.array_equal(ours.neg, runs.neg)
+    assert len(estimated) == 1
