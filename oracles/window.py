@@ -186,6 +186,8 @@ class WindowOracle:
             **c.extra,
             "attempts": now.attempts,
             "carried_nodes": before.nodes,
+            "carried_cpu_seconds": before.cpu_seconds,
+            "carried_seconds": before.seconds,
             "total_nodes": now.nodes,
             "total_cpu_seconds": now.cpu_seconds,
             "total_seconds": now.seconds,

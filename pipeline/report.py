@@ -14,6 +14,7 @@ with the code (SPEC.md, whose section 10 holds the proofs, does not).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -455,8 +456,11 @@ def summary_text(
     outcome=None,
     missing: Sequence[str] = (),
     data: dict[str, Any] | None = None,
+    cpus: int | None = None,
 ) -> str:
-    """summary.md: the verdict, what the data is (``data``, ``data_lines``), the tables."""
+    """summary.md: the verdict, what the data is (``data``, ``data_lines``), the tables; an
+    uncertified run's cost to certify on ``cpus`` CPUs (default: this machine's)."""
+    cpus = cpus if cpus is not None else os.cpu_count()
     lines = [f"# {title}", "", *outcome_lines(outcome, missing), *data_lines(data)]
     if frame.empty:
         return "\n".join(lines + ["No run finished."]) + "\n"
@@ -469,8 +473,31 @@ def summary_text(
     ]
     lines += ["", f"Private-mechanism runs whose privacy does NOT hold: {len(not_private)}."]
     for r in not_private.head(10).itertuples():
-        lines.append(f"- {r.key}: {r.privacy_reason}")
+        cost = to_certify_text(getattr(r, "oracle_cpu_seconds_to_certify", math.nan), cpus)
+        lines.append(f"- {r.key}: {r.privacy_reason}{cost}")
     return "\n".join(lines) + "\n"
+
+
+def to_certify_text(seconds: float, cpus: int | None) -> str:
+    """ "; to certify: about X CPU-hours; on C CPUs about Y" for an uncertified run whose window
+    search estimated what is left (``RunResult.oracle_cpu_seconds_to_certify``), "" when it is
+    not known or nothing is left. ``cpus``: the machine's or cluster's CPUs (None: not said)."""
+    if not math.isfinite(seconds) or seconds <= 0:
+        return ""
+    text = f"; to certify: about {_duration(seconds)} of CPU"
+    if cpus is not None and cpus > 1:
+        text += f"; on {cpus} CPUs about {_duration(seconds / cpus)}"
+    return text + " (carry on: the same command with a longer oracle.time_limit)"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.2g} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.2g} min"
+    return f"{seconds / 3600:.2g} h"
 
 
 def synthetic_lines(frame: pd.DataFrame) -> list[str]:

@@ -390,10 +390,13 @@ class RunResult:
 
 
 def total_cpu_seconds(certificates) -> float:
-    """The CPU seconds the solves got over all their attempts (``RunResult``)."""
+    """The CPU seconds the solves got over all their attempts (``RunResult``): each solve's
+    own (its whole route's) and what its window search's earlier attempts spent."""
     if not certificates:
         return 0.0
-    return float(sum(c.extra.get("total_cpu_seconds", c.cpu_seconds) for c in certificates))
+    return float(
+        sum(c.cpu_seconds + c.extra.get("carried_cpu_seconds", 0.0) for c in certificates)
+    )
 
 
 def cpu_seconds_to_certify(certificates) -> float:

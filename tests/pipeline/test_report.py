@@ -467,3 +467,16 @@ def test_the_summary_and_figure_1a_cite_the_projects_own_privacy_doc(tmp_path, m
     monkeypatch.setattr(plt.Figure, "savefig", lambda fig, *a, **k: seen.setdefault("fig", fig))
     figure_1a(results_frame([_row(i=0)]), tmp_path / "a.png")
     assert seen["fig"].axes[0].get_xlabel() == f"epsilon proven for the noise used ({PRIVACY_DOC})"
+
+
+def test_an_uncertified_run_says_what_certifying_would_cost():
+    from pipeline.report import to_certify_text
+
+    text = to_certify_text(7200.0, 64)
+    assert text.startswith("; to certify: about 2 h of CPU; on 64 CPUs about 112 s")
+    assert "longer oracle.time_limit" in text
+    assert to_certify_text(30.0, 1) == (
+        "; to certify: about 30 s of CPU (carry on: the same command with a longer "
+        "oracle.time_limit)"
+    )
+    assert to_certify_text(float("nan"), 4) == "" and to_certify_text(0.0, 4) == ""

@@ -311,7 +311,7 @@ def test_a_run_records_what_its_attempts_spent_and_what_certifying_would_cost():
         300.0,
         "window",
         cpu_seconds=290.0,
-        extra={"total_cpu_seconds": 590.0, "tree_nodes": 4e8, "nodes_per_cpu_second": 4e5},
+        extra={"carried_cpu_seconds": 300.0, "tree_nodes": 4e8, "nodes_per_cpu_second": 4e5},
     )
     assert total_cpu_seconds((certified, carried)) == 592.0
     assert cpu_seconds_to_certify((certified, carried)) == 1000.0  # 4e8 nodes at 4e5 a second
