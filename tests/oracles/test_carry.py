@@ -154,3 +154,21 @@ def test_a_lost_part_is_searched_again_from_its_own_prefixes():
     assert left[0].tolist() == [[0]]  # the stopped part's open nodes, then the lost part's task
     assert len(left) == 1 + len(plan.tasks[n - 1].levels())
     assert all(np.array_equal(a, b) for a, b in zip(left[1:], plan.tasks[n - 1].levels()))
+
+
+def test_a_state_with_no_node_left_certifies_its_best(tmp_path):
+    # a search that stopped as its last node was made: nothing left to search, its best stands
+    problem = fuzz_instance(2)
+    truth = brute_force(problem)
+    store = CarryStore(str(tmp_path))
+    carrying = WindowOracle(search_seconds=0.05, carry=str(tmp_path))
+    carrying.solve(problem, Budget.unlimited().with_nodes(0))
+    state = store.load(problem)
+    best = int(np.argmin([float(v) for v in truth.values]))
+    done = dataclasses.replace(
+        state, open=(), best=float(truth.values[best]), w_best=truth.points[best]
+    )
+    store.save(done)
+    solution = carrying.solve(problem, Budget.unlimited())
+    assert solution.certificate.certified and truth.value_at(solution.w) == truth.minimum
+    assert "no node was left" in solution.certificate.message

@@ -10,6 +10,7 @@ reported).
 
 from __future__ import annotations
 
+import tempfile
 import time
 
 import numpy as np
@@ -17,6 +18,8 @@ import pytest
 
 from core.objective import MergedRows
 from core.problem import IntegerGrid, Problem
+from oracles.base import Status
+from oracles.budget import Budget
 from oracles.registry import make_oracle
 from oracles.window import WindowOracle
 from tests.oracles.fuzz import (
@@ -45,8 +48,31 @@ ORACLES = (
     "auto",
     "window",
     "window-parts",
+    "window-carried",
     "portfolio",
 )
+#: ``window-carried``: the window search stopped past every ``CARRY_NODES`` nodes and carried on
+#: from its state (``oracles.carry``) until it ends, at most ``CARRY_ATTEMPTS`` times.
+CARRY_NODES = 10
+CARRY_ATTEMPTS = 2000
+
+
+class _CarriedOn:
+    """The window search stopped and carried on to its end (``window-carried``)."""
+
+    name = "window-carried"
+
+    def __init__(self) -> None:
+        self.directory = tempfile.mkdtemp(prefix="fuzz-carry-")
+
+    def solve(self, problem, budget=None):
+        oracle = WindowOracle(search_seconds=GRID_SEARCH_SECONDS, carry=self.directory)
+        for _ in range(CARRY_ATTEMPTS):
+            solution = oracle.solve(problem, Budget.unlimited().with_nodes(CARRY_NODES))
+            if solution.certificate.status is not Status.TIME_LIMIT:
+                break
+        return solution
+
 
 # The issue's minimal reproduction: exact 0/1 ERM, d = 2, B = 2, D^2 = 2, mu = 1e-4. The minimum
 # is loss 4 at w = (0, 1), where row 0 scores mu - 1e-7; the old MIP certified (1, 0), loss 5.
@@ -80,6 +106,8 @@ GRID_SEARCH_SECONDS = 0.05
 
 
 def _oracle(name: str):
+    if name == "window-carried":
+        return _CarriedOn()
     if name == "window-parts":
         return limited(WindowOracle(parts=3, search_seconds=GRID_SEARCH_SECONDS, name=name), 30.0)
     if name in ("window", "portfolio"):
