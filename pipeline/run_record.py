@@ -394,9 +394,7 @@ def total_cpu_seconds(certificates) -> float:
     own (its whole route's) and what its window search's earlier attempts spent."""
     if not certificates:
         return 0.0
-    return float(
-        sum(c.cpu_seconds + c.extra.get("carried_cpu_seconds", 0.0) for c in certificates)
-    )
+    return float(sum(c.cpu_seconds + c.extra.get("carried_cpu_seconds", 0.0) for c in certificates))
 
 
 def cpu_seconds_to_certify(certificates) -> float:
