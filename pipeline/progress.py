@@ -15,37 +15,38 @@ From the workers to the driver:
 Progress is best effort: every call on the board is guarded, a failing board is logged and
 then ignored, and nothing here changes what a run computes or records.
 
-The ETA (``estimate_eta``) is a range, ``Eta(low, high)``: what is left of every run, in
-run-seconds, over the runs that can execute at once (``slots``: the cluster's CPUs over the
-CPUs a task holds), once as if every run took its typical duration (low) and once as if every
-run already past twice its typical duration ran on to the oracle's time limit (high):
+The ETA (``estimate_eta``, a pure function of the runs' times; ``eta_at`` of recorded start
+and end times) is a range, ``Eta(low, high)``, or ``eta ?`` (as tqdm and Ray Tune say before
+they know) while nothing measures what is left: until every kind (mechanism) with runs left
+has a finished run, or ``MIN_FINISHED`` runs have finished. Each run left gets a likely and a
+longest duration from its kind's measured runs:
 
 * a finished run's duration is from its task's start (board) or its driver thread's start to
-  its result. The TYPICAL duration of a mechanism's runs is the mean of its finished runs and
-  of its running runs already past that mean, counted at what they have run so far (a run
-  known to take at least e seconds; the runs that finish first are the short ones, and a mean
-  of the finished alone says 296 s of a sweep that takes 1,516). A running run is measured
-  against the mean of its mechanism's finished runs alone. A mechanism without a finished
-  run takes the mean of all finished runs (for a run still to come, by the same rule: the
-  running runs past it lengthen it), else the sweep's throughput (elapsed x slots / done),
-  else the oracle's time limit;
-* a run not started yet will take its typical duration (low and high);
-* a running run that has run e seconds has typical - e left while e <= typical (low and
-  high). Past it, it may end at any moment (low: 0); up to twice its typical duration (the
-  ordinary spread of run times) it may overrun as much again (high: e - typical), and past
-  that, run on to the time limit (high: limit - e; without a limit, still e - typical). So a
-  solve far slower than the others widens the range to its limit instead of being ignored;
-* each end = max(its sum of what is left / slots, the longest that any running run has left).
+  its result. A kind's LIKELY duration is the median of its finished runs and of its running
+  runs already past that median, counted at what they have run (a lower bound of their own
+  duration: the runs that finish first are the short ones); its LONGEST, the longest of them;
+* a run not started yet takes its kind's likely (low) and longest (high) duration; of a kind
+  without a finished run, the median of all finished runs (low) and up to its time limit
+  (high; a kind that calls no oracle has none: the longest run yet);
+* a running run that has run e seconds, measured against its kind's finished runs alone, has
+  likely - e left (low; 0 past it), so the ETA is never below what the running runs need by
+  what their kinds have shown; and up to max(longest, 2 x likely) - e (high). Past that, or
+  of a kind without a finished run, it may go on to its time limit (high: limit - e; without
+  a limit, as long again as it has run): the smoke sweep's exact ERM, alone at the end, reads
+  ``0-590s``, not ``eta 0s``;
+* each end is the makespan (``makespan``) of those durations on the slots in use (the
+  cluster's CPUs over the CPUs a task holds, or more if more runs are running): the running
+  runs first, then each run to come, in the sweep's order, taken by the first slot free. So
+  the last runs are not divided by slots they cannot fill.
 
-The low end falls while a run is short of its typical duration and rises when a run past it
-raises its mechanism's typical duration for the runs still to come; the high end falls by one
-second a second while a run heads for its limit. So the ETA moves while time passes where the
-old point estimate ("the overrun again", capped by the limit) stood still: one run short of
-its typical duration and one past it summed to a constant, shown as ``eta 172s`` for 91 s
-(``tests/pipeline/test_progress.py`` replays that case on a fake clock). ``Eta.text`` shows one
-number when the two ends are close, else ``low-high``.
+Replayed on a recorded smoke sweep (``tests/pipeline/test_progress.py``), the true time left
+lies inside the range at every 0.1 s after the first 2.5 s (``?``); the estimator before said
+``7799s`` at 0.4 s of a 43 s sweep (every run at its time limit) and ``17s`` with 38 s left.
+``Eta.text`` shows one number when the two ends are close, else ``low-high``.
 
-The board's snapshot is read every ``PROGRESS_EVERY`` seconds; a task's time on it counts up
+The board's snapshot is read every ``PROGRESS_EVERY`` seconds (a run its driver thread took
+since, while a slot is free, counts as running from then: read before it started, the last
+run read ``eta 0s`` as one to come); a task's time on it counts up
 from the read (``since_read``), and when the board does not answer the block says how old its
 snapshot is instead of showing the old one's seconds again. Each running line says how far
 its run is towards the time limit (``36s of 600s``); on a terminal the bar (elapsed, ETA) is
@@ -243,11 +244,16 @@ def run_of(tag: str) -> str:
 
 # --- the ETA --------------------------------------------------------------------------------------
 
+#: Finished runs (of any kinds) after which a kind with none of its own finished is estimated
+#: from the others' (its likely duration) and its time limit (its longest); fewer: ``eta ?``.
+MIN_FINISHED = 3
+
 
 @dataclass(frozen=True)
 class Eta:
-    """Seconds until the sweep ends: ``low`` if every run takes its typical duration, ``high``
-    if every run past twice it runs on to the time limit (module docstring)."""
+    """Seconds until the sweep ends: ``low`` if every run takes its kind's likely (median)
+    duration, ``high`` if every run takes the longest its kind has taken or may take (module
+    docstring)."""
 
     low: float
     high: float
@@ -260,45 +266,66 @@ class Eta:
         return f"{self.low:.0f}-{self.high:.0f}s".rjust(6)
 
 
-def left_of_running(elapsed: float, typical: float, limit: float | None) -> tuple[float, float]:
-    """(low, high) of what a run that has run ``elapsed`` seconds has left (module docstring)."""
-    if elapsed <= typical:
-        return typical - elapsed, typical - elapsed
-    if elapsed <= 2 * typical or limit is None:
-        return 0.0, elapsed - typical
-    return 0.0, max(0.0, limit - elapsed)
+@dataclass(frozen=True)
+class RunTimes:
+    """A run as the ETA sees it: its ``kind`` (mechanism), when it ``start``-ed and ``end``-ed
+    on the sweep's clock (None: not yet) and the longest it may take (``limit``: the oracle's
+    time limit; None: a run that calls no oracle, which has none)."""
+
+    kind: Hashable
+    start: float | None = None
+    end: float | None = None
+    limit: float | None = None
 
 
-def typical_durations(
-    finished: Sequence[tuple[Hashable, float]],
-    running: Sequence[tuple[Hashable, float]],
-    fallback: float,
-) -> tuple[dict[Hashable, float], dict[Hashable, float]]:
-    """(finished, to come): mechanism -> the mean of its finished runs (``fallback`` without
-    one: the mean of all finished runs, or the sweep's throughput, or the time limit), what a
-    running run is measured against; and that mean with its running runs already past it
-    counted at what they have run, what a run still to come is planned at (module
-    docstring)."""
-    by_group: dict[Hashable, list[float]] = {}
-    for group, seconds in finished:
-        by_group.setdefault(group, []).append(seconds)
-    base: dict[Hashable, float] = {}
-    to_come: dict[Hashable, float] = {}
-    for group in {g for g, _ in finished} | {g for g, _ in running}:
-        own = by_group.get(group, [])
-        base[group] = sum(own) / len(own) if own else fallback
-        to_come[group] = lengthened(own, [e for g, e in running if g == group], base[group])
-    return base, to_come
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def lengthened(durations: Sequence[float], elapsed: Sequence[float], mean: float) -> float:
-    """``mean`` (of ``durations``, or a fallback without any) with the running runs that have
-    already run longer (``elapsed``) counted at what they have run: a lower bound of their
-    duration, and the runs that finish first are the short ones."""
-    longer = [e for e in elapsed if e > mean]
-    if not longer:
-        return mean
-    return (sum(durations) + sum(longer)) / (len(durations) + len(longer))
+@dataclass(frozen=True)
+class KindTimes:
+    """What a kind's runs take, measured: ``likely`` (the median of its finished runs and of
+    its running runs already longer than that median, counted at what they have run: a lower
+    bound of their own duration) and ``longest`` (the longest of those)."""
+
+    likely: float
+    longest: float
+
+
+def kind_times(finished: Sequence[float], elapsed: Sequence[float]) -> KindTimes:
+    """``KindTimes`` of a kind with ``finished`` durations (at least one) and running runs that
+    have run ``elapsed`` seconds so far."""
+    first = _median(finished)
+    longer = [e for e in elapsed if e > first]
+    return KindTimes(_median([*finished, *longer]), max([*finished, *longer]))
+
+
+def left_of_running(
+    elapsed: float, times: KindTimes | None, limit: float | None, guess: float = 0.0
+) -> tuple[float, float]:
+    """(likely, longest) seconds left of a run that has run ``elapsed`` seconds, of a kind
+    measured as ``times`` (None: none of its runs has finished; ``guess``: the median of all
+    finished runs). Likely: what its kind's likely duration (or ``guess``) leaves, 0 past it,
+    so never less than what it needs by what its kind has shown. Longest: what the longer of
+    its kind's longest and twice its likely duration leaves; past that, or for a kind not
+    measured, up to the time ``limit``; without a limit, as long again as it has run."""
+    likely = max(0.0, (times.likely if times is not None else guess) - elapsed)
+    if times is not None and elapsed < max(times.longest, 2 * times.likely):
+        return likely, max(times.longest, 2 * times.likely) - elapsed
+    longest = max(0.0, limit - elapsed) if limit is not None else elapsed
+    return likely, max(likely, longest)
+
+
+def makespan(busy: Sequence[float], durations: Sequence[float], slots: int) -> float:
+    """When the last run ends: the slots busy for ``busy`` seconds more (one per running run),
+    the others free, and each run still to come, in order, taken by the first slot free."""
+    free = sorted([*busy, *[0.0] * max(0, slots - len(busy))])
+    for seconds in durations:
+        free[0] += seconds
+        free.sort()
+    return max(free, default=0.0)
 
 
 def estimate_eta(
@@ -307,32 +334,66 @@ def estimate_eta(
     running: Sequence[tuple[Hashable, float]],
     pending: Sequence[Hashable],
     slots: int,
-    throughput: float | None = None,
     limit: float | None = None,
     unlimited: Iterable[Hashable] = (),
 ) -> Eta | None:
-    """Seconds until the sweep ends, low and high (module docstring), or None when nothing
-    gives a typical duration. ``finished``: (mechanism, seconds); ``running``: (mechanism,
-    elapsed); ``pending``: the mechanisms of the runs not started; ``throughput``: elapsed x
-    slots / done when no finished run has a duration; ``unlimited``: the mechanisms that call
-    no oracle (the time ``limit`` is not theirs)."""
+    """Seconds until the sweep ends, likely (low) and longest (high), or None (``eta ?``) when
+    nothing yet measures a kind that has runs left (module docstring). ``finished``: (kind,
+    seconds); ``running``: (kind, elapsed); ``pending``: the kinds of the runs not started, in
+    the order they will start; ``slots``: the runs that execute at once (more if more run
+    now); ``unlimited``: the kinds that call no oracle (the time ``limit`` is not theirs)."""
+    if not running and not pending:
+        return Eta(0.0, 0.0)
     unlimited = frozenset(unlimited)
-    everything = [s for _, s in finished]
-    overall = (sum(everything) / len(everything)) if everything else throughput
-    if overall is None:
-        overall = limit
-    if overall is None:
-        return None if (running or pending) else Eta(0.0, 0.0)
-    base, to_come = typical_durations(finished, running, overall)
-    lefts = [left_of_running(e, base[g], None if g in unlimited else limit) for g, e in running]
-    # a mechanism not seen yet: the mean of every run, the running ones past it lengthening it
-    unseen = lengthened(everything, [e for _, e in running], overall) if everything else overall
-    waiting = sum(to_come.get(g, unseen) for g in pending)
-    ends = []
-    for i in (0, 1):
-        mine = [left[i] for left in lefts]
-        ends.append(max((sum(mine) + waiting) / max(1, slots), max(mine, default=0.0)))
+    own: dict[Hashable, list[float]] = {}
+    for kind, seconds in finished:
+        own.setdefault(kind, []).append(seconds)
+    left = {k for k, _ in running} | set(pending)
+    if any(k not in own for k in left) and len(finished) < MIN_FINISHED:
+        return None
+    times = {k: kind_times(own[k], [e for g, e in running if g == k]) for k in left if k in own}
+    everyone = _median([s for _, s in finished])
+    seen_longest = max(s for _, s in finished)
+
+    def limit_of(kind: Hashable) -> float | None:
+        return None if kind in unlimited else limit
+
+    def pending_times(kind: Hashable) -> tuple[float, float]:
+        if kind in times:
+            return times[kind].likely, times[kind].longest
+        bound = limit_of(kind)  # a kind not measured yet: the others' median, up to its limit
+        return everyone, bound if bound is not None else max(everyone, seen_longest)
+
+    # a running run is measured against its kind's finished runs alone, not its own time
+    alone = {k: kind_times(own[k], []) for k in times}
+    lefts = [left_of_running(e, alone.get(k), limit_of(k), everyone) for k, e in running]
+    durations = [pending_times(k) for k in pending]
+    width = max(1, slots, len(running))
+    ends = [makespan([left[i] for left in lefts], [d[i] for d in durations], width) for i in (0, 1)]
     return Eta(ends[0], max(ends))
+
+
+def eta_at(runs: Sequence[RunTimes], now: float, slots: int) -> Eta | None:
+    """``estimate_eta`` at time ``now`` of a sweep whose runs are ``runs`` (those not started
+    in the order they will start), on ``slots`` slots: what the progress line shows then. A
+    run's times after ``now`` are not looked at."""
+    finished, running, pending = [], [], []
+    for run in runs:
+        if run.end is not None and run.end <= now:
+            finished.append((run.kind, run.end - run.start))
+        elif run.start is not None and run.start <= now:
+            running.append((run.kind, now - run.start))
+        else:
+            pending.append(run.kind)
+    limits = [r.limit for r in runs if r.limit is not None]
+    return estimate_eta(
+        finished=finished,
+        running=running,
+        pending=pending,
+        slots=slots,
+        limit=max(limits) if limits else None,
+        unlimited={r.kind for r in runs if r.limit is None},
+    )
 
 
 # --- the console ----------------------------------------------------------------------------------
@@ -422,7 +483,10 @@ class Progress:
 
     def running(self) -> dict[str, float]:
         """Run key -> seconds it has run: its longest task on the board; without a board, since
-        its driver thread took it. A run whose tasks have not started is not running."""
+        its driver thread took it. A run whose thread took it after the board was read counts
+        from then, while fewer runs than slots are on the board (the board is read every
+        ``every`` seconds: a run started since is running, not to come); the others have not
+        started."""
         now = time.perf_counter()
         with self.lock:
             threads = dict(self.threads_started)
@@ -434,6 +498,9 @@ class Progress:
             run = run_of(entry.tag)
             if run in threads:
                 out[run] = max(out.get(run, 0.0), entry.seconds + since_read)
+        later = sorted((t, k) for k, t in threads.items() if t > self.board_read_at)
+        for t, k in later[: max(0, self.slots - len(out))]:
+            out.setdefault(k, now - t)
         return out
 
     def name_of(self, tag: str) -> str:
@@ -446,6 +513,9 @@ class Progress:
         return None if self.groups.get(run_of(tag)) in self.unlimited else self.limit
 
     def eta(self) -> Eta | None:
+        """``estimate_eta`` now: the finished runs' durations, the running runs' times so far
+        (``running``), the runs not started in the sweep's order; runs ended without a known
+        duration count at the sweep's throughput (elapsed x slots / done)."""
         running = self.running()
         elapsed = time.perf_counter() - self.start
         with self.lock:
@@ -454,13 +524,14 @@ class Progress:
         n_pending = max(0, self.total - self.done - len(running))
         pending = [self.groups[k] for k in waiting][:n_pending]
         pending += [None] * (n_pending - len(pending))
-        throughput = elapsed * self.slots / self.done if self.done else None
+        unknown = self.done - len(finished)
+        if unknown > 0:
+            finished += [(None, elapsed * self.slots / self.done)] * unknown
         return estimate_eta(
             finished=finished,
             running=[(self.groups.get(k), e) for k, e in running.items()],
             pending=pending,
             slots=self.slots,
-            throughput=throughput,
             limit=self.limit,
             unlimited=self.unlimited,
         )
@@ -524,7 +595,7 @@ class Progress:
     def _line(self, label: str) -> str:
         elapsed = time.perf_counter() - self.start
         eta = self.eta()
-        eta_text = eta.text() if eta is not None else "    ?s"
+        eta_text = eta.text() if eta is not None else "     ?"  # nothing to base it on yet
         width = 30
         filled = int(width * self.done / max(self.total, 1))
         return (

@@ -109,5 +109,5 @@ def test_the_sweep_prints_a_running_solve_with_incumbent_and_bound(
     )
     assert solve_lines, err
     assert any(inc != "none" and bound != "-inf" for inc, bound, _ in solve_lines), err
-    assert re.search(r"\] 0/1 elapsed +\d+s eta +[\d-]+s  running 1$", err, flags=re.M), err
+    assert re.search(r"\] 0/1 elapsed +\d+s eta +\?  running 1$", err, flags=re.M), err
     assert "1/1 elapsed" in err
