@@ -413,21 +413,10 @@ def combine(
         REMOTE_CPU: sum(r.cpu_seconds for r in results if r.pid not in (0, os.getpid())),
     }
     threads = max([r.threads for r in results], default=1)
-    if not results and plan.extra.get("carried_open_nodes") == 0:
-        # a carried-on search with no node left to search: every point better than the carried
-        # best lay below an open node, and none is left, so the best is the minimum
-        return certify(
-            plan.problem,
-            w,
-            status=Status.OPTIMAL,
-            bound=value,
-            seconds=seconds,
-            backend=backend,
-            solver_objective=value,
-            message="carried on: no node was left to search",
-            extra=extra,
-        )
-    if not results:  # no node below the incumbent: impossible unless rounding failed
+    # a carried-on search with no node left (every point better than the carried best lay below
+    # an open node, and none is left: the best is the minimum) certifies below, as a whole one
+    left = plan.extra.get("carried_open_nodes")
+    if not results and left != 0:  # no node below the incumbent: impossible unless rounding failed
         return certify(
             plan.problem,
             w,
