@@ -280,6 +280,8 @@ class SweepTracker:
         record = mlflow_log.release_json(release, mechanism_cfg)
         self.client.log_text(run_id, record, "release.json")
         self._log_output(release, run_id)
+        for path in carried_states(release):  # what a carried-on solve would start from
+            self.client.log_artifact(run_id, str(path), "carry")
         self.client.set_terminated(run_id, status=RunStatus.FINISHED, end_time=end)
         old = self._superseded.pop(result.key, None)
         if old is not None:  # the run it carried on from
@@ -398,6 +400,14 @@ class SweepTracker:
         items = [Metric(k, float(v), now, 0) for k, v in metrics.items() if math.isfinite(v)]
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i : i + 500])
+
+
+def carried_states(release: Release | SyntheticRelease) -> list[Path]:
+    """The states a release's stopped window searches kept (``oracles.carry``; a certificate's
+    ``extra["carry"]``) that are on this machine's disk: the run's MLflow artifacts under
+    ``carry/`` keep a copy beside the output directory's (docs/privacy.md, "Carrying on")."""
+    paths = (c.extra.get("carry") for c in release.oracle_answers)
+    return [Path(p) for p in paths if p and Path(p).is_file()]
 
 
 def results_from_mlflow(tracker) -> list[RunResult]:

@@ -98,6 +98,22 @@ def test_carrying_on_runs_the_uncertified_again_and_keeps_them_until_replaced(st
     assert again.time_limit_before() == 1800.0
 
 
+def test_a_stopped_solves_state_is_kept_as_an_artifact_of_its_run(store, tmp_path):
+    state = tmp_path / "carry" / "abc.npz"
+    state.parent.mkdir()
+    state.write_bytes(b"state")
+    tracker = SweepTracker(store, "carry-artifact", tmp_path / "art")
+    tracker.start_parent("test", "sid", {})
+    key = RunKey("opdisc", 10.0, 0)
+    claim = PrivacyClaim(1.0, 1e-5, False, "not certified", calibration="proven")
+    stopped = Certificate(Status.TIME_LIMIT, 2.0, 1.0, 0.1, "window", extra={"carry": str(state)})
+    gone = Certificate(Status.TIME_LIMIT, 2.0, 1.0, 0.1, "window", extra={"carry": "/nowhere"})
+    release = Release("opdisc", np.zeros(2), claim, certificates=(stopped, gone))
+    run_id = tracker.log_child(classifier_result(key, release, _Data(5), None, 0.5), release, {})
+    names = [f.path for f in tracker.client.list_artifacts(run_id, "carry")]
+    assert names == ["carry/abc.npz"]  # a state on another machine's disk is not there
+
+
 def test_another_sweep_in_the_same_store_has_its_own_parent(store, tmp_path):
     uri = store
     first = SweepTracker(uri, "shared", tmp_path / "art")
