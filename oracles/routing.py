@@ -427,7 +427,7 @@ class Route:
         entry = Entry(
             dataclasses.replace(self, name=rival.strategy, strategies=self._reference()),
             problem,
-            budget.with_threads(rival_threads).with_shared(None),
+            budget.with_threads(rival_threads),  # its shared best stays here (not pickled)
         )
         search_budget = budget.with_threads(max(1, budget.threads - rival_threads))
         with Rival(entry, on_certified=lambda: shared.stop(f"{rival.strategy} certified")) as other:

@@ -325,8 +325,7 @@ def plan_split(
     at_least = 1 if parts == 1 else NODES_PER_PART * parts
     nodes = frontier(tables, upper, at_least=at_least, max_nodes=MAX_FRONTIER)
     tasks = tuple(
-        PartTask(i, nodes.states[group], budget.with_shared(None))
-        for i, group in enumerate(deal(nodes, parts))
+        PartTask(i, nodes.states[group], budget) for i, group in enumerate(deal(nodes, parts))
     )
     return SplitPlan(
         problem,
@@ -355,9 +354,8 @@ def resume_split(problem: Problem, budget: Budget, carried: Carry, *, parts: int
         nodes = Nodes.from_states(tables, states)
         for i, group in enumerate(deal(nodes, parts)):
             shares[i].append(nodes.states[np.sort(group)])
-    task_budget = budget.with_shared(None)
     tasks = tuple(
-        PartTask(i, tuple(share), task_budget) for i, share in enumerate(s for s in shares if s)
+        PartTask(i, tuple(share), budget) for i, share in enumerate(s for s in shares if s)
     )
     return SplitPlan(
         problem,
