@@ -206,8 +206,10 @@ class Worker:
     made a chunk at a time, with ``donate``). ``value``/``w``: the least exact objective it
     found at or below the best it was given, and its point."""
 
-    def __init__(self, tables: Tables, index: int, best: float) -> None:
-        self.t, self.index = tables, index
+    def __init__(
+        self, tables: Tables, index: int, best: float, min_levels: int = MIN_LEVELS_LEFT
+    ) -> None:
+        self.t, self.index, self.min_levels = tables, index, min_levels
         self.best = float(best)
         self.w: np.ndarray | None = None
         self.value = math.inf
@@ -287,14 +289,14 @@ class Worker:
         t, state = self.t, self.state
         rest = self.order[self.pos :]
         opened = state.top >= state.start
-        if t.d - self.start.level >= MIN_LEVELS_LEFT and (len(rest) >= 2 or (rest.size and opened)):
+        if t.d - self.start.level >= self.min_levels and (len(rest) >= 2 or (rest.size and opened)):
             kept, given = (rest[0::2], rest[1::2]) if len(rest) >= 2 else (rest[:0], rest)
             self.order = np.concatenate([self.order[: self.pos], kept])
             return self.start.states[given]
         if not opened:
             return None
         for j in range(state.start, state.top + 1):
-            if t.d - (j + 1) < MIN_LEVELS_LEFT:
+            if t.d - (j + 1) < self.min_levels:
                 break
             first, count = int(state.cursor[j]), int(state.count[j])
             n = count - first
@@ -444,13 +446,19 @@ OnDonate = Callable[[list, LocalPool, float], None]
 class VirtualParts:
     """A ``MapParts`` with one virtual worker a task, stepped round-robin ``chunk`` nodes at a
     time in this process (module docstring): deterministic. Keeps the last run's ``pool`` (its
-    ``unit_records`` for ``replay_makespan``) and ``rounds`` (the makespan in chunks)."""
+    ``unit_records`` for ``replay_makespan``) and ``rounds`` (the makespan in chunks).
+    ``workers``: how many (default: one a task); ``min_levels``: ``Worker``'s."""
 
     def __init__(
-        self, chunk: int = VIRTUAL_CHUNK, workers: int | None = None, on_donate=None
+        self,
+        chunk: int = VIRTUAL_CHUNK,
+        workers: int | None = None,
+        on_donate: OnDonate | None = None,
+        min_levels: int = MIN_LEVELS_LEFT,
     ) -> None:
         check_int("chunk", chunk)
         self.chunk, self.workers, self.on_donate = chunk, workers, on_donate
+        self.min_levels = min_levels
         self.pool: LocalPool | None = None
         self.rounds = 0
         self.busy_steps = 0
@@ -463,7 +471,7 @@ class VirtualParts:
         pool = self.pool = LocalPool(pool_units(tasks))
         budget = tasks[0].budget if tasks else Budget(math.inf)
         best = float(incumbent)
-        workers = [Worker(tables, i, best) for i in range(count)]
+        workers = [Worker(tables, i, best, self.min_levels) for i in range(count)]
         stopped = ""
         self.rounds = self.busy_steps = 0
         while not stopped:

@@ -61,7 +61,7 @@ def test_donated_parts_give_the_one_process_answer_and_cover_every_better_point(
             assert _covered(units, plan.tables.order, k), (k.tolist(), best)
         checked.append(len(units))
 
-    driver = VirtualParts(chunk=2, workers=3, on_donate=on_donate)
+    driver = VirtualParts(chunk=2, workers=3, on_donate=on_donate, min_levels=1)
     donated = combine(plan, driver(plan.tables, plan.tasks, plan.incumbent), seconds=0.0)
     c, o = donated.certificate, one.certificate
     assert c.certified and o.certified
@@ -80,10 +80,10 @@ def test_the_instances_above_donate():
     donated = 0
     for make, seed in INSTANCES:
         plan = _plan(make(seed, max_points=3200))
-        driver = VirtualParts(chunk=2, workers=3)
+        driver = VirtualParts(chunk=2, workers=3, min_levels=1)
         driver(plan.tables, plan.tasks, plan.incumbent)
         donated += driver.pool.donations > 0
-    assert donated >= len(INSTANCES) // 2, donated
+    assert donated >= 0.7 * len(INSTANCES), donated  # measured: 25 of 32
 
 
 @pytest.mark.parametrize("make, seed", INSTANCES[:12])
@@ -92,7 +92,7 @@ def test_a_stopped_donated_solve_leaves_every_better_point_open(make, seed):
     truth = brute_force(problem)
     plan = _plan(problem)
     tasks = tuple(type(t)(t.index, t.states, Budget.unlimited().with_nodes(3)) for t in plan.tasks)
-    results = VirtualParts(chunk=1, workers=3)(plan.tables, tasks, plan.incumbent)
+    results = VirtualParts(chunk=1, workers=3, min_levels=1)(plan.tables, tasks, plan.incumbent)
     solution = combine(plan, results, seconds=0.0)
     cert = solution.certificate
     assert cert.bound <= float(truth.minimum) + 1e-9
@@ -112,7 +112,9 @@ def test_donated_parts_stopped_and_carried_on_end_at_the_one_process_answer(tmp_
     truth = brute_force(problem)
     whole = WindowOracle(search_seconds=0.05).solve(problem, Budget.unlimited())
     oracle = WindowOracle(
-        search_seconds=0.05, carry=str(tmp_path), map_parts=VirtualParts(chunk=1, workers=3)
+        search_seconds=0.05,
+        carry=str(tmp_path),
+        map_parts=VirtualParts(chunk=1, workers=3, min_levels=1),
     )
     for _ in range(2000):
         solution = oracle.solve(problem, Budget.unlimited().with_nodes(4))
@@ -140,7 +142,7 @@ def test_a_donation_moves_nodes_and_loses_none():
     before it (the same points below them), the shallowest first."""
     problem = fuzz_instance(3, max_points=3200)
     plan = _plan(problem)
-    w = Worker(plan.tables, 0, plan.incumbent)
+    w = Worker(plan.tables, 0, plan.incumbent, min_levels=1)
     w.load(plan.tasks[0].states)
     truth = brute_force(problem)
     K = np.rint(truth.points / problem.domain.step).astype(np.int64)
