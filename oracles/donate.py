@@ -191,6 +191,11 @@ class LocalPool:
             queued = [self._units[uid] for uid in self._queue]
             return tuple(queued) + tuple(self._units[u] for u in sorted(leased))
 
+    def donations_made(self) -> int:
+        """How many units workers donated (``donations``, for a Ray actor's caller)."""
+        with self._lock:
+            return self.donations
+
     def queued(self) -> tuple[np.ndarray, ...]:
         """The units in the queue (not leased), in order."""
         with self._lock:

@@ -1,0 +1,242 @@
+"""Work donation on Ray: the workers of ``oracles.donate`` as Ray tasks pulling from one pool.
+
+``WindowOracle(parts=N, map_parts=ray_donating_parts())`` (``oracles.window``) runs the same
+search as the one-process solve; only where the workers run changes:
+
+* the pool (``oracles.donate.LocalPool`` with the shared best value, ``RayPool``) is a Ray actor
+  holding no CPU, like ``pipeline.split_solve.BestValue``; the search's ``Tables`` go to the
+  object store once;
+* each worker is a Ray task (``donating_part_task``) that takes a unit from the pool, searches it
+  ``oracles.donate.WORKER_CHUNK`` nodes at a time, and between chunks offers its best, reads the
+  pool's state (how many units idle workers want, whether the solve has ended, the best value)
+  and donates when a worker is idle and the pool empty. It never blocks on the actor while it
+  holds work (a task blocked in ``ray.get`` lends its CPU to another task): a read is taken only
+  once it has arrived (``ray.wait`` with timeout 0). An idle worker polls the pool every
+  ``IDLE_SECONDS``;
+* a LOST worker (its task raised or its node died) does not void the solve: its lease goes back
+  to the pool (``LocalPool.requeue``) and is searched again from its own prefixes by whichever
+  worker takes it, and a replacement task is started (at most ``MAX_RELAUNCHES`` times a solve).
+  Until the lease is back, no other worker can see the pool as finished, so nothing is left out;
+* the driver waits for the workers until the solve's deadline plus
+  ``split_solve.PART_GRACE_SECONDS``; a worker not back by then is cancelled and its lease
+  counted as open (the pool's ``left``), so the solve returns on time and its open nodes stay
+  exact for carrying on (``oracles.carry``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from oracles.base import Status
+from oracles.branch import Tables
+from oracles.budget import Budget, now
+from oracles.donate import (
+    IDLE_SECONDS,
+    MIN_LEVELS_LEFT,
+    WORKER_CHUNK,
+    LocalPool,
+    Worker,
+    per_task,
+    pool_units,
+    with_pool_left,
+)
+from oracles.split import PartResult, PartTask
+from pipeline.split_solve import PART_GRACE_SECONDS, assigned_cpus, writable
+
+#: Replacement tasks a solve starts for workers Ray lost.
+MAX_RELAUNCHES = 4
+
+
+class RayPool(LocalPool):
+    """The pool with the least exact objective any worker has found (a Ray actor)."""
+
+    def __init__(self, units: Sequence[np.ndarray], best: float) -> None:
+        super().__init__(units)
+        self.best = float(best)
+
+    def offer(self, value: float) -> float:
+        self.best = min(self.best, float(value))
+        return self.best
+
+    def look(self) -> tuple[int, bool, float]:
+        """``status()`` and the best value in one round trip."""
+        wanted, finished = self.status()
+        return wanted, finished, self.best
+
+
+def donating_part_task(
+    tables: Tables,
+    index: int,
+    pool: Any,
+    budget: Budget,
+    start_value: float,
+    chunk: int = WORKER_CHUNK,
+    min_levels: int = MIN_LEVELS_LEFT,
+) -> PartResult:
+    """Worker ``index`` on a Ray worker (module docstring): its ``PartResult``, its open nodes
+    when the budget stopped it."""
+    import ray
+
+    start, cpu = time.perf_counter(), time.process_time()
+    w = Worker(writable(tables), index, start_value, min_levels)
+    looking = pool.look.remote()
+    taking = None
+    wanted, known, offered = 0, float(start_value), math.inf
+    message = ""
+    while True:
+        if budget.expired() or budget.spent(w.made):
+            message = budget.stopped_by(w.made)
+            break
+        ready, _ = ray.wait([looking], timeout=0)
+        if ready:
+            wanted, finished, best = ray.get(looking)
+            known = min(known, best)
+            looking = pool.look.remote()
+        if not w.busy:
+            if taking is None:
+                taking = pool.take.remote(index, w.unit_made)
+            ready, _ = ray.wait([taking], timeout=0)
+            if not ready:
+                time.sleep(IDLE_SECONDS)
+                continue
+            taken, taking = ray.get(taking), None
+            if taken is None:  # idle: has the solve ended? (a look sent after the take)
+                wanted, finished, best = ray.get(pool.look.remote())
+                if finished:
+                    break
+                time.sleep(IDLE_SECONDS)
+                continue
+            w.load(taken[1])
+        w.step(budget.chunk(w.made, chunk) or 1, known)
+        if w.value < offered:
+            offered = w.value
+            pool.offer.remote(offered)
+        if w.busy and wanted > 0:
+            given = w.donate()
+            if given is not None:
+                pool.put.remote(index, [given], w.unit_made)
+            wanted = 0  # until the next look
+    status = Status.TIME_LIMIT if message else Status.OPTIMAL
+    result = w.result(
+        status, float(start_value), time.perf_counter() - start, time.process_time() - cpu, message
+    )
+    ray.get(pool.release.remote(index, w.unit_made))
+    return PartResult(
+        result.index,
+        result.status,
+        result.value,
+        result.w,
+        result.bound,
+        result.threshold,
+        result.seconds,
+        result.nodes,
+        result.leaves,
+        assigned_cpus(),
+        result.message,
+        result.cpu_seconds,
+        result.pid,
+        result.open,
+    )
+
+
+def _gone(index: int, message: str, threshold: float, status: Status) -> PartResult:
+    """A worker that did not come back: nothing found, its lease back in the pool (so its
+    nodes are the pool's, and no bound of its own)."""
+    return PartResult(
+        index, status, math.inf, None, math.inf, threshold, 0.0, message=message, open=()
+    )
+
+
+class RayDonatingParts:
+    """``map_parts`` for ``oracles.window.WindowOracle``: ``workers`` Ray tasks (default: one a
+    plan task) sharing one pool (module docstring). Keeps ``best_seen`` (the pool's best at the
+    end), ``donations``, ``relaunched`` and ``unit_records`` of the last call."""
+
+    def __init__(
+        self,
+        cpus_per_task: int = 1,
+        workers: int | None = None,
+        chunk: int = WORKER_CHUNK,
+        min_levels: int = MIN_LEVELS_LEFT,
+    ) -> None:
+        if cpus_per_task < 1:
+            raise ValueError(f"cpus_per_task must be >= 1, found {cpus_per_task!r}")
+        self.cpus_per_task, self.workers = int(cpus_per_task), workers
+        self.chunk, self.min_levels = chunk, min_levels
+        self.best_seen = math.inf
+        self.donations = self.relaunched = 0
+        self.unit_records: list = []
+
+    def __call__(
+        self, tables: Tables, tasks: Sequence[PartTask], incumbent: float
+    ) -> list[PartResult]:
+        import ray
+
+        budget = tasks[0].budget if tasks else Budget(math.inf)
+        pool = ray.remote(num_cpus=0, max_restarts=0)(RayPool).remote(pool_units(tasks), incumbent)
+        remote = ray.remote(num_cpus=self.cpus_per_task, max_retries=0)(donating_part_task)
+        shared = ray.put(tables)
+
+        def launch(i: int):
+            return remote.remote(shared, i, pool, budget, incumbent, self.chunk, self.min_levels)
+
+        count = self.workers or len(tasks)
+        refs = {launch(i): i for i in range(count)}
+        results: dict[int, PartResult] = {}
+        until = budget.deadline + PART_GRACE_SECONDS
+        self.relaunched = 0
+        try:
+            while refs:
+                timeout = None if until == math.inf else max(0.0, until - now())
+                ready, _ = ray.wait(list(refs), num_returns=1, timeout=timeout)
+                if not ready:  # past the deadline: the rest are cancelled, their leases open
+                    for ref, i in refs.items():
+                        ray.cancel(ref, force=True)
+                        ray.get(pool.requeue.remote(i))
+                        message = "the worker had not returned by the solve's deadline"
+                        results[i] = _gone(i, message, incumbent, Status.TIME_LIMIT)
+                    refs = {}
+                    break
+                for ref in ready:
+                    i = refs.pop(ref)
+                    try:
+                        results[i] = ray.get(ref)
+                    except ray.exceptions.RayError as err:  # lost: its lease back to the pool
+                        ray.get(pool.requeue.remote(i))
+                        if self.relaunched < MAX_RELAUNCHES:
+                            self.relaunched += 1
+                            refs[launch(i)] = i
+                        else:
+                            message = f"lost ({type(err).__name__}); its units in the pool"
+                            results[i] = _gone(i, message, incumbent, Status.OPTIMAL)
+            left = ray.get(pool.left.remote())
+            self.best_seen = ray.get(pool.offer.remote(math.inf))
+            self.donations = ray.get(pool.donations_made.remote())
+            self.unit_records = ray.get(pool.unit_records.remote())
+        except BaseException:
+            for ref in refs:
+                ray.cancel(ref)
+            raise
+        finally:
+            ray.kill(pool)
+        ordered = with_pool_left([results[i] for i in range(count)], left, tables)
+        return per_task(ordered, len(tasks), float(incumbent))
+
+
+def ray_donating_parts(cpus_per_task: int = 1, workers: int | None = None) -> RayDonatingParts:
+    """The Ray ``map_parts`` with work donation, each worker holding ``cpus_per_task`` CPUs."""
+    return RayDonatingParts(cpus_per_task, workers)
+
+
+__all__ = [
+    "MAX_RELAUNCHES",
+    "RayDonatingParts",
+    "RayPool",
+    "donating_part_task",
+    "ray_donating_parts",
+]
