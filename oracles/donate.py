@@ -167,7 +167,20 @@ class LocalPool:
             self._hungry.discard(worker)
             if uid is not None:
                 self.records[uid].nodes += int(nodes)
-                self._queue.appendleft(uid)
+                if len(self._units[uid]):
+                    self._queue.appendleft(uid)
+                else:
+                    del self._units[uid]
+
+    def adopt(self, worker: int) -> None:
+        """Lease the worker an empty unit: a worker whose nodes came from elsewhere (a search
+        that moved its pool here, ``pipeline.elastic_solve``) holds the pool open until it
+        takes its next unit."""
+        with self._lock:
+            uid = len(self.records)
+            self.records.append(UnitRecord(-1, 0))
+            self._units[uid] = np.zeros((0, 0), np.int8)
+            self._leases[worker] = uid
 
     def wanted(self) -> int:
         with self._lock:
@@ -189,7 +202,8 @@ class LocalPool:
         with self._lock:
             leased = set(self._leases.values())
             queued = [self._units[uid] for uid in self._queue]
-            return tuple(queued) + tuple(self._units[u] for u in sorted(leased))
+            units = tuple(queued) + tuple(self._units[u] for u in sorted(leased))
+            return tuple(u for u in units if len(u))
 
     def donations_made(self) -> int:
         """How many units workers donated (``donations``, for a Ray actor's caller)."""
@@ -317,6 +331,14 @@ class Worker:
                 prefix = np.broadcast_to(state.k[:j], (len(given), j))
                 return np.hstack([prefix, given[:, None]]).astype(np.int8)
         return None
+
+    def hand_back(self) -> tuple[np.ndarray, ...]:
+        """The unit's nodes still to search (``open``), no longer this worker's: it is idle."""
+        left = self.open()
+        self.start = None
+        self.state.top = self.state.start - 1
+        self.order, self.pos = np.zeros(0, np.int64), 0
+        return left
 
     def open(self) -> tuple[np.ndarray, ...]:
         """The unit's nodes still to search (``branch.open_nodes``), in order."""

@@ -58,15 +58,21 @@ class RayPool(LocalPool):
     def __init__(self, units: Sequence[np.ndarray], best: float) -> None:
         super().__init__(units)
         self.best = float(best)
+        self.recalled: set[int] = set()
 
     def offer(self, value: float) -> float:
         self.best = min(self.best, float(value))
         return self.best
 
-    def look(self) -> tuple[int, bool, float]:
-        """``status()`` and the best value in one round trip."""
+    def recall(self, workers: Sequence[int]) -> None:
+        """Ask these workers to give their open nodes back to the pool and end
+        (``pipeline.elastic_solve``)."""
+        self.recalled.update(int(i) for i in workers)
+
+    def look(self, worker: int = -1) -> tuple[int, bool, float, bool]:
+        """``status()``, the best value and whether ``worker`` is recalled, in one round trip."""
         wanted, finished = self.status()
-        return wanted, finished, self.best
+        return wanted, finished, self.best, worker in self.recalled
 
 
 def donating_part_task(
@@ -84,7 +90,7 @@ def donating_part_task(
 
     start, cpu = time.perf_counter(), time.process_time()
     w = Worker(writable(tables), index, start_value, min_levels)
-    looking = pool.look.remote()
+    looking = pool.look.remote(index)
     taking = None
     wanted, known, offered = 0, float(start_value), math.inf
     message = ""
@@ -94,9 +100,16 @@ def donating_part_task(
             break
         ready, _ = ray.wait([looking], timeout=0)
         if ready:
-            wanted, finished, best = ray.get(looking)
+            wanted, finished, best, recalled = ray.get(looking)
             known = min(known, best)
-            looking = pool.look.remote()
+            looking = pool.look.remote(index)
+            if recalled:  # runs wait for this CPU: the open nodes back to the pool, and end
+                back = list(w.hand_back())
+                if taking is not None:  # a unit leased meanwhile goes back too
+                    taken = ray.get(taking)
+                    back += [taken[1]] if taken is not None else []
+                pool.put.remote(index, back, w.unit_made)
+                break
         if not w.busy:
             if taking is None:
                 taking = pool.take.remote(index, w.unit_made)
@@ -106,8 +119,8 @@ def donating_part_task(
                 continue
             taken, taking = ray.get(taking), None
             if taken is None:  # idle: has the solve ended? (a look sent after the take)
-                wanted, finished, best = ray.get(pool.look.remote())
-                if finished:
+                wanted, finished, best, recalled = ray.get(pool.look.remote(index))
+                if finished or recalled:
                     break
                 time.sleep(IDLE_SECONDS)
                 continue

@@ -1,0 +1,306 @@
+"""A sweep's idle CPUs go to its running solves (issue 38, item 3): a window search that grows
+onto idle CPUs of the Ray cluster while no run waits, and shrinks back when runs wait again.
+
+``ElasticParts`` is the ``map_parts`` a sweep gives the window search by default
+(``pipeline.tasks.oracle_for``; ``oracle.parts`` > 1 stays an explicit override). It searches in
+the solve's own task (worker 0 of ``oracles.donate``, on a pool in this process), so a solve that
+ends quickly costs no more than before. About every ``GROW_EVERY`` seconds it looks at the
+cluster:
+
+* when CPUs are idle (``ray.available_resources``) and no run of the sweep waits for one (the
+  sweep's ``Demand`` actor, which the driver keeps up to date; without one, idle CPUs alone
+  decide), the pool moves into a Ray actor (``pipeline.donate_solve.RayPool``) and one extra
+  worker task starts a idle CPU (``donate_solve.donating_part_task``): they take what worker 0
+  donates (``Worker.donate``) and donate to each other;
+* when runs wait and no CPU is idle, extras are RECALLED: each gives its open nodes back to the
+  pool (``Worker.hand_back``) and ends, so the waiting run gets its CPU; worker 0 and the others
+  search what was handed back.
+
+The answer and certificate are the one-process ones (``oracles.donate``'s argument: every node
+is in exactly one worker's search or the pool, whichever CPU it moves to); a lost extra's lease
+goes back to the pool and is searched again.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from oracles.base import Status
+from oracles.branch import Tables
+from oracles.budget import Budget, now
+from oracles.donate import (
+    IDLE_SECONDS,
+    MIN_LEVELS_LEFT,
+    WORKER_CHUNK,
+    LocalPool,
+    Worker,
+    per_task,
+    pool_units,
+    with_pool_left,
+)
+from oracles.split import PartResult, PartTask
+from pipeline.donate_solve import RayPool, donating_part_task
+from pipeline.split_solve import PART_GRACE_SECONDS
+
+#: Seconds between two looks at the cluster's idle CPUs and the sweep's waiting runs.
+GROW_EVERY = 1.0
+#: The name of a sweep's ``Demand`` actor (in the sweep's own Ray namespace).
+DEMAND_NAME = "sweep-demand"
+
+
+class Demand:
+    """How many of the sweep's runs wait for a CPU (a Ray actor the sweep's driver keeps up to
+    date: the runs not finished beyond the sweep's slots, ``pipeline.sweep.run_sweep``)."""
+
+    def __init__(self, waiting: int = 0) -> None:
+        self.runs = int(waiting)
+
+    def set(self, waiting: int) -> None:
+        self.runs = max(0, int(waiting))
+
+    def waiting(self) -> int:
+        return self.runs
+
+
+def demand_actor(ray: Any, waiting: int) -> Any:
+    """A sweep's ``Demand`` actor under ``DEMAND_NAME`` (no CPU), replacing a dead one's name."""
+    return (
+        ray.remote(num_cpus=0, max_restarts=0)(Demand)
+        .options(name=DEMAND_NAME, get_if_exists=True)
+        .remote(waiting)
+    )
+
+
+class _Cluster:
+    """What the solve reads about the cluster without blocking: idle CPUs now, and the runs
+    waiting as last read from the sweep's ``Demand`` (0 without one; 1 until its first answer
+    arrives: no growth on a guess)."""
+
+    def __init__(self, ray: Any) -> None:
+        self.ray = ray
+        try:
+            self.demand = ray.get_actor(DEMAND_NAME)
+        except ValueError:
+            self.demand = None
+        self.pending = None
+        self.waiting = 0 if self.demand is None else 1
+
+    def look(self) -> tuple[int, int]:
+        ray = self.ray
+        if self.demand is not None:
+            if self.pending is not None:
+                ready, _ = ray.wait([self.pending], timeout=0)
+                if ready:
+                    try:
+                        self.waiting = int(ray.get(self.pending))
+                    except ray.exceptions.RayError:
+                        self.demand = None
+                    self.pending = None
+            if self.pending is None and self.demand is not None:
+                self.pending = self.demand.waiting.remote()
+        idle = int(ray.available_resources().get("CPU", 0.0))
+        return idle, self.waiting
+
+
+class ElasticParts:
+    """``map_parts`` that grows onto idle CPUs and shrinks back (module docstring). Keeps, of
+    its last call: ``extras`` (extra workers started), ``recalled``, ``grown_at`` (seconds
+    after the start when the pool moved to Ray, or None), ``worker_seconds`` (the seconds every
+    worker searched, extras included) and ``seconds`` (the call's)."""
+
+    def __init__(
+        self,
+        chunk: int = WORKER_CHUNK,
+        min_levels: int = MIN_LEVELS_LEFT,
+        grow_every: float = GROW_EVERY,
+        max_extras: int | None = None,
+    ) -> None:
+        self.chunk, self.min_levels, self.grow_every = chunk, min_levels, grow_every
+        self.max_extras = max_extras
+        self.extras = self.recalled = 0
+        self.grown_at: float | None = None
+        self.worker_seconds = self.seconds = 0.0
+
+    def __call__(
+        self, tables: Tables, tasks: Sequence[PartTask], incumbent: float
+    ) -> list[PartResult]:
+        import ray
+
+        start, cpu = time.perf_counter(), time.process_time()
+        budget = tasks[0].budget if tasks else Budget(math.inf)
+        w = Worker(tables, 0, incumbent, self.min_levels)
+        local = LocalPool(pool_units(tasks))
+        cluster = _Cluster(ray) if ray.is_initialized() else None
+        self.extras = self.recalled = 0
+        self.grown_at = None
+        pool = None
+        running: dict[Any, int] = {}
+        done: list[PartResult] = []
+        shared = None
+        looked = start
+        looking = taking = None
+        known, offered, wanted = float(incumbent), math.inf, 0
+        message = ""
+        while True:
+            if budget.expired() or budget.spent(w.made):
+                message = budget.stopped_by(w.made)
+                break
+            if pool is None:
+                if not w.busy:
+                    taken = local.take(0, w.unit_made)
+                    if taken is None:
+                        break
+                    w.load(taken[1])
+            else:
+                if looking is None:
+                    looking = pool.look.remote(0)
+                ready, _ = ray.wait([looking], timeout=0)
+                if ready:
+                    wanted, _, best, _ = ray.get(looking)
+                    known, looking = min(known, best), None
+                if not w.busy:
+                    if taking is None:
+                        taking = pool.take.remote(0, w.unit_made)
+                    ready, _ = ray.wait([taking], timeout=0)
+                    taken = None
+                    if ready:
+                        taken, taking = ray.get(taking), None
+                        if taken is None:
+                            _, finished, best, _ = ray.get(pool.look.remote(0))
+                            known = min(known, best)
+                            if finished:
+                                break
+                    if taken is None:
+                        time.sleep(IDLE_SECONDS)
+                    else:
+                        w.load(taken[1])
+            if w.busy:
+                w.step(budget.chunk(w.made, self.chunk) or 1, known)
+                if pool is not None:
+                    if w.value < offered:
+                        offered = w.value
+                        pool.offer.remote(offered)
+                    if w.busy and wanted > 0:
+                        given = w.donate()
+                        if given is not None:
+                            pool.put.remote(0, [given], w.unit_made)
+                        wanted = 0
+            if cluster is not None and time.perf_counter() - looked >= self.grow_every:
+                looked = time.perf_counter()
+                if pool is not None:
+                    self._collect(ray, running, done, pool, block=False)
+                pool, shared = self._resize(
+                    ray,
+                    cluster,
+                    local,
+                    pool,
+                    shared,
+                    running,
+                    tables,
+                    budget,
+                    min(known, w.best),
+                    looked - start,
+                )
+        status = Status.TIME_LIMIT if message else Status.OPTIMAL
+        own = w.result(
+            status,
+            float(incumbent),
+            time.perf_counter() - start,
+            time.process_time() - cpu,
+            message,
+        )
+        local.release(0, w.unit_made)  # its open nodes are in ``own``
+        left: tuple = local.left()
+        if pool is not None:
+            ray.get(pool.release.remote(0, w.unit_made))
+            until = budget.deadline + PART_GRACE_SECONDS
+            self._collect(ray, running, done, pool, block=True, until=until)
+            left = ray.get(pool.left.remote())
+            ray.kill(pool)
+        self.seconds = time.perf_counter() - start
+        self.worker_seconds = own.seconds + sum(r.seconds for r in done)
+        results = with_pool_left([own, *done], left, tables)
+        results = [_renumbered(r, i) for i, r in enumerate(results)]
+        return per_task(results, len(tasks), float(incumbent))
+
+    def _resize(
+        self, ray, cluster, local, pool, shared, running, tables, budget, best, at
+    ) -> tuple[Any, Any]:
+        """Grow onto idle CPUs while no run waits, recall extras while runs wait and no CPU is
+        idle (module docstring); returns the pool (a Ray actor once grown) and the tables'
+        object reference."""
+        idle, waiting = cluster.look()
+        if idle >= 1 and waiting == 0:
+            room = idle if self.max_extras is None else min(idle, self.max_extras - len(running))
+            if room < 1:
+                return pool, shared
+            if pool is None:  # grow: the pool moves to a Ray actor
+                pool = ray.remote(num_cpus=0, max_restarts=0)(RayPool).remote(local.queued(), best)
+                ray.get(pool.adopt.remote(0))
+                shared = ray.put(tables)
+                self.grown_at = at
+            task = ray.remote(num_cpus=1, max_retries=0)(donating_part_task)
+            for _ in range(room):
+                self.extras += 1
+                ref = task.remote(
+                    shared, self.extras, pool, budget, best, self.chunk, self.min_levels
+                )
+                running[ref] = self.extras
+        elif waiting > 0 and idle == 0 and running:
+            recall = sorted(running.values())[-waiting:]
+            pool.recall.remote(recall)
+            self.recalled += len(recall)
+        return pool, shared
+
+    def _collect(
+        self, ray, running: dict, done: list, pool, *, block: bool, until: float = math.inf
+    ) -> None:
+        """The extras that returned: their results; a lost one's lease back to the pool. With
+        ``block``, every extra, waited for until ``until`` (then cancelled, its lease open)."""
+        while running:
+            timeout = 0 if not block else (None if until == math.inf else max(0.0, until - now()))
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=timeout)
+            if not ready:
+                if not block:
+                    return
+                for ref, i in running.items():
+                    ray.cancel(ref, force=True)
+                    ray.get(pool.requeue.remote(i))
+                running.clear()
+                return
+            i = running.pop(ready[0])
+            try:
+                done.append(ray.get(ready[0]))
+            except ray.exceptions.RayError:
+                ray.get(pool.requeue.remote(i))
+
+
+def _renumbered(r: PartResult, index: int) -> PartResult:
+    """``r`` as worker ``index`` (the extras' indices count every extra ever started)."""
+    return PartResult(
+        index,
+        r.status,
+        r.value,
+        r.w,
+        r.bound,
+        r.threshold,
+        r.seconds,
+        r.nodes,
+        r.leaves,
+        r.threads,
+        r.message,
+        r.cpu_seconds,
+        r.pid,
+        r.open,
+    )
+
+
+def elastic_parts() -> ElasticParts:
+    """The sweep's default ``map_parts`` for the window search (``ElasticParts``)."""
+    return ElasticParts()
+
+
+__all__ = ["DEMAND_NAME", "GROW_EVERY", "Demand", "ElasticParts", "demand_actor", "elastic_parts"]
