@@ -111,7 +111,10 @@ class WindowOracle:
         cpu = time.process_time()
         shared = budget.shared
         budget = budget.with_nodes(self.max_nodes)
-        threaded = self.map_parts is None and (budget.threads > 1 or shared is not None)
+        # a map_parts that is only a default (``elastic``: pipeline.elastic_solve) yields to
+        # the budget's threads and to a race's shared best, as no map_parts does
+        default = self.map_parts is None or getattr(self.map_parts, "elastic", False)
+        threaded = default and (budget.threads > 1 or shared is not None)
         parts = max(self.parts, PARTS_PER_THREAD * budget.threads) if threaded else self.parts
         store = CarryStore(self.carry) if self.carry is not None else None
         carried = store.load(problem) if store is not None else None

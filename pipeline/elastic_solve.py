@@ -41,12 +41,16 @@ from oracles.donate import (
     pool_units,
     with_pool_left,
 )
-from oracles.split import PartResult, PartTask
-from pipeline.donate_solve import RayPool, donating_part_task
+from oracles.solve_progress import reporter
+from oracles.split import BACKEND, PartResult, PartTask
+from pipeline.donate_solve import Pending, RayPool, donating_part_task
 from pipeline.split_solve import PART_GRACE_SECONDS
 
 #: Seconds between two looks at the cluster's idle CPUs and the sweep's waiting runs.
 GROW_EVERY = 1.0
+#: How long a finished solve waits for its extras to return before it cancels them (an extra
+#: that never got a CPU: the solve ended first).
+FINISH_SECONDS = 5.0
 #: The name of a sweep's ``Demand`` actor (in the sweep's own Ray namespace).
 DEMAND_NAME = "sweep-demand"
 
@@ -89,27 +93,30 @@ class _Cluster:
         self.waiting = 0 if self.demand is None else 1
 
     def look(self) -> tuple[int, int]:
-        ray = self.ray
         if self.demand is not None:
-            if self.pending is not None:
-                ready, _ = ray.wait([self.pending], timeout=0)
-                if ready:
-                    try:
-                        self.waiting = int(ray.get(self.pending))
-                    except ray.exceptions.RayError:
-                        self.demand = None
-                    self.pending = None
+            if self.pending is not None and self.pending.ready():
+                try:
+                    self.waiting = int(self.pending.value())
+                except self.ray.exceptions.RayError:
+                    self.demand = None
+                self.pending = None
             if self.pending is None and self.demand is not None:
-                self.pending = self.demand.waiting.remote()
-        idle = int(ray.available_resources().get("CPU", 0.0))
+                self.pending = Pending(self.demand.waiting.remote())
+        idle = int(self.ray.available_resources().get("CPU", 0.0))
         return idle, self.waiting
 
 
 class ElasticParts:
-    """``map_parts`` that grows onto idle CPUs and shrinks back (module docstring). Keeps, of
+    """``map_parts`` that grows onto idle CPUs and shrinks back (module docstring). It is a
+    default (``elastic``): the window search runs on its budget's threads instead when the
+    budget has more than one or shares a race's best (``oracles.window``). While it has not
+    grown it reports the search's best and bound (``oracles.solve_progress``). Keeps, of
     its last call: ``extras`` (extra workers started), ``recalled``, ``grown_at`` (seconds
     after the start when the pool moved to Ray, or None), ``worker_seconds`` (the seconds every
-    worker searched, extras included) and ``seconds`` (the call's)."""
+    worker searched, extras included), ``seconds`` (the call's), and from the growth on,
+    ``tail_worker_seconds`` and ``tail_cpu_seconds`` (every worker's)."""
+
+    elastic = True
 
     def __init__(
         self,
@@ -122,7 +129,9 @@ class ElasticParts:
         self.max_extras = max_extras
         self.extras = self.recalled = 0
         self.grown_at: float | None = None
+        self.cpu_at_grow = 0.0
         self.worker_seconds = self.seconds = 0.0
+        self.tail_worker_seconds = self.tail_cpu_seconds = 0.0
 
     def __call__(
         self, tables: Tables, tasks: Sequence[PartTask], incumbent: float
@@ -135,15 +144,18 @@ class ElasticParts:
         local = LocalPool(pool_units(tasks))
         cluster = _Cluster(ray) if ray.is_initialized() else None
         self.extras = self.recalled = 0
-        self.grown_at = None
+        self.grown_at, self.cpu_at_grow = None, 0.0
         pool = None
         running: dict[Any, int] = {}
         done: list[PartResult] = []
         shared = None
         looked = start
-        looking = taking = None
+        looking: Pending | None = None
+        taking: Pending | None = None
+        idle_look = False
         known, offered, wanted = float(incumbent), math.inf, 0
         message = ""
+        progress = reporter(tables.problem.label, BACKEND)
         while True:
             if budget.expired() or budget.spent(w.made):
                 message = budget.stopped_by(w.made)
@@ -156,29 +168,31 @@ class ElasticParts:
                     w.load(taken[1])
             else:
                 if looking is None:
-                    looking = pool.look.remote(0)
-                ready, _ = ray.wait([looking], timeout=0)
-                if ready:
-                    wanted, _, best, _ = ray.get(looking)
+                    looking = Pending(pool.look.remote(0))
+                if looking.ready():
+                    wanted, finished, best, _ = looking.value()
                     known, looking = min(known, best), None
+                    if idle_look and finished:  # a look sent after an empty take: it ended
+                        break
+                    idle_look = False
                 if not w.busy:
-                    if taking is None:
-                        taking = pool.take.remote(0, w.unit_made)
-                    ready, _ = ray.wait([taking], timeout=0)
+                    if taking is None and not idle_look:
+                        taking = Pending(pool.take.remote(0, w.unit_made))
                     taken = None
-                    if ready:
-                        taken, taking = ray.get(taking), None
-                        if taken is None:
-                            _, finished, best, _ = ray.get(pool.look.remote(0))
-                            known = min(known, best)
-                            if finished:
-                                break
+                    if taking is not None and taking.ready():
+                        taken, taking = taking.value(), None
+                        if taken is None:  # idle: the next look says whether it ended
+                            looking, idle_look = Pending(pool.look.remote(0)), True
                     if taken is None:
                         time.sleep(IDLE_SECONDS)
                     else:
                         w.load(taken[1])
             if w.busy:
                 w.step(budget.chunk(w.made, self.chunk) or 1, known)
+                if pool is None and progress.due():  # one worker: its bound is the whole's
+                    found = min(w.value, w.best)
+                    queued = -math.inf if local.queued() else math.inf
+                    progress.report(found, min(found, w.least_bound_left(), queued))
                 if pool is not None:
                     if w.value < offered:
                         offered = w.value
@@ -192,6 +206,7 @@ class ElasticParts:
                 looked = time.perf_counter()
                 if pool is not None:
                     self._collect(ray, running, done, pool, block=False)
+                grown = pool is not None
                 pool, shared = self._resize(
                     ray,
                     cluster,
@@ -204,6 +219,8 @@ class ElasticParts:
                     min(known, w.best),
                     looked - start,
                 )
+                if pool is not None and not grown:
+                    self.cpu_at_grow = time.process_time() - cpu
         status = Status.TIME_LIMIT if message else Status.OPTIMAL
         own = w.result(
             status,
@@ -217,11 +234,18 @@ class ElasticParts:
         if pool is not None:
             ray.get(pool.release.remote(0, w.unit_made))
             until = budget.deadline + PART_GRACE_SECONDS
+            if not message:  # finished: an extra still queued for a CPU is of no use
+                until = min(until, now() + FINISH_SECONDS)
             self._collect(ray, running, done, pool, block=True, until=until)
             left = ray.get(pool.left.remote())
             ray.kill(pool)
         self.seconds = time.perf_counter() - start
         self.worker_seconds = own.seconds + sum(r.seconds for r in done)
+        if self.grown_at is not None:  # from the growth on: the workers' seconds and CPU
+            tail = own.seconds - self.grown_at
+            self.tail_worker_seconds = tail + sum(r.seconds for r in done)
+            own_cpu = own.cpu_seconds - self.cpu_at_grow
+            self.tail_cpu_seconds = own_cpu + sum(r.cpu_seconds for r in done)
         results = with_pool_left([own, *done], left, tables)
         results = [_renumbered(r, i) for i, r in enumerate(results)]
         return per_task(results, len(tasks), float(incumbent))
@@ -238,19 +262,21 @@ class ElasticParts:
             if room < 1:
                 return pool, shared
             if pool is None:  # grow: the pool moves to a Ray actor
-                pool = ray.remote(num_cpus=0, max_restarts=0)(RayPool).remote(local.queued(), best)
-                ray.get(pool.adopt.remote(0))
+                pool = ray.remote(num_cpus=0, max_restarts=0)(RayPool).remote(
+                    local.queued(), best, (0,)
+                )
                 shared = ray.put(tables)
                 self.grown_at = at
             task = ray.remote(num_cpus=1, max_retries=0)(donating_part_task)
-            for _ in range(room):
+            # one a look: Ray's count of idle CPUs lags the tasks just started
+            for _ in range(min(room, 1)):
                 self.extras += 1
                 ref = task.remote(
                     shared, self.extras, pool, budget, best, self.chunk, self.min_levels
                 )
-                running[ref] = self.extras
+                running[ref] = (self.extras, Pending(ref))
         elif waiting > 0 and idle == 0 and running:
-            recall = sorted(running.values())[-waiting:]
+            recall = sorted(i for i, _ in running.values())[-waiting:]
             pool.recall.remote(recall)
             self.recalled += len(recall)
         return pool, shared
@@ -258,24 +284,29 @@ class ElasticParts:
     def _collect(
         self, ray, running: dict, done: list, pool, *, block: bool, until: float = math.inf
     ) -> None:
-        """The extras that returned: their results; a lost one's lease back to the pool. With
-        ``block``, every extra, waited for until ``until`` (then cancelled, its lease open)."""
+        """The extras that returned (``running``: their reference -> (index, ``Pending``)):
+        their results, a lost one's lease back to the pool. Without ``block`` it never waits
+        (``Pending``); with it, every extra is waited for until ``until`` (then cancelled, its
+        lease open)."""
         while running:
-            timeout = 0 if not block else (None if until == math.inf else max(0.0, until - now()))
-            ready, _ = ray.wait(list(running), num_returns=1, timeout=timeout)
-            if not ready:
+            back = [ref for ref, (_, pending) in running.items() if pending.ready()]
+            if not back:
                 if not block:
                     return
-                for ref, i in running.items():
-                    ray.cancel(ref, force=True)
+                timeout = None if until == math.inf else max(0.0, until - now())
+                back, _ = ray.wait(list(running), num_returns=1, timeout=timeout)
+                if not back:
+                    for ref, (i, _) in running.items():
+                        ray.cancel(ref, force=True)
+                        ray.get(pool.requeue.remote(i))
+                    running.clear()
+                    return
+            for ref in back:
+                i, _ = running.pop(ref)
+                try:
+                    done.append(ray.get(ref))
+                except ray.exceptions.RayError:
                     ray.get(pool.requeue.remote(i))
-                running.clear()
-                return
-            i = running.pop(ready[0])
-            try:
-                done.append(ray.get(ready[0]))
-            except ray.exceptions.RayError:
-                ray.get(pool.requeue.remote(i))
 
 
 def _renumbered(r: PartResult, index: int) -> PartResult:

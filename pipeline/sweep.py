@@ -34,6 +34,7 @@ from mechanisms.release import Release
 from pipeline import reaper
 from pipeline.config import Config
 from pipeline.data.record import Dataset
+from pipeline.elastic_solve import demand_actor
 from pipeline.preflight import local_ray_error, probe_ray_address, ray_connect_error
 from pipeline.progress import (
     PROGRESS_EVERY,
@@ -400,10 +401,15 @@ def run_sweep(
     cpus = int(ray.cluster_resources().get("CPU", 1))
     in_flight = max(4, 2 * cpus)
     board = make_board()  # the running solves' progress (pipeline.progress); None: without
+    slots = max(1, cpus // config.oracle.threads)
+    # how many runs wait for a CPU: a running solve grows onto idle CPUs only while none does,
+    # and gives them back when some do (pipeline.elastic_solve)
+    unfinished = [len(todo)]
+    demand = demand_actor(ray, max(0, len(todo) - slots))
     progress = Progress(
         len(todo),
         keys=todo,
-        slots=max(1, cpus // config.oracle.threads),
+        slots=slots,
         limit=config.oracle.time_limit,
         every=PROGRESS_EVERY,
         unlimited={k.mechanism for k in todo if config.mechanisms[k.mechanism].name in NON_ORACLE},
@@ -432,6 +438,8 @@ def run_sweep(
             tick=tick,
             wait=min(HEARTBEAT, PROGRESS_EVERY, REDRAW_EVERY),
         ):
+            unfinished[0] -= 1
+            demand.set.remote(max(0, unfinished[0] - slots))
             if error is not None:
                 # a run failed for good: record why, go on, redo it on the next run
                 reason = failure_reason(error)
@@ -447,6 +455,7 @@ def run_sweep(
     finally:
         progress.close()
         close_board(board)
+        ray.kill(demand)
     return results, failed
 
 

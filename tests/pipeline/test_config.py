@@ -78,6 +78,7 @@ def test_every_oracle_option_composes_and_builds(name):
 
 @pytest.mark.parametrize("name", ["structured", "window"])
 def test_oracle_parts_split_the_window_search_into_ray_tasks(name):
+    from pipeline.elastic_solve import ElasticParts
     from pipeline.split_solve import RayMapParts
     from pipeline.tasks import mechanism_oracle
 
@@ -86,7 +87,7 @@ def test_oracle_parts_split_the_window_search_into_ray_tasks(name):
     assert search.parts == 4 and isinstance(search.map_parts, RayMapParts)
     assert search.map_parts.cpus_per_task == 2  # a part holds the CPUs of the oracle's threads
     plain = mechanism_oracle(validate(_compose([f"oracle={name}"])).oracle)
-    assert plain.strategy("window").map_parts is None
+    assert isinstance(plain.strategy("window").map_parts, ElasticParts)  # idle CPUs, no config
 
 
 @pytest.mark.parametrize(

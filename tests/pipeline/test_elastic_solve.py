@@ -4,6 +4,8 @@ open nodes handed back) when runs wait again."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -126,3 +128,162 @@ def test_extras_give_their_nodes_back_when_runs_wait(local_ray):
         assert driver.extras >= 2 and driver.recalled >= 1, (driver.extras, driver.recalled)
     finally:
         local_ray.kill(demand)
+
+
+# --- a two-node cluster: the hard solve left alone takes the idle node's CPU --------------------
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    """A head and a worker node on 127.0.0.1, one CPU each, token authentication, this
+    worktree's code on the workers' path (``tests.pipeline.test_sweep``'s cluster); stopped by
+    its own handles, never `ray stop`."""
+    import secrets
+    import subprocess
+
+    from tests.conftest import REPO
+    from tests.pipeline.test_sweep import (
+        BIN,
+        _nodes_alive,
+        env,
+        free_port,
+        stop_own,
+        wait_for,
+    )
+
+    ray = str(BIN / "ray")
+    port, dashboard = free_port(), free_port()
+    environ = env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16), PYTHONPATH=str(REPO))
+    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
+    procs = []
+
+    def start(args):
+        agent = ["--dashboard-agent-listen-port", str(free_port())]
+        procs.append(
+            subprocess.Popen(
+                [ray, "start", *args, *agent, *common, "--block"],
+                env=environ,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=REPO,
+            )
+        )
+
+    try:
+        start(
+            [
+                "--head",
+                "--port",
+                str(port),
+                "--include-dashboard",
+                "true",
+                "--dashboard-host",
+                "127.0.0.1",
+                "--dashboard-port",
+                str(dashboard),
+            ]
+        )
+        wait_for(lambda: _nodes_alive(ray, dashboard, environ) >= 1, 120, "the head", poll=1)
+        start(["--address", f"127.0.0.1:{port}"])
+        wait_for(lambda: _nodes_alive(ray, dashboard, environ) >= 2, 120, "the worker", poll=1)
+        yield {"address": f"127.0.0.1:{port}", "env": environ}
+    finally:
+        stop_own(procs)
+
+
+def _hard_tail(seconds: float, busy: float) -> dict:
+    """On a Ray worker: the hard instance's window search with ``ElasticParts`` for
+    ``seconds``, while another run holds the other CPU for its first ``busy`` seconds."""
+    import ray
+
+    problem = medium_instance(14)
+    plan = plan_split(problem, Budget.from_limit(seconds), parts=1, search_seconds=0.2)
+    driver = ElasticParts(grow_every=0.5)
+    started = time.time()
+    results = driver(plan.tables, plan.tasks, plan.incumbent)
+    cert = combine(plan, results, seconds=0.0).certificate
+    return {
+        "node": ray.get_runtime_context().get_node_id(),
+        "grown_at": driver.grown_at,
+        "grew_at_time": None if driver.grown_at is None else started + driver.grown_at,
+        "seconds": driver.seconds,
+        "extras": driver.extras,
+        "tail_worker_seconds": driver.tail_worker_seconds,
+        "tail_cpu_seconds": driver.tail_cpu_seconds,
+        "status": cert.status.name,
+        "bound_ok": cert.bound <= cert.objective,
+    }
+
+
+def _other_run(seconds: float) -> tuple[str, float]:
+    """Another run of the sweep: holds its CPU for ``seconds`` of CPU; its node and when it
+    ended."""
+    import ray
+
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return ray.get_runtime_context().get_node_id(), time.time()
+
+
+def drive(address: str) -> dict:
+    """The test below's driver, in a process of its own (Ray reads its token once a process):
+    two runs on the cluster at ``address``, their nodes and times."""
+    import ray
+
+    from pipeline.elastic_solve import demand_actor
+
+    ray.init(address=address, log_to_driver=False)
+    try:
+        demand = demand_actor(ray, 0)  # the sweep: both runs started, none waits
+        other = ray.remote(num_cpus=1)(_other_run).remote(4.0)
+        hard = ray.remote(num_cpus=1)(_hard_tail).remote(60.0, 4.0)
+        other_node, other_ended = ray.get(other)
+        tail = ray.get(hard)
+        ray.kill(demand)
+    finally:
+        ray.shutdown()
+    return {**tail, "other_node": other_node, "other_ended": other_ended}
+
+
+@pytest.mark.integration
+def test_the_hard_solve_left_alone_runs_on_both_nodes(two_nodes):
+    """Two runs on a two-node cluster (one CPU each): a hard solve and a short one. While the
+    short run holds the other CPU the solve does not grow; once it ends the solve is the one
+    left and grows onto the idle node: from then on its workers hold both CPUs (two one-CPU
+    tasks at once on two one-CPU nodes: one on each), at least 1.8 CPU-seconds a second of
+    holding, and the CPU they get is at least 1.8 a second over the machine's slowdown
+    (``tests.timing``: other jobs share this machine's cores)."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    from tests.timing import slowdown
+
+    script = (
+        "import json; from tests.pipeline.test_elastic_solve import drive; "
+        f"print('RESULT', json.dumps(drive({two_nodes['address']!r})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        env=two_nodes["env"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    tail = json.loads(lines[-1][len("RESULT ") :])
+    print(tail, f"slowdown {slowdown():.2f}")
+    assert tail["extras"] >= 1 and tail["grown_at"] is not None, tail
+    assert tail["bound_ok"]
+    assert tail["other_node"] != tail["node"]  # the two runs at once, one a node
+    assert tail["grew_at_time"] >= tail["other_ended"] - 0.05  # not while the other run ran
+    span = tail["seconds"] - tail["grown_at"]
+    assert span >= 30.0, tail  # a tail long enough to measure
+    assert tail["tail_worker_seconds"] / span >= 1.8, tail
+    assert tail["tail_cpu_seconds"] / span >= 1.8 / slowdown(), (tail, slowdown())
