@@ -85,12 +85,9 @@ def line(label: str, *cells: str) -> str:
     return f"{label:<34} " + " ".join(cells)
 
 
-def measure(spec, parts_list, cpus_list, chunk: int, grid_seconds: float) -> list[str]:
-    """Steps 1 to 4 of the module docstring on one instance: the lines to print."""
-    table, mech, eps, seed = spec
-    name = f"{table} {mech} eps={eps:g} seed={seed}"
-    instance = make_instance(mech, eps, seed, table_rows(table))
-    plan = plan_split(instance.problem, Budget(math.inf), parts=1, search_seconds=grid_seconds)
+def measure(name: str, problem, parts_list, cpus_list, chunk: int, grid_seconds: float):
+    """Steps 1 to 4 of the module docstring on one problem: the lines to print."""
+    plan = plan_split(problem, Budget(math.inf), parts=1, search_seconds=grid_seconds)
     cpu = time.process_time()
     (one,) = sequential_parts(plan.tables, plan.tasks, plan.incumbent)
     one_cpu = time.process_time() - cpu
@@ -156,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid-seconds", type=float, default=5.0)
     parser.add_argument("--out", default="docs/results/parts_balance.md")
     args = parser.parse_args(argv)
+    if min(args.parts + args.cpus + [args.chunk]) < 1:
+        parser.error("--parts, --cpus and --chunk must be >= 1")
     specs = args.instance or [instance_spec(s) for s in INSTANCES]
     head = [
         f"machine: {describe_machine()}; {load_loadavg()} at start",
@@ -167,8 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print("\n".join(head), flush=True)
     lines: list[str] = []
-    for spec in specs:
-        lines += measure(spec, args.parts, args.cpus, args.chunk, args.grid_seconds)
+    for table, mech, eps, seed in specs:
+        problem = make_instance(mech, eps, seed, table_rows(table)).problem
+        name = f"{table} {mech} eps={eps:g} seed={seed}"
+        lines += measure(name, problem, args.parts, args.cpus, args.chunk, args.grid_seconds)
         write(args.out, argv, head, lines, done=False)
     tail = f"machine: {describe_machine()}; {load_loadavg()} at end"
     print(tail)

@@ -1,0 +1,37 @@
+"""bench.parts_balance: on a small instance the donated parts make the one-process search's
+nodes and answer, the replay's speed-up is bounded by the CPUs; the command line refuses bad
+instances and counts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bench.parts_balance import instance_spec, main, measure
+from tests.oracles.fuzz import fuzz_instance
+
+
+def test_a_small_instance_measured_gives_the_one_process_nodes_and_answer():
+    problem = fuzz_instance(3, max_points=3200)
+    lines = measure("fuzz 3", problem, [2, 4], [2, 8], chunk=3, grid_seconds=0.05)
+    assert lines[0].startswith("fuzz 3: incumbent")
+    rows = [line for line in lines if " parts " in line]
+    assert len(rows) == 2 and all("answer same" in row for row in rows)
+    for row in rows:
+        ratio = float(re.search(r"nodes/one\s+([\d.]+)", row).group(1))
+        assert 0.99 <= ratio <= 1.15, row
+    replays = [line for line in lines if "replay" in line]
+    assert len(replays) == 2
+    for cpus, row in zip((2, 8), replays):
+        speedup = float(re.search(r"speed-up\s+([\d.]+)", row).group(1))
+        assert 0 < speedup <= cpus + 1e-9, row
+
+
+def test_the_command_line_refuses_bad_instances_and_counts(capsys):
+    with pytest.raises(SystemExit):
+        main(["--instance", "nowhere:rspm:3:0"])
+    with pytest.raises(SystemExit):
+        main(["--parts", "0"])
+    assert "--parts, --cpus and --chunk must be >= 1" in capsys.readouterr().err
+    assert instance_spec("midwest:opdisc:10:2") == ("midwest", "opdisc", 10.0, 2)
