@@ -29,10 +29,10 @@ from mechanisms.synthetic.fem import SyntheticRelease
 from oracles import registry
 from pipeline.config import Config, ConfigError, OracleConfig, SweepConfig
 from pipeline.data.record import Dataset
+from pipeline.donate_solve import ray_donating_parts
 from pipeline.elastic_solve import elastic_parts
 from pipeline.run_record import RunResult
 from pipeline.settings_schemas import MechanismConfig
-from pipeline.split_solve import ray_map_parts
 
 
 @dataclass(frozen=True)
@@ -130,15 +130,15 @@ def oracle_for(
     """The one place an oracle is built for a run: the route ``name`` (the configured
     ``cfg.name``, or one a catalog entry asks for by name, e.g. the data player's
     ``conjunctions_search``), from the registry. Every oracle gets ``cfg.time_limit`` and ``threads``
-    (default ``cfg.threads``); ``cfg.parts`` > 1 runs the window search's parts as Ray tasks
-    (``pipeline.split_solve``), else the search grows onto the cluster's idle CPUs while no run
+    (default ``cfg.threads``); ``cfg.parts`` > 1 runs the window search as that many Ray tasks
+    sharing their work (``pipeline.donate_solve``: a lost one's work is searched again), else the search grows onto the cluster's idle CPUs while no run
     of the sweep waits (``pipeline.elastic_solve``); ``carry``: the directory where a window search that stops keeps
     its state and a later solve of the same problem carries on (``oracles.carry``,
     ``carry_directory``)."""
     threads = threads or cfg.threads
     options: dict[str, Any] = {}
     if cfg.parts > 1 and name in registry.SPLIT:  # parts as Ray tasks of `threads` CPUs each
-        options = {"parts": cfg.parts, "map_parts": ray_map_parts(cpus_per_task=threads)}
+        options = {"parts": cfg.parts, "map_parts": ray_donating_parts(cpus_per_task=threads)}
     elif name in registry.SPLIT:  # onto the cluster's idle CPUs while no run waits
         options = {"map_parts": elastic_parts()}
     if carry is not None and name in registry.SPLIT:

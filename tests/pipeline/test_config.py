@@ -78,13 +78,13 @@ def test_every_oracle_option_composes_and_builds(name):
 
 @pytest.mark.parametrize("name", ["structured", "window"])
 def test_oracle_parts_split_the_window_search_into_ray_tasks(name):
+    from pipeline.donate_solve import RayDonatingParts
     from pipeline.elastic_solve import ElasticParts
-    from pipeline.split_solve import RayMapParts
     from pipeline.tasks import mechanism_oracle
 
     config = validate(_compose([f"oracle={name}", "oracle.parts=4", "oracle.threads=2"]))
     search = mechanism_oracle(config.oracle).strategy("window")  # the route's window search
-    assert search.parts == 4 and isinstance(search.map_parts, RayMapParts)
+    assert search.parts == 4 and isinstance(search.map_parts, RayDonatingParts)
     assert search.map_parts.cpus_per_task == 2  # a part holds the CPUs of the oracle's threads
     plain = mechanism_oracle(validate(_compose([f"oracle={name}"])).oracle)
     assert isinstance(plain.strategy("window").map_parts, ElasticParts)  # idle CPUs, no config
