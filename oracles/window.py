@@ -112,7 +112,8 @@ class WindowOracle:
         shared = budget.shared
         budget = budget.with_nodes(self.max_nodes)
         # a map_parts that is only a default (``elastic``: pipeline.elastic_solve) yields to
-        # the budget's threads and to a race's shared best, as no map_parts does
+        # the budget's threads and to a race's shared best, as no map_parts does, and reports
+        # progress as the search in this process does
         default = self.map_parts is None or getattr(self.map_parts, "elastic", False)
         threaded = default and (budget.threads > 1 or shared is not None)
         parts = max(self.parts, PARTS_PER_THREAD * budget.threads) if threaded else self.parts
@@ -135,7 +136,7 @@ class WindowOracle:
             return self.stopped(problem, origin, -math.inf, start, {"stopped": f"frontier: {err}"})
         if threaded:  # the budget's CPUs as threads of this process (oracles.split_threads)
             results = thread_parts(budget.threads, shared)(plan.tables, plan.tasks, plan.incumbent)
-        elif self.map_parts is None:
+        elif default:  # in this process (an elastic map_parts: until it grows, ``default``)
             progress = reporter(problem.label, self.name)  # oracles.solve_progress
 
             def estimate(best: float, left: tuple[np.ndarray, ...], made: int) -> str:
@@ -143,7 +144,8 @@ class WindowOracle:
                 rate = made / max(time.process_time() - cpu, 1e-9)
                 return "to certify: " + remaining_message(cost_left(plan, left, best), 0, rate)
 
-            results = sequential_parts(
+            run = sequential_parts if self.map_parts is None else self.map_parts
+            results = run(
                 plan.tables, plan.tasks, plan.incumbent, progress=progress, estimate=estimate
             )
         else:

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oracles.base import Status
-from oracles.branch import Tables
+from oracles.branch import ESTIMATE_EVERY, Estimate, Tables
 from oracles.budget import Budget, now
 from oracles.donate import (
     IDLE_SECONDS,
@@ -41,7 +41,7 @@ from oracles.donate import (
     pool_units,
     with_pool_left,
 )
-from oracles.solve_progress import reporter
+from oracles.solve_progress import Reporter, reporter
 from oracles.split import BACKEND, PartResult, PartTask
 from pipeline.donate_solve import Pending, RayPool, donating_part_task
 from pipeline.split_solve import PART_GRACE_SECONDS
@@ -124,8 +124,10 @@ class ElasticParts:
         min_levels: int = MIN_LEVELS_LEFT,
         grow_every: float = GROW_EVERY,
         max_extras: int | None = None,
+        estimate_every: float = ESTIMATE_EVERY,
     ) -> None:
         self.chunk, self.min_levels, self.grow_every = chunk, min_levels, grow_every
+        self.estimate_every = estimate_every
         self.max_extras = max_extras
         self.extras = self.recalled = 0
         self.grown_at: float | None = None
@@ -134,8 +136,17 @@ class ElasticParts:
         self.tail_worker_seconds = self.tail_cpu_seconds = 0.0
 
     def __call__(
-        self, tables: Tables, tasks: Sequence[PartTask], incumbent: float
+        self,
+        tables: Tables,
+        tasks: Sequence[PartTask],
+        incumbent: float,
+        *,
+        progress: Reporter | None = None,
+        estimate: Estimate | None = None,
     ) -> list[PartResult]:
+        """The search (class docstring). ``progress`` hears the best and the bound while it
+        has not grown (one worker: its bound is the whole's), with ``estimate``'s note every
+        ``estimate_every`` seconds (``oracles.window``); None: a reporter of its own."""
         import ray
 
         start, cpu = time.perf_counter(), time.process_time()
@@ -155,7 +166,8 @@ class ElasticParts:
         idle_look = False
         known, offered, wanted = float(incumbent), math.inf, 0
         message = ""
-        progress = reporter(tables.problem.label, BACKEND)
+        progress = reporter(tables.problem.label, BACKEND) if progress is None else progress
+        note, noted = "", start
         while True:
             if budget.expired() or budget.spent(w.made):
                 message = budget.stopped_by(w.made)
@@ -191,8 +203,14 @@ class ElasticParts:
                 w.step(budget.chunk(w.made, self.chunk) or 1, known)
                 if pool is None and progress.due():  # one worker: its bound is the whole's
                     found = min(w.value, w.best)
-                    queued = -math.inf if local.queued() else math.inf
-                    progress.report(found, min(found, w.least_bound_left(), queued))
+                    queued = local.queued()
+                    least = min(found, w.least_bound_left(), -math.inf if queued else math.inf)
+                    if estimate is not None and time.perf_counter() - noted >= self.estimate_every:
+                        note, noted = (
+                            estimate(found, w.open() + queued, w.made),
+                            time.perf_counter(),
+                        )
+                    progress.report(found, least, note=note)
                 if pool is not None:
                     if w.value < offered:
                         offered = w.value

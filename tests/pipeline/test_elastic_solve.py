@@ -68,6 +68,24 @@ def test_without_ray_it_is_the_one_process_search(problem):
     assert a.extra["nodes"] == _one(plan).certificate.extra["nodes"]
 
 
+def test_in_a_window_search_it_reports_the_best_a_valid_bound_and_the_cost_to_certify():
+    """As the search in this process does (tests/oracles/test_solve_progress.py)."""
+    from oracles.window import WindowOracle
+    from tests.oracles.limited import limited
+    from tests.oracles.test_solve_progress import _solve_with_and_without, same_answer
+
+    elastic = ElasticParts(chunk=50, estimate_every=0.0)
+    oracle = limited(WindowOracle(search_seconds=0.05, map_parts=elastic), 120.0)
+    plain, heard, seen = _solve_with_and_without(oracle, medium_instance(9), interval=0.0)
+    assert plain.certificate.certified
+    same_answer(plain, heard, extra=False)
+    assert seen and all(p.backend == "window" for p in seen)
+    assert all(p.incumbent >= plain.certificate.objective - 1e-9 for p in seen)
+    assert all(p.bound <= plain.certificate.objective + 1e-9 for p in seen)
+    notes = [p.note for p in seen if p.note]
+    assert notes and all(n.startswith("to certify: about ") and "CPU-hours" in n for n in notes)
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     """A Ray of this module's own (two CPUs)."""
