@@ -78,6 +78,7 @@ class RayPool(LocalPool):
         super().__init__(units)
         self.best = float(best)
         self.recalled: set[int] = set()
+        self.seen: set[int] = set()
         for worker in adopted:  # workers whose nodes came from elsewhere (``adopt``)
             self.adopt(worker)
 
@@ -85,13 +86,19 @@ class RayPool(LocalPool):
         self.best = min(self.best, float(value))
         return self.best
 
+    def started(self) -> int:
+        """How many workers have looked at the pool (started running)."""
+        return len(self.seen - {-1})
+
     def recall(self, workers: Sequence[int]) -> None:
         """Ask these workers to give their open nodes back to the pool and end
         (``pipeline.elastic_solve``)."""
         self.recalled.update(int(i) for i in workers)
 
     def look(self, worker: int = -1) -> tuple[int, bool, float, bool]:
-        """``status()``, the best value and whether ``worker`` is recalled, in one round trip."""
+        """``status()``, the best value and whether ``worker`` is recalled, in one round trip
+        (a worker's first look says it has started: ``started``)."""
+        self.seen.add(worker)
         wanted, finished = self.status()
         return wanted, finished, self.best, worker in self.recalled
 

@@ -156,6 +156,8 @@ class ElasticParts:
         cluster = _Cluster(ray) if ray.is_initialized() else None
         self.extras = self.recalled = 0
         self.grown_at, self.cpu_at_grow = None, 0.0
+        self._started: Pending | None = None
+        self._seen = 0
         pool = None
         running: dict[Any, int] = {}
         done: list[PartResult] = []
@@ -275,10 +277,15 @@ class ElasticParts:
         idle (module docstring); returns the pool (a Ray actor once grown) and the tables'
         object reference."""
         idle, waiting = cluster.look()
+        if pool is not None:  # how many extras have started (worker 0 counts: it looks too)
+            if self._started is None:
+                self._started = Pending(pool.started.remote())
+            elif self._started.ready():
+                self._seen, self._started = self._started.value(), None
         if idle >= 1 and waiting == 0:
             room = idle if self.max_extras is None else min(idle, self.max_extras - len(running))
-            if room < 1:
-                return pool, shared
+            if room < 1 or (pool is not None and self._seen < self.extras + 1):
+                return pool, shared  # Ray's idle CPUs lag: wait until the last extra started
             if pool is None:  # grow: the pool moves to a Ray actor
                 pool = ray.remote(num_cpus=0, max_restarts=0)(RayPool).remote(
                     local.queued(), best, (0,)
