@@ -107,6 +107,13 @@ class WorkPool(Protocol):
     def finished(self) -> bool:
         """Every worker idle, the pool empty, no unit leased."""
 
+    def requeue(self, worker: int, nodes: int) -> None:
+        """A lost worker's lease back to the pool, to be searched again from its prefixes."""
+
+    def left(self) -> tuple[np.ndarray, ...]:
+        """The units no live worker searches (a stopped solve's open nodes besides the
+        workers' own)."""
+
 
 class LocalPool:
     """The pool in one process (a lock makes it safe for threads; the Ray actor of
