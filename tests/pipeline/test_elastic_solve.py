@@ -74,7 +74,7 @@ def test_in_a_window_search_it_reports_the_best_a_valid_bound_and_the_cost_to_ce
     from tests.oracles.limited import limited
     from tests.oracles.test_solve_progress import _solve_with_and_without, same_answer
 
-    elastic = ElasticParts(chunk=50, estimate_every=0.0)
+    elastic = ElasticParts(chunk=2000, estimate_every=0.0)
     oracle = limited(WindowOracle(search_seconds=0.05, map_parts=elastic), 120.0)
     plain, heard, seen = _solve_with_and_without(oracle, medium_instance(9), interval=0.0)
     assert plain.certificate.certified
