@@ -23,6 +23,7 @@ goes back to the pool and is searched again.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Sequence
@@ -45,6 +46,8 @@ from oracles.solve_progress import Reporter, reporter
 from oracles.split import BACKEND, PartResult, PartTask
 from pipeline.donate_solve import Pending, RayPool, donating_part_task
 from pipeline.split_solve import PART_GRACE_SECONDS
+
+log = logging.getLogger(__name__)
 
 #: Seconds between two looks at the cluster's idle CPUs and the sweep's waiting runs.
 GROW_EVERY = 1.0
@@ -69,13 +72,24 @@ class Demand:
         return self.runs
 
 
-def demand_actor(ray: Any, waiting: int) -> Any:
-    """A sweep's ``Demand`` actor under ``DEMAND_NAME`` (no CPU), replacing a dead one's name."""
-    return (
-        ray.remote(num_cpus=0, max_restarts=0)(Demand)
-        .options(name=DEMAND_NAME, get_if_exists=True)
-        .remote(waiting)
-    )
+def demand_actor(ray: Any, waiting: int) -> Any | None:
+    """A sweep's ``Demand`` actor under ``DEMAND_NAME`` (no CPU), or None (logged) if Ray
+    cannot make one: the sweep's solves then grow onto idle CPUs whatever waits."""
+    try:
+        return (
+            ray.remote(num_cpus=0, max_restarts=0)(Demand)
+            .options(name=DEMAND_NAME, get_if_exists=True)
+            .remote(waiting)
+        )
+    except Exception as err:  # noqa: BLE001 - best effort, as the progress board
+        log.warning("no demand actor (solves grow onto idle CPUs whatever waits): %r", err)
+        return None
+
+
+def set_waiting(demand: Any | None, waiting: int) -> None:
+    """Tell the sweep's ``Demand`` how many runs wait (nothing without one)."""
+    if demand is not None:
+        demand.set.remote(max(0, int(waiting)))
 
 
 class _Cluster:
@@ -87,7 +101,7 @@ class _Cluster:
         self.ray = ray
         try:
             self.demand = ray.get_actor(DEMAND_NAME)
-        except ValueError:
+        except Exception:  # noqa: BLE001 - none (ValueError), or a Ray that has no actors
             self.demand = None
         self.pending = None
         self.waiting = 0 if self.demand is None else 1
@@ -102,7 +116,10 @@ class _Cluster:
                 self.pending = None
             if self.pending is None and self.demand is not None:
                 self.pending = Pending(self.demand.waiting.remote())
-        idle = int(self.ray.available_resources().get("CPU", 0.0))
+        try:
+            idle = int(self.ray.available_resources().get("CPU", 0.0))
+        except Exception:  # noqa: BLE001 - a Ray that cannot say: never grow on a guess
+            idle = 0
         return idle, self.waiting
 
 
@@ -359,4 +376,12 @@ def elastic_parts() -> ElasticParts:
     return ElasticParts()
 
 
-__all__ = ["DEMAND_NAME", "GROW_EVERY", "Demand", "ElasticParts", "demand_actor", "elastic_parts"]
+__all__ = [
+    "DEMAND_NAME",
+    "GROW_EVERY",
+    "Demand",
+    "ElasticParts",
+    "demand_actor",
+    "elastic_parts",
+    "set_waiting",
+]

@@ -34,7 +34,7 @@ from mechanisms.release import Release
 from pipeline import reaper
 from pipeline.config import Config
 from pipeline.data.record import Dataset
-from pipeline.elastic_solve import demand_actor
+from pipeline.elastic_solve import demand_actor, set_waiting
 from pipeline.preflight import local_ray_error, probe_ray_address, ray_connect_error
 from pipeline.progress import (
     PROGRESS_EVERY,
@@ -439,7 +439,7 @@ def run_sweep(
             wait=min(HEARTBEAT, PROGRESS_EVERY, REDRAW_EVERY),
         ):
             unfinished[0] -= 1
-            demand.set.remote(max(0, unfinished[0] - slots))
+            set_waiting(demand, unfinished[0] - slots)
             if error is not None:
                 # a run failed for good: record why, go on, redo it on the next run
                 reason = failure_reason(error)
@@ -455,7 +455,8 @@ def run_sweep(
     finally:
         progress.close()
         close_board(board)
-        ray.kill(demand)
+        if demand is not None:
+            ray.kill(demand)
     return results, failed
 
 
