@@ -4,6 +4,7 @@ every point better than the best known below a node some worker or the pool stil
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -44,7 +45,9 @@ def _better(problem, truth, best: float):
 
 
 def _plan(problem):
-    return plan_split(problem, Budget.unlimited(), parts=1, search_seconds=0.05)
+    """One part from the root below an untimed incumbent (no grid search: the same plan
+    whatever the machine's load, and larger trees to share)."""
+    return plan_split(problem, Budget.unlimited(), parts=1, search_seconds=0.0)
 
 
 @pytest.mark.parametrize("make, seed", INSTANCES)
@@ -65,14 +68,22 @@ def test_donated_parts_give_the_one_process_answer_and_cover_every_better_point(
     donated = combine(plan, driver(plan.tables, plan.tasks, plan.incumbent), seconds=0.0)
     c, o = donated.certificate, one.certificate
     assert c.certified and o.certified
-    assert c.objective == o.objective and c.bound == o.bound
+    # the bound is the least value the search evaluated: the same point's float objective may
+    # differ in its last bits with the batch of leaves it was scored in (measured: 2e-15)
+    assert c.objective == o.objective and c.bound == pytest.approx(o.bound, abs=1e-12)
+    assert c.bound <= float(truth.minimum) + 1e-9
     assert c.objective == pytest.approx(float(truth.minimum), abs=1e-9)
     best = [w for w, v in zip(truth.points, truth.values) if v == truth.minimum]
     if len(best) == 1:  # no exact tie: the same point
         assert np.array_equal(donated.w, one.w)
-    # the tree is fixed by the best value: the same nodes, however the parts were cut
-    assert c.extra["nodes"] == o.extra["nodes"]
     assert len(checked) == driver.pool.donations
+    # the tree is fixed by the best value: below the minimum from the start, the same nodes
+    # however the parts were cut (below a worse incumbent a worker may find it sooner)
+    at_min = dataclasses.replace(plan, incumbent=o.objective, w_incumbent=one.w)
+    one_at_min = sequential_parts(at_min.tables, at_min.tasks, at_min.incumbent)
+    again = VirtualParts(chunk=2, workers=3, min_levels=1)
+    donated_at_min = again(at_min.tables, at_min.tasks, at_min.incumbent)
+    assert sum(r.nodes for r in donated_at_min) == sum(r.nodes for r in one_at_min)
 
 
 def test_the_instances_above_donate():
@@ -83,7 +94,7 @@ def test_the_instances_above_donate():
         driver = VirtualParts(chunk=2, workers=3, min_levels=1)
         driver(plan.tables, plan.tasks, plan.incumbent)
         donated += driver.pool.donations > 0
-    assert donated >= 0.7 * len(INSTANCES), donated  # measured: 25 of 32
+    assert donated >= 0.9 * len(INSTANCES), donated  # measured: 32 of 32
 
 
 @pytest.mark.parametrize("make, seed", INSTANCES[:12])
@@ -134,7 +145,8 @@ def test_workers_on_threads_give_the_one_process_answer(make, seed):
     results = thread_donating_parts(3)(plan.tables, plan.tasks, plan.incumbent)
     c = combine(plan, results, seconds=0.0).certificate
     assert c.certified
-    assert c.objective == one.certificate.objective and c.bound == one.certificate.bound
+    assert c.objective == one.certificate.objective
+    assert c.bound == pytest.approx(one.certificate.bound, abs=1e-12)
 
 
 def test_a_donation_moves_nodes_and_loses_none():

@@ -55,7 +55,9 @@ ORACLES = (
     "portfolio",
 )
 #: ``window-donated`` donates a node with at least this many levels below it (the fuzz's trees
-#: are 2 to 6 levels deep).
+#: are 2 to 6 levels deep). It has no grid search (an incumbent that does not depend on the
+#: machine's load, and larger trees to share: donations on 57 and 56 of the 60 instances of
+#: each family, where a 0.05 s grid search left 34 of the 60 mixed ones).
 DONATED_MIN_LEVELS = 1
 #: ``window-carried``: the window search stopped past every ``CARRY_NODES`` nodes and carried on
 #: from its state (``oracles.carry``) until it ends, at most ``CARRY_ATTEMPTS`` times.
@@ -116,9 +118,7 @@ def _oracle(name: str):
         return _CarriedOn()
     if name == "window-donated":
         donated = VirtualParts(chunk=2, workers=3, min_levels=DONATED_MIN_LEVELS)
-        oracle = WindowOracle(
-            parts=1, map_parts=donated, search_seconds=GRID_SEARCH_SECONDS, name=name
-        )
+        oracle = WindowOracle(parts=1, map_parts=donated, search_seconds=0.0, name=name)
         return limited(oracle, 30.0)
     if name == "window-parts":
         return limited(WindowOracle(parts=3, search_seconds=GRID_SEARCH_SECONDS, name=name), 30.0)
@@ -188,10 +188,10 @@ def test_the_donated_parts_of_the_fast_fuzz_donate(family):
     donating = 0
     for _, problem in instances_and_truths(family, FAST_SEEDS[family])[0]:
         driver = VirtualParts(chunk=2, workers=3, min_levels=DONATED_MIN_LEVELS)
-        oracle = WindowOracle(map_parts=driver, search_seconds=GRID_SEARCH_SECONDS)
+        oracle = WindowOracle(map_parts=driver, search_seconds=0.0)
         oracle.solve(problem, Budget.unlimited())
         donating += driver.pool.donations > 0
-    assert donating >= 0.5 * len(FAST_SEEDS[family]), donating  # measured: mixed 34 of 60
+    assert donating >= 0.9 * len(FAST_SEEDS[family]), donating  # measured: 57 and 56 of 60
 
 
 def test_the_fuzz_covers_what_the_issue_lists():
