@@ -57,7 +57,8 @@ ORACLES = (
 #: ``window-donated`` donates a node with at least this many levels below it (the fuzz's trees
 #: are 2 to 6 levels deep). It has no grid search (an incumbent that does not depend on the
 #: machine's load, and larger trees to share: donations on 57 and 56 of the 60 instances of
-#: each family, where a 0.05 s grid search left 34 of the 60 mixed ones).
+#: each family, where a 0.05 s grid search left 34 of the 60 mixed ones). Its ``-m slow`` run:
+#: 5,000 instances, 5,000 certified, 0 false (and 0 with the 0.05 s grid search before).
 DONATED_MIN_LEVELS = 1
 #: ``window-carried``: the window search stopped past every ``CARRY_NODES`` nodes and carried on
 #: from its state (``oracles.carry``) until it ends, at most ``CARRY_ATTEMPTS`` times.
