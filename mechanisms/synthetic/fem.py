@@ -315,6 +315,19 @@ def best_records(
     return solution.records, [solution.certificate]
 
 
+def check_listed(workload: Workload | ConjunctionClass) -> None:
+    """The exponential mechanism (fem's query player) scores every query of its workload, so it
+    needs one that is listed: a ``ConjunctionClass`` (every conjunction of up to k literals,
+    never listed) is a ValueError. The one refusal: ``run_fem`` and the sweep's driver
+    (``pipeline.tasks.run_data``, before any run) both call it."""
+    if isinstance(workload, ConjunctionClass):  # a value it cannot take, not a wrong type
+        raise ValueError(  # noqa: TRY004
+            f"fem's exponential mechanism scores every query of its workload, and the "
+            f"{workload.queries:,} conjunctions of up to {workload.max_literals} literals are "
+            "never listed: use fem_rspm (RSPM's query player) or a workload of marginals"
+        )
+
+
 def run_fem(
     codes: np.ndarray,
     workload: Workload | ConjunctionClass,
@@ -330,19 +343,15 @@ def run_fem(
     With ``query_player="rspm"`` only the workload's domain (``sizes``) is used. n, the domain
     and the workload's size are public and fix the schedule (``FEMParams.public_table``: RSPM's
     rounds, the exponential mechanism's regime); the exponential mechanism lists its workload,
-    so it refuses a ``ConjunctionClass``."""
+    so it refuses a ``ConjunctionClass`` (``check_listed``)."""
     rng = check_rng(rng)
     codes = check_codes(codes, workload.sizes)
     n = len(codes)
     rspm = params.query_player == "rspm"
     if rspm:
         selector = selector or oracle
-    elif isinstance(workload, ConjunctionClass):
-        raise ValueError(
-            f"the exponential mechanism lists its workload, and every conjunction of up to "
-            f"{workload.max_literals} literals ({workload.queries:,}) is not listed: use RSPM's "
-            "query player (fem_rspm) or a workload of marginals"
-        )
+    else:
+        check_listed(workload)
     params = params.with_table(n, workload.sizes, workload.queries)
     start = time.perf_counter()
     rounds, eps0, scale = params.total_rounds, params.round_epsilon(), params.perturbation()

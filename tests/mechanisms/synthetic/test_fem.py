@@ -20,6 +20,7 @@ from mechanisms.synthetic.fem import (
     SHORT_SAMPLES,
     SHORT_TARGET,
     FEMParams,
+    check_listed,
     run_fem,
     select,
     selection_precision,
@@ -406,5 +407,10 @@ def test_a_class_of_conjunctions_is_rspm_s_and_the_exponential_mechanism_refuses
         codes, cls, params, np.random.default_rng(0), make_oracle("conjunctions_search")
     )
     assert release.params["queries"] == cls.queries and release.privacy.holds
-    with pytest.raises(ValueError, match="the exponential mechanism lists its workload"):
+    with pytest.raises(ValueError) as refused:
+        check_listed(cls)
+    assert str(refused.value).startswith("fem's exponential mechanism scores every query of its")
+    with pytest.raises(ValueError) as error:
         run_fem(codes, cls, FEMParams(1.0, 1e-6, rounds=3), np.random.default_rng(0), None)
+    assert str(error.value) == str(refused.value)  # one refusal, one message
+    check_listed(WORKLOAD)  # a listed workload passes
