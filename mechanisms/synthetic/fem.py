@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from core.validation import check_choice, check_int, check_real
-from mechanisms.privacy import check_epsilon_delta
+from mechanisms.privacy import PrivacyTarget, TargetRecord
 from mechanisms.release import PrivacyClaim, ReleaseRecord, check_rng
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds, total_epsilon
@@ -87,7 +87,7 @@ def window_sampling_error(queries: int) -> float:
 
 
 @dataclass(frozen=True)
-class FEMParams:
+class FEMParams(TargetRecord):
     """The target (epsilon, delta) of the whole release and the game's settings."""
 
     epsilon: float
@@ -124,7 +124,7 @@ class FEMParams:
     public_table: tuple[int, tuple[int, ...], int] | None = None
 
     def __post_init__(self) -> None:
-        check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=True)
+        self.hold_target(PrivacyTarget)
         if self.rounds is not None:
             check_int("rounds", self.rounds)
         if self.samples is not None:
@@ -165,8 +165,8 @@ class FEMParams:
             )
         n, sizes, _ = self.public_table
         bits = selection.signature_length(sizes, self.separator)
-        most = schedule_rounds(self.epsilon, self.delta, self.round_scale * math.sqrt(self.epsilon))
-        args = (self.epsilon, self.delta, n, bits, self.max_literals)
+        most = schedule_rounds(self.target, self.round_scale * math.sqrt(self.epsilon))
+        args = (self.target, n, bits, self.max_literals)
         rounds = selection.rspm_rounds(*args, most)
         error = float(selection.rspm_error_model(*args, np.array([rounds]))[0])
         samples = selection.rspm_samples(rounds, error, conjunction_count(sizes, self.max_literals))
@@ -185,13 +185,13 @@ class FEMParams:
         if self.query_player == "rspm":
             return self.rspm_schedule()[0]
         return schedule_rounds(
-            self.epsilon, self.delta, self.round_scale * math.sqrt(self.epsilon), self.round_rule
+            self.target, self.round_scale * math.sqrt(self.epsilon), self.round_rule
         )
 
     def round_epsilon(self) -> float:
         """eps0 of each round's selection, calibrated so that the T rounds together are
         (epsilon, delta)-DP (docs/synthetic.md, sections 2.3 and 4.5)."""
-        return round_epsilon(self.epsilon, self.delta, self.total_rounds, self.round_rule)
+        return round_epsilon(self.target, self.total_rounds, self.round_rule)
 
     def perturbation(self) -> float:
         """The scale of the data player's exponential noise: noise_scale sqrt(T) for a schedule
