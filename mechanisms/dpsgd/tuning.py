@@ -112,6 +112,7 @@ def tune_dpsgd(
     """
     X, y = check_data(X, y)
     rng = check_rng(rng)
+    check_type("target", target, ApproximateTarget)  # checked when it was built: trusted
     epsilon, delta = target.epsilon, target.delta
     grid = DPSGDGrid() if grid is None else grid
     check_type("grid", grid, DPSGDGrid)

@@ -130,3 +130,8 @@ def test_search_rejects_bad_options():
         DPSGDGrid(clip_norms=())
     with pytest.raises(TypeError, match="numpy.random.Generator"):
         tune_dpsgd(X, y, ApproximateTarget(1.0, 1e-5), SMALL_GRID)
+    # the target is the one checked type: a bare epsilon is refused by name, a bad one by it
+    with pytest.raises(TypeError, match="^target must be ApproximateTarget, found float$"):
+        tune_dpsgd(X, y, 1.0, SMALL_GRID, rng)
+    with pytest.raises(ValueError, match=r"^epsilon must be finite and > 0, found -1\.0$"):
+        tune_dpsgd(X, y, ApproximateTarget(-1.0, 1e-5), SMALL_GRID, rng)
