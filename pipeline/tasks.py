@@ -25,7 +25,7 @@ from mechanisms.entries import Entry, Labelled, Request, Scores, Table
 from mechanisms.release import Release
 from mechanisms.runner import SolveMany, solve_sequentially
 from mechanisms.synthetic.domain import ConjunctionClass, Domain, Workload
-from mechanisms.synthetic.fem import SyntheticRelease
+from mechanisms.synthetic.fem import SyntheticRelease, check_listed
 from oracles import registry
 from pipeline.config import Config, ConfigError, OracleConfig, SweepConfig
 from pipeline.data.record import Dataset
@@ -169,13 +169,11 @@ def run_data(config: Config, entry: Entry, dataset: Dataset) -> Labelled | Table
     def entry_workload(domain: Domain) -> Workload | ConjunctionClass:
         # called by a table entry only (a classifier's data takes no workload)
         built = workload(config, domain)
-        if entry.lists_workload and isinstance(built, ConjunctionClass):
-            raise ConfigError(
-                f"sweep.workload: {entry.name} scores every query of its workload, and "
-                f"conjunctions ({built.queries:,} of up to {built.max_literals} literals) are "
-                f"never listed; use fem_rspm, or sweep.workload=marginals, found {entry.name} "
-                "with conjunctions"
-            )
+        if entry.lists_workload:
+            try:
+                check_listed(built)  # fem's own refusal, before any run
+            except ValueError as error:
+                raise ConfigError(f"sweep.workload: {error}") from None
         return built
 
     return entry.data(dataset, entry_workload)
