@@ -115,7 +115,12 @@ def look(url: str, ids: list[str], width: int, height: int, screenshot: Path) ->
         missing("playwright is not installed: pip install -e '.[test]' (bash scripts/install.sh)")
     browser_path = chromium()
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=browser_path, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=browser_path,
+            args=CHROMIUM_ARGS,
+            # the scrollbars a person has on Linux, which take their width from the grid
+            ignore_default_args=["--hide-scrollbars"],
+        )
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
             page.goto(url, timeout=120_000)
