@@ -215,7 +215,9 @@ def test_the_view_shows_the_verdicts_at_1280_by_800_beside_mlflows_panels(tmp_pa
     where = f"{json.dumps(seen, indent=1)}\nsee {screenshot}"
     for column in ids:
         name, value = seen[column]["name"], seen[column]["cell"]
-        assert name is not None and value is not None, f"{column} not on the page: {where}"
+        assert name is not None and value is not None, (
+            f"{column} not rendered (the grid leaves out columns out of view): {where}"
+        )
         assert all(name["hits"]) and name["whole"], f"the name of {column} is cut: {where}"
         assert value["hits"][0] and value["hits"][1], f"{column}'s value is out of view: {where}"
     run_name = seen[RUN_NAME]["cell"]
