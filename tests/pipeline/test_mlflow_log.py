@@ -175,7 +175,7 @@ def test_the_verdicts_come_first_and_fit_beside_mlflows_own_columns_on_a_laptop(
     """At 1280 x 800 the view showed Run Name, Created, privacy_status and train_accuracy: the
     epsilon, the certificate and the test accuracy were off screen. The verdicts come first now,
     and with MLflow's own two columns they fit the columns' width at 1280 px (the screenshot
-    test, tests/pipeline/test_mlflow_view.py, checks it in a browser)."""
+    test below checks it in a browser)."""
     view = RUN_LIST_VIEW["selectedColumns"]
     verdicts = [
         "tags.`privacy_status`",
