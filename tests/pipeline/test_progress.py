@@ -4,6 +4,7 @@ the progress line with its block of running solves (a fake clock, as in test_swe
 from __future__ import annotations
 
 import csv
+import heapq
 import io
 import math
 import re
@@ -32,13 +33,16 @@ from pipeline.progress import (
     reporting,
     running_line,
 )
-from pipeline.tasks import RunKey
+from pipeline.tasks import RunKey, launch_order
 
 #: The smoke sweep's runs as its results.csv recorded them (key, mechanism, start, wall time).
 SMOKE_TIMES = Path(__file__).with_name("smoke_sweep_times.csv")
 #: ``+sweep=table`` on breast cancer (bench.generic_instances' CSV, 62 runs), recorded the same
 #: way on the 2-core VM at load 3 to 8.
 TABLE_TIMES = Path(__file__).with_name("table_sweep_times.csv")
+#: ``+sweep=adult`` (302 runs), recorded the same way at load 2 to 5, its runs started a
+#: mechanism after another (before ``pipeline.tasks.launch_order``).
+ADULT_TIMES = Path(__file__).with_name("adult_sweep_times.csv")
 #: Its mechanisms that call no oracle (no time limit).
 NO_ORACLE = frozenset({"dpsgd_lr", "expmech", "logistic_regression"})
 
@@ -212,6 +216,54 @@ def test_a_replayed_table_sweep_is_within_its_eta_to_a_second():
     for t, eta in etas:
         if eta is not None:
             assert eta.low - 1 <= end - t <= eta.high * 1.005 + 1, (t, eta.text())
+
+
+def _key(text: str) -> RunKey:
+    """A RunKey from its text (``opdisc/eps=0.5/run=1``)."""
+    mechanism, eps, run = text.split("/")
+    return RunKey(mechanism, float(eps.removeprefix("eps=")), int(run.removeprefix("run=")))
+
+
+def _scheduled(keys: list[RunKey], seconds: dict[str, float], slots: int) -> list[RunTimes]:
+    """The runs ``keys`` started in that order on ``slots`` slots, each taking its recorded
+    ``seconds`` (a list schedule: the next run on the first free slot)."""
+    free, runs = [0.0] * slots, []
+    for key in keys:
+        start = heapq.heappop(free)
+        end = start + seconds[str(key)]
+        heapq.heappush(free, end)
+        limit = None if key.mechanism in NO_ORACLE else 600.0
+        runs.append(RunTimes(key.mechanism, start, end, limit))
+    return runs
+
+
+def test_the_adult_sweep_s_eta_measures_every_kind_early_in_launch_order():
+    """The Adult sweep as recorded (302 runs; opdisc's runs 2-17 s, the others' 0.4-2 s), its
+    mechanisms one after another: half-way the ETA read ``948-48491s`` with 329 s left, its
+    low end 2.9 times the truth, as every kind not yet run was planned at opdisc's median. The
+    same runs' times in ``launch_order`` (every cell's first run early), scheduled on 2 slots:
+    at 25, 50 and 75 % the truth lies in the range shown (``309-2147s``, ``211-1454s``,
+    ``118-1279s`` with 508, 339 and 169 s left), and so at every second from 22 s on (``?``
+    until 12 s; from 13 to 21 s, while opdisc's first runs are its only slow ones measured, the
+    low end is up to 1.65 times the truth)."""
+    recorded = _smoke_sweep(ADULT_TIMES)
+    end = max(r.end for r in recorded)
+    assert len(recorded) == 302 and end == pytest.approx(658.3, abs=0.1)
+    half = eta_at(recorded, end / 2, slots=2)
+    assert half.text() == "948-48491s" and eta_error(half, end / 2) > 2.8
+    with ADULT_TIMES.open() as f:
+        rows = sorted(csv.DictReader(f), key=lambda r: int(r["start_time_ms"]))
+    seconds = {r["key"]: float(r["wall_seconds"]) for r in rows}
+    runs = _scheduled(launch_order([_key(r["key"]) for r in rows]), seconds, slots=2)
+    end = max(r.end for r in runs)
+    for share, text in ((0.25, "309-2147s"), (0.5, "211-1454s"), (0.75, "118-1279s")):
+        now = share * end
+        eta = eta_at(runs, now, slots=2)
+        assert eta.text() == text and eta_error(eta, end - now) == 1.0, share
+    for t in range(13, int(end)):
+        eta = eta_at(runs, float(t), slots=2)
+        error = eta_error(eta, max(end - t, 1.0))
+        assert error <= (1.7 if t < 22 else 1.0), (t, eta.text())
 
 
 def test_the_eta_shows_one_number_when_the_ends_are_close_else_the_range():
