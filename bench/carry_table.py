@@ -19,7 +19,11 @@ estimates nothing: the next stop's estimate is taken.)
 The run can be stopped and started again with the same ``--state``: finished instances are
 read from ``results.jsonl`` there, and an instance that was running carries on from its kept
 state (its attempts' seconds are in the state). The limits are wall seconds, so a loaded machine
-gives a solve less CPU; the load average is printed beside every row.
+gives a solve less CPU; the load average is printed beside every row. With ``--cpu`` they are
+CPU seconds instead: a probe of ``PROBE_SECONDS`` measures the search's nodes per CPU second, and
+each attempt after it is a node limit of that rate times the CPU seconds left to its next stop
+(the first limit, then the total), so a loaded machine measures what a quiet one's wall seconds
+would give.
 """
 
 from __future__ import annotations
@@ -36,6 +40,11 @@ from bench.machine import describe_machine, load_loadavg
 from oracles.budget import Budget
 from oracles.carry import CarryStore
 from oracles.window import WindowOracle
+
+#: ``--cpu``: the first attempt's seconds (wall), which measure the search's rate.
+PROBE_SECONDS = 20.0
+#: ``--cpu``: an attempt's wall limit is this times its CPU seconds (plus a minute).
+WALL_FACTOR = 4.0
 
 
 @dataclass(frozen=True)
@@ -63,21 +72,43 @@ class Row:
         return f"{self.table}/{self.instance}"
 
 
-def solve_carried(instance, state: Path, first: float, total: float, table: str) -> Row:
-    """The first solve and its carried-on attempts (module docstring)."""
+def solve_carried(
+    instance, state: Path, first: float, total: float, table: str, *, cpu: bool = False
+) -> Row:
+    """The first solve and its carried-on attempts (module docstring); ``cpu``: the limits are
+    CPU seconds (``--cpu``), else wall seconds."""
     folder = state / "carry" / table / instance.name.replace(" ", "_")
     oracle = WindowOracle(carry=str(folder))
     store = CarryStore(str(folder))
     kept = store.load(instance.problem)
-    spent = kept.seconds if kept is not None else 0.0
+    spent = (kept.cpu_seconds if cpu else kept.seconds) if kept is not None else 0.0
     estimate = _read_estimate(state, table, instance.name)
+    rate = None  # nodes a CPU second, as the last attempt measured it (``cpu``)
     while True:
-        limit = min(first, total - spent)
-        solution = oracle.solve(instance.problem, Budget.from_limit(limit))
+        goal = first if spent < first else total  # the next stop: the first limit, then the total
+        left = goal - spent
+        if not cpu:
+            budget = Budget.from_limit(min(first, total - spent))
+        elif rate is None:  # a probe of the rate (its CPU counts)
+            budget = Budget.from_limit(min(PROBE_SECONDS, left))
+        else:  # about ``left`` CPU seconds of nodes, whatever the load (and a wall limit too)
+            budget = Budget.from_limit(WALL_FACTOR * left + 60.0).with_nodes(
+                max(1, int(rate * left))
+            )
+        solution = oracle.solve(instance.problem, budget)
         c = solution.certificate
-        spent = float(c.extra.get("total_seconds", spent + c.seconds))
-        if estimate is None or (math.isnan(estimate["nodes"]) and not c.certified):
-            # the first stop's estimate (a stop before any search has none: the next one's)
+        if cpu:
+            before = float(c.extra.get("carried_cpu_seconds", spent))
+            spent = float(c.extra.get("total_cpu_seconds", spent + c.cpu_seconds))
+            rate = float(c.extra.get("nodes", 0)) / max(spent - before, 1e-9) or None
+        else:
+            spent = float(c.extra.get("total_seconds", spent + c.seconds))
+        at_first = spent >= (0.9 * first if cpu else 0.0)  # the stop at the first limit
+        if estimate is None and (c.certified or at_first):
+            estimate = _estimate(c)
+            _write_estimate(state, table, instance.name, estimate)
+        elif estimate is not None and math.isnan(estimate["nodes"]) and not c.certified:
+            # a stop before any search estimates nothing: the next stop's
             estimate = _estimate(c)
             _write_estimate(state, table, instance.name, estimate)
         if c.certified or spent >= total - 1.0:
@@ -89,7 +120,7 @@ def solve_carried(instance, state: Path, first: float, total: float, table: str)
         c.certified,
         int(c.extra.get("attempts", 1)),
         float(c.extra.get("total_cpu_seconds", c.cpu_seconds)),
-        spent,
+        float(c.extra.get("total_seconds", c.seconds)),
         nodes,
         bool(estimate["first_certified"]),
         estimate["nodes"],
@@ -160,6 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--first", type=float, default=300.0, help="seconds of the first solve")
     parser.add_argument("--total", type=float, default=1800.0, help="seconds in all")
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="limits in CPU seconds (node limits at the search's measured rate): what a quiet "
+        "machine's wall seconds give, measured on a loaded one",
+    )
     args = parser.parse_args(argv)
     if not 0 < args.first <= args.total:
         parser.error(f"need 0 < --first <= --total, found {args.first} and {args.total}")
@@ -172,7 +209,11 @@ def main(argv: list[str] | None = None) -> int:
             row = Row(**json.loads(text))
             done[row.key] = row
     print(f"machine: {describe_machine()}; {load_loadavg()} at start")
-    print(f"first solve {args.first:g} s, carried on to {args.total:g} s in all; state {state}")
+    kind = "CPU" if args.cpu else "wall"
+    print(
+        f"first solve {args.first:g} {kind} s, carried on to {args.total:g} {kind} s in all; "
+        f"state {state}"
+    )
     print(HEADER)
     for table in args.tables:
         for mech in args.mechanisms:
@@ -180,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
                 instance = sweep_instance(mech, args.epsilon, run, table)
                 key = f"{table}/{instance.name}"
                 if key not in done:
-                    done[key] = solve_carried(instance, state, args.first, args.total, table)
+                    done[key] = solve_carried(
+                        instance, state, args.first, args.total, table, cpu=args.cpu
+                    )
                     with results.open("a") as out:
                         out.write(json.dumps(asdict(done[key])) + "\n")
                 print(line(done[key]), flush=True)

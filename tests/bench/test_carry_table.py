@@ -22,6 +22,14 @@ def test_a_hard_solve_is_carried_on_and_keeps_its_first_estimate(tmp_path):
     assert " no " in line(row) and "nodes" in line(row)
 
 
+def test_cpu_limits_give_the_search_its_cpu_seconds_whatever_the_load(tmp_path):
+    instance = sweep_instance("rspm", 10.0, 1, "breast_cancer")
+    row = solve_carried(instance, tmp_path, first=2.0, total=4.0, table="breast_cancer", cpu=True)
+    assert not row.certified and row.attempts >= 2
+    assert 3.0 <= row.cpu_seconds <= 4.0 + 2.0  # the last attempt's node limit, at its own rate
+    assert row.seconds >= row.cpu_seconds * 0.95 and math.isfinite(row.estimate_nodes)
+
+
 def test_an_easy_solve_certifies_at_once_and_a_rerun_reads_it_back(tmp_path, capsys):
     argv = ["--state", str(tmp_path), "--tables", "crime", "--epsilon", "1", "--runs", "1"]
     assert main([*argv, "--first", "30", "--total", "60"]) == 0
