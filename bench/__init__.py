@@ -8,6 +8,8 @@
     python -m bench.synthetic_unlisted MECHANISM EPSILON SEED [--k 5]
     python -m bench.tree_size [--family TABLE:MECHANISM:EPSILON ...] [--seeds ...] [--survey]
     python -m bench.carry_on --family TABLE:MECHANISM:EPSILON [--seeds ...] [--stops 5]
+    python -m bench.carry_table --state /abs/DIR [--tables ...] [--first 300] [--total 1800]
+    python -m bench.node_rate [--family TABLE:MECHANISM:EPSILON ...] [--base COMMIT]
 
 Run from the repository's root (``python -m`` puts it on the path). ``same_results`` checks
 that a refactoring left a sweep's results unchanged; ``synthetic_comparison`` tabulates
@@ -18,6 +20,8 @@ continuous columns (``generic_instances`` builds them and writes one as a CSV fo
 one synthetic table on every conjunction of up to k literals, a class no one lists; ``tree_size``
 checks the window search's tree-size estimate (``oracles.tree_size``) against the nodes its
 searches made; ``carry_on`` checks a search stopped and carried on against the search run
-whole (``oracles.carry``); ``machine`` is what each prints about where it ran. Measured results, with
+whole (``oracles.carry``); ``carry_table`` carries hard solves on from a first limit to a total
+one, beside the cost each first stop estimated; ``node_rate`` measures the compiled search's
+nodes per CPU second beside another commit's kernel, on the same trees; ``machine`` is what each prints about where it ran. Measured results, with
 the machine and the command that made them, are in docs/results/.
 """

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The screenshot docs/mlflow-run-list.png: the run list of a smoke sweep in the MLflow UI, in the
-# view the sweep stores (pipeline/mlflow_log.py, RUN_LIST_VIEW). Needs chromium (apt-get install
-# chromium) and this project on PYTHONPATH. Usage: docs/screenshot_mlflow.sh [OUTPUT_DIR]
+# view the sweep stores (pipeline/mlflow_log.py, RUN_LIST_VIEW), at 1280 x 800. Needs chromium
+# (scripts/install.sh installs it) and this project on PYTHONPATH.
+# Usage: docs/screenshot_mlflow.sh [OUTPUT_DIR]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$(mktemp -d)}
@@ -19,21 +20,9 @@ from mlflow import MlflowClient
 print(MlflowClient('sqlite:///$out/mlflow.db').get_experiment_by_name('oracle-dp').experiment_id)
 " 2>/dev/null)
 url=$(python -c "from pipeline.mlflow_log import view_url; print(view_url('http://127.0.0.1:$port', '$experiment'))")
-# wide enough that every column of the view shows beside the assistant panel
+# a laptop's screen, beside MLflow's navigation and its assistant panel (docs/mlflow.md)
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$(mktemp -d)" --window-size=2600,1000 --virtual-time-budget=20000 \
-    --screenshot="$out/full.png" "$url" 2>/dev/null
-# the run list only, without the assistant panel the UI opens on its right: cut at the gutter
-# (a column of the page's background, not white) left of that panel
-python -c "
-from PIL import Image
-full = Image.open('$out/full.png').convert('RGB')
-width, height = full.size
-def gutter(x):
-    return all(600 < sum(full.getpixel((x, y))) < 750 for y in range(200, height - 100, 10))
-cut = next((x for x in range(width - 200, width // 2, -1) if gutter(x)), None)
-if cut is None:
-    raise SystemExit('no gutter left of the assistant panel: is the run list on screen?')
-full.crop((0, 0, cut, height)).save('$png', optimize=True)"
+    --user-data-dir="$(mktemp -d)" --window-size=1280,800 --virtual-time-budget=20000 \
+    --screenshot="$png" "$url" 2>/dev/null
 echo "$png from $url"

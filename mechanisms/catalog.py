@@ -67,9 +67,7 @@ def _run_dpsgd(
     params: DPSGDParams, settings: Any, X: np.ndarray, y: np.ndarray, rng: np.random.Generator
 ) -> Release:
     if settings.tune:
-        return tune_dpsgd(
-            X, y, params.epsilon, params.delta, rng=rng, accounted=settings.tune_accounted
-        )
+        return tune_dpsgd(X, y, params.target, rng=rng, accounted=settings.tune_accounted)
     return run_dpsgd(X, y, params, rng)
 
 

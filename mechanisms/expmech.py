@@ -17,7 +17,7 @@ import numpy as np
 from core.objective import DEFAULT_MARGIN, MergedRows, check_data
 from core.problem import IntegerGrid, Problem
 from mechanisms.opdisc import opdisc_domain
-from mechanisms.privacy import check_epsilon_delta
+from mechanisms.privacy import PrivacyTarget, TargetRecord
 from mechanisms.release import PrivacyClaim, Release, check_rng
 from oracles.enumerate import DEFAULT_MAX_POINTS, all_objectives
 
@@ -26,7 +26,7 @@ SENSITIVITY = 1.0
 
 
 @dataclass(frozen=True)
-class ExpMechParams:
+class ExpMechParams(TargetRecord):
     epsilon: float
     #: The grid: OPDisc's W_tau with these parameters (SPEC section 3 defaults when None).
     tau: float = 1.0
@@ -36,7 +36,7 @@ class ExpMechParams:
     max_points: int = DEFAULT_MAX_POINTS
 
     def __post_init__(self) -> None:
-        check_epsilon_delta(self.epsilon, 0.0)
+        self.hold_target(PrivacyTarget)  # pure epsilon-DP
 
 
 def run_expmech(

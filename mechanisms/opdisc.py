@@ -30,7 +30,7 @@ from core.validation import check_real, check_result, check_shape
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import check_calibration
 from mechanisms.opdisc_calibration import opdisc_epsilon, opdisc_sigma, opdisc_sigma_paper
-from mechanisms.privacy import check_epsilon_delta
+from mechanisms.privacy import TargetRecord
 from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret
 from mechanisms.runner import exact_argmin_release
 from oracles.base import Solution
@@ -49,7 +49,7 @@ def opdisc_domain(d: int, tau: float = 1.0, B: float | None = None, D: float | N
 
 
 @dataclass(frozen=True)
-class OPDiscParams:
+class OPDiscParams(TargetRecord):
     """Privacy and domain parameters of OPDisc. ``B`` and ``D`` default to the paper's."""
 
     epsilon: float
@@ -62,7 +62,7 @@ class OPDiscParams:
     calibration: str = "proven"
 
     def __post_init__(self) -> None:
-        check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
+        self.hold_target()  # (epsilon, delta), delta > 0: the Gaussian noise
         check_calibration(self.calibration)
         check_real("tau", self.tau)
         for name in ("B", "D"):
@@ -100,10 +100,10 @@ class OPDisc(NoFeatureBound):
         domain, D = opdisc_domain(d, p.tau, p.B, p.D)
         tau = domain.step
         if p.calibration == "proven":
-            sigma = opdisc_sigma(p.epsilon, p.delta, d=d, D=D, tau=tau)
+            sigma = opdisc_sigma(p.target, d=d, D=D, tau=tau)
             proven = p.epsilon  # sigma was chosen so that delta(epsilon; sigma) <= delta
         else:
-            sigma = opdisc_sigma_paper(p.epsilon, p.delta, tau, D)
+            sigma = opdisc_sigma_paper(p.target, tau, D)
             if p.calibration == "paper_code":
                 sigma /= 2.0  # the paper's published code divides Algorithm 1's sigma by 2
             proven = opdisc_epsilon(sigma, p.delta, d=d, D=D, tau=tau)

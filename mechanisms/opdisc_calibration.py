@@ -16,7 +16,7 @@ from scipy import integrate, special
 
 from core.validation import check_real, check_result, check_shape
 from mechanisms.calibration import epsilon_for, first_guess_tail, smallest_safe
-from mechanisms.privacy import check_delta, check_epsilon_delta
+from mechanisms.privacy import ApproximateTarget
 
 
 def opdisc_shift_norm(D: float, tau: float) -> float:
@@ -28,17 +28,17 @@ def opdisc_shift_norm(D: float, tau: float) -> float:
     return check_result("c = 4 D^2 / tau^2", 4.0 * G * (D * D) / tau, D=D, tau=tau)
 
 
-def opdisc_sigma_paper(epsilon: float, delta: float, tau: float, D: float) -> float:
-    """sigma_paper = 7 G D^2 sqrt(ln(1/delta)) / (tau epsilon), G = 1/tau (SPEC section 3).
+def opdisc_sigma_paper(target: ApproximateTarget, tau: float, D: float) -> float:
+    """sigma_paper = 7 G D^2 sqrt(ln(1/delta)) / (tau epsilon), G = 1/tau (SPEC section 3), at the
+    ``target`` (epsilon, delta).
 
     Algorithm 1's value. Its proof does not establish (epsilon, delta) (SPEC 10.1): a release
     made with it records ``opdisc_epsilon(sigma_paper, delta, ...)`` instead. Adult, epsilon = 1,
     delta = 1/n^2, tau = 1, D^2 = 23: about 708.
     """
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
     check_real("tau", tau)
     check_real("D", D)
-    epsilon, delta, tau, D = float(epsilon), float(delta), float(tau), float(D)
+    epsilon, delta, tau, D = target.epsilon, target.delta, float(tau), float(D)
     G = 1.0 / tau
     # divided one factor at a time: tau * epsilon can underflow to 0 where neither is 0
     sigma = 7.0 * G * (D * D) * math.sqrt(-math.log(delta)) / tau / epsilon
@@ -138,15 +138,15 @@ def opdisc_delta(epsilon: float, sigma: float, *, d: int, D: float, tau: float =
     return math.exp(opdisc_log_delta(epsilon, sigma, d=d, D=D, tau=tau))
 
 
-def opdisc_sigma(epsilon: float, delta: float, *, d: int, D: float, tau: float = 1.0) -> float:
-    """The smallest sigma with opdisc_delta(epsilon; sigma) <= delta (SPEC 10.1, 'proven').
+def opdisc_sigma(target: ApproximateTarget, *, d: int, D: float, tau: float = 1.0) -> float:
+    """The smallest sigma with opdisc_delta(epsilon; sigma) <= delta at the ``target`` (epsilon,
+    delta) (SPEC 10.1, 'proven').
 
     d = 23, D^2 = 23, tau = 1, delta = 1/15682^2: 7712 / 2628 / 1593 / 809 at epsilon = 0.1 /
     0.3 / 0.5 / 1 (SPEC 10.1's table). Decreasing in epsilon and in delta, increasing in d.
     """
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
     _check_opdisc_shape(d, D, tau)
-    return _opdisc_sigma_cached(float(epsilon), float(delta), int(d), float(D), float(tau))
+    return _opdisc_sigma_cached(target.epsilon, target.delta, int(d), float(D), float(tau))
 
 
 @functools.lru_cache(maxsize=256)
@@ -164,7 +164,7 @@ def opdisc_epsilon(sigma: float, delta: float, *, d: int, D: float, tau: float =
 
     Decreasing in sigma; 0.0 when sigma is so large that (0, delta) is proven.
     """
-    check_delta(delta, allow_zero_delta=False)
+    check_real("delta", delta, "(0, 1)")  # the delta an epsilon is proven at (a query)
     check_real("sigma", sigma)
     _check_opdisc_shape(d, D, tau)
     return _opdisc_epsilon_cached(float(sigma), float(delta), int(d), float(D), float(tau))

@@ -67,14 +67,14 @@ from mechanisms.opsamp_calibration import (
     opsamp_gamma_m,
     opsamp_lambda,
 )
-from mechanisms.privacy import check_epsilon_delta
+from mechanisms.privacy import ApproximateTarget, TargetRecord
 from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret
 from oracles.base import Solution
 from oracles.convex import ConvexProblem
 
 
 @dataclass(frozen=True)
-class OPSampParams:
+class OPSampParams(TargetRecord):
     epsilon: float
     delta: float
     loss: Literal["logistic", "zero_one"] = "logistic"
@@ -99,7 +99,7 @@ class OPSampParams:
     out_of_bounds: Literal["error", "clip"] = "error"
 
     def __post_init__(self) -> None:
-        check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
+        self.hold_target()
         check_calibration(self.calibration, allowed=("proven", "paper"))
         check_not_both("gamma", self.gamma, "m", self.m)
         if self.gamma is not None:
@@ -140,8 +140,7 @@ def lipschitz_constant(params: OPSampParams, d: int) -> float:
 
 
 def opsamp_calibration(
-    epsilon: float,
-    delta: float,
+    target: ApproximateTarget,
     n: int,
     d: int,
     *,
@@ -153,7 +152,8 @@ def opsamp_calibration(
     gamma: float | None = None,
     m: int | None = None,
 ) -> OPSampCalibration:
-    """gamma, m, eta, lambda (and its terms) and the (epsilon, delta) proven (SPEC 5, 10.3).
+    """gamma, m, eta, lambda (and its terms) at the ``target`` (epsilon, delta), and the
+    (epsilon, delta) proven (SPEC 5, 10.3).
 
     m uses ln(4d / delta), not Algorithm 2's ln(2d / delta): the Hoeffding union bound over d
     coordinates, two sides and the two neighbouring datasets then sums to delta. gamma is capped
@@ -162,8 +162,9 @@ def opsamp_calibration(
     lambda_proven / (lambda / epsilon).
     """
     check_calibration(calibration, allowed=("proven", "paper"))
-    gamma_raw, gamma, m = opsamp_gamma_m(epsilon, delta, n, d, D_inf, gamma=gamma, m=m)
-    eta = opsamp_eta(epsilon, n, d, G=G, beta=beta, D_inf=D_inf)
+    epsilon, delta = target.epsilon, target.delta
+    gamma_raw, gamma, m = opsamp_gamma_m(target, n, d, D_inf, gamma=gamma, m=m)
+    eta = opsamp_eta(target, n, d, G=G, beta=beta, D_inf=D_inf)
     used = opsamp_lambda(
         d, gamma=gamma, eta=eta, G=G, D_inf=D_inf, alpha=alpha, calibration=calibration
     )
@@ -238,8 +239,7 @@ class OPSamp:
         check_shape("n", n)
         check_shape("d", d)
         return opsamp_calibration(
-            p.epsilon,
-            p.delta,
+            p.target,
             n,
             d,
             G=lipschitz_constant(p, d),

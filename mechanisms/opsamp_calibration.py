@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from core.validation import check_int, check_not_both, check_real, check_result, check_shape
 from mechanisms.calibration import LOG_MAX, check_calibration
-from mechanisms.privacy import check_epsilon_delta
+from mechanisms.privacy import ApproximateTarget, PrivacyTarget
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,7 @@ def check_opsamp_m(m: int, delta: float, d: int | None = None) -> None:
 
 
 def opsamp_gamma_m(
-    epsilon: float,
-    delta: float,
+    target: ApproximateTarget,
     n: int,
     d: int,
     D_inf: float,
@@ -60,7 +59,8 @@ def opsamp_gamma_m(
     gamma: float | None = None,
     m: int | None = None,
 ) -> tuple[float, float, int]:
-    """(gamma_raw, gamma, m): the paper's gamma capped at 1, or the one a user chose.
+    """(gamma_raw, gamma, m) at the ``target`` (epsilon, delta): the paper's gamma capped at 1,
+    or the one a user chose.
 
     m = ceil(ln(4d / delta) / (2 gamma^2)) (SPEC section 5). A user may give gamma in (0, 1]
     (m follows) or m (gamma = sqrt(ln(4d / delta) / (2 m)), the smallest gamma that m calls
@@ -68,7 +68,7 @@ def opsamp_gamma_m(
     needs gamma <= 1, so a given m below ``opsamp_m_floor(delta, d)`` is refused, as gamma > 1
     is. m is decreasing in gamma and increasing in d and in 1 / delta.
     """
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
+    epsilon, delta = target.epsilon, target.delta
     check_shape("n", n)
     check_shape("d", d)
     check_real("D_inf", D_inf)
@@ -103,19 +103,21 @@ def opsamp_gamma_m(
     return gamma_raw, gamma, math.ceil(calls)
 
 
-def opsamp_eta(epsilon: float, n: int, d: int, *, G: float, beta: float, D_inf: float) -> float:
-    """eta = sqrt(D_2 sqrt(2d) epsilon / (250 G^2 d^2 D_inf^2 (1 + ln(2/beta)) n)) (SPEC 5).
+def opsamp_eta(
+    target: PrivacyTarget, n: int, d: int, *, G: float, beta: float, D_inf: float
+) -> float:
+    """eta = sqrt(D_2 sqrt(2d) epsilon / (250 G^2 d^2 D_inf^2 (1 + ln(2/beta)) n)) (SPEC 5), at
+    the ``target``'s epsilon.
 
     Increasing in epsilon, decreasing in n and G.
     """
-    check_real("epsilon", epsilon)
     check_shape("n", n)
     check_shape("d", d)
     check_real("G", G)
     check_real("beta", beta, "(0, 1)")
     check_real("D_inf", D_inf)
     epsilon, n, d, G, beta, D_inf = (
-        float(epsilon),
+        target.epsilon,
         int(n),
         int(d),
         float(G),

@@ -1,9 +1,12 @@
 """Privacy targets and privacy warnings: the small module the mechanisms and the pipeline share.
 
-A privacy target is (epsilon, delta): epsilon finite and > 0, delta in [0, 1) (or (0, 1) where
-the mechanism needs delta > 0). It is checked here, once, where a mechanism's parameter record is
-built; the config checks the sweep's grid with the same functions. ``PrivacyLeakWarning`` marks a
-choice read off the private data without being accounted for (the data loader and the
+A privacy target is (epsilon, delta): epsilon finite and > 0, delta in [0, 1), or (0, 1) where
+the guarantee needs delta > 0 (a Gaussian mechanism has no pure epsilon). ``PrivacyTarget`` and
+``ApproximateTarget`` are the one place that is checked, as dp_accounting's events are frozen
+records: a target is checked once, when it is built, and every function that takes one trusts
+it. A mechanism's parameter record builds its target once (``TargetRecord.hold_target``); the
+pipeline's config builds its grid's targets when it is validated. ``PrivacyLeakWarning`` marks
+a choice read off the private data without being accounted for (the data loader and the
 mechanisms' bound checks raise it); ``PrivacyError`` refuses a release that would break a
 guarantee. Numbers in general are checked by ``core.validation``, which this builds on.
 """
@@ -12,7 +15,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from core.validation import is_real
 
@@ -34,38 +38,75 @@ def warn_data_dependent(what: str) -> None:
     )
 
 
-def check_epsilon(epsilon: Any) -> None:
-    """epsilon finite and > 0; TypeError for a wrong type, ValueError for a wrong value."""
-    if not is_real(epsilon):
-        raise TypeError(f"epsilon must be a real number, found {epsilon!r}")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be finite and > 0, found {epsilon!r}")
+@dataclass(frozen=True)
+class PrivacyTarget:
+    """The target (epsilon, delta) of a release: it is to be (epsilon, delta)-DP.
+
+    epsilon finite and > 0; delta in [0, 1) (0: pure epsilon-DP). Checked here, once, when the
+    target is built: both types first (TypeError: not a real number, e.g. a bool, a str, None),
+    then both values (ValueError naming the field and quoting the value). Both are then floats.
+    A function that takes a target trusts it and checks neither again.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+
+    #: Whether delta = 0 (pure DP) is a target of this kind (``ApproximateTarget``: not).
+    ZERO_DELTA: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        for name in ("epsilon", "delta"):
+            value = getattr(self, name)
+            if not is_real(value):
+                raise TypeError(f"{name} must be a real number, found {value!r}")
+        if not (math.isfinite(self.epsilon) and self.epsilon > 0):
+            raise ValueError(f"epsilon must be finite and > 0, found {self.epsilon!r}")
+        low_ok = self.delta >= 0 if self.ZERO_DELTA else self.delta > 0
+        if not (low_ok and self.delta < 1):
+            bound = "[0, 1)" if self.ZERO_DELTA else "(0, 1)"
+            raise ValueError(f"delta must be in {bound}, found {self.delta!r}")
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+        object.__setattr__(self, "delta", float(self.delta))
+
+    @property
+    def pure(self) -> bool:
+        """delta = 0: pure epsilon-DP."""
+        return self.delta == 0.0
 
 
-def check_delta(delta: Any, *, allow_zero_delta: bool = True) -> None:
-    """delta in [0, 1) (``allow_zero_delta``) or (0, 1); TypeError / ValueError as above."""
-    if not is_real(delta):
-        raise TypeError(f"delta must be a real number, found {delta!r}")
-    low_ok = delta >= 0 if allow_zero_delta else delta > 0
-    if not (low_ok and delta < 1):
-        bound = "[0, 1)" if allow_zero_delta else "(0, 1)"
-        raise ValueError(f"delta must be in {bound}, found {delta!r}")
+@dataclass(frozen=True)
+class ApproximateTarget(PrivacyTarget):
+    """A target whose guarantee needs delta > 0, delta in (0, 1): the Gaussian mechanisms' (no
+    pure epsilon), and the zCDP conversions' (ln(1 / delta)). No default delta."""
+
+    delta: float = field()  # field(): no default (a bare annotation would inherit 0.0)
+
+    ZERO_DELTA: ClassVar[bool] = False
 
 
-def check_epsilon_delta(epsilon: Any, delta: Any, *, allow_zero_delta: bool = True) -> None:
-    """A privacy target (epsilon, delta): both types first, then both values."""
-    for name, value in (("epsilon", epsilon), ("delta", delta)):
-        if not is_real(value):
-            raise TypeError(f"{name} must be a real number, found {value!r}")
-    check_epsilon(epsilon)
-    check_delta(delta, allow_zero_delta=allow_zero_delta)
+class TargetRecord:
+    """A mechanism's frozen parameter record whose ``epsilon`` and ``delta`` fields (``delta``
+    0 when it has none) are its privacy target.
+
+    Its ``__post_init__`` calls ``hold_target`` where it checks its other fields: that builds
+    ``target`` once, of the kind its guarantee needs, which checks epsilon and delta; what the
+    record runs takes ``record.target`` and trusts it. ``target`` is not a field: the record's
+    fields stay its settings, equality and ``asdict`` (what a release records) unchanged.
+    """
+
+    epsilon: float
+    target: PrivacyTarget
+
+    def hold_target(self, kind: type[PrivacyTarget] = ApproximateTarget) -> None:
+        target = kind(self.epsilon, getattr(self, "delta", 0.0))
+        object.__setattr__(self, "target", target)
 
 
 __all__ = [
+    "ApproximateTarget",
     "PrivacyError",
     "PrivacyLeakWarning",
-    "check_delta",
-    "check_epsilon",
-    "check_epsilon_delta",
+    "PrivacyTarget",
+    "TargetRecord",
     "warn_data_dependent",
 ]

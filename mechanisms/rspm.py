@@ -30,7 +30,7 @@ from core.problem import IntegerGrid, Problem
 from core.validation import check_choice, check_real, check_shape
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import check_calibration
-from mechanisms.privacy import check_epsilon_delta
+from mechanisms.privacy import ApproximateTarget, PrivacyTarget, TargetRecord
 from mechanisms.release import Calibration, Noise, Release, Secret
 from mechanisms.rspm_calibration import (
     rspm_gaussian_epsilon,
@@ -49,7 +49,7 @@ def separator_set(d: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class RSPMParams:
+class RSPMParams(TargetRecord):
     epsilon: float
     delta: float = 0.0
     noise: Literal["gaussian", "laplace"] = "gaussian"
@@ -60,7 +60,7 @@ class RSPMParams:
     def __post_init__(self) -> None:
         check_choice("noise", self.noise, ("gaussian", "laplace"))
         check_calibration(self.calibration, allowed=("proven", "paper"))
-        check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=self.noise == "laplace")
+        self.hold_target(PrivacyTarget if self.noise == "laplace" else ApproximateTarget)
         check_real("margin", self.margin, "(0, 1)")  # the separator argument (SPEC section 4)
 
 
@@ -105,13 +105,13 @@ class RSPM(NoFeatureBound):
                 proven_epsilon=p.epsilon,
                 proven_delta=p.delta,
                 m=m,
-                laplace_scale=rspm_laplace_scale(p.epsilon, m),
+                laplace_scale=rspm_laplace_scale(p.target, m),
             )
         if p.calibration == "proven":
-            sigma = rspm_gaussian_sigma(p.epsilon, p.delta, m)
+            sigma = rspm_gaussian_sigma(p.target, m)
             proven = p.epsilon  # sigma was chosen so that delta(epsilon; sigma) <= delta
         else:
-            sigma = rspm_gaussian_sigma_paper(p.epsilon, p.delta, m)
+            sigma = rspm_gaussian_sigma_paper(p.target, m)
             proven = rspm_gaussian_epsilon(sigma, p.delta, m=m)
         return RSPMGaussianCalibration(
             rule=p.calibration, proven_epsilon=proven, proven_delta=p.delta, m=m, sigma=sigma

@@ -18,18 +18,18 @@ from scipy import fft, optimize, special
 
 from core.validation import check_real, check_result, check_shape
 from mechanisms.calibration import LOG_NEGLIGIBLE, epsilon_for, first_guess_tail, smallest_safe
-from mechanisms.privacy import check_delta, check_epsilon_delta
+from mechanisms.privacy import ApproximateTarget, PrivacyTarget
 
 
-def rspm_gaussian_sigma_paper(epsilon: float, delta: float, m: int) -> float:
-    """The paper's sigma = 7 sqrt(m ln(1/delta)) / epsilon (SPEC section 4).
+def rspm_gaussian_sigma_paper(target: ApproximateTarget, m: int) -> float:
+    """The paper's sigma = 7 sqrt(m ln(1/delta)) / epsilon (SPEC section 4) at the ``target``.
 
     Its proof has OPDisc's gap (SPEC 10.2): a release made with it records
     ``rspm_gaussian_epsilon(sigma, delta, m)``.
     """
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
     check_shape("m", m)
-    sigma = 7.0 * math.sqrt(int(m) * -math.log(delta)) / float(epsilon)
+    epsilon, delta = target.epsilon, target.delta
+    sigma = 7.0 * math.sqrt(int(m) * -math.log(delta)) / epsilon
     return check_result("sigma_paper", sigma, epsilon=epsilon, delta=delta, m=m)
 
 
@@ -254,15 +254,15 @@ def _rspm_first_guess_tail(m: int, delta: float) -> float:
     return m * _MEAN_HALF_NORMAL + math.sqrt(m) * first_guess_tail(delta)
 
 
-def rspm_gaussian_sigma(epsilon: float, delta: float, m: int) -> float:
-    """The smallest sigma with rspm_gaussian_delta(epsilon; sigma) <= delta (SPEC 10.2).
+def rspm_gaussian_sigma(target: ApproximateTarget, m: int) -> float:
+    """The smallest sigma with rspm_gaussian_delta(epsilon; sigma) <= delta at the ``target``
+    (epsilon, delta) (SPEC 10.2).
 
     m = 46, delta = 1/15682^2: 1146 / 390 / 236 / 119.6 at epsilon = 0.1 / 0.3 / 0.5 / 1.
     Decreasing in epsilon and in delta, increasing in m.
     """
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
     check_shape("m", m)
-    return _rspm_sigma_cached(float(epsilon), float(delta), int(m))
+    return _rspm_sigma_cached(target.epsilon, target.delta, int(m))
 
 
 @functools.lru_cache(maxsize=256)
@@ -279,7 +279,7 @@ def rspm_gaussian_epsilon(sigma: float, delta: float, *, m: int) -> float:
 
     Decreasing in sigma; 0.0 when sigma is so large that (0, delta) is proven.
     """
-    check_delta(delta, allow_zero_delta=False)
+    check_real("delta", delta, "(0, 1)")  # the delta an epsilon is proven at (a query)
     check_real("sigma", sigma)
     check_shape("m", m)
     return _rspm_epsilon_cached(float(sigma), float(delta), int(m))
@@ -292,11 +292,12 @@ def _rspm_epsilon_cached(sigma: float, delta: float, m: int) -> float:
     return epsilon_for(lambda e: _rspm_log_delta(e, sigma, m), delta, eps0, sigma=sigma, m=m)
 
 
-def rspm_laplace_scale(epsilon: float, m: int) -> float:
-    """Laplace scale 2m / epsilon: pure epsilon-DP, unaffected by SPEC 10.2.
+def rspm_laplace_scale(target: PrivacyTarget, m: int) -> float:
+    """Laplace scale 2m / epsilon at the ``target``'s epsilon: pure epsilon-DP, unaffected by
+    SPEC 10.2.
 
     The density ratio of a shift with l1 norm 2m is bounded pointwise by exp(2m / scale).
     """
-    check_epsilon_delta(epsilon, 0.0)
     check_shape("m", m)
-    return check_result("laplace_scale", 2.0 * int(m) / float(epsilon), epsilon=epsilon, m=m)
+    epsilon = target.epsilon
+    return check_result("laplace_scale", 2.0 * int(m) / epsilon, epsilon=epsilon, m=m)

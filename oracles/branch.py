@@ -111,6 +111,7 @@ class Tables:
         room: (d + 1, cap + 1, u) the exact max of |sum_{i >= level} X_ui k_i| over completions
             with square sum at most r (``reach_tables``) plus a rounding allowance on Y, rounded
             up to float32, by level and budget r: a row is forced when Y > room[level, cap - p].
+        rows_slack: the rounding allowance on what the rows owe (``rows_slack``).
     """
 
     problem: Problem
@@ -127,6 +128,7 @@ class Tables:
     sign: np.ndarray
     steps: np.ndarray
     room: np.ndarray
+    rows_slack: float = 0.0
 
     @property
     def d(self) -> int:
@@ -141,8 +143,9 @@ class Tables:
         return (self.unary.shape[1] - 1) // 2
 
     def slack(self, threshold: float) -> float:
-        """Rounding allowance on N_lam near ``threshold`` (``noise_window.threshold_slack``)."""
-        return WINDOW_REL_SLACK * (1.0 + self.scale + abs(threshold))
+        """Rounding allowance on a bound near ``threshold``: N_lam's
+        (``noise_window.threshold_slack``) and the rows' (``rows_slack``)."""
+        return WINDOW_REL_SLACK * (1.0 + self.scale + abs(threshold)) + self.rows_slack
 
     def threshold(self, best: float) -> float:
         """The largest prefix cost (C + Comp + owed, without ``const``) that is kept below
@@ -173,6 +176,23 @@ def reach_tables(X: np.ndarray, bound: int, cap: int) -> np.ndarray:
             best[:, s:] = np.maximum(best[:, s:], cand)
         reach[:, j, :] = np.maximum.accumulate(best, axis=1)
     return reach
+
+
+def rows_slack(weight, minorant, span, size, room_max) -> float:
+    """A bound on the rounding error of what the rows owe in a node's bound
+    (``branch_kernel._bound``), whatever order its terms are summed in.
+
+    A row owes w - M min(s, 1) (forced to its costly label) or -M s (to its right label), with
+    s = (Y + room) / span and |Y| <= ``size``, room <= ``room_max``: at most
+    w + M (size + room_max) / span in magnitude, and R is the sum of these over the rows. Each
+    term is computed with at most 4 roundings (the addition, the division, the product, the
+    difference), and the m terms and the node's own part are summed in m + 1 additions in some
+    order: the error is at most (m + 5) u R with u = 2^-53 (a sum's error in any order is at
+    most (m - 1) u times the sum of the magnitudes, to first order). Twice that is returned."""
+    if np.any(~(span > 0)) or not np.all(np.isfinite(span)):
+        raise ValueError("every row's span must be finite and > 0")
+    R = float(np.sum(weight + minorant * (size + room_max) / span))
+    return 2.0 * (len(span) + 5) * 2.0**-53 * R
 
 
 def build_tables(problem: Problem, tight: Decomposition, prune: RowPrune) -> Tables:
@@ -211,6 +231,13 @@ def build_tables(problem: Problem, tight: Decomposition, prune: RowPrune) -> Tab
         sign,
         steps,
         np.ascontiguousarray(room),
+        rows_slack(
+            prune.weight[owes],
+            prune.minorant[owes],
+            prune.span[owes],
+            size,
+            room.max(axis=(0, 1)).astype(float),
+        ),
     )
 
 
@@ -478,4 +505,5 @@ __all__ = [
     "expand",
     "frontier",
     "reach_tables",
+    "rows_slack",
 ]

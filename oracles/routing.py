@@ -407,7 +407,8 @@ class Route:
             return handed_on(problem, handed, f"{group[0].strategy}: {why} -> {chain_text(handed)}")
         stopped = solution.certificate.status is Status.TIME_LIMIT
         if following is not None and following.when == STOPPED and stopped:
-            if budget.left() > following.min_seconds:
+            left = budget.left()
+            if left > following.min_seconds:
                 reference = self.run(rest, problem, budget, kind)
                 return join(
                     problem,
@@ -415,6 +416,15 @@ class Route:
                     reference,
                     f"search stopped; reference on {following.strategy}",
                 )
+            # said in the certificate: a user (or a test on a loaded machine) sees why the
+            # reference did not follow
+            c = solution.certificate
+            note = (
+                f"not run: {max(left, 0.0):.2g} s left, it needs more than "
+                f"{following.min_seconds:g} s"
+            )
+            extra = {**c.extra, "reference_skipped": note}
+            return dataclasses.replace(solution, certificate=dataclasses.replace(c, extra=extra))
         return solution
 
     def race(self, first: Step, rival: Step, problem: Problem, budget: Budget) -> Solution:

@@ -62,10 +62,11 @@ DEFAULT_WIDTH = 1000
 DEFAULT_RUNS = 8
 
 #: Nodes a CPU second of the compiled search, for a preflight that has not measured its own:
-#: the low end of 0.4 to 1.1 million measured on breast cancer and midwest (d = 30 and 23,
-#: 326 and 242 rows) on the project's 2-core VMs (docs/results/tree_size.md). A running search
-#: should pass its own rate.
-TYPICAL_RATE = 4e5
+#: below the low end of 1.9 to 2.7 million measured on breast cancer and midwest at epsilon 10
+#: (d = 30 and 23, 326 and 242 rows), OPDisc and RSPM, on the project's 2-core VMs at load 10
+#: (docs/results/node_rate.md; 0.33 to 0.7 million before the kernel vectorized). A running
+#: search should pass its own rate.
+TYPICAL_RATE = 1.5e6
 
 #: ``proxy(slack, level, tables) -> h > 0``: the resampling's guess of a node's subtree size, up
 #: to a constant, from its slack T - lb at ``level`` (module docstring).

@@ -30,7 +30,7 @@ from core.validation import require as _require
 from mechanisms.audit import AUDITS
 from mechanisms.catalog import CATALOG, NON_PRIVATE
 from mechanisms.entries import DATA_TEXT
-from mechanisms.privacy import check_epsilon_delta
+from mechanisms.privacy import ApproximateTarget, PrivacyTarget
 from oracles import registry
 from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
@@ -105,9 +105,11 @@ class OracleConfig(ReadOnly):
 MAX_EPSILON = 2**63 / 1e9
 
 
-def _is_target(epsilon: float) -> bool:
+def _is_target(epsilon: float, delta: float = 0.0, kind: type = PrivacyTarget) -> bool:
+    """Whether (epsilon, delta) is a target of ``kind``: the mechanisms' one check of it
+    (mechanisms.privacy), here to name the config key before anything runs."""
     try:
-        check_epsilon_delta(epsilon, 0.0)
+        kind(epsilon, delta)
     except (TypeError, ValueError):
         return False
     return True
@@ -164,7 +166,7 @@ class SweepConfig(ReadOnly):
         _require(
             len(self.epsilons) > 0, "epsilons", "must list at least one epsilon", self.epsilons
         )
-        for eps in self.epsilons:  # the mechanisms' own check of a target (mechanisms.privacy)
+        for eps in self.epsilons:  # the grid's targets, by the mechanisms' type
             _require(
                 _is_target(eps),
                 "epsilons",
@@ -229,9 +231,9 @@ class SweepConfig(ReadOnly):
             "epsilons, the mechanisms), or raise sweep.max_runs",
             self.seeds,
         )
-        if self.privacy_delta is not None:
+        if self.privacy_delta is not None:  # the epsilons are targets: delta is what is left
             _require(
-                0 < self.privacy_delta < 1,
+                all(_is_target(e, self.privacy_delta, ApproximateTarget) for e in self.epsilons),
                 "privacy_delta",
                 "must be in (0, 1) or null",
                 self.privacy_delta,

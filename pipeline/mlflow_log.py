@@ -54,21 +54,25 @@ def _column(kind: str, name: str) -> str:
     return f"{kind}.`{name}`"  # the UI's column id
 
 
-#: What the run list shows first, in this order: whether the guarantee holds, the accuracies,
-#: the oracle certificate (the verdicts, in the first ``FIRST_SCREEN`` pixels after MLflow's own
-#: Run Name and Created columns), then the proven and the requested epsilon, the calibration,
-#: the gap, and last the duration, the dataset and the model. At 1600 px with MLflow's
-#: assistant panel open, about 500 px of columns are in view: the order before (duration, a
-#: 240 px Dataset, Models, privacy_epsilon first) showed privacy_epsilon alone.
+#: MLflow's own columns left of the view's, by the UI's column ids: the run's name, and its
+#: start time (``Created``, led by the run's status icon), which the UI always shows.
+RUN_NAME = _column("attributes", "Run Name")
+CREATED = "runDateAndNestInfo"
+#: What the run list shows first, in this order: whether the guarantee holds, the proven epsilon,
+#: the oracle certificate and the test accuracy (the verdicts, in view at 1280 x 800 beside
+#: MLflow's own Run Name and Created columns and its two panels), then the train accuracy, the
+#: requested epsilon, the calibration, the gap, and last the duration, the dataset and the model.
 #: The gap is the ``oracle_gap`` tag (pipeline.run_record.gap_text: ``1.1e-13``, ``0``, ``-``
 #: without an oracle call), not the raw ``oracle_max_gap`` metric, whose full digits a column
 #: cuts to ``1.13686837...`` and whose floating-point noise reads ``-1.4e-14``.
-RUN_LIST_COLUMNS = (
+VERDICTS = (
     _column("tags", "privacy_status"),
-    _column("metrics", "train_accuracy"),
-    _column("metrics", "test_accuracy"),
-    _column("tags", "oracle_certified"),
     _column("params", "privacy_epsilon"),
+    _column("tags", "oracle_certified"),
+    _column("metrics", "test_accuracy"),
+)
+RUN_LIST_COLUMNS = VERDICTS + (
+    _column("metrics", "train_accuracy"),
     _column("params", "requested_epsilon"),
     _column("params", "calibration"),
     _column("tags", "oracle_gap"),
@@ -76,15 +80,23 @@ RUN_LIST_COLUMNS = (
     _column("attributes", "Dataset"),
     _column("attributes", "Models"),
 )
-#: The verdict columns' widths (the UI's default is wider than their values) and the pixels
-#: they take together: what must fit beside MLflow's pinned columns on a laptop.
-VERDICT_WIDTHS = {
-    _column("tags", "privacy_status"): 120,
-    _column("metrics", "train_accuracy"): 120,
-    _column("metrics", "test_accuracy"): 115,
-    _column("tags", "oracle_certified"): 130,
+#: The pixels of columns in view right of the rows' checkboxes at 1280 x 800, beside MLflow's
+#: navigation on the left and its assistant panel on the right (MLflow 3.17.2 in chromium: the
+#: grid shows 698 px, 73 of them the checkboxes). Before, Run Name (190), Created (150),
+#: privacy_status and train_accuracy filled it and the rest was cut.
+LAPTOP_COLUMNS = 625
+#: The widths of what must fit in LAPTOP_COLUMNS. The UI clips a header at its column's edge, so
+#: a verdict's name (84 to 91 px in chromium's sans-serif) shows whole in its width plus the 12 px
+#: padding on its left; each has 4 px more. Created keeps its status icon (finished, failed,
+#: running); Run Name keeps names of up to about 130 px (``opdisc/eps=0.5/run=0`` is 115).
+FIRST_WIDTHS = {
+    RUN_NAME: 177,
+    CREATED: 40,
+    _column("tags", "privacy_status"): 100,
+    _column("params", "privacy_epsilon"): 107,
+    _column("tags", "oracle_certified"): 105,
+    _column("metrics", "test_accuracy"): 96,
 }
-FIRST_SCREEN = 500
 RUN_LIST_VIEW = {
     "searchFilter": f"tags.role = '{CHILD_ROLE}'",  # the children, not their parent
     # sorted by anything but the start time, the UI lists children flat, not folded under the
@@ -92,11 +104,12 @@ RUN_LIST_VIEW = {
     "orderByKey": "tags.`mlflow.runName`",
     "orderByAsc": True,
     "selectedColumns": list(RUN_LIST_COLUMNS),
-    "columnOrder": list(RUN_LIST_COLUMNS),
-    # wide enough for the column names (the UI cuts "privacy_epsilon" at its default width)
+    # MLflow's own two columns are named here too, for their widths (the UI applies a width to
+    # the columns of columnOrder only)
+    "columnOrder": [RUN_NAME, CREATED, *RUN_LIST_COLUMNS],
     "columnWidths": {
-        **VERDICT_WIDTHS,
-        _column("params", "privacy_epsilon"): 130,
+        **FIRST_WIDTHS,
+        _column("metrics", "train_accuracy"): 120,
         _column("params", "requested_epsilon"): 150,
         _column("params", "calibration"): 150,
         _column("attributes", "Dataset"): 240,

@@ -48,7 +48,7 @@ from pipeline.progress import (
     reporting,
 )
 from pipeline.run_record import RunResult
-from pipeline.tasks import RunKey, run_one, sweep_keys
+from pipeline.tasks import RunKey, launch_order, run_one, sweep_keys
 from pipeline.tracking import HEARTBEAT
 
 log = logging.getLogger(__name__)
@@ -394,6 +394,7 @@ def run_sweep(
         todo = [k for k in keys if str(k) not in done]
     if not todo:
         return [], {}
+    todo = launch_order(todo)  # every cell's first run early: the ETA measures every kind
     init_ray(config)
     run_task, solve_task = _remote_functions(config.cluster.cpus_per_task, config.oracle.threads)
     train_ref = ray.put(train)  # the dataset goes into the object store once

@@ -162,7 +162,7 @@ class FEMOneRound(FEMParams):
     forgotten (T times the claim by basic composition)."""
 
     def round_epsilon(self) -> float:
-        return round_epsilon(self.epsilon, self.delta, 1)
+        return round_epsilon(self.target, 1)
 
 
 def fem_one_round(params: FEMParams) -> GameSampler:

@@ -29,7 +29,7 @@ from mechanisms.dpsgd.sgd_accounting import (
     calibrate_noise_multiplier,
     pld_discretization,
 )
-from mechanisms.privacy import PrivacyError, check_epsilon_delta
+from mechanisms.privacy import PrivacyError, TargetRecord
 from mechanisms.release import PrivacyClaim, Release, check_rng
 
 #: Epochs when neither ``epochs`` nor ``steps`` is given.
@@ -39,7 +39,7 @@ DEFAULT_EPOCHS = 5.0
 
 
 @dataclass(frozen=True)
-class DPSGDParams:
+class DPSGDParams(TargetRecord):
     """A DP-SGD run's privacy target and hyperparameters.
 
     Give ``epochs`` (T = ceil(epochs * n / batch_size)) or ``steps`` (T), not both; neither
@@ -57,7 +57,7 @@ class DPSGDParams:
     steps: int | None = None
 
     def __post_init__(self) -> None:
-        check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
+        self.hold_target()
         check_real("clip_norm", self.clip_norm)
         check_int("batch_size", self.batch_size)
         check_real("learning_rate", self.learning_rate)
@@ -146,8 +146,8 @@ def run_dpsgd(X: Any, y: Any, params: DPSGDParams, rng: np.random.Generator) -> 
     start = time.perf_counter()
     n = len(y)
     q, steps = params.sampling_rate(n), params.num_steps(n)
-    discretization = pld_discretization(params.epsilon)
-    z = calibrate_noise_multiplier(params.epsilon, params.delta, q, steps)
+    discretization = pld_discretization(params.target)
+    z = calibrate_noise_multiplier(params.target, q, steps)
     eps = accounted_epsilon(z, q, steps, params.delta, value_discretization_interval=discretization)
     if eps > params.epsilon:  # calibrate guarantees it; a failure here is a bug, never a release
         raise PrivacyError(f"accounted epsilon {eps!r} exceeds the target {params.epsilon!r}")

@@ -30,7 +30,7 @@ import numpy as np
 from dp_accounting import dp_event, pld, rdp
 
 from core.validation import check_choice, check_int, check_real, check_result
-from mechanisms.privacy import check_delta, check_epsilon_delta
+from mechanisms.privacy import ApproximateTarget, PrivacyTarget
 
 #: Calibration stops once the accounted epsilon is within this fraction below the target.
 CALIBRATION_REL_TOL = 1e-3
@@ -114,8 +114,9 @@ def dpsgd_event(noise_multiplier: float, sampling_rate: float, steps: int) -> dp
     )
 
 
-def pld_discretization(epsilon: float) -> float:
-    """The PLD value discretization interval used to calibrate to ``epsilon``: 1e-3 * epsilon.
+def pld_discretization(target: PrivacyTarget) -> float:
+    """The PLD value discretization interval used to calibrate to the ``target``'s epsilon:
+    1e-3 * epsilon.
 
     The reported epsilon is an upper bound at any interval (module docstring); the interval
     sets how much noise the rounding costs and how long accounting takes. A fixed 1e-3 is fine
@@ -128,9 +129,9 @@ def pld_discretization(epsilon: float) -> float:
     ``calibrate_noise_multiplier`` (to 0.1% of epsilon) gives 13.656 / 2.924 / 1.533 at
     0.1 / 0.5 / 1.0 in 0.2 to 0.6 s each.
     """
-    check_real("epsilon", epsilon)
+    epsilon = target.epsilon
     return check_result(
-        "pld_discretization", PLD_RELATIVE_DISCRETIZATION * float(epsilon), epsilon=epsilon
+        "pld_discretization", PLD_RELATIVE_DISCRETIZATION * epsilon, epsilon=epsilon
     )
 
 
@@ -222,7 +223,7 @@ def accounted_epsilon(
     check_real("noise_multiplier", noise_multiplier)
     _check_rate(sampling_rate)
     check_int("steps", steps)
-    check_delta(delta, allow_zero_delta=False)
+    check_real("delta", delta, "(0, 1)")  # the delta the epsilon is accounted at (a query)
     _check_accountant(accountant)
     if accountant == PLD_REPLACE_ONE:
         check_real("value_discretization_interval", value_discretization_interval)
@@ -232,32 +233,30 @@ def accounted_epsilon(
 
 
 def calibrate_noise_multiplier(
-    epsilon: float,
-    delta: float,
+    target: ApproximateTarget,
     sampling_rate: float,
     steps: int,
     *,
     accountant: str = PLD_REPLACE_ONE,
 ) -> float:
-    """The smallest z whose accounted replace-one epsilon is <= ``epsilon``, to within 0.1%.
+    """The smallest z whose accounted replace-one epsilon at the ``target``'s delta is <= its
+    epsilon, to within 0.1%.
 
-    The PLD accountant runs at ``pld_discretization(epsilon)``. Cached on the scalar arguments
+    The PLD accountant runs at ``pld_discretization(target)``. Cached on the scalar arguments
     (a sweep calibrates the same (epsilon, delta, q, T) once per run).
     """
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
     _check_rate(sampling_rate)
     check_int("steps", steps)
     _check_accountant(accountant)
-    return _calibrated_noise_multiplier(
-        float(epsilon), float(delta), float(sampling_rate), int(steps), accountant
-    )
+    return _calibrated_noise_multiplier(target, float(sampling_rate), int(steps), accountant)
 
 
 @functools.lru_cache(maxsize=1024)
 def _calibrated_noise_multiplier(
-    epsilon: float, delta: float, sampling_rate: float, steps: int, accountant: str
+    target: ApproximateTarget, sampling_rate: float, steps: int, accountant: str
 ) -> float:
-    interval = pld_discretization(epsilon)
+    epsilon, delta = target.epsilon, target.delta
+    interval = pld_discretization(target)
 
     def make_event(z: float) -> dp_event.DpEvent:
         if accountant == PLD_REPLACE_ONE:

@@ -31,7 +31,7 @@ from mechanisms.dpsgd.sgd_accounting import (
     dpsgd_event,
     rdp_group_epsilon,
 )
-from mechanisms.privacy import PrivacyError, check_epsilon_delta, warn_data_dependent
+from mechanisms.privacy import ApproximateTarget, PrivacyError, warn_data_dependent
 from mechanisms.release import PrivacyClaim, Release, check_rng
 
 # --- hyperparameter search -----------------------------------------------------------------------
@@ -75,8 +75,7 @@ class DPSGDGrid:
 def tune_dpsgd(
     X: Any,
     y: Any,
-    epsilon: float,
-    delta: float,
+    target: ApproximateTarget,
     grid: DPSGDGrid | None = None,
     rng: np.random.Generator | None = None,
     *,
@@ -85,7 +84,7 @@ def tune_dpsgd(
     shape: float = 1.0,
     score_noise_ratio: float = 25.0,
 ) -> Release:
-    """DP-SGD with hyperparameters chosen by grid search for this (epsilon, delta).
+    """DP-SGD with hyperparameters chosen by grid search for the ``target`` (epsilon, delta).
 
     ``accounted=False`` (the paper's protocol): every candidate is trained at (epsilon, delta)
     and the one with the best training accuracy is released. Not private: it warns and the
@@ -113,7 +112,8 @@ def tune_dpsgd(
     """
     X, y = check_data(X, y)
     rng = check_rng(rng)
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
+    check_type("target", target, ApproximateTarget)  # checked when it was built: trusted
+    epsilon, delta = target.epsilon, target.delta
     grid = DPSGDGrid() if grid is None else grid
     check_type("grid", grid, DPSGDGrid)
     if not accounted:

@@ -24,7 +24,7 @@ import functools
 import math
 
 from core.validation import check_choice, check_int, check_result
-from mechanisms.privacy import check_epsilon, check_epsilon_delta
+from mechanisms.privacy import PrivacyTarget
 
 #: A value computed by ``renyi_epsilon`` is raised by this fraction of its terms' size: far
 #: above the rounding error of three terms and their sum (a few units of 2^-53 each).
@@ -40,7 +40,6 @@ ZCDP_DIVISOR = {"bounded_range": 8.0, "pure": 2.0}
 def zcdp_rho(round_epsilon: float, rounds: int, rule: str = "bounded_range") -> float:
     """rho of T eps0 rounds: T eps0^2 / c, c = 8 for the exponential mechanism (bounded range,
     docs/synthetic.md 2.1), 2 for a pure eps0-DP round (4.3)."""
-    check_epsilon(round_epsilon)
     check_int("rounds", rounds)
     divisor = ZCDP_DIVISOR[check_choice("rule", rule, tuple(ZCDP_DIVISOR))]
     return rounds * round_epsilon**2 / divisor
@@ -49,7 +48,6 @@ def zcdp_rho(round_epsilon: float, rounds: int, rule: str = "bounded_range") -> 
 def classic_epsilon(rho: float, delta: float) -> float:
     """Bun and Steinke's conversion of rho-zCDP at delta: rho + 2 sqrt(rho ln(1/delta))
     (Proposition 1.3; docs/synthetic.md 2.2). An upper bound on ``zcdp_epsilon``."""
-    check_epsilon_delta(max(rho, 1e-300), delta, allow_zero_delta=False)
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
@@ -73,8 +71,8 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     """The epsilon of rho-zCDP at delta (docs/synthetic.md 2.2): the least ``renyi_epsilon``
     over the Renyi order, found by a golden-section search on ln(alpha - 1), and never more than
     Bun and Steinke's ``classic_epsilon`` (whose order is tried too). Any order gives a valid
-    epsilon, so the search's accuracy changes how tight it is, never whether it holds."""
-    check_epsilon_delta(max(rho, 1e-300), delta, allow_zero_delta=False)
+    epsilon, so the search's accuracy changes how tight it is, never whether it holds.
+    rho >= 0 and delta in (0, 1) come from a checked target (``PrivacyTarget``)."""
     if rho == 0.0:
         return 0.0
     log_term = math.log(1.0 / delta)
@@ -101,10 +99,11 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 
 
 @functools.lru_cache(maxsize=1024)
-def zcdp_target(epsilon: float, delta: float) -> float:
-    """The largest rho (to a relative 1e-13) with ``zcdp_epsilon(rho, delta) <= epsilon``
-    (docs/synthetic.md 2.3): bisection from Bun and Steinke's root, which meets it already."""
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=False)
+def zcdp_target(target: PrivacyTarget) -> float:
+    """The largest rho (to a relative 1e-13) with ``zcdp_epsilon(rho, delta) <= epsilon`` at the
+    ``target`` (epsilon, delta), delta > 0 (docs/synthetic.md 2.3): bisection from Bun and
+    Steinke's root, which meets it already."""
+    epsilon, delta = target.epsilon, target.delta
     log_term = math.log(1.0 / delta)
     low = (epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))) ** 2
     while low > 0 and zcdp_epsilon(low, delta) > epsilon:  # an ulp over, in floating point
@@ -124,8 +123,8 @@ def zcdp_target(epsilon: float, delta: float) -> float:
 def total_epsilon(
     round_epsilon: float, rounds: int, delta: float, rule: str = "bounded_range"
 ) -> float:
-    """The epsilon proven for T rounds at ``delta``: min(basic, zCDP) (module docstring)."""
-    check_epsilon_delta(round_epsilon, delta, allow_zero_delta=True)
+    """The epsilon proven for T rounds at ``delta``: min(basic, zCDP) (module docstring). eps0
+    and delta come from a checked target (``round_epsilon``, ``PrivacyTarget``)."""
     check_int("rounds", rounds)
     basic = rounds * round_epsilon
     if delta == 0:
@@ -135,39 +134,39 @@ def total_epsilon(
 
 @functools.lru_cache(maxsize=1024)
 def schedule_rounds(
-    epsilon: float, delta: float, round_epsilon: float, rule: str = "bounded_range"
+    target: PrivacyTarget, round_epsilon: float, rule: str = "bounded_range"
 ) -> int:
     """T of a schedule from the budget (docs/synthetic.md 2.6): the most rounds of
-    ``round_epsilon`` whose ``total_epsilon`` is at most the target (epsilon, delta), at least 1
+    ``round_epsilon`` (> 0) whose ``total_epsilon`` is at most the ``target``, at least 1
     (one round then gets the whole budget: ``round_epsilon`` raises eps0 to it).
 
     zCDP pays for floor(c rho / eps0^2) rounds, rho = ``zcdp_target``; basic composition for
     floor(epsilon / eps0); the larger, stepped down until ``total_epsilon`` confirms it."""
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=True)
-    check_epsilon(round_epsilon)
+    epsilon, delta = target.epsilon, target.delta
     divisor = ZCDP_DIVISOR[check_choice("rule", rule, tuple(ZCDP_DIVISOR))]
     rounds = math.floor(epsilon / round_epsilon)
     if delta > 0:
-        rounds = max(rounds, math.floor(divisor * zcdp_target(epsilon, delta) / round_epsilon**2))
+        rounds = max(rounds, math.floor(divisor * zcdp_target(target) / round_epsilon**2))
     while rounds > 1 and total_epsilon(round_epsilon, rounds, delta, rule) > epsilon:
         rounds -= 1
     return max(1, rounds)
 
 
 @functools.lru_cache(maxsize=1024)
-def round_epsilon(epsilon: float, delta: float, rounds: int, rule: str = "bounded_range") -> float:
-    """The largest eps0 with ``total_epsilon(eps0, rounds, delta, rule) <= epsilon``.
+def round_epsilon(target: PrivacyTarget, rounds: int, rule: str = "bounded_range") -> float:
+    """The largest eps0 with ``total_epsilon(eps0, rounds, delta, rule) <= epsilon`` at the
+    ``target`` (epsilon, delta).
 
-    zCDP: rho = ``zcdp_target(epsilon, delta)`` and eps0 = sqrt(c rho / T); basic: epsilon / T.
+    zCDP: rho = ``zcdp_target(target)`` and eps0 = sqrt(c rho / T); basic: epsilon / T.
     The larger of the two meets the target by the bound that gives it.
     """
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=True)
+    epsilon, delta = target.epsilon, target.delta
     check_int("rounds", rounds)
     divisor = ZCDP_DIVISOR[check_choice("rule", rule, tuple(ZCDP_DIVISOR))]
     basic = epsilon / rounds
     if delta == 0:
         return check_result("eps0", basic, epsilon=epsilon, rounds=rounds)
-    zcdp = math.sqrt(divisor * zcdp_target(epsilon, delta) / rounds)
+    zcdp = math.sqrt(divisor * zcdp_target(target) / rounds)
     eps0 = max(basic, zcdp)
     # the inverse in floating point may overshoot by an ulp: step down until the bound holds
     while total_epsilon(eps0, rounds, delta, rule) > epsilon:

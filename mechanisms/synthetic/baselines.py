@@ -60,7 +60,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from core.validation import check_int, check_real
-from mechanisms.privacy import check_epsilon_delta
+from mechanisms.privacy import ApproximateTarget, PrivacyTarget, TargetRecord
 from mechanisms.release import PrivacyClaim, check_rng
 from mechanisms.synthetic.accounting import zcdp_epsilon, zcdp_target
 from mechanisms.synthetic.domain import Domain, Workload, check_codes
@@ -81,7 +81,7 @@ MWEM_LEDGER_SLACK = 1e-10
 
 
 @dataclass(frozen=True)
-class MSTParams:
+class MSTParams(TargetRecord):
     """MST (McKenna, Miklau and Sheldon 2021): one-way marginals, a maximum spanning tree of
     two-way marginals chosen privately, a graphical model fitted to their measurements. The
     target (epsilon, delta) of the whole release; snsynth's MST has no other setting."""
@@ -90,11 +90,11 @@ class MSTParams:
     delta: float
 
     def __post_init__(self) -> None:
-        check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
+        self.hold_target()
 
 
 @dataclass(frozen=True)
-class AIMParams:
+class AIMParams(TargetRecord):
     """AIM (McKenna et al. 2022): rounds that select a marginal of the workload's downward
     closure the model answers worst, measure it, refit the model."""
 
@@ -110,14 +110,14 @@ class AIMParams:
     max_model_size: float = 80.0
 
     def __post_init__(self) -> None:
-        check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=False)
+        self.hold_target()
         if self.rounds is not None:
             check_int("rounds", self.rounds)
         check_real("max_model_size", self.max_model_size)
 
 
 @dataclass(frozen=True)
-class MWEMParams:
+class MWEMParams(TargetRecord):
     """MWEM (Hardt, Ligett and McSherry 2012) over histograms of attribute groups: its domain
     is the product of the levels, so the attributes are grouped, in column order, into
     histograms of at most ``max_cells`` cells (an attribute with more levels stands alone).
@@ -135,7 +135,7 @@ class MWEMParams:
     mult_weights_iterations: int = 20
 
     def __post_init__(self) -> None:
-        check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=True)
+        self.hold_target(PrivacyTarget)  # MWEM is pure DP: delta unused
         check_int("max_cells", self.max_cells, 2)
         if self.iterations is not None:
             check_int("iterations", self.iterations)
@@ -216,15 +216,16 @@ def _library_randomness(rng: np.random.Generator) -> Iterator[None]:
 # --- calibration (module docstring) -----------------------------------------------------------
 
 
-def library_budget(epsilon: float, delta: float, factor: float) -> tuple[float, float]:
+def library_budget(target: ApproximateTarget, factor: float) -> tuple[float, float]:
     """(library epsilon, library rho): the epsilon to hand snsynth's MST or AIM, and the rho its
-    ``cdp_rho`` makes of it, with ``factor`` x rho <= ``zcdp_target(epsilon, delta)``: the
-    replace-one guarantee at ``delta`` is at most ``epsilon``."""
+    ``cdp_rho`` makes of it, with ``factor`` x rho <= ``zcdp_target(target)``: the replace-one
+    guarantee at the ``target``'s delta is at most its epsilon."""
     import opendp.prelude as dp
 
     cdp_rho = _snsynth()["cdp_rho"]
     dp.enable_features("floating-point", "contrib")
-    goal = zcdp_target(epsilon, delta) / factor
+    epsilon, delta = target.epsilon, target.delta
+    goal = zcdp_target(target) / factor
     gaussian = dp.m.make_gaussian(
         dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), (2.0 * goal) ** -0.5
     )
@@ -304,7 +305,7 @@ def _zcdp_release(
     extra: dict[str, Any],
 ) -> SyntheticRelease:
     start = time.perf_counter()
-    library_epsilon, library_rho = library_budget(params.epsilon, params.delta, factor)
+    library_epsilon, library_rho = library_budget(params.target, factor)
     records, timings = _fit_sample(make(library_epsilon), codes, workload.sizes, rng)
     rho = factor * library_rho
     claim = PrivacyClaim(

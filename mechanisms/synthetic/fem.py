@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from core.validation import check_choice, check_int, check_real
-from mechanisms.privacy import check_epsilon_delta
+from mechanisms.privacy import PrivacyTarget, TargetRecord
 from mechanisms.release import PrivacyClaim, ReleaseRecord, check_rng
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds, total_epsilon
@@ -87,7 +87,7 @@ def window_sampling_error(queries: int) -> float:
 
 
 @dataclass(frozen=True)
-class FEMParams:
+class FEMParams(TargetRecord):
     """The target (epsilon, delta) of the whole release and the game's settings."""
 
     epsilon: float
@@ -124,7 +124,7 @@ class FEMParams:
     public_table: tuple[int, tuple[int, ...], int] | None = None
 
     def __post_init__(self) -> None:
-        check_epsilon_delta(self.epsilon, self.delta, allow_zero_delta=True)
+        self.hold_target(PrivacyTarget)
         if self.rounds is not None:
             check_int("rounds", self.rounds)
         if self.samples is not None:
@@ -165,8 +165,8 @@ class FEMParams:
             )
         n, sizes, _ = self.public_table
         bits = selection.signature_length(sizes, self.separator)
-        most = schedule_rounds(self.epsilon, self.delta, self.round_scale * math.sqrt(self.epsilon))
-        args = (self.epsilon, self.delta, n, bits, self.max_literals)
+        most = schedule_rounds(self.target, self.round_scale * math.sqrt(self.epsilon))
+        args = (self.target, n, bits, self.max_literals)
         rounds = selection.rspm_rounds(*args, most)
         error = float(selection.rspm_error_model(*args, np.array([rounds]))[0])
         samples = selection.rspm_samples(rounds, error, conjunction_count(sizes, self.max_literals))
@@ -185,13 +185,13 @@ class FEMParams:
         if self.query_player == "rspm":
             return self.rspm_schedule()[0]
         return schedule_rounds(
-            self.epsilon, self.delta, self.round_scale * math.sqrt(self.epsilon), self.round_rule
+            self.target, self.round_scale * math.sqrt(self.epsilon), self.round_rule
         )
 
     def round_epsilon(self) -> float:
         """eps0 of each round's selection, calibrated so that the T rounds together are
         (epsilon, delta)-DP (docs/synthetic.md, sections 2.3 and 4.5)."""
-        return round_epsilon(self.epsilon, self.delta, self.total_rounds, self.round_rule)
+        return round_epsilon(self.target, self.total_rounds, self.round_rule)
 
     def perturbation(self) -> float:
         """The scale of the data player's exponential noise: noise_scale sqrt(T) for a schedule
@@ -315,6 +315,19 @@ def best_records(
     return solution.records, [solution.certificate]
 
 
+def check_listed(workload: Workload | ConjunctionClass) -> None:
+    """The exponential mechanism (fem's query player) scores every query of its workload, so it
+    needs one that is listed: a ``ConjunctionClass`` (every conjunction of up to k literals,
+    never listed) is a ValueError. The one refusal: ``run_fem`` and the sweep's driver
+    (``pipeline.tasks.run_data``, before any run) both call it."""
+    if isinstance(workload, ConjunctionClass):  # a value it cannot take, not a wrong type
+        raise ValueError(  # noqa: TRY004
+            f"fem's exponential mechanism scores every query of its workload, and the "
+            f"{workload.queries:,} conjunctions of up to {workload.max_literals} literals are "
+            "never listed: use fem_rspm (RSPM's query player) or a workload of marginals"
+        )
+
+
 def run_fem(
     codes: np.ndarray,
     workload: Workload | ConjunctionClass,
@@ -330,19 +343,15 @@ def run_fem(
     With ``query_player="rspm"`` only the workload's domain (``sizes``) is used. n, the domain
     and the workload's size are public and fix the schedule (``FEMParams.public_table``: RSPM's
     rounds, the exponential mechanism's regime); the exponential mechanism lists its workload,
-    so it refuses a ``ConjunctionClass``."""
+    so it refuses a ``ConjunctionClass`` (``check_listed``)."""
     rng = check_rng(rng)
     codes = check_codes(codes, workload.sizes)
     n = len(codes)
     rspm = params.query_player == "rspm"
     if rspm:
         selector = selector or oracle
-    elif isinstance(workload, ConjunctionClass):
-        raise ValueError(
-            f"the exponential mechanism lists its workload, and every conjunction of up to "
-            f"{workload.max_literals} literals ({workload.queries:,}) is not listed: use RSPM's "
-            "query player (fem_rspm) or a workload of marginals"
-        )
+    else:
+        check_listed(workload)
     params = params.with_table(n, workload.sizes, workload.queries)
     start = time.perf_counter()
     rounds, eps0, scale = params.total_rounds, params.round_epsilon(), params.perturbation()

@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from core.validation import check_choice, check_int
-from mechanisms.privacy import check_epsilon_delta
+from mechanisms.privacy import PrivacyTarget
 from mechanisms.synthetic.accounting import ZCDP_DIVISOR, zcdp_target
 from oracles.conjunction_select import SelectionProblem
 from oracles.conjunctions import Conjunction
@@ -125,29 +125,27 @@ RSPM_LEAST_SAMPLES = 50
 
 
 def rspm_error_model(
-    epsilon: float, delta: float, n: int, bits: int, max_literals: int, rounds: np.ndarray
+    target: PrivacyTarget, n: int, bits: int, max_literals: int, rounds: np.ndarray
 ) -> np.ndarray:
-    """The error model of docs/synthetic.md 4.8 at each T of ``rounds``:
+    """The error model of docs/synthetic.md 4.8 at each T of ``rounds``, at the ``target``:
     1 / sqrt(T) (the game's regret term) + 2 m k / (n eps0(T)) (the selection's noise, k literal
     codes of Laplace scale 2m / eps0, in fractions), with eps0(T) = max(sqrt(2 rho / T),
     epsilon / T) the pure rounds' calibration (4.5; rho = ``zcdp_target``, 0 when delta = 0)."""
-    check_epsilon_delta(epsilon, delta, allow_zero_delta=True)
+    epsilon = target.epsilon
     rounds = np.asarray(rounds, dtype=float)
-    rho = zcdp_target(epsilon, delta) if delta > 0 else 0.0
+    rho = zcdp_target(target) if not target.pure else 0.0
     eps0 = np.maximum(np.sqrt(ZCDP_DIVISOR["pure"] * rho / rounds), epsilon / rounds)
     return 1.0 / np.sqrt(rounds) + 2.0 * bits * max_literals / (n * eps0)
 
 
 @functools.lru_cache(maxsize=256)
-def rspm_rounds(
-    epsilon: float, delta: float, n: int, bits: int, max_literals: int, most: int
-) -> int:
+def rspm_rounds(target: PrivacyTarget, n: int, bits: int, max_literals: int, most: int) -> int:
     """RSPM's T (docs/synthetic.md 4.8): the T in 1..``most`` where ``rspm_error_model`` is
     least (the first on a tie). Public: the budget, n, m = ``bits`` and k only."""
     for name, value in (("n", n), ("bits", bits), ("max_literals", max_literals), ("most", most)):
         check_int(name, value)
     rounds = np.arange(1, most + 1)
-    return int(rounds[np.argmin(rspm_error_model(epsilon, delta, n, bits, max_literals, rounds))])
+    return int(rounds[np.argmin(rspm_error_model(target, n, bits, max_literals, rounds))])
 
 
 def rspm_samples(rounds: int, error: float, candidates: int) -> int:

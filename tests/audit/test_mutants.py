@@ -33,6 +33,7 @@ from mechanisms.dpsgd import DPSGDParams
 from mechanisms.expmech import ExpMechParams
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
+from mechanisms.privacy import ApproximateTarget
 from mechanisms.rspm import RSPM, RSPMParams
 from oracles.enumerate import grid_points
 from tests.audit.audit_checks import CAUGHT, NOT_DETECTABLE, check_mutant, report_lines
@@ -66,8 +67,8 @@ def test_sigma_third_exact_epsilon_figures():
     from mechanisms.opdisc_calibration import opdisc_sigma_paper as opdisc_sigma
     from mechanisms.rspm_calibration import rspm_gaussian_sigma_paper as rspm_gaussian_sigma
 
-    mu_opdisc = np.sqrt(2) / (opdisc_sigma(1.0, 1e-5, 1.0, 1.0) / 3)
-    mu_rspm = 2.0 / (rspm_gaussian_sigma(1.0, 1e-5, 2) / 3)
+    mu_opdisc = np.sqrt(2) / (opdisc_sigma(ApproximateTarget(1.0, 1e-5), 1.0, 1.0) / 3)
+    mu_rspm = 2.0 / (rspm_gaussian_sigma(ApproximateTarget(1.0, 1e-5), 2) / 3)
     assert mu_opdisc == pytest.approx(0.1786, abs=1e-4)
     assert mu_rspm == pytest.approx(0.1786, abs=1e-4)
     assert gaussian_epsilon(mu_opdisc, 1e-5) == pytest.approx(0.641, abs=1e-3)

@@ -17,6 +17,7 @@ from mechanisms.dpsgd.algorithm import (
     train_dpsgd,
 )
 from mechanisms.dpsgd.sgd_accounting import accounted_epsilon, calibrate_noise_multiplier
+from mechanisms.privacy import ApproximateTarget
 from mechanisms.release import Release
 from tests.mechanisms.dpsgd_helpers import toy
 
@@ -120,7 +121,7 @@ def test_release_records_the_accounting():
     assert r.privacy.holds and r.privacy.epsilon == 2.0 and r.privacy.delta == 1e-5
     assert 0.99 * 2.0 <= r.privacy.accounted_epsilon <= 2.0
     assert r.noise["steps"] == 50 and r.noise["sampling_rate"] == pytest.approx(0.1)
-    z = calibrate_noise_multiplier(2.0, 1e-5, 0.1, 50)
+    z = calibrate_noise_multiplier(ApproximateTarget(2.0, 1e-5), 0.1, 50)
     assert r.noise["noise_multiplier"] == z
     # which accountant, at which discretization, and the epsilon it gives for the z used
     assert r.noise["accountant"] == "pld_replace_one" and r.noise["pld_discretization"] == 2e-3

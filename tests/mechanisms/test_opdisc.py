@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from core.objective import zero_one_loss
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams, opdisc_domain, opdisc_problem
 from mechanisms.opdisc_calibration import opdisc_delta, opdisc_epsilon, opdisc_sigma_paper
+from mechanisms.privacy import ApproximateTarget
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle, all_objectives
 from oracles.registry import make_oracle
@@ -104,7 +105,9 @@ def test_opdisc_release_records_the_proven_epsilon(calibration, factor):
         assert claim.epsilon == 1.0
         assert opdisc_delta(1.0, sigma, d=3, D=math.sqrt(3)) <= 1e-5
     else:
-        assert sigma == pytest.approx(factor * opdisc_sigma_paper(1.0, 1e-5, 1.0, math.sqrt(3)))
+        assert sigma == pytest.approx(
+            factor * opdisc_sigma_paper(ApproximateTarget(1.0, 1e-5), 1.0, math.sqrt(3))
+        )
         assert claim.epsilon == pytest.approx(opdisc_epsilon(sigma, 1e-5, d=3, D=math.sqrt(3)))
         assert opdisc_delta(claim.epsilon, sigma, d=3, D=math.sqrt(3)) <= 1e-5
     params = release.to_params()

@@ -28,6 +28,7 @@ from mechanisms.opdisc_calibration import (
     opdisc_sigma,
     opdisc_sigma_paper,
 )
+from mechanisms.privacy import ApproximateTarget
 from tests.mechanisms.input_space import (
     ANY_INT,
     D_ADULT,
@@ -51,11 +52,11 @@ D_RADIUS = math.sqrt(23)
 
 def test_opdisc_sigma_on_adult_is_about_708():
     # SPEC section 3: 7 * G * D^2 * sqrt(ln(1/delta)) / (tau * eps), G = 1, D^2 = 23, ln(n^2)
-    sigma = opdisc_sigma_paper(1.0, DELTA_ADULT, 1.0, math.sqrt(23))
+    sigma = opdisc_sigma_paper(ApproximateTarget(1.0, DELTA_ADULT), 1.0, math.sqrt(23))
     assert sigma == pytest.approx(707.6777, abs=1e-3)
-    assert opdisc_sigma_paper(0.1, DELTA_ADULT, 1.0, math.sqrt(23)) == pytest.approx(
-        7076.777, abs=1e-2
-    )
+    assert opdisc_sigma_paper(
+        ApproximateTarget(0.1, DELTA_ADULT), 1.0, math.sqrt(23)
+    ) == pytest.approx(7076.777, abs=1e-2)
 
 
 def test_opdisc_paper_domain():
@@ -71,21 +72,23 @@ def test_opdisc_paper_domain():
     D=st.floats(0.5, 10),
 )
 def test_opdisc_sigma_scaling(eps, delta, tau, D):
-    sigma = opdisc_sigma_paper(eps, delta, tau, D)
-    assert opdisc_sigma_paper(2 * eps, delta, tau, D) == pytest.approx(sigma / 2)
-    assert opdisc_sigma_paper(eps, delta, tau, 2 * D) == pytest.approx(4 * sigma)
-    assert opdisc_sigma_paper(eps, delta, 2 * tau, D) == pytest.approx(sigma / 4)  # G = 1/tau too
+    sigma = opdisc_sigma_paper(ApproximateTarget(eps, delta), tau, D)
+    assert opdisc_sigma_paper(ApproximateTarget(2 * eps, delta), tau, D) == pytest.approx(sigma / 2)
+    assert opdisc_sigma_paper(ApproximateTarget(eps, delta), tau, 2 * D) == pytest.approx(4 * sigma)
+    assert opdisc_sigma_paper(ApproximateTarget(eps, delta), 2 * tau, D) == pytest.approx(
+        sigma / 4
+    )  # G = 1/tau too
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("inf"), float("nan")])
 def test_bad_epsilon_is_a_value_error(bad):
     with pytest.raises(ValueError, match="epsilon must be"):
-        opdisc_sigma_paper(bad, 1e-6, 1.0, 1.0)
+        opdisc_sigma_paper(ApproximateTarget(bad, 1e-6), 1.0, 1.0)
 
 
 def test_wrong_type_is_a_type_error():
     with pytest.raises(TypeError, match="epsilon must be a real number, found '1'"):
-        opdisc_sigma_paper("1", 1e-6, 1.0, 1.0)
+        opdisc_sigma_paper(ApproximateTarget("1", 1e-6), 1.0, 1.0)
 
 
 # --- SPEC 10.1 -------------------------------------------------------------------------------
@@ -101,11 +104,11 @@ def test_wrong_type_is_a_type_error():
     ],
 )
 def test_opdisc_table_of_spec_10_1(eps, sigma, paper, eps_paper):
-    proven = opdisc_sigma(eps, DELTA_ADULT, d=D_ADULT, D=D_RADIUS)
+    proven = opdisc_sigma(ApproximateTarget(eps, DELTA_ADULT), d=D_ADULT, D=D_RADIUS)
     assert proven == pytest.approx(sigma, rel=0.01)
     assert opdisc_delta(eps, proven, d=D_ADULT, D=D_RADIUS) <= DELTA_ADULT
     assert opdisc_delta(eps, proven * 0.999, d=D_ADULT, D=D_RADIUS) > DELTA_ADULT  # smallest
-    sigma_paper = opdisc_sigma_paper(eps, DELTA_ADULT, 1.0, D_RADIUS)
+    sigma_paper = opdisc_sigma_paper(ApproximateTarget(eps, DELTA_ADULT), 1.0, D_RADIUS)
     assert sigma_paper == pytest.approx(paper, rel=0.01)
     assert opdisc_epsilon(sigma_paper, DELTA_ADULT, d=D_ADULT, D=D_RADIUS) == pytest.approx(
         eps_paper, rel=0.01
@@ -114,24 +117,29 @@ def test_opdisc_table_of_spec_10_1(eps, sigma, paper, eps_paper):
 
 def test_opdisc_paper_sigma_proves_only_delta_2_9e_6_at_epsilon_1():
     # SPEC 10.1: the paper's sigma at epsilon = 1 proves (1, 2.9e-6), not (1, 4.1e-9)
-    sigma_paper = opdisc_sigma_paper(1.0, DELTA_ADULT, 1.0, D_RADIUS)
+    sigma_paper = opdisc_sigma_paper(ApproximateTarget(1.0, DELTA_ADULT), 1.0, D_RADIUS)
     assert opdisc_delta(1.0, sigma_paper, d=D_ADULT, D=D_RADIUS) == pytest.approx(2.9e-6, rel=0.05)
 
 
 def test_opdisc_proven_sigma_is_monotone():
     base = dict(d=10, D=math.sqrt(10))
-    s = opdisc_sigma(0.5, 1e-6, **base)
-    assert opdisc_sigma(1.0, 1e-6, **base) < s  # more epsilon, less noise
-    assert opdisc_sigma(0.5, 1e-4, **base) < s  # more delta, less noise
-    assert opdisc_sigma(0.5, 1e-6, d=40, D=math.sqrt(10)) > s  # larger d: ||eta|| grows
-    sigmas = [opdisc_sigma(0.5, 1e-6, d=d, D=math.sqrt(10)) for d in (2, 5, 23, 100, 400)]
+    s = opdisc_sigma(ApproximateTarget(0.5, 1e-6), **base)
+    assert opdisc_sigma(ApproximateTarget(1.0, 1e-6), **base) < s  # more epsilon, less noise
+    assert opdisc_sigma(ApproximateTarget(0.5, 1e-4), **base) < s  # more delta, less noise
+    assert (
+        opdisc_sigma(ApproximateTarget(0.5, 1e-6), d=40, D=math.sqrt(10)) > s
+    )  # larger d: ||eta|| grows
+    sigmas = [
+        opdisc_sigma(ApproximateTarget(0.5, 1e-6), d=d, D=math.sqrt(10))
+        for d in (2, 5, 23, 100, 400)
+    ]
     assert sigmas == sorted(sigmas)
 
 
 def test_opdisc_paper_sigma_falls_further_short_as_d_grows():
     # sigma_paper has no factor for d (SPEC 10.1): the epsilon it proves grows with d
     proven = [
-        opdisc_epsilon(opdisc_sigma_paper(1.0, 1e-6, 1.0, 3.0), 1e-6, d=d, D=3.0)
+        opdisc_epsilon(opdisc_sigma_paper(ApproximateTarget(1.0, 1e-6), 1.0, 3.0), 1e-6, d=d, D=3.0)
         for d in (5, 23, 100, 400)
     ]
     assert proven == sorted(proven) and proven[-1] > 2.0
@@ -166,7 +174,9 @@ OPDISC_NAMES = names_pattern("epsilon", "delta", "d", "D", "tau", "sigma", "c")
     tau=either(log_uniform(1e-2, 10)),
 )
 def test_opdisc_sigma_over_its_input_space(epsilon, delta, d, D, tau):
-    sigma = call_or_none(OPDISC_NAMES, cal.opdisc_sigma, epsilon, delta, d=d, D=D, tau=tau)
+    sigma = call_or_none(
+        OPDISC_NAMES, lambda: cal.opdisc_sigma(ApproximateTarget(epsilon, delta), d=d, D=D, tau=tau)
+    )
     if sigma is not None:
         assert_finite_positive(sigma)
         # the safe root: proven at sigma, not at sigma (1 - 1e-6) (in logs: any delta)
@@ -174,7 +184,9 @@ def test_opdisc_sigma_over_its_input_space(epsilon, delta, d, D, tau):
         assert cal.opdisc_log_delta(epsilon, sigma, d=d, D=D, tau=tau) <= math.log(delta)
         below = cal.opdisc_log_delta(epsilon, sigma * (1 - 1e-6), d=d, D=D, tau=tau)
         assert below > math.log(delta)
-    paper = call_or_none(OPDISC_NAMES, cal.opdisc_sigma_paper, epsilon, delta, tau, D)
+    paper = call_or_none(
+        OPDISC_NAMES, lambda: cal.opdisc_sigma_paper(ApproximateTarget(epsilon, delta), tau, D)
+    )
     if paper is not None:
         assert_finite_positive(paper)
 
@@ -212,14 +224,20 @@ def test_opdisc_epsilon_and_delta_over_their_input_space(sigma, delta, d, D, eps
 )
 def test_opdisc_sigma_is_monotone(epsilon, delta, d, D, tau, f, extra):
     # SPEC 10.1: more epsilon or more delta, less noise; larger d, ||eta|| grows: more noise
-    sigma = cal.opdisc_sigma(epsilon, delta, d=d, D=D, tau=tau)
-    assert cal.opdisc_sigma(epsilon * f, delta, d=d, D=D, tau=tau) <= sigma * (1 + SLACK)
-    assert cal.opdisc_sigma(epsilon, min(delta * f, 0.5), d=d, D=D, tau=tau) <= sigma * (1 + SLACK)
-    assert cal.opdisc_sigma(epsilon, delta, d=d + extra, D=D, tau=tau) >= sigma * (1 - SLACK)
-    # c = 4 D^2 / tau^2 scales sigma exactly (the loss depends on c / sigma only)
-    assert cal.opdisc_sigma(epsilon, delta, d=d, D=D * f, tau=tau) == pytest.approx(
-        sigma * f * f, rel=2 * SLACK
+    sigma = cal.opdisc_sigma(ApproximateTarget(epsilon, delta), d=d, D=D, tau=tau)
+    assert cal.opdisc_sigma(ApproximateTarget(epsilon * f, delta), d=d, D=D, tau=tau) <= sigma * (
+        1 + SLACK
     )
+    assert cal.opdisc_sigma(
+        ApproximateTarget(epsilon, min(delta * f, 0.5)), d=d, D=D, tau=tau
+    ) <= sigma * (1 + SLACK)
+    assert cal.opdisc_sigma(
+        ApproximateTarget(epsilon, delta), d=d + extra, D=D, tau=tau
+    ) >= sigma * (1 - SLACK)
+    # c = 4 D^2 / tau^2 scales sigma exactly (the loss depends on c / sigma only)
+    assert cal.opdisc_sigma(
+        ApproximateTarget(epsilon, delta), d=d, D=D * f, tau=tau
+    ) == pytest.approx(sigma * f * f, rel=2 * SLACK)
     # and the epsilon a sigma proves falls as sigma grows
     eps_here = cal.opdisc_epsilon(sigma, delta, d=d, D=D, tau=tau)
     assert eps_here <= epsilon * (1 + SLACK) + 1e-300
@@ -251,15 +269,21 @@ def test_opdisc_delta_is_monotone(epsilon, sigma, d, D, f):
 def test_the_papers_sigma_is_monotone(epsilon, delta, D, tau, f):
     # SPEC section 3: sigma_paper ~ D^2 sqrt(ln(1/delta)) / (tau^2 epsilon)
     names = names_pattern("sigma_paper", "epsilon")
-    paper = call_or_none(names, cal.opdisc_sigma_paper, epsilon, delta, tau, D)
+    paper = call_or_none(
+        names, lambda: cal.opdisc_sigma_paper(ApproximateTarget(epsilon, delta), tau, D)
+    )
     if paper is None:
         return
-    larger_eps = call_or_none(names, cal.opdisc_sigma_paper, epsilon * f, delta, tau, D)
+    larger_eps = call_or_none(
+        names, lambda: cal.opdisc_sigma_paper(ApproximateTarget(epsilon * f, delta), tau, D)
+    )
     assert larger_eps is None or larger_eps < paper
-    assert cal.opdisc_sigma_paper(epsilon, delta ** (1 / f), tau, D) <= paper  # a larger delta
+    assert (
+        cal.opdisc_sigma_paper(ApproximateTarget(epsilon, delta ** (1 / f)), tau, D) <= paper
+    )  # a larger delta
     if paper * f * f < 1e300:
-        assert cal.opdisc_sigma_paper(epsilon, delta, tau, D * f) > paper
-        assert cal.opdisc_sigma_paper(epsilon, delta, tau * f, D) < paper
+        assert cal.opdisc_sigma_paper(ApproximateTarget(epsilon, delta), tau, D * f) > paper
+        assert cal.opdisc_sigma_paper(ApproximateTarget(epsilon, delta), tau * f, D) < paper
 
 
 # --- the safe root at any delta (1e-300 once gave the bracket's end) -------------------------
@@ -268,7 +292,7 @@ def test_the_papers_sigma_is_monotone(epsilon, delta, D, tau, f):
 @pytest.mark.parametrize("delta", [1e-300, 1e-200, 1e-100, 1e-10])
 def test_opdisc_sigma_is_the_safe_root_at_tiny_delta(delta):
     kw = dict(d=23, D=math.sqrt(23))
-    sigma = cal.opdisc_sigma(1.0, delta, **kw)
+    sigma = cal.opdisc_sigma(ApproximateTarget(1.0, delta), **kw)
     assert cal.opdisc_delta(1.0, sigma, **kw) <= delta
     assert cal.opdisc_delta(1.0, sigma * (1 - 1e-6), **kw) > delta  # the root, not a bracket end
 
@@ -283,12 +307,12 @@ def test_proven_sigma_is_no_more_than_a_tail_bound_needs(delta):
     c = 4 * D * D
     r = math.sqrt(d + 1) + math.sqrt(-2 * math.log(delta))  # the loss a r + a^2/2 = eps there
     a = -r + math.sqrt(r * r + 2 * eps)
-    assert cal.opdisc_sigma(eps, delta, d=d, D=D) <= c / a
+    assert cal.opdisc_sigma(ApproximateTarget(eps, delta), d=d, D=D) <= c / a
 
 
 def test_the_smallest_positive_delta_is_met_too():
     tiny = 5e-324
-    sigma = cal.opdisc_sigma(1.0, tiny, d=23, D=math.sqrt(23))
+    sigma = cal.opdisc_sigma(ApproximateTarget(1.0, tiny), d=23, D=math.sqrt(23))
     assert cal.opdisc_delta(1.0, sigma, d=23, D=math.sqrt(23)) <= tiny
     assert cal.opdisc_log_delta(1.0, sigma * (1 - 1e-6), d=23, D=math.sqrt(23)) > math.log(tiny)
 
@@ -318,7 +342,7 @@ D23 = math.sqrt(23)
 def test_opdisc_sigma_refuses_each_bad_shape(kwargs, error, match):
     args = dict(d=23, D=D23, tau=1.0) | kwargs
     with pytest.raises(error, match=match):
-        cal.opdisc_sigma(1.0, 1e-6, **args)
+        cal.opdisc_sigma(ApproximateTarget(1.0, 1e-6), **args)
     with pytest.raises(error, match=match):
         cal.opdisc_epsilon(700.0, 1e-6, **args)  # d = 0 returned 0.0194
     with pytest.raises(error, match=match):
@@ -328,7 +352,9 @@ def test_opdisc_sigma_refuses_each_bad_shape(kwargs, error, match):
 @pytest.mark.parametrize("tau, D", [(math.inf, D23), (1.0, math.inf), (1e-300, D23)])
 def test_opdisc_sigma_paper_refuses_what_would_give_zero_or_inf(tau, D):
     with pytest.raises(ValueError, match="(tau|D|sigma_paper)"):
-        cal.opdisc_sigma_paper(1.0, 1e-6, tau, D)  # tau = inf returned sigma = 0.0
+        cal.opdisc_sigma_paper(
+            ApproximateTarget(1.0, 1e-6), tau, D
+        )  # tau = inf returned sigma = 0.0
 
 
 def test_opdisc_epsilon_is_computed_once_per_sigma_and_checks_every_call():

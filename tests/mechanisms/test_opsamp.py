@@ -21,7 +21,7 @@ from mechanisms.bounds import FeatureBoundError, enforce_feature_bound
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams, lipschitz_constant, surrogate_scale
 from mechanisms.opsamp_calibration import opsamp_gamma_m, opsamp_m_floor
-from mechanisms.privacy import PrivacyLeakWarning
+from mechanisms.privacy import ApproximateTarget, PrivacyLeakWarning
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.runner import run
 from oracles.convex import ConvexOracle
@@ -259,7 +259,7 @@ def test_opsamp_paper_calibration_proves_several_times_the_epsilon(eps, ratio_lo
 
 def test_opsamp_gamma_buys_lambda_with_calls():
     # SPEC 10.3: near gamma = 0.02 the first term (92 gamma) stops mattering; m ~ 30,000
-    _, gamma, m = opsamp_gamma_m(1.0, DELTA_ADULT, N_ADULT, 23, 2.0, gamma=0.02)
+    _, gamma, m = opsamp_gamma_m(ApproximateTarget(1.0, DELTA_ADULT), N_ADULT, 23, 2.0, gamma=0.02)
     assert gamma == 0.02 and m == pytest.approx(30_000, rel=0.05)
     cal = OPSamp(OPSampParams(1.0, DELTA_ADULT, gamma=0.02)).calibrate(N_ADULT, 23)
     assert cal.lambda_sampling == pytest.approx(92 * 0.02)

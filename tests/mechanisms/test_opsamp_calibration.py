@@ -19,6 +19,7 @@ from core.validation import MAX_EXACT_INT
 from mechanisms import opsamp_calibration as cal
 from mechanisms.opsamp import OPSamp, OPSampParams, opsamp_calibration, surrogate_scale
 from mechanisms.opsamp_calibration import opsamp_lambda
+from mechanisms.privacy import ApproximateTarget, PrivacyTarget
 from tests.mechanisms.input_space import (
     ANY_INT,
     D_ADULT,
@@ -62,7 +63,9 @@ def test_opsamp_m_uses_ln_4d_over_delta():
     # gamma = 1, d = 10, delta = 30 e^-18: ln(4d/delta) = 18 + ln(4/3) gives m = ceil(9.14) = 10,
     # whereas Algorithm 2's ln(2d/delta) = 18 - ln(1.5) would give ceil(8.80) = 9
     delta = 30 * math.exp(-18)
-    cal = opsamp_calibration(1.0, delta, 10, 10, G=1.0, beta=0.05, alpha=0.0, D_inf=2.0)
+    cal = opsamp_calibration(
+        ApproximateTarget(1.0, delta), 10, 10, G=1.0, beta=0.05, alpha=0.0, D_inf=2.0
+    )
     assert cal.gamma == 1.0
     assert cal.m == 10
 
@@ -114,14 +117,20 @@ def test_opsamp_functions_over_their_input_space(
     epsilon, delta, n, d, D_inf, gamma, m, G, beta, alpha
 ):
     out = call_or_none(
-        OPSAMP_NAMES, cal.opsamp_gamma_m, epsilon, delta, n, d, D_inf, gamma=gamma, m=m
+        OPSAMP_NAMES,
+        lambda: cal.opsamp_gamma_m(
+            ApproximateTarget(epsilon, delta), n, d, D_inf, gamma=gamma, m=m
+        ),
     )
     if out is not None:
         gamma_raw, used_gamma, calls = out
         assert_finite_positive(gamma_raw)
         assert 0 < used_gamma <= 1  # Lemma 9 (SPEC section 5), whether gamma or m was given
         assert isinstance(calls, int) and 1 <= calls <= MAX_EXACT_INT
-    eta = call_or_none(OPSAMP_NAMES, cal.opsamp_eta, epsilon, n, d, G=G, beta=beta, D_inf=D_inf)
+    eta = call_or_none(
+        OPSAMP_NAMES,
+        lambda: cal.opsamp_eta(PrivacyTarget(epsilon), n, d, G=G, beta=beta, D_inf=D_inf),
+    )
     if eta is not None:
         assert_finite_positive(eta)
     lam = call_or_none(
@@ -163,18 +172,24 @@ def test_opsamp_functions_over_their_input_space(
 def test_opsamp_calibration_is_monotone(epsilon, delta, n, d, D_inf, gamma, G, beta, alpha, f):
     # SPEC 5 and 10.3: m = ceil(ln(4d / delta) / (2 gamma^2)) falls as gamma grows and grows with
     # d and 1/delta; a given m gives gamma = sqrt(ln(4d / delta) / (2m)), falling in m
-    _, _, m = cal.opsamp_gamma_m(epsilon, delta, n, d, D_inf, gamma=gamma)
-    assert cal.opsamp_gamma_m(epsilon, delta, n, d, D_inf, gamma=gamma / f)[2] >= m
-    assert cal.opsamp_gamma_m(epsilon, delta, n, d + 1, D_inf, gamma=gamma)[2] >= m
-    assert cal.opsamp_gamma_m(epsilon, delta / f, n, d, D_inf, gamma=gamma)[2] >= m
-    _, by_m, _ = cal.opsamp_gamma_m(epsilon, delta, n, d, D_inf, m=m)
+    _, _, m = cal.opsamp_gamma_m(ApproximateTarget(epsilon, delta), n, d, D_inf, gamma=gamma)
+    assert (
+        cal.opsamp_gamma_m(ApproximateTarget(epsilon, delta), n, d, D_inf, gamma=gamma / f)[2] >= m
+    )
+    assert (
+        cal.opsamp_gamma_m(ApproximateTarget(epsilon, delta), n, d + 1, D_inf, gamma=gamma)[2] >= m
+    )
+    assert (
+        cal.opsamp_gamma_m(ApproximateTarget(epsilon, delta / f), n, d, D_inf, gamma=gamma)[2] >= m
+    )
+    _, by_m, _ = cal.opsamp_gamma_m(ApproximateTarget(epsilon, delta), n, d, D_inf, m=m)
     assert by_m <= gamma * (1 + 1e-12)
-    assert cal.opsamp_gamma_m(epsilon, delta, n, d, D_inf, m=m + 1)[1] < by_m
+    assert cal.opsamp_gamma_m(ApproximateTarget(epsilon, delta), n, d, D_inf, m=m + 1)[1] < by_m
     # eta grows with epsilon, falls with n and G; lambda grows with gamma, eta and alpha
-    eta = cal.opsamp_eta(epsilon, n, d, G=G, beta=beta, D_inf=D_inf)
-    assert cal.opsamp_eta(epsilon * f, n, d, G=G, beta=beta, D_inf=D_inf) > eta
-    assert cal.opsamp_eta(epsilon, n + 1, d, G=G, beta=beta, D_inf=D_inf) < eta
-    assert cal.opsamp_eta(epsilon, n, d, G=G * f, beta=beta, D_inf=D_inf) < eta
+    eta = cal.opsamp_eta(PrivacyTarget(epsilon), n, d, G=G, beta=beta, D_inf=D_inf)
+    assert cal.opsamp_eta(PrivacyTarget(epsilon * f), n, d, G=G, beta=beta, D_inf=D_inf) > eta
+    assert cal.opsamp_eta(PrivacyTarget(epsilon), n + 1, d, G=G, beta=beta, D_inf=D_inf) < eta
+    assert cal.opsamp_eta(PrivacyTarget(epsilon), n, d, G=G * f, beta=beta, D_inf=D_inf) < eta
 
     def lam(**kw):
         args = dict(gamma=gamma, eta=eta, G=G, D_inf=D_inf, alpha=alpha) | kw
@@ -198,8 +213,8 @@ def test_opsamp_lambda_and_eta_refuse_bad_values():
         cal.opsamp_lambda(3, **base | dict(gamma=1.5))
     eta = dict(G=1.0, beta=0.05, D_inf=2.0)
     with pytest.raises(ValueError, match="n must be >= 1, found 0"):
-        cal.opsamp_eta(1.0, 0, 3, **eta)  # ZeroDivisionError
+        cal.opsamp_eta(PrivacyTarget(1.0), 0, 3, **eta)  # ZeroDivisionError
     with pytest.raises(ValueError, match="G must be finite and > 0, found 0.0"):
-        cal.opsamp_eta(1.0, 10, 3, **eta | dict(G=0.0))  # ZeroDivisionError
+        cal.opsamp_eta(PrivacyTarget(1.0), 10, 3, **eta | dict(G=0.0))  # ZeroDivisionError
     with pytest.raises(ValueError, match=r"beta must be in \(0, 1\), found 1.0"):
-        cal.opsamp_eta(1.0, 10, 3, **eta | dict(beta=1.0))
+        cal.opsamp_eta(PrivacyTarget(1.0), 10, 3, **eta | dict(beta=1.0))

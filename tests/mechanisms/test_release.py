@@ -12,6 +12,7 @@ import pytest
 from mechanisms.expmech import ExpMechParams, run_expmech
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.opsamp import OPSamp, OPSampParams
+from mechanisms.privacy import ApproximateTarget
 from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret, check_rng
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.rspm_calibration import rspm_gaussian_sigma
@@ -62,7 +63,9 @@ def test_release_records_round_trip(small):
     assert params["mechanism"] == "rspm_gaussian" and params["requested_epsilon"] == 0.7
     assert "param.epsilon" not in params  # one name for the requested target
     # the proven calibration (SPEC 10.2), m = 2d = 10
-    assert params["noise.sigma"] == pytest.approx(rspm_gaussian_sigma(0.7, 1e-5, 10))
+    assert params["noise.sigma"] == pytest.approx(
+        rspm_gaussian_sigma(ApproximateTarget(0.7, 1e-5), 10)
+    )
     assert params["calibration"] == "proven" and params["privacy_epsilon"] == 0.7
     assert "noise.calibration" not in params and "noise.proven_epsilon" not in params
     assert params["privacy_holds"] is True and params["oracle_backends"] == "enumerate"

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from scipy import integrate, optimize, special
 
 from mechanisms import rspm_calibration as cal
+from mechanisms.privacy import ApproximateTarget, PrivacyTarget
 from mechanisms.rspm_calibration import (
     half_normal_sum,
     rspm_gaussian_delta,
@@ -49,15 +50,17 @@ from tests.mechanisms.input_space import (
 
 def test_rspm_calibration_on_adult():
     m = 2 * D_ADULT  # SPEC section 4: m = |U| = 2d
-    assert rspm_gaussian_sigma_paper(1.0, DELTA_ADULT, m) == pytest.approx(208.6828, abs=1e-3)
-    assert rspm_laplace_scale(1.0, m) == 92.0
-    assert rspm_laplace_scale(0.5, m) == 184.0
+    assert rspm_gaussian_sigma_paper(ApproximateTarget(1.0, DELTA_ADULT), m) == pytest.approx(
+        208.6828, abs=1e-3
+    )
+    assert rspm_laplace_scale(PrivacyTarget(1.0), m) == 92.0
+    assert rspm_laplace_scale(PrivacyTarget(0.5), m) == 184.0
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.1])
 def test_bad_delta_is_a_value_error(bad):
     with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
-        rspm_gaussian_sigma_paper(1.0, bad, 4)
+        rspm_gaussian_sigma_paper(ApproximateTarget(1.0, bad), 4)
 
 
 # --- Gaussian RSPM, SPEC 10.2 ----------------------------------------------------------------
@@ -68,13 +71,17 @@ def test_bad_delta_is_a_value_error(bad):
 )
 def test_rspm_table_of_spec_10_2(eps, sigma, paper):
     m = 2 * D_ADULT
-    proven = rspm_gaussian_sigma(eps, DELTA_ADULT, m)
+    proven = rspm_gaussian_sigma(ApproximateTarget(eps, DELTA_ADULT), m)
     assert proven == pytest.approx(sigma, rel=0.01)
     assert rspm_gaussian_delta(eps, proven, m=m) <= DELTA_ADULT
-    assert rspm_gaussian_sigma_paper(eps, DELTA_ADULT, m) == pytest.approx(paper, rel=0.01)
+    assert rspm_gaussian_sigma_paper(ApproximateTarget(eps, DELTA_ADULT), m) == pytest.approx(
+        paper, rel=0.01
+    )
     # at m = 46 the paper's sigma is more than enough: it proves a smaller epsilon
     assert (
-        rspm_gaussian_epsilon(rspm_gaussian_sigma_paper(eps, DELTA_ADULT, m), DELTA_ADULT, m=m)
+        rspm_gaussian_epsilon(
+            rspm_gaussian_sigma_paper(ApproximateTarget(eps, DELTA_ADULT), m), DELTA_ADULT, m=m
+        )
         < eps
     )
 
@@ -85,18 +92,22 @@ def test_rspm_paper_constant_is_not_enough_beyond_m_250():
     (delta is decreasing in epsilon and in sigma): the same statement as comparing epsilon(sigma)
     with 1 or sigma with the proven root, without those root searches (each a few lattices of
     4 million cells); test_rspm_table_of_spec_10_2 checks both root searches at m = 46."""
-    assert rspm_gaussian_sigma(1.0, DELTA_ADULT, 400) == pytest.approx(761, rel=0.01)
-    assert rspm_gaussian_sigma_paper(1.0, DELTA_ADULT, 400) == pytest.approx(615, rel=0.01)
+    assert rspm_gaussian_sigma(ApproximateTarget(1.0, DELTA_ADULT), 400) == pytest.approx(
+        761, rel=0.01
+    )
+    assert rspm_gaussian_sigma_paper(ApproximateTarget(1.0, DELTA_ADULT), 400) == pytest.approx(
+        615, rel=0.01
+    )
     assert rspm_gaussian_delta(1.0, 615.37, m=400) > DELTA_ADULT  # epsilon(615.37) > 1
-    paper_200 = rspm_gaussian_sigma_paper(1.0, DELTA_ADULT, 200)
+    paper_200 = rspm_gaussian_sigma_paper(ApproximateTarget(1.0, DELTA_ADULT), 200)
     assert rspm_gaussian_delta(1.0, paper_200, m=200) < DELTA_ADULT  # sigma(200) < paper's
 
 
 def test_rspm_proven_sigma_is_monotone():
-    s = rspm_gaussian_sigma(0.5, 1e-6, 10)
-    assert rspm_gaussian_sigma(1.0, 1e-6, 10) < s
-    assert rspm_gaussian_sigma(0.5, 1e-4, 10) < s
-    sigmas = [rspm_gaussian_sigma(0.5, 1e-6, m) for m in (2, 4, 10, 46, 100)]
+    s = rspm_gaussian_sigma(ApproximateTarget(0.5, 1e-6), 10)
+    assert rspm_gaussian_sigma(ApproximateTarget(1.0, 1e-6), 10) < s
+    assert rspm_gaussian_sigma(ApproximateTarget(0.5, 1e-4), 10) < s
+    sigmas = [rspm_gaussian_sigma(ApproximateTarget(0.5, 1e-6), m) for m in (2, 4, 10, 46, 100)]
     assert sigmas == sorted(sigmas)
 
 
@@ -131,7 +142,9 @@ RSPM_NAMES = names_pattern("epsilon", "delta", "m", "sigma", "laplace_scale")
 @derandomized(14)
 @given(epsilon=either(EPSILON), delta=either(DELTA), m=either(st.integers(1, 8), ANY_INT))
 def test_rspm_sigma_over_its_input_space(epsilon, delta, m):
-    sigma = call_or_none(RSPM_NAMES, cal.rspm_gaussian_sigma, epsilon, delta, m)
+    sigma = call_or_none(
+        RSPM_NAMES, lambda: cal.rspm_gaussian_sigma(ApproximateTarget(epsilon, delta), m)
+    )
     if sigma is not None:
         assert_finite_positive(sigma)
         assert cal.rspm_gaussian_delta(epsilon, sigma, m=m) <= delta
@@ -143,8 +156,10 @@ def test_rspm_sigma_over_its_input_space(epsilon, delta, m):
 @given(epsilon=either(EPSILON), delta=either(DELTA), m=either(st.integers(1, 10**6), ANY_INT))
 def test_rspm_closed_forms_over_their_input_space(epsilon, delta, m):
     for value in (
-        call_or_none(RSPM_NAMES, cal.rspm_gaussian_sigma_paper, epsilon, delta, m),
-        call_or_none(RSPM_NAMES, cal.rspm_laplace_scale, epsilon, m),
+        call_or_none(
+            RSPM_NAMES, lambda: cal.rspm_gaussian_sigma_paper(ApproximateTarget(epsilon, delta), m)
+        ),
+        call_or_none(RSPM_NAMES, lambda: cal.rspm_laplace_scale(PrivacyTarget(epsilon), m)),
     ):
         if value is not None:
             assert_finite_positive(value)
@@ -179,10 +194,10 @@ def test_rspm_epsilon_and_delta_over_their_input_space(sigma, delta, m, epsilon)
 )
 def test_rspm_sigma_is_monotone(epsilon, delta, m, f):
     # SPEC 10.2: decreasing in epsilon and delta, increasing in m (S is a sum of m terms)
-    sigma = cal.rspm_gaussian_sigma(epsilon, delta, m)
-    assert cal.rspm_gaussian_sigma(epsilon * f, delta, m) <= sigma * (1 + SLACK)
-    assert cal.rspm_gaussian_sigma(epsilon, delta * f, m) <= sigma * (1 + SLACK)
-    assert cal.rspm_gaussian_sigma(epsilon, delta, m + 1) >= sigma * (1 - SLACK)
+    sigma = cal.rspm_gaussian_sigma(ApproximateTarget(epsilon, delta), m)
+    assert cal.rspm_gaussian_sigma(ApproximateTarget(epsilon * f, delta), m) <= sigma * (1 + SLACK)
+    assert cal.rspm_gaussian_sigma(ApproximateTarget(epsilon, delta * f), m) <= sigma * (1 + SLACK)
+    assert cal.rspm_gaussian_sigma(ApproximateTarget(epsilon, delta), m + 1) >= sigma * (1 - SLACK)
     eps_here = cal.rspm_gaussian_epsilon(sigma * f, delta, m=m)
     assert eps_here <= epsilon
 
@@ -192,14 +207,20 @@ def test_rspm_sigma_is_monotone(epsilon, delta, m, f):
 def test_the_papers_closed_forms_are_monotone(epsilon, delta, m, f):
     # SPEC section 4: sigma_paper ~ sqrt(m ln(1/delta)) / epsilon; the Laplace scale 2m / epsilon
     names = names_pattern("sigma_paper", "epsilon", "laplace_scale")
-    paper = call_or_none(names, cal.rspm_gaussian_sigma_paper, epsilon, delta, m)
+    paper = call_or_none(
+        names, lambda: cal.rspm_gaussian_sigma_paper(ApproximateTarget(epsilon, delta), m)
+    )
     if paper is not None:
-        larger_eps = call_or_none(names, cal.rspm_gaussian_sigma_paper, epsilon * f, delta, m)
+        larger_eps = call_or_none(
+            names, lambda: cal.rspm_gaussian_sigma_paper(ApproximateTarget(epsilon * f, delta), m)
+        )
         assert larger_eps is None or larger_eps < paper
-        assert cal.rspm_gaussian_sigma_paper(epsilon, delta ** (1 / f), m) <= paper
-    scale = call_or_none(names, cal.rspm_laplace_scale, epsilon, m)
+        assert (
+            cal.rspm_gaussian_sigma_paper(ApproximateTarget(epsilon, delta ** (1 / f)), m) <= paper
+        )
+    scale = call_or_none(names, lambda: cal.rspm_laplace_scale(PrivacyTarget(epsilon), m))
     if scale is not None:
-        assert cal.rspm_laplace_scale(epsilon, m + 1) > scale
+        assert cal.rspm_laplace_scale(PrivacyTarget(epsilon), m + 1) > scale
 
 
 # --- the safe root at any delta (1e-300 once gave the bracket's end) -------------------------
@@ -207,7 +228,7 @@ def test_the_papers_closed_forms_are_monotone(epsilon, delta, m, f):
 
 @pytest.mark.parametrize("delta", [1e-300, 1e-200, 1e-100, 1e-10])
 def test_rspm_sigma_is_the_safe_root_at_tiny_delta(delta):
-    sigma = cal.rspm_gaussian_sigma(1.0, delta, 10)
+    sigma = cal.rspm_gaussian_sigma(ApproximateTarget(1.0, delta), 10)
     assert cal.rspm_gaussian_delta(1.0, sigma, m=10) <= delta
     assert cal.rspm_gaussian_delta(1.0, sigma * (1 - 1e-6), m=10) > delta
 
@@ -227,12 +248,12 @@ def test_proven_sigma_is_no_more_than_a_tail_bound_needs(delta):
         return m * (math.log(2) + special.log_ndtr(t / m)) - t * t / (2 * m)
 
     bound = optimize.brentq(lambda s: log_tail(s) - math.log(delta), 2 * m, 1e6)
-    assert cal.rspm_gaussian_sigma(eps, delta, m) <= bound * (1 + 1e-9)
+    assert cal.rspm_gaussian_sigma(ApproximateTarget(eps, delta), m) <= bound * (1 + 1e-9)
 
 
 def test_the_smallest_positive_delta_is_met_too():
     tiny = 5e-324
-    sigma = cal.rspm_gaussian_sigma(1.0, tiny, 3)
+    sigma = cal.rspm_gaussian_sigma(ApproximateTarget(1.0, tiny), 3)
     assert cal.rspm_gaussian_delta(1.0, sigma, m=3) <= tiny
     assert cal.rspm_gaussian_log_delta(1.0, sigma * (1 - 1e-6), m=3) > math.log(tiny)
 
@@ -269,14 +290,14 @@ def test_rspm_tail_is_an_upper_bound_on_the_exact_integral_for_one_term():
 def test_rspm_refuses_a_non_integral_m():
     for call in (
         lambda: cal.rspm_gaussian_delta(1.0, 10.0, m=2.5),  # used m = 2
-        lambda: cal.rspm_gaussian_sigma(1.0, 1e-6, 2.5),
+        lambda: cal.rspm_gaussian_sigma(ApproximateTarget(1.0, 1e-6), 2.5),
         lambda: cal.rspm_gaussian_epsilon(10.0, 1e-6, m=2.5),
-        lambda: cal.rspm_laplace_scale(1.0, 2.5),
+        lambda: cal.rspm_laplace_scale(PrivacyTarget(1.0), 2.5),
     ):
         with pytest.raises(TypeError, match="m must be an integer, found 2.5"):
             call()
     with pytest.raises(TypeError, match="m must be an integer, found True"):
-        cal.rspm_gaussian_sigma_paper(1.0, 1e-6, True)
+        cal.rspm_gaussian_sigma_paper(ApproximateTarget(1.0, 1e-6), True)
 
 
 def test_rspm_gaussian_epsilon_is_computed_once_per_sigma_and_checks_every_call():

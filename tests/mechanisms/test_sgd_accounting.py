@@ -25,6 +25,7 @@ from mechanisms.dpsgd.sgd_accounting import (
     dpsgd_event,
     pld_discretization,
 )
+from mechanisms.privacy import ApproximateTarget, PrivacyTarget
 from tests.mechanisms.dpsgd_helpers import replace_one_holds
 from tests.mechanisms.input_space import (
     ANY_INT,
@@ -50,7 +51,7 @@ def _eps(z, q, steps, delta, accountant, target):
         steps,
         delta,
         accountant=accountant,
-        value_discretization_interval=pld_discretization(target),
+        value_discretization_interval=pld_discretization(PrivacyTarget(target)),
     )
 
 
@@ -71,7 +72,9 @@ def _eps(z, q, steps, delta, accountant, target):
     ],
 )
 def test_calibrated_z_meets_the_target_within_one_percent(epsilon, delta, q, steps, accountant):
-    z = calibrate_noise_multiplier(epsilon, delta, q, steps, accountant=accountant)
+    z = calibrate_noise_multiplier(
+        ApproximateTarget(epsilon, delta), q, steps, accountant=accountant
+    )
     eps = _eps(z, q, steps, delta, accountant, epsilon)
     assert 0.99 * epsilon <= eps <= epsilon
     # and it is the smallest such z: 1% less noise overshoots the target
@@ -84,10 +87,10 @@ def test_calibrated_z_meets_the_target_within_one_percent(epsilon, delta, q, ste
     "epsilon, z_pld, z_rdp_group", [(0.1, 13.65, 14.57), (0.5, 2.92, 3.41), (1.0, 1.53, 2.01)]
 )
 def test_adult_noise_multipliers_match_spec_10_4(epsilon, z_pld, z_rdp_group):
-    z = calibrate_noise_multiplier(epsilon, DELTA_ADULT, Q_ADULT, T_ADULT)
+    z = calibrate_noise_multiplier(ApproximateTarget(epsilon, DELTA_ADULT), Q_ADULT, T_ADULT)
     assert z == pytest.approx(z_pld, rel=0.01)
     z_group = calibrate_noise_multiplier(
-        epsilon, DELTA_ADULT, Q_ADULT, T_ADULT, accountant=RDP_GROUP
+        ApproximateTarget(epsilon, DELTA_ADULT), Q_ADULT, T_ADULT, accountant=RDP_GROUP
     )
     assert z_group == pytest.approx(z_rdp_group, rel=0.01)
     assert z < z_group  # direct replace-one accounting needs less noise
@@ -111,7 +114,11 @@ def test_pld_never_exceeds_rdp_group_by_more_than_discretization(q, steps, z):
     # (test_discretization_only_costs_noise): 1% is the allowance
     eps_group = accounted_epsilon(z, q, steps, DELTA_ADULT, accountant=RDP_GROUP)
     eps_pld = accounted_epsilon(
-        z, q, steps, DELTA_ADULT, value_discretization_interval=pld_discretization(eps_group)
+        z,
+        q,
+        steps,
+        DELTA_ADULT,
+        value_discretization_interval=pld_discretization(PrivacyTarget(eps_group)),
     )
     print(f"q={q:.4g} T={steps} z={z}: PLD {eps_pld:.4f}, RDP+group {eps_group:.4f}")
     assert eps_pld <= 1.01 * eps_group
@@ -195,7 +202,7 @@ def test_calibration_agrees_with_dp_accountings_own_helper():
     theirs = dp_accounting.calibrate_dp_mechanism(
         lambda: pld.PLDAccountant(
             dp_accounting.NeighboringRelation.REPLACE_ONE,
-            value_discretization_interval=pld_discretization(1.0),
+            value_discretization_interval=pld_discretization(PrivacyTarget(1.0)),
         ),
         make_event,
         1.0,
@@ -203,14 +210,18 @@ def test_calibration_agrees_with_dp_accountings_own_helper():
         bracket,
         tol=1e-4,
     )
-    assert calibrate_noise_multiplier(1.0, DELTA_ADULT, q, steps) == pytest.approx(theirs, rel=2e-3)
+    assert calibrate_noise_multiplier(
+        ApproximateTarget(1.0, DELTA_ADULT), q, steps
+    ) == pytest.approx(theirs, rel=2e-3)
     # RDP + group: replace-one (1, delta) is met by add/remove (1/2, delta / (1 + e^(1/2))):
     # dp-accounting's own calibration at that target gives a z that is valid, so ours (the
     # optimal split) is no larger, and not much smaller
     theirs = dp_accounting.calibrate_dp_mechanism(
         rdp.RdpAccountant, make_event, 0.5, DELTA_ADULT / (1 + math.exp(0.5)), bracket
     )
-    ours = calibrate_noise_multiplier(1.0, DELTA_ADULT, q, steps, accountant=RDP_GROUP)
+    ours = calibrate_noise_multiplier(
+        ApproximateTarget(1.0, DELTA_ADULT), q, steps, accountant=RDP_GROUP
+    )
     assert 0.95 * theirs <= ours <= theirs * (1 + 2e-3)
 
 
@@ -218,9 +229,15 @@ def test_more_noise_less_epsilon_and_smaller_epsilon_or_delta_more_noise():
     q, steps = Q_ADULT, T_ADULT
     eps = [accounted_epsilon(z, q, steps, DELTA_ADULT) for z in (0.8, 1.0, 2.0, 5.0, 20.0)]
     assert all(a > b for a, b in zip(eps, eps[1:]))
-    zs = [calibrate_noise_multiplier(e, DELTA_ADULT, q, steps) for e in (2.0, 1.0, 0.7, 0.3, 0.1)]
+    zs = [
+        calibrate_noise_multiplier(ApproximateTarget(e, DELTA_ADULT), q, steps)
+        for e in (2.0, 1.0, 0.7, 0.3, 0.1)
+    ]
     assert all(a < b for a, b in zip(zs, zs[1:]))
-    zs = [calibrate_noise_multiplier(0.5, d, q, steps) for d in (1e-4, 1e-6, DELTA_ADULT, 1e-12)]
+    zs = [
+        calibrate_noise_multiplier(ApproximateTarget(0.5, d), q, steps)
+        for d in (1e-4, 1e-6, DELTA_ADULT, 1e-12)
+    ]
     assert all(a < b for a, b in zip(zs, zs[1:]))
 
 
@@ -233,7 +250,7 @@ def test_more_noise_less_epsilon_and_smaller_epsilon_or_delta_more_noise():
 )
 def test_calibration_property(epsilon, log10_delta, q, steps):
     delta = 10.0**log10_delta
-    z = calibrate_noise_multiplier(epsilon, delta, q, steps)
+    z = calibrate_noise_multiplier(ApproximateTarget(epsilon, delta), q, steps)
     eps = _eps(z, q, steps, delta, PLD_REPLACE_ONE, epsilon)
     assert 0.99 * epsilon <= eps <= epsilon
     assert _eps(2 * z, q, steps, delta, PLD_REPLACE_ONE, epsilon) <= eps  # monotone in z
@@ -247,17 +264,31 @@ def test_calibration_property(epsilon, log10_delta, q, steps):
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: calibrate_noise_multiplier(0.0, 1e-5, 0.1, 10), "epsilon .* found 0.0"),
-        (lambda: calibrate_noise_multiplier(1.0, 0.0, 0.1, 10), r"delta must be in \(0, 1\)"),
-        (lambda: calibrate_noise_multiplier(1.0, 1e-5, 1.5, 10), "sampling_rate .* 1.5"),
-        (lambda: calibrate_noise_multiplier(1.0, 1e-5, 0.1, 0), "steps must be >= 1, found 0"),
+        (
+            lambda: calibrate_noise_multiplier(ApproximateTarget(0.0, 1e-5), 0.1, 10),
+            "epsilon .* found 0.0",
+        ),
+        (
+            lambda: calibrate_noise_multiplier(ApproximateTarget(1.0, 0.0), 0.1, 10),
+            r"delta must be in \(0, 1\)",
+        ),
+        (
+            lambda: calibrate_noise_multiplier(ApproximateTarget(1.0, 1e-5), 1.5, 10),
+            "sampling_rate .* 1.5",
+        ),
+        (
+            lambda: calibrate_noise_multiplier(ApproximateTarget(1.0, 1e-5), 0.1, 0),
+            "steps must be >= 1, found 0",
+        ),
         (lambda: accounted_epsilon(-1.0, 0.1, 10, 1e-5), "noise_multiplier .* -1.0"),
         (
             lambda: accounted_epsilon(1.0, 0.1, 10, 1e-5, value_discretization_interval=0.0),
             "value_discretization_interval must be finite and > 0, found 0.0",
         ),
         (
-            lambda: calibrate_noise_multiplier(1.0, 1e-5, 0.1, 10, accountant="rdp"),
+            lambda: calibrate_noise_multiplier(
+                ApproximateTarget(1.0, 1e-5), 0.1, 10, accountant="rdp"
+            ),
             r"accountant must be 'pld_replace_one' or 'rdp_group', found 'rdp'",
         ),
     ],
@@ -269,9 +300,9 @@ def test_calibration_rejects_bad_values(call, match):
 
 def test_calibration_rejects_bad_types():
     with pytest.raises(TypeError, match="steps must be an integer, found 10.0"):
-        calibrate_noise_multiplier(1.0, 1e-5, 0.1, 10.0)
+        calibrate_noise_multiplier(ApproximateTarget(1.0, 1e-5), 0.1, 10.0)
     with pytest.raises(TypeError, match="epsilon must be a real number, found '1'"):
-        calibrate_noise_multiplier("1", 1e-5, 0.1, 10)
+        calibrate_noise_multiplier(ApproximateTarget("1", 1e-5), 0.1, 10)
 
 
 # --- over the whole input space (input_space.py) --------------------------------------------------
@@ -299,12 +330,9 @@ DPSGD_NAMES = names_pattern(
 def test_calibrate_noise_multiplier_over_its_input_space(epsilon, delta, q, steps, accountant):
     z = call_or_none(
         DPSGD_NAMES,
-        sgd_accounting.calibrate_noise_multiplier,
-        epsilon,
-        delta,
-        q,
-        steps,
-        accountant=accountant,
+        lambda: sgd_accounting.calibrate_noise_multiplier(
+            ApproximateTarget(epsilon, delta), q, steps, accountant=accountant
+        ),
     )
     if z is not None:
         assert_finite_positive(z)
@@ -331,7 +359,9 @@ def test_accounted_epsilon_over_its_input_space(z, q, steps, delta, interval, ep
     )
     if eps is not None:
         assert math.isfinite(eps) and eps >= 0
-    discretization = call_or_none(DPSGD_NAMES, sgd_accounting.pld_discretization, epsilon)
+    discretization = call_or_none(
+        DPSGD_NAMES, lambda: sgd_accounting.pld_discretization(PrivacyTarget(epsilon))
+    )
     if discretization is not None:
         assert_finite_positive(discretization)
 
@@ -343,8 +373,12 @@ def test_calibrate_noise_multiplier_keeps_its_pld_grid_bounded():
     tracemalloc.start()
     try:
         with pytest.raises(ValueError, match="no noise multiplier <= 524288 reaches"):
-            sgd_accounting.calibrate_noise_multiplier(1e-6, DELTA_ADULT, q, steps)
-        z = sgd_accounting.calibrate_noise_multiplier(1e-4, DELTA_ADULT, q, steps)
+            sgd_accounting.calibrate_noise_multiplier(
+                ApproximateTarget(1e-6, DELTA_ADULT), q, steps
+            )
+        z = sgd_accounting.calibrate_noise_multiplier(
+            ApproximateTarget(1e-4, DELTA_ADULT), q, steps
+        )
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -354,7 +388,7 @@ def test_calibrate_noise_multiplier_keeps_its_pld_grid_bounded():
     )  # 1e-3 epsilon
     assert 0.99e-4 <= eps <= 1e-4
     with pytest.raises(ValueError, match="needs about .* buckets per step"):
-        sgd_accounting.calibrate_noise_multiplier(1e-12, DELTA_ADULT, q, steps)
+        sgd_accounting.calibrate_noise_multiplier(ApproximateTarget(1e-12, DELTA_ADULT), q, steps)
     with pytest.raises(ValueError, match="needs about .* buckets per step"):
         sgd_accounting.accounted_epsilon(
             1.0, q, steps, DELTA_ADULT, value_discretization_interval=1e-10

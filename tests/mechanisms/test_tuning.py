@@ -18,7 +18,7 @@ from mechanisms.dpsgd.tuning import (
     repeat_and_select_event,
     tune_dpsgd,
 )
-from mechanisms.privacy import PrivacyLeakWarning
+from mechanisms.privacy import ApproximateTarget, PrivacyLeakWarning
 from tests.mechanisms.dpsgd_helpers import replace_one_holds, toy
 
 SMALL_GRID = DPSGDGrid(
@@ -29,7 +29,7 @@ SMALL_GRID = DPSGDGrid(
 def test_unaccounted_search_warns_and_does_not_claim_privacy():
     X, y = toy()
     with pytest.warns(PrivacyLeakWarning, match="hyperparameters"):
-        r = tune_dpsgd(X, y, 1.0, 1e-5, SMALL_GRID, np.random.default_rng(0))
+        r = tune_dpsgd(X, y, ApproximateTarget(1.0, 1e-5), SMALL_GRID, np.random.default_rng(0))
     assert not r.privacy.holds and "unaccounted" in r.privacy.reason
     assert r.params["selection"] == "unaccounted" and r.params["candidates"] == 4
     assert r.params["selected_train_accuracy"] == pytest.approx(r.accuracy(X, y))
@@ -43,7 +43,13 @@ def test_accounted_search_is_within_budget_and_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         r = tune_dpsgd(
-            X, y, 1.0, 1e-5, SMALL_GRID, np.random.default_rng(0), accounted=True, mean_runs=3
+            X,
+            y,
+            ApproximateTarget(1.0, 1e-5),
+            SMALL_GRID,
+            np.random.default_rng(0),
+            accounted=True,
+            mean_runs=3,
         )
     assert r.privacy.holds and r.params["selection"] == "repeat_and_select"
     assert 0.99 <= r.privacy.accounted_epsilon <= 1.0
@@ -63,7 +69,7 @@ def test_accounted_search_is_within_budget_and_does_not_warn():
     assert not replace_one_holds(accountant, r.privacy.accounted_epsilon * (1 - 1e-4), 1e-5)
     # the selection costs budget: more noise than a single run at the same epsilon (same route)
     single = calibrate_noise_multiplier(
-        1.0, 1e-5, 40 / len(y), math.ceil(2 * len(y) / 40), accountant=RDP_GROUP
+        ApproximateTarget(1.0, 1e-5), 40 / len(y), math.ceil(2 * len(y) / 40), accountant=RDP_GROUP
     )
     assert z > single
     # why this path stays on RDP + group privacy: the PLD accountant refuses the event
@@ -75,13 +81,18 @@ def test_accounted_search_is_within_budget_and_does_not_warn():
 def test_several_batch_sizes_are_accounted_conservatively():
     X, y = toy()
     one = tune_dpsgd(
-        X, y, 1.0, 1e-5, SMALL_GRID, np.random.default_rng(0), accounted=True, mean_runs=2
+        X,
+        y,
+        ApproximateTarget(1.0, 1e-5),
+        SMALL_GRID,
+        np.random.default_rng(0),
+        accounted=True,
+        mean_runs=2,
     )
     two = tune_dpsgd(
         X,
         y,
-        1.0,
-        1e-5,
+        ApproximateTarget(1.0, 1e-5),
         DPSGDGrid((1.0,), (40, 80), (1.0,), epochs=2),
         np.random.default_rng(0),
         accounted=True,
@@ -106,14 +117,21 @@ def test_search_rejects_bad_options():
     X, y = toy()
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="mean_runs must be >= 1, found 0.5"):
-        tune_dpsgd(X, y, 1.0, 1e-5, SMALL_GRID, rng, accounted=True, mean_runs=0.5)
+        tune_dpsgd(
+            X, y, ApproximateTarget(1.0, 1e-5), SMALL_GRID, rng, accounted=True, mean_runs=0.5
+        )
     with pytest.raises(ValueError, match="shape must be >= 0 .* found -1.0"):
-        tune_dpsgd(X, y, 1.0, 1e-5, SMALL_GRID, rng, accounted=True, shape=-1.0)
+        tune_dpsgd(X, y, ApproximateTarget(1.0, 1e-5), SMALL_GRID, rng, accounted=True, shape=-1.0)
     with pytest.raises(TypeError, match="grid must be DPSGDGrid, found dict"):
-        tune_dpsgd(X, y, 1.0, 1e-5, {"clip_norms": (1.0,)}, rng)
+        tune_dpsgd(X, y, ApproximateTarget(1.0, 1e-5), {"clip_norms": (1.0,)}, rng)
     with pytest.raises(ValueError, match="batch_sizes must be >= 1, found 0"):
         DPSGDGrid(batch_sizes=(0,))
     with pytest.raises(ValueError, match="clip_norms must not be empty"):
         DPSGDGrid(clip_norms=())
     with pytest.raises(TypeError, match="numpy.random.Generator"):
-        tune_dpsgd(X, y, 1.0, 1e-5, SMALL_GRID)
+        tune_dpsgd(X, y, ApproximateTarget(1.0, 1e-5), SMALL_GRID)
+    # the target is the one checked type: a bare epsilon is refused by name, a bad one by it
+    with pytest.raises(TypeError, match="^target must be ApproximateTarget, found float$"):
+        tune_dpsgd(X, y, 1.0, SMALL_GRID, rng)
+    with pytest.raises(ValueError, match=r"^epsilon must be finite and > 0, found -1\.0$"):
+        tune_dpsgd(X, y, ApproximateTarget(-1.0, 1e-5), SMALL_GRID, rng)

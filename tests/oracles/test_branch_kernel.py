@@ -6,10 +6,12 @@ its leaf buffer."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from oracles.branch import Nodes, build_tables, expand
+from oracles.branch import Nodes, build_tables, expand, rows_slack
 from oracles.branch_kernel import (
     BUDGET,
     DONE,
@@ -112,3 +114,39 @@ def test_a_node_s_bound_is_the_formula_s(seed):
         room = t.room[nodes.level][t.cap - nodes.P]
         forced_right += np.sum((nodes.Y + room < 0) & (t.minorant > 0))
     assert compared > 0 and forced_right > 0  # both kinds of forced rows are in play
+
+
+@pytest.mark.parametrize(
+    "family, seed", [(fuzz_instance, s) for s in (0, 2, 5)] + [(parallel_instance, 1)]
+)
+def test_the_rows_allowance_covers_the_kernel_s_sum_in_any_order(family, seed):
+    """The kernel sums a block's row terms in vector lanes (``branch_kernel._bound``); against the
+    same terms summed exactly (``math.fsum``) it is off by at most ``Tables.rows_slack`` (the
+    part of the threshold's slack that covers the rows) plus one rounding of C + Comp."""
+    problem = family(seed)
+    t, _ = _tables_and_threshold(problem, 0.5)
+    assert 0.0 < t.rows_slack < t.slack(0.0)
+    nodes, worst = Nodes.root(t), 0.0
+    for _ in range(t.d):
+        nodes = expand(t, nodes, np.inf)
+        got = node_bounds(t, nodes.level, nodes.C, nodes.P, nodes.Y)
+        for i in range(len(nodes)):
+            P, y = nodes.P[i], nodes.Y[i].astype(float)
+            room = t.room[nodes.level, t.cap - P].astype(float)
+            top = y + room
+            share = top / t.span
+            costly = t.weight - t.minorant * np.minimum(share, 1.0)
+            owed = np.where(y > room, costly, np.where(top < 0, -t.minorant * share, 0.0))
+            head = nodes.C[i] + t.comp[nodes.level, P]
+            exact = math.fsum([head, *owed.tolist()])
+            error = abs(got[i] - exact) - 2.0**-52 * abs(head)
+            worst = max(worst, error)
+    assert worst <= t.rows_slack
+
+
+def test_a_row_without_a_positive_span_is_refused():
+    ones = np.ones(3)
+    assert rows_slack(ones, ones, ones, ones, ones) > 0
+    for bad in (0.0, -1.0, np.nan, np.inf):
+        with pytest.raises(ValueError, match="span must be finite and > 0"):
+            rows_slack(ones, ones, np.array([1.0, bad, 1.0]), ones, ones)

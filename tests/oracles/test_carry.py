@@ -16,6 +16,12 @@ from oracles.split import PartResult, open_after, plan_split, resume_split
 from oracles.window import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 
+#: The grid search's time: long enough that it ends when its restarts stop improving (its
+#: ``patience``), not at its clock, so that the whole search and the carried-on one start from
+#: the same incumbent and make the same tree on a loaded machine too (at 0.05 s they did not at
+#: load 10: 59 nodes against 34).
+SEARCH_SECONDS = 60.0
+
 INSTANCES = [(fuzz_instance, seed) for seed in range(10)] + [
     (parallel_instance, seed) for seed in range(4)
 ]
@@ -47,11 +53,11 @@ def _check_state(problem, truth, state: Carry) -> None:
 def test_a_stopped_search_carried_on_is_the_uninterrupted_search(tmp_path, make, seed):
     problem = make(seed)
     truth = brute_force(problem)
-    whole = WindowOracle(search_seconds=0.05).solve(problem, Budget.unlimited())
+    whole = WindowOracle(search_seconds=SEARCH_SECONDS).solve(problem, Budget.unlimited())
     assert whole.certificate.certified
     nodes = whole.certificate.extra["nodes"]
     store = CarryStore(str(tmp_path))
-    carrying = WindowOracle(search_seconds=0.05, carry=str(tmp_path))
+    carrying = WindowOracle(search_seconds=SEARCH_SECONDS, carry=str(tmp_path))
     limit = max(1, nodes // 5)
     stops = 0
     for _ in range(1000):
@@ -83,7 +89,7 @@ def test_a_search_carried_on_in_parts_finds_the_brute_force_minimum(tmp_path, se
     problem = fuzz_instance(seed)
     truth = brute_force(problem)
     store = CarryStore(str(tmp_path))
-    first = WindowOracle(search_seconds=0.05, carry=str(tmp_path))
+    first = WindowOracle(search_seconds=SEARCH_SECONDS, carry=str(tmp_path))
     stopped = first.solve(problem, Budget.unlimited().with_nodes(1))
     if stopped.certificate.certified:  # a tree of a node or two: nothing to carry
         assert store.load(problem) is None
@@ -100,7 +106,7 @@ def test_a_search_carried_on_in_parts_finds_the_brute_force_minimum(tmp_path, se
 def test_the_state_is_read_for_its_own_problem_only(tmp_path):
     problem = parallel_instance(1)
     store = CarryStore(str(tmp_path))
-    carrying = WindowOracle(search_seconds=0.05, carry=str(tmp_path))
+    carrying = WindowOracle(search_seconds=SEARCH_SECONDS, carry=str(tmp_path))
     stopped = carrying.solve(problem, Budget.unlimited().with_nodes(1))
     assert not stopped.certificate.certified and store.load(problem) is not None
     other = dataclasses.replace(problem, linear=problem.linear + 1e-12)  # other noise
@@ -161,7 +167,7 @@ def test_a_state_with_no_node_left_certifies_its_best(tmp_path):
     problem = fuzz_instance(2)
     truth = brute_force(problem)
     store = CarryStore(str(tmp_path))
-    carrying = WindowOracle(search_seconds=0.05, carry=str(tmp_path))
+    carrying = WindowOracle(search_seconds=SEARCH_SECONDS, carry=str(tmp_path))
     carrying.solve(problem, Budget.unlimited().with_nodes(0))
     state = store.load(problem)
     best = int(np.argmin([float(v) for v in truth.values]))

@@ -247,6 +247,15 @@ def test_a_hand_over_gets_what_is_left_of_the_budget():
     assert given.deadline == budget.deadline and given.left() < 30.0 - 0.2
 
 
+def test_a_reference_with_too_little_time_left_is_not_run_and_the_certificate_says_so():
+    # a 0.5 s budget never leaves the reference its MIN_REFERENCE_SECONDS after a search
+    route = _with(make_oracle("window", reference=("highs",)), window=_Stops(-1e9))
+    cert = route.solve(fuzz_instance(0), Budget.from_limit(0.5)).certificate
+    assert cert.status is Status.TIME_LIMIT and cert.fallback is None and cert.bound == -1e9
+    note = cert.extra["reference_skipped"]
+    assert note.startswith("not run: ") and note.endswith("it needs more than 1 s"), note
+
+
 def test_a_stopped_search_is_joined_with_the_reference():
     problem = fuzz_instance(0)
     minimum = float(brute_force(problem).minimum)
@@ -360,14 +369,14 @@ def test_gurobi_over_its_licence_after_the_first_model_is_not_retried_elsewhere(
 # --- limits: every path returns within 1.1 x its limit + 5 s (idle; tests/timing.py) -------------
 
 
-def _within(limit: float, solve) -> tuple[float, object]:
-    """The solve's time and answer, once it is shown to return near ``limit``: its CPU within
+def _within(limit: float, solve) -> tuple[object, object]:
+    """The solve's times (``tests.timing.timed``) and answer, once it is shown to return near ``limit``: its CPU within
     1.1 x limit + 5 s, its wall-clock time too, plus the slack a loaded machine takes
     (tests/timing.py: at load 7 to 14 on 2 cores a 1 s solve took 6.4 s of wall-clock)."""
     with timed() as took:
         solution = solve()
     assert_returns_near(limit, took.wall, took.cpu, took.slowdown)
-    return took.wall, solution
+    return took, solution
 
 
 def _shaped_erm() -> Problem:
@@ -415,13 +424,18 @@ def compiled():
 def test_every_path_returns_within_its_limit(path, compiled):
     route, options, problem, limit, backend = PATHS[path]
     oracle = make_oracle(route, time_limit=limit, **options)
-    _, solution = _within(limit, lambda: oracle.solve(problem()))
+    took, solution = _within(limit, lambda: oracle.solve(problem()))
     cert = solution.certificate
     assert not cert.certified and cert.status in (Status.TIME_LIMIT, Status.NO_SOLUTION)
     if backend is not None:
         assert cert.backend == backend, cert
     if route == "window" and "max_nodes" in options:  # the search stopped, the MIP followed
-        assert cert.fallback == "search stopped; reference on auto"
+        if cert.fallback is None and took.slowdown > 1.5:
+            # a loaded machine can leave less than the reference's minimum after the search:
+            # then the certificate says so (measured at load 12-16), and nothing else changes
+            assert cert.extra["reference_skipped"].startswith("not run: "), cert.extra
+        else:
+            assert cert.fallback == "search stopped; reference on auto"
 
 
 def test_gurobi_returns_within_its_limit():

@@ -16,9 +16,19 @@ import pytest
 from mechanisms.release import PrivacyClaim, Release
 from oracles.base import Certificate, Status
 from pipeline.data.record import Dataset
-from pipeline.mlflow_log import FIRST_SCREEN, RUN_LIST_VIEW, VERDICT_WIDTHS, VIEW_KEY
+from pipeline.mlflow_log import (
+    CREATED,
+    FIRST_WIDTHS,
+    LAPTOP_COLUMNS,
+    RUN_LIST_VIEW,
+    RUN_NAME,
+    VERDICTS,
+    VIEW_KEY,
+    view_url,
+)
 from pipeline.tasks import RunKey
 from pipeline.tracking import SweepTracker, results_from_mlflow
+from tests.pipeline.browser import look, mlflow_server
 from tests.pipeline.records import classifier_result
 
 MARGIN = 0.25
@@ -162,21 +172,57 @@ def test_the_run_list_shows_privacy_and_accuracy_not_every_detail(logged, tmp_pa
 
 
 def test_the_verdicts_come_first_and_fit_beside_mlflows_own_columns_on_a_laptop():
-    """At 1600 px with MLflow's assistant panel open, the view showed privacy_epsilon alone:
-    status, accuracy and certification were off screen behind the duration, a 240 px Dataset
-    and the model. They come first now, in widths that fit the first screen together."""
+    """At 1280 x 800 the view showed Run Name, Created, privacy_status and train_accuracy: the
+    epsilon, the certificate and the test accuracy were off screen. The verdicts come first now,
+    and with MLflow's own two columns they fit the columns' width at 1280 px (the screenshot
+    test below checks it in a browser)."""
     view = RUN_LIST_VIEW["selectedColumns"]
     verdicts = [
         "tags.`privacy_status`",
-        "metrics.`train_accuracy`",
-        "metrics.`test_accuracy`",
+        "params.`privacy_epsilon`",
         "tags.`oracle_certified`",
+        "metrics.`test_accuracy`",
     ]
-    assert view[:4] == verdicts and RUN_LIST_VIEW["columnOrder"][:4] == verdicts
-    assert list(VERDICT_WIDTHS) == verdicts
-    assert sum(RUN_LIST_VIEW["columnWidths"][c] for c in verdicts) <= FIRST_SCREEN
-    assert view.index("params.`privacy_epsilon`") == 4
+    assert list(VERDICTS) == verdicts and view[:4] == verdicts
+    assert RUN_LIST_VIEW["columnOrder"] == [RUN_NAME, CREATED, *view]
+    assert list(FIRST_WIDTHS) == [RUN_NAME, CREATED, *verdicts]
+    assert sum(RUN_LIST_VIEW["columnWidths"][c] for c in FIRST_WIDTHS) <= LAPTOP_COLUMNS
+    assert view.index("metrics.`train_accuracy`") == 4
     assert view[-3:] == ["duration", "attributes.`Dataset`", "attributes.`Models`"]
+
+
+@pytest.mark.integration
+def test_the_view_shows_the_verdicts_at_1280_by_800_beside_mlflows_panels(tmp_path):
+    """A laptop's 1280 x 800 in headless Chromium, MLflow's navigation and assistant panel open:
+    the run's name, privacy_status, privacy_epsilon, oracle_certified and test_accuracy are in
+    view, each header's name whole and the first row's values there. The view before showed
+    Run Name, Created, privacy_status and train_accuracy, and cut test_accuracy."""
+    tracker = SweepTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "oracle-dp", tmp_path / "art")
+    train, test = _dataset(40, 0), _dataset(30, 1)
+    tracker.use_datasets("toy", train, test)
+    tracker.start_parent("smoke", "sid", {})  # stores the view in the experiment
+    for mechanism in ("opdisc", "opsamp", "rspm_gaussian", "rspm_laplace"):
+        for epsilon in (0.5, 1.0):
+            for run in range(2):  # 16 rows: more than the screen holds
+                key, release = RunKey(mechanism, epsilon, run), _release()
+                result = classifier_result(key, release, train, test, wall_seconds=2.5)
+                tracker.log_child(result, release, {"name": mechanism})
+    ids = [RUN_NAME, *VERDICTS]
+    screenshot = tmp_path / "run-list-1280x800.png"
+    with mlflow_server(tracker.uri, tmp_path) as server:
+        url = view_url(server, tracker.experiment_id)
+        seen = look(url, ids, 1280, 800, screenshot)
+    where = f"{json.dumps(seen, indent=1)}\nsee {screenshot}"
+    for column in ids:
+        name, value = seen[column]["name"], seen[column]["cell"]
+        assert name is not None and value is not None, (
+            f"{column} not rendered (the grid leaves out columns out of view): {where}"
+        )
+        assert all(name["hits"]) and name["whole"], f"the name of {column} is cut: {where}"
+        assert value["hits"][0] and value["hits"][1], f"{column}'s value is out of view: {where}"
+    run_name = seen[RUN_NAME]["cell"]
+    assert run_name["text"] == "opdisc/eps=0.5/run=0" and run_name["whole"], where
+    assert seen["tags.`privacy_status`"]["cell"]["text"] == "holds", where
 
 
 def test_every_time_a_child_run_records_says_its_clock(logged):

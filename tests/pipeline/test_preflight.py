@@ -17,7 +17,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from core.validation import InvalidValue
-from mechanisms.synthetic.domain import Domain
+from mechanisms.synthetic.domain import ConjunctionClass, Domain
+from mechanisms.synthetic.fem import check_listed
 from oracles import tree_size
 from pipeline import preflight
 from pipeline.cli import CONFIG_DIR
@@ -212,9 +213,16 @@ def test_a_workload_of_conjunctions_is_never_listed_and_refuses_fem_before_any_r
     cells = SweepConfig(name="x", mechanisms=["fem_rspm"], epsilons=[1.0], workload="cells")
     with pytest.raises(InvalidValue, match=r"^workload: must be one of .*'cells'$"):
         cells.check()
-    message = r"^sweep.workload: fem scores every query of its workload, and conjunctions \(23 of"
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ValueError) as refused:  # fem's one refusal (mechanisms.synthetic.fem)
+        check_listed(ConjunctionClass(domain.sizes, 2))
+    with pytest.raises(ConfigError) as error:
         check_workload(fem, records)
+    assert str(error.value) == f"sweep.workload: {refused.value}"
+    assert str(refused.value) == (
+        "fem's exponential mechanism scores every query of its workload, and the 23 "
+        "conjunctions of up to 2 literals are never listed: use fem_rspm (RSPM's query player) "
+        "or a workload of marginals"
+    )
 
 
 def test_every_task_must_fit_in_the_largest_node(monkeypatch):

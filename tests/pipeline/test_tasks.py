@@ -1,4 +1,5 @@
-"""pipeline.tasks: the oracle a run gets, built with the configured options."""
+"""pipeline.tasks: the oracle a run gets, built with the configured options; the order a sweep
+starts its runs in."""
 
 from __future__ import annotations
 
@@ -85,3 +86,25 @@ def test_a_sweeps_window_searches_keep_their_states_in_its_output_directory(tmp_
     assert tasks.carry_directory(dataclasses.replace(config, output_dir=None)) is None
     highs = tasks.oracle_for(config.oracle, "highs", 1, tasks.carry_directory(config))
     assert "window" not in highs.strategies  # no window search: nothing to keep
+
+
+def test_a_sweep_starts_a_run_of_every_cell_in_turn():
+    keys = [tasks.RunKey("a", 1.0, i) for i in range(3)] + [
+        tasks.RunKey("a", 2.0, i) for i in range(2)
+    ]
+    keys += [tasks.RunKey("erm_01", math.inf, 0)] + [tasks.RunKey("b", 1.0, i) for i in range(2)]
+    order = tasks.launch_order(keys)
+    assert sorted(map(str, order)) == sorted(map(str, keys))  # every run once
+    assert [str(k) for k in order[:4]] == [
+        "a/eps=1/run=0",
+        "a/eps=2/run=0",
+        "erm_01/eps=inf/run=0",  # the reference in the first round
+        "b/eps=1/run=0",
+    ]
+    assert [str(k) for k in order[4:]] == [
+        "a/eps=1/run=1",
+        "a/eps=2/run=1",
+        "b/eps=1/run=1",
+        "a/eps=1/run=2",
+    ]
+    assert tasks.launch_order([]) == []

@@ -8,6 +8,7 @@ import math
 import pytest
 from scipy.stats import norm
 
+from mechanisms.privacy import ApproximateTarget, PrivacyTarget
 from mechanisms.synthetic.accounting import (
     classic_epsilon,
     renyi_epsilon,
@@ -65,22 +66,24 @@ def test_the_tight_conversion_leaves_the_measured_rho_to_the_release(epsilon):
     log_term = math.log(1 / delta)
     classic = (epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))) ** 2
     ratio = {0.1: 1.47, 1.0: 1.27, 3.0: 1.19}[epsilon]
-    assert zcdp_target(epsilon, delta) / classic == pytest.approx(ratio, abs=0.005)
-    assert zcdp_epsilon(zcdp_target(epsilon, delta), delta) <= epsilon
+    assert zcdp_target(ApproximateTarget(epsilon, delta)) / classic == pytest.approx(
+        ratio, abs=0.005
+    )
+    assert zcdp_epsilon(zcdp_target(ApproximateTarget(epsilon, delta)), delta) <= epsilon
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 0.3, 1.0, 3.0, 10.0])
 @pytest.mark.parametrize("rounds", [1, 2, 10, 50, 400])
 @pytest.mark.parametrize("delta", [0.0, 1e-9, 1e-5])
 def test_the_calibrated_round_epsilon_meets_the_target_and_no_more(epsilon, rounds, delta):
-    eps0 = round_epsilon(epsilon, delta, rounds)
+    eps0 = round_epsilon(PrivacyTarget(epsilon, delta), rounds)
     assert total_epsilon(eps0, rounds, delta) <= epsilon
     assert total_epsilon(eps0 * (1 + 1e-9), rounds, delta) > epsilon * (1 - 1e-12)  # tight
     assert eps0 >= epsilon / rounds  # never worse than basic composition
 
 
 def test_many_rounds_gain_from_zcdp_over_basic_composition():
-    eps0 = round_epsilon(1.0, 1e-5, 400)
+    eps0 = round_epsilon(PrivacyTarget(1.0, 1e-5), 400)
     assert eps0 > 4 * (1.0 / 400)  # sqrt(T) against T
     assert total_epsilon(eps0, 400, 1e-5) == pytest.approx(1.0)
     assert 400 * eps0 > 1.0  # basic composition would not prove it
@@ -90,27 +93,27 @@ def test_many_rounds_gain_from_zcdp_over_basic_composition():
 @pytest.mark.parametrize("delta", [0.0, 1.0 / 32561**2, 1e-5])
 def test_the_schedule_takes_every_round_the_budget_pays_for_and_no_more(epsilon, delta):
     eps0 = 0.016 * math.sqrt(epsilon)
-    rounds = schedule_rounds(epsilon, delta, eps0)
+    rounds = schedule_rounds(PrivacyTarget(epsilon, delta), eps0)
     assert total_epsilon(eps0, rounds, delta) <= epsilon
     assert total_epsilon(eps0, rounds + 1, delta) > epsilon
-    assert round_epsilon(epsilon, delta, rounds) >= eps0  # the leftover raises eps0
+    assert round_epsilon(PrivacyTarget(epsilon, delta), rounds) >= eps0  # the leftover raises eps0
 
 
 def test_a_round_worth_more_than_the_budget_gets_one_round():
-    assert schedule_rounds(0.1, 1e-5, 5.0) == 1
+    assert schedule_rounds(PrivacyTarget(0.1, 1e-5), 5.0) == 1
 
 
 def test_pure_dp_without_delta_is_basic_composition():
-    assert round_epsilon(1.0, 0.0, 10) == pytest.approx(0.1)
+    assert round_epsilon(PrivacyTarget(1.0, 0.0), 10) == pytest.approx(0.1)
     assert total_epsilon(0.1, 10, 0.0) == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: round_epsilon(0.0, 1e-5, 10), "epsilon must be finite and > 0"),
-        (lambda: round_epsilon(1.0, 1.0, 10), "delta must be in"),
-        (lambda: round_epsilon(1.0, 1e-5, 0), "rounds must be >= 1"),
+        (lambda: round_epsilon(PrivacyTarget(0.0, 1e-5), 10), "epsilon must be finite and > 0"),
+        (lambda: round_epsilon(PrivacyTarget(1.0, 1.0), 10), "delta must be in"),
+        (lambda: round_epsilon(PrivacyTarget(1.0, 1e-5), 0), "rounds must be >= 1"),
         (lambda: total_epsilon(1.0, 2.5, 1e-5), "rounds must be an integer"),
     ],
 )

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mechanisms.privacy import ApproximateTarget
 from mechanisms.synthetic.accounting import zcdp_epsilon, zcdp_target
 from mechanisms.synthetic.baselines import (
     AIM_REPLACE_FACTOR,
@@ -135,7 +136,7 @@ def test_the_library_global_generators_are_restored(library):
 @pytest.mark.parametrize("factor", [MST_REPLACE_FACTOR, AIM_REPLACE_FACTOR])
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 1.0 / 32561**2), (0.1, 1e-6)])
 def test_the_library_budget_meets_the_target_with_its_own_rho(library, factor, epsilon, delta):
-    library_epsilon, rho = library_budget(epsilon, delta, factor)
+    library_epsilon, rho = library_budget(ApproximateTarget(epsilon, delta), factor)
     assert library(library_epsilon, delta) == rho  # the library's own conversion
     assert zcdp_epsilon(factor * rho, delta) <= epsilon
     assert zcdp_epsilon(factor * rho, delta) == pytest.approx(epsilon, rel=1e-6)
@@ -143,7 +144,7 @@ def test_the_library_budget_meets_the_target_with_its_own_rho(library, factor, e
 
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-9), (0.01, 1e-6), (30.0, 0.1)])
 def test_zcdp_target_inverts_the_conversion(epsilon, delta):
-    rho = zcdp_target(epsilon, delta)
+    rho = zcdp_target(ApproximateTarget(epsilon, delta))
     assert zcdp_epsilon(rho, delta) <= epsilon
     assert zcdp_epsilon(rho, delta) == pytest.approx(epsilon, rel=1e-9)
 
@@ -239,8 +240,9 @@ def test_a_missing_library_names_the_install_command(monkeypatch):
 def test_the_library_brings_no_solver_and_no_torch(library):
     code = (
         "import sys\n"
+        "from mechanisms.privacy import ApproximateTarget\n"
         "from mechanisms.synthetic.baselines import _snsynth, library_budget\n"
-        "_snsynth(); library_budget(1.0, 1e-6, 2.2)\n"
+        "_snsynth(); library_budget(ApproximateTarget(1.0, 1e-6), 2.2)\n"
         "print(sorted(m for m in ('highspy', 'ortools', 'gurobipy', 'torch', 'opacus') "
         "if m in sys.modules))\n"
     )

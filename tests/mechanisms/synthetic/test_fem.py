@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from mechanisms.privacy import PrivacyTarget
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds, total_epsilon
 from mechanisms.synthetic.domain import ConjunctionClass, Workload
@@ -20,6 +21,7 @@ from mechanisms.synthetic.fem import (
     SHORT_SAMPLES,
     SHORT_TARGET,
     FEMParams,
+    check_listed,
     run_fem,
     select,
     selection_precision,
@@ -69,7 +71,7 @@ def test_the_release_meets_its_target_and_says_how():
     claim = release.privacy
     assert claim.holds and claim.epsilon <= 1.0 and claim.epsilon == pytest.approx(1.0)
     assert claim.delta == 1e-6 and claim.requested_epsilon == 1.0 and claim.calibration == "zcdp"
-    assert release.params["round_epsilon"] == round_epsilon(1.0, 1e-6, 20)
+    assert release.params["round_epsilon"] == round_epsilon(PrivacyTarget(1.0, 1e-6), 20)
     assert all(0 <= q < WORKLOAD.queries and s in (-1, 1) for q, s in release.selections)
 
 
@@ -185,7 +187,7 @@ def test_an_rspm_release_rests_on_its_certified_selections():
     )
     claim = release.privacy
     assert claim.holds and claim.epsilon <= 1.0 and claim.epsilon == pytest.approx(1.0)
-    assert release.params["round_epsilon"] == round_epsilon(1.0, 1e-6, 6, "pure")
+    assert release.params["round_epsilon"] == round_epsilon(PrivacyTarget(1.0, 1e-6), 6, "pure")
     many = dict(rounds=50, query_player="rspm")  # zCDP beats basic composition: eps0^2 / 2 vs / 8
     assert _rspm(**many).round_epsilon() == pytest.approx(
         FEMParams(1.0, 1e-6, rounds=50).round_epsilon() / 2
@@ -257,7 +259,9 @@ def test_the_schedule_from_the_budget_spends_it_in_rounds_of_a_fixed_epsilon():
     for epsilon in (0.1, 1.0, 3.0):
         params = FEMParams(epsilon, 1e-6)
         rounds = params.total_rounds
-        assert rounds == schedule_rounds(epsilon, 1e-6, params.round_scale * epsilon**0.5)
+        assert rounds == schedule_rounds(
+            PrivacyTarget(epsilon, 1e-6), params.round_scale * epsilon**0.5
+        )
         assert params.round_epsilon() >= params.round_scale * epsilon**0.5
         assert params.perturbation() == pytest.approx(params.noise_scale * rounds**0.5)
     assert FEMParams(0.1, 1e-6).total_rounds < FEMParams(1.0, 1e-6).total_rounds
@@ -284,11 +288,13 @@ def test_rspm_rounds_come_from_its_noise_by_a_public_rule():
             params = params.with_table(n, ADULT_SIZES, 1)
             rounds = params.total_rounds
             most = FEMParams(epsilon, delta).total_rounds  # the exponential mechanism's schedule
-            model = selection.rspm_error_model(epsilon, delta, n, bits, k, np.arange(1, most + 1))
+            model = selection.rspm_error_model(
+                PrivacyTarget(epsilon, delta), n, bits, k, np.arange(1, most + 1)
+            )
             assert 1 <= rounds <= most and model[rounds - 1] == model.min()
             # each round's eps0 is the pure rounds' calibration, and the whole is the target
             eps0 = params.round_epsilon()
-            assert eps0 == round_epsilon(epsilon, delta, rounds, "pure")
+            assert eps0 == round_epsilon(PrivacyTarget(epsilon, delta), rounds, "pure")
             assert total_epsilon(eps0, rounds, delta, "pure") <= epsilon
             assert total_epsilon(eps0, rounds, delta, "pure") == pytest.approx(epsilon, rel=1e-9)
             assert params.records_per_round() >= selection.RSPM_LEAST_SAMPLES
@@ -406,5 +412,10 @@ def test_a_class_of_conjunctions_is_rspm_s_and_the_exponential_mechanism_refuses
         codes, cls, params, np.random.default_rng(0), make_oracle("conjunctions_search")
     )
     assert release.params["queries"] == cls.queries and release.privacy.holds
-    with pytest.raises(ValueError, match="the exponential mechanism lists its workload"):
+    with pytest.raises(ValueError) as refused:
+        check_listed(cls)
+    assert str(refused.value).startswith("fem's exponential mechanism scores every query of its")
+    with pytest.raises(ValueError) as error:
         run_fem(codes, cls, FEMParams(1.0, 1e-6, rounds=3), np.random.default_rng(0), None)
+    assert str(error.value) == str(refused.value)  # one refusal, one message
+    check_listed(WORKLOAD)  # a listed workload passes

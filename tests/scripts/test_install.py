@@ -1,0 +1,57 @@
+"""scripts/install.sh: the README's one install command, the one CI runs, and its refusal of a
+Python older than the package requires (pip refused 3.10 only after the venv was made)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+from tests.conftest import REPO
+
+INSTALL = REPO / "scripts" / "install.sh"
+
+
+def _install_block() -> list[str]:
+    """The commands of the README's "Install" section's first code block."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Install", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, flags=re.DOTALL)
+    assert block, "no bash block in the README's Install section"
+    return [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_the_readme_installs_with_one_command_and_ci_runs_the_same():
+    assert _install_block() == ["bash scripts/install.sh && source .venv/bin/activate"]
+    ci = (REPO / ".ci" / "run").read_text()
+    commands = [line.strip() for line in ci.splitlines() if not line.lstrip().startswith("#")]
+    assert 'bash scripts/install.sh "$venv"' in commands
+    assert not [c for c in commands if "pip install" in c or "install_baselines" in c], commands
+
+
+def test_the_readme_states_the_python_the_package_requires():
+    pyproject = (REPO / "pyproject.toml").read_text()
+    (required,) = re.findall(r'requires-python = ">=(\d+\.\d+)"', pyproject)
+    readme = (REPO / "README.md").read_text()
+    assert f"Python {required} or newer" in readme
+    assert set(re.findall(r"Python (3\.\d+)", readme)) == {required}
+
+
+def test_an_older_python_is_refused_before_anything_is_made(tmp_path):
+    fake = tmp_path / "python3.10"
+    fake.write_text('#!/bin/sh\n[ "$1" = -c ] && echo 3.10 && exit 0\nexit 1\n')
+    fake.chmod(0o755)
+    venv = tmp_path / "venv"
+    done = subprocess.run(
+        ["bash", str(INSTALL), str(venv)],
+        env={**os.environ, "PYTHON": str(fake)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"error: this project needs Python 3.11 or newer; {fake} is 3.10 (set PYTHON=python3.11)"
+    )
+    assert not venv.exists()
