@@ -10,6 +10,7 @@
     python -m bench.carry_on --family TABLE:MECHANISM:EPSILON [--seeds ...] [--stops 5]
     python -m bench.carry_table --state /abs/DIR [--tables ...] [--first 300] [--total 1800]
     python -m bench.node_rate [--family TABLE:MECHANISM:EPSILON ...] [--base COMMIT]
+    python -m bench.parts_balance [--parts 8 32 128] [--cpus 16 64 256]
 
 Run from the repository's root (``python -m`` puts it on the path). ``same_results`` checks
 that a refactoring left a sweep's results unchanged; ``synthetic_comparison`` tabulates
@@ -22,6 +23,7 @@ checks the window search's tree-size estimate (``oracles.tree_size``) against th
 searches made; ``carry_on`` checks a search stopped and carried on against the search run
 whole (``oracles.carry``); ``carry_table`` carries hard solves on from a first limit to a total
 one, beside the cost each first stop estimated; ``node_rate`` measures the compiled search's
-nodes per CPU second beside another commit's kernel, on the same trees; ``machine`` is what each prints about where it ran. Measured results, with
+nodes per CPU second beside another commit's kernel, on the same trees; ``parts_balance``
+measures how donating workers share a search's nodes and replays them on P CPUs; ``machine`` is what each prints about where it ran. Measured results, with
 the machine and the command that made them, are in docs/results/.
 """
