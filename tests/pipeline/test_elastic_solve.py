@@ -9,10 +9,11 @@ import time
 import numpy as np
 import pytest
 
-from core.problem import IntegerGrid, Problem
+from core.problem import Problem
 from oracles.budget import Budget
 from oracles.split import combine, plan_split, sequential_parts
 from pipeline.elastic_solve import ElasticParts
+from tests.oracles.contract import hard_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 from tests.pipeline.own_ray import own_ray
 
@@ -24,17 +25,7 @@ PROBLEMS = [fuzz_instance(s, max_points=3200) for s in (0, 5)] + [
 def medium_instance(d: int = 11, seed: int = 7) -> Problem:
     """``tests.oracles.contract.hard_instance``'s shape at d = 11: the window search certifies
     it in about 2.9e5 nodes (measured: 1.8 CPU s with the plan)."""
-    rng = np.random.default_rng(seed)
-    n = 300
-    return Problem(
-        np.round(rng.normal(size=(n, d)), 2),
-        rng.integers(0, 3, n),
-        rng.integers(0, 3, n),
-        IntegerGrid(d, 4, 1.0, float(d)),
-        linear=rng.normal(0.0, 1.0, d),
-        norm_coef=-0.5,
-        norm_radius_sq=float(d),
-    )
+    return hard_instance(d, seed)
 
 
 def _plan(problem):
