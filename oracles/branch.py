@@ -384,6 +384,21 @@ def open_nodes(state: State, rest: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(groups)
 
 
+def score_leaves(
+    t: Tables, K: np.ndarray, w: np.ndarray | None, value: float, best: float
+) -> tuple[np.ndarray | None, float, float]:
+    """Whole points K (search order) scored with the exact rule (``Problem.objective``): the
+    least of them replaces (w, value) when it is below min(value, best), or when no point is
+    kept yet and it is at most best; returns (w, value, best) with best lowered to value."""
+    W = t.points(K)
+    values = np.atleast_1d(t.problem.objective(W))
+    i = int(np.argmin(values))
+    if values[i] < min(value, best) or (w is None and values[i] <= best):
+        w, value = W[i].copy(), float(values[i])
+        best = min(best, value)
+    return w, value, best
+
+
 #: ``share(best) -> best'``: offers the search's best and returns the least known anywhere.
 Share = Callable[[float], float]
 
@@ -422,13 +437,8 @@ def descend(
     def score(K: np.ndarray) -> None:
         """Score whole points (search order) exactly; the best so far improves on them."""
         nonlocal w_best, found, best, leaves
-        W = t.points(K)
-        values = np.atleast_1d(t.problem.objective(W))
-        leaves += len(W)
-        i = int(np.argmin(values))
-        if values[i] < min(found, best) or (w_best is None and values[i] <= best):
-            w_best, found = W[i].copy(), float(values[i])
-            best = min(best, found)
+        w_best, found, best = score_leaves(t, K, w_best, found, best)
+        leaves += len(K)
 
     def stopped(now: float, least_left: float, left: tuple[np.ndarray, ...]) -> Outcome:
         """A stopped search's outcome; ``least_left``: the least bound left (without const),
@@ -505,5 +515,6 @@ __all__ = [
     "expand",
     "frontier",
     "reach_tables",
+    "score_leaves",
     "rows_slack",
 ]

@@ -59,7 +59,7 @@ import numpy as np
 
 from core.validation import check_int
 from oracles.base import Status
-from oracles.branch import Nodes, SearchStopped, Tables, open_nodes
+from oracles.branch import Nodes, SearchStopped, Tables, open_nodes, score_leaves
 from oracles.branch_kernel import DONE, State, open_node, run
 from oracles.budget import Budget
 from oracles.split import MapParts, PartResult, PartTask
@@ -258,13 +258,8 @@ class Worker:
         self.state.start, self.state.top = self.start.level, self.start.level - 1
 
     def _score(self, K: np.ndarray) -> None:
-        W = self.t.points(K)
-        values = np.atleast_1d(self.t.problem.objective(W))
-        self.leaves += len(W)
-        i = int(np.argmin(values))
-        if values[i] < min(self.value, self.best) or (self.w is None and values[i] <= self.best):
-            self.w, self.value = W[i].copy(), float(values[i])
-            self.best = min(self.best, self.value)
+        self.w, self.value, self.best = score_leaves(self.t, K, self.w, self.value, self.best)
+        self.leaves += len(K)
 
     def step(self, nodes: int, best: float = math.inf) -> int:
         """Search up to about ``nodes`` nodes of the unit below min(best, its own best); returns
