@@ -44,6 +44,7 @@ P simulated CPUs.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import os
@@ -406,21 +407,12 @@ def with_pool_left(
     least = min(float(Nodes.from_states(tables, s).lb.min()) for s in left) + tables.const
     status = Status.TIME_LIMIT if first.status is Status.OPTIMAL else first.status
     message = first.message or "units left in the pool"
-    results[0] = PartResult(
-        first.index,
-        status,
-        first.value,
-        first.w,
-        min(first.bound, least),
-        first.threshold,
-        first.seconds,
-        first.nodes,
-        first.leaves,
-        first.threads,
-        message,
-        first.cpu_seconds,
-        first.pid,
-        tuple(first.open or ()) + left,
+    results[0] = dataclasses.replace(
+        first,
+        status=status,
+        bound=min(first.bound, least),
+        message=message,
+        open=tuple(first.open or ()) + left,
     )
     return results
 
@@ -438,21 +430,23 @@ def fold(a: PartResult, b: PartResult) -> PartResult:
         else Status.TIME_LIMIT
     )
     open_ = None if a.open is None or b.open is None else tuple(a.open) + tuple(b.open)
-    return PartResult(
-        a.index,
-        status,
-        b.value if better else a.value,
-        b.w if better else a.w,
-        min(a.bound, b.bound),
-        min(a.threshold, b.threshold),
-        max(a.seconds, b.seconds),
-        a.nodes + b.nodes,
-        a.leaves + b.leaves,
-        a.threads + b.threads,
-        a.message or b.message,
-        a.cpu_seconds + b.cpu_seconds,
-        a.pid,
-        open_,
+    return dataclasses.replace(
+        a,
+        status=status,
+        value=b.value if better else a.value,
+        w=b.w if better else a.w,
+        bound=min(a.bound, b.bound),
+        threshold=min(a.threshold, b.threshold),
+        seconds=max(a.seconds, b.seconds),
+        nodes=a.nodes + b.nodes,
+        leaves=a.leaves + b.leaves,
+        threads=a.threads + b.threads,
+        message=a.message or b.message,
+        cpu_seconds=a.cpu_seconds + b.cpu_seconds,
+        open=open_,
+        # b's CPU is a's process's only when it ran there (``PartResult.remote_cpu_seconds``)
+        remote_cpu_seconds=a.remote_cpu_seconds
+        + (b.remote_cpu_seconds if b.pid == a.pid else b.cpu_seconds),
     )
 
 

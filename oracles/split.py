@@ -112,6 +112,9 @@ class PartResult:
             ran in (``combine`` adds the parts' run in other processes to the certificate's).
         open: a stopped part's nodes still to search, in order (``branch.Outcome.open``); a
             failed part's are unknown (None): its whole task is to search again.
+        remote_cpu_seconds: of ``cpu_seconds``, what processes other than ``pid`` spent (the
+            workers folded into it: ``oracles.donate.fold``; each process's CPU is in one
+            result only).
     """
 
     index: int
@@ -128,6 +131,7 @@ class PartResult:
     cpu_seconds: float = 0.0
     pid: int = 0
     open: tuple[np.ndarray, ...] | None = ()
+    remote_cpu_seconds: float = 0.0
 
     @property
     def finished(self) -> bool:
@@ -408,7 +412,10 @@ def combine(
         "part_seconds": sum(r.seconds for r in results),
         "part_cpu_seconds": sum(r.cpu_seconds for r in results),
         # the parts' CPU in other processes (Ray tasks): this process's own is counted already
-        REMOTE_CPU: sum(r.cpu_seconds for r in results if r.pid not in (0, os.getpid())),
+        REMOTE_CPU: sum(
+            r.cpu_seconds if r.pid not in (0, os.getpid()) else r.remote_cpu_seconds
+            for r in results
+        ),
     }
     threads = max([r.threads for r in results], default=1)
     # a carried-on search with no node left (every point better than the carried best lay below

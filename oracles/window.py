@@ -134,6 +134,7 @@ class WindowOracle:
         except SearchStopped as err:  # the frontier alone: no part was searched
             origin = np.zeros(problem.d)
             return self.stopped(problem, origin, -math.inf, start, {"stopped": f"frontier: {err}"})
+        grown: dict = {}  # what an elastic search did on the cluster (its ``record``)
         if threaded:  # the budget's CPUs as threads of this process (oracles.split_threads)
             results = thread_parts(budget.threads, shared)(plan.tables, plan.tasks, plan.incumbent)
         elif default:  # in this process (an elastic map_parts: until it grows, ``default``)
@@ -148,9 +149,15 @@ class WindowOracle:
             results = run(
                 plan.tables, plan.tasks, plan.incumbent, progress=progress, estimate=estimate
             )
+            grown = getattr(run, "record", dict)()
         else:
             results = self.map_parts(plan.tables, plan.tasks, plan.incumbent)
         solution = combine(plan, results, seconds=time.perf_counter() - start, backend=self.name)
+        if grown:
+            c = solution.certificate
+            solution = dataclasses.replace(
+                solution, certificate=dataclasses.replace(c, extra={**c.extra, **grown})
+            )
         left = open_after(plan, results)
         if store is not None:
             solution = self.kept(store, plan, left, solution, carried, cpu, start)
@@ -158,7 +165,8 @@ class WindowOracle:
         if cert.certified or cert.status is not Status.TIME_LIMIT:
             return solution
         extra = {**cert.extra, "stopped": cert.message}
-        rate = cert.extra.get("nodes", 0) / max(time.process_time() - cpu, 1e-9)
+        spent = time.process_time() - cpu + float(cert.extra.get(REMOTE_CPU, 0.0))  # every worker's
+        rate = cert.extra.get("nodes", 0) / max(spent, 1e-9)
         estimate = cost_left(plan, left, min(cert.objective, plan.incumbent))
         extra.update(estimate.to_metrics(), nodes_per_cpu_second=rate)
         extra["to_certify"] = remaining_message(estimate, 0, rate)

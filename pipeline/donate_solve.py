@@ -25,6 +25,7 @@ search as the one-process solve; only where the workers run changes:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -48,6 +49,10 @@ from oracles.donate import (
 from oracles.split import PartResult, PartTask
 from pipeline.split_solve import PART_GRACE_SECONDS, assigned_cpus, writable
 
+#: Seconds between two looks at the pool of a busy worker (an idle one looks at once). Every
+#: look is a round trip to the pool's actor: looked at after every chunk (about 40 a second a
+#: worker), the looks cost the two searches of a two-CPU solve about a tenth of their CPU.
+LOOK_EVERY = 0.1
 #: Replacement tasks a solve starts for workers Ray lost.
 MAX_RELAUNCHES = 4
 
@@ -118,7 +123,8 @@ def donating_part_task(
 
     start, cpu = time.perf_counter(), time.process_time()
     w = Worker(writable(tables), index, start_value, min_levels)
-    looking = Pending(pool.look.remote(index))
+    looking: Pending | None = Pending(pool.look.remote(index))
+    looked = time.perf_counter()
     taking: Pending | None = None
     idle_look = False
     wanted, known, offered = 0, float(start_value), math.inf
@@ -127,10 +133,9 @@ def donating_part_task(
         if budget.expired() or budget.spent(w.made):
             message = budget.stopped_by(w.made)
             break
-        if looking.ready():
+        if looking is not None and looking.ready():
             wanted, finished, best, recalled = looking.value()
-            known = min(known, best)
-            looking = Pending(pool.look.remote(index))
+            known, looking = min(known, best), None
             if recalled:  # runs wait for this CPU: the open nodes back to the pool, and end
                 back = list(w.hand_back())
                 if taking is not None:  # a unit leased meanwhile goes back too
@@ -141,6 +146,8 @@ def donating_part_task(
             if idle_look and finished:  # a look sent after an empty take: the solve ended
                 break
             idle_look = False
+        if looking is None and (not w.busy or time.perf_counter() - looked >= LOOK_EVERY):
+            looking, looked = Pending(pool.look.remote(index)), time.perf_counter()
         if not w.busy:
             if taking is None and not idle_look:
                 taking = Pending(pool.take.remote(index, w.unit_made))
@@ -167,22 +174,7 @@ def donating_part_task(
         status, float(start_value), time.perf_counter() - start, time.process_time() - cpu, message
     )
     ray.get(pool.release.remote(index, w.unit_made))
-    return PartResult(
-        result.index,
-        result.status,
-        result.value,
-        result.w,
-        result.bound,
-        result.threshold,
-        result.seconds,
-        result.nodes,
-        result.leaves,
-        assigned_cpus(),
-        result.message,
-        result.cpu_seconds,
-        result.pid,
-        result.open,
-    )
+    return dataclasses.replace(result, threads=assigned_cpus())
 
 
 def _gone(index: int, message: str, threshold: float, status: Status) -> PartResult:
@@ -275,6 +267,7 @@ def ray_donating_parts(cpus_per_task: int = 1, workers: int | None = None) -> Ra
 
 
 __all__ = [
+    "LOOK_EVERY",
     "MAX_RELAUNCHES",
     "Pending",
     "RayDonatingParts",

@@ -23,6 +23,7 @@ goes back to the pool and is searched again.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -44,7 +45,7 @@ from oracles.donate import (
 )
 from oracles.solve_progress import Reporter, reporter
 from oracles.split import BACKEND, PartResult, PartTask
-from pipeline.donate_solve import Pending, RayPool, donating_part_task
+from pipeline.donate_solve import LOOK_EVERY, Pending, RayPool, donating_part_task
 from pipeline.split_solve import PART_GRACE_SECONDS
 
 log = logging.getLogger(__name__)
@@ -127,11 +128,13 @@ class ElasticParts:
     """``map_parts`` that grows onto idle CPUs and shrinks back (module docstring). It is a
     default (``elastic``): the window search runs on its budget's threads instead when the
     budget has more than one or shares a race's best (``oracles.window``). While it has not
-    grown it reports the search's best and bound (``oracles.solve_progress``). Keeps, of
+    grown it reports the search's best and bound (``oracles.solve_progress``); once grown, the
+    best known, the bound last reported and how many CPUs it searches on. Keeps, of
     its last call: ``extras`` (extra workers started), ``recalled``, ``grown_at`` (seconds
     after the start when the pool moved to Ray, or None), ``worker_seconds`` (the seconds every
-    worker searched, extras included), ``seconds`` (the call's), and from the growth on,
-    ``tail_worker_seconds`` and ``tail_cpu_seconds`` (every worker's)."""
+    worker searched, extras included), ``seconds`` (the call's), ``nodes`` (the Ray nodes its
+    workers ran on) and from the growth on, ``tail_worker_seconds`` and ``tail_cpu_seconds``
+    (every worker's); ``record()`` puts them in the certificate."""
 
     elastic = True
 
@@ -151,6 +154,24 @@ class ElasticParts:
         self.cpu_at_grow = 0.0
         self.worker_seconds = self.seconds = 0.0
         self.tail_worker_seconds = self.tail_cpu_seconds = 0.0
+        self.nodes: set[str] = set()
+
+    def record(self) -> dict[str, float]:
+        """What the last call did on the cluster, for its certificate's ``extra``: nothing if it
+        never grew; else its extras, the Ray nodes its workers ran on, when it grew (seconds
+        after its start), and from then on its seconds, its workers' seconds and their CPU
+        seconds (``elastic_tail_cpu_seconds / elastic_tail_seconds``: the CPUs it got)."""
+        if self.grown_at is None:
+            return {}
+        return {
+            "elastic_extras": self.extras,
+            "elastic_recalled": self.recalled,
+            "elastic_nodes": len(self.nodes),
+            "elastic_grown_at": self.grown_at,
+            "elastic_tail_seconds": self.seconds - self.grown_at,
+            "elastic_tail_worker_seconds": self.tail_worker_seconds,
+            "elastic_tail_cpu_seconds": self.tail_cpu_seconds,
+        }
 
     def __call__(
         self,
@@ -173,6 +194,7 @@ class ElasticParts:
         cluster = _Cluster(ray) if ray.is_initialized() else None
         self.extras = self.recalled = 0
         self.grown_at, self.cpu_at_grow = None, 0.0
+        self.nodes = {_node_id(ray)} if cluster is not None else set()
         self._started: Pending | None = None
         self._seen = 0
         pool = None
@@ -181,12 +203,14 @@ class ElasticParts:
         shared = None
         looked = start
         looking: Pending | None = None
+        looked_at = start  # when worker 0 last sent a look at the pool
         taking: Pending | None = None
         idle_look = False
         known, offered, wanted = float(incumbent), math.inf, 0
         message = ""
         progress = reporter(tables.problem.label, BACKEND) if progress is None else progress
         note, noted = "", start
+        proven = -math.inf  # the least bound reported before it grew
         while True:
             if budget.expired() or budget.spent(w.made):
                 message = budget.stopped_by(w.made)
@@ -198,9 +222,11 @@ class ElasticParts:
                         break
                     w.load(taken[1])
             else:
-                if looking is None:
-                    looking = Pending(pool.look.remote(0))
-                if looking.ready():
+                if looking is None and (
+                    not w.busy or time.perf_counter() - looked_at >= LOOK_EVERY
+                ):
+                    looking, looked_at = Pending(pool.look.remote(0)), time.perf_counter()
+                if looking is not None and looking.ready():
                     wanted, finished, best, _ = looking.value()
                     known, looking = min(known, best), None
                     if idle_look and finished:  # a look sent after an empty take: it ended
@@ -230,6 +256,12 @@ class ElasticParts:
                             time.perf_counter(),
                         )
                     progress.report(found, least, note=note)
+                    proven = max(proven, least)
+                elif pool is not None and progress.due():  # grown: the best known, the bound
+                    # proven before (the least bound left only rises); the whole's is known when
+                    # the workers stop
+                    cpus = f"searching on {1 + len(running)} CPUs of the cluster"
+                    progress.report(min(known, w.best), proven, note=cpus)
                 if pool is not None:
                     if w.value < offered:
                         offered = w.value
@@ -309,7 +341,7 @@ class ElasticParts:
                 )
                 shared = ray.put(tables)
                 self.grown_at = at
-            task = ray.remote(num_cpus=1, max_retries=0)(donating_part_task)
+            task = ray.remote(num_cpus=1, max_retries=0)(_located_part_task)
             # one a look: Ray's count of idle CPUs lags the tasks just started
             for _ in range(min(room, 1)):
                 self.extras += 1
@@ -346,29 +378,32 @@ class ElasticParts:
             for ref in back:
                 i, _ = running.pop(ref)
                 try:
-                    done.append(ray.get(ref))
+                    result, node = ray.get(ref)
                 except ray.exceptions.RayError:
                     ray.get(pool.requeue.remote(i))
+                else:
+                    done.append(result)
+                    self.nodes.add(node)
+
+
+def _node_id(ray) -> str:
+    """The Ray node this process runs on ("" outside a Ray worker or driver)."""
+    try:
+        return ray.get_runtime_context().get_node_id() or ""
+    except Exception:  # noqa: BLE001 - a node id is a record, never a reason to fail
+        return ""
+
+
+def _located_part_task(*args: Any) -> tuple[PartResult, str]:
+    """``donating_part_task`` and the Ray node it ran on."""
+    import ray
+
+    return donating_part_task(*args), _node_id(ray)
 
 
 def _renumbered(r: PartResult, index: int) -> PartResult:
     """``r`` as worker ``index`` (the extras' indices count every extra ever started)."""
-    return PartResult(
-        index,
-        r.status,
-        r.value,
-        r.w,
-        r.bound,
-        r.threshold,
-        r.seconds,
-        r.nodes,
-        r.leaves,
-        r.threads,
-        r.message,
-        r.cpu_seconds,
-        r.pid,
-        r.open,
-    )
+    return dataclasses.replace(r, index=index)
 
 
 def elastic_parts() -> ElasticParts:

@@ -260,8 +260,16 @@ def release_json(release: Release | SyntheticRelease, mechanism_cfg: Mapping[str
         "metrics": release.to_metrics(),
     }
     record |= CATALOG[release.mechanism].transcript(release)  # its kind's: weights, selections
-    record["certificates"] = [c.to_params() for c in release.certificates]
+    record["certificates"] = [
+        c.to_params() | {"extra": _scalars(c.extra)} for c in release.certificates
+    ]
     return json.dumps(record, indent=1, default=_json_value)
+
+
+def _scalars(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """A certificate's ``extra`` numbers and words (what its search spent and did, its cost to
+    certify, where its state is kept): the arrays some oracles keep there are left out."""
+    return {k: v for k, v in extra.items() if isinstance(v, (bool, int, float, str))}
 
 
 def synthetic_frame(release: SyntheticRelease, domain: Domain) -> pd.DataFrame:

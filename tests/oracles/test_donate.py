@@ -210,3 +210,29 @@ def test_the_virtual_driver_is_deterministic():
         runs.append(([r.nodes for r in results], driver.rounds, driver.pool.donations))
     assert runs[0] == runs[1]
     assert math.isfinite(plan.incumbent)
+
+
+def test_a_folded_part_keeps_the_cpu_other_processes_spent():
+    """Worker 0 in this process folded with two workers elsewhere (``per_task``): the
+    certificate's remote CPU is theirs, not 0, and its CPU in all is the three's."""
+    import os
+
+    from oracles.base import REMOTE_CPU
+    from oracles.donate import per_task
+
+    problem = fuzz_instance(3)
+    plan = plan_split(problem, Budget.unlimited(), parts=1, search_seconds=0.05)
+    (one,) = sequential_parts(plan.tables, plan.tasks, plan.incumbent)
+    own = dataclasses.replace(one, cpu_seconds=2.0, pid=os.getpid())
+    elsewhere = [
+        dataclasses.replace(one, index=i, cpu_seconds=c, pid=os.getpid() + i, nodes=0)
+        for i, c in ((1, 3.0), (2, 5.0))
+    ]
+    (part,) = per_task([own, *elsewhere], 1, plan.incumbent)
+    assert part.cpu_seconds == 10.0 and part.remote_cpu_seconds == 8.0
+    extra = combine(plan, [part], seconds=0.0).certificate.extra
+    assert extra[REMOTE_CPU] == 8.0 and extra["part_cpu_seconds"] == 10.0
+    # every worker elsewhere: the folded part's CPU is all remote
+    renumbered = [dataclasses.replace(r, index=i) for i, r in enumerate(elsewhere)]
+    (part,) = per_task(renumbered, 1, plan.incumbent)
+    assert combine(plan, [part], seconds=0.0).certificate.extra[REMOTE_CPU] == 8.0

@@ -95,6 +95,28 @@ def test_grown_onto_idle_cpus_it_gives_the_one_process_answer(local_ray, problem
 
 
 @pytest.mark.integration
+def test_grown_it_still_reports_the_best_a_valid_bound_and_its_cpus(local_ray):
+    """After the growth the progress line hears the best known, a bound the certified minimum
+    does not fall below, and how many CPUs the search is on (no longer "no solver report")."""
+    from oracles.solve_progress import listening
+    from oracles.window import WindowOracle
+    from tests.oracles.limited import limited
+
+    elastic = ElasticParts(chunk=200, grow_every=0.0)
+    oracle = limited(WindowOracle(search_seconds=0.05, map_parts=elastic), 120.0)
+    seen = []
+    with listening(seen.append, interval=0.0):
+        solution = oracle.solve(medium_instance(14))
+    cert = solution.certificate
+    assert cert.certified and elastic.grown_at is not None
+    grown = [p for p in seen if p.note.startswith("searching on ")]
+    assert grown, [p.note for p in seen]
+    assert all(p.incumbent >= cert.objective - 1e-9 for p in grown)
+    assert all(p.bound <= cert.objective + 1e-9 for p in grown)
+    assert cert.extra["elastic_extras"] >= 1 and cert.extra["elastic_nodes"] == 1  # one machine
+
+
+@pytest.mark.integration
 def test_it_does_not_grow_while_a_run_waits(local_ray):
     from pipeline.elastic_solve import demand_actor
 
@@ -298,3 +320,68 @@ def test_the_hard_solve_left_alone_runs_on_both_nodes(two_nodes):
     assert span >= 30.0, tail  # a tail long enough to measure
     assert tail["tail_worker_seconds"] / span >= 1.8, tail
     assert tail["tail_cpu_seconds"] / span >= 1.8 / slowdown(), (tail, slowdown())
+
+
+@pytest.mark.integration
+def test_a_sweeps_last_hard_solve_runs_on_both_nodes(two_nodes, tmp_path):
+    """``python -m pipeline`` on the two-node cluster: breast cancer's OPDisc run 0 at epsilon
+    10 (a search of about 1e9 nodes: ``bench.carry_table``) and a logistic regression, one
+    run a node. Once the regression has ended the solve is the run left: it grows onto the
+    idle node, its workers run on both nodes, and from its growth to its stop its workers got
+    at least 1.8 CPU seconds a wall second (over the machine's slowdown, ``tests.timing``), as
+    its certificate in the run's release.json records (``ElasticParts.record``)."""
+    import json
+    import subprocess
+    import sys
+
+    from mlflow import MlflowClient
+
+    from bench.generic_instances import table_frame
+    from tests.conftest import REPO
+    from tests.timing import slowdown
+
+    frame, positive, bounds = table_frame("breast_cancer")
+    path = tmp_path / "breast_cancer.csv"
+    frame.to_csv(path, index=False)
+    numeric = ",".join(f"{c}:[{lo!r},{hi!r}]" for c, (lo, hi) in bounds.items())
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "+sweep=table",
+            f"dataset.path={path}",
+            "dataset.label=label",
+            f"dataset.positive={positive}",
+            "dataset.balance=true",
+            f"dataset.numeric={{{numeric}}}",
+            "sweep.mechanisms=[opdisc,logistic_regression]",
+            "sweep.epsilons=[10.0]",
+            "sweep.seeds=1",
+            "oracle.time_limit=75",
+            f"cluster.address={two_nodes['address']}",
+            f"tracking.tracking_uri={uri}",
+            f"hydra.run.dir={tmp_path / 'out'}",
+        ],
+        cwd=REPO,
+        env=two_nodes["env"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    # 4: the solve stops uncertified at its limit, so its run's privacy does not hold
+    assert done.returncode == 4 and "privacy does not hold" in done.stderr, done.stderr[-3000:]
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("oracle-dp")  # conf/tracking's default
+    (opdisc,) = client.search_runs([experiment.experiment_id], "tags.mechanism = 'opdisc'")
+    client.download_artifacts(opdisc.info.run_id, "release.json", str(tmp_path))
+    (cert,) = json.loads((tmp_path / "release.json").read_text())["certificates"]
+    grown = cert["extra"]
+    print(grown, f"slowdown {slowdown():.2f}")
+    assert cert["backend"] == "window" and grown.get("elastic_extras", 0) >= 1, cert
+    assert grown["elastic_nodes"] == 2, grown  # its own node and the idle one
+    span = grown["elastic_tail_seconds"]
+    assert span >= 30.0, grown  # a tail long enough to measure
+    assert grown["elastic_tail_worker_seconds"] / span >= 1.8, grown
+    assert grown["elastic_tail_cpu_seconds"] / span >= 1.8 / slowdown(), (grown, slowdown())
