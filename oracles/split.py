@@ -1,10 +1,11 @@
 """A split solve: the branch and bound of ``oracles.branch`` cut into parts solved apart.
 
 No Ray here: this module says WHAT a split solve computes; ``map_parts`` says where the parts
-run (``sequential_parts`` in this process by default, ``pipeline.split_solve.ray_map_parts`` as
-Ray tasks). ``oracles.window.WindowOracle`` runs it (one part, the root, unless it is given
-``parts``) and falls back when it does not certify. The steps, for a Problem over an
-IntegerGrid:
+run (``sequential_parts`` in this process by default; ``oracles.split_threads`` on threads;
+workers that donate work to each other, ``oracles.donate``, on threads or, as Ray tasks,
+``pipeline.donate_solve.ray_donating_parts`` and ``pipeline.elastic_solve.ElasticParts``).
+``oracles.window.WindowOracle`` runs it (one part, the root, unless it is given ``parts``) and
+falls back when it does not certify. The steps, for a Problem over an IntegerGrid:
 
 1. an incumbent w_inc with exact value UB (the grid search, ``oracles.grid_search.improve``);
 2. the minorant N_lam <= F tightened once below UB (``noise_window.tighten``), the search's

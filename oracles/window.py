@@ -79,7 +79,7 @@ class WindowOracle:
         seed: the grid search's random restarts (numpy.random.default_rng(seed)).
         parts: the search is cut into this many parts (``oracles.split``), run by
             ``map_parts`` (default: one after the other in this process;
-            ``pipeline.split_solve.ray_map_parts``: as Ray tasks).
+            ``pipeline.donate_solve.ray_donating_parts``: as Ray tasks sharing their work).
         carry: a directory where a search that stops keeps its state and a later solve of the
             same problem carries on from it (``oracles.carry``); None: every solve starts over.
     """

@@ -62,7 +62,8 @@ class OracleConfig(ReadOnly):
     threads: int = DEFAULT_THREADS
     #: > 1: the window oracle's search (generic tables, ``oracles.window``) of one solve is cut
     #: into this many parts run as Ray tasks of ``threads`` CPUs each, sharing the best value
-    #: (``pipeline.split_solve``); 1: in the run's own process.
+    #: and donating work to each other (``pipeline.donate_solve``); 1: in the run's own process,
+    #: growing onto the cluster's idle CPUs while no run waits (``pipeline.elastic_solve``).
     parts: int = 1
     #: True: the runs whose oracle did not certify are run again, each window search carried on
     #: from the state its last attempt kept in the output directory (``oracles.carry``;

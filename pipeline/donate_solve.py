@@ -4,8 +4,8 @@
 search as the one-process solve; only where the workers run changes:
 
 * the pool (``oracles.donate.LocalPool`` with the shared best value, ``RayPool``) is a Ray actor
-  holding no CPU, like ``pipeline.split_solve.BestValue``; the search's ``Tables`` go to the
-  object store once;
+  holding no CPU (like ``pipeline.progress.ProgressBoard``); the search's ``Tables`` go to the
+  object store once, and each worker makes their arrays writable (``writable``);
 * each worker is a Ray task (``donating_part_task``) that takes a unit from the pool, searches it
   ``oracles.donate.WORKER_CHUNK`` nodes at a time, and between chunks offers its best, reads the
   pool's state (how many units idle workers want, whether the solve has ended, the best value)
@@ -17,10 +17,16 @@ search as the one-process solve; only where the workers run changes:
   to the pool (``LocalPool.requeue``) and is searched again from its own prefixes by whichever
   worker takes it, and a replacement task is started (at most ``MAX_RELAUNCHES`` times a solve).
   Until the lease is back, no other worker can see the pool as finished, so nothing is left out;
-* the driver waits for the workers until the solve's deadline plus
-  ``split_solve.PART_GRACE_SECONDS``; a worker not back by then is cancelled and its lease
-  counted as open (the pool's ``left``), so the solve returns on time and its open nodes stay
-  exact for carrying on (``oracles.carry``).
+* a worker holds ``cpus_per_task`` CPUs and records them as its ``threads`` (``assigned_cpus``),
+  which the certificate reports;
+* the driver waits for the workers until the solve's deadline plus ``PART_GRACE_SECONDS``; a
+  worker not back by then (still searching, or never started because the cluster's CPUs are
+  busy) is cancelled and its lease counted as open (the pool's ``left``), so the solve returns
+  on time and its open nodes stay exact for carrying on (``oracles.carry``).
+
+Runs on whatever Ray the caller connected to (``pipeline.sweep.init_ray``: ``cluster.address``
+or a local Ray); ``pipeline.tasks.oracle_for`` gives it to the window search when
+``oracle.parts`` > 1.
 """
 
 from __future__ import annotations
@@ -47,7 +53,6 @@ from oracles.donate import (
     with_pool_left,
 )
 from oracles.split import PartResult, PartTask
-from pipeline.split_solve import PART_GRACE_SECONDS, assigned_cpus, writable
 
 #: Seconds between two looks at the pool of a busy worker (an idle one looks at once). Every
 #: look is a round trip to the pool's actor: looked at after every chunk (about 40 a second a
@@ -55,6 +60,31 @@ from pipeline.split_solve import PART_GRACE_SECONDS, assigned_cpus, writable
 LOOK_EVERY = 0.1
 #: Replacement tasks a solve starts for workers Ray lost.
 MAX_RELAUNCHES = 4
+#: How long after the parts' deadline the driver still waits for their results (a part checks
+#: its deadline itself; this covers returning its result).
+PART_GRACE_SECONDS = 5.0
+
+
+def assigned_cpus() -> int:
+    """The CPUs the running Ray task holds (at least 1)."""
+    import ray
+
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+    return max(1, int(round(cpus)))
+
+
+def writable(tables: Tables) -> Tables:
+    """``tables`` with writable arrays. Read from Ray's object store they are read-only, and the
+    compiled search (``oracles.branch_kernel``) compiles another specialization of itself for
+    read-only arrays in every worker: measured 4.5 s on top of a 1 s search, so that a part of a
+    short solve was cancelled at its deadline before that compilation ever reached numba's cache.
+    """
+    copies = {}
+    for name in (f.name for f in dataclasses.fields(tables)):
+        value = getattr(tables, name)
+        if isinstance(value, np.ndarray) and not value.flags.writeable:
+            copies[name] = np.array(value)
+    return dataclasses.replace(tables, **copies) if copies else tables
 
 
 class Pending:
@@ -269,9 +299,12 @@ def ray_donating_parts(cpus_per_task: int = 1, workers: int | None = None) -> Ra
 __all__ = [
     "LOOK_EVERY",
     "MAX_RELAUNCHES",
+    "PART_GRACE_SECONDS",
     "Pending",
     "RayDonatingParts",
     "RayPool",
+    "assigned_cpus",
     "donating_part_task",
     "ray_donating_parts",
+    "writable",
 ]

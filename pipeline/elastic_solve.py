@@ -45,8 +45,13 @@ from oracles.donate import (
 )
 from oracles.solve_progress import Reporter, reporter
 from oracles.split import BACKEND, PartResult, PartTask
-from pipeline.donate_solve import LOOK_EVERY, Pending, RayPool, donating_part_task
-from pipeline.split_solve import PART_GRACE_SECONDS
+from pipeline.donate_solve import (
+    LOOK_EVERY,
+    PART_GRACE_SECONDS,
+    Pending,
+    RayPool,
+    donating_part_task,
+)
 
 log = logging.getLogger(__name__)
 

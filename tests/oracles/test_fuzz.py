@@ -39,9 +39,9 @@ from tests.oracles.limited import limited
 FAST_SEEDS = {"mixed": range(60), "parallel": range(60)}
 SLOW_SEEDS = {"mixed": range(60, 2060), "parallel": range(60, 3060)}
 #: Registered oracles, and ``window-parts``: the window oracle's search split into 3 parts
-#: (``oracles.split``, run one after the other here; tests/pipeline/test_split_solve.py runs
-#: them on Ray); ``window-donated``: its search from the root searched by 3 virtual workers
-#: that donate their open nodes to each other every 2 nodes (``oracles.donate``).
+#: (``oracles.split``, run one after the other here; tests/pipeline/test_donate_solve.py runs
+#: a split solve's workers on Ray); ``window-donated``: its search from the root searched by 3
+#: virtual workers that donate their open nodes to each other every 2 nodes (``oracles.donate``).
 ORACLES = (
     "enumerate",
     "highs",
