@@ -134,7 +134,7 @@ class ElasticParts:
     default (``elastic``): the window search runs on its budget's threads instead when the
     budget has more than one or shares a race's best (``oracles.window``). While it has not
     grown it reports the search's best and bound (``oracles.solve_progress``); once grown, the
-    best known, the bound last reported and how many CPUs it searches on. Keeps, of
+    best known, the bound proven when it grew and how many CPUs it searches on. Keeps, of
     its last call: ``extras`` (extra workers started), ``recalled``, ``grown_at`` (seconds
     after the start when the pool moved to Ray, or None), ``worker_seconds`` (the seconds every
     worker searched, extras included), ``seconds`` (the call's), ``nodes`` (the Ray nodes its
@@ -215,7 +215,7 @@ class ElasticParts:
         message = ""
         progress = reporter(tables.problem.label, BACKEND) if progress is None else progress
         note, noted = "", start
-        proven = -math.inf  # the least bound reported before it grew
+        proven = -math.inf  # the least bound left when it grew (it only rises after)
         while True:
             if budget.expired() or budget.spent(w.made):
                 message = budget.stopped_by(w.made)
@@ -261,10 +261,8 @@ class ElasticParts:
                             time.perf_counter(),
                         )
                     progress.report(found, least, note=note)
-                    proven = max(proven, least)
                 elif pool is not None and progress.due():  # grown: the best known, the bound
-                    # proven before (the least bound left only rises); the whole's is known when
-                    # the workers stop
+                    # proven when it grew; the whole's is known when the workers stop
                     cpus = f"searching on {1 + len(running)} CPUs of the cluster"
                     progress.report(min(known, w.best), proven, note=cpus)
                 if pool is not None:
@@ -281,6 +279,10 @@ class ElasticParts:
                 if pool is not None:
                     self._collect(ray, running, done, pool, block=False)
                 grown = pool is not None
+                if not grown:  # the bound proven so far, should it grow now (as reported)
+                    queued = local.queued()
+                    found = min(w.value, w.best)
+                    proven = min(found, w.least_bound_left(), -math.inf if queued else math.inf)
                 pool, shared = self._resize(
                     ray,
                     cluster,

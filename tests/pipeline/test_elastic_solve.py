@@ -4,6 +4,7 @@ open nodes handed back) when runs wait again."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -113,6 +114,7 @@ def test_grown_it_still_reports_the_best_a_valid_bound_and_its_cpus(local_ray):
     assert grown, [p.note for p in seen]
     assert all(p.incumbent >= cert.objective - 1e-9 for p in grown)
     assert all(p.bound <= cert.objective + 1e-9 for p in grown)
+    assert all(p.bound > -math.inf for p in grown)  # the bound proven when it grew
     assert cert.extra["elastic_extras"] >= 1 and cert.extra["elastic_nodes"] == 1  # one machine
 
 
