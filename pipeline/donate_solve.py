@@ -55,8 +55,9 @@ from oracles.donate import (
 from oracles.split import PartResult, PartTask
 
 #: Seconds between two looks at the pool of a busy worker (an idle one looks at once). Every
-#: look is a round trip to the pool's actor: looked at after every chunk (about 40 a second a
-#: worker), the looks cost the two searches of a two-CPU solve about a tenth of their CPU.
+#: look is a round trip to the pool's actor; looked at after every chunk (about 40 a second a
+#: worker), a two-node solve's workers got 1.80 CPU s a wall second, and 1.83-1.85 with this
+#: (docs/results/parts_balance.md).
 LOOK_EVERY = 0.1
 #: Replacement tasks a solve starts for workers Ray lost.
 MAX_RELAUNCHES = 4
