@@ -195,6 +195,21 @@ def sweep_instance(
     return Instance(mechanism, float(epsilon), int(run), problem)
 
 
+def write_table(name: str, path: Path) -> list[str]:
+    """Table ``name`` written as a CSV at ``path``, and the ``+sweep=table`` overrides that run
+    it with its stated bounds (``load_table``'s encoding, module docstring)."""
+    frame, positive, bounds = table_frame(name)
+    frame.to_csv(path, index=False)
+    numeric = ",".join(f"{c}:[{lo!r},{hi!r}]" for c, (lo, hi) in bounds.items())
+    return [
+        f"dataset.path={path}",
+        "dataset.label=label",
+        f"dataset.positive={positive}",
+        "dataset.balance=true",
+        f"dataset.numeric={{{numeric}}}",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.generic_instances", description=__doc__.split("\n\n")[0]
@@ -202,15 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", type=Path, required=True, help="where to write the table")
     parser.add_argument("--table", choices=sorted(TABLES), default="breast_cancer")
     args = parser.parse_args(argv)
-    frame, positive, bounds = table_frame(args.table)
     path = args.csv.resolve()
-    frame.to_csv(path, index=False)
-    numeric = ",".join(f"{c}:[{lo!r},{hi!r}]" for c, (lo, hi) in bounds.items())
-    print(f"wrote {path} ({len(frame)} rows, {len(bounds)} numeric columns); run it with")
-    print(
-        f"python -m pipeline +sweep=table dataset.path={path} dataset.label=label "
-        f"dataset.positive={positive} dataset.balance=true 'dataset.numeric={{{numeric}}}'"
-    )
+    *overrides, numeric = write_table(args.table, path)
+    rows, columns = table_frame(args.table)[0].shape
+    print(f"wrote {path} ({rows} rows, {columns - 1} numeric columns); run it with")
+    print(f"python -m pipeline +sweep=table {' '.join(overrides)} '{numeric}'")
     return 0
 
 
@@ -230,4 +241,5 @@ __all__ = [
     "sweep_instance",
     "table_frame",
     "table_rows",
+    "write_table",
 ]

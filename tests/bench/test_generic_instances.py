@@ -32,6 +32,7 @@ from tests.bench.conftest import TINY_ROWS
         ("diabetes", 442, 10, 221),
         ("midwest", 437, 23, 150),
         ("crime", 630, 20, 56),
+        ("cells", 2019, 56, 719),
     ],
 )
 def test_each_table_has_its_label_and_bounds_that_hold_every_row(name, rows, columns, positives):

@@ -338,14 +338,10 @@ def test_a_sweeps_last_hard_solve_runs_on_both_nodes(two_nodes, tmp_path):
 
     from mlflow import MlflowClient
 
-    from bench.generic_instances import table_frame
+    from bench.generic_instances import write_table
     from tests.conftest import REPO
     from tests.timing import slowdown
 
-    frame, positive, bounds = table_frame("breast_cancer")
-    path = tmp_path / "breast_cancer.csv"
-    frame.to_csv(path, index=False)
-    numeric = ",".join(f"{c}:[{lo!r},{hi!r}]" for c, (lo, hi) in bounds.items())
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     done = subprocess.run(
         [
@@ -353,11 +349,7 @@ def test_a_sweeps_last_hard_solve_runs_on_both_nodes(two_nodes, tmp_path):
             "-m",
             "pipeline",
             "+sweep=table",
-            f"dataset.path={path}",
-            "dataset.label=label",
-            f"dataset.positive={positive}",
-            "dataset.balance=true",
-            f"dataset.numeric={{{numeric}}}",
+            *write_table("breast_cancer", tmp_path / "breast_cancer.csv"),
             "sweep.mechanisms=[opdisc,logistic_regression]",
             "sweep.epsilons=[10.0]",
             "sweep.seeds=1",
