@@ -19,9 +19,9 @@ continuous columns (``generic_instances`` builds them and writes one as a CSV fo
 ``+sweep=table``); ``schedule_variants`` checks the synthetic-data game's schedule
 (docs/synthetic.md 2.6) on public tables it was not chosen on; ``synthetic_unlisted`` measures
 one synthetic table on every conjunction of up to k literals, a class no one lists; ``tree_size``
-checks the window search's tree-size estimate (``oracles.tree_size``) against the nodes its
+checks the window search's tree-size estimate (``oracles.window.tree_size``) against the nodes its
 searches made; ``carry_on`` checks a search stopped and carried on against the search run
-whole (``oracles.carry``); ``carry_table`` carries hard solves on from a first limit to a total
+whole (``oracles.window.checkpoint``); ``carry_table`` carries hard solves on from a first limit to a total
 one, beside the cost each first stop estimated; ``node_rate`` measures the compiled search's
 nodes per CPU second beside another commit's kernel, on the same trees; ``parts_balance``
 measures how donating workers share a search's nodes and replays them on P CPUs; ``machine`` is what each prints about where it ran. Measured results, with

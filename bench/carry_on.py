@@ -6,7 +6,7 @@ For each instance (``bench.generic_instances``: a table, a mechanism, an epsilon
 
 1. the window search (``oracles.window.WindowOracle``, one part, one thread) runs whole, on no
    deadline, and its nodes N, answer and bound are recorded;
-2. the same search with a carry directory (``oracles.carry``) runs on a node limit of N / stops,
+2. the same search with a carry directory (``oracles.window.checkpoint``) runs on a node limit of N / stops,
    and again from the state each stop kept, until it certifies;
 3. the row compares the two: the same answer and bound (to 1e-9), the carried-on total nodes
    over N, the attempts, and the CPU seconds of each.
@@ -28,7 +28,7 @@ from bench.generic_instances import Instance, make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg
 from bench.tree_size import family
 from oracles.budget import Budget
-from oracles.window import WindowOracle
+from oracles.window.oracle import WindowOracle
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ Each instance is run ``r`` of ``+sweep=table`` on a table (``bench.generic_insta
 .sweep_instance``: the noise the sweep draws). Its window solve (``oracles.window.WindowOracle``,
 one part, one thread, a carry directory under ``--state``) gets ``--first`` seconds; when it
 stops uncertified its certificate says what certifying would still cost (``tree_nodes``,
-``nodes_per_cpu_second``), and it is carried on from its kept state (``oracles.carry``) in
+``nodes_per_cpu_second``), and it is carried on from its kept state (``oracles.window.checkpoint``) in
 attempts of at most ``--first`` seconds until it certifies or its attempts have run ``--total``
 seconds in all. The row: certified or not, after how many attempts, at what total CPU and wall
 seconds and nodes, and the estimate made at the first stop (the nodes it said were left, and
@@ -38,8 +38,8 @@ from pathlib import Path
 from bench.generic_instances import TABLES, sweep_instance
 from bench.machine import describe_machine, load_loadavg
 from oracles.budget import Budget
-from oracles.carry import CarryStore
-from oracles.window import WindowOracle
+from oracles.window.checkpoint import CarryStore
+from oracles.window.oracle import WindowOracle
 
 #: ``--cpu``: the first attempt's seconds (wall), which measure the search's rate.
 PROBE_SECONDS = 20.0

@@ -13,7 +13,7 @@ instance in turn, in one process:
 
 * ``structured``: the default oracle (``oracles.structured``): on these tables it has no shape
   to use and hands OPDisc's and RSPM's problems to the window oracle's branch and bound
-  (``oracles.window``, falling back to the reference MIP when its search does not end), exact
+  (``oracles.window.oracle``, falling back to the reference MIP when its search does not end), exact
   ERM's to the reference;
 * ``reference``: the reference MILP on the ``auto`` route (Gurobi when its licence takes the
   model, else HiGHS), the formulation every other oracle is checked against;

@@ -5,10 +5,10 @@ commit's, on the same trees.
         --seeds 0 1 2 --nodes 20000000 --base d4c94b5
 
 For each instance (``bench.generic_instances``: a table, a mechanism, an epsilon, a noise seed)
-the window search's tables are built once (``oracles.split.plan_split``: the grid search's
-incumbent, the Lagrangian minorant), and the depth-first search (``oracles.branch_kernel``) is
+the window search's tables are built once (``oracles.window.split.plan_split``: the grid search's
+incumbent, the Lagrangian minorant), and the depth-first search (``oracles.window.kernel``) is
 run from the root below the incumbent's threshold for its first ``--nodes`` nodes, by each
-kernel in turn: this checkout's (``oracles.branch_kernel``) and the one of commit ``--base``
+kernel in turn: this checkout's (``oracles.window.kernel``) and the one of commit ``--base``
 (``git show BASE:oracles/branch_kernel.py``, imported from a temporary directory). Both make
 the same tree: the row reports their nodes, leaves and the least bound left on their stacks,
 and the run fails if these differ. The threshold is held at the incumbent's (leaves are
@@ -35,14 +35,14 @@ from types import ModuleType
 from bench.generic_instances import make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg
 from bench.tree_size import family
-from oracles import branch_kernel
-from oracles.branch import Nodes, Tables
+from oracles.window import kernel as branch_kernel
+from oracles.window.tree import Nodes, Tables
 from oracles.budget import Budget
-from oracles.split import plan_split
+from oracles.window.split import plan_split
 
 #: The kernel this bench compares against by default: the one before it was vectorized.
 DEFAULT_BASE = "d4c94b5"
-#: Nodes the kernel makes between two returns to Python (``oracles.branch.CHUNK``).
+#: Nodes the kernel makes between two returns to Python (``oracles.window.tree.CHUNK``).
 CHUNK = 100_000
 
 
@@ -60,19 +60,27 @@ class Searched:
         return self.nodes / self.cpu if self.cpu > 0 else float("inf")
 
 
+#: Where the kernel's file was, newest first (it moved into the window package).
+KERNEL_PATHS = ("oracles/window/kernel.py", "oracles/branch_kernel.py")
+
+
 def kernel_source(commit: str) -> str:
-    """The text of ``oracles/branch_kernel.py`` as of ``commit`` (``git show``)."""
+    """The text of the kernel's file as of ``commit`` (``git show``, at each of
+    ``KERNEL_PATHS`` in turn)."""
     root = Path(__file__).resolve().parent.parent
-    try:
-        return subprocess.run(
-            ["git", "show", f"{commit}:oracles/branch_kernel.py"],
-            cwd=root,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError) as err:
-        raise SystemExit(f"error: cannot read the kernel of commit {commit!r}: {err}") from None
+    err: Exception | None = None
+    for path in KERNEL_PATHS:
+        try:
+            return subprocess.run(
+                ["git", "show", f"{commit}:{path}"],
+                cwd=root,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+        except (OSError, subprocess.CalledProcessError) as failed:
+            err = failed
+    raise SystemExit(f"error: cannot read the kernel of commit {commit!r}: {err}") from None
 
 
 def load_kernel(source: str, name: str, folder: Path) -> ModuleType:

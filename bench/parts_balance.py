@@ -1,4 +1,4 @@
-"""Work donation's balance: a split solve's parts with a work pool (``oracles.donate``) against
+"""Work donation's balance: a split solve's parts with a work pool (``oracles.window.donate``) against
 the one-process search, on large trees.
 
     python -m bench.parts_balance [--instance midwest:opdisc:10:2 ...] [--parts 8 32 128] \
@@ -7,18 +7,18 @@ the one-process search, on large trees.
 For each instance (``TABLE:MECHANISM:EPSILON:SEED``, ``bench.generic_instances``), one at a time,
 in this process, on one thread:
 
-1. the window oracle's plan (``oracles.split.plan_split``, one part: the grid search's incumbent
+1. the window oracle's plan (``oracles.window.split.plan_split``, one part: the grid search's incumbent
    and the search's tables), made once and shared by every run below;
 2. the ONE-PROCESS search (``split.sequential_parts``, one part from the root): its nodes N, its
    answer and bound, its CPU seconds;
 3. for each P of ``--parts``: the frontier expanded breadth first until a level holds 64 P nodes
    (``split.NODES_PER_PART``; the nodes of its levels counted), dealt into P units, and P virtual
-   workers (``oracles.donate.VirtualParts``) stepped round-robin ``--chunk`` nodes at a time,
+   workers (``oracles.window.donate.VirtualParts``) stepped round-robin ``--chunk`` nodes at a time,
    donating half the unvisited nodes of their shallowest open depth whenever a worker is idle and
    the pool empty. Its figures: the answer and bound (must be the one-process ones), the parts'
    nodes (the frontier's included) over N (target <= 1.15), the largest worker's nodes over the
    mean worker's (target <= 1.3), the donations;
-4. the REPLAY (``oracles.donate.replay_makespan``): every unit the P-worker run searched, with
+4. the REPLAY (``oracles.window.donate.replay_makespan``): every unit the P-worker run searched, with
    the unit it was donated from and when, scheduled on C simulated CPUs for each C of ``--cpus``
    (from the run with the most parts) and on P (each run's own): the makespan M in nodes (the
    frontier's nodes before it, on one CPU) and the speed-up N / M.
@@ -39,10 +39,10 @@ import numpy as np
 
 from bench.generic_instances import TABLES, make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg
-from oracles.branch import Nodes, deal, expand
+from oracles.window.tree import Nodes, deal, expand
 from oracles.budget import Budget
-from oracles.donate import VirtualParts, replay_makespan
-from oracles.split import NODES_PER_PART, PartTask, plan_split, sequential_parts
+from oracles.window.donate import VirtualParts, replay_makespan
+from oracles.window.split import NODES_PER_PART, PartTask, plan_split, sequential_parts
 
 #: Chosen before any run on them, from the preflight survey of ``bench.tree_size --survey`` over
 #: breast cancer and midwest, OPDisc and RSPM, epsilon 9 and 10, seeds 0 to 9: for each (table,

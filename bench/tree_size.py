@@ -1,4 +1,4 @@
-"""The tree-size estimate (``oracles.tree_size``) against the nodes the window search made.
+"""The tree-size estimate (``oracles.window.tree_size``) against the nodes the window search made.
 
     python -m bench.tree_size [--tables breast_cancer midwest] [--mechanisms opdisc rspm] \
         [--epsilons 3 10] [--seeds 0 1 2 3 4] [--limit 180] [--min-seconds 10] \
@@ -9,10 +9,10 @@
 For each instance of ``bench.generic_instances`` (OPDisc and Gaussian RSPM at delta = 1/n^2,
 noise from numpy.random.default_rng(seed)), on one thread, in this process, one at a time:
 
-1. the window oracle's plan (``oracles.split.plan_split``, one part): the grid search's
+1. the window oracle's plan (``oracles.window.split.plan_split``, one part): the grid search's
    incumbent (``--grid-seconds``, seed 0) and the search's tables;
 2. the PREFLIGHT estimate: the tree below the incumbent, before any search;
-3. the search itself (``oracles.branch.descend`` from the root below the incumbent, what the
+3. the search itself (``oracles.window.tree.descend`` from the root below the incumbent, what the
    window oracle runs, lowering its best as it goes) until it ends or ``--limit`` seconds pass:
    its nodes N, its CPU seconds and the exact minimum;
 4. when it ended: the search again from the start, stopped at a tenth of N nodes, and the
@@ -45,10 +45,10 @@ import numpy as np
 
 from bench.generic_instances import TABLES, Instance, make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg, print_header
-from oracles.branch import Nodes, descend
+from oracles.window.tree import Nodes, descend
 from oracles.budget import Budget, now
-from oracles.split import plan_split
-from oracles.tree_size import TreeEstimate, estimate_tree, remaining_message
+from oracles.window.split import plan_split
+from oracles.window.tree_size import TreeEstimate, estimate_tree, remaining_message
 
 #: Within this factor of the nodes made counts as a good estimate (issue 38).
 FACTOR = 3.0

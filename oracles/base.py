@@ -170,7 +170,7 @@ class Oracle(Protocol):
 
 
 #: ``extra`` key of a certificate: CPU seconds its solve spent in other processes (the parts of
-#: a split solve run as Ray tasks, ``oracles.split``), which ``counts_cpu`` adds.
+#: a split solve run as Ray tasks, ``oracles.window.split``), which ``counts_cpu`` adds.
 REMOTE_CPU = "remote_cpu_seconds"
 
 SolveMethod = TypeVar("SolveMethod", bound=Callable[..., Any])

@@ -53,7 +53,7 @@ def now() -> float:
 
 
 class Shared(Protocol):
-    """A best value shared by the members of a race (``oracles.split_threads.SharedBest``):
+    """A best value shared by the members of a race (``oracles.window.split_threads.SharedBest``):
     ``offer`` records a value and returns the least known, and raises ``SearchStopped`` once
     another member has proven its answer."""
 

@@ -14,7 +14,7 @@ How the race goes (``Rival``):
 1. the search starts alone; when it has not ended after ``HEAD_START`` seconds, the rival
    starts (problems the search ends sooner, the small ones, never start a process);
 2. a watcher thread polls the rival; when it ends with a certificate, the search is told to
-   stop (``oracles.split_threads.SharedBest.stop``: the search's parts raise ``SearchStopped``
+   stop (``oracles.window.split_threads.SharedBest.stop``: the search's parts raise ``SearchStopped``
    at their next look at the shared best, within about a second);
 3. when the search ends with a certificate, the rival is killed; otherwise its answer is awaited
    until the budget's deadline (plus ``GRACE`` seconds for it to write its answer) and the two

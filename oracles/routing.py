@@ -97,11 +97,11 @@ from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
 from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError
 from oracles.race import GRACE, Entry, Rival
-from oracles.split import MapParts
-from oracles.split_threads import SharedBest
+from oracles.window.split import MapParts
+from oracles.window.split_threads import SharedBest
 from oracles.structured import StructuredOracle, has_noise
 from oracles.structured_shape import ShapeMismatch
-from oracles.window import WindowOracle
+from oracles.window.oracle import WindowOracle
 
 # --- the problem classes -----------------------------------------------------------------------
 
@@ -563,7 +563,7 @@ def structured_route(
 ) -> Route:
     """The ``structured`` route (the default): ``max_combos``, ``max_work`` are the structured
     search's (``oracles.structured``), ``parts``, ``map_parts`` and ``carry`` the window
-    search's (``oracles.window``), ``reference`` the reference formulation's backends in
+    search's (``oracles.window.oracle``), ``reference`` the reference formulation's backends in
     order."""
     return Route(
         "structured",

@@ -45,7 +45,7 @@ class SolveProgress:
     (+inf without one), ``bound`` its proven lower bound on the minimum (-inf without one), in
     the backend's own model (before ``oracles.base.certify`` re-evaluates anything), after
     ``elapsed`` seconds. The minimum lies in [bound, incumbent]. ``note``: what the backend
-    adds (the window search: what certifying would still cost, ``oracles.tree_size``)."""
+    adds (the window search: what certifying would still cost, ``oracles.window.tree_size``)."""
 
     label: str
     backend: str

@@ -60,13 +60,13 @@ class OracleConfig(ReadOnly):
     name: str = "structured"
     time_limit: float = DEFAULT_TIME_LIMIT
     threads: int = DEFAULT_THREADS
-    #: > 1: the window oracle's search (generic tables, ``oracles.window``) of one solve is cut
+    #: > 1: the window oracle's search (generic tables, ``oracles.window.oracle``) of one solve is cut
     #: into this many parts run as Ray tasks of ``threads`` CPUs each, sharing the best value
     #: and donating work to each other (``pipeline.donate_solve``); 1: in the run's own process,
     #: growing onto the cluster's idle CPUs while no run waits (``pipeline.elastic_solve``).
     parts: int = 1
     #: True: the runs whose oracle did not certify are run again, each window search carried on
-    #: from the state its last attempt kept in the output directory (``oracles.carry``;
+    #: from the state its last attempt kept in the output directory (``oracles.window.checkpoint``;
     #: docs/privacy.md, "Carrying on"); a larger ``time_limit`` than the sweep's last one does
     #: the same. The time limit and this are not part of the sweep's identity.
     carry_on: bool = False

@@ -1,13 +1,13 @@
-"""Work donation on Ray: the workers of ``oracles.donate`` as Ray tasks pulling from one pool.
+"""Work donation on Ray: the workers of ``oracles.window.donate`` as Ray tasks pulling from one pool.
 
-``WindowOracle(parts=N, map_parts=ray_donating_parts())`` (``oracles.window``) runs the same
+``WindowOracle(parts=N, map_parts=ray_donating_parts())`` (``oracles.window.oracle``) runs the same
 search as the one-process solve; only where the workers run changes:
 
-* the pool (``oracles.donate.LocalPool`` with the shared best value, ``RayPool``) is a Ray actor
+* the pool (``oracles.window.donate.LocalPool`` with the shared best value, ``RayPool``) is a Ray actor
   holding no CPU (like ``pipeline.progress.ProgressBoard``); the search's ``Tables`` go to the
   object store once, and each worker makes their arrays writable (``writable``);
 * each worker is a Ray task (``donating_part_task``) that takes a unit from the pool, searches it
-  ``oracles.donate.WORKER_CHUNK`` nodes at a time, and between chunks offers its best, reads the
+  ``oracles.window.donate.WORKER_CHUNK`` nodes at a time, and between chunks offers its best, reads the
   pool's state (how many units idle workers want, whether the solve has ended, the best value)
   and donates when a worker is idle and the pool empty. It never blocks on the actor while it
   holds work (a task in ``ray.get`` or ``ray.wait``, even with timeout 0, lends its CPU to
@@ -22,7 +22,7 @@ search as the one-process solve; only where the workers run changes:
 * the driver waits for the workers until the solve's deadline plus ``PART_GRACE_SECONDS``; a
   worker not back by then (still searching, or never started because the cluster's CPUs are
   busy) is cancelled and its lease counted as open (the pool's ``left``), so the solve returns
-  on time and its open nodes stay exact for carrying on (``oracles.carry``).
+  on time and its open nodes stay exact for carrying on (``oracles.window.checkpoint``).
 
 Runs on whatever Ray the caller connected to (``pipeline.sweep.init_ray``: ``cluster.address``
 or a local Ray); ``pipeline.tasks.oracle_for`` gives it to the window search when
@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 
 from oracles.base import Status
-from oracles.branch import Tables
+from oracles.window.tree import Tables
 from oracles.budget import Budget, now
-from oracles.donate import (
+from oracles.window.donate import (
     IDLE_SECONDS,
     MIN_LEVELS_LEFT,
     WORKER_CHUNK,
@@ -52,7 +52,7 @@ from oracles.donate import (
     pool_units,
     with_pool_left,
 )
-from oracles.split import PartResult, PartTask
+from oracles.window.split import PartResult, PartTask
 
 #: Seconds between two looks at the pool of a busy worker (an idle one looks at once). Every
 #: look is a round trip to the pool's actor; looked at after every chunk (about 40 a second a
@@ -76,7 +76,7 @@ def assigned_cpus() -> int:
 
 def writable(tables: Tables) -> Tables:
     """``tables`` with writable arrays. Read from Ray's object store they are read-only, and the
-    compiled search (``oracles.branch_kernel``) compiles another specialization of itself for
+    compiled search (``oracles.window.kernel``) compiles another specialization of itself for
     read-only arrays in every worker: measured 4.5 s on top of a 1 s search, so that a part of a
     short solve was cancelled at its deadline before that compilation ever reached numba's cache.
     """

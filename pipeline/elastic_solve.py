@@ -3,7 +3,7 @@ onto idle CPUs of the Ray cluster while no run waits, and shrinks back when runs
 
 ``ElasticParts`` is the ``map_parts`` a sweep gives the window search by default
 (``pipeline.tasks.oracle_for``; ``oracle.parts`` > 1 stays an explicit override). It searches in
-the solve's own task (worker 0 of ``oracles.donate``, on a pool in this process), so a solve that
+the solve's own task (worker 0 of ``oracles.window.donate``, on a pool in this process), so a solve that
 ends quickly costs no more than before. About every ``GROW_EVERY`` seconds it looks at the
 cluster:
 
@@ -16,7 +16,7 @@ cluster:
   pool (``Worker.hand_back``) and ends, so the waiting run gets its CPU; worker 0 and the others
   search what was handed back.
 
-The answer and certificate are the one-process ones (``oracles.donate``'s argument: every node
+The answer and certificate are the one-process ones (``oracles.window.donate``'s argument: every node
 is in exactly one worker's search or the pool, whichever CPU it moves to); a lost extra's lease
 goes back to the pool and is searched again.
 """
@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from oracles.base import Status
-from oracles.branch import ESTIMATE_EVERY, Estimate, Tables
+from oracles.window.tree import ESTIMATE_EVERY, Estimate, Tables
 from oracles.budget import Budget, now
-from oracles.donate import (
+from oracles.window.donate import (
     IDLE_SECONDS,
     MIN_LEVELS_LEFT,
     WORKER_CHUNK,
@@ -44,7 +44,7 @@ from oracles.donate import (
     with_pool_left,
 )
 from oracles.solve_progress import Reporter, reporter
-from oracles.split import BACKEND, PartResult, PartTask
+from oracles.window.split import BACKEND, PartResult, PartTask
 from pipeline.donate_solve import (
     LOOK_EVERY,
     PART_GRACE_SECONDS,
@@ -132,7 +132,7 @@ class _Cluster:
 class ElasticParts:
     """``map_parts`` that grows onto idle CPUs and shrinks back (module docstring). It is a
     default (``elastic``): the window search runs on its budget's threads instead when the
-    budget has more than one or shares a race's best (``oracles.window``). While it has not
+    budget has more than one or shares a race's best (``oracles.window.oracle``). While it has not
     grown it reports the search's best and bound (``oracles.solve_progress``); once grown, the
     best known, the bound proven when it grew and how many CPUs it searches on. Keeps, of
     its last call: ``extras`` (extra workers started), ``recalled``, ``grown_at`` (seconds
@@ -189,7 +189,7 @@ class ElasticParts:
     ) -> list[PartResult]:
         """The search (class docstring). ``progress`` hears the best and the bound while it
         has not grown (one worker: its bound is the whole's), with ``estimate``'s note every
-        ``estimate_every`` seconds (``oracles.window``); None: a reporter of its own."""
+        ``estimate_every`` seconds (``oracles.window.oracle``); None: a reporter of its own."""
         import ray
 
         start, cpu = time.perf_counter(), time.process_time()

@@ -22,7 +22,7 @@ cannot run leaves no FAILED parent and no empty report:
   the setting, the row and the feature, rather than failing every run of the sweep.
 * ``check_tree_sizes``: for OPDisc and RSPM on an oracle that sends their problem to the window
   search, the search's tree estimated on each (mechanism, epsilon) of the grid
-  (``oracles.tree_size``); a warning line for each that is not expected to certify within
+  (``oracles.window.tree_size``); a warning line for each that is not expected to certify within
   ``oracle.time_limit`` (``oracle.estimate=false``: no estimate).
 """
 
@@ -49,12 +49,12 @@ from core.validation import InvalidValue
 from mechanisms.bounds import FeatureBoundError
 from mechanisms.catalog import CATALOG, NON_ORACLE, build_mechanism
 from mechanisms.privacy import PrivacyLeakWarning
-from oracles import tree_size
-from oracles.branch import SearchStopped
+from oracles.window import tree_size
+from oracles.window.tree import SearchStopped
 from oracles.budget import Budget
 from oracles.routing import Route, chain_for, classify
-from oracles.split import plan_split
-from oracles.tree_size import TreeEstimate, estimate_tree, size_message
+from oracles.window.split import plan_split
+from oracles.window.tree_size import TreeEstimate, estimate_tree, size_message
 from pipeline.config import ConfigError
 from pipeline.tasks import RunKey, format_epsilon, privacy_delta, run_data, run_request
 
@@ -370,11 +370,11 @@ def check_tree_sizes(
     generic table with noise, the ``window`` and ``portfolio`` routes for every grid): run 0's
     problem built exactly as that run builds it (``pipeline.tasks.run_request``, its own
     generator, ``ClassifierEntry.prepare``), planned as the window search plans it
-    (``oracles.split.plan_split``, a grid search of ``PLAN_SECONDS``), and its tree below the
-    plan's incumbent estimated (``oracles.tree_size.estimate_tree``, seed 0). A shape whose
+    (``oracles.window.split.plan_split``, a grid search of ``PLAN_SECONDS``), and its tree below the
+    plan's incumbent estimated (``oracles.window.tree_size.estimate_tree``, seed 0). A shape whose
     estimate is not certified within ``oracle.time_limit`` CPU seconds on the solve's CPUs
     (``oracle.threads``, times ``oracle.parts`` when the parts run as tasks) at ``rate`` nodes a
-    CPU second (default ``oracles.tree_size.TYPICAL_RATE``) gets one warning line. After
+    CPU second (default ``oracles.window.tree_size.TYPICAL_RATE``) gets one warning line. After
     ``seconds`` the rest are not estimated, and a line says so. Nothing when
     ``oracle.estimate`` is false. Returns the lines (each also logged as a warning).
 

@@ -217,11 +217,11 @@ class RunResult:
     #: threads, the solves shared their CPUs with other work. 0 without an oracle call.
     oracle_cpu_seconds: float = math.nan
     #: The CPU seconds its solves got over every attempt (a solve carried on from a stopped one
-    #: counts the attempts before it: ``oracles.carry``); ``oracle_cpu_seconds`` is this one's.
+    #: counts the attempts before it: ``oracles.window.checkpoint``); ``oracle_cpu_seconds`` is this one's.
     oracle_total_cpu_seconds: float = math.nan
     #: What certifying what did not certify would still cost, in CPU seconds: each uncertified
     #: window search's estimated tree left at the nodes a CPU second it ran at
-    #: (``oracles.tree_size``); 0 when every answer certified, nan when not known.
+    #: (``oracles.window.tree_size``); 0 when every answer certified, nan when not known.
     oracle_cpu_seconds_to_certify: float = math.nan
 
     @classmethod

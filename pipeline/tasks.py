@@ -152,7 +152,7 @@ def oracle_for(
     (default ``cfg.threads``); ``cfg.parts`` > 1 runs the window search as that many Ray tasks
     sharing their work (``pipeline.donate_solve``: a lost one's work is searched again), else the search grows onto the cluster's idle CPUs while no run
     of the sweep waits (``pipeline.elastic_solve``); ``carry``: the directory where a window search that stops keeps
-    its state and a later solve of the same problem carries on (``oracles.carry``,
+    its state and a later solve of the same problem carries on (``oracles.window.checkpoint``,
     ``carry_directory``)."""
     threads = threads or cfg.threads
     options: dict[str, Any] = {}

@@ -216,7 +216,7 @@ class SweepTracker:
     def finished_keys(self, carry_on: bool = False) -> set[str]:
         """Keys with a FINISHED child; unfinished children are deleted (they will be redone).
         ``carry_on``: a FINISHED child whose oracle did not certify is not done either: it runs
-        again, its solves carried on (``oracles.carry``), and is deleted once the new one is
+        again, its solves carried on (``oracles.window.checkpoint``), and is deleted once the new one is
         logged (``log_child``), so that nothing is lost if the new one fails."""
         done: set[str] = set()
         if self.parent_id is None:
@@ -403,7 +403,7 @@ class SweepTracker:
 
 
 def carried_states(release: Release | SyntheticRelease) -> list[Path]:
-    """The states a release's stopped window searches kept (``oracles.carry``; a certificate's
+    """The states a release's stopped window searches kept (``oracles.window.checkpoint``; a certificate's
     ``extra["carry"]``) that are on this machine's disk: the run's MLflow artifacts under
     ``carry/`` keep a copy beside the output directory's (docs/privacy.md, "Carrying on")."""
     paths = (c.extra.get("carry") for c in release.oracle_answers)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from bench.node_rate import Searched, compare, kernel_source, load_kernel, search
-from oracles import branch_kernel
-from oracles.branch import build_tables
-from oracles.noise_window import tightened_decomposition
+from oracles.window import kernel as branch_kernel
+from oracles.window.tree import build_tables
+from oracles.window.minorant import tightened_decomposition
 from tests.oracles.fuzz import fuzz_instance
 
 

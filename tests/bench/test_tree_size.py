@@ -10,7 +10,7 @@ import pytest
 
 from bench.generic_instances import make_instance
 from bench.tree_size import Measured, family, line, main, measure, summary, within
-from oracles.tree_size import TreeEstimate
+from oracles.window.tree_size import TreeEstimate
 from tests.bench.conftest import TINY_ROWS
 
 

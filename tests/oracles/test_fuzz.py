@@ -20,9 +20,9 @@ from core.objective import MergedRows
 from core.problem import IntegerGrid, Problem
 from oracles.base import Status
 from oracles.budget import Budget
-from oracles.donate import VirtualParts
+from oracles.window.donate import VirtualParts
 from oracles.registry import make_oracle
-from oracles.window import WindowOracle
+from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import (
     FAMILIES,
     KINDS,
@@ -39,9 +39,9 @@ from tests.oracles.limited import limited
 FAST_SEEDS = {"mixed": range(60), "parallel": range(60)}
 SLOW_SEEDS = {"mixed": range(60, 2060), "parallel": range(60, 3060)}
 #: Registered oracles, and ``window-parts``: the window oracle's search split into 3 parts
-#: (``oracles.split``, run one after the other here; tests/pipeline/test_donate_solve.py runs
+#: (``oracles.window.split``, run one after the other here; tests/pipeline/test_donate_solve.py runs
 #: a split solve's workers on Ray); ``window-donated``: its search from the root searched by 3
-#: virtual workers that donate their open nodes to each other every 2 nodes (``oracles.donate``).
+#: virtual workers that donate their open nodes to each other every 2 nodes (``oracles.window.donate``).
 ORACLES = (
     "enumerate",
     "highs",
@@ -61,7 +61,7 @@ ORACLES = (
 #: 5,000 instances, 5,000 certified, 0 false (and 0 with the 0.05 s grid search before).
 DONATED_MIN_LEVELS = 1
 #: ``window-carried``: the window search stopped past every ``CARRY_NODES`` nodes and carried on
-#: from its state (``oracles.carry``) until it ends, at most ``CARRY_ATTEMPTS`` times.
+#: from its state (``oracles.window.checkpoint``) until it ends, at most ``CARRY_ATTEMPTS`` times.
 CARRY_NODES = 10
 CARRY_ATTEMPTS = 2000
 

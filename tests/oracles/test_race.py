@@ -12,13 +12,14 @@ import time
 import pytest
 
 from bench.generic_instances import make_instance
-from oracles import race, window
+from oracles import race
+from oracles.window import oracle as window
 from oracles.base import OBJECTIVE_TOL, Status
-from oracles.branch import SearchStopped
+from oracles.window.tree import SearchStopped
 from oracles.budget import Budget, now
 from oracles.registry import make_oracle
-from oracles.split_threads import SharedBest
-from oracles.window import WindowOracle
+from oracles.window.split_threads import SharedBest
+from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance
 
 

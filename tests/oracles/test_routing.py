@@ -414,7 +414,7 @@ PATHS = {
 
 @pytest.fixture(scope="module")
 def compiled():
-    """The window search's compiled kernel (``oracles.branch_kernel``, numba), compiled before
+    """The window search's compiled kernel (``oracles.window.kernel``, numba), compiled before
     the clock starts: numba compiles it once per machine and source version (its cache), and
     that first compilation, seconds long, is not a solve's."""
     make_oracle("window", time_limit=60.0, fallback=None).solve(fuzz_instance(0))

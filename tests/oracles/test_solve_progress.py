@@ -227,8 +227,8 @@ def test_the_structured_search_reports_its_incumbent_and_bound():
 
 
 def test_the_window_search_reports_its_best_and_a_valid_bound(monkeypatch):
-    from oracles import branch
-    from oracles.window import WindowOracle
+    from oracles.window import tree as branch
+    from oracles.window.oracle import WindowOracle
 
     monkeypatch.setattr(branch, "ESTIMATE_EVERY", 0.0)  # its cost to certify at every report
     monkeypatch.setattr(branch, "CHUNK", 50)  # a look at the clock every 50 nodes

@@ -14,8 +14,8 @@ import pytest
 
 from oracles.budget import Budget
 from oracles.registry import make_oracle
-from oracles.split import combine, plan_split, sequential_parts
-from oracles.window import WindowOracle
+from oracles.window.split import combine, plan_split, sequential_parts
+from oracles.window.oracle import WindowOracle
 from tests.oracles.contract import hard_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 from tests.pipeline.own_ray import own_ray

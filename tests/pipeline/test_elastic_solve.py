@@ -12,7 +12,7 @@ import pytest
 
 from core.problem import Problem
 from oracles.budget import Budget
-from oracles.split import combine, plan_split, sequential_parts
+from oracles.window.split import combine, plan_split, sequential_parts
 from pipeline.elastic_solve import ElasticParts
 from tests.oracles.contract import hard_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
@@ -62,7 +62,7 @@ def test_without_ray_it_is_the_one_process_search(problem):
 
 def test_in_a_window_search_it_reports_the_best_a_valid_bound_and_the_cost_to_certify():
     """As the search in this process does (tests/oracles/test_solve_progress.py)."""
-    from oracles.window import WindowOracle
+    from oracles.window.oracle import WindowOracle
     from tests.oracles.limited import limited
     from tests.oracles.test_solve_progress import _solve_with_and_without, same_answer
 
@@ -100,7 +100,7 @@ def test_grown_it_still_reports_the_best_a_valid_bound_and_its_cpus(local_ray):
     """After the growth the progress line hears the best known, a bound the certified minimum
     does not fall below, and how many CPUs the search is on (no longer "no solver report")."""
     from oracles.solve_progress import listening
-    from oracles.window import WindowOracle
+    from oracles.window.oracle import WindowOracle
     from tests.oracles.limited import limited
 
     elastic = ElasticParts(chunk=200, grow_every=0.0)

@@ -19,7 +19,7 @@ from hydra import compose, initialize_config_dir
 from core.validation import InvalidValue
 from mechanisms.synthetic.domain import ConjunctionClass, Domain
 from mechanisms.synthetic.fem import check_listed
-from oracles import tree_size
+from oracles.window import tree_size
 from pipeline import preflight
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, SweepConfig, validate

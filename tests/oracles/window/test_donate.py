@@ -1,4 +1,4 @@
-"""Work donation (oracles.donate) against the exact brute force and the one-process search: the
+"""Work donation (oracles.window.donate) against the exact brute force and the one-process search: the
 same value and bound (the same point unless exact ties), the same nodes, and at every donation
 every point better than the best known below a node some worker or the pool still holds."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from oracles.base import Status
 from oracles.budget import Budget
-from oracles.carry import CarryStore
-from oracles.donate import (
+from oracles.window.checkpoint import CarryStore
+from oracles.window.donate import (
     LocalPool,
     UnitRecord,
     VirtualParts,
@@ -22,8 +22,8 @@ from oracles.donate import (
     replay_makespan,
     thread_donating_parts,
 )
-from oracles.split import combine, open_after, plan_split, sequential_parts
-from oracles.window import WindowOracle
+from oracles.window.split import combine, open_after, plan_split, sequential_parts
+from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 
 INSTANCES = [(fuzz_instance, seed) for seed in range(24)] + [
@@ -218,7 +218,7 @@ def test_a_folded_part_keeps_the_cpu_other_processes_spent():
     import os
 
     from oracles.base import REMOTE_CPU
-    from oracles.donate import per_task
+    from oracles.window.donate import per_task
 
     problem = fuzz_instance(3)
     plan = plan_split(problem, Budget.unlimited(), parts=1, search_seconds=0.05)

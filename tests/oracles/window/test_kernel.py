@@ -1,6 +1,6 @@
-"""The compiled search of ``oracles.branch_kernel``: a node's bound against the formula written
+"""The compiled search of ``oracles.window.kernel``: a node's bound against the formula written
 out in numpy, and its depth-first search against expanding level by level
-(``oracles.branch.expand``): at a fixed threshold it makes exactly the nodes kept there, keeps
+(``oracles.window.tree.expand``): at a fixed threshold it makes exactly the nodes kept there, keeps
 every point at or below the threshold, and hands every leaf kept to its caller, however small
 its leaf buffer."""
 
@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from oracles.branch import Nodes, build_tables, expand, rows_slack
-from oracles.branch_kernel import (
+from oracles.window.tree import Nodes, build_tables, expand, rows_slack
+from oracles.window.kernel import (
     BUDGET,
     DONE,
     LEAVES,
@@ -21,9 +21,9 @@ from oracles.branch_kernel import (
     open_node,
     run,
 )
-from oracles.noise_window import tightened_decomposition
+from oracles.window.minorant import tightened_decomposition
 from tests.oracles.fuzz import fuzz_instance, parallel_instance
-from tests.oracles.test_branch import _grid_points
+from tests.oracles.window.test_tree import _grid_points
 
 
 def _tables_and_threshold(problem, quantile):

@@ -1,4 +1,4 @@
-"""The tree-size estimate of ``oracles.tree_size``: the tree it estimates is the one the search
+"""The tree-size estimate of ``oracles.window.tree_size``: the tree it estimates is the one the search
 makes (``descend``'s node count), the estimate is unbiased (exactly, over every draw, on small
 trees: Knuth's probe at width 1 and the systematic draw at width 2), small trees are counted
 exactly, it lands near the search's count on random instances, and its progress line."""
@@ -11,10 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from oracles.branch import Nodes, build_tables, descend
-from oracles.branch_kernel import DONE, State, open_node, run
-from oracles.noise_window import tightened_decomposition
-from oracles.tree_size import (
+from oracles.window.tree import Nodes, build_tables, descend
+from oracles.window.kernel import DONE, State, open_node, run
+from oracles.window.minorant import tightened_decomposition
+from oracles.window.tree_size import (
     PROXIES,
     TreeEstimate,
     _start,

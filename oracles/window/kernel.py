@@ -1,4 +1,4 @@
-"""The depth-first search of ``oracles.branch``, compiled (numba): one node at a time, in place.
+"""The depth-first search of ``oracles.window.tree``, compiled (numba): one node at a time, in place.
 
 ``branch.descend`` drives it. The bounds are ``branch.expand``'s, computed the same way (the
 rows' signed scores Y in float32, updated from the parent's by the same products; what a row

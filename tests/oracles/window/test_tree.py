@@ -1,4 +1,4 @@
-"""The branch and bound of ``oracles.branch`` piece by piece, against enumeration of the grid:
+"""The branch and bound of ``oracles.window.tree`` piece by piece, against enumeration of the grid:
 the rows' reach is the exact integer maximum, every node's lower bound is below F on every
 point under it, the frontier covers every point at or below the threshold once, and a search
 that is stopped still proves a valid bound."""
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from core.problem import IntegerGrid
-from oracles.branch import Nodes, build_tables, deal, descend, expand, frontier, reach_tables
+from oracles.window.tree import Nodes, build_tables, deal, descend, expand, frontier, reach_tables
 from oracles.budget import Budget
-from oracles.noise_window import tightened_decomposition
+from oracles.window.minorant import tightened_decomposition
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 
 

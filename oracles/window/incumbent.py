@@ -33,7 +33,7 @@ import numpy as np
 
 from core.problem import IntegerGrid, Problem
 from oracles.budget import Budget
-from oracles.noise_window import grid_cap, norm_table, separable_argmin
+from oracles.window.minorant import grid_cap, norm_table, separable_argmin
 
 #: ``improve`` stops after this many restarts in a row without a better point.
 PATIENCE = 100

@@ -2,12 +2,12 @@
 
 For OPDisc and RSPM on generic tables (continuous columns, where the structured oracle has no
 shape to use), F = N + L decomposes into a noise part N that is separable over the coordinates plus
-a function of ||w||^2, and the data's 0/1 loss L (``oracles.noise_window``). The steps:
+a function of ||w||^2, and the data's 0/1 loss L (``oracles.window.minorant``). The steps:
 
-1. an incumbent: the grid search of ``oracles.grid_search`` (seeded, a few seconds);
+1. an incumbent: the grid search of ``oracles.window.incumbent`` (seeded, a few seconds);
 2. a minorant N_lam <= F, separable again: N plus Lagrangian-weighted linear minorants of the
    rows' losses (``noise_window.tighten``); its minimum over the grid is a proven lower bound;
-3. a depth-first branch and bound over the coordinates (``oracles.branch``): a prefix is kept
+3. a depth-first branch and bound over the coordinates (``oracles.window.tree``): a prefix is kept
    while N_lam's least completion plus what its forced rows owe is at most the best exact value
    found; every whole point kept is evaluated with the exact rule (``Problem.objective``). When
    the search ends, the best is the exact minimum, certified through ``oracles.base.certify``
@@ -41,11 +41,11 @@ from oracles.base import (
     certify,
     counts_cpu,
 )
-from oracles.branch import Nodes, SearchStopped
+from oracles.window.tree import Nodes, SearchStopped
 from oracles.budget import Budget
-from oracles.carry import Carry, CarryStore, problem_key
+from oracles.window.checkpoint import Carry, CarryStore, problem_key
 from oracles.solve_progress import reporter
-from oracles.split import (
+from oracles.window.split import (
     MapParts,
     combine,
     open_after,
@@ -53,10 +53,10 @@ from oracles.split import (
     resume_split,
     sequential_parts,
 )
-from oracles.split_threads import thread_parts
-from oracles.tree_size import TreeEstimate, estimate_tree, remaining_message
+from oracles.window.split_threads import thread_parts
+from oracles.window.tree_size import TreeEstimate, estimate_tree, remaining_message
 
-#: Parts a thread when a solve's threads search it (``oracles.split_threads``): more parts than
+#: Parts a thread when a solve's threads search it (``oracles.window.split_threads``): more parts than
 #: threads, so that a thread that finishes its part takes another.
 PARTS_PER_THREAD = 4
 #: The grid search's share of the search's time (at most ``search_seconds``).
@@ -69,7 +69,7 @@ class WindowOracle:
 
     A solve's budget with more than one thread and no ``map_parts`` cuts the search into
     ``PARTS_PER_THREAD`` parts a thread, searched on that many threads of this process
-    (``oracles.split_threads``).
+    (``oracles.window.split_threads``).
 
     Args:
         max_nodes: the most nodes a part may make before it stops (and the budget's
@@ -77,11 +77,11 @@ class WindowOracle:
         search_seconds: the grid search's budget (at most a tenth of the search's time).
         lagrange_iterations: subgradient steps of the Lagrangian minorant (0: none).
         seed: the grid search's random restarts (numpy.random.default_rng(seed)).
-        parts: the search is cut into this many parts (``oracles.split``), run by
+        parts: the search is cut into this many parts (``oracles.window.split``), run by
             ``map_parts`` (default: one after the other in this process;
             ``pipeline.donate_solve.ray_donating_parts``: as Ray tasks sharing their work).
         carry: a directory where a search that stops keeps its state and a later solve of the
-            same problem carries on from it (``oracles.carry``); None: every solve starts over.
+            same problem carries on from it (``oracles.window.checkpoint``); None: every solve starts over.
     """
 
     max_nodes: int = 500_000_000
@@ -103,7 +103,7 @@ class WindowOracle:
     def solve(self, problem: Problem, budget: Budget) -> Solution:
         """The search on ``budget``. A budget that shares a best value and a stop signal with a
         race's rival (``Budget.shared``, ``oracles.race``) runs the search on threads
-        (``oracles.split_threads``), one or more; a search whose parts run elsewhere
+        (``oracles.window.split_threads``), one or more; a search whose parts run elsewhere
         (``map_parts``) does not read it."""
         start = time.perf_counter()
         if not isinstance(problem.domain, IntegerGrid):
@@ -135,7 +135,7 @@ class WindowOracle:
             origin = np.zeros(problem.d)
             return self.stopped(problem, origin, -math.inf, start, {"stopped": f"frontier: {err}"})
         grown: dict = {}  # what an elastic search did on the cluster (its ``record``)
-        if threaded:  # the budget's CPUs as threads of this process (oracles.split_threads)
+        if threaded:  # the budget's CPUs as threads of this process (oracles.window.split_threads)
             results = thread_parts(budget.threads, shared)(plan.tables, plan.tasks, plan.incumbent)
         elif default:  # in this process (an elastic map_parts: until it grows, ``default``)
             progress = reporter(problem.label, self.name)  # oracles.solve_progress
@@ -174,7 +174,7 @@ class WindowOracle:
 
     def kept(self, store, plan, left, solution, carried, cpu, start) -> Solution:
         """``solution`` with what every attempt spent in its ``extra`` (``carried_*`` before
-        this one, ``total_*`` with it), its state kept when it stopped (``oracles.carry``) and
+        this one, ``total_*`` with it), its state kept when it stopped (``oracles.window.checkpoint``) and
         dropped when it certified."""
         c = solution.certificate
         nodes = int(c.extra.get("nodes", 0))
@@ -236,7 +236,7 @@ class WindowOracle:
 
 
 #: The estimate of a stopped search's tree (``cost_left``): fewer nodes a level than a
-#: preflight's (``oracles.tree_size``), so that it takes a tenth of a second or so after the
+#: preflight's (``oracles.window.tree_size``), so that it takes a tenth of a second or so after the
 #: search stopped. On breast cancer, RSPM at epsilon 10, stopped after 3.5 million nodes (40 open
 #: nodes at 24 levels): 0.16 s and 1.06e7 nodes left (9.1e6 to 1.2e7), where 1,000 a level and 8
 #: runs took 3.4 s and gave 1.09e7 (1.06e7 to 1.12e7).
@@ -246,7 +246,7 @@ ESTIMATE_RUNS = 4
 
 def cost_left(plan, left: tuple[np.ndarray, ...], best: float) -> TreeEstimate:
     """What a stopped search's certificate would still cost: the estimated tree below its open
-    nodes ``left`` and its best value (``oracles.tree_size``; the nodes it made are not in it).
+    nodes ``left`` and its best value (``oracles.window.tree_size``; the nodes it made are not in it).
     It reads the tables only: the answer and its certificate are unchanged."""
     starts = [Nodes.from_states(plan.tables, states) for states in left]
     return estimate_tree(

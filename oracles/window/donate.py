@@ -1,4 +1,4 @@
-"""Work donation for a split solve (``oracles.split``): parts that pull their work from a pool,
+"""Work donation for a split solve (``oracles.window.split``): parts that pull their work from a pool,
 and busy parts that give the pool part of their open tree when another part is idle.
 
 A fixed split (``split.plan_split``: the frontier dealt round-robin into parts) balances only as
@@ -26,7 +26,7 @@ worker's unit not yet opened, or a unit of the pool, or has been evaluated; dona
 node from one of these to another. So when every worker is idle and the pool empty, every such
 point was evaluated and the least value found is min F (``split`` module docstring, step 4), and a
 stopped solve's open nodes (every worker's ``Worker.open`` and the pool's ``WorkPool.left``) and
-its bound (the least bound among them) are exact for carrying on (``oracles.carry``). The minimum
+its bound (the least bound among them) are exact for carrying on (``oracles.window.checkpoint``). The minimum
 value never depends on the schedule; the point w does only among exact ties of F.
 
 The pool has one interface (``WorkPool``) and two places it lives: this process (``LocalPool``:
@@ -60,11 +60,11 @@ import numpy as np
 
 from core.validation import check_int
 from oracles.base import Status
-from oracles.branch import Nodes, SearchStopped, Tables, open_nodes, score_leaves
-from oracles.branch_kernel import DONE, State, open_node, run
+from oracles.window.tree import Nodes, SearchStopped, Tables, open_nodes, score_leaves
+from oracles.window.kernel import DONE, State, open_node, run
 from oracles.budget import Budget
-from oracles.split import MapParts, PartResult, PartTask
-from oracles.split_threads import SharedBest
+from oracles.window.split import MapParts, PartResult, PartTask
+from oracles.window.split_threads import SharedBest
 
 #: Nodes a virtual worker makes in one step (``virtual_parts``).
 VIRTUAL_CHUNK = 10_000

@@ -1,4 +1,4 @@
-"""How many nodes the window search (``oracles.branch``) will make: an estimate of its tree.
+"""How many nodes the window search (``oracles.window.tree``) will make: an estimate of its tree.
 
 What a certificate costs. A solve that stops uncertified can say "about N nodes left, about X
 CPU-hours", and a preflight can say whether a problem certifies within its limit, from the same
@@ -52,9 +52,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.branch import Nodes, Tables
-from oracles.branch import open_nodes as branch_open_nodes
-from oracles.branch_kernel import State, expand_nodes
+from oracles.window.tree import Nodes, Tables
+from oracles.window.tree import open_nodes as branch_open_nodes
+from oracles.window.kernel import State, expand_nodes
 
 #: Nodes kept at each level of one run (``estimate_tree``).
 DEFAULT_WIDTH = 1000

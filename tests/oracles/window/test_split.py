@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 from oracles.base import OBJECTIVE_TOL, Status
-from oracles.branch import SearchStopped
+from oracles.window.tree import SearchStopped
 from oracles.budget import Budget
-from oracles.split import (
+from oracles.window.split import (
     PartResult,
     combine,
     plan_split,
     sequential_parts,
     solve_part_below,
 )
-from oracles.window import WindowOracle
+from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 from tests.oracles.limited import limited
 

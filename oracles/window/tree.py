@@ -1,7 +1,7 @@
 """Exact argmin over an IntegerGrid by depth-first branch and bound on the coordinates.
 
-The search behind the window oracle (``oracles.window``) and its split solve (``oracles.split``).
-In ``oracles.noise_window``'s notation F = N + L, and N_lam <= F is the Lagrangian minorant
+The search behind the window oracle (``oracles.window.oracle``) and its split solve (``oracles.window.split``).
+In ``oracles.window.minorant``'s notation F = N + L, and N_lam <= F is the Lagrangian minorant
 (``noise_window.tighten``): separable over the coordinates plus a function of ||k||^2. The
 search fixes the coordinates one at a time (``noise_window.coordinate_order``: costly noise
 first) and keeps a node (a prefix k_0..k_{j-1}) only while its LOWER BOUND
@@ -50,7 +50,7 @@ from typing import Callable
 import numpy as np
 
 from core.problem import Problem
-from oracles.branch_kernel import (
+from oracles.window.kernel import (
     DONE,
     State,
     expand_nodes,
@@ -59,7 +59,7 @@ from oracles.branch_kernel import (
     run,
 )
 from oracles.budget import Budget
-from oracles.noise_window import (
+from oracles.window.minorant import (
     WINDOW_REL_SLACK,
     Decomposition,
     RowPrune,
@@ -79,7 +79,7 @@ SHARE_EVERY = 1.0
 ESTIMATE_EVERY = 60.0
 
 #: ``estimate(best, open, made) -> note``: what certifying still costs, from the search's best
-#: value, its open nodes (``open_nodes``) and the nodes it has made (``oracles.window``).
+#: value, its open nodes (``open_nodes``) and the nodes it has made (``oracles.window.oracle``).
 Estimate = Callable[[float, tuple[np.ndarray, ...], int], str]
 
 
@@ -372,7 +372,7 @@ def open_nodes(state: State, rest: np.ndarray) -> tuple[np.ndarray, ...]:
     int8, search order), in the order it would have searched them: the stack's children not
     visited yet, the deepest first (each level's in its sorted order), then the start nodes not
     opened yet (``rest``). Their children were never made, so a search resumed from them makes
-    the nodes the stopped one would have made (``oracles.carry``)."""
+    the nodes the stopped one would have made (``oracles.window.checkpoint``)."""
     groups = []
     for j in range(state.top, state.start - 1, -1):
         values = state.vals[j, state.cursor[j] : state.count[j]]
@@ -416,7 +416,7 @@ def descend(
 ) -> Outcome:
     """Depth-first branch and bound below ``start`` (module docstring), keeping points with F at
     most ``best`` (a value some grid point attains). The start nodes are searched one at a time,
-    lowest bound first, by the compiled search of ``oracles.branch_kernel`` (the same bounds as
+    lowest bound first, by the compiled search of ``oracles.window.kernel`` (the same bounds as
     ``expand``), ``chunk`` (default ``CHUNK``) nodes between two looks at the clock. Stops when ``budget`` (None:
     none) expires or past its node limit, with ``finished`` False and a proven bound.
     ``progress`` (``oracles.solve_progress``) is given the best value and the least lower bound

@@ -1,4 +1,4 @@
-"""A split solve's parts on threads (``oracles.split_threads``): the same certified minimum as the
+"""A split solve's parts on threads (``oracles.window.split_threads``): the same certified minimum as the
 brute force and as the parts one after the other, a part that raises leaves the whole
 uncertified, and the shared best only ever falls."""
 
@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from oracles import split_threads
+from oracles.window import split_threads
 from oracles.budget import Budget
-from oracles.split import combine, plan_split, sequential_parts
-from oracles.split_threads import SharedBest, thread_parts
+from oracles.window.split import combine, plan_split, sequential_parts
+from oracles.window.split_threads import SharedBest, thread_parts
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 
 

@@ -1,13 +1,13 @@
-"""A split solve: the branch and bound of ``oracles.branch`` cut into parts solved apart.
+"""A split solve: the branch and bound of ``oracles.window.tree`` cut into parts solved apart.
 
 No Ray here: this module says WHAT a split solve computes; ``map_parts`` says where the parts
-run (``sequential_parts`` in this process by default; ``oracles.split_threads`` on threads;
-workers that donate work to each other, ``oracles.donate``, on threads or, as Ray tasks,
+run (``sequential_parts`` in this process by default; ``oracles.window.split_threads`` on threads;
+workers that donate work to each other, ``oracles.window.donate``, on threads or, as Ray tasks,
 ``pipeline.donate_solve.ray_donating_parts`` and ``pipeline.elastic_solve.ElasticParts``).
 ``oracles.window.WindowOracle`` runs it (one part, the root, unless it is given ``parts``) and
 falls back when it does not certify. The steps, for a Problem over an IntegerGrid:
 
-1. an incumbent w_inc with exact value UB (the grid search, ``oracles.grid_search.improve``);
+1. an incumbent w_inc with exact value UB (the grid search, ``oracles.window.incumbent.improve``);
 2. the minorant N_lam <= F tightened once below UB (``noise_window.tighten``), the search's
    tables (``branch.build_tables``), and the tree expanded breadth first until a level holds
    enough nodes (``branch.frontier``): every grid point with F <= UB lies below exactly one of
@@ -47,7 +47,7 @@ import numpy as np
 
 from core.problem import IntegerGrid, Problem
 from oracles.base import REMOTE_CPU, OracleError, Solution, Status, certify
-from oracles.branch import (
+from oracles.window.tree import (
     Estimate,
     Nodes,
     SearchStopped,
@@ -59,9 +59,9 @@ from oracles.branch import (
     frontier,
 )
 from oracles.budget import Budget
-from oracles.carry import Carry
-from oracles.grid_search import improve
-from oracles.noise_window import tightened_decomposition
+from oracles.window.checkpoint import Carry
+from oracles.window.incumbent import improve
+from oracles.window.minorant import tightened_decomposition
 from oracles.solve_progress import Reporter
 
 #: The name a split solve's certificate carries as its backend (``WindowOracle``'s).
@@ -80,7 +80,7 @@ MAX_GROUP = 4096
 class PartTask:
     """What one part needs besides the shared ``Tables``: its index, its nodes' prefixes
     ((m, level) int8, in search order; plain numpy: one array, or one a level in the order to
-    search them, as a search carried on from its open nodes has, ``oracles.carry``), and its
+    search them, as a search carried on from its open nodes has, ``oracles.window.checkpoint``), and its
     budget (``oracles.budget``: the solve's deadline, which a part in another process reads on
     its own clock, and the most nodes the part may make)."""
 
@@ -114,7 +114,7 @@ class PartResult:
         open: a stopped part's nodes still to search, in order (``branch.Outcome.open``); a
             failed part's are unknown (None): its whole task is to search again.
         remote_cpu_seconds: of ``cpu_seconds``, what processes other than ``pid`` spent (the
-            workers folded into it: ``oracles.donate.fold``; each process's CPU is in one
+            workers folded into it: ``oracles.window.donate.fold``; each process's CPU is in one
             result only).
     """
 
@@ -345,7 +345,7 @@ def plan_split(
 
 
 def resume_split(problem: Problem, budget: Budget, carried: Carry, *, parts: int = 1) -> SplitPlan:
-    """The plan of a search carried on from ``carried`` (``oracles.carry``): the tables rebuilt
+    """The plan of a search carried on from ``carried`` (``oracles.window.checkpoint``): the tables rebuilt
     below the same incumbent with the same Lagrangian steps, the carried best as the value to
     search below, and the open nodes dealt into ``parts`` parts, each keeping their order (a
     level group at a time, each group's nodes round-robin by their bounds)."""

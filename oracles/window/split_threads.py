@@ -1,8 +1,8 @@
-"""The parts of a split solve (``oracles.split``) on threads of this process: a solve that holds
+"""The parts of a split solve (``oracles.window.split``) on threads of this process: a solve that holds
 several CPUs searches on all of them without Ray.
 
 The window search's depth-first kernel is compiled without the interpreter lock
-(``oracles.branch_kernel``), so parts searched in threads run side by side on as many cores.
+(``oracles.window.kernel``), so parts searched in threads run side by side on as many cores.
 ``thread_parts(threads)`` is a ``MapParts``: ``threads`` workers take the parts in order from
 one queue (a worker that finishes a part takes the next, so the parts balance without being
 equal), and share one best value: every part reads it when it starts and about every second
@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from core.validation import check_int
-from oracles.branch import SearchStopped, Tables
-from oracles.split import MapParts, PartResult, PartTask, part_or_failure, solve_part_below
+from oracles.window.tree import SearchStopped, Tables
+from oracles.window.split import MapParts, PartResult, PartTask, part_or_failure, solve_part_below
 
 
 class SharedBest:

@@ -1,4 +1,4 @@
-"""The grid heuristic (``oracles.grid_search``) proves nothing, so what is tested is what it
+"""The grid heuristic (``oracles.window.incumbent``) proves nothing, so what is tested is what it
 promises: exact grid points, exact objectives, the noise-only argmin by brute force, local minima
 that no single move improves, and answers no worse than its starts."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from core.problem import Box, IntegerGrid, Problem
 from oracles.budget import Budget
-from oracles.grid_search import (
+from oracles.window.incumbent import (
     improve,
     local_search,
     logistic_direction,
@@ -20,7 +20,7 @@ from oracles.grid_search import (
     rounded_along,
     starting_points,
 )
-from oracles.noise_window import grid_cap
+from oracles.window.minorant import grid_cap
 from tests.oracles.contract import make_instance
 from tests.oracles.fuzz import fuzz_instance
 

@@ -1,4 +1,4 @@
-"""The noise window's pieces (``oracles.noise_window``) against enumeration of small grids: the
+"""The noise window's pieces (``oracles.window.minorant``) against enumeration of small grids: the
 decomposition F = N + L is exact, every minimizer lies in the window, the completion tables are the
 least completions, and the tables they start from. (test_window.py checks the minorants and the
 separable argmin; test_branch.py the search that uses them.)"""
@@ -13,7 +13,7 @@ import pytest
 
 from core.objective import exact_positive
 from core.problem import Box, IntegerGrid, Problem
-from oracles.noise_window import (
+from oracles.window.minorant import (
     WINDOW_REL_SLACK,
     Decomposition,
     completion_tables,

@@ -1,6 +1,6 @@
 """Carry on: the state a stopped window search keeps, and where it is kept.
 
-A window search (``oracles.window``) that stops before it proves its point has not wasted its
+A window search (``oracles.window.oracle``) that stops before it proves its point has not wasted its
 work: every grid point with F at most its best value either was evaluated or lies below one of
 its OPEN nodes (the prefixes it had still to search: ``branch.open_nodes``), and the least lower
 bound of those nodes is a proven bound. ``Carry`` keeps exactly that: the problem's key, the

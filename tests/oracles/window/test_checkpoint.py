@@ -1,4 +1,4 @@
-"""Carrying a stopped window search on (oracles.carry): the same answer, bound and nodes as the
+"""Carrying a stopped window search on (oracles.window.checkpoint): the same answer, bound and nodes as the
 uninterrupted search, against the brute force, with every stop's state checked."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 from oracles.base import Status
 from oracles.budget import Budget
-from oracles.carry import Carry, CarryStore, problem_key
-from oracles.split import PartResult, open_after, plan_split, resume_split
-from oracles.window import WindowOracle
+from oracles.window.checkpoint import Carry, CarryStore, problem_key
+from oracles.window.split import PartResult, open_after, plan_split, resume_split
+from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 
 #: The grid search's time: long enough that it ends when its restarts stop improving (its
@@ -66,7 +66,7 @@ def test_a_stopped_search_carried_on_is_the_uninterrupted_search(tmp_path, make,
         if cert.certified:
             break
         assert cert.status is Status.TIME_LIMIT and "nodes" in cert.message
-        # what its certificate still costs: the tree below its open nodes (oracles.tree_size)
+        # what its certificate still costs: the tree below its open nodes (oracles.window.tree_size)
         assert "to certify: about" in cert.message and "nodes left" in cert.extra["to_certify"]
         left = nodes - cert.extra["total_nodes"]  # what the uninterrupted search still made
         assert left / 3 - 2 <= cert.extra["tree_nodes"] <= 3 * left + 2

@@ -14,13 +14,13 @@ rows with x_u = 0 (always -1 since mu > 0). Each remaining row costs pos_u or ne
 L(k) >= L_min = sum_u min(pos_u, neg_u) (0 for distinct rows of positive counts; RSPM's
 negative weights only ever sit on separator rows, which are in N).
 
-Given any grid point with exact value UB (an incumbent, ``oracles.grid_search``), every
+Given any grid point with exact value UB (an incumbent, ``oracles.window.incumbent``), every
 minimizer k* has N(k*) <= F(k*) - L_min <= UB - L_min: it lies in the noise WINDOW
 {k : N(k) <= UB - L_min}. A dynamic programme over coordinates gives, for every prefix
 (k_0..k_{j-1}) with partial cost C and partial square sum p, the exact minimum of N over its
 completions, Comp_j(p) = min_r (R_j(r) + nu(p + r)) with R_j(r) the least sum_{i >= j} a_i(k_i)
 over sum_{i >= j} k_i^2 = r (``completion_tables``): a prefix with C + Comp_j(p) above the
-threshold has no point in the window. ``oracles.branch`` searches the window this way, with the
+threshold has no point in the window. ``oracles.window.tree`` searches the window this way, with the
 Lagrangian minorant N_lam of ``tighten`` in place of N and the rows a prefix forces
 (``RowPrune``) on top. Thresholds carry a slack far above the floating-point error of the sums
 (``threshold_slack``), so rounding can only keep a point, never drop one.
@@ -79,7 +79,7 @@ class Decomposition:
 
 @dataclass(frozen=True, eq=False)
 class RowPrune:
-    """What a prefix of k already decides about the rows of L (``oracles.branch``).
+    """What a prefix of k already decides about the rows of L (``oracles.window.tree``).
 
     F(k) = N_lam(k) + sum_u [w_u e_u(k) - M_u m_u(k)] over the rows u of L, where e_u is the
     row's error (cost_u = min(pos_u, neg_u) + w_u e_u, w_u = |pos_u - neg_u|), m_u its linear

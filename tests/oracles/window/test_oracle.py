@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from core.problem import IntegerGrid, Problem
-from oracles.noise_window import decompose_objective, row_minorants, separable_argmin, tighten
+from oracles.window.minorant import decompose_objective, row_minorants, separable_argmin, tighten
 from oracles.registry import make_oracle
-from oracles.window import PARTS_PER_THREAD, WindowOracle
+from oracles.window.oracle import PARTS_PER_THREAD, WindowOracle
 from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
 from tests.oracles.limited import limited
 
@@ -134,8 +134,8 @@ def test_the_oracle_refuses_a_box():
 def test_a_frontier_too_large_still_gets_the_fallback(monkeypatch):
     """When the breadth-first frontier alone stops (no part searched), the reference MIP still
     gets the remaining time: the answer is its certified minimum, not the grid's origin."""
-    from oracles import window
-    from oracles.branch import SearchStopped
+    from oracles.window import oracle as window
+    from oracles.window.tree import SearchStopped
 
     def stopped(*args, **kwargs):
         raise SearchStopped("more than 0 nodes at level 1")
