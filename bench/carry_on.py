@@ -4,7 +4,7 @@
 
 For each instance (``bench.generic_instances``: a table, a mechanism, an epsilon, a noise seed):
 
-1. the window search (``oracles.window.WindowOracle``, one part, one thread) runs whole, on no
+1. the window search (``oracles.window.WindowOracle``, one worker, one thread) runs whole, on no
    deadline, and its nodes N, answer and bound are recorded;
 2. the same search with a carry directory (``oracles.window.checkpoint``) runs on a node limit of N / stops,
    and again from the state each stop kept, until it certifies;
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--stops must be >= 1, found {args.stops}")
     load_before = load_loadavg()
     print(f"machine: {describe_machine()}; {load_before} at start")
-    print(f"one part, one thread; stopped every 1/{args.stops} of the whole search's nodes")
+    print(f"one worker, one thread; stopped every 1/{args.stops} of the whole search's nodes")
     print(HEADER)
     rows = []
     for table, mech, eps in args.family:

@@ -6,7 +6,7 @@ what CPU, beside each solve's estimate of its cost at the first stop.
 
 Each instance is run ``r`` of ``+sweep=table`` on a table (``bench.generic_instances
 .sweep_instance``: the noise the sweep draws). Its window solve (``oracles.window.WindowOracle``,
-one part, one thread, a carry directory under ``--state``) gets ``--first`` seconds; when it
+one worker, one thread, a carry directory under ``--state``) gets ``--first`` seconds; when it
 stops uncertified its certificate says what certifying would still cost (``tree_nodes``,
 ``nodes_per_cpu_second``), and it is carried on from its kept state (``oracles.window.checkpoint``) in
 attempts of at most ``--first`` seconds until it certifies or its attempts have run ``--total``

@@ -9,12 +9,12 @@
 For each instance of ``bench.generic_instances`` (OPDisc and Gaussian RSPM at delta = 1/n^2,
 noise from numpy.random.default_rng(seed)), on one thread, in this process, one at a time:
 
-1. the window oracle's plan (``oracles.window.split.plan_split``, one part): the grid search's
-   incumbent (``--grid-seconds``, seed 0) and the search's tables;
+1. the window oracle's plan (``oracles.window.plan.plan``): the grid search's incumbent
+   (``--grid-seconds``, seed 0), the search's tables and its first unit (the root);
 2. the PREFLIGHT estimate: the tree below the incumbent, before any search;
-3. the search itself (``oracles.window.tree.descend`` from the root below the incumbent, what the
-   window oracle runs, lowering its best as it goes) until it ends or ``--limit`` seconds pass:
-   its nodes N, its CPU seconds and the exact minimum;
+3. the search itself (``oracles.window.engine.InProcess(1)`` from the plan's units below the
+   incumbent, what the window oracle runs on one CPU, lowering its best as it goes) until it
+   ends or ``--limit`` seconds pass: its nodes N, its CPU seconds and the exact minimum;
 4. when it ended: the search again from the start, stopped at a tenth of N nodes, and the
    estimate AT A TENTH: the tree below the best value known then (the incumbent, or better if
    the search found better within its first tenth), ``--runs`` runs of ``--width`` nodes a
@@ -45,9 +45,9 @@ import numpy as np
 
 from bench.generic_instances import TABLES, Instance, make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg, print_header
-from oracles.window.tree import Nodes, descend
 from oracles.budget import Budget, now
-from oracles.window.split import plan_split
+from oracles.window.engine import InProcess, Searched
+from oracles.window.plan import Plan, plan
 from oracles.window.tree_size import TreeEstimate, estimate_tree, remaining_message
 
 #: Within this factor of the nodes made counts as a good estimate (issue 38).
@@ -108,20 +108,18 @@ def measure(
     """Steps 1 to 4 of the module docstring on one instance."""
     seed = 0 if instance.seed is None else instance.seed
     cpu = time.process_time()
-    plan = plan_split(
-        instance.problem, Budget.unlimited(), parts=1, search_seconds=grid_seconds, seed=0
-    )
+    start = plan(instance.problem, Budget.unlimited(), search_seconds=grid_seconds, seed=0)
     plan_cpu = time.process_time() - cpu
-    t, incumbent = plan.tables, plan.incumbent
+    t, incumbent = start.tables, start.incumbent
     preflight = estimate_tree(
         t, incumbent, rng=np.random.default_rng([seed, 0]), width=width, runs=runs
     )
-    row = Measured(instance.name, incumbent, plan.seconds, plan_cpu, preflight)
+    row = Measured(instance.name, incumbent, start.seconds, plan_cpu, preflight)
     if survey:
         return row
-    cpu = time.process_time()
-    out = descend(t, Nodes.root(t), incumbent, Budget(now() + limit))  # limit <= 0: none left
-    cpu = time.process_time() - cpu
+    cpu, wall = time.process_time(), time.perf_counter()
+    out = run(start, Budget(now() + limit))  # limit <= 0: none left
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     if not out.finished:  # what a stopped solve would say: the tree below its best, less made
         best = min(incumbent, out.value)
         at_stop = estimate_tree(
@@ -130,36 +128,40 @@ def measure(
         return Measured(
             row.name,
             incumbent,
-            plan.seconds,
+            start.seconds,
             plan_cpu,
             preflight,
             False,
             best,
             out.nodes,
-            out.seconds,
+            wall,
             cpu,
             at_stop=at_stop,
         )
-    tenth = descend(
-        t, Nodes.root(t), incumbent, Budget.unlimited().with_nodes(max(out.nodes // 10, 1))
-    )
+    tenth = run(start, Budget.unlimited().with_nodes(max(out.nodes // 10, 1)))
     best = min(incumbent, tenth.value)
     at_tenth = estimate_tree(t, best, rng=np.random.default_rng([seed, 1]), width=width, runs=runs)
     return Measured(
         row.name,
         incumbent,
-        plan.seconds,
+        start.seconds,
         plan_cpu,
         preflight,
         True,
         min(incumbent, out.value),
         out.nodes,
-        out.seconds,
+        wall,
         cpu,
         tenth.nodes,
         best,
         at_tenth,
     )
+
+
+def run(start: Plan, budget: Budget) -> Searched:
+    """The search from the plan's units below its incumbent on one worker in this process (what
+    ``WindowOracle`` runs on one CPU), on ``budget``."""
+    return InProcess(1).run(start.tables, start.units, start.incumbent, budget)
 
 
 def within(ratio: float, factor: float = FACTOR) -> bool:
@@ -303,4 +305,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["FACTOR", "Measured", "family", "line", "main", "measure", "summary", "within"]
+__all__ = ["FACTOR", "Measured", "family", "line", "main", "measure", "run", "summary", "within"]

@@ -53,11 +53,10 @@ def now() -> float:
 
 
 class Shared(Protocol):
-    """A best value shared by the members of a race (``oracles.window.split_threads.SharedBest``):
-    ``offer`` records a value and returns the least known, and raises ``SearchStopped`` once
-    another member has proven its answer."""
+    """The stop signal shared by the members of a race (``oracles.race.RaceStop``): called, it
+    says why the search is to stop ("" while it goes on)."""
 
-    def offer(self, value: float) -> float: ...
+    def __call__(self) -> str: ...
 
 
 @dataclass(frozen=True)

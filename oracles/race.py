@@ -14,8 +14,8 @@ How the race goes (``Rival``):
 1. the search starts alone; when it has not ended after ``HEAD_START`` seconds, the rival
    starts (problems the search ends sooner, the small ones, never start a process);
 2. a watcher thread polls the rival; when it ends with a certificate, the search is told to
-   stop (``oracles.window.split_threads.SharedBest.stop``: the search's parts raise ``SearchStopped``
-   at their next look at the shared best, within about a second);
+   stop (``RaceStop``: the search's workers see it at their next look at their pool, within a
+   chunk of nodes, and stop with their open nodes and proven bound);
 3. when the search ends with a certificate, the rival is killed; otherwise its answer is awaited
    until the budget's deadline (plus ``GRACE`` seconds for it to write its answer) and the two
    are joined by ``oracles.routing.join``: the better point, the larger proven bound, certified
@@ -51,6 +51,24 @@ POLL = 0.1
 #: The directory that holds the ``oracles`` package: the rival's PYTHONPATH starts with it, so
 #: it runs the code this process runs (an installed package, a checkout or a worktree).
 CODE_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+class RaceStop:
+    """The stop signal of a race (module docstring, step 2): ``stop(reason)`` once the rival
+    certified; calling it says why the search is to stop ("" while it goes on: the window
+    search's ``pool.StopSignal``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reason = ""
+
+    def stop(self, reason: str) -> None:
+        with self._lock:
+            self._reason = str(reason) or "stopped"
+
+    def __call__(self) -> str:
+        with self._lock:
+            return self._reason
 
 
 @dataclass(frozen=True)
@@ -168,4 +186,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["CODE_ROOT", "Entry", "GRACE", "HEAD_START", "POLL", "Rival", "main"]
+__all__ = ["RaceStop", "CODE_ROOT", "Entry", "GRACE", "HEAD_START", "POLL", "Rival", "main"]

@@ -35,7 +35,7 @@ DISCRETE = tuple(
     for name in FACTORIES
     if any(row.route == name and row.problem in (ANY, *PROBLEM_CLASSES) for row in ROUTES)
 )
-#: The oracles whose one solve can be split into parts (they take ``parts`` and ``map_parts``).
+#: The oracles that run the window search (they take its ``executor`` and ``carry``).
 SPLIT = tuple(name for name in FACTORIES if name in SPLIT_ROUTES)
 
 

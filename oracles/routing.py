@@ -61,7 +61,6 @@ with other noise.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -96,9 +95,8 @@ from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
 from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError
-from oracles.race import GRACE, Entry, Rival
-from oracles.window.split import MapParts
-from oracles.window.split_threads import SharedBest
+from oracles.race import GRACE, Entry, RaceStop, Rival
+from oracles.window.engine import Executor
 from oracles.structured import StructuredOracle, has_noise
 from oracles.structured_shape import ShapeMismatch
 from oracles.window.oracle import WindowOracle
@@ -433,7 +431,7 @@ class Route:
         least one), the search the rest (at least one); the one that certifies first stops the
         other, and two uncertified answers are joined."""
         rival_threads = max(1, budget.threads // 2)
-        shared = SharedBest(math.inf)
+        shared = RaceStop()
         entry = Entry(
             dataclasses.replace(self, name=rival.strategy, strategies=self._reference()),
             problem,
@@ -557,13 +555,12 @@ def structured_route(
     max_combos: int | None = None,
     max_work: float | None = None,
     reference: Any = REFERENCE,
-    parts: int = 1,
-    map_parts: MapParts | None = None,
+    executor: Executor | None = None,
     carry: str | None = None,
 ) -> Route:
     """The ``structured`` route (the default): ``max_combos``, ``max_work`` are the structured
-    search's (``oracles.structured``), ``parts``, ``map_parts`` and ``carry`` the window
-    search's (``oracles.window.oracle``), ``reference`` the reference formulation's backends in
+    search's (``oracles.structured``), ``executor`` and ``carry`` the window search's
+    (``oracles.window.oracle``), ``reference`` the reference formulation's backends in
     order."""
     return Route(
         "structured",
@@ -571,7 +568,7 @@ def structured_route(
         threads,
         {
             "structured": StructuredOracle(max_combos=max_combos, max_work=max_work),
-            "window": WindowOracle(parts=parts, map_parts=map_parts, carry=carry),
+            "window": WindowOracle(executor=executor, carry=carry),
         },
         check_prefer(reference),
     )
@@ -586,7 +583,7 @@ def window_route(
     **search: Any,
 ) -> Route:
     """The ``window`` route: the window search (``search``: ``WindowOracle``'s options:
-    max_nodes, search_seconds, lagrange_iterations, seed, parts, map_parts), handed to the
+    max_nodes, search_seconds, lagrange_iterations, seed, executor, carry), handed to the
     reference formulation (``reference``'s backends) when it stops, unless ``fallback`` is None."""
     check_choice("fallback", fallback, (None, "mip"))
     return Route(
@@ -674,7 +671,7 @@ BUILDERS: dict[str, Callable[..., Route]] = {
     "conjunctions_search": _strategy("conjunctions_search"),
     "selection": selection_route,
 }
-#: The routes that run the window search (they take ``parts``, ``map_parts`` and ``carry``).
+#: The routes that run the window search (they take ``executor`` and ``carry``).
 SPLIT = tuple(
     name
     for name in ROUTE_NAMES

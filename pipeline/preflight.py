@@ -50,10 +50,9 @@ from mechanisms.bounds import FeatureBoundError
 from mechanisms.catalog import CATALOG, NON_ORACLE, build_mechanism
 from mechanisms.privacy import PrivacyLeakWarning
 from oracles.window import tree_size
-from oracles.window.tree import SearchStopped
 from oracles.budget import Budget
 from oracles.routing import Route, chain_for, classify
-from oracles.window.split import plan_split
+from oracles.window.plan import plan
 from oracles.window.tree_size import TreeEstimate, estimate_tree, size_message
 from pipeline.config import ConfigError
 from pipeline.tasks import RunKey, format_epsilon, privacy_delta, run_data, run_request
@@ -370,7 +369,7 @@ def check_tree_sizes(
     generic table with noise, the ``window`` and ``portfolio`` routes for every grid): run 0's
     problem built exactly as that run builds it (``pipeline.tasks.run_request``, its own
     generator, ``ClassifierEntry.prepare``), planned as the window search plans it
-    (``oracles.window.split.plan_split``, a grid search of ``PLAN_SECONDS``), and its tree below the
+    (``oracles.window.plan.plan``, a grid search of ``PLAN_SECONDS``), and its tree below the
     plan's incumbent estimated (``oracles.window.tree_size.estimate_tree``, seed 0). A shape whose
     estimate is not certified within ``oracle.time_limit`` CPU seconds on the solve's CPUs
     (``oracle.threads``, times ``oracle.parts`` when the parts run as tasks) at ``rate`` nodes a
@@ -433,14 +432,11 @@ def shape_tree(config, train, key: RunKey, plan_seconds: float) -> TreeEstimate 
     if not any(step.strategy == "window" for step in chain_for(route.name, kind.problem_class)):
         return None
     window = route.strategy("window")
-    try:
-        plan = plan_split(
-            problem,
-            Budget.from_limit(plan_seconds),
-            search_seconds=plan_seconds,
-            seed=window.seed,
-            lagrange_iterations=window.lagrange_iterations,
-        )
-    except SearchStopped:  # the frontier alone is too large: the search cannot certify either
-        return None
-    return estimate_tree(plan.tables, plan.incumbent, rng=np.random.default_rng(0))
+    start = plan(
+        problem,
+        Budget.from_limit(plan_seconds),
+        search_seconds=plan_seconds,
+        seed=window.seed,
+        lagrange_iterations=window.lagrange_iterations,
+    )
+    return estimate_tree(start.tables, start.incumbent, rng=np.random.default_rng(0))

@@ -34,7 +34,8 @@ from mechanisms.release import Release
 from pipeline import reaper
 from pipeline.config import Config
 from pipeline.data.record import Dataset
-from pipeline.elastic_solve import demand_actor, set_waiting
+from pipeline.distributed.ray_pool import assigned_cpus, node_id
+from pipeline.distributed.ray_search import demand_actor, set_waiting
 from pipeline.preflight import local_ray_error, probe_ray_address, ray_connect_error
 from pipeline.progress import (
     PROGRESS_EVERY,
@@ -57,26 +58,13 @@ log = logging.getLogger(__name__)
 MAX_RETRIES = 3
 
 
-def _assigned_cpus() -> int:
-    import ray
-
-    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
-    return max(1, int(round(cpus)))
-
-
-def _node_id() -> str:
-    import ray
-
-    return ray.get_runtime_context().get_node_id()
-
-
 def solve_one(oracle: Any, problem: Any, channel: Channel | None = None) -> tuple[Any, str, float]:
     """One oracle call on a Ray worker: (solution, node, seconds the task took). With a
     ``channel``, the solver's progress goes to the driver's board (``pipeline.progress``)."""
     start = time.perf_counter()
     with reporting(channel):
         solution = oracle.solve(problem)
-    return solution, _node_id(), time.perf_counter() - start
+    return solution, node_id(), time.perf_counter() - start
 
 
 def _remote_functions(run_cpus: int, solver_cpus: int):
@@ -93,8 +81,8 @@ def _remote_functions(run_cpus: int, solver_cpus: int):
         channel: Channel | None = None,
     ):
         with reporting(channel):
-            result, release = run_one(config, key, train, test, threads=_assigned_cpus())
-        return dataclasses.replace(result, node=_node_id()), release
+            result, release = run_one(config, key, train, test, threads=assigned_cpus())
+        return dataclasses.replace(result, node=node_id()), release
 
     solve_task = ray.remote(num_cpus=solver_cpus, max_retries=MAX_RETRIES)(solve_one)
     return run_task, solve_task

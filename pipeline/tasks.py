@@ -31,8 +31,7 @@ from mechanisms.synthetic.fem import SyntheticRelease, check_listed
 from oracles import registry
 from pipeline.config import Config, ConfigError, OracleConfig, SweepConfig
 from pipeline.data.record import Dataset
-from pipeline.donate_solve import ray_donating_parts
-from pipeline.elastic_solve import elastic_parts
+from pipeline.distributed.ray_search import RaySearch
 from pipeline.run_record import RunResult
 from pipeline.settings_schemas import MechanismConfig
 
@@ -149,19 +148,19 @@ def oracle_for(
     """The one place an oracle is built for a run: the route ``name`` (the configured
     ``cfg.name``, or one a catalog entry asks for by name, e.g. the data player's
     ``conjunctions_search``), from the registry. Every oracle gets ``cfg.time_limit`` and ``threads``
-    (default ``cfg.threads``); ``cfg.parts`` > 1 runs the window search as that many Ray tasks
-    sharing their work (``pipeline.donate_solve``: a lost one's work is searched again), else the search grows onto the cluster's idle CPUs while no run
-    of the sweep waits (``pipeline.elastic_solve``); ``carry``: the directory where a window search that stops keeps
-    its state and a later solve of the same problem carries on (``oracles.window.checkpoint``,
-    ``carry_directory``)."""
+    (default ``cfg.threads``). A route that runs the window search runs it on Ray
+    (``pipeline.distributed.ray_search.RaySearch``): ``cfg.parts`` > 1 starts that many workers
+    sharing its work (a lost one's work is searched again), else the search grows onto the
+    cluster's idle CPUs while no run of the sweep waits; ``carry``: the directory where a window
+    search that stops keeps its state and a later solve of the same problem carries on
+    (``oracles.window.checkpoint``, ``carry_directory``)."""
     threads = threads or cfg.threads
     options: dict[str, Any] = {}
-    if cfg.parts > 1 and name in registry.SPLIT:  # parts as Ray tasks of `threads` CPUs each
-        options = {"parts": cfg.parts, "map_parts": ray_donating_parts(cpus_per_task=threads)}
-    elif name in registry.SPLIT:  # onto the cluster's idle CPUs while no run waits
-        options = {"map_parts": elastic_parts()}
-    if carry is not None and name in registry.SPLIT:
-        options["carry"] = carry
+    if name in registry.SPLIT:
+        extras = cfg.parts - 1
+        options["executor"] = RaySearch(extras, grow=extras == 0, cpus_per_task=threads)
+        if carry is not None:
+            options["carry"] = carry
     return registry.make_oracle(name, time_limit=cfg.time_limit, threads=threads, **options)
 
 

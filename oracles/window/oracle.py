@@ -4,23 +4,26 @@ For OPDisc and RSPM on generic tables (continuous columns, where the structured 
 shape to use), F = N + L decomposes into a noise part N that is separable over the coordinates plus
 a function of ||w||^2, and the data's 0/1 loss L (``oracles.window.minorant``). The steps:
 
-1. an incumbent: the grid search of ``oracles.window.incumbent`` (seeded, a few seconds);
-2. a minorant N_lam <= F, separable again: N plus Lagrangian-weighted linear minorants of the
-   rows' losses (``noise_window.tighten``); its minimum over the grid is a proven lower bound;
-3. a depth-first branch and bound over the coordinates (``oracles.window.tree``): a prefix is kept
-   while N_lam's least completion plus what its forced rows owe is at most the best exact value
-   found; every whole point kept is evaluated with the exact rule (``Problem.objective``). When
-   the search ends, the best is the exact minimum, certified through ``oracles.base.certify``
-   with itself as the bound. Every minimizer lies in the noise WINDOW {N_lam <= F(incumbent)},
-   which is what makes the search small when the noise is strong.
+1. the plan (``oracles.window.plan``): an incumbent from the grid search, the minorant
+   N_lam <= F tightened below it (its minimum over the grid is a proven lower bound), the
+   search's tables, and the root as the first unit; or, carried on, the state a stopped search
+   kept (``oracles.window.checkpoint``);
+2. the search (``oracles.window.engine``): workers take units from one pool and search them
+   depth first, keeping a prefix while N_lam's least completion plus what its forced rows owe
+   is at most the best exact value found (``oracles.window.tree``); every whole point kept is
+   evaluated with the exact rule (``Problem.objective``). Where the workers run is the
+   executor's business (this process, threads, or a cluster's Ray tasks), never the answer's;
+3. the answer: when no node is left, the best is the exact minimum, certified through
+   ``oracles.base.certify`` with itself as the bound. Every minimizer lies in the noise WINDOW
+   {N_lam <= F(incumbent)}, which is what makes the search small when the noise is strong.
 
 When the search does not end before its budget's deadline (``oracles.budget``) or its node
 limit, the oracle does not certify: it returns the best point found, uncertified (TIME_LIMIT),
-with the search's proven bound and ``extra["stopped"]`` saying why. It is one strategy and builds
-no other oracle: the routing table (``oracles.routing``) gives the search a share of the solve's
-budget and hands a stopped search over to the reference formulation on the rest, joining the two
-(the better point, the larger proven bound). The certificate's ``extra`` records the incumbent,
-the Lagrangian bound, the search's nodes and leaves, and what was done.
+with the search's proven bound, ``extra["stopped"]`` saying why and ``extra["to_certify"]``
+what the certificate would still cost (``oracles.window.tree_size``); with ``carry`` its open
+nodes are kept for the next attempt. It is one strategy and builds no other oracle: the routing
+table (``oracles.routing``) gives the search a share of the solve's budget and hands a stopped
+search over to the reference formulation on the rest.
 """
 
 from __future__ import annotations
@@ -33,224 +36,283 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.problem import IntegerGrid, Problem
-from oracles.base import (
-    REMOTE_CPU,
-    OracleError,
-    Solution,
-    Status,
-    certify,
-    counts_cpu,
-)
-from oracles.window.tree import Nodes, SearchStopped
+from oracles.base import REMOTE_CPU, OracleError, Solution, Status, certify, counts_cpu
 from oracles.budget import Budget
+from oracles.solve_progress import Reporter, reporter
 from oracles.window.checkpoint import Carry, CarryStore, problem_key
-from oracles.solve_progress import reporter
-from oracles.window.split import (
-    MapParts,
-    combine,
-    open_after,
-    plan_split,
-    resume_split,
-    sequential_parts,
-)
-from oracles.window.split_threads import thread_parts
+from oracles.window.engine import Executor, Searched, least_bound, local_executor
+from oracles.window.plan import Plan, plan, resume
+from oracles.window.pool import Pool
+from oracles.window.tree import ESTIMATE_EVERY, Nodes
 from oracles.window.tree_size import TreeEstimate, estimate_tree, remaining_message
+from oracles.window.worker import Worker
 
-#: Parts a thread when a solve's threads search it (``oracles.window.split_threads``): more parts than
-#: threads, so that a thread that finishes its part takes another.
-PARTS_PER_THREAD = 4
 #: The grid search's share of the search's time (at most ``search_seconds``).
 GRID_SEARCH_SHARE = 0.1
+#: The name the window search's certificates carry.
+BACKEND = "window"
 
 
 @dataclass(frozen=True)
 class WindowOracle:
     """Exact minimization of F over an IntegerGrid by branch and bound (module docstring).
 
-    A solve's budget with more than one thread and no ``map_parts`` cuts the search into
-    ``PARTS_PER_THREAD`` parts a thread, searched on that many threads of this process
-    (``oracles.window.split_threads``).
-
     Args:
-        max_nodes: the most nodes a part may make before it stops (and the budget's
+        max_nodes: the most nodes a worker may make before it stops (and the budget's
             ``node_limit``, when it has one and is less).
         search_seconds: the grid search's budget (at most a tenth of the search's time).
         lagrange_iterations: subgradient steps of the Lagrangian minorant (0: none).
         seed: the grid search's random restarts (numpy.random.default_rng(seed)).
-        parts: the search is cut into this many parts (``oracles.window.split``), run by
-            ``map_parts`` (default: one after the other in this process;
-            ``pipeline.donate_solve.ray_donating_parts``: as Ray tasks sharing their work).
+        executor: where the workers run (``oracles.window.engine.Executor``); None, or one that
+            does not accept the solve's budget: the budget's CPUs in this process (one worker,
+            or one a thread; a race's search too).
         carry: a directory where a search that stops keeps its state and a later solve of the
-            same problem carries on from it (``oracles.window.checkpoint``); None: every solve starts over.
+            same problem carries on from it (``oracles.window.checkpoint``); None: every solve
+            starts over.
     """
 
     max_nodes: int = 500_000_000
     search_seconds: float = 5.0
     lagrange_iterations: int = 300
     seed: int = 0
-    parts: int = 1
-    map_parts: MapParts | None = None
+    executor: Executor | None = None
     carry: str | None = None
-    name: str = "window"
+    name: str = BACKEND
 
     def __post_init__(self) -> None:
         if self.max_nodes < 1:
             raise ValueError(f"max_nodes must be >= 1, found {self.max_nodes!r}")
-        if isinstance(self.parts, bool) or not isinstance(self.parts, int) or self.parts < 1:
-            raise ValueError(f"parts must be an integer >= 1, found {self.parts!r}")
+
+    def executor_for(self, budget: Budget) -> Executor:
+        """The executor of a solve on ``budget``: this oracle's when it accepts it, else the
+        budget's CPUs in this process (``engine.local_executor``)."""
+        racing = budget.shared is not None
+        if self.executor is not None and self.executor.accepts(budget, racing):
+            return self.executor
+        return local_executor(budget.threads)
 
     @counts_cpu
     def solve(self, problem: Problem, budget: Budget) -> Solution:
-        """The search on ``budget``. A budget that shares a best value and a stop signal with a
-        race's rival (``Budget.shared``, ``oracles.race``) runs the search on threads
-        (``oracles.window.split_threads``), one or more; a search whose parts run elsewhere
-        (``map_parts``) does not read it."""
-        start = time.perf_counter()
+        """The search on ``budget``. A budget that shares a race's stop (``Budget.shared``,
+        ``oracles.race``) stops the search when the rival certified."""
+        start, cpu = time.perf_counter(), time.process_time()
         if not isinstance(problem.domain, IntegerGrid):
             raise OracleError(f"the window oracle needs an IntegerGrid, found {problem.domain!r}")
-        cpu = time.process_time()
         shared = budget.shared
         budget = budget.with_nodes(self.max_nodes)
-        # a map_parts that is only a default (``elastic``: pipeline.elastic_solve) yields to
-        # the budget's threads and to a race's shared best, as no map_parts does, and reports
-        # progress as the search in this process does
-        default = self.map_parts is None or getattr(self.map_parts, "elastic", False)
-        threaded = default and (budget.threads > 1 or shared is not None)
-        parts = max(self.parts, PARTS_PER_THREAD * budget.threads) if threaded else self.parts
         store = CarryStore(self.carry) if self.carry is not None else None
         carried = store.load(problem) if store is not None else None
-        try:
-            if carried is not None:
-                plan = resume_split(problem, budget, carried, parts=parts)
-            else:
-                plan = plan_split(
-                    problem,
-                    budget,
-                    parts=parts,
-                    seed=self.seed,
-                    search_seconds=min(self.search_seconds, GRID_SEARCH_SHARE * budget.seconds),
-                    lagrange_iterations=self.lagrange_iterations,
-                )
-        except SearchStopped as err:  # the frontier alone: no part was searched
-            origin = np.zeros(problem.d)
-            return self.stopped(problem, origin, -math.inf, start, {"stopped": f"frontier: {err}"})
-        grown: dict = {}  # what an elastic search did on the cluster (its ``record``)
-        if threaded:  # the budget's CPUs as threads of this process (oracles.window.split_threads)
-            results = thread_parts(budget.threads, shared)(plan.tables, plan.tasks, plan.incumbent)
-        elif default:  # in this process (an elastic map_parts: until it grows, ``default``)
-            progress = reporter(problem.label, self.name)  # oracles.solve_progress
-
-            def estimate(best: float, left: tuple[np.ndarray, ...], made: int) -> str:
-                """The progress line's cost to certify (``branch.ESTIMATE_EVERY``)."""
-                rate = made / max(time.process_time() - cpu, 1e-9)
-                return "to certify: " + remaining_message(cost_left(plan, left, best), 0, rate)
-
-            run = sequential_parts if self.map_parts is None else self.map_parts
-            results = run(
-                plan.tables, plan.tasks, plan.incumbent, progress=progress, estimate=estimate
-            )
-            grown = getattr(run, "record", dict)()
+        if carried is not None:
+            start_plan = resume(problem, carried)
         else:
-            results = self.map_parts(plan.tables, plan.tasks, plan.incumbent)
-        solution = combine(plan, results, seconds=time.perf_counter() - start, backend=self.name)
-        if grown:
-            c = solution.certificate
-            solution = dataclasses.replace(
-                solution, certificate=dataclasses.replace(c, extra={**c.extra, **grown})
+            start_plan = plan(
+                problem,
+                budget,
+                seed=self.seed,
+                search_seconds=min(self.search_seconds, GRID_SEARCH_SHARE * budget.seconds),
+                lagrange_iterations=self.lagrange_iterations,
             )
-        left = open_after(plan, results)
+        progress = reporter(problem.label, self.name)  # oracles.solve_progress
+        report = Progress(start_plan, progress, cpu) if progress.active else None
+        searched = self.executor_for(budget).run(
+            start_plan.tables,
+            start_plan.units,
+            start_plan.incumbent,
+            budget,
+            stop=shared,
+            report=report,
+        )
+        if report is not None:
+            report.finish(searched)
+        solution = answer(start_plan, searched, time.perf_counter() - start, self.name)
         if store is not None:
-            solution = self.kept(store, plan, left, solution, carried, cpu, start)
+            solution = kept(store, start_plan, searched, solution, cpu, start)
         cert = solution.certificate
         if cert.certified or cert.status is not Status.TIME_LIMIT:
             return solution
-        extra = {**cert.extra, "stopped": cert.message}
-        spent = time.process_time() - cpu + float(cert.extra.get(REMOTE_CPU, 0.0))  # every worker's
-        rate = cert.extra.get("nodes", 0) / max(spent, 1e-9)
-        estimate = cost_left(plan, left, min(cert.objective, plan.incumbent))
+        spent = time.process_time() - cpu + searched.remote_cpu_seconds  # every worker's
+        rate = searched.nodes / max(spent, 1e-9)
+        estimate = cost_left(start_plan, searched.open, min(cert.objective, start_plan.incumbent))
+        extra = {**cert.extra, "stopped": searched.message or cert.message}
         extra.update(estimate.to_metrics(), nodes_per_cpu_second=rate)
         extra["to_certify"] = remaining_message(estimate, 0, rate)
-        return self.stopped(problem, solution.w, cert.bound, start, extra)
+        return stopped(problem, solution.w, cert, time.perf_counter() - start, extra, self.name)
 
-    def kept(self, store, plan, left, solution, carried, cpu, start) -> Solution:
-        """``solution`` with what every attempt spent in its ``extra`` (``carried_*`` before
-        this one, ``total_*`` with it), its state kept when it stopped (``oracles.window.checkpoint``) and
-        dropped when it certified."""
-        c = solution.certificate
-        nodes = int(c.extra.get("nodes", 0))
-        spent_cpu = time.process_time() - cpu + float(c.extra.get(REMOTE_CPU, 0.0))
-        seconds = time.perf_counter() - start
-        before = carried or Carry(
-            problem_key(plan.problem),
-            plan.incumbent,
-            plan.w_incumbent,
-            plan.incumbent,
-            plan.w_incumbent,
-            -math.inf,
-            (),
-            0,
-            0.0,
-            0.0,
-            0,
-            self.lagrange_iterations,
-        )
-        now = before.spent(nodes, spent_cpu, seconds)
-        extra = {
-            **c.extra,
-            "attempts": now.attempts,
-            "carried_nodes": before.nodes,
-            "carried_cpu_seconds": before.cpu_seconds,
-            "carried_seconds": before.seconds,
-            "total_nodes": now.nodes,
-            "total_cpu_seconds": now.cpu_seconds,
-            "total_seconds": now.seconds,
-        }
-        if c.certified:
-            store.drop(plan.problem)
-        elif c.status is Status.TIME_LIMIT:
-            w_best = solution.w if c.objective <= before.best else before.w_best
-            state = dataclasses.replace(
-                now,
-                best=min(c.objective, before.best),
-                w_best=w_best,
-                bound=max(c.bound, before.bound),
-                open=left,
-            )
-            extra["carry"] = str(store.save(state))
-        return dataclasses.replace(solution, certificate=dataclasses.replace(c, extra=extra))
 
-    def stopped(self, problem, w_best, lower, start, extra) -> Solution:
-        """The answer of a search that stopped: its best point, uncertified, with its proven
-        bound ``lower`` (``extra["stopped"]`` says why)."""
-        cost = f"; to certify: {extra['to_certify']}" if "to_certify" in extra else ""
+def answer(start: Plan, searched: Searched, seconds: float, backend: str = BACKEND) -> Solution:
+    """The search's answer (module docstring, step 3): the better of the plan's incumbent and
+    the least value found (the incumbent among ties), certified when no node is left; else the
+    larger of the plan's bound and what the search proved."""
+    w, value = start.w_incumbent, start.incumbent
+    if searched.w is not None and searched.value < value:
+        w, value = searched.w, searched.value
+    extra = {
+        "incumbent": start.incumbent,
+        "lagrange_bound": start.lagrange_bound,
+        "workers": searched.workers,
+        "donations": searched.donations,
+        "nodes": searched.nodes,
+        "leaves": searched.leaves,
+        "worker_cpu_seconds": searched.cpu_seconds,
+        REMOTE_CPU: searched.remote_cpu_seconds,  # this process's own is counted already
+        **searched.cluster,
+    }
+    if start.carried is not None:
+        extra["carried_open_nodes"] = start.carried.open_nodes
+    bound = min(value, searched.bound)
+    if searched.finished:
         return certify(
-            problem,
-            w_best,
-            status=Status.TIME_LIMIT,
-            bound=lower,
-            seconds=time.perf_counter() - start,
-            backend=self.name,
-            message=f"search stopped ({extra['stopped']}){cost}",
+            start.problem,
+            w,
+            status=Status.OPTIMAL,
+            bound=bound,
+            seconds=seconds,
+            backend=backend,
+            threads=searched.threads,
+            solver_objective=value,
             extra=extra,
         )
+    status = Status.ERROR if searched.errors else Status.TIME_LIMIT
+    return certify(
+        start.problem,
+        w,
+        status=status,
+        bound=min(max(bound, start.lagrange_bound), value),  # both lower bounds hold
+        seconds=seconds,
+        backend=backend,
+        threads=searched.threads,
+        message=searched.message,
+        extra=extra,
+    )
+
+
+def kept(
+    store: CarryStore, start: Plan, searched: Searched, solution: Solution, cpu: float, t0: float
+) -> Solution:
+    """``solution`` with what every attempt spent in its ``extra`` (``carried_*`` before this
+    one, ``total_*`` with it), its state kept when it stopped (``oracles.window.checkpoint``)
+    and dropped when it certified."""
+    c = solution.certificate
+    spent_cpu = time.process_time() - cpu + searched.remote_cpu_seconds
+    before = start.carried or Carry(
+        problem_key(start.problem),
+        start.upper,
+        start.w_upper,
+        start.incumbent,
+        start.w_incumbent,
+        -math.inf,
+        (),
+        0,
+        0.0,
+        0.0,
+        0,
+        start.lagrange_iterations,
+    )
+    now = before.spent(searched.nodes, spent_cpu, time.perf_counter() - t0)
+    extra = {
+        **c.extra,
+        "attempts": now.attempts,
+        "carried_nodes": before.nodes,
+        "carried_cpu_seconds": before.cpu_seconds,
+        "carried_seconds": before.seconds,
+        "total_nodes": now.nodes,
+        "total_cpu_seconds": now.cpu_seconds,
+        "total_seconds": now.seconds,
+    }
+    if c.certified:
+        store.drop(start.problem)
+    elif c.status is Status.TIME_LIMIT:
+        w_best = solution.w if c.objective <= before.best else before.w_best
+        state = dataclasses.replace(
+            now,
+            best=min(c.objective, before.best),
+            w_best=w_best,
+            bound=max(c.bound, before.bound),
+            open=searched.open,
+        )
+        extra["carry"] = str(store.save(state))
+    return dataclasses.replace(solution, certificate=dataclasses.replace(c, extra=extra))
+
+
+def stopped(problem, w_best, cert, seconds: float, extra: dict, backend: str) -> Solution:
+    """The answer of a search that stopped: its best point, uncertified, with its proven bound
+    (``extra["stopped"]`` says why, ``extra["to_certify"]`` what is left)."""
+    cost = f"; to certify: {extra['to_certify']}" if "to_certify" in extra else ""
+    return certify(
+        problem,
+        w_best,
+        status=Status.TIME_LIMIT,
+        bound=cert.bound,
+        seconds=seconds,
+        backend=backend,
+        threads=cert.threads,
+        message=f"search stopped ({extra['stopped']}){cost}",
+        extra=extra,
+    )
+
+
+class Progress:
+    """A search's progress line (``oracles.solve_progress``): after every chunk of worker 0,
+    when due, the best value known and the least bound of the nodes left (one worker: its
+    open nodes and the pool's units; several: the bound the search started from, with how
+    many search), and every ``ESTIMATE_EVERY`` seconds the cost to certify."""
+
+    def __init__(self, start: Plan, progress: Reporter, cpu: float) -> None:
+        self.plan, self.progress, self.cpu = start, progress, cpu
+        self.started = time.perf_counter()
+        self.noted = self.started
+        self.note = ""
+        self._bounds: dict[int, float] = {}  # a queued unit's least bound, by its id
+        self.proven = start.lagrange_bound  # the last bound reported while one worker searched
+
+    def queued_bound(self, pool: Pool) -> float:
+        least = math.inf
+        for uid, states in pool.queued():
+            if uid not in self._bounds:
+                self._bounds[uid] = least_bound(self.plan.tables, (states,))
+            least = min(least, self._bounds[uid])
+        return least
+
+    def __call__(self, worker: Worker, pool: Pool, workers: int, where: str = "") -> None:
+        if not self.progress.due():
+            return
+        found = min(worker.value, worker.best, self.plan.incumbent)
+        if workers > 1:  # the bound proven while one worker searched (bounds only rise)
+            note = f"searching on {workers} {where or 'workers'}"
+            self.progress.report(min(found, pool.best), min(found, self.proven), note=note)
+            return
+        least = min(found, worker.least_bound_left(), self.queued_bound(pool))
+        self.proven = least = max(least, min(self.plan.lagrange_bound, found))
+        now = time.perf_counter()
+        if now - self.noted >= ESTIMATE_EVERY:
+            left = worker.open() + tuple(states for _, states in pool.queued())
+            rate = worker.made / max(time.process_time() - self.cpu, 1e-9)
+            estimate = cost_left(self.plan, left, found)
+            self.note, self.noted = "to certify: " + remaining_message(estimate, 0, rate), now
+        self.progress.report(found, least, note=self.note)
+
+    def finish(self, searched: Searched) -> None:
+        """The last word: what the search proved."""
+        found = min(searched.value, self.plan.incumbent)
+        self.progress.report(found, min(found, searched.bound), force=True)
 
 
 #: The estimate of a stopped search's tree (``cost_left``): fewer nodes a level than a
-#: preflight's (``oracles.window.tree_size``), so that it takes a tenth of a second or so after the
-#: search stopped. On breast cancer, RSPM at epsilon 10, stopped after 3.5 million nodes (40 open
-#: nodes at 24 levels): 0.16 s and 1.06e7 nodes left (9.1e6 to 1.2e7), where 1,000 a level and 8
-#: runs took 3.4 s and gave 1.09e7 (1.06e7 to 1.12e7).
+#: preflight's (``oracles.window.tree_size``), so that it takes a tenth of a second or so after
+#: the search stopped. On breast cancer, RSPM at epsilon 10, stopped after 3.5 million nodes (40
+#: open nodes at 24 levels): 0.16 s and 1.06e7 nodes left (9.1e6 to 1.2e7), where 1,000 a level
+#: and 8 runs took 3.4 s and gave 1.09e7 (1.06e7 to 1.12e7).
 ESTIMATE_WIDTH = 50
 ESTIMATE_RUNS = 4
 
 
-def cost_left(plan, left: tuple[np.ndarray, ...], best: float) -> TreeEstimate:
+def cost_left(start: Plan, left: tuple[np.ndarray, ...], best: float) -> TreeEstimate:
     """What a stopped search's certificate would still cost: the estimated tree below its open
-    nodes ``left`` and its best value (``oracles.window.tree_size``; the nodes it made are not in it).
-    It reads the tables only: the answer and its certificate are unchanged."""
-    starts = [Nodes.from_states(plan.tables, states) for states in left]
+    nodes ``left`` and its best value (``oracles.window.tree_size``; the nodes it made are not
+    in it). It reads the tables only: the answer and its certificate are unchanged."""
+    starts = [Nodes.from_states(start.tables, states) for states in left]
     return estimate_tree(
-        plan.tables,
+        start.tables,
         best,
         rng=np.random.default_rng(0),
         width=ESTIMATE_WIDTH,
@@ -259,4 +321,4 @@ def cost_left(plan, left: tuple[np.ndarray, ...], best: float) -> TreeEstimate:
     )
 
 
-__all__ = ["GRID_SEARCH_SHARE", "PARTS_PER_THREAD", "WindowOracle"]
+__all__ = ["BACKEND", "GRID_SEARCH_SHARE", "Progress", "WindowOracle", "answer", "cost_left"]

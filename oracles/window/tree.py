@@ -1,6 +1,6 @@
 """Exact argmin over an IntegerGrid by depth-first branch and bound on the coordinates.
 
-The search behind the window oracle (``oracles.window.oracle``) and its split solve (``oracles.window.split``).
+The search's tables and nodes, behind the window oracle (``oracles.window.oracle``).
 In ``oracles.window.minorant``'s notation F = N + L, and N_lam <= F is the Lagrangian minorant
 (``noise_window.tighten``): separable over the coordinates plus a function of ||k||^2. The
 search fixes the coordinates one at a time (``noise_window.coordinate_order``: costly noise
@@ -34,31 +34,25 @@ times the chunk), the best falls early, and every node is checked against the be
 popped, not when it was made. The rows' signed scores (``Nodes.Y``) are updated incrementally
 from the parent's.
 
-Splitting (for Ray): ``frontier`` expands breadth first until a level holds enough nodes;
-``deal`` hands them out round-robin in order of their bounds, so every part gets a share of the
-promising region (the parts balance by construction, not by luck); ``descend`` searches one part
-from its nodes, reading and offering the shared best through a callback.
+The search itself is ``oracles.window.worker`` (one worker) and ``oracles.window.engine`` (the
+loop, the pool, where the workers run); ``frontier`` expands breadth first from the root (the
+plan's first unit, ``oracles.window.plan``), and ``open_nodes`` writes a stopped search's stack
+down as prefixes (``oracles.window.checkpoint``).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from core.problem import Problem
 from oracles.window.kernel import (
-    DONE,
     State,
     expand_nodes,
     node_bounds,
-    open_node,
-    run,
 )
-from oracles.budget import Budget
 from oracles.window.minorant import (
     WINDOW_REL_SLACK,
     Decomposition,
@@ -66,25 +60,16 @@ from oracles.window.minorant import (
     completion_tables,
     coordinate_order,
 )
-from oracles.solve_progress import Reporter
 
-#: Nodes the compiled search makes between two looks at the clock (``descend``).
-CHUNK = 100_000
 #: float32's unit roundoff: the signed scores Y are kept in float32 (``build_tables``).
 Y_ROUNDING = 2.0**-24
-#: How often (seconds) a search calls its ``share`` callback.
-SHARE_EVERY = 1.0
-#: How often (seconds) a search that reports progress asks its ``estimate`` what is left (the
-#: first time after one interval): an estimate costs a tenth of a second or so.
+#: How often (seconds) a search that reports progress estimates what is left (the first time
+#: after one interval): an estimate costs a tenth of a second or so.
 ESTIMATE_EVERY = 60.0
-
-#: ``estimate(best, open, made) -> note``: what certifying still costs, from the search's best
-#: value, its open nodes (``open_nodes``) and the nodes it has made (``oracles.window.oracle``).
-Estimate = Callable[[float, tuple[np.ndarray, ...], int], str]
 
 
 class SearchStopped(RuntimeError):
-    """The search hit its deadline or its node limit (``Outcome.finished`` is False)."""
+    """The frontier passed its node limit (``frontier``)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -332,41 +317,6 @@ def frontier(t: Tables, best: float, *, at_least: int, max_nodes: int = 2_000_00
     return nodes
 
 
-def deal(nodes: Nodes, parts: int) -> list[np.ndarray]:
-    """The nodes' indices in ``parts`` groups, round-robin in order of their lower bounds (so
-    each group gets a share of the most promising nodes). Empty groups are dropped."""
-    ranked = np.argsort(nodes.lb, kind="stable")
-    return [g for g in (ranked[i::parts] for i in range(parts)) if len(g)]
-
-
-@dataclass(frozen=True, eq=False)
-class Outcome:
-    """How a search ended.
-
-    Attributes:
-        w: the best point found at or below the starting best (None: none).
-        value: its exact objective (+inf when ``w`` is None).
-        bound: a proven lower bound on F over the points below the starting nodes: min(value,
-            the last best searched below) when finished, and also at most the least lower bound
-            left on the stack when not.
-        finished: the whole tree below the starting nodes was searched.
-        nodes: nodes made; leaves: whole points evaluated exactly.
-        open: a stopped search's nodes still to search, in the order it would have searched
-            them (``open_nodes``): every point below the starting nodes with F at most the best
-            lies below one of them or was evaluated. Empty when finished.
-    """
-
-    w: np.ndarray | None
-    value: float
-    bound: float
-    finished: bool
-    nodes: int
-    leaves: int
-    seconds: float
-    message: str = ""
-    open: tuple[np.ndarray, ...] = ()
-
-
 def open_nodes(state: State, rest: np.ndarray) -> tuple[np.ndarray, ...]:
     """The nodes a stopped depth-first search has still to search, as prefixes ((m, level)
     int8, search order), in the order it would have searched them: the stack's children not
@@ -399,118 +349,12 @@ def score_leaves(
     return w, value, best
 
 
-#: ``share(best) -> best'``: offers the search's best and returns the least known anywhere.
-Share = Callable[[float], float]
-
-
-def descend(
-    t: Tables,
-    start: Nodes,
-    best: float,
-    budget: Budget | None = None,
-    *,
-    share: Share | None = None,
-    progress: Reporter | None = None,
-    chunk: int | None = None,
-    estimate: Estimate | None = None,
-) -> Outcome:
-    """Depth-first branch and bound below ``start`` (module docstring), keeping points with F at
-    most ``best`` (a value some grid point attains). The start nodes are searched one at a time,
-    lowest bound first, by the compiled search of ``oracles.window.kernel`` (the same bounds as
-    ``expand``), ``chunk`` (default ``CHUNK``) nodes between two looks at the clock. Stops when ``budget`` (None:
-    none) expires or past its node limit, with ``finished`` False and a proven bound.
-    ``progress`` (``oracles.solve_progress``) is given the best value and the least lower bound
-    left below ``start`` when it is due, and every ``ESTIMATE_EVERY`` seconds ``estimate``'s note
-    on what is left."""
-    t0 = time.perf_counter()
-    budget = budget if budget is not None else Budget(math.inf)
-    chunk = CHUNK if chunk is None else chunk
-    w_best, found, best = None, math.inf, float(best)
-    if share is not None:
-        best = min(best, share(best))
-    last_share = last_estimate = t0
-    note = ""
-    state = State.empty(t.d, t.bound, len(t.sign))
-    order = np.argsort(start.lb, kind="stable")
-    made = leaves = 0
-
-    def score(K: np.ndarray) -> None:
-        """Score whole points (search order) exactly; the best so far improves on them."""
-        nonlocal w_best, found, best, leaves
-        w_best, found, best = score_leaves(t, K, w_best, found, best)
-        leaves += len(K)
-
-    def stopped(now: float, least_left: float, left: tuple[np.ndarray, ...]) -> Outcome:
-        """A stopped search's outcome; ``least_left``: the least bound left (without const),
-        ``left`` the nodes still to search."""
-        reason = budget.stopped_by(made)
-        bound = min(found, best, least_left + t.const)
-        return Outcome(w_best, found, bound, False, made, leaves, now - t0, reason, left)
-
-    for pos, index in enumerate(order):
-        now = time.perf_counter()
-        if budget.spent(made) or budget.expired():  # also between start nodes that end quickly
-            rest = start.states[order[pos:]]
-            return stopped(now, float(start.lb[order[pos:]].min()), (rest,))
-        if not start.lb[index] <= t.threshold(best):
-            continue
-        if start.level == t.d:
-            score(start.states[index : index + 1])
-            continue
-        made += open_node(
-            t,
-            state,
-            start.level,
-            start.states[index],
-            start.C[index],
-            start.P[index],
-            start.Y[index],
-            t.threshold(best),
-        )
-        while True:
-            why, n = run(t, state, t.threshold(best), budget.chunk(made, chunk))
-            made += n
-            if state.n_leaves:
-                score(state.leaves[: state.n_leaves])
-                state.n_leaves = 0
-                if share is not None:
-                    best = min(best, share(best))
-            if why == DONE:
-                break
-            now = time.perf_counter()
-            if share is not None and now - last_share >= SHARE_EVERY:
-                best, last_share = min(best, share(best)), now
-            stop = budget.expired() or budget.spent(made)
-            if stop or (progress is not None and progress.due()):
-                rest = start.lb[order[pos + 1 :]]
-                least = min(state.least_bound_left(), float(rest.min(initial=math.inf)))
-                left = least + t.const
-                if stop:
-                    left = open_nodes(state, start.states[order[pos + 1 :]])
-                    return stopped(now, least, left)
-                if estimate is not None and now - last_estimate >= ESTIMATE_EVERY:
-                    rest = open_nodes(state, start.states[order[pos + 1 :]])
-                    note, last_estimate = estimate(min(found, best), rest, made), now
-                progress.report(min(found, best), min(found, best, left), note=note)
-    if share is not None:
-        best = min(best, share(best))
-    if progress is not None:  # the last word: what the finished search proved
-        progress.report(min(found, best), min(found, best), force=True)
-    return Outcome(w_best, found, min(found, best), True, made, leaves, time.perf_counter() - t0)
-
-
 __all__ = [
-    "CHUNK",
     "Nodes",
-    "Outcome",
-    "SearchStopped",
     "ESTIMATE_EVERY",
-    "Estimate",
-    "Share",
+    "SearchStopped",
     "Tables",
     "build_tables",
-    "deal",
-    "descend",
     "open_nodes",
     "expand",
     "frontier",

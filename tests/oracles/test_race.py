@@ -15,10 +15,9 @@ from bench.generic_instances import make_instance
 from oracles import race
 from oracles.window import oracle as window
 from oracles.base import OBJECTIVE_TOL, Status
-from oracles.window.tree import SearchStopped
 from oracles.budget import Budget, now
 from oracles.registry import make_oracle
-from oracles.window.split_threads import SharedBest
+from oracles.window.engine import InProcess
 from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance
 
@@ -64,7 +63,7 @@ def test_the_portfolio_certifies_the_brute_force_minimum(seed):
 def test_a_stopped_shared_best_stops_the_search_within_seconds():
     problem = make_instance("rspm", 10.0, 2, table="midwest").problem  # about 6e8 nodes
     WindowOracle(search_seconds=0.1).solve(fuzz_instance(0))  # the kernel compiled first
-    shared = SharedBest(math.inf)
+    shared = race.RaceStop()
     timer = threading.Timer(4.0, shared.stop, args=("a rival certified",))
     timer.start()
     start = time.perf_counter()
@@ -78,13 +77,11 @@ def test_a_stopped_shared_best_stops_the_search_within_seconds():
     assert "a rival certified" in cert.extra["stopped"]
 
 
-def test_a_shared_best_refuses_offers_once_stopped():
-    shared = SharedBest(3.0)
-    assert shared.offer(2.0) == 2.0 and shared.offer(5.0) == 2.0
+def test_a_race_stop_says_why_once_stopped():
+    shared = race.RaceStop()
+    assert shared() == ""
     shared.stop("done")
-    with pytest.raises(Exception, match="done"):
-        shared.offer(1.0)
-    assert shared.value == 2.0
+    assert shared() == "done"
 
 
 def test_a_rival_stopped_before_its_head_start_never_starts():
@@ -120,13 +117,14 @@ def test_a_rival_past_its_time_is_killed(tmp_path):
 @pytest.mark.integration
 @pytest.mark.parametrize("seed", range(4))
 def test_a_rival_that_certifies_first_is_the_brute_forces_answer(monkeypatch, seed):
-    # the search stops at once (its frontier "too large"); the rival starts at once, certifies
+    # the search stops after its first node; the rival starts at once, certifies
     monkeypatch.setattr(race, "HEAD_START", 0.0)
 
-    def too_large(*args, **kwargs):
-        raise SearchStopped("a frontier too large")
+    class FirstNodeOnly(InProcess):
+        def run(self, tables, units, best, budget, **options):
+            return super().run(tables, units, best, budget.with_nodes(1), **options)
 
-    monkeypatch.setattr(window, "plan_split", too_large)
+    monkeypatch.setattr(window, "local_executor", lambda threads: FirstNodeOnly())
     problem = fuzz_instance(seed)
     solution = make_oracle("portfolio", time_limit=60, threads=2).solve(problem)
     cert = solution.certificate

@@ -227,11 +227,12 @@ def test_the_structured_search_reports_its_incumbent_and_bound():
 
 
 def test_the_window_search_reports_its_best_and_a_valid_bound(monkeypatch):
-    from oracles.window import tree as branch
+    from oracles.window import engine
+    from oracles.window import oracle as window
     from oracles.window.oracle import WindowOracle
 
-    monkeypatch.setattr(branch, "ESTIMATE_EVERY", 0.0)  # its cost to certify at every report
-    monkeypatch.setattr(branch, "CHUNK", 50)  # a look at the clock every 50 nodes
+    monkeypatch.setattr(window, "ESTIMATE_EVERY", 0.0)  # its cost to certify at every report
+    monkeypatch.setattr(engine, "WORKER_CHUNK", 50)  # a look at the pool every 50 nodes
 
     rng = np.random.default_rng(7)  # weak noise, d = 8: the search runs for a fraction of a second
     n, d = 300, 8

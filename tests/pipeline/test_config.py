@@ -77,17 +77,18 @@ def test_every_oracle_option_composes_and_builds(name):
 
 
 @pytest.mark.parametrize("name", ["structured", "window"])
-def test_oracle_parts_split_the_window_search_into_ray_tasks(name):
-    from pipeline.donate_solve import RayDonatingParts
-    from pipeline.elastic_solve import ElasticParts
+def test_oracle_parts_run_the_window_search_on_that_many_ray_workers(name):
+    from pipeline.distributed.ray_search import RaySearch
     from pipeline.tasks import mechanism_oracle
 
     config = validate(_compose([f"oracle={name}", "oracle.parts=4", "oracle.threads=2"]))
     search = mechanism_oracle(config.oracle).strategy("window")  # the route's window search
-    assert search.parts == 4 and isinstance(search.map_parts, RayDonatingParts)
-    assert search.map_parts.cpus_per_task == 2  # a part holds the CPUs of the oracle's threads
-    plain = mechanism_oracle(validate(_compose([f"oracle={name}"])).oracle)
-    assert isinstance(plain.strategy("window").map_parts, ElasticParts)  # idle CPUs, no config
+    assert isinstance(search.executor, RaySearch)
+    assert search.executor.fixed == 3 and not search.executor.grow  # worker 0 and 3 extras
+    assert search.executor.cpus_per_task == 2  # a worker holds the CPUs of the oracle's threads
+    plain = mechanism_oracle(validate(_compose([f"oracle={name}"])).oracle).strategy("window")
+    assert isinstance(plain.executor, RaySearch)  # idle CPUs, no config
+    assert plain.executor.fixed == 0 and plain.executor.grow
 
 
 @pytest.mark.parametrize(

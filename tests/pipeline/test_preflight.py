@@ -343,9 +343,9 @@ def test_the_tree_is_estimated_on_run_0s_own_problem(monkeypatch):
         preflight, "estimate_tree", lambda t, best, rng: estimated.append(t) or None
     )
     planned = []
-    real_plan = preflight.plan_split
+    real_plan = preflight.plan
     monkeypatch.setattr(
-        preflight, "plan_split", lambda p, *a, **k: planned.append(p) or real_plan(p, *a, **k)
+        preflight, "plan", lambda p, *a, **k: planned.append(p) or real_plan(p, *a, **k)
     )
     shape_tree(config, train, key, 0.1)
 

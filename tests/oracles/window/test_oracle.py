@@ -2,9 +2,10 @@
 
 Default run: the 120 fast fuzz instances (OPDisc with both signs of norm_coef, RSPM with
 negative separator weights, exact ERM, rows on and near the margin, repeated rows with both
-labels), with the fallback to the reference MIP, and the first 60 with a cap of 20 nodes and no
-fallback (so that the uncertified path is exercised too); the pieces (the minorants;
-``test_branch.py`` has the search's). ``-m slow``: 600 larger instances.
+labels), with the fallback to the reference MIP, the first 40 on two threads (a solve whose
+budget holds two CPUs runs ``Threads(2)``), and the first 60 with a cap of 20 nodes and no
+fallback (so that the uncertified path is exercised too); what a certificate carries; the
+pieces (the minorants; ``test_engine.py`` has the search's). ``-m slow``: 600 larger instances.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import numpy as np
 import pytest
 
 from core.problem import IntegerGrid, Problem
-from oracles.window.minorant import decompose_objective, row_minorants, separable_argmin, tighten
+from oracles.base import REMOTE_CPU, Status
+from oracles.budget import Budget
 from oracles.registry import make_oracle
-from oracles.window.oracle import PARTS_PER_THREAD, WindowOracle
+from oracles.window.engine import InProcess, Threads
+from oracles.window.minorant import decompose_objective, row_minorants, separable_argmin, tighten
+from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
 from tests.oracles.limited import limited
 
@@ -46,13 +50,73 @@ def test_no_false_certificate_with_the_fallback(fast):
 
 
 def test_no_false_certificate_on_two_threads(fast):
-    oracle = limited(WindowOracle(search_seconds=0.01), 20.0, 2)  # thread_parts
+    oracle = limited(WindowOracle(search_seconds=0.01), 20.0, 2)  # Threads(2)
     tally = _fuzz(oracle, fast[:40])
     assert tally.false == 0, "\n".join(tally.failures)
     assert tally.certified == tally.instances
     solution = oracle.solve(fast[0][1])
-    assert solution.certificate.threads == 2
-    assert solution.certificate.extra["parts_asked"] == PARTS_PER_THREAD * 2
+    assert solution.certificate.threads == 2 and solution.certificate.extra["workers"] == 2
+    assert isinstance(oracle.strategy.executor_for(Budget.unlimited(2)), Threads)
+
+
+#: What every window certificate's ``extra`` holds, and what a stopped one adds.
+EXTRA = {
+    "incumbent",
+    "lagrange_bound",
+    "workers",
+    "donations",
+    "nodes",
+    "leaves",
+    "worker_cpu_seconds",
+    REMOTE_CPU,
+}
+STOPPED = {
+    "stopped",
+    "to_certify",
+    "nodes_per_cpu_second",
+    "tree_nodes",
+    "tree_nodes_low",
+    "tree_nodes_high",
+    "tree_estimate_seconds",
+}
+CARRIED = {
+    "attempts",
+    "carried_nodes",
+    "carried_cpu_seconds",
+    "carried_seconds",
+    "total_nodes",
+    "total_cpu_seconds",
+    "total_seconds",
+}
+#: The fixed split's keys: gone with it (issue 44).
+SPLIT = {"parts", "parts_unfinished", "part_cpu_seconds", "parts_asked"}
+
+
+@pytest.mark.parametrize(
+    "executor",
+    [InProcess(1), InProcess(3, chunk=2, min_levels=1), Threads(2)],
+    ids=["one", "three-donating", "two-threads"],
+)
+def test_a_certificate_says_what_the_search_did(tmp_path, executor):
+    problem = fuzz_instance(7)
+    truth = brute_force(problem)
+    oracle = WindowOracle(search_seconds=0.0, executor=executor)
+    done = oracle.solve(problem, Budget.unlimited()).certificate
+    assert done.certified and set(done.extra) >= EXTRA
+    assert not set(done.extra) & (STOPPED | SPLIT) and "carried_open_nodes" not in done.extra
+    assert done.extra["workers"] == getattr(executor, "workers", 2)
+    assert done.extra["nodes"] > 0 and done.extra["leaves"] > 0
+    assert done.extra["lagrange_bound"] <= float(truth.minimum) + 1e-9
+    assert done.objective == pytest.approx(float(truth.minimum), abs=1e-9)
+    carrying = WindowOracle(search_seconds=0.0, executor=executor, carry=str(tmp_path))
+    stopped = carrying.solve(problem, Budget.unlimited().with_nodes(1)).certificate
+    assert stopped.status is Status.TIME_LIMIT
+    assert set(stopped.extra) >= EXTRA | STOPPED | CARRIED | {"carry"}
+    assert not set(stopped.extra) & SPLIT
+    again = carrying.solve(problem, Budget.unlimited()).certificate
+    assert again.certified and set(again.extra) >= EXTRA | CARRIED | {"carried_open_nodes"}
+    assert not set(again.extra) & (STOPPED | SPLIT)
+    assert again.extra["total_nodes"] == stopped.extra["nodes"] + again.extra["nodes"]
 
 
 def test_no_false_certificate_from_the_window_alone(fast):
@@ -131,17 +195,27 @@ def test_the_oracle_refuses_a_box():
         WindowOracle().solve(problem)
 
 
-def test_a_frontier_too_large_still_gets_the_fallback(monkeypatch):
-    """When the breadth-first frontier alone stops (no part searched), the reference MIP still
-    gets the remaining time: the answer is its certified minimum, not the grid's origin."""
+class _StoppedAtOnce:
+    """An executor whose search stops before it searches a node (a race's stop at once)."""
+
+    def accepts(self, budget, racing):
+        return True
+
+    def run(self, tables, units, best, budget, *, stop=None, report=None):
+        return InProcess(1).run(tables, units, best, budget, stop=lambda: "stopped at once")
+
+
+def test_a_search_that_searched_nothing_still_gets_the_fallback(monkeypatch):
+    """When the window search stops before it searches a node, the reference MIP still gets
+    the remaining time: the answer is its certified minimum, not the incumbent. (The plan's
+    frontier is the root alone: it cannot pass a node limit as the fixed split's did.)"""
     from oracles.window import oracle as window
-    from oracles.window.tree import SearchStopped
 
-    def stopped(*args, **kwargs):
-        raise SearchStopped("more than 0 nodes at level 1")
-
-    monkeypatch.setattr(window, "plan_split", stopped)
+    monkeypatch.setattr(window, "local_executor", lambda threads: _StoppedAtOnce())
     problem = fuzz_instance(0)
+    alone = WindowOracle(search_seconds=0.0).solve(problem, Budget.unlimited()).certificate
+    assert alone.status is Status.TIME_LIMIT and alone.extra["stopped"] == "stopped at once"
+    assert alone.extra["nodes"] == 0
     solution = make_oracle("window", time_limit=30.0).solve(problem)
     cert = solution.certificate
     assert cert.certified and "reference" in cert.fallback

@@ -1,21 +1,20 @@
 """The branch and bound of ``oracles.window.tree`` piece by piece, against enumeration of the grid:
 the rows' reach is the exact integer maximum, every node's lower bound is below F on every
-point under it, the frontier covers every point at or below the threshold once, and a search
-that is stopped still proves a valid bound."""
+point under it, and the frontier covers every point at or below the threshold once. The search
+itself (its minimum, a stopped search's bound, a best lowered by another worker) is tested in
+``test_engine.py`` and ``test_worker.py``."""
 
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pytest
 
 from core.problem import IntegerGrid
-from oracles.window.tree import Nodes, build_tables, deal, descend, expand, frontier, reach_tables
-from oracles.budget import Budget
 from oracles.window.minorant import tightened_decomposition
-from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
+from oracles.window.tree import Nodes, build_tables, expand, frontier, reach_tables
+from tests.oracles.fuzz import fuzz_instance, parallel_instance
 
 
 def _grid_points(domain: IntegerGrid) -> np.ndarray:
@@ -80,61 +79,15 @@ def test_every_node_bound_is_below_f_under_it_and_the_tree_keeps_every_point(fam
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_the_frontier_dealt_covers_each_point_once(seed):
+def test_the_frontier_covers_each_point_once(seed):
     problem = parallel_instance(seed)
     K = _grid_points(problem.domain)
     F = problem.objective(problem.domain.step * K.astype(float))
     upper = float(np.quantile(F, 0.5))
     t = _tables(problem, upper)
     nodes = frontier(t, upper, at_least=10)
-    groups = deal(nodes, 3)
-    assert sorted(np.concatenate(groups).tolist()) == list(range(len(nodes)))
+    assert len(nodes) >= 10 or nodes.level == t.d
     prefixes = [tuple(s) for s in nodes.states.tolist()]
     assert len(set(prefixes)) == len(prefixes)  # disjoint
     Ko = K[:, t.order]
     assert {tuple(k[: nodes.level]) for k in Ko[F <= upper].tolist()} <= set(prefixes)
-
-
-@pytest.mark.parametrize("seed", range(12))
-def test_descend_finds_the_brute_force_minimum(seed):
-    problem = fuzz_instance(seed)
-    truth = brute_force(problem)
-    K = _grid_points(problem.domain)
-    upper = float(problem.objective(problem.domain.step * K[len(K) // 2].astype(float)))
-    t = _tables(problem, upper)
-    out = descend(t, Nodes.root(t), upper, chunk=7)  # small chunks: a deep stack
-    assert out.finished and out.w is not None
-    assert float(truth.value_at(out.w)) == float(truth.minimum)
-    assert out.bound == out.value
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_a_stopped_search_proves_a_valid_bound(seed):
-    problem = parallel_instance(seed)
-    minimum = float(brute_force(problem).minimum)
-    K = _grid_points(problem.domain)
-    F = problem.objective(problem.domain.step * K.astype(float))
-    upper = float(F.max())
-    t = _tables(problem, upper)
-    out = descend(t, Nodes.root(t), upper, Budget.unlimited().with_nodes(3), chunk=2)
-    assert not out.finished and "nodes" in out.message
-    assert out.bound <= minimum + 1e-9
-    assert math.isinf(out.value) or out.value >= minimum - 1e-9
-
-
-def test_a_share_callback_lowers_the_threshold():
-    problem = fuzz_instance(2)
-    minimum = float(brute_force(problem).minimum)
-    K = _grid_points(problem.domain)
-    upper = float(problem.objective(problem.domain.step * K.astype(float)).max())
-    t = _tables(problem, upper)
-    seen = []
-
-    def share(value):
-        seen.append(value)
-        return minimum  # another part found the minimum already
-
-    out = descend(t, Nodes.root(t), upper, share=share)
-    assert out.finished and seen
-    assert out.bound == pytest.approx(minimum, abs=1e-12)
-    assert out.w is None or out.value == pytest.approx(minimum, abs=1e-9)

@@ -1,5 +1,5 @@
 """The tree-size estimate of ``oracles.window.tree_size``: the tree it estimates is the one the search
-makes (``descend``'s node count), the estimate is unbiased (exactly, over every draw, on small
+makes (the engine's node count), the estimate is unbiased (exactly, over every draw, on small
 trees: Knuth's probe at width 1 and the systematic draw at width 2), small trees are counted
 exactly, it lands near the search's count on random instances, and its progress line."""
 
@@ -11,7 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from oracles.window.tree import Nodes, build_tables, descend
+from oracles.budget import Budget
+from oracles.window.engine import InProcess
+from oracles.window.tree import Nodes, build_tables
 from oracles.window.kernel import DONE, State, open_node, run
 from oracles.window.minorant import tightened_decomposition
 from oracles.window.tree_size import (
@@ -47,7 +49,7 @@ def _searched(family, seed, quantile=0.5, max_points=20_000):
     upper = float(np.quantile(_grid_values(problem), quantile))
     tight, _, prune = tightened_decomposition(problem, upper, 50)
     t = build_tables(problem, tight, prune)
-    out = descend(t, Nodes.root(t), upper)
+    out = descend(t, upper)
     assert out.finished
     return t, upper, out
 
@@ -59,9 +61,14 @@ def _searched(family, seed, quantile=0.5, max_points=20_000):
 def test_the_tree_counted_is_the_one_the_search_makes_given_its_best(family, seed):
     t, upper, out = _searched(family, seed)
     # given the minimum from the start, the search makes exactly the counted tree
-    assert descend(t, Nodes.root(t), out.value).nodes == count_tree(t, out.value)
+    assert descend(t, out.value).nodes == count_tree(t, out.value)
     # starting above it and lowering its best, it makes at least as many
     assert count_tree(t, out.value) <= out.nodes <= count_tree(t, upper)
+
+
+def descend(t, best: float):
+    """One worker's search from the root below ``best`` (``oracles.window.engine``)."""
+    return InProcess().run(t, (Nodes.root(t).states,), best, Budget.unlimited())
 
 
 def _exact_expectation(t, best, width, proxy):
@@ -169,7 +176,7 @@ def test_it_only_reads_the_tables():
     estimate_tree(t, out.value, rng=np.random.default_rng(0), width=2, runs=3)
     for k, v in before.items():
         np.testing.assert_array_equal(getattr(t, k), v)
-    again = descend(t, Nodes.root(t), out.value)
+    again = descend(t, out.value)
     assert again.value == out.value
 
 

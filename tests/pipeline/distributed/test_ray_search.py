@@ -1,22 +1,30 @@
-"""A solve that grows onto idle Ray CPUs and shrinks back (pipeline.elastic_solve): the
-one-process answer whether it grew or not, no growth while a run waits, extras recalled (their
-open nodes handed back) when runs wait again."""
+"""The window search on Ray (pipeline.distributed.ray_search.RaySearch): with fixed extras
+(``oracle.parts``) or grown onto idle CPUs and shrunk back, the one-process answer; no growth
+while a run waits, extras recalled (their open nodes handed back) when runs wait again; a lost
+extra's lease searched again; a worker gets the CPUs it holds; a solve returns near its limit
+counting its workers' CPU, and extras the cluster never starts are cancelled at the deadline."""
 
 from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from core.problem import Problem
 from oracles.budget import Budget
-from oracles.window.split import combine, plan_split, sequential_parts
-from pipeline.elastic_solve import ElasticParts
+from oracles.registry import make_oracle
+from oracles.window.engine import InProcess
+from oracles.window.oracle import WindowOracle, answer
+from oracles.window.plan import plan
+from pipeline.distributed import ray_search
+from pipeline.distributed.ray_search import RaySearch, demand_actor
 from tests.oracles.contract import hard_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 from tests.pipeline.own_ray import own_ray
+from tests.timing import assert_returns_near, timed
 
 PROBLEMS = [fuzz_instance(s, max_points=3200) for s in (0, 5)] + [
     parallel_instance(2, max_points=3200)
@@ -30,17 +38,22 @@ def medium_instance(d: int = 11, seed: int = 7) -> Problem:
 
 
 def _plan(problem):
-    return plan_split(problem, Budget.unlimited(), parts=1, search_seconds=0.05)
+    return plan(problem, Budget.unlimited(), search_seconds=0.05)
 
 
-def _one(plan):
-    results = sequential_parts(plan.tables, plan.tasks, plan.incumbent)
-    return combine(plan, results, seconds=0.0)
+def _run(executor, start, budget=None):
+    """``executor``'s search of the plan ``start`` (unlimited unless ``budget``)."""
+    budget = budget or Budget.unlimited()
+    return executor.run(start.tables, start.units, start.incumbent, budget)
 
 
-def _check_same(plan, results, problem):
-    got = combine(plan, results, seconds=0.0)
-    one = _one(plan)
+def _one(start):
+    return answer(start, _run(InProcess(), start), 0.0)
+
+
+def _check_same(start, searched, problem):
+    got = answer(start, searched, 0.0)
+    one = _one(start)
     a, b = got.certificate, one.certificate
     assert a.certified and b.certified, (a.message, b.message)
     assert a.objective == b.objective and a.bound == pytest.approx(b.bound, abs=1e-12)
@@ -51,23 +64,28 @@ def _check_same(plan, results, problem):
 
 
 @pytest.mark.parametrize("problem", PROBLEMS)
-def test_without_ray_it_is_the_one_process_search(problem):
-    plan = _plan(problem)
-    driver = ElasticParts(chunk=2, min_levels=1, grow_every=0.0)
-    results = driver(plan.tables, plan.tasks, plan.incumbent)
-    a = _check_same(plan, results, problem)
+def test_without_ray_it_is_the_one_process_search(problem, monkeypatch):
+    import ray
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # another test's Ray, if any
+    start = _plan(problem)
+    driver = RaySearch(chunk=2, min_levels=1, grow_every=0.0)
+    a = _check_same(start, _run(driver, start), problem)
     assert driver.extras == 0 and driver.grown_at is None
-    assert a.extra["nodes"] == _one(plan).certificate.extra["nodes"]
+    assert a.extra["nodes"] == _one(start).certificate.extra["nodes"]
 
 
-def test_in_a_window_search_it_reports_the_best_a_valid_bound_and_the_cost_to_certify():
+def test_in_a_window_search_it_reports_the_best_a_valid_bound_and_the_cost_to_certify(
+    monkeypatch,
+):
     """As the search in this process does (tests/oracles/test_solve_progress.py)."""
-    from oracles.window.oracle import WindowOracle
+    from oracles.window import oracle as window
     from tests.oracles.limited import limited
     from tests.oracles.test_solve_progress import _solve_with_and_without, same_answer
 
-    elastic = ElasticParts(chunk=2000, estimate_every=0.0)
-    oracle = limited(WindowOracle(search_seconds=0.05, map_parts=elastic), 120.0)
+    monkeypatch.setattr(window, "ESTIMATE_EVERY", 0.0)  # its cost to certify at every report
+    elastic = RaySearch(chunk=2000)
+    oracle = limited(WindowOracle(search_seconds=0.05, executor=elastic), 120.0)
     plain, heard, seen = _solve_with_and_without(oracle, medium_instance(9), interval=0.0)
     assert plain.certificate.certified
     same_answer(plain, heard, extra=False)
@@ -88,10 +106,9 @@ def local_ray():
 @pytest.mark.integration
 @pytest.mark.parametrize("problem", [*PROBLEMS, medium_instance()])
 def test_grown_onto_idle_cpus_it_gives_the_one_process_answer(local_ray, problem):
-    plan = _plan(problem)
-    driver = ElasticParts(chunk=2, min_levels=1, grow_every=0.0)
-    results = driver(plan.tables, plan.tasks, plan.incumbent)
-    _check_same(plan, results, problem)
+    start = _plan(problem)
+    driver = RaySearch(chunk=2, min_levels=1, grow_every=0.0)
+    _check_same(start, _run(driver, start), problem)
     assert driver.grown_at is not None and driver.extras >= 1
 
 
@@ -100,11 +117,10 @@ def test_grown_it_still_reports_the_best_a_valid_bound_and_its_cpus(local_ray):
     """After the growth the progress line hears the best known, a bound the certified minimum
     does not fall below, and how many CPUs the search is on (no longer "no solver report")."""
     from oracles.solve_progress import listening
-    from oracles.window.oracle import WindowOracle
     from tests.oracles.limited import limited
 
-    elastic = ElasticParts(chunk=200, grow_every=0.0)
-    oracle = limited(WindowOracle(search_seconds=0.05, map_parts=elastic), 120.0)
+    elastic = RaySearch(chunk=200, grow_every=0.0)
+    oracle = limited(WindowOracle(search_seconds=0.05, executor=elastic), 120.0)
     seen = []
     with listening(seen.append, interval=0.0):
         solution = oracle.solve(medium_instance(14))
@@ -120,15 +136,12 @@ def test_grown_it_still_reports_the_best_a_valid_bound_and_its_cpus(local_ray):
 
 @pytest.mark.integration
 def test_it_does_not_grow_while_a_run_waits(local_ray):
-    from pipeline.elastic_solve import demand_actor
-
     demand = demand_actor(local_ray, 1)
     try:
         problem = medium_instance()
-        plan = _plan(problem)
-        driver = ElasticParts(chunk=1000, grow_every=0.0)
-        results = driver(plan.tables, plan.tasks, plan.incumbent)
-        _check_same(plan, results, problem)
+        start = _plan(problem)
+        driver = RaySearch(chunk=1000, grow_every=0.0)
+        _check_same(start, _run(driver, start), problem)
         assert driver.extras == 0
     finally:
         local_ray.kill(demand)
@@ -138,15 +151,13 @@ def test_it_does_not_grow_while_a_run_waits(local_ray):
 def test_extras_give_their_nodes_back_when_runs_wait(local_ray):
     """Grown onto both CPUs (none idle), then a run waits: the extras are recalled, hand their
     open nodes back and end; the solve still certifies the one-process answer."""
-    from pipeline.elastic_solve import demand_actor
-
     demand = demand_actor(local_ray, 0)
     try:
         # d = 15: long enough (the d = 14 search is 6.7M nodes, 4.9 CPU s with the vectorized
         # kernel) that two extras start before it ends and one is recalled
         problem = medium_instance(15)
-        plan = _plan(problem)
-        driver = ElasticParts(chunk=200, grow_every=0.05)
+        start = _plan(problem)
+        driver = RaySearch(chunk=200, grow_every=0.05)
         calls = []
         original = driver._resize
 
@@ -158,8 +169,7 @@ def test_extras_give_their_nodes_back_when_runs_wait(local_ray):
             return out
 
         driver._resize = resize
-        results = driver(plan.tables, plan.tasks, plan.incumbent)
-        _check_same(plan, results, problem)
+        _check_same(start, _run(driver, start), problem)
         assert driver.extras >= 2 and driver.recalled >= 1, (driver.extras, driver.recalled)
     finally:
         local_ray.kill(demand)
@@ -228,24 +238,27 @@ def two_nodes():
 
 
 def _hard_tail(seconds: float, busy: float) -> dict:
-    """On a Ray worker: the hard instance's window search with ``ElasticParts`` for
+    """On a Ray worker: the hard instance's window search with ``RaySearch`` for
     ``seconds``, while another run holds the other CPU for its first ``busy`` seconds."""
     import ray
 
     problem = medium_instance(16)  # runs to its limit: the tail is measured whatever the load
-    plan = plan_split(problem, Budget.from_limit(seconds), parts=1, search_seconds=0.2)
-    driver = ElasticParts(grow_every=0.5)
+    budget = Budget.from_limit(seconds)
+    start = plan(problem, budget, search_seconds=0.2)
+    driver = RaySearch(grow_every=0.5)
     started = time.time()
-    results = driver(plan.tables, plan.tasks, plan.incumbent)
-    cert = combine(plan, results, seconds=0.0).certificate
+    searched = _run(driver, start, budget)
+    cert = answer(start, searched, 0.0).certificate
+    record = searched.cluster
+    grown = driver.grown_at
     return {
         "node": ray.get_runtime_context().get_node_id(),
-        "grown_at": driver.grown_at,
-        "grew_at_time": None if driver.grown_at is None else started + driver.grown_at,
-        "seconds": driver.seconds,
+        "grown_at": grown,
+        "grew_at_time": None if grown is None else started + grown,
+        "seconds": None if grown is None else grown + record["elastic_tail_seconds"],
         "extras": driver.extras,
-        "tail_worker_seconds": driver.tail_worker_seconds,
-        "tail_cpu_seconds": driver.tail_cpu_seconds,
+        "tail_worker_seconds": record.get("elastic_tail_worker_seconds"),
+        "tail_cpu_seconds": record.get("elastic_tail_cpu_seconds"),
         "status": cert.status.name,
         "bound_ok": cert.bound <= cert.objective,
     }
@@ -266,8 +279,6 @@ def drive(address: str) -> dict:
     """The test below's driver, in a process of its own (Ray reads its token once a process):
     two runs on the cluster at ``address``, their nodes and times."""
     import ray
-
-    from pipeline.elastic_solve import demand_actor
 
     ray.init(address=address, log_to_driver=False)
     try:
@@ -298,7 +309,7 @@ def test_the_hard_solve_left_alone_runs_on_both_nodes(two_nodes):
     from tests.timing import slowdown
 
     script = (
-        "import json; from tests.pipeline.test_elastic_solve import drive; "
+        "import json; from tests.pipeline.distributed.test_ray_search import drive; "
         f"print('RESULT', json.dumps(drive({two_nodes['address']!r})))"
     )
     done = subprocess.run(
@@ -331,7 +342,7 @@ def test_a_sweeps_last_hard_solve_runs_on_both_nodes(two_nodes, tmp_path):
     run a node. Once the regression has ended the solve is the run left: it grows onto the
     idle node, its workers run on both nodes, and from its growth to its stop its workers got
     at least 1.8 CPU seconds a wall second (over the machine's slowdown, ``tests.timing``), as
-    its certificate in the run's release.json records (``ElasticParts.record``)."""
+    its certificate in the run's release.json records (``RaySearch.record``)."""
     import json
     import subprocess
     import sys
@@ -379,3 +390,98 @@ def test_a_sweeps_last_hard_solve_runs_on_both_nodes(two_nodes, tmp_path):
     assert span >= 30.0, grown  # a tail long enough to measure
     assert grown["elastic_tail_worker_seconds"] / span >= 1.8, grown
     assert grown["elastic_tail_cpu_seconds"] / span >= 1.8 / slowdown(), (grown, slowdown())
+
+
+# --- fixed extras (``oracle.parts``) ------------------------------------------------------------
+
+
+def _unique_argmin(problem) -> bool:
+    truth = brute_force(problem)
+    return sum(v == truth.minimum for v in truth.values) == 1
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("problem", PROBLEMS[:2], ids=["opdisc", "mixed"])
+def test_fixed_extras_on_ray_give_the_one_process_answer(local_ray, problem):
+    start = _plan(problem)
+    driver = RaySearch(2, grow=False, chunk=2, min_levels=1)
+    searched = _run(driver, start)
+    a = _check_same(start, searched, problem)
+    assert driver.extras == 2 and searched.workers >= 2
+    assert sum(r.nodes for r in searched.records) == a.extra["nodes"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("relaunches", [0, 4])
+def test_a_lost_extras_lease_is_searched_again(local_ray, monkeypatch, tmp_path, relaunches):
+    """Extra 1 takes the root unit and dies holding it (once): the lease goes back to the pool,
+    worker 0 (or the replacement) searches it, and the solve certifies the one-process
+    answer."""
+    original = ray_search.worker_task
+    marker = Path(tmp_path) / "died"
+
+    def dying(tables, index, pool, budget, best, chunk, min_levels):
+        import ray
+
+        if index == 1 and not marker.exists():
+            marker.write_text("once")
+            ray.get(pool.take.remote(1, 0))  # holds a unit, if one is queued
+            raise RuntimeError("worker lost")
+        return original(tables, index, pool, budget, best, chunk, min_levels)
+
+    monkeypatch.setattr(ray_search, "worker_task", dying)
+    monkeypatch.setattr(ray_search, "MAX_RELAUNCHES", relaunches)
+    problem = PROBLEMS[0]
+    start = _plan(problem)
+    driver = RaySearch(1, grow=False, chunk=2, min_levels=1)
+    c = _check_same(start, _run(driver, start), problem)
+    assert marker.exists() and driver.relaunched <= min(relaunches, 1)
+    assert math.isfinite(c.objective)
+
+
+@pytest.mark.integration
+def test_a_worker_gets_the_cpus_it_holds_as_threads(local_ray):
+    """One extra of 2 CPUs on a 2-CPU Ray: the certificate reports the 2 CPUs it held."""
+    oracle = WindowOracle(search_seconds=0.02, executor=RaySearch(1, grow=False, cpus_per_task=2))
+    cert = oracle.solve(medium_instance(13), Budget.from_limit(60.0)).certificate
+    assert cert.certified, cert.message
+    assert cert.threads == 2 or cert.extra["elastic_extras"] == 1, cert
+
+
+def test_an_extra_holds_at_least_one_cpu():
+    with pytest.raises(ValueError, match="cpus_per_task >= 1"):
+        RaySearch(1, cpus_per_task=0)
+
+
+@pytest.mark.integration
+def test_a_solve_on_ray_returns_within_its_limit_and_counts_its_workers_cpu(local_ray):
+    """A search that cannot finish in 2 s, an extra as a Ray task: back near the limit (its
+    CPU, the extra's in its process and this one's, within 1.1 x the limit on its 2 CPUs
+    plus 5 s; its wall-clock time within 1.1 x the limit plus 5 s, plus the slack a loaded
+    machine takes: tests/timing.py), uncertified, its certificate counting the CPU its extra
+    got in its process beside this one's."""
+    oracle = make_oracle("window", time_limit=2.0, executor=RaySearch(1, grow=False), fallback=None)
+    with timed() as took:
+        cert = oracle.solve(hard_instance()).certificate
+    assert not cert.certified, cert.message
+    assert_returns_near(2.0, took.wall, cert.cpu_seconds, took.slowdown, cpus=2)
+    if cert.extra["remote_cpu_seconds"] == 0.0:
+        # on a loaded machine the extra may not have started before the 2 s deadline: it is
+        # then cancelled, its lease left open, never counted as searched
+        assert took.slowdown > 1.5, cert.extra
+    assert cert.cpu_seconds >= cert.extra["remote_cpu_seconds"]
+
+
+@pytest.mark.integration
+def test_extras_the_cluster_never_starts_are_cancelled_at_the_deadline(local_ray):
+    """Extras that ask for more CPUs than the cluster has never start: the solve stops waiting
+    for them PART_GRACE_SECONDS after the deadline, cancels them and leaves their leases open
+    (the solve stopped, not failed)."""
+    driver = RaySearch(2, grow=False, cpus_per_task=3)
+    oracle = make_oracle("window", time_limit=1.0, executor=driver, fallback=None)
+    with timed() as took:
+        cert = oracle.solve(hard_instance()).certificate
+    # the driver waits out the grace on the wall clock; the slack is a loaded machine's
+    assert took.wall <= 1.0 + ray_search.PART_GRACE_SECONDS + 5.0 * took.slowdown, took.wall
+    assert cert.status.value == "time_limit" and driver.cancelled == 2
+    assert cert.extra["remote_cpu_seconds"] == 0.0 and cert.bound <= cert.objective
