@@ -24,6 +24,7 @@ from pipeline.config import Config, ConfigError, sweep_id, with_content
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
 from pipeline.faults import (
+    HOW_TO_RESUME,
     SpaceReserve,
     StorageError,
     Terminated,
@@ -131,8 +132,7 @@ class SweepOutcome:
         if self.storage_fault:
             return (
                 f"the sweep stopped: {self.storage_fault}; {self.finished} of {self.requested} "
-                f"requested runs finished, {missing} not run; free space (or make it writable) "
-                "and rerun the same command to resume"
+                f"requested runs finished, {missing} not run; {HOW_TO_RESUME}"
             )
         if self.status == SweepStatus.INTERRUPTED:
             by = " by SIGTERM" if self.terminated else ""
@@ -324,8 +324,7 @@ def _stopped_by_storage(fault: str, plan: SweepPlan, state: DriverState) -> Stor
     finished = str(outcome.finished) if results is not None else "some"
     return StorageError(
         f"the sweep stopped: {fault} under {output_dir}; {finished} of {len(plan.keys)} runs "
-        f"finished and are kept, the sweep run {marked}{summary}; free space (or make it "
-        "writable) and rerun the same command to resume"
+        f"finished and are kept, the sweep run {marked}{summary}; {HOW_TO_RESUME}"
     )
 
 

@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import types
 import warnings
 from pathlib import Path
 
@@ -633,3 +634,119 @@ def test_a_stop_before_the_sweep_started_is_one_line_with_its_own_code(tmp_path,
         "error: stopped by SIGTERM before the sweep started; nothing was run",
         "error: interrupted before the sweep started; nothing was run",
     ]
+
+
+# --- issue 45: faults and bad inputs ---------------------------------------------------------
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_another_sweeps_directory_is_refused_before_anything_is_touched(
+    tmp_path, monkeypatch, capsys
+):
+    other = tmp_path / "other"
+    (other / ".hydra").mkdir(parents=True)
+    (other / ".sweep_id").write_text("0123456789abcdef\n")
+    (other / ".driver.lock").write_text('{"pid": 4242, "sweep_id": "0123456789abcdef"}')
+    (other / "cli.log").write_text("the other sweep's log\n")
+    (other / ".hydra" / "overrides.yaml").write_text("- +sweep=adult\n")
+    (other / "summary.md").write_text("# Sweep adult\n")
+    before = _files(other)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.entry(["+sweep=smoke", f"hydra.run.dir={other}"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(
+        f"error: hydra.run.dir: {other} holds the report of another sweep (0123456789abcdef; "
+        "this one is "
+    )
+    assert _files(other) == before  # its lock, log and Hydra files as they were
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other"]
+
+
+def test_a_directory_of_the_same_sweep_passes_the_check(tmp_path):
+    overrides = ["+sweep=smoke", f"hydra.run.dir={tmp_path}"]
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        config = validate(compose(config_name="config", overrides=overrides[:1]))
+    sid = cli.sweep_id(cli.with_content(dataclasses.asdict(config)))
+    (tmp_path / ".sweep_id").write_text(sid + "\n")
+    cli.check_command_line(overrides)  # a rerun or a carry on goes on in its own directory
+    with pytest.raises(ConfigError, match="this command runs no sweep"):
+        cli.check_command_line([f"hydra.run.dir={tmp_path}"])  # would overwrite summary.json
+
+
+@pytest.mark.parametrize(
+    "run_dir, line",
+    [
+        (
+            "/proc/x",
+            r"hydra.run.dir: /proc/x cannot be written \(/proc exists but takes no files\)",
+        ),
+        ("{tmp}/f/x", r"hydra.run.dir: {tmp}/f/x cannot be a directory: {tmp}/f is a file; "),
+    ],
+)
+def test_an_output_directory_that_cannot_be_one_says_why(
+    run_dir, line, tmp_path, monkeypatch, capsys
+):
+    (tmp_path / "f").write_text("a file\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.entry(["+sweep=smoke", f"hydra.run.dir={run_dir.format(tmp=tmp_path)}"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and len(err.splitlines()) == 1, err
+    assert re.match(line.format(tmp=re.escape(str(tmp_path))), err.removeprefix("error: ")), err
+    assert "No such file or directory" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
+def test_a_disk_without_room_for_the_reserve_is_refused_at_start(tmp_path, monkeypatch, capsys):
+    real = os.statvfs
+
+    def nearly_full(path):
+        stat = real(path)
+        return types.SimpleNamespace(f_bavail=1024, f_frsize=4096, f_bsize=stat.f_bsize)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli.os, "statvfs", nearly_full)
+    with pytest.raises(SystemExit) as exited:
+        cli.entry(["+sweep=smoke", f"hydra.run.dir={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "is on a disk with 4.0 MiB free, and a sweep keeps 8 MiB back there" in err
+    assert "free space and rerun the same command" in err and list(tmp_path.iterdir()) == []
+
+
+def test_every_error_line_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli._fail(cli.ExitCode.USAGE, "t.csv: not readable (Error tokenizing data.\n)\n")
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "error: t.csv: not readable (Error tokenizing data. )\n"
+
+
+class _RayThatLogsAtShutdown(types.ModuleType):
+    """A Ray whose C++ core writes to file descriptor 2 when it shuts down, as Ray's does under
+    load (``rpc_client.h:204: Failed to connect to GCS``)."""
+
+    def __init__(self) -> None:
+        super().__init__("ray")
+        self.up = True
+
+    def is_initialized(self) -> bool:
+        return self.up
+
+    def shutdown(self) -> None:
+        os.write(2, b"[2026-11-26 10:00:00] rpc_client.h:204: Failed to connect to GCS\n")
+        self.up = False
+
+
+def test_the_error_line_is_the_last_line_whatever_ray_logs_at_shutdown(monkeypatch, capfd):
+    monkeypatch.setitem(sys.modules, "ray", _RayThatLogsAtShutdown())
+    with pytest.raises(SystemExit) as exited:
+        cli._fail(cli.ExitCode.TERMINATED, "sweep interrupted by SIGTERM: 1 of 4 ...")
+    os.write(2, b"rpc_client.h:204: Failed to connect to GCS\n")  # a C++ thread, at exit
+    assert exited.value.code == 143 and not sys.modules["ray"].up
+    err = capfd.readouterr().err
+    assert err.splitlines() == ["error: sweep interrupted by SIGTERM: 1 of 4 ..."], err

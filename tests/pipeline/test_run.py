@@ -766,8 +766,7 @@ def test_a_full_disk_marks_the_sweep_run_killed_and_writes_summary_md(tmp_path, 
     assert seen["reserved"][1] >= faults.RESERVE_BYTES  # blocks on the disk, not a sparse file
     assert str(raised.value) == (
         f"the sweep stopped: the disk is full under {tmp_path}; 2 of 5 runs finished and are "
-        "kept, the sweep run is marked KILLED, summary.md says so; free space (or make it "
-        "writable) and rerun the same command to resume"
+        f"kept, the sweep run is marked KILLED, summary.md says so; {faults.HOW_TO_RESUME}"
     )
     runs = {r: (status, tags) for r, status, _, tags in _store_runs(config.tracking.tracking_uri)}
     assert "RUNNING" not in [status for status, _ in runs.values()]
@@ -777,9 +776,10 @@ def test_a_full_disk_marks_the_sweep_run_killed_and_writes_summary_md(tmp_path, 
     summary = (tmp_path / "summary.md").read_text().splitlines()
     assert summary[2] == (
         f"**STOPPED BY THE DISK (partial sweep)**: the sweep stopped: the disk is full under "
-        f"{tmp_path}; 2 of 5 requested runs finished, 3 not run; free space (or make it "
-        "writable) and rerun the same command to resume."
+        f"{tmp_path}; 2 of 5 requested runs finished, 3 not run; {faults.HOW_TO_RESUME}."
     )
+    assert "rerun the same command" in faults.HOW_TO_RESUME
+    assert "cannot be moved to another disk" in faults.HOW_TO_RESUME
     assert (tmp_path / "results.csv").exists() and not disk.reserve.exists()
 
 
