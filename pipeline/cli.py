@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import errno
 import logging
 import os
 import re
@@ -15,7 +16,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import asdict, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -32,16 +33,18 @@ from omegaconf.errors import (
     ValidationError,
 )
 
-from pipeline.config import ConfigError, register, unknown_key, validate
+from pipeline.config import ConfigError, register, sweep_id, unknown_key, validate, with_content
 from pipeline.data import DataError
 from pipeline.faults import (
     INTERRUPTED_EXIT,
+    RESERVE_BYTES,
     TERMINATED_EXIT,
     StorageError,
+    one_line,
     stop_on_sigterm,
     stopped_before_start,
 )
-from pipeline.lease import SweepBusyError
+from pipeline.lease import SweepBusyError, another_sweep, sweep_in
 from pipeline.preflight import ServiceError
 from pipeline.read_only import freeze
 from pipeline.run import run
@@ -133,8 +136,45 @@ def _discard_if_empty(output_dir: str) -> None:
 
 
 def _fail(code: ExitCode, message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
+    """``error: <message>`` as the last line on stderr, and exit ``code``. The message is made
+    one line whatever it holds (pandas' parser errors end with a newline); a Ray this process
+    runs is shut down first with its C++ log lines kept off stderr, and nothing written to
+    stderr after the line is shown (Ray's ``Failed to connect to GCS`` at exit under load)."""
+    quiet = _shut_ray_down_quietly()
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    sys.stderr.flush()
+    if quiet:
+        _stderr_to_devnull()
     sys.exit(int(code))
+
+
+def _shut_ray_down_quietly() -> bool:
+    """``ray.shutdown()`` with file descriptor 2 on /dev/null meanwhile, if this process runs a
+    Ray (its C++ core logs to the descriptor, not to sys.stderr); True when it did."""
+    ray = sys.modules.get("ray")
+    try:
+        if ray is None or not ray.is_initialized():
+            return False
+    except Exception:  # noqa: BLE001 - a half-imported ray: nothing to shut down
+        return False
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        _stderr_to_devnull()
+        try:
+            ray.shutdown()
+        except Exception:  # noqa: BLE001 - the driver is ending on its own error already
+            pass
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    return True
+
+
+def _stderr_to_devnull() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
 
 
 #: Hydra's words for a group override without ``+`` (``sweep=smoke``) and for a group given twice.
@@ -265,24 +305,71 @@ def check_command_line(overrides: Sequence[str]) -> None:
         )
     with open_dict(cfg):
         del cfg["hydra"]
-    validate(cfg)
-    _check_writable(Path(run_dir).expanduser().absolute())
+    config = validate(cfg)
+    run_dir_path = Path(run_dir).expanduser().absolute()
+    _check_not_another_sweeps(run_dir_path, config)
+    existing = _check_writable(run_dir_path)
+    if config.sweep is not None:
+        _check_reserve_fits(run_dir_path, existing)
 
 
-def _check_writable(run_dir: Path) -> None:
-    """Hydra's output directory, or its nearest existing parent, takes new files: a read-only
-    or full disk is named here, not in Hydra's traceback about its log file."""
+def _check_not_another_sweeps(run_dir: Path, config) -> None:
+    """Refuse an output directory that holds another sweep's report before Hydra writes its
+    .hydra/ and cli.log there and the driver its .driver.lock: the same sweep (a rerun, a carry
+    on) goes on in it, anything else would overwrite it."""
+    if not run_dir.is_dir():
+        return
+    other = sweep_in(run_dir)
+    if other is None:
+        return
+    sid = sweep_id(with_content(asdict(config))) if config.sweep is not None else None
+    if sid != other:
+        raise ConfigError(another_sweep(run_dir, other, sid))
+
+
+def _check_writable(run_dir: Path) -> Path:
+    """Hydra's output directory, or its nearest existing parent (returned), takes new files: a
+    read-only or full disk is named here, not in Hydra's traceback about its log file."""
     existing = run_dir
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
+    if not existing.is_dir():  # hydra.run.dir=/etc/passwd/x
+        raise ConfigError(
+            f"hydra.run.dir: {run_dir} cannot be a directory: {existing} is a file; give a "
+            f"directory as hydra.run.dir, found {str(run_dir)!r}"
+        )
     try:
         with tempfile.TemporaryFile(dir=existing):
             pass
     except OSError as e:
+        # /proc, /sys: the directory is there and takes no files (they say ENOENT)
+        why = (
+            f"{existing} exists but takes no files"
+            if e.errno == errno.ENOENT
+            else f"{existing}: {e.strerror or e}"
+        )
         raise ConfigError(
-            f"hydra.run.dir: {run_dir} cannot be written ({existing}: {e.strerror or e}); give "
+            f"hydra.run.dir: {run_dir} cannot be written ({why}); give "
             f"a writable hydra.run.dir, found {str(run_dir)!r}"
         ) from None
+    return existing
+
+
+def _check_reserve_fits(run_dir: Path, existing: Path) -> None:
+    """A sweep keeps ``RESERVE_BYTES`` back on its disk for its last words when the disk fills
+    (pipeline.faults.SpaceReserve): a disk without that much free is refused now, before
+    anything is written, with what to do."""
+    try:
+        stat = os.statvfs(existing)
+    except OSError:
+        return
+    free = stat.f_bavail * stat.f_frsize
+    if free < RESERVE_BYTES:
+        raise ConfigError(
+            f"hydra.run.dir: {run_dir} is on a disk with {free / 2**20:.1f} MiB free, and a "
+            f"sweep keeps {RESERVE_BYTES >> 20} MiB back there to report a full disk; free "
+            f"space and rerun the same command, or give a hydra.run.dir on a roomier disk"
+        )
 
 
 def check_flags(args: Sequence[str]) -> None:
@@ -315,7 +402,7 @@ def entry(args: Sequence[str]) -> None:
             check_flags(args)
         else:
             check_command_line(args)
-    except ConfigError as e:
+    except (ConfigError, DataError) as e:
         _fail(ExitCode.USAGE, str(e))
     except KeyboardInterrupt as e:
         _stopped_before_the_sweep(e)

@@ -114,6 +114,16 @@ def _allocate(fd: int, size: int) -> None:
     os.fsync(fd)
 
 
+#: What a sweep stopped by its disk tells the user to do. The directory stays where it is: its
+#: mlflow.db names its artifacts by absolute path, so a copy on another disk would look for them
+#: (and fail again) on the old one.
+HOW_TO_RESUME = (
+    "free space (or make it writable) and rerun the same command to resume (in place: the "
+    "output directory cannot be moved to another disk, its mlflow.db names its files by "
+    "absolute path)"
+)
+
+
 class StorageError(RuntimeError):
     """The sweep stopped because its output directory or tracking store cannot be written."""
 
@@ -141,6 +151,12 @@ def stop_on_sigterm(signum, frame) -> None:
     raise Terminated
 
 
+def one_line(message: str) -> str:
+    """``message`` as one line: its lines, stripped, joined by a space (an error line is one
+    line, whatever a library put in its message)."""
+    return " ".join(line.strip() for line in str(message).splitlines() if line.strip())
+
+
 def _chain(error: BaseException):
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
@@ -164,10 +180,12 @@ def storage_fault(error: BaseException) -> str | None:
 
 
 __all__ = [
+    "HOW_TO_RESUME",
     "STORAGE_ERRNOS",
     "SpaceReserve",
     "StorageError",
     "Terminated",
+    "one_line",
     "stop_on_sigterm",
     "storage_fault",
 ]

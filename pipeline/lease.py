@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 LOCK_NAME = ".driver.lock"
+#: The file that names the sweep an output directory holds (one grid per directory).
+SWEEP_MARKER = ".sweep_id"
 
 
 class SweepBusyError(RuntimeError):
@@ -82,6 +84,38 @@ class DriverLease:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def sweep_in(output_dir: Path) -> str | None:
+    """The id of the sweep whose report ``output_dir`` holds: its ``.sweep_id`` marker, else
+    (a directory written before the marker existed) its summary.json's; None when it holds
+    none (an empty marker, left by a crash mid-write, claims nothing)."""
+    output_dir = Path(output_dir)
+    marker = output_dir / SWEEP_MARKER
+    try:
+        other = marker.read_text().strip() or None if marker.is_file() else None
+    except OSError:
+        other = None
+    if other is None and (output_dir / "summary.json").is_file():
+        try:
+            other = json.loads((output_dir / "summary.json").read_text())["sweep"]["sweep_id"]
+        except (OSError, ValueError, KeyError, TypeError):
+            other = None
+    return other if isinstance(other, str) else None
+
+
+def another_sweep(output_dir: Path, other: str, sid: str | None) -> str:
+    """The one-line refusal of a command whose output directory holds sweep ``other``'s report
+    (``sid``: this command's sweep, None for a command that runs no sweep)."""
+    this = (
+        f"this one is {sid}: a different grid or config"
+        if sid is not None
+        else "this command runs no sweep"
+    )
+    return (
+        f"hydra.run.dir: {output_dir} holds the report of another sweep ({other}; {this}) and "
+        f"would be overwritten; give another hydra.run.dir, found {str(output_dir)!r}"
+    )
 
 
 def this_driver() -> str:

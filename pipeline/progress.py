@@ -464,6 +464,8 @@ class Progress:
         self.groups = {str(k): _group(k) for k in keys}
         self.labels = {str(k): _label(k) for k in keys}
         self.threads_started: dict[str, float] = {}  # run -> when its driver thread took it
+        self.executing: dict[str, float] = {}  # run -> when it took a slot (``started``)
+        self.queued: list[str] = []  # runs taken, waiting for a slot, the longest first
         self.finished: list[tuple[Hashable, float]] = []  # (mechanism, seconds) of each
         self.finished_keys: set[str] = set()
         self.board: list[BoardEntry] | None = None  # the last snapshot read, and when
@@ -475,30 +477,51 @@ class Progress:
     # -- what the sweep tells it --
 
     def started(self, key: Any) -> None:
-        """A driver thread took ``key`` (it may still queue for a CPU on the cluster)."""
+        """A driver thread took ``key``. It may still queue for a CPU on the cluster: while
+        ``slots`` runs execute, it is counted as waiting, and as executing from the moment one
+        of them ends (Ray hands the freed CPUs to the task that waited longest). Counted from
+        the thread's start, a run's wait in the queue was counted as its own time: with 4 runs
+        in flight on 2 slots the smoke sweep's short runs measured about twice their length,
+        and the ETA's low end was above the true time left from 11/26 to 23/26 runs."""
         with self.lock:
             self.groups.setdefault(str(key), _group(key))
             self.labels.setdefault(str(key), _label(key))
-            self.threads_started[str(key)] = time.perf_counter()
+            now = time.perf_counter()
+            self.threads_started[str(key)] = now
+            if len(self.executing) < self.slots:
+                self.executing[str(key)] = now
+            else:
+                self.queued.append(str(key))
+
+    def _ended(self, key: str) -> float | None:
+        """``key`` ended now: when it began executing (None: it was still counted as waiting),
+        and the run that waited longest takes its slot."""
+        now = time.perf_counter()
+        began = self.executing.pop(key, None)
+        if began is None and key in self.queued:
+            self.queued.remove(key)
+        while self.queued and len(self.executing) < self.slots:
+            self.executing[self.queued.pop(0)] = now
+        return began
 
     def running(self) -> dict[str, float]:
-        """Run key -> seconds it has run: its longest task on the board; without a board, since
-        its driver thread took it. A run whose thread took it after the board was read counts
-        from then, while fewer runs than slots are on the board (the board is read every
-        ``every`` seconds: a run started since is running, not to come); the others have not
-        started."""
+        """Run key -> seconds it has executed: its longest task on the board, counted on since
+        the board was read; a run the board does not show (it began executing since the board
+        was read, or there is no board) from when it took a slot (``started``). Runs waiting
+        for a slot have not started."""
         now = time.perf_counter()
         with self.lock:
-            threads = dict(self.threads_started)
+            threads = set(self.threads_started)
+            executing = dict(self.executing)
         if self.board is None:
-            return {k: now - t for k, t in threads.items()}
+            return {k: now - t for k, t in executing.items()}
         since_read = now - self.board_read_at
         out: dict[str, float] = {}
         for entry in self.board:
             run = run_of(entry.tag)
             if run in threads:
                 out[run] = max(out.get(run, 0.0), entry.seconds + since_read)
-        later = sorted((t, k) for k, t in threads.items() if t > self.board_read_at)
+        later = sorted((t, k) for k, t in executing.items() if t > self.board_read_at)
         for t, k in later[: max(0, self.slots - len(out))]:
             out.setdefault(k, now - t)
         return out
@@ -537,14 +560,16 @@ class Progress:
         )
 
     def update(self, label: str, key: Any = None) -> None:
-        """A run ended (``key``: which, to learn its duration)."""
-        run_seconds = None
+        """A run ended (``key``: which, to learn its duration: what it executed, on the board or
+        since it took a slot; not its wait for one)."""
         if key is not None:
             run_seconds = self.running().get(str(key))
             with self.lock:
                 started = self.threads_started.pop(str(key), None)
-                if run_seconds is None and started is not None:
-                    run_seconds = time.perf_counter() - started
+                began = self._ended(str(key))
+                if run_seconds is None:
+                    began = began if began is not None else started
+                    run_seconds = None if began is None else time.perf_counter() - began
                 if run_seconds is not None:
                     self.finished.append((self.groups.get(str(key)), run_seconds))
                 self.finished_keys.add(str(key))

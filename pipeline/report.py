@@ -491,13 +491,26 @@ def to_certify_text(seconds: float, cpus: int | None) -> str:
 
 
 def _duration(seconds: float) -> str:
+    """``4.2 s``, ``95 s``, ``17 min``, ``2 h``, ``5,800 h``: two significant figures, never
+    in scientific notation (``1e+02 min`` was read as a typo)."""
     if seconds < 10:
-        return f"{seconds:.2g} s"
+        return f"{_two_figures(seconds)} s"
     if seconds < 120:
         return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.2g} min"
-    return f"{seconds / 3600:.2g} h"
+    if seconds < 5400:  # up to 90 min; beyond, hours read better
+        return f"{_two_figures(seconds / 60)} min"
+    return f"{_two_figures(seconds / 3600)} h"
+
+
+def _two_figures(x: float) -> str:
+    """``x`` rounded to two significant figures, written out in full (``100``, ``1.7``,
+    ``0.042``, ``12,000``)."""
+    if x <= 0 or not math.isfinite(x):
+        return f"{x:g}"
+    rounded = float(f"{x:.2g}")
+    decimals = max(0, 1 - math.floor(math.log10(rounded)))
+    text = f"{rounded:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def synthetic_lines(frame: pd.DataFrame) -> list[str]:
@@ -625,12 +638,15 @@ def write_report(
     outcome=None,
     missing: Sequence[str] = (),
     data: dict[str, Any] | None = None,
+    cpus: int | None = None,
 ) -> list[Path]:
     """results.csv, fig1a.png, fig1b.png and summary.md in ``output_dir``.
 
     ``outcome`` (pipeline.run.SweepOutcome) puts the verdict first in summary.md, ``data`` (as
     summary.json describes the data) says next what the tables are of; figures of an earlier,
-    fuller report are removed rather than left beside a smaller results.csv.
+    fuller report are removed rather than left beside a smaller results.csv. ``cpus``: the
+    CPUs the sweep has (its Ray's, a cluster's when it runs on one), which an uncertified run's
+    price is divided over (None: this machine's).
     """
     frame = results_frame(rows)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -652,7 +668,7 @@ def write_report(
             paths.append(drawn[name])
         else:
             path.unlink(missing_ok=True)
-    paths.append(write_summary(frame, output_dir, title, outcome, missing, data))
+    paths.append(write_summary(frame, output_dir, title, outcome, missing, data, cpus))
     return paths
 
 
@@ -663,9 +679,26 @@ def write_summary(
     outcome=None,
     missing: Sequence[str] = (),
     data: dict[str, Any] | None = None,
+    cpus: int | None = None,
 ) -> Path:
     """summary.md alone (``summary_text``), as the last words of a sweep a full disk stopped
-    write it when the figures do not fit (pipeline.run)."""
+    write it when the figures do not fit (pipeline.run). Written whole or not at all: into a
+    temporary file, then renamed over the old one, so that a disk that fills meanwhile leaves
+    the last summary.md (or none), never a cut or empty one."""
     summary = output_dir / "summary.md"
-    summary.write_text(summary_text(frame, title, outcome, missing, data))
+    write_atomically(summary, summary_text(frame, title, outcome, missing, data, cpus))
     return summary
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``path`` holds ``text`` whole, or is left as it was (its temporary file removed)."""
+    tmp = path.with_name(f".{path.name}.part")
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -24,13 +24,14 @@ from pipeline.config import Config, ConfigError, sweep_id, with_content
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
 from pipeline.faults import (
+    HOW_TO_RESUME,
     SpaceReserve,
     StorageError,
     Terminated,
     stop_on_sigterm,
     storage_fault,
 )
-from pipeline.lease import DriverLease, holder_text, this_driver
+from pipeline.lease import DriverLease, another_sweep, holder_text, sweep_in, this_driver
 from pipeline.preflight import (
     check_data_bounds,
     check_job_output_dir,
@@ -45,7 +46,7 @@ from pipeline.preflight import (
 )
 from pipeline.progress import Phase
 from pipeline.report import best_accuracy_note, results_frame, write_report, write_summary
-from pipeline.sweep import init_ray, largest_node_cpus, run_sweep
+from pipeline.sweep import cluster_cpus, init_ray, largest_node_cpus, run_sweep
 from pipeline.tasks import RunKey, sweep_keys
 from pipeline.tracking import RunStatus, SweepTracker, default_tracking_uri, results_from_mlflow
 
@@ -80,6 +81,10 @@ class SweepStatus(enum.StrEnum):
     INCOMPLETE = "incomplete"
     PRIVACY_NOT_HOLDING = "privacy_not_holding"
     INTERRUPTED = "interrupted"
+
+
+#: Where the error line points for the runs whose privacy does not hold.
+SEE_SUMMARY = "; see summary.md"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,8 +132,7 @@ class SweepOutcome:
         if self.storage_fault:
             return (
                 f"the sweep stopped: {self.storage_fault}; {self.finished} of {self.requested} "
-                f"requested runs finished, {missing} not run; free space (or make it writable) "
-                "and rerun the same command to resume"
+                f"requested runs finished, {missing} not run; {HOW_TO_RESUME}"
             )
         if self.status == SweepStatus.INTERRUPTED:
             by = " by SIGTERM" if self.terminated else ""
@@ -146,7 +150,7 @@ class SweepOutcome:
             first = self.private_not_holding[0]
             return (
                 f"privacy does not hold for {len(self.private_not_holding)} private run(s) "
-                f"(first: {first}); see summary.md"
+                f"(first: {first}){SEE_SUMMARY}"
             )
         return ""
 
@@ -166,7 +170,9 @@ class SweepOutcome:
             SweepStatus.INCOMPLETE: "INCOMPLETE (partial sweep)",
             SweepStatus.PRIVACY_NOT_HOLDING: "PRIVACY DOES NOT HOLD",
         }[self.status]
-        return f"**{label}**: {self.reason}."
+        # summary.md is where this is read: it lists the runs below, it does not point to itself
+        reason = self.reason.removesuffix(SEE_SUMMARY)
+        return f"**{label}**: {reason}" + (" (listed below)." if reason != self.reason else ".")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -204,19 +210,9 @@ def _claim_output_dir(output_dir: Path, sid: str) -> bool:
     """One grid per output directory: refuse to overwrite another sweep's report. True when the
     directory was claimed here first (no marker before)."""
     marker = output_dir / ".sweep_id"
-    # an empty marker (a crash mid-write) claims nothing
-    other = (marker.read_text().strip() or None) if marker.exists() else None
-    if other is None and (output_dir / "summary.json").exists():
-        try:  # a directory written before the marker existed
-            other = json.loads((output_dir / "summary.json").read_text())["sweep"]["sweep_id"]
-        except (ValueError, KeyError, TypeError):
-            other = None
+    other = sweep_in(output_dir)
     if other is not None and other != sid:
-        raise ConfigError(
-            f"hydra.run.dir: {output_dir} holds the report of another sweep ({other}; this one is "
-            f"{sid}: a different grid or config) and would be overwritten; give another "
-            f"hydra.run.dir, found {str(output_dir)!r}"
-        )
+        raise ConfigError(another_sweep(output_dir, other, sid))
     fresh = not marker.exists()
     marker.write_text(sid + "\n")
     return fresh
@@ -328,8 +324,7 @@ def _stopped_by_storage(fault: str, plan: SweepPlan, state: DriverState) -> Stor
     finished = str(outcome.finished) if results is not None else "some"
     return StorageError(
         f"the sweep stopped: {fault} under {output_dir}; {finished} of {len(plan.keys)} runs "
-        f"finished and are kept, the sweep run {marked}{summary}; free space (or make it "
-        "writable) and rerun the same command to resume"
+        f"finished and are kept, the sweep run {marked}{summary}; {HOW_TO_RESUME}"
     )
 
 
@@ -437,7 +432,13 @@ def _open_tracker(
     done = state.tracker.finished_keys(carry_on=carry_on)
     todo = [k for k in plan.keys if str(k) not in done]
     planning.stop()
-    if carry_on:
+    if carry_on and not todo:
+        log.info(
+            "nothing is left to carry on: every run of the sweep finished and every oracle "
+            "answer is certified (oracle.time_limit %g s); the report is written as it stands",
+            config.oracle.time_limit,
+        )
+    elif carry_on:
         log.info(
             "carrying on: the runs whose oracle did not certify run again, each window search "
             "from the state it kept (oracle.time_limit %g s%s)",
@@ -510,6 +511,13 @@ def _data_description(plan: SweepPlan) -> dict[str, Any]:
     }
 
 
+def _sweep_cpus(config: Config) -> int | None:
+    """The CPUs the sweep runs on, which summary.md divides an uncertified run's price over:
+    its Ray's (a cluster's, when it joined one), else those of the Ray it would start; None
+    when it would join a cluster it has not (nothing was left to run)."""
+    return cluster_cpus() or local_cpus(config)
+
+
 def _report(plan: SweepPlan, state: DriverState) -> dict[str, Any]:
     """The report of every requested run finished (this attempt's and earlier ones'), the sweep
     run's outcome and status; returns the sweep's part of summary.json."""
@@ -534,6 +542,7 @@ def _report(plan: SweepPlan, state: DriverState) -> dict[str, Any]:
         outcome=outcome,
         missing=missing,
         data=_data_description(plan),
+        cpus=_sweep_cpus(plan.config),
     )
     metrics = {
         "runs": float(len(results)),

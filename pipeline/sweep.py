@@ -241,6 +241,17 @@ def largest_node_cpus() -> int | None:
     return int(max(cpus, default=0))
 
 
+def cluster_cpus() -> int | None:
+    """The CPUs of every live node of the Ray this driver is connected to (what the sweep's
+    runs are spread over), None when it is not connected."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    cpus = [node.get("Resources", {}).get("CPU", 0) for node in ray.nodes() if node.get("Alive")]
+    return int(sum(cpus)) or None
+
+
 #: Starts of the pipeline's own Ray before the driver gives up. Ray 2.60 waits a fixed 30 s
 #: (``LOCAL_RAY_RAYLET_WAIT``, not configurable) for its raylet to register, which a loaded
 #: machine misses (7 of 7 starts at load 20 to 66 on 2 cores); a second start often

@@ -19,7 +19,15 @@ if ! command -v "$python" >/dev/null; then
     echo "error: this project needs Python 3.11 or newer; no $python here (set PYTHON=python3.11)" >&2
     exit 2
 fi
-version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+# a broken interpreter (a pyenv shim with no such version, exit 127) says so in one line, not
+# with the shim's own text
+rc=0
+version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || rc=$?
+if [ "$rc" != 0 ] || ! [[ "$version" =~ ^[0-9]+\.[0-9]+$ ]]; then
+    echo "error: this project needs Python 3.11 or newer; $python does not run (exit $rc: a" \
+        "broken interpreter or shim; set PYTHON=python3.11)" >&2
+    exit 2
+fi
 if [ "$(printf '%s\n' 3.11 "$version" | sort -V | head -1)" != 3.11 ]; then
     echo "error: this project needs Python 3.11 or newer; $python is $version (set PYTHON=python3.11)" >&2
     exit 2

@@ -117,6 +117,11 @@ def read_table(source: Source) -> Raw:
         offset = None
     else:
         path = Path(source).expanduser().resolve()
+        if path.is_dir():
+            raise DataError(
+                f"{path}: a directory, not a file (dataset.path names one CSV or Parquet file, "
+                "e.g. dataset.path=data/table.csv)"
+            )
         if not path.is_file():
             raise DataError(f"{path}: no such file (dataset.path)")
         where = str(path)
@@ -143,7 +148,9 @@ def read_table(source: Source) -> Raw:
             except pd.errors.EmptyDataError:
                 raise DataError(f"{path}: the file is empty (no header, no rows)") from None
             except (pd.errors.ParserError, UnicodeDecodeError) as e:
-                raise DataError(f"{path}: not a readable CSV file ({e})") from e
+                # pandas' parser message ends with a newline: the error line is one line
+                reason = " ".join(str(e).split())
+                raise DataError(f"{path}: not a readable CSV file ({reason})") from e
             offset = 2
         prov = {"source": str(path), "sha256": _sha256(path)}
     frame.columns = [str(c).strip() for c in frame.columns]

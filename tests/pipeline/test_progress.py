@@ -631,3 +631,111 @@ def test_a_quick_phase_says_nothing_and_stopping_twice_is_once():
         time.sleep(0.15)
     p.stop()
     assert said == []
+
+
+# --- the ETA live: the driver's Progress on a recorded sweep's run times ---------------------
+
+
+def _recorded(path: Path, order=None) -> list[tuple[RunKey, float]]:
+    """(key, seconds) of a recorded sweep's runs, in the order it started them (``order``: a
+    function of the keys that reorders them, e.g. launch_order)."""
+    with path.open() as f:
+        rows = sorted(csv.DictReader(f), key=lambda r: int(r["start_time_ms"]))
+    seconds = {r["key"]: float(r["wall_seconds"]) for r in rows}
+    keys = [_key(r["key"]) for r in rows]
+    return [(k, seconds[str(k)]) for k in (order(keys) if order else keys)]
+
+
+def _live(
+    monkeypatch, runs: list[tuple[RunKey, float]], slots: int = 2, in_flight: int = 4
+) -> list[tuple[float, Eta | None, int]]:
+    """The sweep as ``pipeline.sweep.run_sweep`` drives it, on a fake clock: ``in_flight``
+    driver threads take the runs in order (``Progress.started``), the cluster executes
+    ``slots`` of them at once, the longest waiting first, each for its recorded seconds; the
+    board of the executing runs is read every PROGRESS_EVERY seconds (``show_running``), and
+    each run's end is a progress line (``update``). Returns (time, ETA shown, runs done) of
+    every progress line, and the sweep's end last as (end, None, total)."""
+    clock = Clock(0.0)
+    monkeypatch.setattr(pp, "time", clock)
+    oracle_free = {k.mechanism for k, _ in runs if k.mechanism in NO_ORACLE}
+    progress = Progress(
+        len(runs),
+        io.StringIO(),
+        keys=[k for k, _ in runs],
+        slots=slots,
+        limit=600.0,
+        unlimited=oracle_free,
+    )
+    seconds = {str(k): s for k, s in runs}
+    todo, taken, waiting = list(runs), 0, []
+    executing: dict[str, tuple[float, float]] = {}  # key -> (start, end)
+    lines: list[tuple[float, Eta | None, int]] = []
+    next_read = pp.PROGRESS_EVERY
+
+    def take() -> None:
+        nonlocal taken
+        while todo and taken < in_flight:
+            key, _ = todo.pop(0)
+            taken += 1
+            progress.started(key)
+            waiting.append(str(key))
+        while waiting and len(executing) < slots:
+            key = waiting.pop(0)
+            executing[key] = (clock.now, clock.now + seconds[key])
+
+    take()
+    while executing:
+        key, (_, end) = min(executing.items(), key=lambda item: item[1][1])
+        while next_read <= end:  # the block of running solves, between two ends
+            clock.now = next_read
+            board = [BoardEntry(k, clock.now - s, None) for k, (s, _) in executing.items()]
+            progress.show_running(board)
+            lines.append((clock.now, progress.eta(), progress.done))
+            next_read += pp.PROGRESS_EVERY
+        clock.now = end
+        del executing[key]
+        taken -= 1
+        progress.update("done", _key(key))
+        lines.append((clock.now, progress.eta(), progress.done))
+        take()
+    return [*lines, (clock.now, None, len(runs))]
+
+
+def _held(lines, total: int) -> tuple[int, int, list[str]]:
+    """Of the progress lines after the first 10 % of runs (and before the last), how many show
+    a range that holds the true time left (to 1 s: the recorded seconds are a run's own, a
+    line's clock is the driver's), of how many; and the ones that do not."""
+    end = lines[-1][0]
+    judged = [(t, eta) for t, eta, done in lines[:-1] if done >= 0.1 * total and done < total]
+    missed = [
+        f"{t:.0f}s: eta {eta.text().strip() if eta else '?'} with {end - t:.0f}s left"
+        for t, eta in judged
+        if eta is None or not eta.low - 1 <= end - t <= eta.high + 1
+    ]
+    return len(judged) - len(missed), len(judged), missed
+
+
+@pytest.mark.parametrize(
+    "path, order, count",
+    [
+        (SMOKE_TIMES, None, 26),
+        (TABLE_TIMES, None, 62),
+        (ADULT_TIMES, launch_order, 302),
+    ],
+    ids=["smoke", "table", "adult"],
+)
+def test_the_live_eta_holds_the_true_time_left_at_95_percent_of_its_lines(
+    path, order, count, monkeypatch
+):
+    """Issue 45, item 11: live (4 runs in flight on 2 slots, the board read every 30 s) a run's
+    wait for a slot was counted as its own time. Driven this way on the recorded Adult sweep
+    (launch order), the range held the true time left at 22 of 291 lines before (``849-1553s``
+    with 603 s left: its low end near twice the truth, as the issue saw live), 291 of 291 now;
+    the recorded smoke and table sweeps hold at every line either way. The requirement: the
+    truth inside the range at >= 95 % of the progress lines after the first 10 % of runs."""
+    runs = _recorded(path, order)
+    assert len(runs) == count
+    lines = _live(monkeypatch, runs)
+    held, judged, missed = _held(lines, count)
+    assert judged >= 0.8 * count
+    assert held >= 0.95 * judged, (held, judged, missed[:10])

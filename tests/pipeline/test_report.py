@@ -480,3 +480,46 @@ def test_an_uncertified_run_says_what_certifying_would_cost():
         "oracle.time_limit)"
     )
     assert to_certify_text(float("nan"), 4) == "" and to_certify_text(0.0, 4) == ""
+
+
+@pytest.mark.parametrize(
+    "seconds, cpus, said",
+    [
+        # the issue's 1e+02 min: 100 min of CPU, and half of it on the sweep's 2 CPUs
+        (6000.0, 2, "about 1.7 h of CPU; on 2 CPUs about 50 min"),
+        (100 * 60.0, 1, "about 1.7 h of CPU ("),
+        (99 * 60.0, 1, "about 1.6 h of CPU ("),
+        (60 * 60.0, 4, "about 60 min of CPU; on 4 CPUs about 15 min"),
+        (2.1e7, 64, "about 5,800 h of CPU; on 64 CPUs about 91 h"),
+        (4.2e9, 2, "about 1,200,000 h of CPU; on 2 CPUs about 580,000 h"),
+        (3.5, 2, "about 3.5 s of CPU; on 2 CPUs about 1.8 s"),
+        (0.042, 1, "about 0.042 s of CPU"),
+    ],
+)
+def test_a_price_is_written_out_never_in_scientific_notation(seconds, cpus, said):
+    from pipeline.report import to_certify_text
+
+    text = to_certify_text(seconds, cpus)
+    assert text.startswith(f"; to certify: {said}"), text
+    assert "e+" not in text and "e-" not in text
+
+
+def test_summary_md_divides_the_price_over_the_sweeps_cpus_not_this_machines():
+    frame = results_frame([_row(privacy_holds=False, oracle_cpu_seconds_to_certify=6000.0)])
+    text = summary_text(frame, "Sweep t", cpus=16)  # a cluster's 16 CPUs, on a 2-core driver
+    assert "about 1.7 h of CPU; on 16 CPUs about 6.2 min" in text
+
+
+def test_summary_md_that_cannot_be_written_leaves_the_last_one_whole(tmp_path, monkeypatch):
+    """A write that fails half-way (a full disk; here a text the encoder refuses once the file
+    is open) leaves the summary.md before it, never an empty one, and no temporary file."""
+    from pipeline import report
+
+    frame = results_frame([_row()])
+    report.write_summary(frame, tmp_path, "Sweep t")
+    before = (tmp_path / "summary.md").read_text()
+    monkeypatch.setattr(report, "summary_text", lambda *args: "# Sweep t\n\udc80 cut here")
+    with pytest.raises(UnicodeEncodeError):
+        report.write_summary(frame, tmp_path, "Sweep t")
+    assert (tmp_path / "summary.md").read_text() == before and before.startswith("# Sweep t")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.md"]

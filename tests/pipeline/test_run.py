@@ -110,7 +110,11 @@ def test_outcome_texts_say_what_is_wrong_and_what_to_do():
     assert broken.reason == (
         "privacy does not hold for 2 private run(s) (first: opdisc/eps=1/run=0); see summary.md"
     )
-    assert broken.headline() == f"**PRIVACY DOES NOT HOLD**: {broken.reason}."
+    # summary.md lists the runs: its first line does not send the reader to summary.md
+    assert broken.headline() == (
+        "**PRIVACY DOES NOT HOLD**: privacy does not hold for 2 private run(s) (first: "
+        "opdisc/eps=1/run=0) (listed below)."
+    )
 
     complete = SweepOutcome(5, 5, {}, False, ())
     assert complete.headline() == (
@@ -303,9 +307,15 @@ def services(monkeypatch):
         store.todo = list(todo)
         return store.sweep(todo, tracker)
 
-    def write_report(rows, output_dir, title, outcome=None, missing=(), data=None):
+    def write_report(rows, output_dir, title, outcome=None, missing=(), data=None, cpus=None):
         store.reports.append(
-            {"rows": list(rows), "outcome": outcome, "missing": list(missing), "data": data}
+            {
+                "rows": list(rows),
+                "outcome": outcome,
+                "missing": list(missing),
+                "data": data,
+                "cpus": cpus,
+            }
         )
         path = Path(output_dir) / "summary.md"
         path.write_text(outcome.headline() + "\n")
@@ -476,6 +486,32 @@ def test_nothing_left_to_run_starts_no_ray(services, tmp_path):
     result = run_module.run_sweep_and_report(config, tmp_path)
     assert "init_ray" not in services.events and services.todo == []
     assert result["status"] == "complete" and _parent(services)["status"] == "FINISHED"
+
+
+def test_carrying_on_with_nothing_uncertified_says_so_and_starts_no_ray(services, tmp_path, caplog):
+    config = _sweep_config(tmp_path)
+    config = dataclasses.replace(config, oracle=dataclasses.replace(config.oracle, carry_on=True))
+    services.rows = [result_for(key) for key in sweep_keys(config)]  # every one certified
+    services.sweep = _logging_every_run()
+    with caplog.at_level(logging.INFO, logger="pipeline.run"):
+        result = run_module.run_sweep_and_report(config, tmp_path)
+    said = [r.getMessage() for r in caplog.records if r.name == "pipeline.run"]
+    assert any(line.startswith("nothing is left to carry on: ") for line in said), said
+    assert not any(line.startswith("carrying on:") for line in said), said
+    assert "init_ray" not in services.events and services.todo == []
+    assert result["status"] == "complete"
+
+
+def test_the_report_divides_a_price_over_the_sweeps_cpus(services, tmp_path, monkeypatch):
+    monkeypatch.setattr(run_module, "cluster_cpus", lambda: 48)  # joined a 48-CPU cluster
+    services.sweep = _logging_every_run()
+    run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
+    assert services.reports[-1]["cpus"] == 48
+    monkeypatch.setattr(run_module, "cluster_cpus", lambda: None)  # no Ray: the one it starts
+    config = _sweep_config(tmp_path)
+    config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, num_cpus=3))
+    run_module.run_sweep_and_report(config, tmp_path)
+    assert services.reports[-1]["cpus"] == 3
 
 
 def test_a_cluster_that_cannot_start_leaves_no_parent(services, tmp_path, monkeypatch):
@@ -730,8 +766,7 @@ def test_a_full_disk_marks_the_sweep_run_killed_and_writes_summary_md(tmp_path, 
     assert seen["reserved"][1] >= faults.RESERVE_BYTES  # blocks on the disk, not a sparse file
     assert str(raised.value) == (
         f"the sweep stopped: the disk is full under {tmp_path}; 2 of 5 runs finished and are "
-        "kept, the sweep run is marked KILLED, summary.md says so; free space (or make it "
-        "writable) and rerun the same command to resume"
+        f"kept, the sweep run is marked KILLED, summary.md says so; {faults.HOW_TO_RESUME}"
     )
     runs = {r: (status, tags) for r, status, _, tags in _store_runs(config.tracking.tracking_uri)}
     assert "RUNNING" not in [status for status, _ in runs.values()]
@@ -741,9 +776,10 @@ def test_a_full_disk_marks_the_sweep_run_killed_and_writes_summary_md(tmp_path, 
     summary = (tmp_path / "summary.md").read_text().splitlines()
     assert summary[2] == (
         f"**STOPPED BY THE DISK (partial sweep)**: the sweep stopped: the disk is full under "
-        f"{tmp_path}; 2 of 5 requested runs finished, 3 not run; free space (or make it "
-        "writable) and rerun the same command to resume."
+        f"{tmp_path}; 2 of 5 requested runs finished, 3 not run; {faults.HOW_TO_RESUME}."
     )
+    assert "rerun the same command" in faults.HOW_TO_RESUME
+    assert "cannot be moved to another disk" in faults.HOW_TO_RESUME
     assert (tmp_path / "results.csv").exists() and not disk.reserve.exists()
 
 

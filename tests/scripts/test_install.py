@@ -55,3 +55,28 @@ def test_an_older_python_is_refused_before_anything_is_made(tmp_path):
         f"error: this project needs Python 3.11 or newer; {fake} is 3.10 (set PYTHON=python3.11)"
     )
     assert not venv.exists()
+
+
+def test_a_broken_interpreter_is_one_error_line_naming_it(tmp_path):
+    """A pyenv shim for a version not installed: it prints its own text and exits 127."""
+    shim = tmp_path / "python2"
+    shim.write_text(
+        '#!/bin/sh\necho "pyenv: python2: command not found" >&2\n'
+        'echo "The \\`python2\' command exists in these Python versions:" >&2\nexit 127\n'
+    )
+    shim.chmod(0o755)
+    venv = tmp_path / "venv"
+    done = subprocess.run(
+        ["bash", str(INSTALL), str(venv)],
+        env={**os.environ, "PYTHON": str(shim)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: this project needs Python 3.11 or newer; {shim} does not run (exit 127: a "
+        "broken interpreter or shim; set PYTHON=python3.11)"
+    ], done.stderr
+    assert not venv.exists()
