@@ -1,6 +1,6 @@
 """The data player's best record by an exact depth-first search, compiled (numba).
 
-The problem is ``oracles.conjunctions.ConjunctionProblem``'s,
+The problem is ``core.problem.ConjunctionProblem``'s,
 
     max_x  sum_c coef_c q_c(x)  +  sum_a noise_{a, x_a},
 
@@ -49,9 +49,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from core.problem import ConjunctionBatch, ConjunctionProblem
 from oracles.base import Solution, Status, counts_cpu
 from oracles.budget import Budget
-from oracles.conjunctions import ConjunctionBatch, ConjunctionProblem, max_certificate
+from oracles.conjunctions import max_certificate
 
 #: The search's own pruning slack: a node is dropped when its bound is below the best value by
 #: more than this fraction of that value's size (the bounds' rounding is far smaller).

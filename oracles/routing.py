@@ -66,7 +66,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from core.problem import IntegerGrid, Problem
+from core.problem import (
+    ConjunctionBatch,
+    ConjunctionProblem,
+    ConvexProblem,
+    IntegerGrid,
+    Problem,
+    SelectionProblem,
+)
 from core.validation import check_choice
 from oracles.base import (
     OBJECTIVE_TOL,
@@ -83,15 +90,9 @@ from oracles.conjunction_select import (
     EnumerationSelectionOracle,
     HighsSelectionOracle,
     SearchSelectionOracle,
-    SelectionProblem,
 )
-from oracles.conjunctions import (
-    ConjunctionBatch,
-    ConjunctionProblem,
-    EnumerationConjunctionOracle,
-    HighsConjunctionOracle,
-)
-from oracles.convex import ConvexOracle, ConvexProblem
+from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
+from oracles.convex import ConvexOracle
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
@@ -119,13 +120,13 @@ GRID = "grid"
 BOX = "box"
 #: Any Problem (the reference formulation takes both domains).
 ANY = "any problem"
-#: OPSamp's surrogate problem (``oracles.convex.ConvexProblem``).
+#: OPSamp's surrogate problem (``core.problem.ConvexProblem``).
 CONVEX = "convex surrogate"
-#: The data player's best record (``oracles.conjunctions.ConjunctionProblem``).
+#: The data player's best record (``core.problem.ConjunctionProblem``).
 CONJUNCTIONS = "best record"
-#: The data player's best records of one round (``oracles.conjunctions.ConjunctionBatch``).
+#: The data player's best records of one round (``core.problem.ConjunctionBatch``).
 ROUND = "best records of a round"
-#: RSPM's selection of a conjunction (``oracles.conjunction_select.SelectionProblem``).
+#: RSPM's selection of a conjunction (``core.problem.SelectionProblem``).
 SELECTION = "selection"
 #: The classes of a mechanism's ``Problem``: what ``ANY`` matches (``GRID``: the grid ones).
 GRID_CLASSES = (GRID, SHAPED_GRID, NOISY_GRID, EXACT_GRID)

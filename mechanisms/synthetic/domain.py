@@ -22,10 +22,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from core.problem import Conjunction, SelectionProblem
 from core.validation import check_int
 from oracles.base import Certificate
-from oracles.conjunction_select import SelectionProblem
-from oracles.conjunctions import Conjunction
 from oracles.registry import make_oracle
 
 

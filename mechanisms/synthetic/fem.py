@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from core.problem import Conjunction, ConjunctionBatch, ConjunctionProblem, conjunction_index
 from core.validation import check_choice, check_int, check_real
 from mechanisms.privacy import PrivacyTarget, TargetRecord
 from mechanisms.release import PrivacyClaim, ReleaseRecord, check_rng
@@ -47,8 +48,6 @@ from mechanisms.synthetic.domain import (
     conjunction_count,
 )
 from oracles.base import Certificate
-from oracles.conjunction_select import conjunction_index
-from oracles.conjunctions import Conjunction, ConjunctionBatch, ConjunctionProblem
 
 #: Each query player's per-round guarantee (accounting.ZCDP_DIVISOR): the exponential mechanism
 #: is eps0-bounded range, RSPM's selection eps0-DP.

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 
+from core.problem import ConjunctionBatch, ConjunctionProblem
 from oracles import budget as budget_module
 from oracles.base import Status
 from oracles.budget import DEFAULT_TIME_LIMIT, Budget, now
@@ -24,7 +25,6 @@ from oracles.conjunction_search import (
     run_batch,
     search,
 )
-from oracles.conjunctions import ConjunctionBatch, ConjunctionProblem
 from oracles.registry import make_oracle
 
 

@@ -11,13 +11,12 @@ import math
 import numpy as np
 import pytest
 
+from core.problem import SelectionProblem, conjunction_index
 from oracles.base import Status
 from oracles.conjunction_select import (
     EnumerationSelectionOracle,
     HighsSelectionOracle,
     SearchSelectionOracle,
-    SelectionProblem,
-    conjunction_index,
 )
 from tests.oracles.limited import limited
 

@@ -9,12 +9,9 @@ import math
 import numpy as np
 import pytest
 
+from core.problem import ConjunctionProblem
 from oracles.base import Status
-from oracles.conjunctions import (
-    ConjunctionProblem,
-    EnumerationConjunctionOracle,
-    HighsConjunctionOracle,
-)
+from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
 from tests.oracles.limited import limited
 
 

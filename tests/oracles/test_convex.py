@@ -9,15 +9,9 @@ import numpy as np
 import pytest
 
 from core.objective import MergedRows
-from core.problem import Box, Problem
+from core.problem import Box, ConvexProblem, Problem, box_radius, loss_scale, surrogate_value
 from oracles.base import OracleError, Status
-from oracles.convex import (
-    ConvexOracle,
-    ConvexProblem,
-    box_radius,
-    loss_scale,
-    surrogate_value,
-)
+from oracles.convex import ConvexOracle
 
 
 def _data(n=200, d=4, seed=0):

@@ -16,14 +16,17 @@ import numpy as np
 import pytest
 
 from core.objective import MergedRows
-from core.problem import Box, IntegerGrid, Problem
-from oracles.base import HandOff, OracleError, Status, certify
-from oracles.budget import Budget, now
-from oracles.conjunction_select import (
-    HighsSelectionOracle,
+from core.problem import (
+    Box,
+    ConjunctionBatch,
+    ConjunctionProblem,
+    IntegerGrid,
+    Problem,
     SelectionProblem,
 )
-from oracles.conjunctions import ConjunctionBatch, ConjunctionProblem
+from oracles.base import HandOff, OracleError, Status, certify
+from oracles.budget import Budget, now
+from oracles.conjunction_select import HighsSelectionOracle
 from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError
 from oracles.highs import HighsOracle
 from oracles.mip import SolverUnavailableError

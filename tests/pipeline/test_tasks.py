@@ -4,7 +4,6 @@ starts its runs in."""
 from __future__ import annotations
 
 import dataclasses
-
 import math
 
 import numpy as np
@@ -12,7 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import pipeline.tasks as tasks
-from oracles.convex import ConvexProblem
+from core.problem import ConvexProblem
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import validate
 from pipeline.data.record import Dataset

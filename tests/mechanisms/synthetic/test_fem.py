@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from core.problem import conjunction_index
 from mechanisms.privacy import PrivacyTarget
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds, total_epsilon
@@ -30,11 +31,7 @@ from mechanisms.synthetic.fem import (
 from oracles.base import Status
 from oracles.budget import Budget, now
 from oracles.conjunction_search import SearchConjunctionOracle
-from oracles.conjunction_select import (
-    HighsSelectionOracle,
-    SearchSelectionOracle,
-    conjunction_index,
-)
+from oracles.conjunction_select import HighsSelectionOracle, SearchSelectionOracle
 from oracles.conjunctions import EnumerationConjunctionOracle
 from oracles.registry import make_oracle
 
