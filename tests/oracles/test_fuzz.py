@@ -32,7 +32,7 @@ from tests.oracles.fuzz import (
     judge,
 )
 from tests.oracles.licence import require_gurobi_licence
-from tests.oracles.limited import limited
+from tests.oracles.limited import limited, on_limits
 
 #: 60 of each family (about a second per oracle and family; 5 to 10 s for HiGHS and the window
 #: oracle on ``parallel``); the coverage tests below check that these hold what the issue lists.
@@ -74,7 +74,7 @@ class _CarriedOn:
     def __init__(self) -> None:
         self.directory = tempfile.mkdtemp(prefix="fuzz-carry-")
 
-    def solve(self, problem, budget=None):
+    def solve(self, problem, budget):
         oracle = WindowOracle(search_seconds=GRID_SEARCH_SECONDS, carry=self.directory)
         for _ in range(CARRY_ATTEMPTS):
             solution = oracle.solve(problem, Budget.unlimited().with_nodes(CARRY_NODES))
@@ -148,7 +148,7 @@ def _fuzz(name, instances, truths) -> Tally:
     tally = Tally(name)
     for (seed, problem), truth in zip(instances, truths):
         start = time.perf_counter()
-        solution = oracle.solve(problem)
+        solution = oracle.solve(problem, oracle.budget())
         tally.seconds += time.perf_counter() - start
         judge(tally, seed, problem, truth, solution)
     print(tally.line())
@@ -177,7 +177,7 @@ def test_the_reproduction_certifies_the_true_minimum(name):
     problem = reproduction()
     truth = brute_force(problem)
     assert float(truth.minimum) == 4.0
-    solution = _oracle(name).solve(problem)
+    solution = on_limits(_oracle(name), problem)
     cert = solution.certificate
     assert cert.certified, cert.message
     assert solution.w.tolist() == [0.0, 1.0] and cert.objective == 4.0

@@ -23,7 +23,7 @@ from oracles.split import (
 )
 from oracles.window import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
-from tests.oracles.limited import limited
+from tests.oracles.limited import limited, on_limits
 
 #: OPDisc, exact ERM, RSPM and near-margin OPDisc (kinds cycle with period 4), both families.
 CASES = [(family, seed) for family in (fuzz_instance, parallel_instance) for seed in range(12)]
@@ -41,7 +41,7 @@ def test_the_split_solve_is_the_brute_force_minimum_and_the_window_oracles(famil
     assert float(truth.value_at(split.w) - truth.minimum) <= OBJECTIVE_TOL
     assert abs(cert.objective - float(truth.value_at(split.w))) <= 1e-9
     assert cert.extra["parts"] >= 1 and cert.extra["parts_unfinished"] == 0
-    whole = limited(WindowOracle(search_seconds=0.02), 20.0).solve(problem)
+    whole = on_limits(limited(WindowOracle(search_seconds=0.02), 20.0), problem)
     if whole.certificate.certified:
         assert abs(whole.certificate.objective - cert.objective) <= 1e-9
 
@@ -120,8 +120,8 @@ def test_the_order_of_the_parts_does_not_change_the_minimum():
 
 def _split(problem, map_parts=None, parts=3):
     """The split solve alone (no fallback), its parts run by ``map_parts``."""
-    return limited(WindowOracle(search_seconds=0.02, parts=parts, map_parts=map_parts), 60.0).solve(
-        problem
+    return on_limits(
+        limited(WindowOracle(search_seconds=0.02, parts=parts, map_parts=map_parts), 60.0), problem
     )
 
 

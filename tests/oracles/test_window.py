@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 
 from core.problem import IntegerGrid, Problem
+from oracles.budget import Budget
 from oracles.noise_window import decompose_objective, row_minorants, separable_argmin, tighten
 from oracles.registry import make_oracle
 from oracles.window import PARTS_PER_THREAD, WindowOracle
 from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
-from tests.oracles.limited import limited
+from tests.oracles.limited import limited, on_limits
 
 FAST_SEEDS = range(120)
 SLOW_SEEDS = range(2120, 2720)
@@ -34,7 +35,7 @@ def fast():
 def _fuzz(oracle, instances) -> Tally:
     tally = Tally(oracle.name)
     for seed, problem, truth in instances:
-        judge(tally, seed, problem, truth, oracle.solve(problem))
+        judge(tally, seed, problem, truth, oracle.solve(problem, oracle.budget()))
     print(tally.line())
     return tally
 
@@ -50,7 +51,7 @@ def test_no_false_certificate_on_two_threads(fast):
     tally = _fuzz(oracle, fast[:40])
     assert tally.false == 0, "\n".join(tally.failures)
     assert tally.certified == tally.instances
-    solution = oracle.solve(fast[0][1])
+    solution = oracle.solve(fast[0][1], oracle.budget())
     assert solution.certificate.threads == 2
     assert solution.certificate.extra["parts_asked"] == PARTS_PER_THREAD * 2
 
@@ -128,7 +129,7 @@ def test_the_oracle_refuses_a_box():
 
     problem = Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2))
     with pytest.raises(OracleError, match="IntegerGrid"):
-        WindowOracle().solve(problem)
+        WindowOracle().solve(problem, Budget.unlimited())
 
 
 def test_a_frontier_too_large_still_gets_the_fallback(monkeypatch):
@@ -142,7 +143,7 @@ def test_a_frontier_too_large_still_gets_the_fallback(monkeypatch):
 
     monkeypatch.setattr(window, "plan_split", stopped)
     problem = fuzz_instance(0)
-    solution = make_oracle("window", time_limit=30.0).solve(problem)
+    solution = on_limits(make_oracle("window", time_limit=30.0), problem)
     cert = solution.certificate
     assert cert.certified and "reference" in cert.fallback
     assert abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9

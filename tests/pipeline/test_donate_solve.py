@@ -130,7 +130,7 @@ def test_a_donating_solve_on_ray_returns_within_its_limit_and_counts_its_workers
         "window", time_limit=2.0, parts=2, map_parts=ray_donating_parts(1), fallback=None
     )
     with timed() as took:
-        cert = oracle.solve(hard_instance()).certificate
+        cert = oracle.solve(hard_instance(), oracle.budget()).certificate
     assert not cert.certified, cert.message
     assert_returns_near(2.0, took.wall, cert.cpu_seconds, took.slowdown, cpus=2)
     if cert.extra["remote_cpu_seconds"] == 0.0 and took.slowdown > 1.5:
@@ -153,7 +153,7 @@ def test_workers_the_cluster_never_starts_are_stopped_at_the_deadline(local_ray)
         "window", time_limit=1.0, parts=2, map_parts=ray_donating_parts(3), fallback=None
     )
     with timed() as took:
-        cert = oracle.solve(hard_instance()).certificate
+        cert = oracle.solve(hard_instance(), oracle.budget()).certificate
     # the driver waits out the grace on the wall clock; the slack is a loaded machine's
     assert took.wall <= 1.0 + PART_GRACE_SECONDS + 5.0 * took.slowdown, took.wall
     assert cert.status.value == "time_limit" and cert.extra["parts_unfinished"] == 2

@@ -53,7 +53,7 @@ def test_time_limit_reaches_the_convex_oracle_of_an_opsamp_run():
     ((oracle, problem),) = seen
     assert isinstance(problem, ConvexProblem)
     assert oracle.time_limit == 120 and oracle.threads == 3
-    assert oracle.solve(problem).certificate.backend == "convex"
+    assert oracle.solve(problem, oracle.budget()).certificate.backend == "convex"
 
 
 def test_each_opsamp_run_checks_its_data_naming_the_feature():
