@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numba import njit
@@ -499,6 +500,11 @@ class SearchConjunctionOracle:
     (``solve``). It runs on one thread whatever the budget's."""
 
     name: str = "search"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (
+        ConjunctionProblem,
+        ConjunctionBatch,
+    )
 
     @counts_cpu
     def solve(self, problem: ConjunctionProblem | ConjunctionBatch, budget: Budget) -> Solution:

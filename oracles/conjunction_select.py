@@ -53,6 +53,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse
@@ -84,6 +85,8 @@ class EnumerationSelectionOracle:
 
     max_candidates: int = MAX_CANDIDATES
     name: str = "enumerate"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (SelectionProblem,)
 
     @counts_cpu
     def solve(self, problem: SelectionProblem, budget: Budget) -> Solution:
@@ -126,6 +129,8 @@ class SearchSelectionOracle:
     to its end whatever the budget."""
 
     name: str = "search"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (SelectionProblem,)
 
     @counts_cpu
     def solve(self, problem: SelectionProblem, budget: Budget) -> Solution:
@@ -228,6 +233,8 @@ class HighsSelectionOracle:
     sign gets what the first left."""
 
     name: str = "highs"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (SelectionProblem,)
 
     @counts_cpu
     def solve(self, problem: SelectionProblem, budget: Budget) -> Solution:

@@ -32,7 +32,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 import scipy.sparse
@@ -89,6 +89,11 @@ class EnumerationConjunctionOracle:
 
     max_records: int = MAX_RECORDS
     name: str = "enumerate"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (
+        ConjunctionProblem,
+        ConjunctionBatch,
+    )
 
     @counts_cpu
     def solve(self, problem: ConjunctionProblem | ConjunctionBatch, budget: Budget) -> Solution:
@@ -116,6 +121,11 @@ class HighsConjunctionOracle:
     """The MILP of the module docstring, solved by HiGHS on the budget's time and threads."""
 
     name: str = "highs"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (
+        ConjunctionProblem,
+        ConjunctionBatch,
+    )
 
     @counts_cpu
     def solve(self, problem: ConjunctionProblem | ConjunctionBatch, budget: Budget) -> Solution:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy.optimize import minimize
@@ -71,6 +72,8 @@ class ConvexOracle:
     tol: float = DEFAULT_TOL
     max_iter: int = 20_000
     name: str = "convex"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (ConvexProblem,)
 
     def __post_init__(self) -> None:
         check_loss(self.loss)

@@ -287,6 +287,28 @@ STRATEGIES: dict[str, type] = {
     "selection_enumerate": EnumerationSelectionOracle,
     "selection_highs": HighsSelectionOracle,
 }
+#: What a strategy accepts when its class does not say itself: the window search's module is
+#: being rewritten (issue 44, item 1), and declares ``accepts`` there once it lands.
+UNDECLARED: dict[str, tuple[type, ...]] = {"window": (Problem,)}
+
+
+def accepts(strategy: str) -> tuple[type, ...]:
+    """The problem types the strategy ``strategy`` solves: its class's ``accepts`` (CVXPY's
+    ``accepts``), checked against ``ROUTES`` by tests/oracles/test_routing.py."""
+    cls = STRATEGIES[strategy]
+    return getattr(cls, "accepts", None) or UNDECLARED[strategy]
+
+
+#: The type of a problem of each class (``classify`` reads it back; ``PROBLEM_CLASSES`` are a
+#: mechanism's ``Problem``).
+CLASS_TYPES: dict[str, type] = {
+    **dict.fromkeys(PROBLEM_CLASSES, Problem),
+    CONVEX: ConvexProblem,
+    CONJUNCTIONS: ConjunctionProblem,
+    ROUND: ConjunctionBatch,
+    SELECTION: SelectionProblem,
+}
+
 #: The routes, in the table's order.
 ROUTE_NAMES: tuple[str, ...] = tuple(
     dict.fromkeys(row.route for row in ROUTES if row.route != EVERY)
@@ -815,6 +837,8 @@ __all__ = [
     "Step",
     "UNAVAILABLE",
     "chain_for",
+    "CLASS_TYPES",
+    "accepts",
     "chain_text",
     "check_prefer",
     "classify",
