@@ -18,7 +18,7 @@ import pytest
 
 from core.objective import MergedRows
 from core.problem import IntegerGrid, Problem
-from oracles.base import Status
+from oracles.base import Status, budget_of
 from oracles.budget import Budget
 from oracles.donate import VirtualParts
 from oracles.registry import make_oracle
@@ -32,7 +32,7 @@ from tests.oracles.fuzz import (
     judge,
 )
 from tests.oracles.licence import require_gurobi_licence
-from tests.oracles.limited import limited, on_limits
+from tests.oracles.limited import limited
 
 #: 60 of each family (about a second per oracle and family; 5 to 10 s for HiGHS and the window
 #: oracle on ``parallel``); the coverage tests below check that these hold what the issue lists.
@@ -148,7 +148,7 @@ def _fuzz(name, instances, truths) -> Tally:
     tally = Tally(name)
     for (seed, problem), truth in zip(instances, truths):
         start = time.perf_counter()
-        solution = oracle.solve(problem, oracle.budget())
+        solution = oracle.solve(problem, budget_of(oracle))
         tally.seconds += time.perf_counter() - start
         judge(tally, seed, problem, truth, solution)
     print(tally.line())
@@ -177,7 +177,7 @@ def test_the_reproduction_certifies_the_true_minimum(name):
     problem = reproduction()
     truth = brute_force(problem)
     assert float(truth.minimum) == 4.0
-    solution = on_limits(_oracle(name), problem)
+    solution = (oracle := _oracle(name)).solve(problem, budget_of(oracle))
     cert = solution.certificate
     assert cert.certified, cert.message
     assert solution.w.tolist() == [0.0, 1.0] and cert.objective == 4.0
