@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in args.oracles:
                 oracle = make(name, args.time_limit, args.threads)
                 wall, cpu = time.perf_counter(), time.process_time()
-                sol = oracle.solve(inst.problem)
+                sol = oracle.solve(inst.problem, oracle.budget())
                 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
                 runs.append((name, sol, wall, cpu))
                 results.setdefault((table, name), []).append((mech, sol.certificate, wall, cpu))

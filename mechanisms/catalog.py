@@ -59,6 +59,7 @@ from mechanisms.synthetic.baselines import (
 from mechanisms.synthetic.domain import ConjunctionClass
 from mechanisms.synthetic.fem import FEMParams, SyntheticRelease, run_fem
 from mechanisms.synthetic.reference import RealTableParams, release_real_table
+from oracles.routing import CONJUNCTIONS, route_for
 
 # --- how each mechanism runs whole -------------------------------------------------------------
 
@@ -109,7 +110,7 @@ def _configured(settings: Any, oracles: Oracles) -> Any:
 
 def _data_player(settings: Any, oracles: Oracles) -> Any:
     """The synthetic-data game's data player: the conjunction oracle of its ``backend``."""
-    return oracles.route(f"conjunctions_{settings.backend}")
+    return oracles.route(route_for(CONJUNCTIONS, backend=settings.backend))
 
 
 CATALOG: dict[str, Entry] = {

@@ -56,7 +56,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from core.objective import DEFAULT_MARGIN, MergedRows
-from core.problem import Box, Problem
+from core.problem import Box, ConvexProblem, Problem
 from core.validation import check_choice, check_not_both, check_real, check_result, check_shape
 from mechanisms.bounds import check_out_of_bounds, enforce_feature_bound
 from mechanisms.calibration import check_calibration
@@ -70,7 +70,6 @@ from mechanisms.opsamp_calibration import (
 from mechanisms.privacy import ApproximateTarget, TargetRecord
 from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret
 from oracles.base import Solution
-from oracles.convex import ConvexProblem
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import numpy as np
 
 from core.objective import MergedRows, check_data
 from mechanisms.release import Noise, PrivacyClaim, Release, check_rng
-from oracles.base import Solution
+from oracles.base import Configured, Solution, budget_of
 
 
 class OracleMechanism(Protocol):
@@ -48,8 +48,9 @@ class OracleMechanism(Protocol):
 SolveMany = Callable[[Any, Sequence[Any]], list[Solution]]
 
 
-def solve_sequentially(oracle: Any, problems: Sequence[Any]) -> list[Solution]:
-    return [oracle.solve(p) for p in problems]
+def solve_sequentially(oracle: Configured, problems: Sequence[Any]) -> list[Solution]:
+    """Each problem in turn, each on a fresh budget of the oracle's configured limits."""
+    return [oracle.solve(p, budget_of(oracle)) for p in problems]
 
 
 @dataclass(frozen=True, eq=False)

@@ -166,7 +166,26 @@ class Oracle(Protocol):
 
     name: str
 
-    def solve(self, problem: Any, budget: Any) -> Solution: ...
+    def solve(self, problem: Any, budget: Budget) -> Solution: ...
+
+
+@runtime_checkable
+class Configured(Oracle, Protocol):
+    """An oracle as a caller holds it, with the limits its config gave (``oracles.routing.Route``:
+    a sweep's ``oracle.time_limit`` and ``oracle.threads``, an estimator's ``time_limit`` and
+    ``threads``): ``budget()`` is one solve's budget on those limits from now, which the caller
+    passes, ``oracle.solve(problem, oracle.budget())``. The budget is made when the solve starts
+    (on the Ray worker for a task), never when the oracle was built."""
+
+    def budget(self) -> Budget: ...
+
+
+def budget_of(oracle: Any) -> Budget:
+    """One solve's budget for a caller holding ``oracle`` (a mechanism's loop, a sweep's task):
+    a configured oracle's own (``Configured.budget``: a route's limits, from the config); a bare
+    strategy handed over by a library caller or a test has no limits and runs on
+    ``Budget.unlimited()``, said here, once."""
+    return oracle.budget() if isinstance(oracle, Configured) else Budget.unlimited()
 
 
 #: ``extra`` key of a certificate: CPU seconds its solve spent in other processes (the parts of
@@ -181,15 +200,12 @@ def counts_cpu(solve: SolveMethod) -> SolveMethod:
     records the CPU seconds the solve got (``Certificate.cpu_seconds``): ``time.process_time``
     before and after (every thread of this process, the solver's included), plus
     ``extra[REMOTE_CPU]`` (its parts' in other processes). The answer is otherwise unchanged;
-    an outer solve's count replaces an inner one's (it includes it). A strategy called without
-    a budget (a test, a library user's own loop) runs on ``Budget.unlimited()``: no deadline,
-    one thread; a route always gives one (``oracles.routing.Route.solve``)."""
+    an outer solve's count replaces an inner one's (it includes it). The budget is required:
+    a caller that means no limit says so (``Budget.unlimited()``)."""
 
     @functools.wraps(solve)
-    def measured(self, problem, budget: Budget | None = None):
-        if budget is None:
-            budget = Budget.unlimited()
-        elif not isinstance(budget, Budget):
+    def measured(self, problem, budget: Budget):
+        if not isinstance(budget, Budget):
             raise TypeError(f"budget must be an oracles.budget.Budget, found {budget!r}")
         cpu = time.process_time()
         solution = solve(self, problem, budget)

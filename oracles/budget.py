@@ -21,8 +21,9 @@ The deadline is on the monotonic clock (``time.monotonic``: never set back, the 
 ``time.perf_counter`` on Linux), so a budget means the same in one process whatever the wall
 clock does. A budget crosses to other processes (a race's rival, the parts of a split solve on
 Ray, possibly on other machines) by pickling, which hands the deadline over as wall-clock
-seconds and reads it back on the receiver's monotonic clock; the shared best does not travel (it
-is a lock of this process: a part elsewhere shares through its ``map_parts``).
+seconds and reads it back on the receiver's monotonic clock; a race's shared stop does not travel
+(it is a lock of this process: workers elsewhere share through their pool,
+``oracles.window.pool``).
 
 A budget is frozen: ``share``, ``sub`` and ``with_threads`` return new budgets and never extend
 the deadline.

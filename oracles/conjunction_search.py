@@ -1,6 +1,6 @@
 """The data player's best record by an exact depth-first search, compiled (numba).
 
-The problem is ``oracles.conjunctions.ConjunctionProblem``'s,
+The problem is ``core.problem.ConjunctionProblem``'s,
 
     max_x  sum_c coef_c q_c(x)  +  sum_a noise_{a, x_a},
 
@@ -45,13 +45,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numba import njit
 
+from core.problem import ConjunctionBatch, ConjunctionProblem
 from oracles.base import Solution, Status, counts_cpu
 from oracles.budget import Budget
-from oracles.conjunctions import ConjunctionBatch, ConjunctionProblem, max_certificate
+from oracles.conjunctions import max_certificate
 
 #: The search's own pruning slack: a node is dropped when its bound is below the best value by
 #: more than this fraction of that value's size (the bounds' rounding is far smaller).
@@ -498,6 +500,11 @@ class SearchConjunctionOracle:
     (``solve``). It runs on one thread whatever the budget's."""
 
     name: str = "search"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (
+        ConjunctionProblem,
+        ConjunctionBatch,
+    )
 
     @counts_cpu
     def solve(self, problem: ConjunctionProblem | ConjunctionBatch, budget: Budget) -> Solution:

@@ -17,7 +17,7 @@ one contract ``solve(problem, budget) -> Solution`` (``oracles.base``: the answe
   bincount). Ties go to the first candidate in the CLASS ORDER: every (q, +1) before every
   (q, -1); within a sign, conjunctions by size (1 literal first), then by their attributes in
   ``itertools.combinations`` order, then by their levels in row-major order
-  (``conjunction_index``);
+  (``core.problem.conjunction_index``);
 * ``HighsSelectionOracle``: one MILP per sign, the better answer kept (+1 on equal values).
   Binaries y_{a,v} (literal (a, v) in q), u_a = sum_v y_{a,v} <= 1, 1 <= sum_a u_a <= k, and one
   continuous z_x in [0, 1] per record with w_x = s c_x != 0. x satisfies q iff no literal of q
@@ -52,85 +52,20 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse
 
-from core.validation import check_int
+from core.problem import Conjunction, SelectionProblem
 from oracles.base import Certificate, Selected, Solution, Status, counts_cpu
 from oracles.budget import Budget
-from oracles.conjunctions import Conjunction, max_certificate, solve_max_milp
+from oracles.conjunctions import max_certificate, solve_max_milp
 from oracles.highs import LinearModel
 
 #: Candidates an enumeration oracle may visit (both signs).
 MAX_CANDIDATES = 50_000_000
-
-
-@dataclass(frozen=True, eq=False)
-class SelectionProblem:
-    """The maximization of the module docstring."""
-
-    levels: tuple[int, ...]
-    max_literals: int
-    #: (r, attributes) level codes (distinct in the game, not required here).
-    records: np.ndarray
-    #: c_x, one per record.
-    coefs: np.ndarray
-    #: One array per attribute, literal_noise[a][v] the weight of literal (a, v).
-    literal_noise: tuple[np.ndarray, ...] = field(default=())
-    sign_noise: float = 0.0
-    #: True: on equal values the first candidate in the class order (module docstring); False:
-    #: any maximizer (the value and its certificate are the same). Where every weight is 0 (a
-    #: table measured against itself) the first would take visiting the whole class.
-    first_on_ties: bool = True
-
-    def __post_init__(self) -> None:
-        levels = tuple(int(k) for k in self.levels)
-        if not levels:
-            raise ValueError("levels must list at least one attribute")
-        for a, k in enumerate(levels):
-            check_int(f"levels[{a}]", k)
-        object.__setattr__(self, "levels", levels)
-        check_int("max_literals", self.max_literals)
-        if self.max_literals > len(levels):
-            raise ValueError(
-                f"max_literals must be <= the {len(levels)} attributes, found {self.max_literals}"
-            )
-        records = np.asarray(self.records, dtype=np.int64).reshape(-1, len(levels))
-        if (records < 0).any() or (records >= np.array(levels)).any():
-            raise ValueError(f"records must hold level codes within the levels {levels}")
-        object.__setattr__(self, "records", records)
-        coefs = np.asarray(self.coefs, dtype=float)
-        if coefs.shape != (len(records),) or not np.isfinite(coefs).all():
-            raise ValueError(f"coefs must be {len(records)} finite numbers, one per record")
-        object.__setattr__(self, "coefs", coefs)
-        noise = self.literal_noise or tuple(np.zeros(k) for k in levels)
-        noise = tuple(np.asarray(n, dtype=float) for n in noise)
-        if [n.shape for n in noise] != [(k,) for k in levels] or not all(
-            np.isfinite(n).all() for n in noise
-        ):
-            raise ValueError(
-                "literal_noise must hold one finite weight per level of each attribute"
-            )
-        object.__setattr__(self, "literal_noise", noise)
-        if not math.isfinite(self.sign_noise):
-            raise ValueError(f"sign_noise must be finite, found {self.sign_noise!r}")
-        object.__setattr__(self, "sign_noise", float(self.sign_noise))
-
-    @property
-    def candidates(self) -> int:
-        """|class| with both signs: 2 sum_{j <= k} sum_{|A| = j} prod_{a in A} levels[a]."""
-        return 2 * sum(_cells(self.levels, j) for j in range(1, self.max_literals + 1))
-
-    def value(self, conjunction: Conjunction, sign: int) -> float:
-        """The objective at (conjunction, sign)."""
-        hold = np.ones(len(self.records), dtype=bool)
-        noise = 0.0
-        for a, v in conjunction:
-            hold &= self.records[:, a] == v
-            noise += self.literal_noise[a][v]
-        return sign * float(self.coefs[hold].sum()) + noise + (self.sign_noise if sign > 0 else 0)
 
 
 def selected(problem: SelectionProblem, conjunction: Conjunction, sign: int, cert) -> Solution:
@@ -144,36 +79,14 @@ def selected(problem: SelectionProblem, conjunction: Conjunction, sign: int, cer
     return Solution(w, cert, Selected(tuple(conjunction), int(sign)))
 
 
-def _cells(levels: tuple[int, ...], size: int) -> int:
-    return sum(
-        math.prod(levels[a] for a in attrs)
-        for attrs in itertools.combinations(range(len(levels)), size)
-    )
-
-
-def conjunction_index(levels, max_literals: int, conjunction: Conjunction) -> int:
-    """The position of ``conjunction`` in the class order (module docstring), from 0."""
-    levels = tuple(int(k) for k in levels)
-    conjunction = tuple(sorted((int(a), int(v)) for a, v in conjunction))
-    size = len(conjunction)
-    if not 1 <= size <= max_literals:
-        raise ValueError(f"a conjunction of 1 to {max_literals} literals, found {conjunction}")
-    attrs = tuple(a for a, _ in conjunction)
-    index = sum(_cells(levels, j) for j in range(1, size))
-    for other in itertools.combinations(range(len(levels)), size):
-        if other == attrs:
-            cell = np.ravel_multi_index([v for _, v in conjunction], [levels[a] for a in attrs])
-            return index + int(cell)
-        index += math.prod(levels[a] for a in other)
-    raise ValueError(f"{conjunction} is not a conjunction over the levels {levels}")
-
-
 @dataclass(frozen=True)
 class EnumerationSelectionOracle:
     """Every candidate, a marginal at a time (ties: the first in the class order)."""
 
     max_candidates: int = MAX_CANDIDATES
     name: str = "enumerate"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (SelectionProblem,)
 
     @counts_cpu
     def solve(self, problem: SelectionProblem, budget: Budget) -> Solution:
@@ -216,6 +129,8 @@ class SearchSelectionOracle:
     to its end whatever the budget."""
 
     name: str = "search"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (SelectionProblem,)
 
     @counts_cpu
     def solve(self, problem: SelectionProblem, budget: Budget) -> Solution:
@@ -318,6 +233,8 @@ class HighsSelectionOracle:
     sign gets what the first left."""
 
     name: str = "highs"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (SelectionProblem,)
 
     @counts_cpu
     def solve(self, problem: SelectionProblem, budget: Budget) -> Solution:
@@ -441,7 +358,5 @@ __all__ = [
     "EnumerationSelectionOracle",
     "HighsSelectionOracle",
     "SearchSelectionOracle",
-    "SelectionProblem",
-    "conjunction_index",
     "selected",
 ]

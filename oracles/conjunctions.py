@@ -31,108 +31,19 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
 
 import numpy as np
 import scipy.sparse
 
-from core.validation import check_int
+from core.problem import ConjunctionBatch, ConjunctionProblem
 from oracles.base import OBJECTIVE_TOL, Certificate, Solution, Status, counts_cpu
 from oracles.budget import Budget
 from oracles.highs import PRESOLVE_RULES_OFF, LinearModel, map_status, run_highs, threads_for
 
-Literal = tuple[int, int]
-Conjunction = tuple[Literal, ...]
-
 #: Records an enumeration oracle may visit.
 MAX_RECORDS = 2_000_000
-
-
-@dataclass(frozen=True)
-class ConjunctionProblem:
-    """max_x sum_c coef_c q_c(x) + <noise, b(x)> (module docstring)."""
-
-    levels: tuple[int, ...]
-    conjunctions: tuple[Conjunction, ...]
-    coefs: np.ndarray
-    #: One array per attribute, noise[a][v] the weight of b_{a,v}.
-    noise: tuple[np.ndarray, ...] = field(default=())
-
-    def __post_init__(self) -> None:
-        levels = tuple(int(k) for k in self.levels)
-        if not levels:
-            raise ValueError("levels must list at least one attribute")
-        for a, k in enumerate(levels):
-            check_int(f"levels[{a}]", k)
-        object.__setattr__(self, "levels", levels)
-        conjunctions = tuple(tuple((int(a), int(v)) for a, v in c) for c in self.conjunctions)
-        for c in conjunctions:
-            attrs = [a for a, _ in c]
-            if not c or len(set(attrs)) != len(attrs):
-                raise ValueError(f"a conjunction needs literals on distinct attributes, found {c}")
-            for a, v in c:
-                if not (0 <= a < len(levels) and 0 <= v < levels[a]):
-                    raise ValueError(f"literal ({a}, {v}) is outside the levels {levels}")
-        object.__setattr__(self, "conjunctions", conjunctions)
-        coefs = np.asarray(self.coefs, dtype=float)
-        if coefs.shape != (len(conjunctions),) or not np.isfinite(coefs).all():
-            raise ValueError(f"coefs must be {len(conjunctions)} finite numbers")
-        object.__setattr__(self, "coefs", coefs)
-        noise = self.noise or tuple(np.zeros(k) for k in levels)
-        noise = tuple(np.asarray(n, dtype=float) for n in noise)
-        if [n.shape for n in noise] != [(k,) for k in levels] or not all(
-            np.isfinite(n).all() for n in noise
-        ):
-            raise ValueError("noise must hold one finite weight per level of each attribute")
-        object.__setattr__(self, "noise", noise)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.levels)
-
-    def values(self, records: np.ndarray) -> np.ndarray:
-        """The objective (to maximize) at each row of ``records`` (an (r, attributes) code array)."""
-        records = np.atleast_2d(np.asarray(records, dtype=np.int64))
-        out = np.zeros(len(records))
-        for a, n in enumerate(self.noise):
-            out += n[records[:, a]]
-        for c, coef in zip(self.conjunctions, self.coefs):
-            if coef:
-                hold = np.ones(len(records), dtype=bool)
-                for a, v in c:
-                    hold &= records[:, a] == v
-                out += coef * hold
-        return out
-
-
-@dataclass(frozen=True, eq=False)
-class ConjunctionBatch:
-    """The best record for each row of ``noises`` (flat noise vectors: one weight per level of
-    each attribute in turn) against ``problem``'s conjunctions; ``problem``'s own noise is not
-    used. Its answer has one record a row, and ONE certificate for the batch: the objective the
-    sum of the rows' exact values, OPTIMAL when every row is (``each_row``)."""
-
-    problem: ConjunctionProblem
-    noises: np.ndarray
-
-    def __post_init__(self) -> None:
-        width = int(sum(self.problem.levels))
-        noises = np.atleast_2d(np.asarray(self.noises, dtype=float))
-        if noises.ndim != 2 or noises.shape[1] != width or not np.isfinite(noises).all():
-            raise ValueError(
-                f"noises must be rows of {width} finite weights (one per level of each "
-                f"attribute), found shape {noises.shape}"
-            )
-        object.__setattr__(self, "noises", noises)
-
-    def row(self, i: int) -> ConjunctionProblem:
-        """The problem of row ``i``: the conjunctions with that row's noise."""
-        bounds = np.cumsum((0,) + self.problem.levels)
-        noise = tuple(self.noises[i, bounds[a] : bounds[a + 1]] for a in range(len(bounds) - 1))
-        return ConjunctionProblem(
-            self.problem.levels, self.problem.conjunctions, self.problem.coefs, noise
-        )
 
 
 def each_row(solve, batch: ConjunctionBatch, budget: Budget, backend: str) -> Solution:
@@ -178,6 +89,11 @@ class EnumerationConjunctionOracle:
 
     max_records: int = MAX_RECORDS
     name: str = "enumerate"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (
+        ConjunctionProblem,
+        ConjunctionBatch,
+    )
 
     @counts_cpu
     def solve(self, problem: ConjunctionProblem | ConjunctionBatch, budget: Budget) -> Solution:
@@ -205,6 +121,11 @@ class HighsConjunctionOracle:
     """The MILP of the module docstring, solved by HiGHS on the budget's time and threads."""
 
     name: str = "highs"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (
+        ConjunctionProblem,
+        ConjunctionBatch,
+    )
 
     @counts_cpu
     def solve(self, problem: ConjunctionProblem | ConjunctionBatch, budget: Budget) -> Solution:
@@ -316,12 +237,8 @@ def _milp(problem: ConjunctionProblem) -> tuple[LinearModel, list[np.ndarray]]:
 
 
 __all__ = [
-    "Conjunction",
-    "ConjunctionBatch",
-    "ConjunctionProblem",
     "EnumerationConjunctionOracle",
     "HighsConjunctionOracle",
-    "Literal",
     "MilpAnswer",
     "each_row",
     "max_certificate",

@@ -11,7 +11,7 @@ where l is a convex surrogate scaled into [0, 1] on W:
 
 with R >= max_i max_{w in W} |<w, x_i>|, so that |t| <= R on W and l takes values in [0, 1].
 S is ``scale``: OPSamp passes one computed from public bounds (the box and a declared feature
-bound). Left out, it is computed from the data (``box_radius``): then the loss, and hence the
+bound). Left out, it is computed from the data (``core.problem.box_radius``): then the loss, and hence the
 privacy analysis, depends on the data, and the certificate says so (``scale_source``).
 
 The answer comes with a certified bound, which OPSamp uses as its alpha (SPEC section 5: "alpha
@@ -35,16 +35,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import expit
 
-from core.objective import MergedRows, check_data
-from core.problem import Box
-from core.validation import check_choice, check_int, check_real, is_real
+from core.problem import ConvexProblem, check_loss
+from core.validation import check_int, check_real
 from oracles.base import (
     Certificate,
     OracleError,
@@ -54,169 +52,8 @@ from oracles.base import (
 )
 from oracles.budget import Budget
 
-LOSSES = ("logistic", "hinge")
-
 #: Default certified gap (normalized objective) below which a solve is OPTIMAL.
 DEFAULT_TOL = 1e-6
-
-
-# --- the surrogate -----------------------------------------------------------------------------
-
-
-def box_radius(X: np.ndarray, box: Box) -> float:
-    """R = max_i max_{w in box} |<w, x_i>| (exact: the box's extreme point is per coordinate)."""
-    X = np.asarray(X, dtype=float)
-    hi = np.maximum(box.lower * X, box.upper * X).sum(axis=1)
-    lo = np.minimum(box.lower * X, box.upper * X).sum(axis=1)
-    return float(max(hi.max(initial=0.0), (-lo).max(initial=0.0)))
-
-
-def loss_scale(radius: float, loss: str = "logistic") -> float:
-    """S, the maximum of the unscaled loss over margins |t| <= radius."""
-    _check_loss(loss)
-    if not (math.isfinite(radius) and radius >= 0):
-        raise ValueError(f"radius must be finite and >= 0, found {radius!r}")
-    return float(np.logaddexp(0.0, radius)) if loss == "logistic" else 1.0 + radius
-
-
-def surrogate_value(margins: Any, *, loss: str = "logistic", scale: float) -> np.ndarray:
-    """l(t) for margins t = y <w, x>: the unscaled loss divided by ``scale`` (module docstring)."""
-    _check_loss(loss)
-    t = np.asarray(margins, dtype=float)
-    raw = np.logaddexp(0.0, -t) if loss == "logistic" else np.maximum(0.0, 1.0 - t)
-    return raw / scale
-
-
-def _check_loss(loss: Any) -> None:
-    check_choice("loss", loss, LOSSES)
-
-
-def _frozen(a: Any, dtype=float) -> np.ndarray:
-    a = np.array(a, dtype=dtype, copy=True)
-    a.setflags(write=False)
-    return a
-
-
-# --- the problem -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class ConvexProblem:
-    """min over ``box`` of f(w) = (1/n) sum_k m_k l(y_k <w, x_k>) - <sigma, w> / n.
-
-    Rows are distinct (x, y) pairs with counts ``weights`` (m_k); n = sum_k m_k. Build it with
-    ``from_xy`` or ``from_rows``. ``scale`` is S (module docstring); None computes it from the
-    data. A scale too small for these rows (the loss would leave [0, 1]) is refused.
-    """
-
-    points: np.ndarray
-    labels: np.ndarray
-    weights: np.ndarray
-    sigma: np.ndarray
-    box: Box
-    loss: str = "logistic"
-    scale: float | None = None
-    label: str = ""
-    #: 'given' (public, as OPSamp needs) or 'data' (S computed from these rows).
-    scale_source: str = field(init=False, default="given")
-
-    def __post_init__(self) -> None:
-        _check_loss(self.loss)
-        points, labels = check_data(self.points, self.labels)
-        if points.shape[1] != self.box.d:
-            raise ValueError(
-                f"points must be (rows, {self.box.d}) for a {self.box.d}-dimensional box, "
-                f"found {points.shape}"
-            )
-        weights = np.asarray(self.weights, dtype=float)
-        if weights.shape != labels.shape or not np.isfinite(weights).all() or (weights < 0).any():
-            raise ValueError(f"weights must be {labels.shape} finite counts >= 0")
-        if not weights.sum() > 0:
-            raise ValueError("weights must not all be zero")
-        sigma = np.asarray(self.sigma, dtype=float)
-        if sigma.shape != (self.box.d,) or not np.isfinite(sigma).all():
-            raise ValueError(
-                f"sigma must be a finite vector of length {self.box.d}, found shape {sigma.shape}"
-            )
-        needed = loss_scale(box_radius(points, self.box), self.loss)
-        scale, source = self.scale, "given"
-        if scale is None:
-            scale, source = needed, "data"
-        if not is_real(scale):
-            raise TypeError(f"scale must be a real number, found {scale!r}")
-        if not (math.isfinite(scale) and scale >= needed * (1 - 1e-12)):
-            raise ValueError(
-                f"scale must be >= {needed!r}, the {self.loss} loss's maximum over the box on "
-                f"these rows (else the loss leaves [0, 1]), found {scale!r}"
-            )
-        object.__setattr__(self, "points", _frozen(points))
-        object.__setattr__(self, "labels", _frozen(labels, np.int8))
-        object.__setattr__(self, "weights", _frozen(weights))
-        object.__setattr__(self, "sigma", _frozen(sigma))
-        object.__setattr__(self, "scale", float(scale))
-        object.__setattr__(self, "scale_source", source)
-
-    @classmethod
-    def from_rows(cls, rows: MergedRows, sigma: Any, box: Box, **kwargs: Any) -> "ConvexProblem":
-        """From merged rows: (x_u, +1) with count P_u and (x_u, -1) with count Q_u."""
-        keep_pos, keep_neg = rows.pos > 0, rows.neg > 0
-        points = np.vstack([rows.points[keep_pos], rows.points[keep_neg]])
-        labels = np.concatenate([np.ones(keep_pos.sum()), -np.ones(keep_neg.sum())])
-        weights = np.concatenate([rows.pos[keep_pos], rows.neg[keep_neg]])
-        return cls(points, labels, weights, sigma, box, **kwargs)
-
-    @classmethod
-    def from_xy(cls, X: Any, y: Any, sigma: Any, box: Box, **kwargs: Any) -> "ConvexProblem":
-        X, y = check_data(X, y)
-        return cls.from_rows(MergedRows.from_xy(X, y), sigma, box, **kwargs)
-
-    @property
-    def n(self) -> float:
-        return float(self.weights.sum())
-
-    @property
-    def d(self) -> int:
-        return self.box.d
-
-    @property
-    def lipschitz_l1(self) -> float:
-        """G with |l_i(w) - l_i(w')| <= G ||w - w'||_1: max_i ||x_i||_inf / S (|l'| <= 1)."""
-        return float(np.abs(self.points).max()) / self.scale
-
-    def margins(self, w: np.ndarray) -> np.ndarray:
-        return self.labels * (self.points @ np.asarray(w, dtype=float))
-
-    def objective(self, w: np.ndarray) -> float:
-        w = np.asarray(w, dtype=float)
-        losses = surrogate_value(self.margins(w), loss=self.loss, scale=self.scale)
-        return float((self.weights @ losses - self.sigma @ w) / self.n)
-
-    def gradient(self, w: np.ndarray) -> np.ndarray:
-        """The gradient (logistic) or a subgradient (hinge: slope -1/S where t < 1, else 0)."""
-        t = self.margins(w)
-        if self.loss == "logistic":
-            slope = -expit(-t) / self.scale
-        else:
-            slope = np.where(t < 1.0, -1.0 / self.scale, 0.0)
-        return ((self.weights * slope * self.labels) @ self.points - self.sigma) / self.n
-
-    def value_and_gradient(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        return self.objective(w), self.gradient(w)
-
-    def frank_wolfe_gap(self, w: np.ndarray) -> float:
-        """max_{v in box} <grad f(w), w - v> >= f(w) - min f (for the logistic loss)."""
-        w = np.asarray(w, dtype=float)
-        g = self.gradient(w)
-        terms = g * w - np.minimum(self.box.lower * g, self.box.upper * g)  # each >= 0 on the box
-        return float(np.maximum(terms, 0.0).sum())
-
-    def dual_bound(self, a: np.ndarray) -> float:
-        """A lower bound on min f for the hinge loss, valid for any a in [0, 1]^rows."""
-        a = np.clip(np.asarray(a, dtype=float), 0.0, 1.0)
-        c = 1.0 / (self.n * self.scale)
-        ma = self.weights * a
-        g = c * (ma * self.labels) @ self.points + self.sigma / self.n
-        return float(c * ma.sum() - np.maximum(self.box.lower * g, self.box.upper * g).sum())
 
 
 # --- the oracle --------------------------------------------------------------------------------
@@ -235,9 +72,11 @@ class ConvexOracle:
     tol: float = DEFAULT_TOL
     max_iter: int = 20_000
     name: str = "convex"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (ConvexProblem,)
 
     def __post_init__(self) -> None:
-        _check_loss(self.loss)
+        check_loss(self.loss)
         check_real("tol", self.tol)
         check_int("max_iter", self.max_iter)
 
@@ -352,11 +191,4 @@ class ConvexOracle:
         }
 
 
-__all__ = [
-    "LOSSES",
-    "ConvexOracle",
-    "ConvexProblem",
-    "box_radius",
-    "loss_scale",
-    "surrogate_value",
-]
+__all__ = ["DEFAULT_TOL", "ConvexOracle"]

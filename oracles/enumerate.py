@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -53,6 +54,8 @@ class EnumerationOracle:
 
     max_points: int = DEFAULT_MAX_POINTS
     name: str = "enumerate"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (Problem,)
 
     @counts_cpu
     def solve(self, problem: Problem, budget: Budget) -> Solution:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -133,6 +134,8 @@ class GurobiOracle:
     mip_abs_gap: float = DEFAULT_MIP_ABS_GAP
     feasibility_tol: float | None = None
     name: str = "gurobi"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (Problem,)
 
     def __post_init__(self) -> None:
         check_real("strict_eps", self.strict_eps)

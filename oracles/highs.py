@@ -61,7 +61,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
@@ -307,6 +307,8 @@ class HighsOracle:
     mip_abs_gap: float = DEFAULT_MIP_ABS_GAP
     feasibility_tol: float | None = None
     name: str = "highs"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (Problem,)
 
     def __post_init__(self) -> None:
         check_real("strict_eps", self.strict_eps)

@@ -65,7 +65,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from core.problem import IntegerGrid, Problem
+from core.problem import (
+    ConjunctionBatch,
+    ConjunctionProblem,
+    ConvexProblem,
+    IntegerGrid,
+    Problem,
+    SelectionProblem,
+)
 from core.validation import check_choice
 from oracles.base import (
     OBJECTIVE_TOL,
@@ -82,15 +89,9 @@ from oracles.conjunction_select import (
     EnumerationSelectionOracle,
     HighsSelectionOracle,
     SearchSelectionOracle,
-    SelectionProblem,
 )
-from oracles.conjunctions import (
-    ConjunctionBatch,
-    ConjunctionProblem,
-    EnumerationConjunctionOracle,
-    HighsConjunctionOracle,
-)
-from oracles.convex import ConvexOracle, ConvexProblem
+from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
+from oracles.convex import ConvexOracle
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
@@ -117,13 +118,13 @@ GRID = "grid"
 BOX = "box"
 #: Any Problem (the reference formulation takes both domains).
 ANY = "any problem"
-#: OPSamp's surrogate problem (``oracles.convex.ConvexProblem``).
+#: OPSamp's surrogate problem (``core.problem.ConvexProblem``).
 CONVEX = "convex surrogate"
-#: The data player's best record (``oracles.conjunctions.ConjunctionProblem``).
+#: The data player's best record (``core.problem.ConjunctionProblem``).
 CONJUNCTIONS = "best record"
-#: The data player's best records of one round (``oracles.conjunctions.ConjunctionBatch``).
+#: The data player's best records of one round (``core.problem.ConjunctionBatch``).
 ROUND = "best records of a round"
-#: RSPM's selection of a conjunction (``oracles.conjunction_select.SelectionProblem``).
+#: RSPM's selection of a conjunction (``core.problem.SelectionProblem``).
 SELECTION = "selection"
 #: The classes of a mechanism's ``Problem``: what ``ANY`` matches (``GRID``: the grid ones).
 GRID_CLASSES = (GRID, SHAPED_GRID, NOISY_GRID, EXACT_GRID)
@@ -165,11 +166,26 @@ class Step:
 
 @dataclass(frozen=True)
 class Row:
-    """The chain ``route`` runs on a problem of class ``problem``."""
+    """The chain ``route`` runs on a problem of class ``problem``.
+
+    Its options:
+
+    * ``default``: ``route`` is the one a problem of this class takes when its caller names
+      none (``route_for``: the pipeline's ``oracle.name``, the estimators' ``oracle=``, the
+      exact error of a class of conjunctions);
+    * ``backend``: the setting that picks this row among the rows of its class (the data
+      player's ``backend``: ``route_for(CONJUNCTIONS, backend="highs")``);
+    * ``preferred``: the chain's steps are the route's ``prefer`` backends in that order (the
+      ``auto`` route: the reference formulation on the first backend that can run), the
+      first reached ``first`` and each other when the one before is ``unavailable``.
+    """
 
     route: str
     problem: str
     chain: tuple[Step, ...]
+    default: bool = False
+    backend: str | None = None
+    preferred: bool = False
 
     def text(self) -> str:
         """The chain as docs/oracles.md writes it: its steps joined by arrows."""
@@ -188,7 +204,12 @@ MIN_REFERENCE_SECONDS = 1.0
 #: THE routing table: (route, problem class, chain). docs/oracles.md shows it; its test checks
 #: that the doc names exactly these routes.
 ROUTES: tuple[Row, ...] = (
-    Row("structured", SHAPED_GRID, (Step("structured"), Step("auto", HANDED_OVER))),
+    Row(
+        "structured",
+        SHAPED_GRID,
+        (Step("structured"), Step("auto", HANDED_OVER)),
+        default=True,
+    ),
     Row(
         "structured",
         NOISY_GRID,
@@ -196,9 +217,10 @@ ROUTES: tuple[Row, ...] = (
             Step("window", share=SEARCH_SHARE),
             Step("auto", STOPPED, min_seconds=MIN_REFERENCE_SECONDS),
         ),
+        default=True,
     ),
-    Row("structured", EXACT_GRID, (Step("auto"),)),
-    Row("structured", BOX, (Step("auto"),)),
+    Row("structured", EXACT_GRID, (Step("auto"),), default=True),
+    Row("structured", BOX, (Step("auto"),), default=True),
     Row(
         "window",
         GRID,
@@ -208,22 +230,44 @@ ROUTES: tuple[Row, ...] = (
         ),
     ),
     Row("portfolio", GRID, (Step("window"), Step("auto", RACED))),
-    Row("auto", ANY, (Step("gurobi"), Step("highs", UNAVAILABLE))),
+    Row("auto", ANY, (Step("gurobi"), Step("highs", UNAVAILABLE)), preferred=True),
     Row("highs", ANY, (Step("highs"),)),
     Row("gurobi", ANY, (Step("gurobi"),)),
     Row("enumerate", GRID, (Step("enumerate"),)),
-    Row("convex", CONVEX, (Step("convex"),)),
+    Row("convex", CONVEX, (Step("convex"),), default=True),
     Row(EVERY, CONVEX, (Step("convex"),)),
-    Row("conjunctions_highs", CONJUNCTIONS, (Step("conjunctions_highs"),)),
-    Row("conjunctions_highs", ROUND, (Step("conjunctions_highs"),)),
-    Row("conjunctions_highs", SELECTION, (Step("selection_search"),)),
-    Row("conjunctions_enumerate", CONJUNCTIONS, (Step("conjunctions_enumerate"),)),
-    Row("conjunctions_enumerate", ROUND, (Step("conjunctions_enumerate"),)),
-    Row("conjunctions_enumerate", SELECTION, (Step("selection_enumerate"),)),
-    Row("conjunctions_search", CONJUNCTIONS, (Step("conjunctions_search"),)),
-    Row("conjunctions_search", ROUND, (Step("conjunctions_search"),)),
-    Row("conjunctions_search", SELECTION, (Step("selection_search"),)),
-    Row("selection", SELECTION, (Step("selection_search"),)),
+    Row("conjunctions_highs", CONJUNCTIONS, (Step("conjunctions_highs"),), backend="highs"),
+    Row("conjunctions_highs", ROUND, (Step("conjunctions_highs"),), backend="highs"),
+    Row("conjunctions_highs", SELECTION, (Step("selection_search"),), backend="highs"),
+    Row(
+        "conjunctions_enumerate",
+        CONJUNCTIONS,
+        (Step("conjunctions_enumerate"),),
+        backend="enumerate",
+    ),
+    Row("conjunctions_enumerate", ROUND, (Step("conjunctions_enumerate"),), backend="enumerate"),
+    Row(
+        "conjunctions_enumerate",
+        SELECTION,
+        (Step("selection_enumerate"),),
+        backend="enumerate",
+    ),
+    Row(
+        "conjunctions_search",
+        CONJUNCTIONS,
+        (Step("conjunctions_search"),),
+        default=True,
+        backend="search",
+    ),
+    Row(
+        "conjunctions_search",
+        ROUND,
+        (Step("conjunctions_search"),),
+        default=True,
+        backend="search",
+    ),
+    Row("conjunctions_search", SELECTION, (Step("selection_search"),), backend="search"),
+    Row("selection", SELECTION, (Step("selection_search"),), default=True),
 )
 
 #: The strategies, by the name a step gives: one oracle class each.
@@ -241,6 +285,24 @@ STRATEGIES: dict[str, type] = {
     "selection_enumerate": EnumerationSelectionOracle,
     "selection_highs": HighsSelectionOracle,
 }
+
+
+def accepts(strategy: str) -> tuple[type, ...]:
+    """The problem types the strategy ``strategy`` solves: its class's ``accepts`` (CVXPY's
+    ``accepts``), checked against ``ROUTES`` by tests/oracles/test_routing.py."""
+    return STRATEGIES[strategy].accepts
+
+
+#: The type of a problem of each class (``classify`` reads it back; ``PROBLEM_CLASSES`` are a
+#: mechanism's ``Problem``).
+CLASS_TYPES: dict[str, type] = {
+    **dict.fromkeys(PROBLEM_CLASSES, Problem),
+    CONVEX: ConvexProblem,
+    CONJUNCTIONS: ConjunctionProblem,
+    ROUND: ConjunctionBatch,
+    SELECTION: SelectionProblem,
+}
+
 #: The routes, in the table's order.
 ROUTE_NAMES: tuple[str, ...] = tuple(
     dict.fromkeys(row.route for row in ROUTES if row.route != EVERY)
@@ -265,7 +327,7 @@ def chain_for(route: str, problem_class: str, prefer: tuple[str, ...] = REFERENC
         raise ValueError(f"unknown route {route!r}; known: {list(ROUTE_NAMES)}")
     for row in ROUTES:
         if _matches(row, route, problem_class):
-            if route != "auto" or row.route == EVERY:
+            if not row.preferred:
                 return row.chain
             return tuple(
                 Step(name, FIRST if i == 0 else UNAVAILABLE) for i, name in enumerate(prefer)
@@ -273,6 +335,40 @@ def chain_for(route: str, problem_class: str, prefer: tuple[str, ...] = REFERENC
     known = [row.problem for row in ROUTES if row.route == route]
     needs = "an IntegerGrid" if GRID in known else " or ".join(known)
     raise OracleError(f"the {route} route takes {needs}, not a {problem_class} problem")
+
+
+def route_for(problem_class: str, backend: str | None = None) -> str:
+    """The route a problem of ``problem_class`` takes when its caller names no route: the
+    table's ``default`` row for it, or with ``backend`` the row of that ``backend`` option
+    (``Row``). ValueError naming the backends the class has when none matches."""
+    for row in ROUTES:
+        if row.route == EVERY or not _matches(row, row.route, problem_class):
+            continue
+        if (row.default and backend is None) or (backend is not None and row.backend == backend):
+            return row.route
+    known = sorted({row.backend for row in ROUTES if row.problem == problem_class} - {None})
+    raise ValueError(
+        f"no route for a {problem_class} problem"
+        + (f" with backend {backend!r}; known: {known}" if backend is not None else "")
+    )
+
+
+#: The route of a mechanism's problem when its caller names none: the pipeline's default
+#: ``oracle.name`` (``pipeline.config.OracleConfig``) and the estimators' ``oracle``.
+DEFAULT_ROUTE = route_for(SHAPED_GRID)
+
+
+def steps_of(chain: tuple[Step, ...], problem_class: str, prefer=REFERENCE) -> tuple[str, ...]:
+    """Every strategy ``chain`` may run on a problem of ``problem_class``, a step that names a
+    route read through its own chain (``chain_for``), in the order of the chain."""
+    names: list[str] = []
+    for step in chain:
+        if step.strategy in STRATEGIES:
+            names.append(step.strategy)
+        else:
+            inner = chain_for(step.strategy, problem_class, prefer)
+            names.extend(steps_of(inner, problem_class, prefer))
+    return tuple(dict.fromkeys(names))
 
 
 @dataclass(frozen=True, eq=False)
@@ -313,6 +409,21 @@ def classify(route: str, problem: Any, structured: StructuredOracle, budget: Bud
     return Classified(GRID if isinstance(problem.domain, IntegerGrid) else BOX)
 
 
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """The chain a route runs on one problem (``Route.plan``): the problem's class and the
+    steps of its row."""
+
+    kind: Classified
+    chain: tuple[Step, ...]
+    prefer: tuple[str, ...] = REFERENCE
+
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        """Every strategy the chain may run (``steps_of``)."""
+        return steps_of(self.chain, self.kind.problem_class, self.prefer)
+
+
 def chain_text(solution: Solution) -> str:
     """The chain a solution took, as a certificate's ``fallback`` writes what followed a
     hand-over: its backend, or its own fallback chain ending there, or its backend and then the
@@ -344,8 +455,9 @@ class Route:
 
     Args:
         name: the route (a name of ``ROUTE_NAMES``).
-        time_limit, threads: the budget of a solve called without one (``oracles.budget``),
-            checked by ``oracles.registry.make_oracle``; None: no deadline.
+        time_limit, threads: the limits of ``budget()``, each solve's budget from now
+            (``oracles.budget``), checked by ``oracles.registry.make_oracle``; None: no
+            deadline.
         strategies: the strategies the chains may run, with their options, by their name in
             ``STRATEGIES`` (a missing one runs with its defaults).
         prefer: the reference formulation's backends in order (the ``auto`` step).
@@ -364,20 +476,28 @@ class Route:
         found = self.strategies.get(name)
         return found if found is not None else STRATEGIES[name]()
 
-    def solve(self, problem: Any, budget: Budget | None = None) -> Solution:
-        """``problem`` by its chain, on ``budget`` (default: this route's time limit and threads
-        from now: the one place a budget is made from a limit)."""
-        if budget is None:
-            budget = Budget.from_limit(self.time_limit, self.threads)
+    def budget(self) -> Budget:
+        """One solve's budget on this route's time limit and threads, from now (the one place
+        a budget is made from a configured limit; ``oracles.base.Configured``)."""
+        return Budget.from_limit(self.time_limit, self.threads)
+
+    def solve(self, problem: Any, budget: Budget) -> Solution:
+        """``problem`` by its chain, on ``budget`` (a caller's own, or ``self.budget()``)."""
         return self._solve(problem, budget)
+
+    def plan(self, problem: Any, budget: Budget) -> Plan:
+        """Which chain runs ``problem`` on this route (module docstring, steps 1 and 2): its
+        class and that class's row. The one answer, which ``solve`` runs and a preflight
+        reads (``pipeline.preflight.shape_tree``)."""
+        kind = classify(self.name, problem, self.strategy("structured"), budget)
+        return Plan(kind, chain_for(self.name, kind.problem_class, self.prefer), self.prefer)
 
     @counts_cpu
     def _solve(self, problem: Any, budget: Budget) -> Solution:
         start = time.perf_counter()
-        kind = classify(self.name, problem, self.strategy("structured"), budget)
-        solution = self.run(
-            chain_for(self.name, kind.problem_class, self.prefer), problem, budget, kind
-        )
+        plan = self.plan(problem, budget)
+        kind = plan.kind
+        solution = self.run(plan.chain, problem, budget, kind)
         if kind.reason:  # the route's first choice declined the problem: say why
             solution = handed_on(
                 problem, solution, f"{self.name}: {kind.reason} -> {chain_text(solution)}"
@@ -685,6 +805,7 @@ __all__ = [
     "BUILDERS",
     "CONJUNCTIONS",
     "CONVEX",
+    "DEFAULT_ROUTE",
     "EXACT_GRID",
     "FIRST",
     "GRID",
@@ -693,6 +814,7 @@ __all__ = [
     "REFERENCE",
     "ROUTES",
     "ROUTE_NAMES",
+    "Plan",
     "Route",
     "Row",
     "EVERY",
@@ -708,8 +830,12 @@ __all__ = [
     "Step",
     "UNAVAILABLE",
     "chain_for",
+    "CLASS_TYPES",
+    "accepts",
     "chain_text",
     "check_prefer",
     "classify",
+    "route_for",
+    "steps_of",
     "selection_route",
 ]

@@ -54,6 +54,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -104,6 +105,8 @@ class StructuredOracle:
     max_combos: int | None = None
     max_work: float | None = None
     name: str = "structured"
+    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    accepts: ClassVar[tuple[type, ...]] = (Problem,)
 
     def __post_init__(self) -> None:
         if self.max_combos is not None:

@@ -33,6 +33,7 @@ from mechanisms.entries import DATA_TEXT
 from mechanisms.privacy import ApproximateTarget, PrivacyTarget
 from oracles import registry
 from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
+from oracles.routing import DEFAULT_ROUTE
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 from pipeline.data.table_reading import content_id
 from pipeline.read_only import ReadOnly, freeze
@@ -57,7 +58,7 @@ class OracleConfig(ReadOnly):
     #: ``structured`` (the default) is exact and falls back to the reference formulation as
     #: ``auto`` does when the data do not have its shape; ``auto`` is the reference on Gurobi
     #: when the licence takes the model, else HiGHS.
-    name: str = "structured"
+    name: str = DEFAULT_ROUTE
     time_limit: float = DEFAULT_TIME_LIMIT
     threads: int = DEFAULT_THREADS
     #: > 1: the window oracle's search (generic tables, ``oracles.window.oracle``) of one solve is cut

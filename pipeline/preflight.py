@@ -51,7 +51,7 @@ from mechanisms.catalog import CATALOG, NON_ORACLE, build_mechanism
 from mechanisms.privacy import PrivacyLeakWarning
 from oracles.window import tree_size
 from oracles.budget import Budget
-from oracles.routing import Route, chain_for, classify
+from oracles.routing import Route
 from oracles.window.plan import plan
 from oracles.window.tree_size import TreeEstimate, estimate_tree, size_message
 from pipeline.config import ConfigError
@@ -365,7 +365,7 @@ def check_tree_sizes(
 
     For each (mechanism, epsilon) of the grid whose mechanism is OPDisc or RSPM
     (``TREE_MECHANISMS``) and whose problem the configured oracle's route sends to the window
-    search (``oracles.routing.classify`` and ``chain_for``: the ``structured`` route only for a
+    search (``oracles.routing.Route.plan``, the chain the run takes: the ``structured`` route only for a
     generic table with noise, the ``window`` and ``portfolio`` routes for every grid): run 0's
     problem built exactly as that run builds it (``pipeline.tasks.run_request``, its own
     generator, ``ClassifierEntry.prepare``), planned as the window search plans it
@@ -427,9 +427,7 @@ def shape_tree(config, train, key: RunKey, plan_seconds: float) -> TreeEstimate 
     with warnings.catch_warnings():  # data clipped to a bound: check_data_bounds said so
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         problem = entry.prepare(request).problems[0]
-    budget = Budget.from_limit(route.time_limit, route.threads)
-    kind = classify(route.name, problem, route.strategy("structured"), budget)
-    if not any(step.strategy == "window" for step in chain_for(route.name, kind.problem_class)):
+    if "window" not in route.plan(problem, route.budget()).strategies:
         return None
     window = route.strategy("window")
     start = plan(

@@ -31,6 +31,7 @@ from typing import Any, Sequence
 
 from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE
 from mechanisms.release import Release
+from oracles.base import budget_of
 from pipeline import reaper
 from pipeline.config import Config
 from pipeline.data.record import Dataset
@@ -63,7 +64,7 @@ def solve_one(oracle: Any, problem: Any, channel: Channel | None = None) -> tupl
     ``channel``, the solver's progress goes to the driver's board (``pipeline.progress``)."""
     start = time.perf_counter()
     with reporting(channel):
-        solution = oracle.solve(problem)
+        solution = oracle.solve(problem, budget_of(oracle))  # its limits, from the task's start
     return solution, node_id(), time.perf_counter() - start
 
 

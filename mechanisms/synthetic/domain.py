@@ -22,11 +22,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from core.problem import Conjunction, SelectionProblem
 from core.validation import check_int
 from oracles.base import Certificate
-from oracles.conjunction_select import SelectionProblem
-from oracles.conjunctions import Conjunction
+from oracles.budget import Budget
 from oracles.registry import make_oracle
+from oracles.routing import SELECTION, route_for
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,8 @@ class ConjunctionClass:
         problem = SelectionProblem(
             self.sizes, self.max_literals, records, coefs, first_on_ties=False
         )
-        found = make_oracle("selection", time_limit=None).solve(problem)
+        route = make_oracle(route_for(SELECTION), time_limit=None)
+        found = route.solve(problem, Budget.unlimited())  # exact, however long it takes
         value = problem.value(found.conjunction, found.sign)
         return ClassError(value / (n * size), found.conjunction, found.sign, found.certificate)
 

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from core.problem import Conjunction, ConjunctionBatch, ConjunctionProblem, conjunction_index
 from core.validation import check_choice, check_int, check_real
 from mechanisms.privacy import PrivacyTarget, TargetRecord
 from mechanisms.release import PrivacyClaim, ReleaseRecord, check_rng
@@ -46,9 +47,7 @@ from mechanisms.synthetic.domain import (
     check_codes,
     conjunction_count,
 )
-from oracles.base import Certificate
-from oracles.conjunction_select import conjunction_index
-from oracles.conjunctions import Conjunction, ConjunctionBatch, ConjunctionProblem
+from oracles.base import Certificate, budget_of
 
 #: Each query player's per-round guarantee (accounting.ZCDP_DIVISOR): the exponential mechanism
 #: is eps0-bounded range, RSPM's selection eps0-DP.
@@ -309,9 +308,8 @@ def best_records(
     of each attribute in turn), argmax_x sum_c coefs[c] q_c(x) + <noise, b(x)> by ``oracle``,
     the round as one ``ConjunctionBatch`` with one certificate."""
     conjunctions, weights = tuple(coefs), np.array(list(coefs.values()))
-    solution = oracle.solve(
-        ConjunctionBatch(ConjunctionProblem(sizes, conjunctions, weights), noises)
-    )
+    batch = ConjunctionBatch(ConjunctionProblem(sizes, conjunctions, weights), noises)
+    solution = oracle.solve(batch, budget_of(oracle))
     return solution.records, [solution.certificate]
 
 
@@ -377,7 +375,7 @@ def run_fem(
             so_far = np.concatenate(blocks) if blocks else np.zeros((0, len(workload.sizes)))
             weights = weights_of.weights(so_far.astype(np.int64))
             problem = selection.problem(workload.sizes, params.max_literals, weights, noise)
-            chosen = selector.solve(problem)
+            chosen = selector.solve(problem, budget_of(selector))
             conjunction, sign = chosen.conjunction, chosen.sign
             query = conjunction_index(workload.sizes, params.max_literals, conjunction)
             selection_certificates.append(chosen.certificate)

@@ -12,7 +12,7 @@ chooses the codes:
 Both are injective on the candidates (distinct candidates differ on some bit), which is all the
 proof needs, and <eta, sig(c)> is linear in q's literals: it is sum_{(a, v) in q}
 <eta_a, code_a(v)> + eta_sign [s = +1], the ``literal_noise`` and ``sign_noise`` of an
-``oracles.conjunction_select.SelectionProblem``. The utility is in counts,
+``core.problem.SelectionProblem``. The utility is in counts,
 U_D(q, s) = s (count_D(q) - n q(S)), sensitivity 1; eta_j ~ Lap(2m / eps0) i.i.d. makes the
 selection eps0-DP when the argmax is exact.
 
@@ -28,11 +28,10 @@ from typing import Sequence
 
 import numpy as np
 
+from core.problem import Conjunction, SelectionProblem
 from core.validation import check_choice, check_int
 from mechanisms.privacy import PrivacyTarget
 from mechanisms.synthetic.accounting import ZCDP_DIVISOR, zcdp_target
-from oracles.conjunction_select import SelectionProblem
-from oracles.conjunctions import Conjunction
 
 SEPARATORS = ("binary", "onehot")
 

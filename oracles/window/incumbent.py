@@ -128,14 +128,14 @@ class _Scorer:
 
 
 def local_search(
-    problem: Problem, k0: np.ndarray, *, pairs: bool = True, budget: Budget | None = None
+    problem: Problem, k0: np.ndarray, *, budget: Budget, pairs: bool = True
 ) -> np.ndarray:
     """A local minimum of F (in floating point) reached from the grid point ``k0``
     (integer coordinates; module docstring, moves), or where it was when ``budget`` expired."""
     sc = _Scorer(problem)
     k = np.asarray(k0, dtype=np.int64).copy()
     s = sc.X @ k
-    while budget is None or not budget.expired():
+    while not budget.expired():
         delta, j, v = sc.best_single(k, s)
         if j >= 0:
             s = s + sc.X[:, j] * (v - k[j])

@@ -32,6 +32,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -70,6 +71,10 @@ class WindowOracle:
             same problem carries on from it (``oracles.window.checkpoint``); None: every solve
             starts over.
     """
+
+    #: The problem types it solves (``oracles.routing.accepts``): a Problem; its domain must be
+    #: an IntegerGrid (a Box is refused with an OracleError).
+    accepts: ClassVar[tuple[type, ...]] = (Problem,)
 
     max_nodes: int = 500_000_000
     search_seconds: float = 5.0

@@ -15,6 +15,7 @@ from mechanisms.audit.mutants import DPSGDNoClipping, OPSampNoOutputNoise
 from mechanisms.audit.sampler_base import AuditError, with_draws
 from mechanisms.dpsgd import DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.opsamp import OPSamp, OPSampParams
+from oracles.budget import Budget
 
 
 def _sequential_draws(seed, n, d, steps):
@@ -71,7 +72,7 @@ def test_opsamp_sampler_agrees_with_the_convex_oracle_and_finish(mechanism_cls, 
     # sigmas spread over the regimes: w = lower, interior, and w = upper (the common case)
     noise = with_draws(noise, sigmas=np.linspace(0.0, 0.8, m)[:, None])
     oracle = ConvexOracle()
-    solutions = [oracle.solve(p) for p in mechanism.problems(rows, noise)]
+    solutions = [oracle.solve(p, Budget.unlimited()) for p in mechanism.problems(rows, noise)]
     batched = with_draws(
         noise, sigmas=noise.sigmas.value[None], output_laplace=noise.output_laplace.value[None]
     )

@@ -12,6 +12,7 @@ from core.objective import MergedRows
 from mechanisms.audit.opsamp_bounds import opsamp_paper_bounds
 from mechanisms.audit.sampler_base import with_draws
 from mechanisms.opsamp import OPSamp, OPSampParams
+from oracles.budget import Budget
 
 
 def test_one_row_instance_premise_holds_with_the_convex_oracle():
@@ -31,7 +32,9 @@ def test_one_row_instance_premise_holds_with_the_convex_oracle():
         sigmas = np.random.default_rng(1).uniform(0.0, 3.0 * G, size=(m, d))
         sigmas[0] = np.linspace(0.9, 1.1, d) * G
         noise = with_draws(noise, sigmas=sigmas)
-        W = np.array([ConvexOracle().solve(p).w for p in mechanism.problems(rows, noise)])
+        W = np.array(
+            [ConvexOracle().solve(p, Budget.unlimited()).w for p in mechanism.problems(rows, noise)]
+        )
         at_upper = np.isclose(W, 1.0, atol=1e-6)
         if label == 1:
             assert at_upper.all()

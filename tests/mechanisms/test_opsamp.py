@@ -45,7 +45,7 @@ class NoOracle:
 
     name = "none"
 
-    def solve(self, problem):
+    def solve(self, problem, budget):
         raise AssertionError("an oracle call on data beyond the bound")
 
 

@@ -41,8 +41,8 @@ def test_release_is_private_only_with_a_certified_argmin(small, mechanism):
     class TimedOut:
         name = "timed-out"
 
-        def solve(self, problem):
-            good = ORACLE.solve(problem)
+        def solve(self, problem, budget):
+            good = ORACLE.solve(problem, budget)
             cert = dataclasses.replace(
                 good.certificate, status=Status.TIME_LIMIT, bound=good.certificate.objective - 1.0
             )

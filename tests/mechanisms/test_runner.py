@@ -87,7 +87,7 @@ def test_the_generator_must_be_explicit():
 
 def test_the_sequential_solve_is_one_call_per_problem_in_order():
     class Echo:
-        def solve(self, problem):
+        def solve(self, problem, budget):
             return problem * 2
 
     assert solve_sequentially(Echo(), [1, 2, 3]) == [2, 4, 6]

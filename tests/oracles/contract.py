@@ -27,7 +27,8 @@ import pytest
 
 from core.objective import MergedRows
 from core.problem import Box, IntegerGrid, Problem
-from oracles.base import OBJECTIVE_TOL, Oracle, OracleError, Status
+from oracles.base import OBJECTIVE_TOL, Oracle, OracleError, Status, budget_of
+from oracles.budget import Budget
 from oracles.enumerate import EnumerationOracle
 
 #: Instances each backend is checked on against enumeration.
@@ -212,7 +213,7 @@ class OracleContract:
 
     def check_optimal(self, problem: Problem, solution, reference: EnumerationOracle) -> None:
         cert = solution.certificate
-        expected = reference.solve(problem).certificate.objective
+        expected = reference.solve(problem, Budget.unlimited()).certificate.objective
         assert cert.status is Status.OPTIMAL, cert
         assert cert.certified, cert
         assert problem.domain.contains(solution.w)
@@ -227,16 +228,16 @@ class OracleContract:
     @pytest.mark.parametrize("seed", range(N_INSTANCES))
     def test_matches_enumeration(self, oracle, reference, seed):
         problem = make_instance(seed)
-        self.check_optimal(problem, oracle.solve(problem), reference)
+        self.check_optimal(problem, oracle.solve(problem, oracle.budget()), reference)
 
     @pytest.mark.parametrize("case", sorted(edge_instances()))
     def test_edge_cases_match_enumeration(self, oracle, reference, case):
         problem = edge_instances()[case]
-        self.check_optimal(problem, oracle.solve(problem), reference)
+        self.check_optimal(problem, oracle.solve(problem, oracle.budget()), reference)
 
     def test_certificate_records_the_backend(self, oracle):
         problem = make_instance(0)
-        cert = oracle.solve(problem).certificate
+        cert = oracle.solve(problem, oracle.budget()).certificate
         assert cert.backend in {"enumerate", "highs", "gurobi"}
         assert cert.threads >= 1 and cert.seconds >= 0.0
         params = cert.to_params()
@@ -247,7 +248,7 @@ class OracleContract:
         clone = pickle.loads(pickle.dumps(oracle))
         assert clone == oracle
         problem = make_instance(1)
-        a, b = oracle.solve(problem), clone.solve(problem)
+        a, b = oracle.solve(problem, oracle.budget()), clone.solve(problem, budget_of(clone))
         assert a.certificate.objective == pytest.approx(b.certificate.objective, abs=OBJECTIVE_TOL)
 
     @pytest.mark.parametrize("seed", range(12))
@@ -255,9 +256,9 @@ class OracleContract:
         problem = box_instance(seed)
         if not self.supports_box:
             with pytest.raises(OracleError):
-                oracle.solve(problem)
+                oracle.solve(problem, oracle.budget())
             return
-        solution = oracle.solve(problem)
+        solution = oracle.solve(problem, oracle.budget())
         cert = solution.certificate
         assert cert.status is Status.OPTIMAL and cert.certified, cert
         assert problem.domain.contains(solution.w)
@@ -276,9 +277,9 @@ class OracleContract:
         )
         if not self.supports_box:
             with pytest.raises(OracleError):
-                oracle.solve(problem)
+                oracle.solve(problem, oracle.budget())
             return
-        solution = oracle.solve(problem)
+        solution = oracle.solve(problem, oracle.budget())
         cert = solution.certificate
         assert cert.status is Status.OPTIMAL and cert.certified, cert
         # rows 0 and 1 always +1 (pay 3 + 1), row 2 always -1 (pays 2); linear min at (1, 0.25)
@@ -290,9 +291,9 @@ class OracleContract:
         oracle = self.make_oracle(time_limit=0.2)
         if not self.supports_time_limit:
             with pytest.raises(OracleError):
-                oracle.solve(problem)
+                oracle.solve(problem, oracle.budget())
             return
-        solution = oracle.solve(problem)
+        solution = oracle.solve(problem, oracle.budget())
         cert = solution.certificate
         assert cert.status in (Status.TIME_LIMIT, Status.NO_SOLUTION), cert
         assert not cert.certified

@@ -45,7 +45,7 @@ import numpy as np
 
 from core.objective import MergedRows
 from core.problem import IntegerGrid, Problem
-from oracles.base import OBJECTIVE_TOL
+from oracles.base import OBJECTIVE_TOL, budget_of
 
 KINDS = ("opdisc", "erm", "rspm", "near")
 #: Offsets of the rows placed near the margin: 0 puts a score on mu (as near as floats allow).
@@ -384,7 +384,7 @@ def run_fuzz(
         truth = brute_force(problem)
         for name, oracle in oracles.items():
             start = time.perf_counter()
-            solution = oracle.solve(problem)
+            solution = oracle.solve(problem, budget_of(oracle))
             judge(tallies[name], seed, problem, truth, solution)
             tallies[name].seconds += time.perf_counter() - start
     return tallies

@@ -12,7 +12,7 @@ import numpy as np
 
 from core.problem import IntegerGrid, Problem
 from oracles.gurobi import ERRNO_NO_LICENSE, GurobiOracle, LicenceLimitError
-from tests.oracles.limited import limited
+from tests.oracles.limited import limited, on_limits
 from tests.requirements import missing
 
 
@@ -20,7 +20,7 @@ def require_gurobi_licence() -> None:
     """Solve a two-row model on Gurobi; no licence at all is a skip, or a failure under CI."""
     problem = Problem(np.eye(2), np.ones(2), np.zeros(2), IntegerGrid(2, 1))
     try:
-        limited(GurobiOracle(), 10.0).solve(problem)
+        on_limits(limited(GurobiOracle(), 10.0), problem)
     except LicenceLimitError as err:
         if err.errno != ERRNO_NO_LICENSE:
             raise

@@ -16,8 +16,8 @@ from oracles.budget import Budget
 
 @dataclass(frozen=True)
 class Limited:
-    """``strategy`` with each solve on a fresh budget of ``seconds`` (None: no deadline) and
-    ``threads``, unless the caller gives one."""
+    """``strategy`` on ``seconds`` (None: no deadline) and ``threads``: ``budget()`` is one
+    solve's budget from now (``oracles.base.Configured``, as a route's)."""
 
     strategy: Any
     seconds: float | None = None
@@ -27,11 +27,19 @@ class Limited:
     def name(self) -> str:
         return self.strategy.name
 
-    def solve(self, problem: Any, budget: Budget | None = None) -> Solution:
-        if budget is None:
-            budget = Budget.from_limit(self.seconds, self.threads)
+    def budget(self) -> Budget:
+        return Budget.from_limit(self.seconds, self.threads)
+
+    def solve(self, problem: Any, budget: Budget) -> Solution:
         return self.strategy.solve(problem, budget)
 
 
 def limited(strategy: Any, seconds: float | None = None, threads: int = 1) -> Limited:
     return Limited(strategy, seconds, threads)
+
+
+def on_limits(oracle: Any, problem: Any) -> Solution:
+    """``problem`` solved by ``oracle`` (a route or a ``Limited``) on one budget of its own
+    configured limits, made now: ``oracle.solve(problem, oracle.budget())`` for a receiver
+    that is an expression."""
+    return oracle.solve(problem, oracle.budget())

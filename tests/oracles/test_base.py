@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from oracles.base import OBJECTIVE_TOL, Certificate, Oracle, Solution, Status, certify
+from oracles.budget import Budget
 from oracles.enumerate import EnumerationOracle
 from tests.core.problems import small_problem
 
@@ -31,7 +32,7 @@ def test_certify_believes_a_consistent_optimum_and_evaluates_it_exactly():
     problem = small_problem()
     w = np.array([1.0, 1.0])
     truth = problem.objective(w)  # 2.0, the minimum over the grid
-    assert truth == EnumerationOracle().solve(problem).certificate.objective
+    assert truth == EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective
     solution = certify(
         problem,
         w + 1e-12,

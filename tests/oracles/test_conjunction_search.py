@@ -13,8 +13,9 @@ import math
 import numpy as np
 import pytest
 
+from core.problem import ConjunctionBatch, ConjunctionProblem
 from oracles import budget as budget_module
-from oracles.base import Status
+from oracles.base import Status, budget_of
 from oracles.budget import DEFAULT_TIME_LIMIT, Budget, now
 from oracles.conjunction_search import (
     SearchConjunctionOracle,
@@ -24,7 +25,6 @@ from oracles.conjunction_search import (
     run_batch,
     search,
 )
-from oracles.conjunctions import ConjunctionBatch, ConjunctionProblem
 from oracles.registry import make_oracle
 
 
@@ -59,7 +59,7 @@ def test_the_search_finds_the_brute_forces_best_value(integer_noise):
     oracle = SearchConjunctionOracle()
     for _ in range(150):
         problem = _random_problem(rng, integer_noise)
-        solution = oracle.solve(problem)
+        solution = oracle.solve(problem, Budget.unlimited())
         best = _brute_value(problem)
         assert solution.certificate.objective == pytest.approx(-best, abs=1e-9)
         assert problem.values(solution.record)[0] == pytest.approx(best, abs=1e-9)
@@ -77,6 +77,7 @@ def test_a_positive_conjunction_worth_more_than_the_noise_is_satisfied():
 
 def _batch(oracle, problem, rows, budget=None):
     """(records, certificate) of one round: ``rows`` against ``problem``'s conjunctions."""
+    budget = budget_of(oracle) if budget is None else budget
     solution = oracle.solve(ConjunctionBatch(problem, rows), budget)
     return solution.records, solution.certificate
 

@@ -11,15 +11,15 @@ import math
 import numpy as np
 import pytest
 
-from oracles.base import Status
+from core.problem import SelectionProblem, conjunction_index
+from oracles.base import Status, budget_of
+from oracles.budget import Budget
 from oracles.conjunction_select import (
     EnumerationSelectionOracle,
     HighsSelectionOracle,
     SearchSelectionOracle,
-    SelectionProblem,
-    conjunction_index,
 )
-from tests.oracles.limited import limited
+from tests.oracles.limited import limited, on_limits
 
 
 def _class(levels, k):
@@ -74,8 +74,8 @@ def test_both_oracles_find_the_brute_force_optimum_on_random_domains(integer_noi
     for _ in range(200):
         problem = _random_problem(rng, integer_noise)
         best, (q, sign) = _brute(problem)
-        e, h = enum.solve(problem), highs.solve(problem)
-        for exact in (e, search.solve(problem)):  # the first in the class order
+        e, h = enum.solve(problem, Budget.unlimited()), highs.solve(problem, budget_of(highs))
+        for exact in (e, search.solve(problem, Budget.unlimited())):  # the first in the class order
             assert (exact.conjunction, exact.sign) == (q, sign)
             assert exact.certificate.certified
             assert exact.certificate.objective == pytest.approx(-best)
@@ -92,7 +92,7 @@ def test_a_search_that_skips_ties_finds_the_same_value_and_stops_on_zero_weights
     for _ in range(80):
         problem = dataclasses.replace(_random_problem(rng, integer_noise=True), first_on_ties=False)
         best, _ = _brute(problem)
-        found = search.solve(problem)
+        found = search.solve(problem, Budget.unlimited())
         assert problem.value(found.conjunction, found.sign) == best  # integers: exact
         assert found.certificate.certified and found.certificate.objective == -best
     # every weight 0: each conjunction ties; the tie-visiting search reaches the whole class
@@ -100,9 +100,9 @@ def test_a_search_that_skips_ties_finds_the_same_value_and_stops_on_zero_weights
     zero = SelectionProblem(levels, 3, np.zeros((4, 5), dtype=int), np.zeros(4))
     nodes = [
         int(
-            search.solve(dataclasses.replace(zero, first_on_ties=ties)).certificate.message.split()[
-                0
-            ]
+            search.solve(
+                dataclasses.replace(zero, first_on_ties=ties), Budget.unlimited()
+            ).certificate.message.split()[0]
         )
         for ties in (False, True)
     ]
@@ -123,7 +123,7 @@ def test_the_milp_keeps_within_max_literals_and_one_literal_per_attribute():
     noise = tuple(np.full(3, 5.0) for _ in levels)
     problem = SelectionProblem(levels, 2, np.zeros((1, 4)), np.zeros(1), noise, 0.0)
     for oracle in (EnumerationSelectionOracle(), HighsSelectionOracle(), SearchSelectionOracle()):
-        solution = oracle.solve(problem)
+        solution = oracle.solve(problem, Budget.unlimited())
         assert len(solution.conjunction) == 2 and solution.certificate.certified
         assert problem.value(solution.conjunction, solution.sign) == 10.0
 
@@ -133,14 +133,14 @@ def test_a_negative_sign_finds_the_most_overcounted_conjunction():
     records = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
     problem = SelectionProblem((2, 2), 2, records, np.array([1.0, 1.0, 1.0, -10.0]))
     for oracle in (EnumerationSelectionOracle(), HighsSelectionOracle(), SearchSelectionOracle()):
-        solution = oracle.solve(problem)
+        solution = oracle.solve(problem, Budget.unlimited())
         assert (solution.conjunction, solution.sign) == (((0, 1), (1, 1)), -1)
 
 
 def test_a_limit_reached_is_not_certified():
     rng = np.random.default_rng(3)
     problem = _random_problem(rng, integer_noise=False)
-    solution = limited(HighsSelectionOracle(), 1e-9).solve(problem)
+    solution = on_limits(limited(HighsSelectionOracle(), 1e-9), problem)
     if solution.certificate.status is not Status.OPTIMAL:
         assert not solution.certificate.certified
 
@@ -167,4 +167,4 @@ def test_a_malformed_problem_is_refused(kwargs, message):
 def test_enumeration_refuses_a_class_beyond_its_limit():
     problem = SelectionProblem((10, 10, 10), 2, np.zeros((0, 3)), np.zeros(0))
     with pytest.raises(ValueError, match="660 candidates, more than max_candidates=659"):
-        EnumerationSelectionOracle(max_candidates=659).solve(problem)
+        EnumerationSelectionOracle(max_candidates=659).solve(problem, Budget.unlimited())

@@ -9,13 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from oracles.base import Status
-from oracles.conjunctions import (
-    ConjunctionProblem,
-    EnumerationConjunctionOracle,
-    HighsConjunctionOracle,
-)
-from tests.oracles.limited import limited
+from core.problem import ConjunctionProblem
+from oracles.base import Status, budget_of
+from oracles.budget import Budget
+from oracles.conjunctions import EnumerationConjunctionOracle, HighsConjunctionOracle
+from tests.oracles.limited import limited, on_limits
 
 
 def _brute(problem: ConjunctionProblem) -> tuple[float, tuple[int, ...]]:
@@ -52,7 +50,7 @@ def test_both_oracles_find_the_brute_force_optimum_on_random_universes(integer_n
     for _ in range(120):
         problem = _random_problem(rng, integer_noise)
         best, first = _brute(problem)
-        e, h = enum.solve(problem), highs.solve(problem)
+        e, h = enum.solve(problem, Budget.unlimited()), highs.solve(problem, budget_of(highs))
         assert tuple(e.record) == first  # enumeration: the first record in lexicographic order
         assert e.certificate.certified and e.certificate.objective == pytest.approx(-best)
         assert h.certificate.certified, h.certificate
@@ -62,7 +60,7 @@ def test_both_oracles_find_the_brute_force_optimum_on_random_universes(integer_n
 def test_a_negative_coefficient_avoids_the_conjunction():
     problem = ConjunctionProblem((2, 2), [((0, 1), (1, 1))], [-5.0], (np.array([0.0, 1.0]),) * 2)
     for oracle in (EnumerationConjunctionOracle(), HighsConjunctionOracle()):
-        solution = oracle.solve(problem)
+        solution = oracle.solve(problem, Budget.unlimited())
         assert problem.values(solution.record)[0] == 1.0  # (1, 0) or (0, 1), never (1, 1)
         assert tuple(solution.record) != (1, 1)
 
@@ -70,7 +68,7 @@ def test_a_negative_coefficient_avoids_the_conjunction():
 def test_a_limit_reached_is_not_certified():
     rng = np.random.default_rng(3)
     problem = _random_problem(rng)
-    solution = limited(HighsConjunctionOracle(), 1e-9).solve(problem)
+    solution = on_limits(limited(HighsConjunctionOracle(), 1e-9), problem)
     assert solution.certificate.status in (Status.OPTIMAL, Status.TIME_LIMIT, Status.NO_SOLUTION)
     if solution.certificate.status is not Status.OPTIMAL:
         assert not solution.certificate.certified
@@ -95,4 +93,4 @@ def test_a_malformed_problem_is_refused(kwargs, message):
 def test_enumeration_refuses_a_universe_beyond_its_limit():
     problem = ConjunctionProblem((10, 10, 10), [((0, 1),)], [1.0])
     with pytest.raises(ValueError, match="1000 records, more than max_records=999"):
-        EnumerationConjunctionOracle(max_records=999).solve(problem)
+        EnumerationConjunctionOracle(max_records=999).solve(problem, Budget.unlimited())

@@ -9,15 +9,10 @@ import numpy as np
 import pytest
 
 from core.objective import MergedRows
-from core.problem import Box, Problem
+from core.problem import Box, ConvexProblem, Problem, box_radius, loss_scale, surrogate_value
 from oracles.base import OracleError, Status
-from oracles.convex import (
-    ConvexOracle,
-    ConvexProblem,
-    box_radius,
-    loss_scale,
-    surrogate_value,
-)
+from oracles.budget import Budget
+from oracles.convex import ConvexOracle
 
 
 def _data(n=200, d=4, seed=0):
@@ -93,11 +88,11 @@ def test_the_certified_gap_bounds_the_true_suboptimality(seed):
     X, y = _data(seed=seed)
     box, sigma = Box(4, -1.0, 1.0), _sigma(4, seed=seed + 10, scale=5.0)
     p = ConvexProblem.from_xy(X, y, sigma, box)
-    exact = ConvexOracle(tol=1e-13).solve(p)
+    exact = ConvexOracle(tol=1e-13).solve(p, Budget.unlimited())
     f_star = exact.certificate.objective
     assert exact.certificate.bound <= f_star + 1e-15
     # stop early: an honest, larger gap that still bounds f(w) - f(w*)
-    rough = ConvexOracle(tol=1e-13, max_iter=2).solve(p)
+    rough = ConvexOracle(tol=1e-13, max_iter=2).solve(p, Budget.unlimited())
     c = rough.certificate
     assert c.status is Status.TIME_LIMIT and c.gap > 1e-6
     assert 0.0 <= c.objective - f_star <= c.gap + 1e-12
@@ -115,7 +110,9 @@ def test_default_tolerance_certifies_on_adult_like_noise(adult):
     oracle = ConvexOracle()
     for k, eta in enumerate((1e-3, 1e-2, 1.0)):
         sigma = np.random.default_rng(k).exponential(1 / eta, size=d)
-        c = oracle.solve(ConvexProblem.from_rows(rows, sigma, box, scale=public)).certificate
+        c = oracle.solve(
+            ConvexProblem.from_rows(rows, sigma, box, scale=public), Budget.unlimited()
+        ).certificate
         assert c.status is Status.OPTIMAL and c.gap <= 1e-6 and c.certified
         assert c.extra["scale_source"] == "given" and c.extra["rows"] == len(rows.points) + 298
 
@@ -124,24 +121,27 @@ def test_sigma_pushes_w_in_its_direction():
     X, y = _data()
     box = Box(4, -1.0, 1.0)
     oracle = ConvexOracle()
-    base = oracle.solve(ConvexProblem.from_xy(X, y, np.zeros(4), box)).w
+    base = oracle.solve(ConvexProblem.from_xy(X, y, np.zeros(4), box), Budget.unlimited()).w
     for j in range(4):
         for sign in (1.0, -1.0):
             sigma = np.zeros(4)
             sigma[j] = sign * 1e4  # <sigma, w>/n dominates the loss (its slope is <= 1/S)
-            w = oracle.solve(ConvexProblem.from_xy(X, y, sigma, box)).w
+            w = oracle.solve(ConvexProblem.from_xy(X, y, sigma, box), Budget.unlimited()).w
             assert w[j] == (box.upper if sign > 0 else box.lower)
     # a moderate push moves w_j monotonically
     sigma = np.zeros(4)
     sigma[0] = 20.0
-    assert oracle.solve(ConvexProblem.from_xy(X, y, sigma, box)).w[0] >= base[0] - 1e-9
+    assert (
+        oracle.solve(ConvexProblem.from_xy(X, y, sigma, box), Budget.unlimited()).w[0]
+        >= base[0] - 1e-9
+    )
 
 
 def test_hinge_lp_is_certified_and_below_every_point():
     X, y = _data()
     box, sigma = Box(4, -1.0, 1.0), _sigma(4, scale=5.0)
     p = ConvexProblem.from_xy(X, y, sigma, box, loss="hinge")
-    sol = ConvexOracle(loss="hinge").solve(p)
+    sol = ConvexOracle(loss="hinge").solve(p, Budget.unlimited())
     c = sol.certificate
     assert c.status is Status.OPTIMAL and c.gap <= 1e-7
     assert c.extra["bound_kind"] == "lagrangian_dual"
@@ -170,7 +170,9 @@ def test_wrong_inputs():
     rows = MergedRows.from_xy(X, y)
     zero_one = Problem.from_rows(rows, box)
     with pytest.raises(OracleError, match="takes a ConvexProblem"):
-        ConvexOracle().solve(zero_one)
+        ConvexOracle().solve(zero_one, Budget.unlimited())
     assert math.isfinite(
-        ConvexOracle().solve(ConvexProblem.from_xy(X, y, np.zeros(4), box)).certificate.gap
+        ConvexOracle()
+        .solve(ConvexProblem.from_xy(X, y, np.zeros(4), box), Budget.unlimited())
+        .certificate.gap
     )

@@ -11,6 +11,7 @@ import pytest
 
 from core.problem import Box, IntegerGrid, Problem
 from oracles.base import OracleError, Status
+from oracles.budget import Budget
 from oracles.enumerate import EnumerationOracle, all_objectives, grid_points
 from oracles.registry import make_oracle
 from tests.oracles.contract import OracleContract
@@ -78,7 +79,7 @@ def test_the_oracle_returns_the_brute_force_minimum_certified(seed):
         linear=rng.normal(0, 1, d),
         margin=0.05,
     )
-    solution = EnumerationOracle().solve(problem)
+    solution = EnumerationOracle().solve(problem, Budget.unlimited())
     cert = solution.certificate
     assert cert.status is Status.OPTIMAL and cert.certified and cert.backend == "enumerate"
     assert cert.objective == cert.bound == pytest.approx(_brute_minimum(problem), abs=1e-12)
@@ -87,23 +88,23 @@ def test_the_oracle_returns_the_brute_force_minimum_certified(seed):
 
 def test_ties_go_to_the_first_minimizer_in_lexicographic_order():
     flat = Problem(np.zeros((0, 2)), [], [], IntegerGrid(2, 2))  # F = 0 everywhere
-    assert EnumerationOracle().solve(flat).w.tolist() == [-2.0, -2.0]
+    assert EnumerationOracle().solve(flat, Budget.unlimited()).w.tolist() == [-2.0, -2.0]
     ball = Problem(np.zeros((0, 2)), [], [], IntegerGrid(2, 2, 1.0, 1.0))
-    assert EnumerationOracle().solve(ball).w.tolist() == [-1.0, 0.0]
+    assert EnumerationOracle().solve(ball, Budget.unlimited()).w.tolist() == [-1.0, 0.0]
     # two minimizers, (0, 1) and (1, 0): the first in order wins
     two = Problem(np.zeros((0, 2)), [], [], IntegerGrid(2, 1, 1.0, 1.0), linear=[-1.0, -1.0])
     values = {tuple(w): two.objective(w) for w in np.vstack(list(grid_points(two.domain)))}
     assert values[(0.0, 1.0)] == values[(1.0, 0.0)] == min(values.values())
-    assert EnumerationOracle().solve(two).w.tolist() == [0.0, 1.0]
+    assert EnumerationOracle().solve(two, Budget.unlimited()).w.tolist() == [0.0, 1.0]
 
 
 def test_what_enumeration_refuses():
     with pytest.raises(OracleError, match="enumeration needs an IntegerGrid domain"):
-        EnumerationOracle().solve(Problem(np.zeros((0, 2)), [], [], Box(2)))
+        EnumerationOracle().solve(Problem(np.zeros((0, 2)), [], [], Box(2)), Budget.unlimited())
     big = Problem(np.zeros((0, 3)), [], [], IntegerGrid(3, 2))  # 125 points
     with pytest.raises(OracleError, match="enumeration of 125 grid points exceeds max_points=124"):
-        EnumerationOracle(max_points=124).solve(big)
-    assert EnumerationOracle(max_points=125).solve(big).certificate.certified
+        EnumerationOracle(max_points=124).solve(big, Budget.unlimited())
+    assert EnumerationOracle(max_points=125).solve(big, Budget.unlimited()).certificate.certified
     with pytest.raises(OracleError, match="all_objectives needs an IntegerGrid domain"):
         all_objectives(Problem(np.zeros((0, 2)), [], [], Box(2)))
 

@@ -18,7 +18,7 @@ import pytest
 
 from core.objective import MergedRows
 from core.problem import IntegerGrid, Problem
-from oracles.base import Status
+from oracles.base import Status, budget_of
 from oracles.budget import Budget
 from oracles.registry import make_oracle
 from oracles.window.engine import InProcess, Threads
@@ -83,7 +83,7 @@ class _CarriedOn:
     def __init__(self) -> None:
         self.directory = tempfile.mkdtemp(prefix="fuzz-carry-")
 
-    def solve(self, problem, budget=None):
+    def solve(self, problem, budget):
         oracle = WindowOracle(search_seconds=GRID_SEARCH_SECONDS, carry=self.directory)
         for _ in range(CARRY_ATTEMPTS):
             solution = oracle.solve(problem, Budget.unlimited().with_nodes(CARRY_NODES))
@@ -159,7 +159,7 @@ def _fuzz(name, instances, truths) -> Tally:
     tally = Tally(name)
     for (seed, problem), truth in zip(instances, truths):
         start = time.perf_counter()
-        solution = oracle.solve(problem)
+        solution = oracle.solve(problem, budget_of(oracle))
         tally.seconds += time.perf_counter() - start
         judge(tally, seed, problem, truth, solution)
     print(tally.line())
@@ -188,7 +188,7 @@ def test_the_reproduction_certifies_the_true_minimum(name):
     problem = reproduction()
     truth = brute_force(problem)
     assert float(truth.minimum) == 4.0
-    solution = _oracle(name).solve(problem)
+    solution = (oracle := _oracle(name)).solve(problem, budget_of(oracle))
     cert = solution.certificate
     assert cert.certified, cert.message
     assert solution.w.tolist() == [0.0, 1.0] and cert.objective == 4.0

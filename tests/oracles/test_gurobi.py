@@ -10,11 +10,13 @@ import pytest
 
 from core.problem import IntegerGrid, Problem
 from oracles.base import Status
+from oracles.budget import Budget
 from oracles.enumerate import EnumerationOracle
 from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError, map_status
 from oracles.mip import SolverUnavailableError, build_milp
 from oracles.registry import make_oracle
 from tests.oracles.contract import OracleContract
+from tests.oracles.limited import on_limits
 
 
 class TestGurobi(OracleContract):
@@ -64,7 +66,7 @@ def test_a_model_above_the_licence_raises_licence_limit(size_limited):
     problem = over_the_licence()
     milp = build_milp(problem)
     try:
-        GurobiOracle().solve(problem)
+        GurobiOracle().solve(problem, Budget.unlimited())
     except LicenceLimitError as err:
         assert err.errno == ERRNO_SIZE_LIMIT
         assert err.n_vars == milp.n_cols and err.n_constraints == milp.n_rows > 2000
@@ -80,7 +82,7 @@ def test_a_model_above_the_licence_raises_licence_limit(size_limited):
 def test_auto_falls_back_to_highs_and_records_why(size_limited):
     problem = over_the_licence()
     milp = build_milp(problem)
-    solution = make_oracle("auto", time_limit=60.0).solve(problem)
+    solution = on_limits(make_oracle("auto", time_limit=60.0), problem)
     cert = solution.certificate
     assert cert.backend == "highs"
     assert cert.fallback == (
@@ -89,7 +91,9 @@ def test_auto_falls_back_to_highs_and_records_why(size_limited):
     )
     assert cert.to_params()["fallback"] == cert.fallback
     assert cert.status is Status.OPTIMAL and cert.certified
-    assert cert.objective == pytest.approx(EnumerationOracle().solve(problem).certificate.objective)
+    assert cert.objective == pytest.approx(
+        EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective
+    )
 
 
 def test_licence_error_survives_pickling():

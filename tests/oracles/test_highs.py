@@ -13,10 +13,11 @@ import pytest
 import oracles.highs as highs_module
 from core.problem import IntegerGrid, Problem
 from oracles.base import Status, certify
+from oracles.budget import Budget
 from oracles.highs import HighsOracle, map_status
 from oracles.registry import make_oracle
 from tests.oracles.contract import OracleContract, hard_instance, make_instance
-from tests.oracles.limited import limited
+from tests.oracles.limited import limited, on_limits
 
 
 class TestHighs(OracleContract):
@@ -49,7 +50,7 @@ def test_status_map(model_status, has_solution, expected):
 
 def test_tiny_time_limit_is_neither_optimal_nor_certified():
     problem = hard_instance()
-    solution = limited(HighsOracle(), 0.01).solve(problem)
+    solution = on_limits(limited(HighsOracle(), 0.01), problem)
     cert = solution.certificate
     assert cert.status in (Status.NO_SOLUTION, Status.TIME_LIMIT), cert
     assert not cert.certified and "kTimeLimit" in cert.message
@@ -59,12 +60,12 @@ def test_tiny_time_limit_is_neither_optimal_nor_certified():
 
 
 def test_threads_are_fixed_by_the_first_solve_and_recorded():
-    limited(HighsOracle(), None, 1).solve(make_instance(0))
+    on_limits(limited(HighsOracle(), None, 1), make_instance(0))
     in_force = highs_module._THREADS_IN_FORCE
     assert in_force is not None
-    same = limited(HighsOracle(), None, in_force).solve(make_instance(0)).certificate
+    same = on_limits(limited(HighsOracle(), None, in_force), make_instance(0)).certificate
     assert same.threads == in_force and "threads" not in same.message
-    other = limited(HighsOracle(), None, in_force + 1).solve(make_instance(0)).certificate
+    other = on_limits(limited(HighsOracle(), None, in_force + 1), make_instance(0)).certificate
     assert other.threads == in_force
     assert f"asked for threads={in_force + 1}" in other.message
     assert other.certified  # the note does not change the certificate
@@ -73,7 +74,7 @@ def test_threads_are_fixed_by_the_first_solve_and_recorded():
 def test_a_false_optimum_becomes_inconsistent():
     """certify refuses a solver objective that disagrees with the exact F (SPEC section 8)."""
     problem = make_instance(0)
-    honest = HighsOracle().solve(problem)
+    honest = HighsOracle().solve(problem, Budget.unlimited())
     cert = honest.certificate
     lying = certify(
         problem,
@@ -149,8 +150,9 @@ def test_a_fresh_process_solving_with_highs_prints_nothing():
     """The real banner: a new process (HiGHS prints it once per process) solves one problem."""
     code = (
         "from oracles.registry import make_oracle\n"
+        "from oracles.budget import Budget\n"
         "from tests.oracles.contract import make_instance\n"
-        "make_oracle('highs', time_limit=30).solve(make_instance(0))\n"
+        "make_oracle('highs', time_limit=30).solve(make_instance(0), Budget.from_limit(30))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True

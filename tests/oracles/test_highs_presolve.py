@@ -22,7 +22,7 @@ from oracles.highs import PRESOLVE_RULES_OFF, HighsOracle, highs_lp
 from oracles.mip import build_milp
 from oracles.registry import make_oracle
 from tests.oracles.fuzz import Tally, brute_force, judge, parallel_instance
-from tests.oracles.limited import limited
+from tests.oracles.limited import limited, on_limits
 
 CASE = Path(__file__).parent / "cases" / "highs_presolve_false_optimum.json"
 
@@ -83,7 +83,7 @@ def test_with_the_reductions_on_highs_certifies_the_wrong_point():
     """The bug this guards against, reproduced (if a HiGHS release fixes it, this test fails:
     re-fuzz that release and then raise the pin in pyproject)."""
     problem, case = load_case()
-    solution = limited(_ComparisonHighs(mask=0, twice=False), 30.0).solve(problem)
+    solution = on_limits(limited(_ComparisonHighs(mask=0, twice=False), 30.0), problem)
     assert solution.certificate.certified
     assert solution.w.tolist() == case["highs_1_16_presolve_on_returns"]
 
@@ -91,7 +91,7 @@ def test_with_the_reductions_on_highs_certifies_the_wrong_point():
 @pytest.mark.parametrize("name", ["highs", "auto", "structured"])
 def test_the_case_certifies_its_true_argmin(name):
     problem, case = load_case()
-    solution = make_oracle(name, time_limit=30.0).solve(problem)
+    solution = on_limits(make_oracle(name, time_limit=30.0), problem)
     cert = solution.certificate
     assert cert.certified, cert.message
     assert solution.w.tolist() == case["argmin"]
@@ -100,7 +100,7 @@ def test_the_case_certifies_its_true_argmin(name):
 
 def test_highs_is_asked_to_turn_the_reductions_off():
     problem, _ = load_case()
-    solution = limited(HighsOracle(), 30.0).solve(problem)
+    solution = on_limits(limited(HighsOracle(), 30.0), problem)
     assert solution.certificate.extra["presolve_rule_off"] == PRESOLVE_RULES_OFF
     options = HighsOracle().solver_options(1, 1e-7, 10.0)
     assert options["presolve_rule_off"] == PRESOLVE_RULES_OFF
@@ -137,9 +137,9 @@ def test_the_parallel_family_reaches_the_bug():
             seed,
             problem,
             truth,
-            limited(_ComparisonHighs(mask=0, twice=False), 30.0).solve(problem),
+            on_limits(limited(_ComparisonHighs(mask=0, twice=False), 30.0), problem),
         )
-        judge(safe, seed, problem, truth, limited(HighsOracle(), 30.0).solve(problem))
+        judge(safe, seed, problem, truth, on_limits(limited(HighsOracle(), 30.0), problem))
     assert unsafe.false == len(PRESOLVE_BUG_SEEDS), unsafe.line()
     assert safe.false == 0, "\n".join(safe.failures)
 
@@ -153,10 +153,10 @@ def test_the_second_opinion_catches_what_the_rules_alone_miss():
     problem = parallel_instance(RULES_ALONE_FALSE_SEED)
     truth = brute_force(problem)
     alone = limited(_ComparisonHighs(mask=PRESOLVE_RULES_OFF, twice=False), 30.0)
-    first = alone.solve(problem)
+    first = alone.solve(problem, alone.budget())
     assert first.certificate.certified
     assert float(truth.value_at(first.w) - truth.minimum) > 3.0  # the false certificate
-    solution = limited(HighsOracle(), 30.0).solve(problem)
+    solution = on_limits(limited(HighsOracle(), 30.0), problem)
     cert = solution.certificate
     assert not cert.certified and cert.status.value == "inconsistent", cert.message
     assert "refuted" in cert.message
@@ -165,7 +165,7 @@ def test_the_second_opinion_catches_what_the_rules_alone_miss():
 
 def test_a_confirmed_certificate_records_both_bounds():
     problem, case = load_case()
-    cert = limited(HighsOracle(), 30.0).solve(problem).certificate
+    cert = on_limits(limited(HighsOracle(), 30.0), problem).certificate
     assert cert.certified
     assert cert.extra["second_opinion_bound"] >= cert.objective - 1e-6
     assert cert.bound == min(cert.extra["first_bound"], cert.extra["second_opinion_bound"])

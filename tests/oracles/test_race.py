@@ -20,6 +20,7 @@ from oracles.registry import make_oracle
 from oracles.window.engine import InProcess
 from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance
+from tests.oracles.limited import on_limits
 
 
 class Raises:
@@ -52,7 +53,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize("seed", range(6))
 def test_the_portfolio_certifies_the_brute_force_minimum(seed):
     problem = fuzz_instance(seed)
-    cert = make_oracle("portfolio", time_limit=30, threads=2).solve(problem).certificate
+    cert = on_limits(make_oracle("portfolio", time_limit=30, threads=2), problem).certificate
     truth = brute_force(problem)
     assert cert.certified, cert.message
     assert cert.objective - float(truth.minimum) <= OBJECTIVE_TOL
@@ -62,7 +63,9 @@ def test_the_portfolio_certifies_the_brute_force_minimum(seed):
 
 def test_a_stopped_shared_best_stops_the_search_within_seconds():
     problem = make_instance("rspm", 10.0, 2, table="midwest").problem  # about 6e8 nodes
-    WindowOracle(search_seconds=0.1).solve(fuzz_instance(0))  # the kernel compiled first
+    WindowOracle(search_seconds=0.1).solve(
+        fuzz_instance(0), Budget.unlimited()
+    )  # the kernel compiled first
     shared = race.RaceStop()
     timer = threading.Timer(4.0, shared.stop, args=("a rival certified",))
     timer.start()
@@ -126,7 +129,7 @@ def test_a_rival_that_certifies_first_is_the_brute_forces_answer(monkeypatch, se
 
     monkeypatch.setattr(window, "local_executor", lambda threads: FirstNodeOnly())
     problem = fuzz_instance(seed)
-    solution = make_oracle("portfolio", time_limit=60, threads=2).solve(problem)
+    solution = on_limits(make_oracle("portfolio", time_limit=60, threads=2), problem)
     cert = solution.certificate
     truth = brute_force(problem)
     assert cert.certified, cert.message
@@ -138,7 +141,7 @@ def test_a_rival_that_certifies_first_is_the_brute_forces_answer(monkeypatch, se
 def test_the_portfolio_returns_within_its_limit_on_a_hard_problem():
     problem = make_instance("rspm", 10.0, 2, table="midwest").problem
     start = time.perf_counter()
-    cert = make_oracle("portfolio", time_limit=6, threads=2).solve(problem).certificate
+    cert = on_limits(make_oracle("portfolio", time_limit=6, threads=2), problem).certificate
     seconds = time.perf_counter() - start
     assert not cert.certified and seconds <= 1.1 * 6 + 5, seconds
     assert cert.fallback == "raced with auto" and math.isfinite(cert.bound)

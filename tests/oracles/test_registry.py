@@ -11,6 +11,7 @@ from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
 from oracles.registry import CONJUNCTIONS, DISCRETE, FACTORIES, SPLIT, make_oracle
 from oracles.routing import ROUTE_NAMES, Route
+from tests.oracles.limited import on_limits
 
 
 def test_known_names():
@@ -96,9 +97,9 @@ def test_the_time_limit_means_the_same_for_brute_force():
     from oracles.base import Status
 
     problem = _eleven_dimensional_problem()
-    full = make_oracle("enumerate", time_limit=600.0).solve(problem)
+    full = on_limits(make_oracle("enumerate", time_limit=600.0), problem)
     assert full.certificate.status is Status.OPTIMAL and full.certificate.certified
-    cut = make_oracle("enumerate", time_limit=1e-9).solve(problem)
+    cut = on_limits(make_oracle("enumerate", time_limit=1e-9), problem)
     assert cut.certificate.status is Status.TIME_LIMIT and not cut.certificate.certified
     assert cut.certificate.objective >= full.certificate.objective
     with pytest.raises(ValueError, match="time_limit"):

@@ -16,14 +16,18 @@ import numpy as np
 import pytest
 
 from core.objective import MergedRows
-from core.problem import Box, IntegerGrid, Problem
-from oracles.base import HandOff, OracleError, Status, certify
-from oracles.budget import Budget, now
-from oracles.conjunction_select import (
-    HighsSelectionOracle,
+from core.problem import (
+    Box,
+    ConjunctionBatch,
+    ConjunctionProblem,
+    IntegerGrid,
+    Problem,
     SelectionProblem,
 )
-from oracles.conjunctions import ConjunctionBatch, ConjunctionProblem
+from oracles import routing
+from oracles.base import HandOff, OracleError, Status, certify
+from oracles.budget import Budget, now
+from oracles.conjunction_select import HighsSelectionOracle
 from oracles.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError
 from oracles.highs import HighsOracle
 from oracles.mip import SolverUnavailableError
@@ -50,7 +54,7 @@ from pipeline.data.synthetic import make_linear_threshold
 from tests.oracles.contract import OracleContract, hard_instance, make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
 from tests.oracles.licence import require_gurobi_licence
-from tests.oracles.limited import limited
+from tests.oracles.limited import limited, on_limits
 from tests.timing import assert_returns_near, timed
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "oracles.md"
@@ -94,7 +98,7 @@ def test_a_route_has_no_chain_for_a_problem_it_does_not_take():
         chain_for("cplex", GRID)
     problem = Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2))
     with pytest.raises(OracleError, match="IntegerGrid"):
-        make_oracle("window").solve(problem)
+        on_limits(make_oracle("window"), problem)
 
 
 def test_the_auto_chain_follows_prefer():
@@ -159,11 +163,11 @@ def test_a_route_solves_the_whole_game_of_its_data_player():
     records = SelectionProblem(levels, 2, rng.integers(0, 2, (5, 3)), rng.normal(size=5))
     for name in ("conjunctions_enumerate", "conjunctions_search", "conjunctions_highs"):
         route = make_oracle(name, time_limit=30.0)
-        batch = route.solve(ConjunctionBatch(problem, noises))
+        batch = route.solve(ConjunctionBatch(problem, noises), route.budget())
         assert batch.certificate.certified and batch.records.shape == (4, 3)
-        single = route.solve(ConjunctionBatch(problem, noises).row(2))
+        single = route.solve(ConjunctionBatch(problem, noises).row(2), route.budget())
         assert single.record.tolist() == batch.records[2].tolist()
-        chosen = route.solve(records)
+        chosen = route.solve(records, route.budget())
         assert chosen.certificate.certified and chosen.sign in (1, -1)
 
 
@@ -206,7 +210,7 @@ def _with(route: Route, **strategies) -> Route:
 def test_a_hand_over_goes_to_the_reference_and_says_why():
     problem = fuzz_instance(4)
     route = _with(make_oracle("structured", reference=("highs",)), structured=_HandsOver())
-    cert = route.solve(problem).certificate
+    cert = route.solve(problem, route.budget()).certificate
     assert cert.backend == "highs" and cert.certified
     assert cert.fallback == "structured: scores at the margin left a gap -> highs"
     assert abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9
@@ -260,13 +264,13 @@ def test_a_stopped_search_is_joined_with_the_reference():
     problem = fuzz_instance(0)
     minimum = float(brute_force(problem).minimum)
     route = _with(make_oracle("window", time_limit=30.0, reference=("highs",)), window=_Stops(-1e9))
-    cert = route.solve(problem).certificate
+    cert = route.solve(problem, route.budget()).certificate
     assert cert.backend == "window" and cert.certified  # the reference's point and bound
     assert cert.fallback == "search stopped; reference on auto"
     assert cert.extra["fallback_status"] == "optimal" and cert.extra["stopped"] == "test"
     assert abs(cert.objective - minimum) <= 1e-9
     # the search alone (fallback=None): its point, uncertified, with its own bound
-    alone = _with(make_oracle("window", fallback=None), window=_Stops(-1e9)).solve(problem)
+    alone = on_limits(_with(make_oracle("window", fallback=None), window=_Stops(-1e9)), problem)
     assert alone.certificate.status is Status.TIME_LIMIT and alone.certificate.bound == -1e9
     assert alone.certificate.fallback is None
     # through the structured route, the chain says where it started
@@ -274,7 +278,7 @@ def test_a_stopped_search_is_joined_with_the_reference():
         make_oracle("structured", time_limit=30.0, max_combos=1, reference=("highs",)),
         window=_Stops(-1e9),
     )
-    cert = structured.solve(problem).certificate
+    cert = structured.solve(problem, structured.budget()).certificate
     assert cert.fallback.startswith("structured: ") and cert.certified
     assert cert.fallback.endswith(" -> window -> search stopped; reference on auto")
 
@@ -288,10 +292,10 @@ def test_no_reference_after_a_search_that_left_a_second_or_less():
 
 
 def test_a_route_records_the_cpu_its_solve_got():
-    cert = make_oracle("structured").solve(make_instance(0)).certificate
+    cert = on_limits(make_oracle("structured"), make_instance(0)).certificate
     assert cert.certified and 0.0 <= cert.cpu_seconds <= cert.seconds * cert.threads + 0.5
     assert cert.to_params()["cpu_seconds"] == cert.cpu_seconds
-    cert = make_oracle("highs").solve(make_instance(0)).certificate
+    cert = on_limits(make_oracle("highs"), make_instance(0)).certificate
     assert 0.0 <= cert.cpu_seconds and math.isfinite(cert.cpu_seconds)
 
 
@@ -306,27 +310,27 @@ class TestAuto(OracleContract):
 
 def test_missing_gurobipy_falls_back_to_highs(monkeypatch):
     monkeypatch.setitem(sys.modules, "gurobipy", None)  # makes `import gurobipy` fail
-    cert = make_oracle("auto").solve(make_instance(3)).certificate
+    cert = on_limits(make_oracle("auto"), make_instance(3)).certificate
     assert cert.backend == "highs" and cert.certified
     assert cert.fallback.startswith("gurobi: gurobipy is not importable (")
     assert cert.fallback.endswith(") -> highs")
 
 
 def test_no_fallback_when_the_first_backend_runs():
-    cert = make_oracle("auto", prefer=("highs",)).solve(make_instance(4)).certificate
+    cert = on_limits(make_oracle("auto", prefer=("highs",)), make_instance(4)).certificate
     assert cert.backend == "highs" and cert.fallback is None
 
 
 def test_every_backend_unavailable_raises_with_the_chain(monkeypatch):
     monkeypatch.setitem(sys.modules, "gurobipy", None)
     with pytest.raises(SolverUnavailableError, match="no backend of \\('gurobi',\\) could run"):
-        make_oracle("auto", prefer=("gurobi",)).solve(make_instance(0))
+        on_limits(make_oracle("auto", prefer=("gurobi",)), make_instance(0))
 
 
 def test_a_time_limit_is_reported_not_retried_elsewhere():
     """An uncertified answer is returned as it is: no silent retry on another backend."""
     oracle = make_oracle("auto", time_limit=0.2, prefer=("highs", "gurobi"))
-    cert = oracle.solve(hard_instance()).certificate
+    cert = oracle.solve(hard_instance(), oracle.budget()).certificate
     assert cert.backend == "highs" and cert.fallback is None
     assert cert.status in (Status.TIME_LIMIT, Status.NO_SOLUTION) and not cert.certified
 
@@ -348,7 +352,7 @@ def test_gurobi_over_its_licence_after_the_first_model_is_not_retried_elsewhere(
     uncertified, and the route does not hand the problem to HiGHS (SPEC section 8)."""
     require_gurobi_licence()
     problem = fuzz_instance(7)  # Gurobi needs a second model (band cuts) on this one
-    assert GurobiOracle().solve(problem).certificate.extra["band_rounds"] == 2
+    assert GurobiOracle().solve(problem, Budget.unlimited()).certificate.extra["band_rounds"] == 2
     real = GurobiOracle._run
     calls = []
 
@@ -359,7 +363,7 @@ def test_gurobi_over_its_licence_after_the_first_model_is_not_retried_elsewhere(
         return real(self, gp, milp, budget)
 
     monkeypatch.setattr(GurobiOracle, "_run", run)
-    cert = make_oracle("auto", time_limit=30.0).solve(problem).certificate
+    cert = on_limits(make_oracle("auto", time_limit=30.0), problem).certificate
     assert len(calls) == 2
     assert cert.backend == "gurobi" and cert.fallback is None
     assert cert.status is Status.ERROR and not cert.certified
@@ -417,7 +421,7 @@ def compiled():
     """The window search's compiled kernel (``oracles.window.kernel``, numba), compiled before
     the clock starts: numba compiles it once per machine and source version (its cache), and
     that first compilation, seconds long, is not a solve's."""
-    make_oracle("window", time_limit=60.0, fallback=None).solve(fuzz_instance(0))
+    on_limits(make_oracle("window", time_limit=60.0, fallback=None), fuzz_instance(0))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -425,7 +429,7 @@ def test_every_path_returns_within_its_limit(path, compiled):
     route, options, problem, limit, backend = PATHS[path]
     threads = 3 if path == "window threads" else 1  # the search's workers on 3 threads
     oracle = make_oracle(route, time_limit=limit, threads=threads, **options)
-    took, solution = _within(limit, lambda: oracle.solve(problem()))
+    took, solution = _within(limit, lambda: oracle.solve(problem(), oracle.budget()))
     cert = solution.certificate
     assert not cert.certified and cert.status in (Status.TIME_LIMIT, Status.NO_SOLUTION)
     if backend is not None:
@@ -441,7 +445,9 @@ def test_every_path_returns_within_its_limit(path, compiled):
 
 def test_gurobi_returns_within_its_limit():
     require_gurobi_licence()
-    _, solution = _within(1.0, lambda: make_oracle("gurobi", time_limit=1.0).solve(hard_instance()))
+    _, solution = _within(
+        1.0, lambda: on_limits(make_oracle("gurobi", time_limit=1.0), hard_instance())
+    )
     assert not solution.certificate.certified
 
 
@@ -457,7 +463,7 @@ def test_the_selection_milp_shares_one_budget_between_its_signs():
         tuple(rng.normal(0, 1, k) for k in levels),
         0.0,
     )
-    _within(1.0, lambda: limited(HighsSelectionOracle(), 1.0).solve(problem))
+    _within(1.0, lambda: on_limits(limited(HighsSelectionOracle(), 1.0), problem))
 
 
 def test_the_data_players_milp_returns_within_its_limit():
@@ -469,4 +475,76 @@ def test_the_data_players_milp_returns_within_its_limit():
     )
     problem = ConjunctionProblem(levels, conjunctions, rng.normal(0, 1, len(conjunctions)))
     oracle = make_oracle("conjunctions_highs", time_limit=1.0)
-    _within(1.0, lambda: oracle.solve(problem))
+    _within(1.0, lambda: oracle.solve(problem, oracle.budget()))
+
+
+# --- the table against the strategies' declarations (CVXPY's ``accepts``) ----------------------
+
+
+def _classes_of(row: routing.Row) -> tuple[str, ...]:
+    """The problem classes a row matches (ANY and GRID stand for several)."""
+    if row.problem == routing.ANY:
+        return routing.PROBLEM_CLASSES
+    if row.problem == routing.GRID:
+        return routing.GRID_CLASSES
+    return (row.problem,)
+
+
+def test_every_row_runs_only_strategies_that_accept_its_problem_class():
+    checked = 0
+    for row in routing.ROUTES:
+        for problem_class in _classes_of(row):
+            for name in routing.steps_of(row.chain, problem_class):
+                assert issubclass(routing.CLASS_TYPES[problem_class], routing.accepts(name)), (
+                    row,
+                    name,
+                )
+                checked += 1
+    assert checked > len(routing.ROUTES)  # every row was read, nested routes too
+
+
+def test_every_problem_a_route_can_take_has_its_row():
+    # a user can hand a route any problem that one of its strategies accepts: it has a chain
+    for route in routing.ROUTE_NAMES:
+        names = {
+            name
+            for row in routing.ROUTES
+            if row.route == route
+            for problem_class in _classes_of(row)
+            for name in routing.steps_of(row.chain, problem_class)
+        }
+        types = {t for name in names for t in routing.accepts(name)}
+        # the classes ``classify`` gives on this route: the shapes only where a row reads them
+        shaped = any(r.route == route and r.problem == routing.SHAPED_GRID for r in routing.ROUTES)
+        grids = (routing.SHAPED_GRID, routing.NOISY_GRID, routing.EXACT_GRID)
+        # a box is refused in one line by the routes whose search takes grids only (window,
+        # portfolio, enumerate: ``accepts`` names types, not domains), so grids are checked
+        given = (*grids, routing.BOX) if shaped else (routing.GRID,)
+        others = tuple(c for _, c in routing.KINDS)
+        for problem_class in (*given, *others):
+            if routing.CLASS_TYPES[problem_class] in types:
+                assert routing.chain_for(route, problem_class), (route, problem_class)
+
+
+def test_a_strategy_that_accepts_nothing_of_a_row_is_caught():
+    # the check above can fail: a row sending a selection to the convex oracle is refused
+    row = routing.Row("x", routing.SELECTION, (routing.Step("convex"),))
+    names = routing.steps_of(row.chain, routing.SELECTION)
+    assert not issubclass(routing.CLASS_TYPES[routing.SELECTION], routing.accepts(names[0]))
+
+
+def test_route_for_reads_the_table_defaults_and_backends():
+    assert routing.route_for(routing.SHAPED_GRID) == routing.DEFAULT_ROUTE == "structured"
+    assert routing.route_for(routing.SELECTION) == "selection"
+    assert routing.route_for(routing.CONVEX) == "convex"
+    for backend in ("search", "highs", "enumerate"):  # the data player's backends (catalog)
+        assert routing.route_for(routing.CONJUNCTIONS, backend=backend) == f"conjunctions_{backend}"
+    with pytest.raises(ValueError, match="known: \\['enumerate', 'highs', 'search'\\]"):
+        routing.route_for(routing.CONJUNCTIONS, backend="gurobi")
+
+
+def test_the_plan_is_the_chain_the_route_runs():
+    problem = make_instance(0)
+    plan = make_oracle("window", time_limit=5.0).plan(problem, Budget.from_limit(5.0))
+    assert plan.chain == routing.chain_for("window", routing.GRID)
+    assert plan.strategies == ("window", "gurobi", "highs")

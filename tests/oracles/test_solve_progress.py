@@ -156,8 +156,8 @@ def same_answer(a, b, *, extra: bool = True) -> None:
 def _solve_with_and_without(oracle, problem, interval):
     seen = []
     with listening(seen.append, interval=interval):
-        heard = oracle.solve(problem)
-    return oracle.solve(problem), heard, seen
+        heard = oracle.solve(problem, oracle.budget())
+    return oracle.solve(problem, oracle.budget()), heard, seen
 
 
 def test_a_highs_solve_reports_while_it_runs_and_returns_the_same_answer():
@@ -191,8 +191,8 @@ def test_a_failing_channel_does_not_fail_a_highs_solve(where, monkeypatch):
         monkeypatch.setattr(solve_progress.Reporter, "report", broken)
     oracle, problem = limited(HighsOracle(), 60.0), slow_instance(n=60)
     with listening(broken, interval=0.0):
-        heard = oracle.solve(problem)
-    same_answer(oracle.solve(problem), heard)
+        heard = oracle.solve(problem, oracle.budget())
+    same_answer(oracle.solve(problem, oracle.budget()), heard)
     assert heard.certificate.certified
 
 

@@ -55,7 +55,7 @@ from core.objective import MergedRows
 from core.problem import Box, IntegerGrid, Problem
 from mechanisms.opdisc import ExactERM, OPDisc, OPDiscParams, opdisc_problem
 from mechanisms.rspm import RSPM, RSPMParams, rspm_problem
-from oracles.base import OBJECTIVE_TOL, HandOff, Status, certify
+from oracles.base import OBJECTIVE_TOL, HandOff, Status, budget_of, certify
 from oracles.budget import Budget, now
 from oracles.enumerate import EnumerationOracle, grid_points
 from oracles.gurobi import ERRNO_SIZE_LIMIT
@@ -76,7 +76,7 @@ from pipeline.data.table import load_table
 from tests.oracles.contract import OracleContract, make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
 from tests.oracles.licence import require_gurobi_licence
-from tests.oracles.limited import limited
+from tests.oracles.limited import limited, on_limits
 
 
 def structured(**options):
@@ -98,7 +98,7 @@ class TestStructured(OracleContract):
 
     def test_certificate_records_the_backend(self, oracle):
         problem = make_instance(0)
-        cert = oracle.solve(problem).certificate
+        cert = oracle.solve(problem, oracle.budget()).certificate
         assert cert.backend == "structured" and cert.fallback is None
         assert cert.threads >= 1 and cert.seconds >= 0.0
         params = cert.to_params()
@@ -169,7 +169,7 @@ MEDIUM_MAX_POINTS = 400_000
 
 
 def _reference_agrees(problem: Problem, expected: float, time_limit: float) -> None:
-    reference = limited(HighsOracle(), time_limit).solve(problem).certificate
+    reference = on_limits(limited(HighsOracle(), time_limit), problem).certificate
     assert reference.certified, reference
     assert abs(reference.objective - expected) <= OBJECTIVE_TOL, (reference.objective, expected)
 
@@ -177,8 +177,8 @@ def _reference_agrees(problem: Problem, expected: float, time_limit: float) -> N
 @pytest.mark.parametrize("seed", range(40))
 def test_small_instances_match_enumeration_and_the_reference(oracle, seed):
     problem = small_instance(seed)
-    expected = EnumerationOracle().solve(problem).certificate.objective
-    check_exact(problem, oracle.solve(problem), expected)
+    expected = EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective
+    check_exact(problem, oracle.solve(problem, oracle.budget()), expected)
     if seed in REFERENCE_SMALL_SEEDS:
         _reference_agrees(problem, expected, time_limit=60.0)
 
@@ -187,15 +187,21 @@ def test_small_instances_match_enumeration_and_the_reference(oracle, seed):
 @pytest.mark.parametrize("seed", [s for s in range(40) if s not in REFERENCE_SMALL_SEEDS])
 def test_the_reference_agrees_on_the_other_small_instances(seed):
     problem = small_instance(seed)
-    _reference_agrees(problem, EnumerationOracle().solve(problem).certificate.objective, 60.0)
+    _reference_agrees(
+        problem, EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective, 60.0
+    )
 
 
 @pytest.mark.parametrize("seed", range(10))
 def test_medium_instances_match_enumeration(oracle, seed):
     problem = medium_instance(seed)
-    expected = EnumerationOracle(max_points=MEDIUM_MAX_POINTS).solve(problem).certificate
+    expected = (
+        EnumerationOracle(max_points=MEDIUM_MAX_POINTS)
+        .solve(problem, Budget.unlimited())
+        .certificate
+    )
     assert expected.certified, expected
-    check_exact(problem, oracle.solve(problem), expected.objective)
+    check_exact(problem, oracle.solve(problem, oracle.budget()), expected.objective)
 
 
 # Seeds 1 and 8: the reference (HiGHS) takes 10 to 20 s on each; 3 to 7 s on the others.
@@ -203,9 +209,9 @@ def test_medium_instances_match_enumeration(oracle, seed):
 @pytest.mark.parametrize("seed", range(10))
 def test_medium_instances_match_the_reference(oracle, seed):
     problem = medium_instance(seed)
-    reference = limited(HighsOracle(), 120.0).solve(problem).certificate
+    reference = HighsOracle().solve(problem, Budget.from_limit(120.0)).certificate
     assert reference.certified, reference
-    check_exact(problem, oracle.solve(problem), reference.objective)
+    check_exact(problem, oracle.solve(problem, budget_of(oracle)), reference.objective)
 
 
 def test_random_instances_cover_both_norm_signs_negative_weights_and_structure():
@@ -288,8 +294,8 @@ def test_scores_exactly_at_the_margin_dyadic(seed):
     thresholds are integers, nothing is borderline and the oracle certifies by itself."""
     problem = tie_instance(seed, [0.0, 0.25, 0.5, 0.75], margin=0.25)
     assert decompose(problem, max_combos=4096).dyadic is not None
-    expected = EnumerationOracle().solve(problem).certificate.objective
-    check_exact(problem, structured().solve(problem), expected)
+    expected = EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective
+    check_exact(problem, on_limits(structured(), problem), expected)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -299,8 +305,8 @@ def test_scores_at_the_margin_up_to_rounding(seed):
     problem = tie_instance(seed, [0.1, 0.2, 0.4, 0.7], margin=0.3)
     shape = decompose(problem, max_combos=4096)
     assert shape.dyadic is None and root_bounds(shape)[1].any()
-    expected = EnumerationOracle().solve(problem).certificate.objective
-    cert = structured().solve(problem).certificate
+    expected = EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective
+    cert = on_limits(structured(), problem).certificate
     assert cert.certified and abs(cert.objective - expected) <= OBJECTIVE_TOL
 
 
@@ -309,7 +315,7 @@ def test_scores_at_the_margin_up_to_rounding(seed):
 
 def test_box_domain_falls_back_to_the_reference():
     problem = Problem([[1.0, 0.5], [0.5, -1.0]], [1.0, 2.0], [0.0, 1.0], Box(2))
-    cert = structured().solve(problem).certificate
+    cert = on_limits(structured(), problem).certificate
     # Gurobi when its licence takes the model, else HiGHS (the fallback tests below)
     assert cert.backend in ("gurobi", "highs") and cert.certified
     assert cert.fallback.startswith("structured: the domain is not an IntegerGrid (Box)")
@@ -320,17 +326,17 @@ def test_too_many_combinations_fall_back_to_the_window_or_the_reference():
     """OPDisc's and RSPM's problems go to the window oracle, exact ERM's to the reference."""
     problem = small_instance(0)
     assert has_noise(problem)
-    cert = structured(max_combos=1, reference=("highs",)).solve(problem).certificate
+    cert = on_limits(structured(max_combos=1, reference=("highs",)), problem).certificate
     assert cert.backend == "window" and cert.certified
     assert "max_combos=1" in cert.fallback and cert.fallback.endswith(" -> window")
-    expected = EnumerationOracle().solve(problem).certificate.objective
+    expected = EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective
     assert abs(cert.objective - expected) <= OBJECTIVE_TOL
     problem = dataclasses.replace(problem, linear=np.zeros(problem.d), norm_coef=0.0)
     assert not has_noise(problem)
-    cert = structured(max_combos=1, reference=("highs",)).solve(problem).certificate
+    cert = on_limits(structured(max_combos=1, reference=("highs",)), problem).certificate
     assert cert.backend == "highs" and cert.certified
     assert "max_combos=1" in cert.fallback
-    expected = EnumerationOracle().solve(problem).certificate.objective
+    expected = EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective
     assert abs(cert.objective - expected) <= OBJECTIVE_TOL
 
 
@@ -365,9 +371,9 @@ def all_continuous_rspm(seed: int) -> Problem:
 def test_all_continuous_borderline_falls_back_instead_of_error(oracle, seed):
     """Seeds where the oracle used to report ERROR from its no-binary-column branch."""
     problem = all_continuous_rspm(seed)
-    solution = oracle.solve(problem)
+    solution = oracle.solve(problem, oracle.budget())
     assert solution.certificate.certified, solution.certificate.message
-    expected = EnumerationOracle().solve(problem).certificate.objective
+    expected = EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective
     assert solution.certificate.objective == pytest.approx(expected, abs=OBJECTIVE_TOL)
 
 
@@ -392,9 +398,9 @@ def test_more_than_the_former_cap_stays_structured_and_exact(seed):
     problem = wide_problem(seed)
     shape = decompose(problem)
     assert len(shape.cont_cols) == 6 and len(shape.combos) == 4185 > 4096
-    cert = structured(time_limit=120.0).solve(problem).certificate
+    cert = on_limits(structured(time_limit=120.0), problem).certificate
     assert cert.backend == "structured" and cert.fallback is None and cert.certified
-    expected = EnumerationOracle().solve(problem).certificate.objective
+    expected = EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective
     assert abs(cert.objective - expected) <= OBJECTIVE_TOL
 
 
@@ -415,13 +421,13 @@ def test_the_budget_comes_from_the_time_limit_and_too_much_work_falls_back():
     assert len(decompose(problem, max_work=work).combos) == 4185
     cert = (
         structured(time_limit=60.0, max_work=work / 2, reference=("highs",))
-        .solve(problem)
+        .solve(problem, Budget.from_limit(60.0))
         .certificate
     )
     # OPDisc's and RSPM's problems go to the window oracle, exact ERM's to the reference
     backend = "window" if has_noise(problem) else "highs"
     assert cert.backend == backend and "table entries" in cert.fallback and cert.certified
-    expected = EnumerationOracle().solve(problem).certificate.objective
+    expected = EnumerationOracle().solve(problem, Budget.unlimited()).certificate.objective
     assert abs(cert.objective - expected) <= OBJECTIVE_TOL
 
 
@@ -471,7 +477,7 @@ def test_adult_with_five_and_six_continuous_columns_certifies_by_default(adult_d
     rows = MergedRows.from_xy(train.features, train.labels)
     mech = OPDisc(OPDiscParams(1.0, 1.0 / rows.n**2))
     (problem,) = mech.problems(rows, mech.draw_noise(np.random.default_rng(0), rows.n, rows.d))
-    cert = structured().solve(problem).certificate  # the defaults: time limit 600 s
+    cert = on_limits(structured(), problem).certificate  # the defaults: time limit 600 s
     assert cert.backend == "structured" and cert.fallback is None and cert.certified
 
 
@@ -535,7 +541,7 @@ def adult_rows(adult) -> MergedRows:
 )
 def test_full_adult_is_certified(adult_rows, mechanism, eps, seed):
     problem = _problem(adult_rows, mechanism, eps, seed)
-    solution = structured(time_limit=120).solve(problem)
+    solution = on_limits(structured(time_limit=120), problem)
     c = solution.certificate
     assert c.certified, c
     assert c.fallback is None and c.backend == "structured"
@@ -546,7 +552,7 @@ def test_full_adult_is_certified(adult_rows, mechanism, eps, seed):
 
 def test_full_adult_exact_erm_is_certified(adult_rows):
     (problem,) = ExactERM().problems(adult_rows, {})
-    solution = structured(time_limit=300).solve(problem)
+    solution = on_limits(structured(time_limit=300), problem)
     c = solution.certificate
     assert c.certified, c
     _no_better_neighbour(problem, solution.w)
@@ -574,8 +580,8 @@ def test_reference_agrees_where_tight_tolerances_certified_a_false_optimum(adult
     X, y = balanced_subsample(adult.train.features, adult.train.labels, n, 0)
     rows = MergedRows.from_xy(X, y)
     problem = _problem(rows, "opdisc", 0.5, seed)
-    fast = structured(time_limit=120).solve(problem)
-    reference = limited(HighsOracle(), 300).solve(problem)
+    fast = on_limits(structured(time_limit=120), problem)
+    reference = on_limits(limited(HighsOracle(), 300), problem)
     assert fast.certificate.certified and reference.certificate.certified
     assert fast.certificate.objective == pytest.approx(reference.certificate.objective, abs=1e-6)
     milp = build_milp(problem)
@@ -596,7 +602,7 @@ def test_goal_grid_is_certified_within_the_time_goal(adult_rows, mechanism):
     for eps in (0.1, 0.5, 1.0):
         for seed in range(5):
             problem = _problem(adult_rows, mechanism, eps, seed)
-            c = structured(time_limit=600).solve(problem).certificate
+            c = on_limits(structured(time_limit=600), problem).certificate
             assert c.certified, (eps, seed, c)
             seconds.append(c.seconds)
     assert statistics.median(seconds) <= 60 and max(seconds) <= 600, seconds
@@ -643,7 +649,7 @@ def test_a_fallback_within_the_licence_is_solved_by_gurobi(seed):
     assert not has_noise(problem)
     milp = build_milp(problem)
     assert milp.n_cols <= LICENCE_LIMIT and milp.n_rows <= LICENCE_LIMIT
-    solution = structured(time_limit=60.0, max_combos=1).solve(problem)
+    solution = on_limits(structured(time_limit=60.0, max_combos=1), problem)
     cert = solution.certificate
     # the premise: these instances have more than one combination, so max_combos=1 falls back
     assert cert.fallback is not None, cert
@@ -658,7 +664,7 @@ def test_a_fallback_over_the_licence_is_solved_by_highs_with_the_licence_reason(
     problem = _large_instance()
     milp = build_milp(problem)
     assert milp.n_rows > LICENCE_LIMIT  # the premise: Gurobi's licence refuses this model
-    solution = structured(time_limit=120.0, max_combos=1).solve(problem)
+    solution = on_limits(structured(time_limit=120.0, max_combos=1), problem)
     cert = solution.certificate
     assert cert.backend == "highs", cert
     assert cert.fallback.startswith("structured: ")
@@ -670,8 +676,8 @@ def test_a_fallback_over_the_licence_is_solved_by_highs_with_the_licence_reason(
 def test_the_same_problem_on_either_backend_certifies_the_same_minimum():
     require_gurobi_licence()
     problem = erm_instance(4)
-    on_gurobi = structured(max_combos=1, reference=("gurobi",)).solve(problem)
-    on_highs = structured(max_combos=1, reference=("highs",)).solve(problem)
+    on_gurobi = on_limits(structured(max_combos=1, reference=("gurobi",)), problem)
+    on_highs = on_limits(structured(max_combos=1, reference=("highs",)), problem)
     assert on_gurobi.certificate.fallback is not None  # the premise: a fallback happened
     assert on_gurobi.certificate.backend == "gurobi" and on_highs.certificate.backend == "highs"
     assert abs(on_gurobi.certificate.objective - on_highs.certificate.objective) <= OBJECTIVE_TOL
@@ -683,7 +689,7 @@ def test_the_same_problem_on_either_backend_certifies_the_same_minimum():
 def test_a_noisy_problem_without_the_shape_goes_to_the_window_oracle(seed):
     problem = fuzz_instance(seed)
     assert has_noise(problem)
-    solution = structured(time_limit=60.0, max_combos=1).solve(problem)
+    solution = on_limits(structured(time_limit=60.0, max_combos=1), problem)
     cert = solution.certificate
     assert cert.backend == "window", cert
     assert cert.fallback.startswith("structured: ") and cert.fallback.endswith(" -> window")
@@ -740,7 +746,7 @@ def test_a_time_limited_fallback_is_reported_not_retried():
     route = structured(max_combos=1)
     strategies = {**route.strategies, "gurobi": Stops(), "highs": Never()}
     route = dataclasses.replace(route, strategies=strategies)
-    cert = route.solve(erm_instance(1)).certificate
+    cert = route.solve(erm_instance(1), route.budget()).certificate
     assert cert.backend == "gurobi" and cert.status is Status.TIME_LIMIT and not cert.certified
     assert cert.fallback.startswith("structured: ") and cert.fallback.endswith(" -> gurobi")
 
@@ -749,7 +755,7 @@ def test_the_strategy_alone_hands_a_problem_without_the_shape_on():
     """The structured search builds no other oracle: without the shape it raises HandOff
     (the routing table decides who solves it)."""
     with pytest.raises(HandOff, match="max_combos=1"):
-        StructuredOracle(max_combos=1).solve(erm_instance(1))
+        StructuredOracle(max_combos=1).solve(erm_instance(1), Budget.unlimited())
 
 
 @pytest.mark.parametrize("reference", [(), ("cplex",), ("highs", "highs")])

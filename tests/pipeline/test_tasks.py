@@ -4,7 +4,6 @@ starts its runs in."""
 from __future__ import annotations
 
 import dataclasses
-
 import math
 
 import numpy as np
@@ -12,7 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import pipeline.tasks as tasks
-from oracles.convex import ConvexProblem
+from core.problem import ConvexProblem
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import validate
 from pipeline.data.record import Dataset
@@ -54,7 +53,7 @@ def test_time_limit_reaches_the_convex_oracle_of_an_opsamp_run():
     ((oracle, problem),) = seen
     assert isinstance(problem, ConvexProblem)
     assert oracle.time_limit == 120 and oracle.threads == 3
-    assert oracle.solve(problem).certificate.backend == "convex"
+    assert oracle.solve(problem, oracle.budget()).certificate.backend == "convex"
 
 
 def test_each_opsamp_run_checks_its_data_naming_the_feature():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from core.problem import conjunction_index
 from mechanisms.privacy import PrivacyTarget
 from mechanisms.synthetic import selection
 from mechanisms.synthetic.accounting import round_epsilon, schedule_rounds, total_epsilon
@@ -30,11 +31,7 @@ from mechanisms.synthetic.fem import (
 from oracles.base import Status
 from oracles.budget import Budget, now
 from oracles.conjunction_search import SearchConjunctionOracle
-from oracles.conjunction_select import (
-    HighsSelectionOracle,
-    SearchSelectionOracle,
-    conjunction_index,
-)
+from oracles.conjunction_select import HighsSelectionOracle, SearchSelectionOracle
 from oracles.conjunctions import EnumerationConjunctionOracle
 from oracles.registry import make_oracle
 
@@ -116,8 +113,8 @@ def test_more_privacy_budget_answers_the_workload_better():
 
 def test_a_data_player_whose_oracle_fails_keeps_the_guarantee_and_says_so():
     class Stopped:
-        def solve(self, problem, budget=None):
-            solution = EnumerationConjunctionOracle().solve(problem)
+        def solve(self, problem, budget):
+            solution = EnumerationConjunctionOracle().solve(problem, budget)
             cert = dataclasses.replace(solution.certificate, status=Status.TIME_LIMIT)
             return dataclasses.replace(solution, certificate=cert)
 
@@ -132,7 +129,7 @@ def test_a_data_player_search_out_of_time_plays_on_and_is_counted():
     # the search's budget already spent in every round: each record is the search's greedy
     # one, every round's certificate TIME_LIMIT; the claim holds (docs/synthetic.md 2.4)
     class Spent(SearchConjunctionOracle):
-        def solve(self, problem, budget=None):
+        def solve(self, problem, budget):
             return super().solve(problem, Budget(now() - 1.0))
 
     params = FEMParams(1.0, 1e-6, rounds=5, samples=3)
@@ -223,8 +220,8 @@ def test_an_uncertified_selection_voids_the_claim_and_says_so():
     class Stopped:
         name = "stopped"
 
-        def solve(self, problem):
-            solution = SearchSelectionOracle().solve(problem)
+        def solve(self, problem, budget):
+            solution = SearchSelectionOracle().solve(problem, budget)
             cert = dataclasses.replace(solution.certificate, status=Status.TIME_LIMIT)
             return dataclasses.replace(solution, certificate=cert)
 

@@ -85,7 +85,7 @@ def test_local_search_ends_where_no_single_coordinate_change_improves(seed):
     rng = np.random.default_rng(seed)
     K = _grid_ks(grid)
     start = K[rng.integers(len(K))]
-    k = local_search(problem, start)
+    k = local_search(problem, start, budget=Budget.unlimited())
     assert _inside(grid, k)
     value = problem.objective(grid.step * k.astype(float))
     assert value <= problem.objective(grid.step * start.astype(float)) + 1e-9

@@ -24,7 +24,7 @@ from oracles.window.engine import InProcess, Threads
 from oracles.window.minorant import decompose_objective, row_minorants, separable_argmin, tighten
 from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
-from tests.oracles.limited import limited
+from tests.oracles.limited import limited, on_limits
 
 FAST_SEEDS = range(120)
 SLOW_SEEDS = range(2120, 2720)
@@ -38,7 +38,7 @@ def fast():
 def _fuzz(oracle, instances) -> Tally:
     tally = Tally(oracle.name)
     for seed, problem, truth in instances:
-        judge(tally, seed, problem, truth, oracle.solve(problem))
+        judge(tally, seed, problem, truth, oracle.solve(problem, oracle.budget()))
     print(tally.line())
     return tally
 
@@ -54,7 +54,7 @@ def test_no_false_certificate_on_two_threads(fast):
     tally = _fuzz(oracle, fast[:40])
     assert tally.false == 0, "\n".join(tally.failures)
     assert tally.certified == tally.instances
-    solution = oracle.solve(fast[0][1])
+    solution = oracle.solve(fast[0][1], oracle.budget())
     assert solution.certificate.threads == 2 and solution.certificate.extra["workers"] == 2
     assert isinstance(oracle.strategy.executor_for(Budget.unlimited(2)), Threads)
 
@@ -192,7 +192,7 @@ def test_the_oracle_refuses_a_box():
 
     problem = Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2))
     with pytest.raises(OracleError, match="IntegerGrid"):
-        WindowOracle().solve(problem)
+        WindowOracle().solve(problem, Budget.unlimited())
 
 
 class _StoppedAtOnce:
@@ -216,7 +216,7 @@ def test_a_search_that_searched_nothing_still_gets_the_fallback(monkeypatch):
     alone = WindowOracle(search_seconds=0.0).solve(problem, Budget.unlimited()).certificate
     assert alone.status is Status.TIME_LIMIT and alone.extra["stopped"] == "stopped at once"
     assert alone.extra["nodes"] == 0
-    solution = make_oracle("window", time_limit=30.0).solve(problem)
+    solution = on_limits(make_oracle("window", time_limit=30.0), problem)
     cert = solution.certificate
     assert cert.certified and "reference" in cert.fallback
     assert abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9

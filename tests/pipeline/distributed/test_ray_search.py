@@ -123,7 +123,7 @@ def test_grown_it_still_reports_the_best_a_valid_bound_and_its_cpus(local_ray):
     oracle = limited(WindowOracle(search_seconds=0.05, executor=elastic), 120.0)
     seen = []
     with listening(seen.append, interval=0.0):
-        solution = oracle.solve(medium_instance(14))
+        solution = oracle.solve(medium_instance(14), oracle.budget())
     cert = solution.certificate
     assert cert.certified and elastic.grown_at is not None
     grown = [p for p in seen if p.note.startswith("searching on ")]
