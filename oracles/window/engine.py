@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -158,6 +159,31 @@ class WorkerResult:
 Hook = Callable[[Worker], None]
 
 
+class Stepped:
+    """One worker's loop (``search``) that its driver steps a chunk at a time: ``step`` runs one
+    chunk (or one idle look) and says whether the loop goes on. When it ends, the worker's lease
+    is released; a worker that raised first gives its lease back to the pool (searched again by
+    another, or left open) and records the error (``message``, ``error``)."""
+
+    def __init__(self, worker: Worker, client: PoolClient, budget: Budget, chunk: int) -> None:
+        self.worker, self.client = worker, client
+        self.loop = search(worker, client, budget, chunk)
+        self.message = self.error = ""
+
+    def step(self) -> bool:
+        try:
+            next(self.loop)
+            return True
+        except StopIteration as end:
+            self.message = end.value
+        except Exception as err:  # noqa: BLE001 - a failed worker leaves its nodes to the others
+            self.error = self.message = f"{type(err).__name__}: {err}"
+            self.worker.hand_back()
+            self.client.requeue(self.worker.unit_made)
+        self.client.release(self.worker.unit_made)
+        return False
+
+
 def drive(
     worker: Worker,
     client: PoolClient,
@@ -167,26 +193,16 @@ def drive(
     hook: Hook | None = None,
     clock: Callable[[], float] = time.thread_time,
 ) -> WorkerResult:
-    """One worker's loop to its end (a thread's, a Ray task's, or this process's), then its
-    lease released. A worker that raises gives its lease back to the pool (searched again by
-    another, or left open) and records the error."""
+    """One worker's loop to its end (a thread's, a Ray task's, or this process's), ``hook``
+    called after every chunk (``Stepped``)."""
     start, cpu = time.perf_counter(), clock()
-    error, message = "", ""
-    loop = search(worker, client, budget, chunk)
-    try:
-        while True:
-            next(loop)
-            if hook is not None:
-                hook(worker)
-    except StopIteration as end:
-        message = end.value
-    except Exception as err:  # noqa: BLE001 - a failed worker leaves its nodes to the others
-        error = message = f"{type(err).__name__}: {err}"
-        worker.hand_back()
-        client.requeue(worker.unit_made)
-    result = WorkerResult.of(worker, message, time.perf_counter() - start, clock() - cpu, error)
-    client.release(worker.unit_made)
-    return result
+    run = Stepped(worker, client, budget, chunk)
+    while run.step():
+        if hook is not None:
+            hook(worker)
+    return WorkerResult.of(
+        worker, run.message, time.perf_counter() - start, clock() - cpu, run.error
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -318,11 +334,26 @@ class Report(Protocol):
     def __call__(self, worker: Worker, pool: Pool, workers: int, where: str = "") -> None: ...
 
 
-class Executor(Protocol):
-    """Where a window search's workers run (module docstring). ``accepts`` says whether it runs
-    a solve on ``budget`` (a race's shared stop or the budget's threads may need another)."""
+@dataclass(frozen=True, eq=False)
+class Job:
+    """One search for an executor: the tables, the pool's first units, the best value to search
+    below, the budget, a race's stop signal and the progress line (``Report``)."""
 
-    def accepts(self, budget: Budget, racing: bool) -> bool: ...
+    tables: Tables
+    units: tuple[np.ndarray, ...]
+    best: float
+    budget: Budget
+    stop: StopSignal | None = None
+    report: Report | None = None
+
+
+class Executor(ABC):
+    """Where a window search's workers run (module docstring): ``run`` gives the job to
+    ``search``, each executor's own. ``accepts`` says whether it runs a solve on ``budget`` (a
+    race's shared stop or the budget's threads may need another)."""
+
+    def accepts(self, budget: Budget, racing: bool) -> bool:
+        return True
 
     def run(
         self,
@@ -333,10 +364,15 @@ class Executor(Protocol):
         *,
         stop: StopSignal | None = None,
         report: Report | None = None,
-    ) -> Searched: ...
+    ) -> Searched:
+        return self.search(Job(tables, tuple(units), float(best), budget, stop, report))
+
+    @abstractmethod
+    def search(self, job: Job) -> Searched:
+        """The search of ``job`` to its end or its budget."""
 
 
-class InProcess:
+class InProcess(Executor):
     """``workers`` workers stepped in turn in this process, ``chunk`` nodes a turn (default:
     ``WORKER_CHUNK`` for one worker, ``TURN_CHUNK`` for several): one worker is the plain solve;
     several give the same run on every machine (tests, ``bench.parts_balance``). Keeps its last
@@ -361,58 +397,36 @@ class InProcess:
         self.rounds = 0
         self.results: tuple[WorkerResult, ...] = ()
 
-    def accepts(self, budget: Budget, racing: bool) -> bool:
-        return True
-
-    def run(
-        self,
-        tables: Tables,
-        units: Sequence[np.ndarray],
-        best: float,
-        budget: Budget,
-        *,
-        stop: StopSignal | None = None,
-        report: Report | None = None,
-    ) -> Searched:
-        pool = self.pool = Pool(units, best)
+    def search(self, job: Job) -> Searched:
+        tables, best, budget, report = job.tables, job.best, job.budget, job.report
+        pool = self.pool = Pool(job.units, best)
         workers = [Worker(tables, i, best, self.min_levels) for i in range(self.workers)]
-        clients = [LocalClient(pool, i, pause=0.0, stop=stop) for i in range(self.workers)]
-        loops = {i: search(w, clients[i], budget, self.chunk) for i, w in enumerate(workers)}
-        messages = dict.fromkeys(range(self.workers), "")
-        errors = dict.fromkeys(range(self.workers), "")
+        clients = [LocalClient(pool, i, pause=0.0, stop=job.stop) for i in range(self.workers)]
+        runs = [Stepped(w, clients[i], budget, self.chunk) for i, w in enumerate(workers)]
+        alive = list(range(self.workers))
         start, cpu = time.perf_counter(), time.process_time()
         donations, self.rounds = 0, 0
-        while loops:
+        while alive:
             made = sum(w.made for w in workers)
-            for i in list(loops):
-                try:
-                    next(loops[i])
-                except StopIteration as end:
-                    messages[i] = end.value
-                    clients[i].release(workers[i].unit_made)  # as ``drive``: others may end
-                    del loops[i]
-                except Exception as err:  # noqa: BLE001 - as ``drive``: its nodes to the others
-                    messages[i] = errors[i] = f"{type(err).__name__}: {err}"
-                    workers[i].hand_back()
-                    clients[i].requeue(workers[i].unit_made)
-                    del loops[i]
+            for i in list(alive):
+                if not runs[i].step():
+                    alive.remove(i)
                 if i == 0 and report is not None:
                     report(workers[0], pool, self.workers)
                 if self.on_donate is not None and pool.donations_made() > donations:
                     donations = pool.donations_made()
                     self.on_donate(workers, pool, min(w.best for w in workers))
             self.rounds += sum(w.made for w in workers) > made
-        seconds, spent = time.perf_counter() - start, time.process_time() - cpu
-        results = []
-        for w in workers:
-            share = spent / self.workers
-            results.append(WorkerResult.of(w, messages[w.index], seconds, share, errors[w.index]))
-            pool.release(w.index, w.unit_made)
+        seconds, share = time.perf_counter() - start, (time.process_time() - cpu) / self.workers
+        results = [
+            WorkerResult.of(w, runs[w.index].message, seconds, share, runs[w.index].error)
+            for w in workers
+        ]
         self.results = tuple(results)
         return gather(tables, results, pool, best)
 
 
-class Threads:
+class Threads(Executor):
     """One worker a thread, ``threads`` of them, on one pool (module docstring): a worker looks
     at the pool between chunks of ``chunk`` nodes and an idle one every ``IDLE_SECONDS``. Keeps
     its last run's ``pool`` and ``results`` (each worker's, in index order)."""
@@ -426,32 +440,21 @@ class Threads:
         self.pool: Pool | None = None
         self.results: tuple[WorkerResult, ...] = ()
 
-    def accepts(self, budget: Budget, racing: bool) -> bool:
-        return True
-
-    def run(
-        self,
-        tables: Tables,
-        units: Sequence[np.ndarray],
-        best: float,
-        budget: Budget,
-        *,
-        stop: StopSignal | None = None,
-        report: Report | None = None,
-    ) -> Searched:
-        pool = self.pool = Pool(units, best)
+    def search(self, job: Job) -> Searched:
+        tables, best, report = job.tables, job.best, job.report
+        pool = self.pool = Pool(job.units, best)
         count = self.threads
 
         def work(index: int) -> WorkerResult:
             worker = Worker(tables, index, best, self.min_levels)
-            client = LocalClient(pool, index, pause=IDLE_SECONDS, stop=stop)
+            client = LocalClient(pool, index, pause=IDLE_SECONDS, stop=job.stop)
             hook = None
             if index == 0 and report is not None:
 
                 def hook(w: Worker) -> None:
                     report(w, pool, count, "threads")
 
-            return drive(worker, client, budget, chunk=self.chunk, hook=hook)
+            return drive(worker, client, job.budget, chunk=self.chunk, hook=hook)
 
         with ThreadPoolExecutor(max_workers=count) as threads:
             results = list(threads.map(work, range(count)))
@@ -471,9 +474,11 @@ __all__ = [
     "WORKER_CHUNK",
     "Executor",
     "Hook",
+    "Job",
     "InProcess",
     "Report",
     "Searched",
+    "Stepped",
     "Threads",
     "WorkerResult",
     "drive",

@@ -24,11 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from oracles.budget import Budget
-from oracles.window.engine import WORKER_CHUNK, WorkerResult, drive
+from oracles.window.engine import Job, WorkerResult, drive
 from oracles.window.pool import DONE, IDLE, IDLE_SECONDS, Look
 from oracles.window.tree import Tables
-from oracles.window.worker import MIN_LEVELS_LEFT, Worker
+from oracles.window.worker import Worker
 
 #: Seconds between two looks at the pool of a busy worker (an idle one looks at once). Every
 #: look is a round trip to the pool's actor; looked at after every chunk (about 40 a second a
@@ -119,7 +118,8 @@ class RayClient:
             )
         return self.known
 
-    def _wait(self) -> IDLE:
+    def _idle(self):
+        """``IDLE``, after the idle worker's pause."""
         if self.pause:
             time.sleep(self.pause)
         return IDLE
@@ -127,7 +127,7 @@ class RayClient:
     def take(self, nodes: int):
         if self.idle_look is not None:
             if not self.idle_look.ready():
-                return self._wait()
+                return self._idle()
             look, self.idle_look = self.idle_look.value(), None
             self._absorb(look)
             if look.finished:
@@ -135,11 +135,11 @@ class RayClient:
         if self.taking is None:
             self.taking = Pending(self.pool.take.remote(self.worker, nodes))
         if not self.taking.ready():
-            return self._wait()
+            return self._idle()
         taken, self.taking = self.taking.value(), None
         if taken is None:  # idle: a look sent after this take says whether the search ended
             self.idle_look = Pending(self.pool.look.remote(self.worker))
-            return self._wait()
+            return self._idle()
         return taken[1]
 
     def offer(self, value: float) -> None:
@@ -149,36 +149,31 @@ class RayClient:
         self.pool.put.remote(self.worker, list(units), offset)
         self.known = dataclasses.replace(self.known, wanted=0)  # until the next look
 
-    def release(self, nodes: int) -> None:
-        """The lease released (a unit leased by a take still in flight goes back first)."""
+    def _call(self, method: str, *args: Any) -> Any:
+        """A call to the pool waited for (a worker that ends: it holds no work any more)."""
         import ray
 
+        return ray.get(getattr(self.pool, method).remote(self.worker, *args))
+
+    def release(self, nodes: int) -> None:
+        """The lease released (a unit leased by a take still in flight goes back first)."""
         if self.taking is not None:
             taken, self.taking = self.taking.value(), None
             if taken is not None:
-                ray.get(self.pool.requeue.remote(self.worker, 0))
-        ray.get(self.pool.release.remote(self.worker, nodes))
+                self._call("requeue", 0)
+        self._call("release", nodes)
 
     def requeue(self, nodes: int) -> None:
-        import ray
-
-        ray.get(self.pool.requeue.remote(self.worker, nodes))
+        self._call("requeue", nodes)
 
 
-def worker_task(
-    tables: Tables,
-    index: int,
-    pool: Any,
-    budget: Budget,
-    best: float,
-    chunk: int = WORKER_CHUNK,
-    min_levels: int = MIN_LEVELS_LEFT,
-) -> WorkerResult:
-    """Worker ``index`` as a Ray task (module docstring): its result, with its open nodes when
-    the budget stopped it, the Ray node it ran on and the CPUs its task held."""
-    worker = Worker(writable(tables), index, best, min_levels)
-    client = RayClient(pool, index, best)
-    result = drive(worker, client, budget, chunk=chunk, clock=time.process_time)
+def worker_task(job: Job, index: int, pool: Any, chunk: int, min_levels: int) -> WorkerResult:
+    """Worker ``index`` of the search ``job`` (its tables, best and budget) as a Ray task on the
+    pool actor ``pool`` (module docstring): its result, with its open nodes when the budget
+    stopped it, the Ray node it ran on and the CPUs its task held."""
+    worker = Worker(writable(job.tables), index, job.best, min_levels)
+    client = RayClient(pool, index, job.best)
+    result = drive(worker, client, job.budget, chunk=chunk, clock=time.process_time)
     return dataclasses.replace(result, node=node_id(), threads=assigned_cpus())
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,14 +35,14 @@ import numpy as np
 from oracles.budget import Budget, now
 from oracles.window.engine import (
     WORKER_CHUNK,
-    Report,
+    Executor,
+    Job,
     Searched,
     WorkerResult,
     drive,
     searched,
 )
-from oracles.window.pool import LocalClient, Look, Pool, StopSignal
-from oracles.window.tree import Tables
+from oracles.window.pool import LocalClient, Look, Pool
 from oracles.window.worker import MIN_LEVELS_LEFT, Worker
 from pipeline.distributed.ray_pool import Pending, RayClient, node_id, worker_task
 
@@ -155,7 +155,7 @@ class Moving:
         self.inner.requeue(nodes)
 
 
-class RaySearch:
+class RaySearch(Executor):
     """The window search's executor on Ray (module docstring). Keeps, of its last run:
     ``extras`` (extra workers started), ``recalled``, ``relaunched``, ``cancelled`` (extras not
     back by the deadline), ``grown_at`` (seconds after
@@ -216,23 +216,15 @@ class RaySearch:
             + sum(r.cpu_seconds for r in self.done),
         }
 
-    def run(
-        self,
-        tables: Tables,
-        units: Sequence[np.ndarray],
-        best: float,
-        budget: Budget,
-        *,
-        stop: StopSignal | None = None,
-        report: Report | None = None,
-    ) -> Searched:
+    def search(self, job: Job) -> Searched:
         import ray
 
+        tables, best, budget, report = job.tables, job.best, job.budget, job.report
         start, cpu = time.perf_counter(), time.process_time()
         self._reset()
-        local = Pool(units, best)
+        local = Pool(job.units, best)
         worker = Worker(tables, 0, best, self.min_levels)
-        client = Moving(LocalClient(local, 0, stop=stop))
+        client = Moving(LocalClient(local, 0, stop=job.stop))
         cluster = Cluster(ray) if ray.is_initialized() else None
         self.nodes = {node_id()} if cluster is not None else set()
         cpu_at_grow = 0.0
@@ -243,7 +235,7 @@ class RaySearch:
             known = min(local.best, worker.best)
             queued = [states for _, states in local.queued()]
             self.actor = ray.remote(num_cpus=0, max_restarts=0)(Pool).remote(queued, known, (0,))
-            self.shared = ray.put(tables)
+            self.shared = ray.put(Job(tables, (), known, budget))  # the extras' search
             self.grown_at, cpu_at_grow = time.perf_counter() - start, time.process_time() - cpu
             client.move(self.actor, known)
 
@@ -258,14 +250,14 @@ class RaySearch:
                 return
             looked = time.perf_counter()
             if self.actor is not None:
-                self._collect(ray, budget, best, block=False)
+                self._collect(ray, budget, block=False)
             if self.grow:
-                self._resize(ray, cluster, budget, move, min(local.best, w.best))
+                self._resize(ray, cluster, move)
 
         if self.fixed and cluster is not None:
             move()
             for _ in range(self.fixed):
-                self._launch(ray, budget, min(local.best, worker.best))
+                self._launch(ray)
         own = drive(worker, client, budget, chunk=self.chunk, hook=hook, clock=time.process_time)
         known = min(best, local.best)
         if self.actor is None:
@@ -275,7 +267,7 @@ class RaySearch:
             until = budget.deadline + PART_GRACE_SECONDS
             if not own.message:  # finished: an extra still queued for a CPU is of no use
                 until = min(until, now() + FINISH_SECONDS)
-            self._collect(ray, budget, best, block=True, until=until)
+            self._collect(ray, budget, block=True, until=until)
             left = ray.get(self.actor.left.remote())
             known = min(known, ray.get(self.actor.offer.remote(math.inf)))
             donations = ray.get(self.actor.donations_made.remote())
@@ -293,17 +285,16 @@ class RaySearch:
             cluster=self.record(seconds, own, cpu_at_grow),
         )
 
-    def _launch(self, ray: Any, budget: Budget, best: float) -> None:
-        """One extra worker, as a Ray task on the pool actor."""
+    def _launch(self, ray: Any) -> None:
+        """One extra worker, as a Ray task on the pool actor (the search's ``Job`` in the
+        object store once; it reads the best known at its first look)."""
         self.extras += 1
         cpus = self.cpus_per_task if self.fixed else 1
         task = ray.remote(num_cpus=cpus, max_retries=0)(worker_task)
-        ref = task.remote(
-            self.shared, self.extras, self.actor, budget, best, self.chunk, self.min_levels
-        )
+        ref = task.remote(self.shared, self.extras, self.actor, self.chunk, self.min_levels)
         self.running[ref] = (self.extras, Pending(ref))
 
-    def _resize(self, ray: Any, cluster: Cluster, budget: Budget, move, best: float) -> None:
+    def _resize(self, ray: Any, cluster: Cluster, move: Callable[[], None]) -> None:
         """Grow onto idle CPUs while no run waits, recall extras while runs wait and no CPU is
         idle (module docstring)."""
         idle, waiting = cluster.look()
@@ -320,15 +311,13 @@ class RaySearch:
                 return  # Ray's idle CPUs lag: wait until the last extra started
             if self.actor is None:
                 move()
-            self._launch(ray, budget, best)  # one a look: Ray's count of idle CPUs lags
+            self._launch(ray)  # one a look: Ray's count of idle CPUs lags
         elif waiting > 0 and idle == 0 and self.running:
             recall = sorted(i for i, _ in self.running.values())[-waiting:]
             self.actor.recall.remote(recall)
             self.recalled += len(recall)
 
-    def _collect(
-        self, ray: Any, budget: Budget, best: float, *, block: bool, until: float = math.inf
-    ) -> None:
+    def _collect(self, ray: Any, budget: Budget, *, block: bool, until: float = math.inf) -> None:
         """The extras that returned: their results, a lost one's lease back to the pool (and,
         with fixed extras, a replacement). Without ``block`` it never waits (``Pending``); with
         it, every extra is waited for until ``until`` (then cancelled, its lease open)."""
@@ -354,7 +343,7 @@ class RaySearch:
                     ray.get(self.actor.requeue.remote(i))
                     if self.fixed and self.relaunched < MAX_RELAUNCHES and not budget.expired():
                         self.relaunched += 1
-                        self._launch(ray, budget, best)
+                        self._launch(ray)
                 else:
                     self.done.append(result)
                     if result.node:

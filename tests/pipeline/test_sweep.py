@@ -207,13 +207,15 @@ def test_stopping_a_cluster_spares_other_ray_processes(tmp_path):
         bystander.wait()
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    """A head and a worker node on 127.0.0.1, one CPU each, with token authentication; each
-    `ray start --block` runs in a session of its own, and teardown stops those sessions only."""
+@contextlib.contextmanager
+def two_node_cluster(cwd: Path | None = None, **extra: str):
+    """A head and a worker node on 127.0.0.1, one CPU each, with token authentication (``extra``:
+    more environment, ``cwd``: where the nodes start); each `ray start --block` runs in a session
+    of its own, and the end stops those sessions only. Yields the address, the dashboard and
+    the environment."""
     ray = str(BIN / "ray")
     port, dashboard = free_port(), free_port()
-    environ = env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
+    environ = env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16), **extra)
     common = [
         "--node-ip-address",
         "127.0.0.1",
@@ -235,6 +237,7 @@ def ray_cluster():
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
+                cwd=cwd,
             )
         )
 
@@ -271,6 +274,13 @@ def ray_cluster():
         }
     finally:
         stop_own(procs)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A two-node cluster of this module's own (``two_node_cluster``)."""
+    with two_node_cluster() as cluster:
+        yield cluster
 
 
 def _nodes_alive(ray: str, dashboard: int, environ: dict[str, str]) -> int:

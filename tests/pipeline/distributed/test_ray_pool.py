@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from oracles.budget import Budget
-from oracles.window.engine import InProcess
+from oracles.window.engine import InProcess, Job
 from oracles.window.plan import plan
 from oracles.window.pool import DONE, IDLE, Pool
 from pipeline.distributed.ray_pool import RayClient, node_id, worker_task, writable
@@ -86,9 +86,8 @@ def test_a_worker_task_searches_the_whole_pool_as_one_process_does(local_ray):
     pool = local_ray.remote(num_cpus=0)(Pool).remote(list(start.units), start.incumbent)
     try:
         task = local_ray.remote(num_cpus=1)(worker_task)
-        result = local_ray.get(
-            task.remote(start.tables, 0, pool, Budget.unlimited(), start.incumbent, 2, 1)
-        )
+        job = Job(start.tables, (), start.incumbent, Budget.unlimited())
+        result = local_ray.get(task.remote(job, 0, pool, 2, 1))
     finally:
         local_ray.kill(pool)
     assert result.message == "" and result.nodes == one.nodes and result.threads == 1

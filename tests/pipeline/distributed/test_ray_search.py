@@ -181,60 +181,13 @@ def test_extras_give_their_nodes_back_when_runs_wait(local_ray):
 @pytest.fixture(scope="module")
 def two_nodes():
     """A head and a worker node on 127.0.0.1, one CPU each, token authentication, this
-    worktree's code on the workers' path (``tests.pipeline.test_sweep``'s cluster); stopped by
-    its own handles, never `ray stop`."""
-    import secrets
-    import subprocess
-
+    worktree's code on the workers' path (``tests.pipeline.test_sweep.two_node_cluster``);
+    stopped by its own handles, never `ray stop`."""
     from tests.conftest import REPO
-    from tests.pipeline.test_sweep import (
-        BIN,
-        _nodes_alive,
-        env,
-        free_port,
-        stop_own,
-        wait_for,
-    )
+    from tests.pipeline.test_sweep import two_node_cluster
 
-    ray = str(BIN / "ray")
-    port, dashboard = free_port(), free_port()
-    environ = env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16), PYTHONPATH=str(REPO))
-    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
-    procs = []
-
-    def start(args):
-        agent = ["--dashboard-agent-listen-port", str(free_port())]
-        procs.append(
-            subprocess.Popen(
-                [ray, "start", *args, *agent, *common, "--block"],
-                env=environ,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=REPO,
-            )
-        )
-
-    try:
-        start(
-            [
-                "--head",
-                "--port",
-                str(port),
-                "--include-dashboard",
-                "true",
-                "--dashboard-host",
-                "127.0.0.1",
-                "--dashboard-port",
-                str(dashboard),
-            ]
-        )
-        wait_for(lambda: _nodes_alive(ray, dashboard, environ) >= 1, 120, "the head", poll=1)
-        start(["--address", f"127.0.0.1:{port}"])
-        wait_for(lambda: _nodes_alive(ray, dashboard, environ) >= 2, 120, "the worker", poll=1)
-        yield {"address": f"127.0.0.1:{port}", "env": environ}
-    finally:
-        stop_own(procs)
+    with two_node_cluster(cwd=REPO, PYTHONPATH=str(REPO)) as cluster:
+        yield cluster
 
 
 def _hard_tail(seconds: float, busy: float) -> dict:
@@ -420,14 +373,14 @@ def test_a_lost_extras_lease_is_searched_again(local_ray, monkeypatch, tmp_path,
     original = ray_search.worker_task
     marker = Path(tmp_path) / "died"
 
-    def dying(tables, index, pool, budget, best, chunk, min_levels):
+    def dying(job, index, pool, chunk, min_levels):
         import ray
 
         if index == 1 and not marker.exists():
             marker.write_text("once")
             ray.get(pool.take.remote(1, 0))  # holds a unit, if one is queued
             raise RuntimeError("worker lost")
-        return original(tables, index, pool, budget, best, chunk, min_levels)
+        return original(job, index, pool, chunk, min_levels)
 
     monkeypatch.setattr(ray_search, "worker_task", dying)
     monkeypatch.setattr(ray_search, "MAX_RELAUNCHES", relaunches)
@@ -462,7 +415,7 @@ def test_a_solve_on_ray_returns_within_its_limit_and_counts_its_workers_cpu(loca
     got in its process beside this one's."""
     oracle = make_oracle("window", time_limit=2.0, executor=RaySearch(1, grow=False), fallback=None)
     with timed() as took:
-        cert = oracle.solve(hard_instance()).certificate
+        cert = oracle.solve(hard_instance(), oracle.budget()).certificate
     assert not cert.certified, cert.message
     assert_returns_near(2.0, took.wall, cert.cpu_seconds, took.slowdown, cpus=2)
     if cert.extra["remote_cpu_seconds"] == 0.0:
@@ -480,7 +433,7 @@ def test_extras_the_cluster_never_starts_are_cancelled_at_the_deadline(local_ray
     driver = RaySearch(2, grow=False, cpus_per_task=3)
     oracle = make_oracle("window", time_limit=1.0, executor=driver, fallback=None)
     with timed() as took:
-        cert = oracle.solve(hard_instance()).certificate
+        cert = oracle.solve(hard_instance(), oracle.budget()).certificate
     # the driver waits out the grace on the wall clock; the slack is a loaded machine's
     assert took.wall <= 1.0 + ray_search.PART_GRACE_SECONDS + 5.0 * took.slowdown, took.wall
     assert cert.status.value == "time_limit" and driver.cancelled == 2
