@@ -438,3 +438,27 @@ def test_extras_the_cluster_never_starts_are_cancelled_at_the_deadline(local_ray
     assert took.wall <= 1.0 + ray_search.PART_GRACE_SECONDS + 5.0 * took.slowdown, took.wall
     assert cert.status.value == "time_limit" and driver.cancelled == 2
     assert cert.extra["remote_cpu_seconds"] == 0.0 and cert.bound <= cert.objective
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "make, seed", [(fuzz_instance, 3), (fuzz_instance, 6), (parallel_instance, 5)]
+)
+def test_attempts_stopped_after_one_node_carry_on_on_ray_to_the_uninterrupted_answer(
+    local_ray, tmp_path, make, seed
+):
+    """As on the executors of this process (tests/oracles/window/test_checkpoint.py): attempts
+    stopped past 1, 1, 2, 2, 4, ... nodes a worker, each carried on from the state the last
+    kept, on worker 0 and two extras on Ray; every stop's state checked against the brute
+    force, and the last attempt certifies the uninterrupted answer."""
+    from tests.oracles.window.test_checkpoint import _carried_on, _check_state, _judge_carried
+
+    problem = make(seed)
+    truth = brute_force(problem)
+    whole = WindowOracle(search_seconds=0.0).solve(problem, Budget.unlimited())
+    executor = RaySearch(2, grow=False, chunk=2, min_levels=1)
+    solution, attempts = _carried_on(
+        problem, executor, str(tmp_path), check=lambda state: _check_state(problem, truth, state)
+    )
+    assert attempts > 2  # stopped at one node, and carried on
+    _judge_carried(problem, truth, whole, solution, attempts)
