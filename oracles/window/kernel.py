@@ -129,26 +129,10 @@ def _bound(nb, Y, fv, step, T, room, weight, minorant, span):
 
 
 @njit(cache=True, nogil=True)
-def _children(
-    j,
-    C,
-    P,
-    Y,
-    T,
-    unary,
-    comp,
-    room,
-    steps,
-    weight,
-    minorant,
-    span,
-    bound,
-    cap,
-    vals,
-    lbs,
-):
+def _children(j, C, P, Y, T, tab, vals, lbs):
     """The children of a node at depth j (prefix cost C, square sum P, scores Y) whose bound is
-    at most T, sorted by bound into vals/lbs; returns how many."""
+    at most T, sorted by bound into vals/lbs; returns how many (``tab``: ``tables``)."""
+    unary, comp, room, steps, weight, minorant, span, bound, cap = tab
     n = 0
     for i in range(2 * bound + 1):
         v = i - bound
@@ -200,16 +184,9 @@ def _run(
     n_leaves,
     T,
     budget,
-    unary,
-    comp,
-    room,
-    steps,
-    weight,
-    minorant,
-    span,
-    bound,
-    cap,
+    tab,
 ):
+    unary, comp, room, steps, weight, minorant, span, bound, cap = tab
     d = unary.shape[0]
     made = 0
     while top >= start:
@@ -239,15 +216,7 @@ def _run(
             P[c],
             Y[c],
             T,
-            unary,
-            comp,
-            room,
-            steps,
-            weight,
-            minorant,
-            span,
-            bound,
-            cap,
+            tab,
             vals[c],
             lbs[c],
         )
@@ -267,15 +236,7 @@ def _expand(
     P,
     Y,
     T,
-    unary,
-    comp,
-    room,
-    steps,
-    weight,
-    minorant,
-    span,
-    bound,
-    cap,
+    tab,
     parent,
     value,
     C2,
@@ -285,29 +246,13 @@ def _expand(
 ):
     """Every child of the nodes (level, C, P, Y) with a bound at most T, written to the output
     arrays in node order, each node's children by increasing bound; returns how many."""
+    unary, comp, room, steps, weight, minorant, span, bound, cap = tab
     width = 2 * bound + 1
     vals = np.empty(width, np.int8)
     lbs = np.empty(width)
     n = 0
     for a in range(C.shape[0]):
-        k = _children(
-            level,
-            C[a],
-            P[a],
-            Y[a],
-            T,
-            unary,
-            comp,
-            room,
-            steps,
-            weight,
-            minorant,
-            span,
-            bound,
-            cap,
-            vals,
-            lbs,
-        )
+        k = _children(level, C[a], P[a], Y[a], T, tab, vals, lbs)
         for i in range(k):
             v = vals[i]
             parent[n] = a
@@ -323,14 +268,21 @@ def _expand(
 
 
 @njit(cache=True, nogil=True)
-def _node_bounds(level, C, P, Y, T, comp, room, weight, minorant, span, cap, out):
+def _node_bounds(level, C, P, Y, T, tab, out):
     """Each node's own bound at its level (``_bound`` with fv = 0), +inf above T."""
+    unary, comp, room, steps, weight, minorant, span, bound, cap = tab
     for a in range(C.shape[0]):
         nb = C[a] + comp[level, P[a]]
         out[a] = np.inf
         if nb <= T:
             row = room[level, cap - P[a]]
             out[a] = _bound(nb, Y[a], np.float32(0.0), Y[a], T, row, weight, minorant, span)
+
+
+def tables(t) -> tuple:
+    """The search's tables as the compiled functions take them, one tuple: (unary, comp, room,
+    steps, weight, minorant, span, bound, cap) (``tree.Tables``)."""
+    return (t.unary, t.comp, t.room, t.steps, t.weight, t.minorant, t.span, t.bound, t.cap)
 
 
 def expand_nodes(t, level, C, P, Y, T):
@@ -345,15 +297,7 @@ def expand_nodes(t, level, C, P, Y, T):
         np.ascontiguousarray(P, np.int64),
         np.ascontiguousarray(Y, np.float32),
         float(T),
-        t.unary,
-        t.comp,
-        t.room,
-        t.steps,
-        t.weight,
-        t.minorant,
-        t.span,
-        t.bound,
-        t.cap,
+        tables(t),
         parent,
         value,
         C2,
@@ -373,12 +317,7 @@ def node_bounds(t, level, C, P, Y, T=np.inf):
         np.ascontiguousarray(P, np.int64),
         np.ascontiguousarray(Y, np.float32),
         float(T),
-        t.comp,
-        t.room,
-        t.weight,
-        t.minorant,
-        t.span,
-        t.cap,
+        tables(t),
         out,
     )
     return out
@@ -400,15 +339,7 @@ def open_node(t, state: State, level: int, prefix: np.ndarray, C: float, P: int,
         int(P),
         state.Y[level],
         float(T),
-        t.unary,
-        t.comp,
-        t.room,
-        t.steps,
-        t.weight,
-        t.minorant,
-        t.span,
-        t.bound,
-        t.cap,
+        tables(t),
         state.vals[level],
         state.lbs[level],
     )
@@ -433,15 +364,7 @@ def run(t, state: State, T: float, budget: int) -> tuple[int, int]:
         state.n_leaves,
         float(T),
         int(budget),
-        t.unary,
-        t.comp,
-        t.room,
-        t.steps,
-        t.weight,
-        t.minorant,
-        t.span,
-        t.bound,
-        t.cap,
+        tables(t),
     )
     state.top, state.n_leaves = int(top), int(n_leaves)
     return int(why), int(made)
@@ -456,4 +379,5 @@ __all__ = [
     "node_bounds",
     "open_node",
     "run",
+    "tables",
 ]
