@@ -71,6 +71,7 @@ from oracles.budget import Budget
 from oracles.highs import threads_for
 from oracles.solve_progress import reporter
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
+from oracles.structured_search import column_order, search_combination
 from oracles.structured_shape import Shape, ShapeMismatch, cell_bounds, decompose, separable_bounds
 
 #: Table entries the bounding pass computes per second on one core, set below the 13 to 19
@@ -87,6 +88,10 @@ _SHAPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SHAPES_LOCK = threading.Lock()
 #: Cell bounds are computed for this many combinations at a time, most promising first.
 TABLE_BATCH = 64
+#: Nodes the compiled search (``oracles.structured_search``) makes on one combination before
+#: HiGHS takes it: on Adult a combination takes it about a thousand, and a million is a second
+#: or two, about what HiGHS's hardest subproblems take (docs/results/structured_speed.md).
+MAX_SEARCH_NODES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -103,11 +108,13 @@ class StructuredOracle:
 
     max_combos: int | None = None
     max_work: float | None = None
+    max_search_nodes: int = MAX_SEARCH_NODES
     name: str = "structured"
 
     def __post_init__(self) -> None:
         if self.max_combos is not None:
             check_int("max_combos", self.max_combos)
+        check_int("max_search_nodes", self.max_search_nodes, 0, why="0: HiGHS for each one")
         if self.max_work is not None and not (is_real(self.max_work) and self.max_work > 0):
             raise ValueError(
                 f"max_work must be > 0 (inf: no limit) or None, found {self.max_work!r}"
@@ -187,6 +194,9 @@ class _CombinationSearch:
             "sub_seconds": 0.0,
             "max_breakpoints": 0,
             "tabled": 0,
+            "searched": 0,
+            "search_nodes": 0,
+            "search_handed": 0,
         }
 
     def offer(self, w: np.ndarray, model_value: float | None) -> None:
@@ -198,6 +208,7 @@ class _CombinationSearch:
         shape = self.shape
         threads, thread_note = threads_for(self.budget.threads)
         base, floor = separable_bounds(shape)
+        plan = column_order(shape)
         nv = len(shape.combos)
         lower = base + floor  # per combination: the best proven lower bound so far
         tabled = np.zeros(nv, dtype=bool)  # has its cell bound (SPEC section 1's relaxation)
@@ -226,9 +237,7 @@ class _CombinationSearch:
             closed[i] = True
             kP = shape.combos[i]
             f_v = shape.tables(kP)[0][0] if shape.n_cells else np.zeros((0, 1))
-            sub = build_subproblem(shape, kP, f_v)
-            self.stats["max_breakpoints"] = max(self.stats["max_breakpoints"], sub.n_breakpoints)
-            if sub.n_cols == 0:  # nothing left to choose: the value is the bound's
+            if len(shape.binary_cols) == 0:  # nothing left to choose: the value is the bound's
                 kC = np.zeros(0, dtype=np.int64)
                 value = table_value(shape, kP, kC, f_v)
                 lower[i] = value  # a lower bound; exact unless the combination is borderline
@@ -237,6 +246,43 @@ class _CombinationSearch:
                 if borderline[i] and float(self.problem.objective(w)) > value + OBJECTIVE_TOL:
                     open_borderline = True  # the gap goes to the reference (below), not ERROR
                 continue
+            if self.oracle.max_search_nodes > 0:  # the compiled search first
+                found = search_combination(
+                    shape,
+                    plan,
+                    kP,
+                    f_v,
+                    self.best_value,
+                    max_nodes=self.oracle.max_search_nodes,
+                    budget=self.budget,
+                )
+                self.stats["searched"] += 1
+                self.stats["search_nodes"] += found.nodes
+                threshold = self.best_value
+                if found.kC is not None:
+                    model = table_value(shape, kP, found.kC, f_v)
+                    if abs(model - found.value) > 1e-6 * max(1, abs(model)):
+                        raise HandOff(  # pragma: no cover - the search sums the same tables
+                            f"search of k_P={kP.tolist()}: value {found.value!r} != table "
+                            f"value {model!r}"
+                        )
+                    w = shape.weights(kP, found.kC)
+                    self.offer(w, model if not borderline[i] else None)
+                    if borderline[i] and float(self.problem.objective(w)) > model + OBJECTIVE_TOL:
+                        open_borderline = True
+                if found.outcome in ("solved", "cutoff"):
+                    # solved: its minimum; cutoff: nothing below the incumbent it was given
+                    done = found.value if found.outcome == "solved" else threshold
+                    lower[i] = max(lower[i], done)
+                    self.stats[found.outcome] += 1
+                    continue
+                if found.outcome == "time_limit":
+                    status = Status.TIME_LIMIT
+                    notes.append(f"time limit in the search of k_P={kP.tolist()}")
+                    break
+                self.stats["search_handed"] += 1  # node_limit: HiGHS takes it (below)
+            sub = build_subproblem(shape, kP, f_v)
+            self.stats["max_breakpoints"] = max(self.stats["max_breakpoints"], sub.n_breakpoints)
             cutoff = None
             if math.isfinite(self.best_value):
                 cutoff = self.best_value + 1e-6 * max(1.0, abs(self.best_value))

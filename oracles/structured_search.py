@@ -1,0 +1,344 @@
+"""One combination of continuous weights solved exactly by a compiled depth-first search over the
+binary columns: what ``oracles.structured_milp`` asks HiGHS, without a MILP.
+
+With v fixed (``oracles.structured_shape``), what is left is
+
+    min over k_C   sum_{j in C} U_j(k_j) + N(q_P + ||k_C||^2) + sum_c f_c(K_c),
+                   K_c = sum_{j in c} k_j,  ||k_C||^2 <= Q = cap - q_P,  |k_j| <= r.
+
+Why: on Adult (20 binary columns, 174 cells of 4 columns each) HiGHS proves most of these
+subproblems no better than the incumbent at its root node, but a call costs 20 to 60 ms of
+setup, LP and cuts (docs/results/structured_speed.md); a compiled search does most of them in
+well under a millisecond.
+
+How: the columns are fixed one at a time (most cells first, ``column_order``); a node with the
+first t columns fixed has, per cell, the partial score S_c and m_c columns left, and per child
+(the next column at each value k with the norm still inside Q) the lower bound
+
+    sum_{j fixed} U_j(k_j) + T_t(q_fixed) + sum_c min { f_c(K) : |K - S_c| <= R_c },
+
+where T_t(q) = min over the free columns' squares q' <= Q - q of h_t(q') + N(q_P + q + q')
+(h_t the knapsack of their unary costs, ``structured_shape.squares_knapsack``'s recursion) and
+R_c = min(r m_c, floor(sqrt(m_c (Q - q_fixed)))) bounds what the free columns can add to a cell
+(Cauchy-Schwarz). Every term is a minimum over a superset of what the subtree can reach, so the
+bound is a lower bound on every point below the node; at depth |C| it is the point's value
+itself (every R_c = 0, T the norm term alone). Children are visited by increasing bound and
+dropped once their bound reaches the threshold (the incumbent, then the best point found), so
+the search ends with the exact minimum below the threshold, or the proof that there is none.
+
+The search is capped at ``max_nodes``: a combination that needs more goes to HiGHS, as before
+(``oracles.structured``). The bound uses the tables' own floating-point sums; the point it
+returns is re-evaluated by the caller with ``table_value`` and ``Problem.objective``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from oracles.budget import Budget
+from oracles.structured_shape import Shape
+
+#: ``_run`` finished: the minimum below the threshold, or none.
+DONE = 0
+#: ``_run`` made its nodes without finishing (the state is kept to go on from).
+NODE_LIMIT = 1
+#: Nodes between two looks at the budget (a few milliseconds of search).
+CHUNK = 20_000
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnPlan:
+    """What the search needs of a shape that is the same for every combination: the visiting
+    order of the binary columns and, per position in it, the cells holding that column (CSR)."""
+
+    order: np.ndarray  # positions in shape.binary_cols, in visiting order
+    cell_ptr: np.ndarray  # (|C| + 1,)
+    cell_idx: np.ndarray  # cells of the column at each position
+    cell_size: np.ndarray  # (n_cells,)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """How one search ended: ``outcome`` "solved" (``kC`` the minimum, of tables' value
+    ``value``), "cutoff" (nothing below the threshold), or unfinished, "node_limit" or
+    "time_limit" (``kC`` the best point found below the threshold, if any)."""
+
+    outcome: str
+    value: float | None
+    kC: np.ndarray | None
+    nodes: int
+
+
+def column_order(shape: Shape) -> ColumnPlan:
+    """The columns by the number of cells holding them, most first (ties: the shape's order):
+    fixing a column of many cells tightens many cell bounds at once."""
+    cells = np.asarray(shape.cells, dtype=np.int64)
+    order = np.argsort(-cells.sum(axis=0), kind="stable").astype(np.int64)
+    held = [np.flatnonzero(cells[:, j]) for j in order]
+    ptr = np.zeros(len(order) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(h) for h in held])
+    idx = np.concatenate(held).astype(np.int64) if held else np.zeros(0, dtype=np.int64)
+    return ColumnPlan(order, ptr, idx, cells.sum(axis=1).astype(np.int64))
+
+
+def search_combination(
+    shape: Shape,
+    plan: ColumnPlan,
+    kP: np.ndarray,
+    f_v: np.ndarray,
+    threshold: float,
+    *,
+    max_nodes: int,
+    budget: Budget | None = None,
+) -> SearchResult:
+    """The exact minimum over k_C of F(v, k_C) (module docstring) if it is below ``threshold``
+    (an objective value: offsets included), else "cutoff"; "node_limit" after ``max_nodes``
+    nodes, "time_limit" once ``budget`` has expired (checked every ``CHUNK`` nodes)."""
+    qP = shape.combo_norm(kP)
+    Q = shape.cap - qP
+    r = shape.reach(Q)
+    nC = len(shape.binary_cols)
+    offset = shape.const + shape.combo_unary(kP)
+    cols = shape.binary_cols[plan.order]
+    unary = np.ascontiguousarray(shape.unary[cols][:, shape.bound - r : shape.bound + r + 1])
+    norm = np.ascontiguousarray(shape.norm[qP : qP + Q + 1])
+    f = np.ascontiguousarray(f_v, dtype=np.float64)
+    if f.shape[0] == 0:  # no cells: a table the kernel can index
+        f = np.zeros((0, 1))
+    max_size = int(plan.cell_size.max()) if len(plan.cell_size) else 0
+    W = _windows(f, r * max_size)
+    tail = _tail(unary, norm, r, Q)
+    reach = _reach(max_size, r, Q)
+    state = _State.empty(nC, len(plan.cell_size), r, plan.cell_size)
+    limit = threshold - offset
+    best, nodes, status = limit, 0, NODE_LIMIT
+    while status == NODE_LIMIT and nodes < max_nodes:
+        if budget is not None and budget.expired():
+            break
+        chunk = min(CHUNK, max_nodes - nodes)
+        status, best, made = _run(
+            plan.cell_ptr, plan.cell_idx, W, shape.score_offset, unary, tail, reach, r, Q,
+            state.S, state.m, state.in_col, state.child_k, state.child_b, state.n_child,
+            state.nxt, state.chosen, state.q_fixed, state.u_fixed, state.base_by_sq,
+            state.best_k, state.pos, best, chunk,
+        )  # fmt: skip
+        nodes += made
+    found = bool(best < limit) and nC > 0
+    kC = None
+    if found:
+        kC = np.zeros(nC, dtype=np.int64)
+        kC[plan.order] = state.best_k
+    value = float(best + offset) if found else None
+    if status == NODE_LIMIT:
+        outcome = "node_limit" if nodes >= max_nodes else "time_limit"
+        return SearchResult(outcome, value, kC, nodes)
+    return SearchResult("solved" if found else "cutoff", value, kC, nodes)
+
+
+@dataclass(eq=False)
+class _State:
+    """The search's stack between two calls of ``_run``: per depth the children still to visit
+    (values and bounds, sorted), the value chosen, the norm and unary cost fixed so far; per
+    cell the partial score and the free columns; ``pos`` = (depth, expand flag)."""
+
+    S: np.ndarray
+    m: np.ndarray
+    in_col: np.ndarray
+    child_k: np.ndarray
+    child_b: np.ndarray
+    n_child: np.ndarray
+    nxt: np.ndarray
+    chosen: np.ndarray
+    q_fixed: np.ndarray
+    u_fixed: np.ndarray
+    base_by_sq: np.ndarray
+    best_k: np.ndarray
+    pos: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int, nc: int, r: int, cell_size: np.ndarray) -> _State:
+        nk = 2 * r + 1
+        return cls(
+            S=np.zeros(nc, dtype=np.int64),
+            m=np.asarray(cell_size, dtype=np.int64).copy(),
+            in_col=np.zeros(nc, dtype=np.bool_),
+            child_k=np.zeros((n + 1, nk), dtype=np.int64),
+            child_b=np.zeros((n + 1, nk)),
+            n_child=np.zeros(n + 1, dtype=np.int64),
+            nxt=np.zeros(n + 1, dtype=np.int64),
+            chosen=np.zeros(n + 1, dtype=np.int64),
+            q_fixed=np.zeros(n + 1, dtype=np.int64),
+            u_fixed=np.zeros(n + 1),
+            base_by_sq=np.zeros(r + 1),
+            best_k=np.zeros(n, dtype=np.int64),
+            pos=np.array([0, 1], dtype=np.int64),
+        )
+
+
+@njit(cache=True)
+def _reach(max_size: int, r: int, Q: int) -> np.ndarray:
+    """reach[m, ql] = min(r m, floor(sqrt(m ql))): what m free columns can add to a cell score
+    with ql of the norm left (Cauchy-Schwarz), in integers."""
+    reach = np.zeros((max_size + 1, Q + 1), dtype=np.int64)
+    for m in range(max_size + 1):
+        for ql in range(Q + 1):
+            x = int(math.floor(math.sqrt(m * ql)))
+            while (x + 1) * (x + 1) <= m * ql:
+                x += 1
+            while x * x > m * ql:
+                x -= 1
+            reach[m, ql] = min(r * m, x)
+    return reach
+
+
+@njit(cache=True)
+def _tail(unary: np.ndarray, norm: np.ndarray, r: int, Q: int) -> np.ndarray:
+    """T[t, q] = min over q' <= Q - q of h_t(q') + norm[q + q'] (module docstring)."""
+    n = unary.shape[0]
+    h = np.full(Q + 1, np.inf)
+    h[0] = 0.0
+    tail = np.full((n + 1, Q + 1), np.inf)
+    for t in range(n, -1, -1):
+        if t < n:  # h_t from h_{t+1}: column t at every value
+            nxt = np.full(Q + 1, np.inf)
+            for i in range(2 * r + 1):
+                s = (i - r) * (i - r)
+                for q in range(s, Q + 1):
+                    v = h[q - s] + unary[t, i]
+                    if v < nxt[q]:
+                        nxt[q] = v
+            h = nxt
+        for q in range(Q + 1):
+            best = np.inf
+            for q2 in range(Q - q + 1):
+                v = h[q2] + norm[q + q2]
+                if v < best:
+                    best = v
+            tail[t, q] = best
+    return tail
+
+
+@njit(cache=True)
+def _windows(f: np.ndarray, rmax: int) -> np.ndarray:
+    """W[c, R, i] = min of f[c, i - R .. i + R] (clipped to the table)."""
+    nc, nK = f.shape
+    W = np.empty((nc, rmax + 1, nK))
+    for c in range(nc):
+        for i in range(nK):
+            W[c, 0, i] = f[c, i]
+        for R in range(1, rmax + 1):
+            for i in range(nK):
+                v = W[c, R - 1, i]
+                if i > 0 and W[c, R - 1, i - 1] < v:
+                    v = W[c, R - 1, i - 1]
+                if i + 1 < nK and W[c, R - 1, i + 1] < v:
+                    v = W[c, R - 1, i + 1]
+                W[c, R, i] = v
+    return W
+
+
+@njit(cache=True)
+def _run(
+    cell_ptr, cell_idx, W, off, unary, tail, reach, r, Q,
+    S, m, in_col, child_k, child_b, n_child, nxt, chosen, q_fixed, u_fixed, base_by_sq,
+    best_k, pos, best, max_nodes,
+):  # fmt: skip
+    """The depth-first search of the module docstring from where ``pos`` says, for at most
+    ``max_nodes`` nodes; returns (DONE or NODE_LIMIT, the best value below the threshold or
+    the threshold itself, nodes made). ``best_k`` holds the best point, in visiting order."""
+    n = cell_ptr.shape[0] - 1
+    nc = W.shape[0]
+    nk = 2 * r + 1
+    nodes = 0
+    if n == 0:
+        return DONE, best, nodes
+    t = pos[0]
+    expand = pos[1] == 1
+    while True:
+        if expand:  # the children of the node at depth t: column t at each value
+            if nodes >= max_nodes:
+                pos[0] = t
+                pos[1] = 1
+                return NODE_LIMIT, best, nodes
+            nodes += 1
+            for p in range(cell_ptr[t], cell_ptr[t + 1]):
+                in_col[cell_idx[p]] = True
+            # the cells without column t: their share depends on the norm left alone
+            for a in range(r + 1):
+                ql = Q - q_fixed[t] - a * a
+                if ql < 0:
+                    base_by_sq[a] = np.inf
+                    continue
+                s = 0.0
+                for c in range(nc):
+                    if not in_col[c]:
+                        s += W[c, reach[m[c], ql], S[c] + off]
+                base_by_sq[a] = s
+            cnt = 0
+            for i in range(nk):
+                k = i - r
+                a = abs(k)
+                ql = Q - q_fixed[t] - a * a
+                if ql < 0:
+                    continue
+                b = u_fixed[t] + unary[t, i] + tail[t + 1, q_fixed[t] + a * a] + base_by_sq[a]
+                for p in range(cell_ptr[t], cell_ptr[t + 1]):
+                    c = cell_idx[p]
+                    b += W[c, reach[m[c] - 1, ql], S[c] + k + off]
+                if not b < best:
+                    continue
+                j = cnt  # kept sorted by bound; among equal bounds, in the order made
+                while j > 0 and child_b[t, j - 1] > b:
+                    child_b[t, j] = child_b[t, j - 1]
+                    child_k[t, j] = child_k[t, j - 1]
+                    j -= 1
+                child_b[t, j] = b
+                child_k[t, j] = k
+                cnt += 1
+            for p in range(cell_ptr[t], cell_ptr[t + 1]):
+                in_col[cell_idx[p]] = False
+            n_child[t] = cnt
+            nxt[t] = 0
+            expand = False
+        if nxt[t] < n_child[t] and child_b[t, nxt[t]] < best:
+            k = child_k[t, nxt[t]]
+            b = child_b[t, nxt[t]]
+            nxt[t] += 1
+            if t == n - 1:  # a leaf: its bound is its value
+                best = b
+                for j in range(n - 1):
+                    best_k[j] = chosen[j]
+                best_k[n - 1] = k
+                continue
+            chosen[t] = k
+            for p in range(cell_ptr[t], cell_ptr[t + 1]):
+                c = cell_idx[p]
+                S[c] += k
+                m[c] -= 1
+            q_fixed[t + 1] = q_fixed[t] + k * k
+            u_fixed[t + 1] = u_fixed[t] + unary[t, k + r]
+            t += 1
+            expand = True
+        else:
+            if t == 0:
+                pos[0] = 0
+                pos[1] = 0
+                return DONE, best, nodes
+            t -= 1
+            k = chosen[t]
+            for p in range(cell_ptr[t], cell_ptr[t + 1]):
+                c = cell_idx[p]
+                S[c] -= k
+                m[c] += 1
+
+
+__all__ = [
+    "ColumnPlan",
+    "SearchResult",
+    "column_order",
+    "search_combination",
+]
