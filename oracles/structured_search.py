@@ -186,7 +186,7 @@ def _reach(max_size: int, r: int, Q: int) -> np.ndarray:
     reach = np.zeros((max_size + 1, Q + 1), dtype=np.int64)
     for m in range(max_size + 1):
         for ql in range(Q + 1):
-            x = int(math.floor(math.sqrt(m * ql)))
+            x = int(math.sqrt(m * ql))  # then corrected: exact in integers
             while (x + 1) * (x + 1) <= m * ql:
                 x += 1
             while x * x > m * ql:
@@ -209,15 +209,13 @@ def _tail(unary: np.ndarray, norm: np.ndarray, r: int, Q: int) -> np.ndarray:
                 s = (i - r) * (i - r)
                 for q in range(s, Q + 1):
                     v = h[q - s] + unary[t, i]
-                    if v < nxt[q]:
-                        nxt[q] = v
+                    nxt[q] = min(nxt[q], v)
             h = nxt
         for q in range(Q + 1):
             best = np.inf
             for q2 in range(Q - q + 1):
                 v = h[q2] + norm[q + q2]
-                if v < best:
-                    best = v
+                best = min(best, v)
             tail[t, q] = best
     return tail
 
