@@ -2,7 +2,7 @@
 commit's, solve by solve, in one process.
 
     python -m bench.adult_structured [--base a9f9241] [--mechanisms opdisc rspm_gaussian]
-        [--epsilons 0.1 1.0] [--runs 15] [--override KEY=VALUE ...]
+        [--epsilons 0.1 1.0] [--runs 15] [--override KEY=VALUE ...] [--each]
 
 The problems are those of ``python -m pipeline +sweep=adult`` (``sweep_seed`` 0): each run's
 request made as the sweep makes it (``pipeline.tasks.run_request``: its settings, its own
@@ -243,15 +243,13 @@ def report(rows, parts, base: str) -> int:
     differ = []
     for key, old, new in rows:
         if not (old.certified and new.certified):
-            print(
-                f"error: {key.label()} not certified (base {old.certified}, this {new.certified})"
-            )
+            print(f"error: {key} not certified (base {old.certified}, this {new.certified})")
             failed += 1
         if abs(old.objective - new.objective) > OBJECTIVE_EQUAL:
-            print(f"error: {key.label()}: objective {old.objective!r} (base) != {new.objective!r}")
+            print(f"error: {key}: objective {old.objective!r} (base) != {new.objective!r}")
             failed += 1
         if not np.array_equal(old.w, new.w):
-            differ.append(f"{key.label()} ({old.objective!r} / {new.objective!r})")
+            differ.append(f"{key} ({old.objective!r} / {new.objective!r})")
     print()
     print(
         f"objectives: {len(rows) - failed} of {len(rows)} certified by both and equal within "
@@ -270,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epsilons", type=float, nargs="+", default=None)
     parser.add_argument("--runs", type=int, default=None, help="the first RUNS runs of each")
     parser.add_argument("--override", action="append", default=[], help="a Hydra override")
+    parser.add_argument("--each", action="store_true", help="a line per solve, as it ends")
     args = parser.parse_args(argv)
     load_before = load_loadavg()
     print(f"machine: {describe_machine()}; {load_before} at start")
@@ -305,6 +304,13 @@ def main(argv: list[str] | None = None) -> int:
             old = solve(old_module.StructuredOracle(**settings), problem, limit, threads)
             new = solve(structured.StructuredOracle(**settings), problem, limit, threads)
             rows.append((key, old, new))
+            if args.each:
+                print(
+                    f"{key}: base {old.cpu:.3f} s, this {new.cpu:.3f} s, objective "
+                    f"{new.objective!r}, searched {new.extra.get('searched', 0)}, search nodes "
+                    f"{new.extra.get('search_nodes', 0)}, HiGHS {new.extra.get('subproblems', 0)}",
+                    flush=True,
+                )
         print()
         failed = report(rows, parts, args.base)
     print(f"machine: {describe_machine()}; {load_before} at start, {load_loadavg()} at end")
