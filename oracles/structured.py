@@ -50,9 +50,7 @@ a count cap sized for Adult's 461 sent them to the reference, which does not cer
 from __future__ import annotations
 
 import math
-import threading
 import time
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,12 +78,6 @@ WORK_ENTRIES_PER_SECOND = 10_000_000
 #: Share of the time limit that bounding every combination may take (the rest: subproblems).
 BOUNDING_SHARE = 0.5
 
-#: The shapes read so far, by problem (the problem's identity: a Problem compares by identity),
-#: with the caps they were read under: the routing table reads a problem's shape to classify it
-#: and the structured search then searches over the same shape, read once
-#: (``StructuredOracle.shape``).
-_SHAPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_SHAPES_LOCK = threading.Lock()
 #: Cell bounds are computed for this many combinations at a time, most promising first.
 TABLE_BATCH = 64
 #: Nodes the compiled search (``oracles.structured_search``) makes on one combination before
@@ -129,35 +121,33 @@ class StructuredOracle:
 
     def shape(self, problem: Problem, budget: Budget) -> Shape:
         """The problem's shape, or ShapeMismatch saying why it does not have it (the routing
-        table's question: ``oracles.routing.classify``). Read once per problem and caps: the
-        search that follows the classification finds it here (``_SHAPES``)."""
-        caps = (self.max_combos, self.work_budget(budget))
-        with _SHAPES_LOCK:
-            known = _SHAPES.get(problem)
-        if known is not None and known[0] == caps:
-            found = known[1]
-        else:
-            try:
-                found = decompose(problem, max_combos=caps[0], max_work=caps[1])
-            except ShapeMismatch as why:
-                found = why
-            with _SHAPES_LOCK:
-                _SHAPES[problem] = (caps, found)
-        if isinstance(found, ShapeMismatch):
-            raise found
-        return found
+        table's question: ``oracles.routing.classify``). Nothing is kept here: the route
+        passes the shape it classified by to ``search`` as data (``Classified.shape``)."""
+        return decompose(problem, max_combos=self.max_combos, max_work=self.work_budget(budget))
 
     @counts_cpu
     def solve(self, problem: Problem, budget: Budget) -> Solution:
-        """The search on ``budget`` over the problem's shape (``shape``; the subproblems' HiGHS
-        threads are the budget's, fixed once per process, ``oracles.highs``). Raises HandOff
-        when the problem does not have the shape or the search cannot finish exactly (module
-        docstring)."""
+        """The search on ``budget`` over the problem's shape (``shape``, read here; the
+        subproblems' HiGHS threads are the budget's, fixed once per process, ``oracles.highs``).
+        Raises HandOff when the problem does not have the shape or the search cannot finish
+        exactly (module docstring)."""
         start = time.perf_counter()
         try:
             shape = self.shape(problem, budget)
         except ShapeMismatch as why:
             raise HandOff(str(why)) from why
+        return self.search(problem, shape, budget, start)
+
+    def search(
+        self, problem: Problem, shape: Shape, budget: Budget, start: float | None = None
+    ) -> Solution:
+        """The search on ``budget`` over ``shape``, the problem's own (``shape``; the routing
+        table reads it once, to classify the problem, and passes it here). ``start``: when the
+        solve started (``time.perf_counter``; default now), for the certificate's seconds.
+        Raises HandOff when the search cannot finish exactly (module docstring)."""
+        if shape.problem is not problem:
+            raise ValueError("search: the shape was read from another problem")
+        start = time.perf_counter() if start is None else start
         return _CombinationSearch(self, problem, shape, budget, start).run()
 
 
@@ -338,6 +328,7 @@ class _CombinationSearch:
 
 __all__ = [
     "BOUNDING_SHARE",
+    "MAX_SEARCH_NODES",
     "TABLE_BATCH",
     "WORK_ENTRIES_PER_SECOND",
     "StructuredOracle",
