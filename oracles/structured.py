@@ -81,9 +81,11 @@ BOUNDING_SHARE = 0.5
 #: Cell bounds are computed for this many combinations at a time, most promising first.
 TABLE_BATCH = 64
 #: Nodes the compiled search (``oracles.structured_search``) makes on one combination before
-#: HiGHS takes it: on Adult a combination takes it about a thousand, and a million is a second
-#: or two, about what HiGHS's hardest subproblems take (docs/results/structured_speed.md).
-MAX_SEARCH_NODES = 1_000_000
+#: HiGHS takes it: most of Adult's combinations take it a few hundred to a few thousand; 100,000
+#: are about 0.1 CPU s, what HiGHS takes on the hard ones (0.1 to 1.4 s each, proven at or near
+#: its root by its cuts), so such a combination costs at most about twice HiGHS's time
+#: (docs/results/structured_speed.md).
+MAX_SEARCH_NODES = 100_000
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,14 @@ DONE = 0
 NODE_LIMIT = 1
 #: Nodes between two looks at the budget (a few milliseconds of search).
 CHUNK = 20_000
+#: Nodes the search makes on the tables as they are before it shifts them (a millisecond or
+#: two: most of Adult's combinations finish well within it).
+PLAIN_NODES = 2_000
+#: Subgradient steps for the multipliers of the shift.
+LAGRANGE_ITERATIONS = 100
+#: The multipliers are multiples of 1 / LAMBDA_GRID (a power of two: a shifted table of
+#: integers is a table of exact dyadic numbers, and ties stay ties).
+LAMBDA_GRID = 2.0**20
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,7 +105,11 @@ def search_combination(
 ) -> SearchResult:
     """The exact minimum over k_C of F(v, k_C) (module docstring) if it is below ``threshold``
     (an objective value: offsets included), else "cutoff"; "node_limit" after ``max_nodes``
-    nodes, "time_limit" once ``budget`` has expired (checked every ``CHUNK`` nodes)."""
+    nodes, "time_limit" once ``budget`` has expired (checked every ``CHUNK`` nodes).
+
+    The search runs on the tables as they are for its first ``PLAIN_NODES`` nodes; a search
+    that needs more starts again on the tables shifted by multipliers (module docstring, the
+    Lagrangian shift), below the best point the first found."""
     qP = shape.combo_norm(kP)
     Q = shape.cap - qP
     r = shape.reach(Q)
@@ -110,33 +122,169 @@ def search_combination(
     if f.shape[0] == 0:  # no cells: a table the kernel can index
         f = np.zeros((0, 1))
     max_size = int(plan.cell_size.max()) if len(plan.cell_size) else 0
-    W = _windows(f, r * max_size)
-    tail = _tail(unary, norm, r, Q)
     reach = _reach(max_size, r, Q)
-    state = _State.empty(nC, len(plan.cell_size), r, plan.cell_size)
     limit = threshold - offset
     best, nodes, status = limit, 0, NODE_LIMIT
-    while status == NODE_LIMIT and nodes < max_nodes:
-        if budget is not None and budget.expired():
+    best_k = np.zeros(nC, dtype=np.int64)
+    for shifted in (False, True):
+        if shifted:
+            if nodes < PLAIN_NODES or nodes >= max_nodes:
+                break  # finished plainly, or out of nodes
+            if budget is not None and budget.expired():
+                break
+            lam, root = _lagrange(
+                f, plan.cell_ptr, plan.cell_idx, plan.cell_size, shape.score_offset, unary,
+                norm, reach, r, Q, best, LAGRANGE_ITERATIONS,
+            )  # fmt: skip
+            if not root < best:  # the shifted tables' root bound: nothing below best
+                status = DONE
+                break
+            f, unary = _shift(f, unary, lam, plan.cell_ptr, plan.cell_idx, shape.score_offset, r)
+        W = _windows(f, r * max_size)
+        tail = _tail(unary, norm, r, Q)
+        state = _State.empty(nC, len(plan.cell_size), r, plan.cell_size)
+        state.best_k[:] = best_k
+        cap = max_nodes if shifted else min(max_nodes, PLAIN_NODES)
+        status = NODE_LIMIT
+        while status == NODE_LIMIT and nodes < cap:
+            if budget is not None and budget.expired():
+                break
+            chunk = min(CHUNK, cap - nodes)
+            status, best, made = _run(
+                plan.cell_ptr, plan.cell_idx, W, shape.score_offset, unary, tail, reach, r, Q,
+                state.S, state.m, state.in_col, state.child_k, state.child_b, state.n_child,
+                state.nxt, state.chosen, state.q_fixed, state.u_fixed, state.base_by_sq,
+                state.best_k, state.pos, best, chunk,
+            )  # fmt: skip
+            nodes += made
+        best_k = state.best_k.copy()
+        if status == DONE:
             break
-        chunk = min(CHUNK, max_nodes - nodes)
-        status, best, made = _run(
-            plan.cell_ptr, plan.cell_idx, W, shape.score_offset, unary, tail, reach, r, Q,
-            state.S, state.m, state.in_col, state.child_k, state.child_b, state.n_child,
-            state.nxt, state.chosen, state.q_fixed, state.u_fixed, state.base_by_sq,
-            state.best_k, state.pos, best, chunk,
-        )  # fmt: skip
-        nodes += made
     found = bool(best < limit) and nC > 0
     kC = None
     if found:
         kC = np.zeros(nC, dtype=np.int64)
-        kC[plan.order] = state.best_k
+        kC[plan.order] = best_k
     value = float(best + offset) if found else None
     if status == NODE_LIMIT:
         outcome = "node_limit" if nodes >= max_nodes else "time_limit"
         return SearchResult(outcome, value, kC, nodes)
     return SearchResult("solved" if found else "cutoff", value, kC, nodes)
+
+
+@njit(cache=True)
+def _columns_min(unary, mu, norm, r, Q, D, choice, k_out):
+    """min over k (|k_j| <= r, sum k_j^2 <= Q) of sum_j [unary[j, k_j] - mu_j k_j] + norm[q]:
+    a knapsack over the squares; the minimizer goes to ``k_out``."""
+    n = unary.shape[0]
+    for q in range(Q + 1):
+        D[0, q] = np.inf
+    D[0, 0] = 0.0
+    for j in range(n):
+        for q in range(Q + 1):
+            D[j + 1, q] = np.inf
+        for i in range(2 * r + 1):
+            k = i - r
+            c = unary[j, i] - mu[j] * k
+            for q in range(k * k, Q + 1):
+                v = D[j, q - k * k] + c
+                if v < D[j + 1, q]:
+                    D[j + 1, q] = v
+                    choice[j, q] = i
+    least, at = np.inf, 0
+    for q in range(Q + 1):
+        v = D[n, q] + norm[q]
+        if v < least:
+            least, at = v, q
+    q = at
+    for j in range(n - 1, -1, -1):
+        i = choice[j, q]
+        k_out[j] = i - r
+        q -= (i - r) * (i - r)
+    return least
+
+
+@njit(cache=True)
+def _lagrange(f, cell_ptr, cell_idx, cell_size, off, unary, norm, reach, r, Q, target, iters):
+    """Multipliers lambda_c for the cell scores' tie to the columns (module docstring, the
+    Lagrangian shift), by subgradient steps toward ``target``, and the best root bound seen:
+    sum_c min_{|K| <= R_c} [f_c(K) + lambda_c K] + min over k of sum_j [U_j(k_j) - mu_j k_j]
+    + N, mu_j = sum of lambda_c over the cells holding column j."""
+    nc = f.shape[0]
+    n = cell_ptr.shape[0] - 1
+    lam = np.zeros(nc)
+    best_lam = np.zeros(nc)
+    best_bound = -np.inf
+    g = np.zeros(nc)
+    mu = np.zeros(n)
+    k = np.zeros(n, dtype=np.int64)
+    D = np.zeros((n + 1, Q + 1))
+    choice = np.zeros((n + 1, Q + 1), dtype=np.int64)
+    theta = 1.0
+    stalled = 0
+    for _ in range(iters):
+        bound = 0.0
+        for c in range(nc):
+            R = reach[cell_size[c], Q]
+            least, at = np.inf, 0
+            for K in range(-R, R + 1):
+                v = f[c, K + off] + lam[c] * K
+                if v < least:
+                    least, at = v, K
+            bound += least
+            g[c] = at
+        for j in range(n):
+            s = 0.0
+            for p in range(cell_ptr[j], cell_ptr[j + 1]):
+                s += lam[cell_idx[p]]
+            mu[j] = s
+        bound += _columns_min(unary, mu, norm, r, Q, D, choice, k)
+        if bound > best_bound:
+            best_bound = bound
+            best_lam[:] = lam
+            stalled = 0
+        else:
+            stalled += 1
+            if stalled >= 5:
+                theta *= 0.5
+                stalled = 0
+        if not bound < target:
+            break  # the bound already rules the combination out
+        for j in range(n):
+            for p in range(cell_ptr[j], cell_ptr[j + 1]):
+                g[cell_idx[p]] -= k[j]
+        size = 0.0
+        for c in range(nc):
+            size += g[c] * g[c]
+        if size == 0.0:
+            break  # the relaxation's minimizer is a point: the bound is its value
+        goal = target if target < np.inf else bound + 0.1 * max(1.0, abs(bound))
+        step = theta * (goal - bound) / size
+        if not step < np.inf:
+            break
+        for c in range(nc):  # on a dyadic grid: integral tables stay exact once shifted
+            lam[c] = np.round((lam[c] + step * g[c]) * LAMBDA_GRID) / LAMBDA_GRID
+    return best_lam, best_bound
+
+
+@njit(cache=True)
+def _shift(f, unary, lam, cell_ptr, cell_idx, off, r):
+    """The tables shifted by ``lam``: f_c(K) + lambda_c K and U_j(k) - mu_j k. Their sum over
+    any point is the point's value (the shifts cancel), and every bound of the search holds for
+    them as for the tables themselves."""
+    nc, nK = f.shape
+    f2 = np.empty_like(f)
+    for c in range(nc):
+        for i in range(nK):
+            f2[c, i] = f[c, i] + lam[c] * (i - off)
+    u2 = np.empty_like(unary)
+    for j in range(unary.shape[0]):
+        mu = 0.0
+        for p in range(cell_ptr[j], cell_ptr[j + 1]):
+            mu += lam[cell_idx[p]]
+        for i in range(unary.shape[1]):
+            u2[j, i] = unary[j, i] - mu * (i - r)
+    return f2, u2
 
 
 @dataclass(eq=False)

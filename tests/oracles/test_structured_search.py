@@ -82,9 +82,15 @@ def _brute(shape, kP, f_v) -> float:
     )
 
 
+@pytest.mark.parametrize("shifted", [False, True])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_every_combination_matches_brute_force_above_at_and_below_its_minimum(case, seed):
+def test_every_combination_matches_brute_force_above_at_and_below_its_minimum(
+    case, seed, shifted, monkeypatch
+):
+    """Plainly (these trees are small), and on the shifted tables from the root on."""
+    if shifted:
+        monkeypatch.setattr(structured_search, "PLAIN_NODES", 0)
     problem = CASES[case](seed)
     shape = decompose(problem)
     assert len(shape.binary_cols) >= 3 and shape.n_cells >= 2
