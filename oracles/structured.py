@@ -13,12 +13,16 @@ How (``oracles.structured_shape`` for the maths):
    each cell takes its own best score, the unary and exact norm terms their own minimum
    (computed lazily: a cheaper bound with every row at its cheaper label comes first, and the
    cell tables are built only for combinations that bound does not rule out).
-3. Visit the combinations by increasing bound; solve each exactly as a small MILP over the
-   binary columns (``oracles.structured_milp``, HiGHS) with the incumbent as a cutoff; stop
-   when the next bound reaches the incumbent. Every combination is then either solved,
-   proven no better than the incumbent by HiGHS, or proven so by its bound: the incumbent is
+3. Visit the combinations by increasing bound; solve each exactly below the incumbent by a
+   compiled depth-first search over the binary columns (``oracles.structured_search``), and
+   one that takes it more than ``max_search_nodes`` nodes as a small MILP over those columns
+   (``oracles.structured_milp``, HiGHS) with the incumbent as a cutoff; stop when the next
+   bound reaches the incumbent. Every combination is then either solved, proven no better
+   than the incumbent by the search or by HiGHS, or proven so by its bound: the incumbent is
    the exact minimum, and the certificate's bound is the smallest of the per-combination
-   lower bounds.
+   lower bounds. The certificate's extra counts them: ``searched`` (and ``search_nodes``) by
+   the search, ``subproblems`` by HiGHS (``search_handed`` of them after the search), and
+   ``solved`` and ``cutoff`` by either.
 
 Progress (``oracles.solve_progress``): when a listener is registered, the loop reports the incumbent
 and the smallest per-combination lower bound.

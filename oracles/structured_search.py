@@ -26,9 +26,20 @@ itself (every R_c = 0, T the norm term alone). Children are visited by increasin
 dropped once their bound reaches the threshold (the incumbent, then the best point found), so
 the search ends with the exact minimum below the threshold, or the proof that there is none.
 
+The Lagrangian shift. The bound treats every cell as free to take its own best score; where
+that is weak (a search past ``PLAIN_NODES`` nodes) the tables are shifted first: for any
+multipliers lambda_c, f_c(K) + lambda_c K and U_j(k) - mu_j k with mu_j = sum of lambda_c over
+the cells holding column j add up, over any point, to the point's own value (the shifts
+cancel, as K_c = sum_{j in c} k_j), so the search and its bounds run on them unchanged, and the
+leaves' values are the same. The multipliers come from subgradient steps on the root bound
+(``_lagrange``: the relaxation's cell scores against its columns' sums), on a dyadic grid so
+that integral tables stay exact; a root bound at or above the threshold closes the combination
+with no node at all.
+
 The search is capped at ``max_nodes``: a combination that needs more goes to HiGHS, as before
-(``oracles.structured``). The bound uses the tables' own floating-point sums; the point it
-returns is re-evaluated by the caller with ``table_value`` and ``Problem.objective``.
+(``oracles.structured``). The bound uses the tables' own floating-point sums (shifted: within
+a rounding of them); the point it returns is re-evaluated by the caller with ``table_value``
+and ``Problem.objective``.
 """
 
 from __future__ import annotations
