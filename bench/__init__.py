@@ -11,6 +11,7 @@
     python -m bench.carry_table --state /abs/DIR [--tables ...] [--first 300] [--total 1800]
     python -m bench.node_rate [--family TABLE:MECHANISM:EPSILON ...] [--base COMMIT]
     python -m bench.parts_balance [--parts 8 32 128] [--cpus 16 64 256]
+    python -m bench.adult_structured [--base COMMIT] [--epsilons ...] [--runs N] [--each]
 
 Run from the repository's root (``python -m`` puts it on the path). ``same_results`` checks
 that a refactoring left a sweep's results unchanged; ``synthetic_comparison`` tabulates
@@ -24,6 +25,8 @@ searches made; ``carry_on`` checks a search stopped and carried on against the s
 whole (``oracles.carry``); ``carry_table`` carries hard solves on from a first limit to a total
 one, beside the cost each first stop estimated; ``node_rate`` measures the compiled search's
 nodes per CPU second beside another commit's kernel, on the same trees; ``parts_balance``
-measures how donating workers share a search's nodes and replays them on P CPUs; ``machine`` is what each prints about where it ran. Measured results, with
+measures how donating workers share a search's nodes and replays them on P CPUs;
+``adult_structured`` solves the Adult sweep's OPDisc and RSPM problems with the structured
+oracle beside another commit's; ``machine`` is what each prints about where it ran. Measured results, with
 the machine and the command that made them, are in docs/results/.
 """
