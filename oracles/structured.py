@@ -267,8 +267,9 @@ class _CombinationSearch:
                     if borderline[i] and float(self.problem.objective(w)) > model + OBJECTIVE_TOL:
                         open_borderline = True
                 if found.outcome in ("solved", "cutoff"):
-                    # solved: its minimum; cutoff: nothing below the incumbent it was given
-                    done = found.value if found.outcome == "solved" else threshold
+                    # solved: its minimum (the search's sum or the tables', the lesser);
+                    # cutoff: nothing below the incumbent it was given
+                    done = min(found.value, model) if found.outcome == "solved" else threshold
                     lower[i] = max(lower[i], done)
                     self.stats[found.outcome] += 1
                     continue
