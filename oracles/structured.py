@@ -86,7 +86,7 @@ BOUNDING_SHARE = 0.5
 TABLE_BATCH = 64
 #: Nodes the compiled search (``oracles.structured_search``) makes on one combination before
 #: HiGHS takes it: most of Adult's combinations take it a few hundred to a few thousand; 100,000
-#: are about 0.1 CPU s, what HiGHS takes on the hard ones (0.1 to 1.4 s each, proven at or near
+#: are about 0.1 CPU s, less than HiGHS takes on the hard ones (up to 1.4 s each, proven at or near
 #: its root by its cuts), so such a combination costs at most about twice HiGHS's time
 #: (docs/results/structured_speed.md).
 MAX_SEARCH_NODES = 100_000
