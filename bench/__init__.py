@@ -12,6 +12,7 @@
     python -m bench.node_rate [--family TABLE:MECHANISM:EPSILON ...] [--base COMMIT] \
         [--engine-base COMMIT] [--compare kernel engine]
     python -m bench.parts_balance [--parts 8 32 128] [--cpus 16 64 256] [--threads 2,4,8]
+    python -m bench.adult_structured [--base COMMIT] [--epsilons ...] [--runs N] [--each]
 
 Run from the repository's root (``python -m`` puts it on the path). ``same_results`` checks
 that a refactoring left a sweep's results unchanged; ``synthetic_comparison`` tabulates
@@ -26,6 +27,7 @@ whole (``oracles.window.checkpoint``); ``carry_table`` carries hard solves on fr
 one, beside the cost each first stop estimated; ``node_rate`` measures the compiled search's
 nodes per CPU second beside another commit's kernel, and the whole engine's beside another
 commit's, on the same trees; ``parts_balance`` measures how donating workers (in process and on
-threads) share a search's nodes beside a fixed split's, and replays them on P CPUs; ``machine`` is what each prints about where it ran. Measured results, with
+threads) share a search's nodes beside a fixed split's, and replays them on P CPUs; ``adult_structured`` solves the Adult sweep's OPDisc and RSPM problems with the structured
+oracle beside another commit's; ``machine`` is what each prints about where it ran. Measured results, with
 the machine and the command that made them, are in docs/results/.
 """

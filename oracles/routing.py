@@ -99,7 +99,7 @@ from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError
 from oracles.race import GRACE, Entry, RaceStop, Rival
 from oracles.window.engine import Executor
 from oracles.structured import StructuredOracle, has_noise
-from oracles.structured_shape import ShapeMismatch
+from oracles.structured_shape import Shape, ShapeMismatch
 from oracles.window.oracle import WindowOracle
 
 # --- the problem classes -----------------------------------------------------------------------
@@ -378,6 +378,9 @@ class Classified:
 
     problem_class: str
     reason: str = ""
+    #: the problem's shape, read to classify it (the structured route's SHAPED_GRID): the
+    #: structured search is given it (``Route._step``), not a second reading
+    shape: Shape | None = None
 
 
 #: The class of each kind of problem that is not a mechanism's ``Problem``.
@@ -391,8 +394,8 @@ KINDS: tuple[tuple[type, str], ...] = (
 
 def classify(route: str, problem: Any, structured: StructuredOracle, budget: Budget) -> Classified:
     """The class of ``problem`` for ``route`` (module docstring, step 2). Only the structured
-    route reads the shape, on ``budget``'s time limit (``StructuredOracle.shape``, which keeps
-    it for the search that follows)."""
+    route reads the shape, on ``budget``'s time limit (``StructuredOracle.shape``), and the
+    class carries it to the search that follows (``Classified.shape``)."""
     if not isinstance(problem, Problem):
         for kind, problem_class in KINDS:
             if isinstance(problem, kind):
@@ -400,8 +403,7 @@ def classify(route: str, problem: Any, structured: StructuredOracle, budget: Bud
         raise OracleError(f"the {route} route cannot solve a {type(problem).__name__}")
     if any(row.route == route and row.problem == SHAPED_GRID for row in ROUTES):
         try:
-            structured.shape(problem, budget)
-            return Classified(SHAPED_GRID)
+            return Classified(SHAPED_GRID, shape=structured.shape(problem, budget))
         except ShapeMismatch as why:
             if not isinstance(problem.domain, IntegerGrid):
                 return Classified(BOX, reason=str(why))
@@ -613,7 +615,10 @@ class Route:
             return self.run(
                 chain_for(step.strategy, kind.problem_class, self.prefer), problem, budget, kind
             )
-        return self.strategy(step.strategy).solve(problem, budget)
+        strategy = self.strategy(step.strategy)
+        if step.strategy == "structured" and kind.shape is not None:
+            return strategy.search(problem, kind.shape, budget)  # the shape classified by
+        return strategy.solve(problem, budget)
 
 
 def handed_on(problem: Problem, solution: Solution, fallback: str) -> Solution:

@@ -13,12 +13,16 @@ How (``oracles.structured_shape`` for the maths):
    each cell takes its own best score, the unary and exact norm terms their own minimum
    (computed lazily: a cheaper bound with every row at its cheaper label comes first, and the
    cell tables are built only for combinations that bound does not rule out).
-3. Visit the combinations by increasing bound; solve each exactly as a small MILP over the
-   binary columns (``oracles.structured_milp``, HiGHS) with the incumbent as a cutoff; stop
-   when the next bound reaches the incumbent. Every combination is then either solved,
-   proven no better than the incumbent by HiGHS, or proven so by its bound: the incumbent is
+3. Visit the combinations by increasing bound; solve each exactly below the incumbent by a
+   compiled depth-first search over the binary columns (``oracles.structured_search``), and
+   one that takes it more than ``max_search_nodes`` nodes as a small MILP over those columns
+   (``oracles.structured_milp``, HiGHS) with the incumbent as a cutoff; stop when the next
+   bound reaches the incumbent. Every combination is then either solved, proven no better
+   than the incumbent by the search or by HiGHS, or proven so by its bound: the incumbent is
    the exact minimum, and the certificate's bound is the smallest of the per-combination
-   lower bounds.
+   lower bounds. The certificate's extra counts them: ``searched`` (and ``search_nodes``) by
+   the search, ``subproblems`` by HiGHS (``search_handed`` of them after the search), and
+   ``solved`` and ``cutoff`` by either.
 
 Progress (``oracles.solve_progress``): when a listener is registered, the loop reports the incumbent
 and the smallest per-combination lower bound.
@@ -50,9 +54,7 @@ a count cap sized for Adult's 461 sent them to the reference, which does not cer
 from __future__ import annotations
 
 import math
-import threading
 import time
-import weakref
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -72,6 +74,7 @@ from oracles.budget import Budget
 from oracles.highs import threads_for
 from oracles.solve_progress import reporter
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
+from oracles.structured_search import column_order, search_combination
 from oracles.structured_shape import Shape, ShapeMismatch, cell_bounds, decompose, separable_bounds
 
 #: Table entries the bounding pass computes per second on one core, set below the 13 to 19
@@ -80,14 +83,14 @@ WORK_ENTRIES_PER_SECOND = 10_000_000
 #: Share of the time limit that bounding every combination may take (the rest: subproblems).
 BOUNDING_SHARE = 0.5
 
-#: The shapes read so far, by problem (the problem's identity: a Problem compares by identity),
-#: with the caps they were read under: the routing table reads a problem's shape to classify it
-#: and the structured search then searches over the same shape, read once
-#: (``StructuredOracle.shape``).
-_SHAPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_SHAPES_LOCK = threading.Lock()
 #: Cell bounds are computed for this many combinations at a time, most promising first.
 TABLE_BATCH = 64
+#: Nodes the compiled search (``oracles.structured_search``) makes on one combination before
+#: HiGHS takes it: most of Adult's combinations take it a few hundred to a few thousand; 100,000
+#: are about 0.1 CPU s, less than HiGHS takes on the hard ones (up to 1.4 s each, proven at or near
+#: its root by its cuts), so such a combination costs at most about twice HiGHS's time
+#: (docs/results/structured_speed.md).
+MAX_SEARCH_NODES = 100_000
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ class StructuredOracle:
 
     max_combos: int | None = None
     max_work: float | None = None
+    max_search_nodes: int = MAX_SEARCH_NODES
     name: str = "structured"
     #: The problem classes it solves (``oracles.routing`` checks its rows against them).
     accepts: ClassVar[tuple[type, ...]] = (Problem,)
@@ -111,6 +115,7 @@ class StructuredOracle:
     def __post_init__(self) -> None:
         if self.max_combos is not None:
             check_int("max_combos", self.max_combos)
+        check_int("max_search_nodes", self.max_search_nodes, 0, why="0: HiGHS for each one")
         if self.max_work is not None and not (is_real(self.max_work) and self.max_work > 0):
             raise ValueError(
                 f"max_work must be > 0 (inf: no limit) or None, found {self.max_work!r}"
@@ -125,35 +130,33 @@ class StructuredOracle:
 
     def shape(self, problem: Problem, budget: Budget) -> Shape:
         """The problem's shape, or ShapeMismatch saying why it does not have it (the routing
-        table's question: ``oracles.routing.classify``). Read once per problem and caps: the
-        search that follows the classification finds it here (``_SHAPES``)."""
-        caps = (self.max_combos, self.work_budget(budget))
-        with _SHAPES_LOCK:
-            known = _SHAPES.get(problem)
-        if known is not None and known[0] == caps:
-            found = known[1]
-        else:
-            try:
-                found = decompose(problem, max_combos=caps[0], max_work=caps[1])
-            except ShapeMismatch as why:
-                found = why
-            with _SHAPES_LOCK:
-                _SHAPES[problem] = (caps, found)
-        if isinstance(found, ShapeMismatch):
-            raise found
-        return found
+        table's question: ``oracles.routing.classify``). Nothing is kept here: the route
+        passes the shape it classified by to ``search`` as data (``Classified.shape``)."""
+        return decompose(problem, max_combos=self.max_combos, max_work=self.work_budget(budget))
 
     @counts_cpu
     def solve(self, problem: Problem, budget: Budget) -> Solution:
-        """The search on ``budget`` over the problem's shape (``shape``; the subproblems' HiGHS
-        threads are the budget's, fixed once per process, ``oracles.highs``). Raises HandOff
-        when the problem does not have the shape or the search cannot finish exactly (module
-        docstring)."""
+        """The search on ``budget`` over the problem's shape (``shape``, read here; the
+        subproblems' HiGHS threads are the budget's, fixed once per process, ``oracles.highs``).
+        Raises HandOff when the problem does not have the shape or the search cannot finish
+        exactly (module docstring)."""
         start = time.perf_counter()
         try:
             shape = self.shape(problem, budget)
         except ShapeMismatch as why:
             raise HandOff(str(why)) from why
+        return self.search(problem, shape, budget, start)
+
+    def search(
+        self, problem: Problem, shape: Shape, budget: Budget, start: float | None = None
+    ) -> Solution:
+        """The search on ``budget`` over ``shape``, the problem's own (``shape``; the routing
+        table reads it once, to classify the problem, and passes it here). ``start``: when the
+        solve started (``time.perf_counter``; default now), for the certificate's seconds.
+        Raises HandOff when the search cannot finish exactly (module docstring)."""
+        if shape.problem is not problem:
+            raise ValueError("search: the shape was read from another problem")
+        start = time.perf_counter() if start is None else start
         return _CombinationSearch(self, problem, shape, budget, start).run()
 
 
@@ -190,6 +193,9 @@ class _CombinationSearch:
             "sub_seconds": 0.0,
             "max_breakpoints": 0,
             "tabled": 0,
+            "searched": 0,
+            "search_nodes": 0,
+            "search_handed": 0,
         }
 
     def offer(self, w: np.ndarray, model_value: float | None) -> None:
@@ -201,6 +207,7 @@ class _CombinationSearch:
         shape = self.shape
         threads, thread_note = threads_for(self.budget.threads)
         base, floor = separable_bounds(shape)
+        plan = column_order(shape)
         nv = len(shape.combos)
         lower = base + floor  # per combination: the best proven lower bound so far
         tabled = np.zeros(nv, dtype=bool)  # has its cell bound (SPEC section 1's relaxation)
@@ -229,9 +236,7 @@ class _CombinationSearch:
             closed[i] = True
             kP = shape.combos[i]
             f_v = shape.tables(kP)[0][0] if shape.n_cells else np.zeros((0, 1))
-            sub = build_subproblem(shape, kP, f_v)
-            self.stats["max_breakpoints"] = max(self.stats["max_breakpoints"], sub.n_breakpoints)
-            if sub.n_cols == 0:  # nothing left to choose: the value is the bound's
+            if len(shape.binary_cols) == 0:  # nothing left to choose: the value is the bound's
                 kC = np.zeros(0, dtype=np.int64)
                 value = table_value(shape, kP, kC, f_v)
                 lower[i] = value  # a lower bound; exact unless the combination is borderline
@@ -240,6 +245,44 @@ class _CombinationSearch:
                 if borderline[i] and float(self.problem.objective(w)) > value + OBJECTIVE_TOL:
                     open_borderline = True  # the gap goes to the reference (below), not ERROR
                 continue
+            if self.oracle.max_search_nodes > 0:  # the compiled search first
+                found = search_combination(
+                    shape,
+                    plan,
+                    kP,
+                    f_v,
+                    self.best_value,
+                    max_nodes=self.oracle.max_search_nodes,
+                    budget=self.budget,
+                )
+                self.stats["searched"] += 1
+                self.stats["search_nodes"] += found.nodes
+                threshold = self.best_value
+                if found.kC is not None:
+                    model = table_value(shape, kP, found.kC, f_v)
+                    if abs(model - found.value) > 1e-6 * max(1, abs(model)):
+                        raise HandOff(  # pragma: no cover - the search sums the same tables
+                            f"search of k_P={kP.tolist()}: value {found.value!r} != table "
+                            f"value {model!r}"
+                        )
+                    w = shape.weights(kP, found.kC)
+                    self.offer(w, model if not borderline[i] else None)
+                    if borderline[i] and float(self.problem.objective(w)) > model + OBJECTIVE_TOL:
+                        open_borderline = True
+                if found.outcome in ("solved", "cutoff"):
+                    # solved: its minimum (the search's sum or the tables', the lesser);
+                    # cutoff: nothing below the incumbent it was given
+                    done = min(found.value, model) if found.outcome == "solved" else threshold
+                    lower[i] = max(lower[i], done)
+                    self.stats[found.outcome] += 1
+                    continue
+                if found.outcome == "time_limit":
+                    status = Status.TIME_LIMIT
+                    notes.append(f"time limit in the search of k_P={kP.tolist()}")
+                    break
+                self.stats["search_handed"] += 1  # node_limit: HiGHS takes it (below)
+            sub = build_subproblem(shape, kP, f_v)
+            self.stats["max_breakpoints"] = max(self.stats["max_breakpoints"], sub.n_breakpoints)
             cutoff = None
             if math.isfinite(self.best_value):
                 cutoff = self.best_value + 1e-6 * max(1.0, abs(self.best_value))
@@ -295,6 +338,7 @@ class _CombinationSearch:
 
 __all__ = [
     "BOUNDING_SHARE",
+    "MAX_SEARCH_NODES",
     "TABLE_BATCH",
     "WORK_ENTRIES_PER_SECOND",
     "StructuredOracle",

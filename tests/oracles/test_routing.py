@@ -25,6 +25,7 @@ from core.problem import (
     SelectionProblem,
 )
 from oracles import routing
+from oracles import structured as structured_module
 from oracles.base import HandOff, OracleError, Status, certify
 from oracles.budget import Budget, now
 from oracles.conjunction_select import HighsSelectionOracle
@@ -50,6 +51,7 @@ from oracles.routing import (
     classify,
 )
 from oracles.structured import StructuredOracle
+from oracles.structured_shape import decompose
 from pipeline.data.synthetic import make_linear_threshold
 from tests.oracles.contract import OracleContract, hard_instance, make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
@@ -131,13 +133,19 @@ def test_the_structured_route_classifies_by_shape_noise_and_domain():
         classify("highs", object(), tight, budget)
 
 
-def test_the_shape_read_to_classify_is_the_one_searched():
+def test_the_shape_read_to_classify_is_the_one_searched(monkeypatch):
     problem, budget = fuzz_instance(0), Budget.from_limit(600.0)
-    structured = StructuredOracle()
-    assert structured.shape(problem, budget) is structured.shape(problem, budget)
-    assert StructuredOracle(max_combos=1000).shape(problem, budget) is not structured.shape(
-        problem, budget
-    )  # other caps: read again
+    kind = classify("structured", problem, StructuredOracle(), budget)
+    assert kind.shape is not None and kind.shape.problem is problem
+    reads = []
+    monkeypatch.setattr(
+        structured_module, "decompose", lambda p, **caps: reads.append(p) or decompose(p, **caps)
+    )
+    solution = on_limits(make_oracle("structured", time_limit=600.0), problem)
+    assert solution.certificate.backend == "structured" and solution.certificate.certified
+    assert reads == [problem]  # read once, to classify; the search was given it
+    with pytest.raises(ValueError, match="the shape was read from another problem"):
+        StructuredOracle().search(fuzz_instance(1), kind.shape, budget)
 
 
 def test_every_kind_of_problem_is_routed_by_the_table():
@@ -177,8 +185,8 @@ def test_a_route_solves_the_whole_game_of_its_data_player():
 class _HandsOver(StructuredOracle):
     """The structured search, reading the shape as it does, that cannot finish exactly."""
 
-    def solve(self, problem, budget):
-        raise HandOff("scores at the margin left a gap")
+    def search(self, problem, shape, budget, start=None):  # solve's, and the route's with the
+        raise HandOff("scores at the margin left a gap")  # shape it classified by
 
 
 class _Stops:
@@ -219,7 +227,7 @@ def test_a_hand_over_goes_to_the_reference_and_says_why():
 class _SlowHandOver(StructuredOracle):
     """A structured search that spends a while before it hands over."""
 
-    def solve(self, problem, budget):
+    def search(self, problem, shape, budget, start=None):
         time.sleep(0.2)
         raise HandOff("slow")
 
