@@ -71,6 +71,7 @@ from oracles.base import (
 from oracles.budget import Budget
 from oracles.highs import threads_for
 from oracles.solve_progress import reporter
+from oracles.stats import StructuredStats
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_shape import Shape, ShapeMismatch, cell_bounds, decompose, separable_bounds
 
@@ -274,11 +275,11 @@ class _CombinationSearch:
                 raise HandOff("scores at the margin left a gap")
             status = Status.ERROR  # pragma: no cover - every combination was closed
             notes.append(f"closed every combination but bound {bound!r} < {self.best_value!r}")
-        extra = {
+        stats = StructuredStats(
             **shape.describe(),
             **self.stats,
-            "combinations_pruned_by_bound": int(nv - closed.sum()),
-        }
+            combinations_pruned_by_bound=int(nv - closed.sum()),
+        )
         return certify(
             self.problem,
             self.best_w,
@@ -289,7 +290,7 @@ class _CombinationSearch:
             threads=threads,
             solver_objective=self.best_model,
             message=" | ".join([*notes, thread_note] if thread_note else notes),
-            extra=extra,
+            stats=(stats,),
         )
 
 
