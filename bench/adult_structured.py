@@ -66,7 +66,9 @@ MECHANISMS = ("opdisc", "rspm_gaussian")
 #: Two codes' certified objectives agree when they differ by at most this.
 OBJECTIVE_EQUAL = 1e-9
 #: The modules of the structured oracle, in import order (each imports the ones before it).
-MODULES = ("structured_shape", "structured_milp", "structured")
+#: The modules loaded from the commit compared against, in import order: its ``base`` too, whose
+#: certificates the old oracle builds (an ``extra`` dict before the typed stats of issue 44).
+MODULES = ("base", "structured_shape", "structured_milp", "structured")
 #: The functions each code's oracle module calls whose CPU is reported apart (when it has them).
 PARTS = (
     "decompose",
@@ -88,7 +90,13 @@ class Solved:
     objective: float
     certified: bool
     w: np.ndarray
-    extra: dict
+    counts: dict
+
+
+def counts(cert) -> dict:
+    """A certificate's counts by name: its stats (``Certificate.stats_dict``), or the ``extra``
+    dict of a commit from before the typed stats."""
+    return dict(cert.stats_dict()) if hasattr(cert, "stats_dict") else dict(getattr(cert, "extra"))
 
 
 def base_modules(commit: str, folder: Path) -> ModuleType:
@@ -170,7 +178,7 @@ def solve(oracle, problem, limit: float, threads: int) -> Solved:
     solution = oracle.solve(problem, Budget.from_limit(limit, threads))
     cpu = time.process_time() - start
     cert = solution.certificate
-    return Solved(cpu, float(cert.objective), bool(cert.certified), solution.w, dict(cert.extra))
+    return Solved(cpu, float(cert.objective), bool(cert.certified), solution.w, counts(cert))
 
 
 def highs_call_cpu(calls: int = 200) -> float:
@@ -211,10 +219,10 @@ def report(rows, parts, base: str) -> int:
         print(
             f"| {mech} | {eps:g} | {len(pairs)} | {o:.2f} | {n:.2f} | {o / max(n, 1e-9):.1f} | "
             f"{_median(cpus):.3f} | {max(cpus):.3f} | "
-            f"{sum(p[1].extra.get('tabled', 0) for p in pairs)} | "
-            f"{sum(p[1].extra.get('searched', 0) for p in pairs)} | "
-            f"{sum(p[0].extra.get('subproblems', 0) for p in pairs)} / "
-            f"{sum(p[1].extra.get('subproblems', 0) for p in pairs)} |"
+            f"{sum(p[1].counts.get('tabled', 0) for p in pairs)} | "
+            f"{sum(p[1].counts.get('searched', 0) for p in pairs)} | "
+            f"{sum(p[0].counts.get('subproblems', 0) for p in pairs)} / "
+            f"{sum(p[1].counts.get('subproblems', 0) for p in pairs)} |"
         )
     print()
     print(f"| mechanism | runs | {base} CPU s | this CPU s | ratio |")
@@ -307,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.each:
                 print(
                     f"{key}: base {old.cpu:.3f} s, this {new.cpu:.3f} s, objective "
-                    f"{new.objective!r}, searched {new.extra.get('searched', 0)}, search nodes "
-                    f"{new.extra.get('search_nodes', 0)}, HiGHS {new.extra.get('subproblems', 0)}",
+                    f"{new.objective!r}, searched {new.counts.get('searched', 0)}, search nodes "
+                    f"{new.counts.get('search_nodes', 0)}, HiGHS {new.counts.get('subproblems', 0)}",
                     flush=True,
                 )
         print()

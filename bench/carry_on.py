@@ -28,6 +28,7 @@ from bench.generic_instances import Instance, make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg
 from bench.tree_size import family
 from oracles.budget import Budget
+from oracles.stats import CarryStats, WindowStats
 from oracles.window.oracle import WindowOracle
 
 
@@ -58,7 +59,7 @@ def measure(instance: Instance, *, stops: int, grid_seconds: float) -> Carried:
     w = whole.certificate
     if not w.certified:
         raise RuntimeError(f"{instance.name}: the whole search did not certify ({w.message})")
-    nodes = int(w.extra["nodes"])
+    nodes = int(w.stat(WindowStats).nodes)
     limit = max(1, nodes // stops)
     with tempfile.TemporaryDirectory(prefix="carry-") as folder:
         carrying = WindowOracle(search_seconds=grid_seconds, carry=folder)
@@ -72,8 +73,8 @@ def measure(instance: Instance, *, stops: int, grid_seconds: float) -> Carried:
     return Carried(
         instance.name,
         nodes,
-        int(c.extra["total_nodes"]),
-        int(c.extra["attempts"]),
+        int(c.stat(CarryStats).total_nodes),
+        int(c.stat(CarryStats).attempts),
         abs(c.objective - w.objective) <= 1e-9,
         abs(c.bound - w.bound) <= 1e-9,
         whole_cpu,

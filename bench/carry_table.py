@@ -38,6 +38,7 @@ from pathlib import Path
 from bench.generic_instances import TABLES, sweep_instance
 from bench.machine import describe_machine, load_loadavg
 from oracles.budget import Budget
+from oracles.stats import CarryStats, TreeStats, WindowStats
 from oracles.window.checkpoint import CarryStore
 from oracles.window.oracle import WindowOracle
 
@@ -97,12 +98,13 @@ def solve_carried(
             )
         solution = oracle.solve(instance.problem, budget)
         c = solution.certificate
+        carry, window = c.stat(CarryStats), c.stat(WindowStats)
         if cpu:
-            before = float(c.extra.get("carried_cpu_seconds", spent))
-            spent = float(c.extra.get("total_cpu_seconds", spent + c.cpu_seconds))
-            rate = float(c.extra.get("nodes", 0)) / max(spent - before, 1e-9) or None
+            before = carry.carried_cpu_seconds if carry else spent
+            spent = carry.total_cpu_seconds if carry else spent + c.cpu_seconds
+            rate = float(window.nodes if window else 0) / max(spent - before, 1e-9) or None
         else:
-            spent = float(c.extra.get("total_seconds", spent + c.seconds))
+            spent = carry.total_seconds if carry else spent + c.seconds
         at_first = spent >= (0.9 * first if cpu else 0.0)  # the stop at the first limit
         if estimate is None and (c.certified or at_first):
             estimate = _estimate(c)
@@ -113,14 +115,15 @@ def solve_carried(
             _write_estimate(state, table, instance.name, estimate)
         if c.certified or spent >= total - 1.0:
             break
-    nodes = int(c.extra.get("total_nodes", c.extra.get("nodes", 0)))
+    carry = c.stat(CarryStats)
+    nodes = _nodes(c)
     return Row(
         table,
         instance.name,
         c.certified,
-        int(c.extra.get("attempts", 1)),
-        float(c.extra.get("total_cpu_seconds", c.cpu_seconds)),
-        float(c.extra.get("total_seconds", c.seconds)),
+        carry.attempts if carry else 1,
+        float(carry.total_cpu_seconds if carry else c.cpu_seconds),
+        float(carry.total_seconds if carry else c.seconds),
         nodes,
         bool(estimate["first_certified"]),
         estimate["nodes"],
@@ -133,16 +136,23 @@ def solve_carried(
     )
 
 
+def _nodes(c) -> int:
+    """The nodes every attempt made (this one's when it did not carry on; 0 without a search)."""
+    carry, window = c.stat(CarryStats), c.stat(WindowStats)
+    return int(carry.total_nodes if carry else window.nodes if window else 0)
+
+
 def _estimate(c) -> dict:
     """What the first solve's certificate said certifying would cost (nan when it certified)."""
-    rate = float(c.extra.get("nodes_per_cpu_second", math.nan))
-    left = float(c.extra.get("tree_nodes", math.nan))
+    tree = c.stat(TreeStats)
+    rate = float(tree.nodes_per_cpu_second) if tree else math.nan
+    left = float(tree.tree_nodes) if tree else math.nan
     return {
         "first_certified": bool(c.certified),
-        "first_nodes": int(c.extra.get("total_nodes", c.extra.get("nodes", 0))),
+        "first_nodes": _nodes(c),
         "nodes": left,
-        "low": float(c.extra.get("tree_nodes_low", math.nan)),
-        "high": float(c.extra.get("tree_nodes_high", math.nan)),
+        "low": float(tree.tree_nodes_low) if tree else math.nan,
+        "high": float(tree.tree_nodes_high) if tree else math.nan,
         "cpu_seconds": left / rate if rate > 0 else math.nan,
     }
 

@@ -25,13 +25,14 @@ import enum
 import functools
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from core.problem import IntegerGrid, Problem, frozen_array
 from oracles.budget import Budget
+from oracles.stats import Stats, WindowStats, find, flat, merged
 
 #: The certificate's tolerance: a solve is certified when the EXACT objective at its answer is at
 #: most its proven lower bound plus OBJECTIVE_TOL (the MIP backends stop at a gap of 1e-9,
@@ -48,6 +49,8 @@ from oracles.budget import Budget
 #:   bound. It is a per-pair bound, not a proof over the whole grid; the fuzz suite
 #:   (tests/oracles/test_fuzz.py) counts such near ties separately and has measured none.
 OBJECTIVE_TOL = 1e-6
+
+StatsT = TypeVar("StatsT", bound=Stats)
 
 
 # --- the certificate ---------------------------------------------------------------------------
@@ -73,6 +76,8 @@ class Certificate:
     is the solve's wall time, ``cpu_seconds`` the CPU it got (``counts_cpu``: the process's
     CPU time while it ran, every thread, plus its parts' in other processes): far below
     ``seconds`` x ``threads``, the solve shared its CPUs with other work; nan when not measured.
+    ``stats`` is what the solve spent and did, one typed record per strategy family
+    (``oracles.stats``), read as fields through ``stat``.
     """
 
     status: Status
@@ -84,8 +89,20 @@ class Certificate:
     fallback: str | None = None
     message: str = ""
     solver_objective: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    stats: tuple[Stats, ...] = ()
     cpu_seconds: float = math.nan
+
+    def stat(self, kind: type[StatsT]) -> StatsT | None:
+        """The record of type ``kind`` (``oracles.stats``), None when the solve made none."""
+        return find(self.stats, kind)
+
+    def with_stats(self, *records: Stats | None) -> Certificate:
+        """This certificate with ``records`` added, each replacing one of its own type."""
+        return replace(self, stats=merged(self.stats, *records))
+
+    def stats_dict(self) -> dict[str, Any]:
+        """The records flat, under the keys release.json and MLflow have always shown."""
+        return flat(self.stats)
 
     @property
     def gap(self) -> float:
@@ -188,10 +205,6 @@ def budget_of(oracle: Any) -> Budget:
     return oracle.budget() if isinstance(oracle, Configured) else Budget.unlimited()
 
 
-#: ``extra`` key of a certificate: CPU seconds its solve spent in other processes (the parts of
-#: a split solve run as Ray tasks, ``oracles.window.split``), which ``counts_cpu`` adds.
-REMOTE_CPU = "remote_cpu_seconds"
-
 SolveMethod = TypeVar("SolveMethod", bound=Callable[..., Any])
 
 
@@ -199,7 +212,7 @@ def counts_cpu(solve: SolveMethod) -> SolveMethod:
     """A strategy's ``solve(problem, budget)`` (the one contract, ``Oracle``) whose certificate
     records the CPU seconds the solve got (``Certificate.cpu_seconds``): ``time.process_time``
     before and after (every thread of this process, the solver's included), plus
-    ``extra[REMOTE_CPU]`` (its parts' in other processes). The answer is otherwise unchanged;
+    ``WindowStats.remote_cpu_seconds`` (its workers' in other processes). The answer is otherwise unchanged;
     an outer solve's count replaces an inner one's (it includes it). The budget is required:
     a caller that means no limit says so (``Budget.unlimited()``)."""
 
@@ -210,7 +223,9 @@ def counts_cpu(solve: SolveMethod) -> SolveMethod:
         cpu = time.process_time()
         solution = solve(self, problem, budget)
         c = solution.certificate
-        spent = time.process_time() - cpu + float(c.extra.get(REMOTE_CPU, 0.0))
+        window = c.stat(WindowStats)
+        remote = window.remote_cpu_seconds if window is not None else 0.0
+        spent = time.process_time() - cpu + float(remote)
         return dataclasses.replace(solution, certificate=replace(c, cpu_seconds=spent))
 
     return measured  # type: ignore[return-value]
@@ -238,7 +253,7 @@ def certify(
     solver_objective: float | None = None,
     fallback: str | None = None,
     message: str = "",
-    extra: dict[str, Any] | None = None,
+    stats: tuple[Stats, ...] = (),
 ) -> Solution:
     """Build a Solution whose objective is re-evaluated exactly at ``w``.
 
@@ -276,6 +291,6 @@ def certify(
             fallback=fallback,
             message=" | ".join(notes),
             solver_objective=solver_objective,
-            extra=dict(extra or {}),
+            stats=tuple(stats),
         ),
     )

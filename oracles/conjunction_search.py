@@ -54,6 +54,7 @@ from core.problem import ConjunctionBatch, ConjunctionProblem
 from oracles.base import Solution, Status, counts_cpu
 from oracles.budget import Budget
 from oracles.conjunctions import max_certificate
+from oracles.stats import ConjunctionStats
 
 #: The search's own pruning slack: a node is dropped when its bound is below the best value by
 #: more than this fraction of that value's size (the bounds' rounding is far smaller).
@@ -513,7 +514,7 @@ class SearchConjunctionOracle:
         objective is the sum of the rows' exact values; OPTIMAL when every row's search ran to
         its end (bound = objective), else TIME_LIMIT with the sum of the rows' bounds
         (``run_batch``: a stopped row's best record so far, a row never reached its greedy
-        record) and ``extra["unfinished"]`` rows."""
+        record) and its ``ConjunctionStats.unfinished`` rows."""
         if isinstance(problem, ConjunctionProblem):
             single = self.solve(ConjunctionBatch(problem, np.concatenate(problem.noise)), budget)
             return Solution(single.w[0], single.certificate)
@@ -536,8 +537,10 @@ class SearchConjunctionOracle:
             cert = max_certificate(total, Status.TIME_LIMIT, upper, seconds, self.name, 1, message)
         else:
             cert = max_certificate(total, Status.OPTIMAL, total, seconds, self.name)
-        cert.extra.update(nodes=int(answer.nodes), records=len(noises), unfinished=unfinished)
-        return Solution(records, cert)
+        stats = ConjunctionStats(
+            records=len(noises), unfinished=unfinished, nodes=int(answer.nodes)
+        )
+        return Solution(records, cert.with_stats(stats))
 
 
 def _noise_part(problem: ConjunctionProblem, records: np.ndarray) -> np.ndarray:

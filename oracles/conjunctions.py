@@ -41,6 +41,7 @@ from core.problem import ConjunctionBatch, ConjunctionProblem
 from oracles.base import OBJECTIVE_TOL, Certificate, Solution, Status, counts_cpu
 from oracles.budget import Budget
 from oracles.highs import PRESOLVE_RULES_OFF, LinearModel, map_status, run_highs, threads_for
+from oracles.stats import ConjunctionStats
 
 #: Records an enumeration oracle may visit.
 MAX_RECORDS = 2_000_000
@@ -49,7 +50,7 @@ MAX_RECORDS = 2_000_000
 def each_row(solve, batch: ConjunctionBatch, budget: Budget, backend: str) -> Solution:
     """A batch solved a row at a time by ``solve(problem, budget)`` (one budget for all): one
     record a row, and one certificate (``ConjunctionBatch``): OPTIMAL when every row's is, else
-    the first other status, with ``extra["unfinished"]`` rows."""
+    the first other status, with its ``ConjunctionStats.unfinished`` rows."""
     start = time.perf_counter()
     answers = [solve(batch.row(i), budget) for i in range(len(batch.noises))]
     certs = [a.certificate for a in answers]
@@ -65,7 +66,7 @@ def each_row(solve, batch: ConjunctionBatch, budget: Budget, backend: str) -> So
         max(c.threads for c in certs),
         None,
         message,
-        extra={"records": len(certs), "unfinished": len(unfinished)},
+        stats=(ConjunctionStats(records=len(certs), unfinished=len(unfinished)),),
     )
     return Solution(np.array([a.record for a in answers], dtype=np.int64), cert)
 

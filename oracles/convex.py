@@ -51,6 +51,7 @@ from oracles.base import (
     counts_cpu,
 )
 from oracles.budget import Budget
+from oracles.stats import ConvexStats
 
 #: Default certified gap (normalized objective) below which a solve is OPTIMAL.
 DEFAULT_TOL = 1e-6
@@ -112,16 +113,18 @@ class ConvexOracle:
             backend=self.name,
             threads=1,
             message=message,
-            extra={
-                "loss": problem.loss,
-                "alpha": alpha,
-                "bound_kind": bound_kind,
-                "scale": problem.scale,
-                "scale_source": problem.scale_source,
-                "lipschitz_l1": problem.lipschitz_l1,
-                "rows": int(len(problem.labels)),
-                **info,
-            },
+            stats=(
+                ConvexStats(
+                    loss=problem.loss,
+                    alpha=alpha,
+                    bound_kind=bound_kind,
+                    scale=problem.scale,
+                    scale_source=problem.scale_source,
+                    lipschitz_l1=problem.lipschitz_l1,
+                    rows=int(len(problem.labels)),
+                    **info,
+                ),
+            ),
         )
         return Solution(w, certificate)
 

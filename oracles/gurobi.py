@@ -51,6 +51,7 @@ from oracles.mip import (
     feasibility_tol_for,
     solve_resolving_band,
 )
+from oracles.stats import MipStats
 
 #: GurobiError errno of a model too large for a size-limited licence, and of no licence.
 ERRNO_SIZE_LIMIT = 10010
@@ -175,7 +176,7 @@ class GurobiOracle:
                     None,
                     None,
                     -math.inf,
-                    milp.stats(),
+                    MipStats(**milp.stats()),
                 )
 
         result = solve_resolving_band(problem, run, strict_eps=self.strict_eps, budget=budget)
@@ -189,7 +190,7 @@ class GurobiOracle:
             threads=budget.threads,
             solver_objective=result.solver_objective,
             message=result.message,
-            extra=result.extra,
+            stats=(result.stats,),
         )
 
     def _run(self, gp, milp: Milp, budget: Budget) -> RawSolve:
@@ -209,19 +210,18 @@ class GurobiOracle:
             raise OracleError(f"Gurobi failed with errno {err.errno}: {err}") from err
         code, sol_count, x, solver_objective, bound, solver_seconds = result
         status, message = map_status(code, sol_count)
-        extra = {
+        stats = MipStats(
             **milp.stats(),
-            "n_constraints": n_constraints,
-            "solver_status": code,
-            "solver_seconds": solver_seconds,
-        }
-        if x is not None:
-            extra["max_violation"] = milp.max_violation(x)
-        else:
+            n_constraints=n_constraints,
+            solver_status=code,
+            solver_seconds=solver_seconds,
+            max_violation=milp.max_violation(x) if x is not None else None,
+        )
+        if x is None:
             solver_objective = None
         if status is Status.ERROR or not math.isfinite(bound):
             bound = -math.inf
-        return RawSolve(status, message, x, solver_objective, bound, extra)
+        return RawSolve(status, message, x, solver_objective, bound, stats)
 
     def _optimize(self, gp, model, milp: Milp, blocks, budget: Budget):
         """Load the Milp into ``model``, optimize, and read the answer back as plain values."""

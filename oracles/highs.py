@@ -54,6 +54,7 @@ Quirks absorbed here:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -87,6 +88,7 @@ from oracles.mip import (
     solve_resolving_band,
 )
 from oracles.solve_progress import Reporter, guarded, reporter
+from oracles.stats import MipStats, merged
 
 #: HiGHS's ``presolve_rule_off`` bit mask for every solve (module docstring): bit 13
 #: is the reduction "Parallel rows and columns" in HiGHS 1.15 and 1.16. With it off, the fuzz
@@ -340,7 +342,7 @@ class HighsOracle:
             threads=threads,
             solver_objective=result.solver_objective,
             message=" | ".join(m for m in (result.message, thread_note) if m),
-            extra={**result.extra, "feasibility_tol": tol},
+            stats=(dataclasses.replace(result.stats, feasibility_tol=tol),),
         )
         if not (self.asks_twice and first.certificate.certified and result.milp.integer.any()):
             return first  # nothing claimed, or an LP (no branch and bound to doubt)
@@ -389,13 +391,15 @@ class HighsOracle:
                 "second opinion (presolve off) did not confirm the bound: "
                 f"{second.message or status.value}, bound {second.bound!r}"
             )
-        extra = {
-            **c.extra,
-            "first_bound": c.bound,
-            "second_opinion_bound": second.bound,
-            "second_opinion_seconds": second.extra.get("solver_seconds"),
-            "second_opinion_band_rounds": second.extra.get("band_rounds"),
-        }
+        first_stats = c.stat(MipStats)
+        assert first_stats is not None  # every HiGHS solve of a Problem records one
+        stats = dataclasses.replace(
+            first_stats,
+            first_bound=c.bound,
+            second_opinion_bound=second.bound,
+            second_opinion_seconds=second.stats.solver_seconds,
+            second_opinion_band_rounds=second.stats.band_rounds,
+        )
         return certify(
             problem,
             w,
@@ -406,7 +410,7 @@ class HighsOracle:
             threads=c.threads,
             solver_objective=c.solver_objective if w is first.w else None,
             message=" | ".join(m for m in (c.message, note) if m),
-            extra=extra,
+            stats=merged(c.stats, stats),
         )
 
     def solver_options(self, threads: int, tol: float, time_limit: float) -> dict[str, object]:
@@ -446,20 +450,20 @@ class HighsOracle:
         except HighsModelRefused as err:
             raise OracleError(f"{err} ({milp.stats()})") from err
         status, message = map_status(answer.status_name, answer.has_solution)
-        extra = {
-            **milp.stats(),
-            "solver_status": answer.status_text,
-            "solver_status_name": answer.status_name,
-            "solver_seconds": answer.seconds,
-            "presolve": options.get("presolve", "choose"),
-            "presolve_rule_off": options["presolve_rule_off"],
-        }
         objective = None
         if answer.has_solution:
             objective = answer.objective
-            extra["max_violation"] = milp.max_violation(answer.x)
+        stats = MipStats(
+            **milp.stats(),
+            solver_status=answer.status_text,
+            solver_status_name=answer.status_name,
+            solver_seconds=answer.seconds,
+            presolve=options.get("presolve", "choose"),
+            presolve_rule_off=options["presolve_rule_off"],
+            max_violation=milp.max_violation(answer.x) if answer.has_solution else None,
+        )
         bound = _proven_bound(milp, status, answer)
-        return RawSolve(status, message, answer.x, objective, bound, extra)
+        return RawSolve(status, message, answer.x, objective, bound, stats)
 
 
 def watch(h, progress: Reporter) -> None:

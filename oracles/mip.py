@@ -63,6 +63,7 @@ limitation: OPSamp needs an alpha-approximate minimizer, SPEC section 5, not an 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -81,6 +82,7 @@ from oracles.margin_band import (
     mislabelled_rows,
     strict_eps_per_row,
 )
+from oracles.stats import MipStats
 
 #: Default eps of ``z_u = 0 => <w, x_u> <= mu - eps``: on a Box the eps of every row, on an
 #: IntegerGrid the cap of each row's proven eps_u (module docstring, the strict side).
@@ -486,7 +488,7 @@ class RawSolve:
     """One backend solve of one Milp, before ``certify``: the solver's own claims.
 
     ``x`` is the column assignment (None without a solution), ``objective`` the solver's value of
-    it, ``bound`` its proven lower bound (-inf when none), ``extra`` what goes in the record.
+    it, ``bound`` its proven lower bound (-inf when none), ``stats`` what goes in the record.
     """
 
     status: Status
@@ -494,7 +496,7 @@ class RawSolve:
     x: np.ndarray | None
     objective: float | None
     bound: float
-    extra: dict
+    stats: MipStats
 
 
 @dataclass(frozen=True, eq=False)
@@ -507,7 +509,7 @@ class BandResolved:
     w: np.ndarray
     solver_objective: float | None
     bound: float
-    extra: dict
+    stats: MipStats
 
 
 def solve_resolving_band(
@@ -559,16 +561,16 @@ def solve_resolving_band(
             break
         cuts.extend(new)
         seen.update(new)
-    extra = {**raw.extra, "band_rounds": rounds, "band_cuts": len(cuts)}
+    stats = dataclasses.replace(raw.stats, band_rounds=rounds, band_cuts=len(cuts))
     message = " | ".join(m for m in (raw.message, *notes) if m)
     if raw.status is Status.ERROR:
         return BandResolved(
-            milp, Status.ERROR, message, default_point(problem), None, -math.inf, extra
+            milp, Status.ERROR, message, default_point(problem), None, -math.inf, stats
         )
     if best is None:
-        return BandResolved(milp, raw.status, message, default_point(problem), None, bound, extra)
+        return BandResolved(milp, raw.status, message, default_point(problem), None, bound, stats)
     _, w, solver_objective = best
-    return BandResolved(milp, raw.status, message, w, solver_objective, bound, extra)
+    return BandResolved(milp, raw.status, message, w, solver_objective, bound, stats)
 
 
 def default_point(problem: Problem) -> np.ndarray:

@@ -97,9 +97,10 @@ from oracles.gurobi import GurobiOracle
 from oracles.highs import HighsOracle
 from oracles.mip import DEFAULT_STRICT_EPS, SolverUnavailableError
 from oracles.race import GRACE, Entry, RaceStop, Rival
-from oracles.window.engine import Executor
+from oracles.stats import RouteStats, merged
 from oracles.structured import StructuredOracle, has_noise
 from oracles.structured_shape import Shape, ShapeMismatch
+from oracles.window.engine import Executor
 from oracles.window.oracle import WindowOracle
 
 # --- the problem classes -----------------------------------------------------------------------
@@ -543,8 +544,8 @@ class Route:
                 f"not run: {max(left, 0.0):.2g} s left, it needs more than "
                 f"{following.min_seconds:g} s"
             )
-            extra = {**c.extra, "reference_skipped": note}
-            return dataclasses.replace(solution, certificate=dataclasses.replace(c, extra=extra))
+            skipped = RouteStats(reference_skipped=note)
+            return dataclasses.replace(solution, certificate=c.with_stats(skipped))
         return solution
 
     def race(self, first: Step, rival: Step, problem: Problem, budget: Budget) -> Solution:
@@ -636,7 +637,7 @@ def handed_on(problem: Problem, solution: Solution, fallback: str) -> Solution:
         solver_objective=c.solver_objective,
         fallback=fallback,
         message=c.message,
-        extra=c.extra,
+        stats=c.stats,
     )
 
 
@@ -645,12 +646,9 @@ def join(problem: Problem, searched: Solution, reference: Solution, fallback: st
     docstring): the better point, the larger proven bound (the reference's only when it ended
     optimal or at a limit), certified only when the point meets it; ``fallback`` says how."""
     s, r = searched.certificate, reference.certificate
-    extra = {
-        **s.extra,
-        "fallback_status": r.status.value,
-        "fallback_bound": r.bound,
-        "fallback_objective": r.objective,
-    }
+    route = RouteStats(
+        fallback_status=r.status.value, fallback_bound=r.bound, fallback_objective=r.objective
+    )
     trusted = r.status in (Status.OPTIMAL, Status.TIME_LIMIT)
     bound = max(s.bound, r.bound) if trusted else s.bound
     w, value = (
@@ -666,7 +664,7 @@ def join(problem: Problem, searched: Solution, reference: Solution, fallback: st
         backend=s.backend,
         fallback=fallback,
         message=r.message,
-        extra=extra,
+        stats=merged(s.stats, route),
     )
 
 

@@ -20,7 +20,7 @@ How (``oracles.structured_shape`` for the maths):
    bound reaches the incumbent. Every combination is then either solved, proven no better
    than the incumbent by the search or by HiGHS, or proven so by its bound: the incumbent is
    the exact minimum, and the certificate's bound is the smallest of the per-combination
-   lower bounds. The certificate's extra counts them: ``searched`` (and ``search_nodes``) by
+   lower bounds. The certificate's stats count them (``StructuredStats``): ``searched`` (and ``search_nodes``) by
    the search, ``subproblems`` by HiGHS (``search_handed`` of them after the search), and
    ``solved`` and ``cutoff`` by either.
 
@@ -73,6 +73,7 @@ from oracles.base import (
 from oracles.budget import Budget
 from oracles.highs import threads_for
 from oracles.solve_progress import reporter
+from oracles.stats import StructuredStats
 from oracles.structured_milp import build_subproblem, solve_subproblem, table_value
 from oracles.structured_search import column_order, search_combination
 from oracles.structured_shape import Shape, ShapeMismatch, cell_bounds, decompose, separable_bounds
@@ -317,11 +318,11 @@ class _CombinationSearch:
                 raise HandOff("scores at the margin left a gap")
             status = Status.ERROR  # pragma: no cover - every combination was closed
             notes.append(f"closed every combination but bound {bound!r} < {self.best_value!r}")
-        extra = {
+        stats = StructuredStats(
             **shape.describe(),
             **self.stats,
-            "combinations_pruned_by_bound": int(nv - closed.sum()),
-        }
+            combinations_pruned_by_bound=int(nv - closed.sum()),
+        )
         return certify(
             self.problem,
             self.best_w,
@@ -332,7 +333,7 @@ class _CombinationSearch:
             threads=threads,
             solver_objective=self.best_model,
             message=" | ".join([*notes, thread_note] if thread_note else notes),
-            extra=extra,
+            stats=(stats,),
         )
 
 

@@ -261,14 +261,15 @@ def release_json(release: Release | SyntheticRelease, mechanism_cfg: Mapping[str
     }
     record |= CATALOG[release.mechanism].transcript(release)  # its kind's: weights, selections
     record["certificates"] = [
-        c.to_params() | {"extra": _scalars(c.extra)} for c in release.certificates
+        c.to_params() | {"extra": _scalars(c.stats_dict())} for c in release.certificates
     ]
     return json.dumps(record, indent=1, default=_json_value)
 
 
 def _scalars(extra: Mapping[str, Any]) -> dict[str, Any]:
-    """A certificate's ``extra`` numbers and words (what its search spent and did, its cost to
-    certify, where its state is kept): the arrays some oracles keep there are left out."""
+    """A certificate's stats (``Certificate.stats_dict``) as numbers and words (what its search
+    spent and did, its cost to certify, where its state is kept), under release.json's
+    ``extra`` as always: the lists some records hold are left out."""
     return {k: v for k, v in extra.items() if isinstance(v, (bool, int, float, str))}
 
 

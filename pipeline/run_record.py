@@ -31,7 +31,8 @@ from mechanisms.catalog import CATALOG, NON_PRIVATE
 from mechanisms.entries import ClassifierScores, Scores
 from mechanisms.release import Release
 from mechanisms.synthetic.fem import SyntheticRelease
-from oracles.base import OBJECTIVE_TOL
+from oracles.base import OBJECTIVE_TOL, Certificate
+from oracles.stats import CarryStats, TreeStats
 from pipeline.mlflow_log import CHILD_ROLE
 
 #: The float fields of every run logged as metrics of the child run (its scores' fields are
@@ -394,7 +395,13 @@ def total_cpu_seconds(certificates) -> float:
     own (its whole route's) and what its window search's earlier attempts spent."""
     if not certificates:
         return 0.0
-    return float(sum(c.cpu_seconds + c.extra.get("carried_cpu_seconds", 0.0) for c in certificates))
+    return float(sum(c.cpu_seconds + _carried_cpu_seconds(c) for c in certificates))
+
+
+def _carried_cpu_seconds(c: Certificate) -> float:
+    """What the earlier attempts of a carried-on window search spent (0: none)."""
+    carry = c.stat(CarryStats)
+    return carry.carried_cpu_seconds if carry is not None else 0.0
 
 
 def cpu_seconds_to_certify(certificates) -> float:
@@ -403,10 +410,10 @@ def cpu_seconds_to_certify(certificates) -> float:
     for c in certificates:
         if c.certified:
             continue
-        nodes, rate = c.extra.get("tree_nodes"), c.extra.get("nodes_per_cpu_second")
-        if nodes is None or not rate:
+        tree = c.stat(TreeStats)
+        if tree is None or not tree.nodes_per_cpu_second:
             return math.nan
-        left += float(nodes) / float(rate)
+        left += float(tree.tree_nodes) / float(tree.nodes_per_cpu_second)
     return left
 
 

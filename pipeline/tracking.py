@@ -26,6 +26,7 @@ from typing import Any, Iterable
 from mechanisms.catalog import NON_PRIVATE
 from mechanisms.release import Release
 from mechanisms.synthetic.fem import SyntheticRelease
+from oracles.stats import CarryStats
 from pipeline import mlflow_log
 from pipeline.data.record import Dataset
 from pipeline.lease import SweepBusyError, this_driver
@@ -404,9 +405,9 @@ class SweepTracker:
 
 def carried_states(release: Release | SyntheticRelease) -> list[Path]:
     """The states a release's stopped window searches kept (``oracles.window.checkpoint``; a certificate's
-    ``extra["carry"]``) that are on this machine's disk: the run's MLflow artifacts under
+    ``CarryStats.carry``) that are on this machine's disk: the run's MLflow artifacts under
     ``carry/`` keep a copy beside the output directory's (docs/privacy.md, "Carrying on")."""
-    paths = (c.extra.get("carry") for c in release.oracle_answers)
+    paths = (carry.carry for c in release.oracle_answers if (carry := c.stat(CarryStats)))
     return [Path(p) for p in paths if p and Path(p).is_file()]
 
 

@@ -45,6 +45,7 @@ import numpy as np
 
 from core.validation import check_int
 from oracles.budget import Budget
+from oracles.stats import ClusterStats
 from oracles.window.pool import (
     DONE,
     IDLE,
@@ -219,7 +220,8 @@ class Searched:
         cpu_seconds: every worker's; remote_cpu_seconds: of it, other processes' (Ray tasks).
         workers: how many searched; threads: the CPUs its widest task held.
         donations, records: the pool's (``UnitRecord``: ``pool.replay_makespan``).
-        cluster: what a search on a cluster did there (``pipeline.distributed``).
+        cluster: what a search on a cluster did there (``pipeline.distributed``), None when
+            its pool never moved.
     """
 
     value: float
@@ -237,7 +239,7 @@ class Searched:
     threads: int
     donations: int
     records: list[UnitRecord] = field(default_factory=list)
-    cluster: dict = field(default_factory=dict)
+    cluster: ClusterStats | None = None
 
     @property
     def finished(self) -> bool:
@@ -267,7 +269,7 @@ def gather(
     best: float,
     *,
     threads: int = 1,
-    cluster: dict | None = None,
+    cluster: ClusterStats | None = None,
 ) -> Searched:
     """The search's outcome from its workers' results (in index order) and its pool (every
     worker released or requeued its lease): the better point among ties the lower index's."""
@@ -292,7 +294,7 @@ def searched(
     records: list[UnitRecord],
     *,
     threads: int = 1,
-    cluster: dict | None = None,
+    cluster: ClusterStats | None = None,
 ) -> Searched:
     """``gather`` from the pool's state read already (``left``: its units no worker holds;
     ``best``: its best value; a Ray actor's, read by ``pipeline.distributed``)."""
@@ -321,7 +323,7 @@ def searched(
         max([threads] + [r.threads for r in results]),
         donations,
         records,
-        dict(cluster or {}),
+        cluster,
     )
 
 

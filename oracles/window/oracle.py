@@ -19,8 +19,8 @@ a function of ||w||^2, and the data's 0/1 loss L (``oracles.window.minorant``). 
 
 When the search does not end before its budget's deadline (``oracles.budget``) or its node
 limit, the oracle does not certify: it returns the best point found, uncertified (TIME_LIMIT),
-with the search's proven bound, ``extra["stopped"]`` saying why and ``extra["to_certify"]``
-what the certificate would still cost (``oracles.window.tree_size``); with ``carry`` its open
+with the search's proven bound, its ``TreeStats`` (``oracles.stats``) saying why it stopped
+(``stopped``) and what the certificate would still cost (``to_certify``) (``oracles.window.tree_size``); with ``carry`` its open
 nodes are kept for the next attempt. It is one strategy and builds no other oracle: the routing
 table (``oracles.routing``) gives the search a share of the solve's budget and hands a stopped
 search over to the reference formulation on the rest.
@@ -37,9 +37,10 @@ from typing import ClassVar
 import numpy as np
 
 from core.problem import IntegerGrid, Problem
-from oracles.base import REMOTE_CPU, OracleError, Solution, Status, certify, counts_cpu
+from oracles.base import OracleError, Solution, Status, certify, counts_cpu
 from oracles.budget import Budget
 from oracles.solve_progress import Reporter, reporter
+from oracles.stats import CarryStats, TreeStats, WindowStats, merged
 from oracles.window.checkpoint import Carry, CarryStore, problem_key
 from oracles.window.engine import Executor, Searched, least_bound, local_executor
 from oracles.window.plan import Plan, plan, resume
@@ -138,10 +139,13 @@ class WindowOracle:
         spent = time.process_time() - cpu + searched.remote_cpu_seconds  # every worker's
         rate = searched.nodes / max(spent, 1e-9)
         estimate = cost_left(start_plan, searched.open, min(cert.objective, start_plan.incumbent))
-        extra = {**cert.extra, "stopped": searched.message or cert.message}
-        extra.update(estimate.to_metrics(), nodes_per_cpu_second=rate)
-        extra["to_certify"] = remaining_message(estimate, 0, rate)
-        return stopped(problem, solution.w, cert, time.perf_counter() - start, extra, self.name)
+        tree = TreeStats(
+            stopped=searched.message or cert.message,
+            **estimate.to_metrics(),
+            nodes_per_cpu_second=rate,
+            to_certify=remaining_message(estimate, 0, rate),
+        )
+        return stopped(problem, solution.w, cert, time.perf_counter() - start, tree, self.name)
 
 
 def answer(start: Plan, searched: Searched, seconds: float, backend: str = BACKEND) -> Solution:
@@ -151,19 +155,18 @@ def answer(start: Plan, searched: Searched, seconds: float, backend: str = BACKE
     w, value = start.w_incumbent, start.incumbent
     if searched.w is not None and searched.value < value:
         w, value = searched.w, searched.value
-    extra = {
-        "incumbent": start.incumbent,
-        "lagrange_bound": start.lagrange_bound,
-        "workers": searched.workers,
-        "donations": searched.donations,
-        "nodes": searched.nodes,
-        "leaves": searched.leaves,
-        "worker_cpu_seconds": searched.cpu_seconds,
-        REMOTE_CPU: searched.remote_cpu_seconds,  # this process's own is counted already
-        **searched.cluster,
-    }
-    if start.carried is not None:
-        extra["carried_open_nodes"] = start.carried.open_nodes
+    window = WindowStats(
+        incumbent=start.incumbent,
+        lagrange_bound=start.lagrange_bound,
+        workers=searched.workers,
+        donations=searched.donations,
+        nodes=searched.nodes,
+        leaves=searched.leaves,
+        worker_cpu_seconds=searched.cpu_seconds,
+        remote_cpu_seconds=searched.remote_cpu_seconds,  # this process's own is counted already
+        carried_open_nodes=start.carried.open_nodes if start.carried is not None else None,
+    )
+    stats = (window,) if searched.cluster is None else (window, searched.cluster)
     bound = min(value, searched.bound)
     if searched.finished:
         return certify(
@@ -175,7 +178,7 @@ def answer(start: Plan, searched: Searched, seconds: float, backend: str = BACKE
             backend=backend,
             threads=searched.threads,
             solver_objective=value,
-            extra=extra,
+            stats=stats,
         )
     status = Status.ERROR if searched.errors else Status.TIME_LIMIT
     return certify(
@@ -187,14 +190,14 @@ def answer(start: Plan, searched: Searched, seconds: float, backend: str = BACKE
         backend=backend,
         threads=searched.threads,
         message=searched.message,
-        extra=extra,
+        stats=stats,
     )
 
 
 def kept(
     store: CarryStore, start: Plan, searched: Searched, solution: Solution, cpu: float, t0: float
 ) -> Solution:
-    """``solution`` with what every attempt spent in its ``extra`` (``carried_*`` before this
+    """``solution`` with what every attempt spent in its ``CarryStats`` (``carried_*`` before this
     one, ``total_*`` with it), its state kept when it stopped (``oracles.window.checkpoint``)
     and dropped when it certified."""
     c = solution.certificate
@@ -214,16 +217,15 @@ def kept(
         start.lagrange_iterations,
     )
     now = before.spent(searched.nodes, spent_cpu, time.perf_counter() - t0)
-    extra = {
-        **c.extra,
-        "attempts": now.attempts,
-        "carried_nodes": before.nodes,
-        "carried_cpu_seconds": before.cpu_seconds,
-        "carried_seconds": before.seconds,
-        "total_nodes": now.nodes,
-        "total_cpu_seconds": now.cpu_seconds,
-        "total_seconds": now.seconds,
-    }
+    carry = CarryStats(
+        attempts=now.attempts,
+        carried_nodes=before.nodes,
+        carried_cpu_seconds=before.cpu_seconds,
+        carried_seconds=before.seconds,
+        total_nodes=now.nodes,
+        total_cpu_seconds=now.cpu_seconds,
+        total_seconds=now.seconds,
+    )
     if c.certified:
         store.drop(start.problem)
     elif c.status is Status.TIME_LIMIT:
@@ -235,14 +237,14 @@ def kept(
             bound=max(c.bound, before.bound),
             open=searched.open,
         )
-        extra["carry"] = str(store.save(state))
-    return dataclasses.replace(solution, certificate=dataclasses.replace(c, extra=extra))
+        carry = dataclasses.replace(carry, carry=str(store.save(state)))
+    return dataclasses.replace(solution, certificate=c.with_stats(carry))
 
 
-def stopped(problem, w_best, cert, seconds: float, extra: dict, backend: str) -> Solution:
+def stopped(problem, w_best, cert, seconds: float, tree: TreeStats, backend: str) -> Solution:
     """The answer of a search that stopped: its best point, uncertified, with its proven bound
-    (``extra["stopped"]`` says why, ``extra["to_certify"]`` what is left)."""
-    cost = f"; to certify: {extra['to_certify']}" if "to_certify" in extra else ""
+    (``tree.stopped`` says why, ``tree.to_certify`` what is left)."""
+    cost = f"; to certify: {tree.to_certify}" if tree.to_certify else ""
     return certify(
         problem,
         w_best,
@@ -251,8 +253,8 @@ def stopped(problem, w_best, cert, seconds: float, extra: dict, backend: str) ->
         seconds=seconds,
         backend=backend,
         threads=cert.threads,
-        message=f"search stopped ({extra['stopped']}){cost}",
-        extra=extra,
+        message=f"search stopped ({tree.stopped}){cost}",
+        stats=merged(cert.stats, tree),
     )
 
 

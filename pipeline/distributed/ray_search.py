@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from oracles.budget import Budget, now
+from oracles.stats import ClusterStats
 from oracles.window.engine import (
     WORKER_CHUNK,
     Executor,
@@ -196,25 +197,23 @@ class RaySearch(Executor):
         without extras runs on its threads: both stay here (``engine.Threads``)."""
         return not racing and (self.fixed > 0 or budget.threads <= 1)
 
-    def record(self, seconds: float, own: WorkerResult, cpu_at_grow: float) -> dict:
+    def record(self, seconds: float, own: WorkerResult, cpu_at_grow: float) -> ClusterStats | None:
         """What the run did on the cluster, for its certificate: nothing if the pool never
         moved; else its extras, the Ray nodes its workers ran on, when it moved (seconds after
         the start), and from then on its seconds, its workers' seconds and their CPU seconds
         (``elastic_tail_cpu_seconds / elastic_tail_seconds``: the CPUs it got)."""
         if self.grown_at is None:
-            return {}
+            return None
         tail = own.seconds - self.grown_at
-        return {
-            "elastic_extras": self.extras,
-            "elastic_recalled": self.recalled,
-            "elastic_nodes": len(self.nodes),
-            "elastic_grown_at": self.grown_at,
-            "elastic_tail_seconds": seconds - self.grown_at,
-            "elastic_tail_worker_seconds": tail + sum(r.seconds for r in self.done),
-            "elastic_tail_cpu_seconds": own.cpu_seconds
-            - cpu_at_grow
-            + sum(r.cpu_seconds for r in self.done),
-        }
+        return ClusterStats(
+            extras=self.extras,
+            recalled=self.recalled,
+            nodes=len(self.nodes),
+            grown_at=self.grown_at,
+            tail_seconds=seconds - self.grown_at,
+            tail_worker_seconds=tail + sum(r.seconds for r in self.done),
+            tail_cpu_seconds=own.cpu_seconds - cpu_at_grow + sum(r.cpu_seconds for r in self.done),
+        )
 
     def search(self, job: Job) -> Searched:
         import ray

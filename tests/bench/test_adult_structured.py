@@ -50,5 +50,5 @@ def test_objectives_that_differ_fail_the_run_and_points_that_differ_are_listed(c
 
 
 def test_a_commit_without_the_modules_is_refused(tmp_path):
-    with pytest.raises(SystemExit, match="cannot read oracles/structured_shape.py"):
+    with pytest.raises(SystemExit, match="cannot read oracles/base.py"):
         base_modules("no-such-commit-anywhere", tmp_path)

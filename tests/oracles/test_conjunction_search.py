@@ -26,6 +26,7 @@ from oracles.conjunction_search import (
     search,
 )
 from oracles.registry import make_oracle
+from oracles.stats import ConjunctionStats
 
 
 def _brute_value(problem: ConjunctionProblem) -> float:
@@ -99,7 +100,10 @@ def test_the_batch_answers_each_noise_row_as_one_problem_would():
         assert one.values(record)[0] == pytest.approx(best, abs=1e-9)
         total += best
     assert certificate.certified and -certificate.objective == pytest.approx(total, abs=1e-8)
-    assert certificate.extra["records"] == 8 and certificate.extra["nodes"] >= 8
+    assert (
+        certificate.stat(ConjunctionStats).records == 8
+        and certificate.stat(ConjunctionStats).nodes >= 8
+    )
 
 
 def _hard_problem(seed: int = 3) -> tuple[ConjunctionProblem, np.ndarray]:
@@ -124,7 +128,10 @@ def _check_stopped(problem, rows, records, certificate, unfinished):
     """A stopped batch: valid records, its exact value, a bound above the true best, uncertified."""
     assert ((records >= 0) & (records < np.array(problem.levels))).all()
     assert certificate.status is Status.TIME_LIMIT and not certificate.certified
-    assert certificate.extra["unfinished"] == unfinished and "stopped at the" in certificate.message
+    assert (
+        certificate.stat(ConjunctionStats).unfinished == unfinished
+        and "stopped at the" in certificate.message
+    )
     values = [
         ConjunctionProblem(problem.levels, problem.conjunctions, problem.coefs).values(r)[0]
         + row[np.array(r) + np.cumsum((0,) + problem.levels)[:-1]].sum()
@@ -214,7 +221,7 @@ def test_the_routes_time_limit_is_the_budget_of_a_call_without_one():
     assert make_oracle("conjunctions_search").time_limit == DEFAULT_TIME_LIMIT
     problem, rows = _hard_problem()
     _, certificate = _batch(make_oracle("conjunctions_search", time_limit=60.0), problem, rows)
-    assert certificate.certified and certificate.extra["unfinished"] == 0
+    assert certificate.certified and certificate.stat(ConjunctionStats).unfinished == 0
     with pytest.raises(ValueError, match="time_limit"):
         make_oracle("conjunctions_search", time_limit=-1.0)
 

@@ -13,6 +13,7 @@ from core.problem import Box, ConvexProblem, Problem, box_radius, loss_scale, su
 from oracles.base import OracleError, Status
 from oracles.budget import Budget
 from oracles.convex import ConvexOracle
+from oracles.stats import ConvexStats
 
 
 def _data(n=200, d=4, seed=0):
@@ -98,7 +99,7 @@ def test_the_certified_gap_bounds_the_true_suboptimality(seed):
     assert 0.0 <= c.objective - f_star <= c.gap + 1e-12
     assert c.bound <= f_star + 1e-12
     # the gap is what OPSamp uses as alpha, in units of the normalized objective
-    assert c.extra["alpha"] == c.gap and c.backend == "convex"
+    assert c.stat(ConvexStats).alpha == c.gap and c.backend == "convex"
     assert box.contains(rough.w) and box.contains(exact.w)
 
 
@@ -114,7 +115,10 @@ def test_default_tolerance_certifies_on_adult_like_noise(adult):
             ConvexProblem.from_rows(rows, sigma, box, scale=public), Budget.unlimited()
         ).certificate
         assert c.status is Status.OPTIMAL and c.gap <= 1e-6 and c.certified
-        assert c.extra["scale_source"] == "given" and c.extra["rows"] == len(rows.points) + 298
+        assert (
+            c.stat(ConvexStats).scale_source == "given"
+            and c.stat(ConvexStats).rows == len(rows.points) + 298
+        )
 
 
 def test_sigma_pushes_w_in_its_direction():
@@ -144,7 +148,7 @@ def test_hinge_lp_is_certified_and_below_every_point():
     sol = ConvexOracle(loss="hinge").solve(p, Budget.unlimited())
     c = sol.certificate
     assert c.status is Status.OPTIMAL and c.gap <= 1e-7
-    assert c.extra["bound_kind"] == "lagrangian_dual"
+    assert c.stat(ConvexStats).bound_kind == "lagrangian_dual"
     points = np.random.default_rng(0).uniform(-1, 1, size=(2000, 4))
     assert all(c.bound <= p.objective(w) + 1e-12 for w in points)
     # any a in [0, 1] gives a valid lower bound (weak duality)

@@ -21,6 +21,7 @@ from core.problem import IntegerGrid, Problem
 from oracles.base import Status, budget_of
 from oracles.budget import Budget
 from oracles.registry import make_oracle
+from oracles.stats import WindowStats
 from oracles.window.engine import InProcess, Threads
 from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import (
@@ -202,7 +203,7 @@ def test_the_donated_parts_of_the_fast_fuzz_donate(family):
         driver = InProcess(3, chunk=2, min_levels=DONATED_MIN_LEVELS)
         oracle = WindowOracle(executor=driver, search_seconds=0.0)
         solution = oracle.solve(problem, Budget.unlimited())
-        assert solution.certificate.extra["donations"] == driver.pool.donations_made()
+        assert solution.certificate.stat(WindowStats).donations == driver.pool.donations_made()
         donating += driver.pool.donations_made() > 0
     assert donating >= 0.9 * len(FAST_SEEDS[family]), donating  # measured: 57 and 56 of 60
 

@@ -21,6 +21,7 @@ from core.problem import IntegerGrid, Problem
 from oracles.highs import PRESOLVE_RULES_OFF, HighsOracle, highs_lp
 from oracles.mip import build_milp
 from oracles.registry import make_oracle
+from oracles.stats import MipStats
 from tests.oracles.fuzz import Tally, brute_force, judge, parallel_instance
 from tests.oracles.limited import limited, on_limits
 
@@ -101,7 +102,7 @@ def test_the_case_certifies_its_true_argmin(name):
 def test_highs_is_asked_to_turn_the_reductions_off():
     problem, _ = load_case()
     solution = on_limits(limited(HighsOracle(), 30.0), problem)
-    assert solution.certificate.extra["presolve_rule_off"] == PRESOLVE_RULES_OFF
+    assert solution.certificate.stat(MipStats).presolve_rule_off == PRESOLVE_RULES_OFF
     options = HighsOracle().solver_options(1, 1e-7, 10.0)
     assert options["presolve_rule_off"] == PRESOLVE_RULES_OFF
 
@@ -167,5 +168,7 @@ def test_a_confirmed_certificate_records_both_bounds():
     problem, case = load_case()
     cert = on_limits(limited(HighsOracle(), 30.0), problem).certificate
     assert cert.certified
-    assert cert.extra["second_opinion_bound"] >= cert.objective - 1e-6
-    assert cert.bound == min(cert.extra["first_bound"], cert.extra["second_opinion_bound"])
+    assert cert.stat(MipStats).second_opinion_bound >= cert.objective - 1e-6
+    assert cert.bound == min(
+        cert.stat(MipStats).first_bound, cert.stat(MipStats).second_opinion_bound
+    )

@@ -50,6 +50,7 @@ from oracles.routing import (
     chain_for,
     classify,
 )
+from oracles.stats import MipStats, RouteStats, TreeStats
 from oracles.structured import StructuredOracle
 from oracles.structured_shape import decompose
 from pipeline.data.synthetic import make_linear_threshold
@@ -207,7 +208,7 @@ class _Stops:
             seconds=0.0,
             backend="window",
             message="search stopped (test)",
-            extra={"stopped": "test"},
+            stats=(TreeStats("test", 1.0, 1.0, 1.0, 0.0, 1.0, "about 1 node left"),),
         )
 
 
@@ -264,7 +265,7 @@ def test_a_reference_with_too_little_time_left_is_not_run_and_the_certificate_sa
     route = _with(make_oracle("window", reference=("highs",)), window=_Stops(-1e9))
     cert = route.solve(fuzz_instance(0), Budget.from_limit(0.5)).certificate
     assert cert.status is Status.TIME_LIMIT and cert.fallback is None and cert.bound == -1e9
-    note = cert.extra["reference_skipped"]
+    note = cert.stat(RouteStats).reference_skipped
     assert note.startswith("not run: ") and note.endswith("it needs more than 1 s"), note
 
 
@@ -275,7 +276,10 @@ def test_a_stopped_search_is_joined_with_the_reference():
     cert = route.solve(problem, route.budget()).certificate
     assert cert.backend == "window" and cert.certified  # the reference's point and bound
     assert cert.fallback == "search stopped; reference on auto"
-    assert cert.extra["fallback_status"] == "optimal" and cert.extra["stopped"] == "test"
+    assert (
+        cert.stat(RouteStats).fallback_status == "optimal"
+        and cert.stat(TreeStats).stopped == "test"
+    )
     assert abs(cert.objective - minimum) <= 1e-9
     # the search alone (fallback=None): its point, uncertified, with its own bound
     alone = on_limits(_with(make_oracle("window", fallback=None), window=_Stops(-1e9)), problem)
@@ -360,7 +364,10 @@ def test_gurobi_over_its_licence_after_the_first_model_is_not_retried_elsewhere(
     uncertified, and the route does not hand the problem to HiGHS (SPEC section 8)."""
     require_gurobi_licence()
     problem = fuzz_instance(7)  # Gurobi needs a second model (band cuts) on this one
-    assert GurobiOracle().solve(problem, Budget.unlimited()).certificate.extra["band_rounds"] == 2
+    assert (
+        GurobiOracle().solve(problem, Budget.unlimited()).certificate.stat(MipStats).band_rounds
+        == 2
+    )
     real = GurobiOracle._run
     calls = []
 
@@ -446,7 +453,7 @@ def test_every_path_returns_within_its_limit(path, compiled):
         if cert.fallback is None and took.slowdown > 1.5:
             # a loaded machine can leave less than the reference's minimum after the search:
             # then the certificate says so (measured at load 12-16), and nothing else changes
-            assert cert.extra["reference_skipped"].startswith("not run: "), cert.extra
+            assert cert.stat(RouteStats).reference_skipped.startswith("not run: "), cert.stats
         else:
             assert cert.fallback == "search stopped; reference on auto"
 

@@ -149,8 +149,8 @@ def same_answer(a, b, *, extra: bool = True) -> None:
         assert getattr(ca, name) == getattr(cb, name), name
     if not extra:
         return
-    timeless = {k: v for k, v in ca.extra.items() if not k.endswith("seconds")}
-    assert timeless == {k: v for k, v in cb.extra.items() if not k.endswith("seconds")}
+    timeless = {k: v for k, v in ca.stats_dict().items() if not k.endswith("seconds")}
+    assert timeless == {k: v for k, v in cb.stats_dict().items() if not k.endswith("seconds")}
 
 
 def _solve_with_and_without(oracle, problem, interval):

@@ -62,6 +62,7 @@ from oracles.gurobi import ERRNO_SIZE_LIMIT
 from oracles.highs import HighsOracle
 from oracles.mip import SolverUnavailableError, build_milp
 from oracles.registry import make_oracle
+from oracles.stats import StructuredStats
 from oracles.structured import (
     BOUNDING_SHARE,
     WORK_ENTRIES_PER_SECOND,
@@ -545,7 +546,9 @@ def test_full_adult_is_certified(adult_rows, mechanism, eps, seed):
     c = solution.certificate
     assert c.certified, c
     assert c.fallback is None and c.backend == "structured"
-    assert c.extra["cells"] == 174 and c.extra["continuous_cols"] == 3  # SPEC section 1
+    assert (
+        c.stat(StructuredStats).cells == 174 and c.stat(StructuredStats).continuous_cols == 3
+    )  # SPEC section 1
     assert c.objective == pytest.approx(float(problem.objective(solution.w)), abs=1e-9)
     _no_better_neighbour(problem, solution.w)
 

@@ -158,7 +158,7 @@ def test_the_oracle_gives_the_same_answer_with_the_search_with_highs_and_with_bo
         solution = StructuredOracle(max_search_nodes=nodes).solve(problem, Budget.from_limit(60))
         cert = solution.certificate
         assert cert.certified and cert.backend == "structured", cert
-        answers[nodes] = (cert.objective, cert.extra)
+        answers[nodes] = (cert.objective, cert.stats_dict())
     assert answers[0][0] == pytest.approx(answers[10**6][0], abs=1e-9)
     assert answers[3][0] == pytest.approx(answers[10**6][0], abs=1e-9)
     assert answers[10**6][1]["subproblems"] == 0 and answers[10**6][1]["searched"] > 0

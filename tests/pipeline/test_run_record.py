@@ -13,6 +13,7 @@ from mechanisms.entries import ClassifierScores
 from mechanisms.release import PrivacyClaim, Release
 from mechanisms.synthetic.evaluate import TableScores
 from oracles.base import Certificate, Status
+from oracles.stats import CarryStats, TreeStats
 from pipeline.run_record import (
     COLUMNS,
     METRICS,
@@ -311,7 +312,10 @@ def test_a_run_records_what_its_attempts_spent_and_what_certifying_would_cost():
         300.0,
         "window",
         cpu_seconds=290.0,
-        extra={"carried_cpu_seconds": 300.0, "tree_nodes": 4e8, "nodes_per_cpu_second": 4e5},
+        stats=(
+            CarryStats(2, 10, 300.0, 310.0, 20, 590.0, 610.0),
+            TreeStats("deadline", 4e8, 1e8, 9e8, 0.1, 4e5, "about 4e8 nodes left"),
+        ),
     )
     assert total_cpu_seconds((certified, carried)) == 592.0
     assert cpu_seconds_to_certify((certified, carried)) == 1000.0  # 4e8 nodes at 4e5 a second

@@ -13,6 +13,7 @@ from mechanisms.release import PrivacyClaim, Release
 from mechanisms.synthetic.evaluate import TableScores
 from mechanisms.synthetic.fem import SyntheticRelease
 from oracles.base import Certificate, Status
+from oracles.stats import CarryStats
 from pipeline.data.record import Dataset
 from pipeline.mlflow_log import SYNTHETIC_TABLE
 from pipeline.run_record import RunResult
@@ -106,8 +107,16 @@ def test_a_stopped_solves_state_is_kept_as_an_artifact_of_its_run(store, tmp_pat
     tracker.start_parent("test", "sid", {})
     key = RunKey("opdisc", 10.0, 0)
     claim = PrivacyClaim(1.0, 1e-5, False, "not certified", calibration="proven")
-    stopped = Certificate(Status.TIME_LIMIT, 2.0, 1.0, 0.1, "window", extra={"carry": str(state)})
-    gone = Certificate(Status.TIME_LIMIT, 2.0, 1.0, 0.1, "window", extra={"carry": "/nowhere"})
+    kept = CarryStats(1, 0, 0.0, 0.0, 5, 0.1, 0.1, carry=str(state))
+    stopped = Certificate(Status.TIME_LIMIT, 2.0, 1.0, 0.1, "window", stats=(kept,))
+    gone = Certificate(
+        Status.TIME_LIMIT,
+        2.0,
+        1.0,
+        0.1,
+        "window",
+        stats=(dataclasses.replace(kept, carry="/nowhere"),),
+    )
     release = Release("opdisc", np.zeros(2), claim, certificates=(stopped, gone))
     run_id = tracker.log_child(classifier_result(key, release, _Data(5), None, 0.5), release, {})
     names = [f.path for f in tracker.client.list_artifacts(run_id, "carry")]

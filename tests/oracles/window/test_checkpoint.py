@@ -14,6 +14,7 @@ import pytest
 
 from oracles.base import OBJECTIVE_TOL, Status
 from oracles.budget import Budget
+from oracles.stats import CarryStats, TreeStats, WindowStats
 from oracles.window.checkpoint import Carry, CarryStore, problem_key
 from oracles.window.engine import InProcess, Threads, WorkerResult, gather
 from oracles.window.oracle import WindowOracle, answer, kept
@@ -60,7 +61,7 @@ def test_a_stopped_search_carried_on_is_the_uninterrupted_search(tmp_path, make,
     truth = brute_force(problem)
     whole = WindowOracle(search_seconds=SEARCH_SECONDS).solve(problem, Budget.unlimited())
     assert whole.certificate.certified
-    nodes = whole.certificate.extra["nodes"]
+    nodes = whole.certificate.stat(WindowStats).nodes
     store = CarryStore(str(tmp_path))
     carrying = WindowOracle(search_seconds=SEARCH_SECONDS, carry=str(tmp_path))
     limit = max(1, nodes // 5)
@@ -72,19 +73,21 @@ def test_a_stopped_search_carried_on_is_the_uninterrupted_search(tmp_path, make,
             break
         assert cert.status is Status.TIME_LIMIT and "nodes" in cert.message
         # what its certificate still costs: the tree below its open nodes (oracles.window.tree_size)
-        assert "to certify: about" in cert.message and "nodes left" in cert.extra["to_certify"]
-        left = nodes - cert.extra["total_nodes"]  # what the uninterrupted search still made
-        assert left / 3 - 2 <= cert.extra["tree_nodes"] <= 3 * left + 2
+        assert (
+            "to certify: about" in cert.message and "nodes left" in cert.stat(TreeStats).to_certify
+        )
+        left = nodes - cert.stat(CarryStats).total_nodes  # what the uninterrupted search still made
+        assert left / 3 - 2 <= cert.stat(TreeStats).tree_nodes <= 3 * left + 2
         stops += 1
         state = store.load(problem)
         assert state is not None and state.attempts == stops
-        assert state.nodes == cert.extra["total_nodes"]
+        assert state.nodes == cert.stat(CarryStats).total_nodes
         _check_state(problem, truth, state)
-    assert cert.certified and cert.extra["attempts"] == stops + 1
+    assert cert.certified and cert.stat(CarryStats).attempts == stops + 1
     assert truth.value_at(solution.w) == truth.minimum
     assert cert.objective == pytest.approx(whole.certificate.objective, abs=1e-12)
     assert cert.bound == pytest.approx(whole.certificate.bound, abs=1e-9)
-    assert abs(cert.extra["total_nodes"] - nodes) <= 0.01 * nodes
+    assert abs(cert.stat(CarryStats).total_nodes - nodes) <= 0.01 * nodes
     assert store.load(problem) is None  # a certified search keeps no state
 
 
@@ -106,8 +109,8 @@ def test_a_search_stopped_on_one_worker_carried_on_on_several_finds_the_minimum(
     several = InProcess(3, chunk=2, min_levels=1) if seed % 2 else Threads(3, chunk=4, min_levels=1)
     solution = dataclasses.replace(first, executor=several).solve(problem, Budget.unlimited())
     c = solution.certificate
-    assert c.certified and c.extra["attempts"] == 2 and c.extra["workers"] == 3
-    assert c.extra["carried_open_nodes"] == state.open_nodes
+    assert c.certified and c.stat(CarryStats).attempts == 2 and c.stat(WindowStats).workers == 3
+    assert c.stat(WindowStats).carried_open_nodes == state.open_nodes
     assert truth.value_at(solution.w) == truth.minimum
 
 
@@ -213,7 +216,7 @@ def _judge_carried(problem, truth, whole, solution, attempts) -> None:
     """The carried-on search certified the uninterrupted search's answer (the minimum)."""
     c = solution.certificate
     assert c.certified and c.status is Status.OPTIMAL, c.message
-    assert c.extra["attempts"] == attempts
+    assert c.stat(CarryStats).attempts == attempts
     assert float(truth.value_at(solution.w) - truth.minimum) <= OBJECTIVE_TOL
     assert abs(c.objective - whole.certificate.objective) <= OBJECTIVE_TOL
     assert c.objective == pytest.approx(float(truth.value_at(solution.w)), abs=1e-9)

@@ -15,9 +15,10 @@ import time
 import numpy as np
 import pytest
 
-from oracles.base import REMOTE_CPU, Status
+from oracles.base import Status
 from oracles.budget import Budget
 from oracles.race import RaceStop
+from oracles.stats import TreeStats, WindowStats
 from oracles.window.engine import (
     InProcess,
     Threads,
@@ -93,7 +94,9 @@ def test_every_executor_finds_the_brute_force_minimum_and_the_one_workers_answer
         assert c.certified and c.status is Status.OPTIMAL, (name, c.message)
         assert float(truth.value_at(solution.w)) == pytest.approx(minimum, abs=1e-9), name
         assert c.bound <= minimum + 1e-9
-        assert c.extra["workers"] == getattr(executor, "workers", getattr(executor, "threads", 0))
+        assert c.stat(WindowStats).workers == getattr(
+            executor, "workers", getattr(executor, "threads", 0)
+        )
         assert c.threads == getattr(executor, "threads", 1)
         if unique:  # no exact tie: the same point, the same objective
             assert np.array_equal(solution.w, one.w), name
@@ -205,8 +208,11 @@ def test_an_oracle_stopped_after_one_node_says_why_and_what_is_left():
         c = oracle.solve(problem, Budget.unlimited().with_nodes(1)).certificate
         assert c.status is Status.TIME_LIMIT and not c.certified
         assert c.bound <= float(truth.minimum) + 1e-9 <= c.objective + 2e-9
-        assert c.extra["stopped"] == "more than 1 nodes" and "nodes left" in c.extra["to_certify"]
-        assert c.extra["tree_nodes"] > 0 and c.extra["nodes_per_cpu_second"] > 0
+        assert (
+            c.stat(TreeStats).stopped == "more than 1 nodes"
+            and "nodes left" in c.stat(TreeStats).to_certify
+        )
+        assert c.stat(TreeStats).tree_nodes > 0 and c.stat(TreeStats).nodes_per_cpu_second > 0
 
 
 class _Flaky:
@@ -313,8 +319,8 @@ def test_a_races_stop_signal_stops_the_search(make, seed):
     race.stop("the rival certified")
     c = WindowOracle(search_seconds=0.0).solve(problem, Budget.unlimited().with_shared(race))
     assert c.certificate.status is Status.TIME_LIMIT
-    assert c.certificate.extra["stopped"] == "the rival certified"
-    assert c.certificate.extra["nodes"] == 0
+    assert c.certificate.stat(TreeStats).stopped == "the rival certified"
+    assert c.certificate.stat(WindowStats).nodes == 0
 
 
 def test_the_run_in_turn_is_the_same_every_time():
@@ -399,8 +405,8 @@ def test_gathered_results_keep_the_lower_index_among_ties_and_the_cpu_spent_else
     assert out.finished and out.value == 1.0 and out.w.tolist() == [0.0]
     assert out.cpu_seconds == 10.0 and out.remote_cpu_seconds == 8.0
     assert out.workers == 3 and out.nodes == 30 and out.donations == 2 and out.message == ""
-    extra = answer(start, out, 0.0).certificate.extra
-    assert extra[REMOTE_CPU] == 8.0 and extra["worker_cpu_seconds"] == 10.0
+    window = answer(start, out, 0.0).certificate.stat(WindowStats)
+    assert window.remote_cpu_seconds == 8.0 and window.worker_cpu_seconds == 10.0
     # every worker elsewhere: the CPU is all remote
     away = [_result(i, 2.0, None, pid=here + 1 + i, cpu=c) for i, c in ((0, 3.0), (1, 5.0))]
     assert searched(start.tables, away, [], 4.0, 0, []).remote_cpu_seconds == 8.0

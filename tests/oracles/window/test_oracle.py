@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 from core.problem import IntegerGrid, Problem
-from oracles.base import REMOTE_CPU, Status
+from oracles.base import Status
 from oracles.budget import Budget
 from oracles.registry import make_oracle
+from oracles.stats import CarryStats, TreeStats, WindowStats
 from oracles.window.engine import InProcess, Threads
 from oracles.window.minorant import decompose_objective, row_minorants, separable_argmin, tighten
 from oracles.window.oracle import WindowOracle
@@ -55,11 +56,12 @@ def test_no_false_certificate_on_two_threads(fast):
     assert tally.false == 0, "\n".join(tally.failures)
     assert tally.certified == tally.instances
     solution = oracle.solve(fast[0][1], oracle.budget())
-    assert solution.certificate.threads == 2 and solution.certificate.extra["workers"] == 2
+    assert solution.certificate.threads == 2 and solution.certificate.stat(WindowStats).workers == 2
     assert isinstance(oracle.strategy.executor_for(Budget.unlimited(2)), Threads)
 
 
-#: What every window certificate's ``extra`` holds, and what a stopped one adds.
+#: What every window certificate's stats hold (release.json's ``extra`` keys,
+#: ``Certificate.stats_dict``), and what a stopped one adds.
 EXTRA = {
     "incumbent",
     "lagrange_bound",
@@ -68,7 +70,7 @@ EXTRA = {
     "nodes",
     "leaves",
     "worker_cpu_seconds",
-    REMOTE_CPU,
+    "remote_cpu_seconds",
 }
 STOPPED = {
     "stopped",
@@ -102,21 +104,27 @@ def test_a_certificate_says_what_the_search_did(tmp_path, executor):
     truth = brute_force(problem)
     oracle = WindowOracle(search_seconds=0.0, executor=executor)
     done = oracle.solve(problem, Budget.unlimited()).certificate
-    assert done.certified and set(done.extra) >= EXTRA
-    assert not set(done.extra) & (STOPPED | SPLIT) and "carried_open_nodes" not in done.extra
-    assert done.extra["workers"] == getattr(executor, "workers", 2)
-    assert done.extra["nodes"] > 0 and done.extra["leaves"] > 0
-    assert done.extra["lagrange_bound"] <= float(truth.minimum) + 1e-9
+    assert done.certified and set(done.stats_dict()) >= EXTRA
+    assert (
+        not set(done.stats_dict()) & (STOPPED | SPLIT)
+        and "carried_open_nodes" not in done.stats_dict()
+    )
+    assert done.stat(WindowStats).workers == getattr(executor, "workers", 2)
+    assert done.stat(WindowStats).nodes > 0 and done.stat(WindowStats).leaves > 0
+    assert done.stat(WindowStats).lagrange_bound <= float(truth.minimum) + 1e-9
     assert done.objective == pytest.approx(float(truth.minimum), abs=1e-9)
     carrying = WindowOracle(search_seconds=0.0, executor=executor, carry=str(tmp_path))
     stopped = carrying.solve(problem, Budget.unlimited().with_nodes(1)).certificate
     assert stopped.status is Status.TIME_LIMIT
-    assert set(stopped.extra) >= EXTRA | STOPPED | CARRIED | {"carry"}
-    assert not set(stopped.extra) & SPLIT
+    assert set(stopped.stats_dict()) >= EXTRA | STOPPED | CARRIED | {"carry"}
+    assert not set(stopped.stats_dict()) & SPLIT
     again = carrying.solve(problem, Budget.unlimited()).certificate
-    assert again.certified and set(again.extra) >= EXTRA | CARRIED | {"carried_open_nodes"}
-    assert not set(again.extra) & (STOPPED | SPLIT)
-    assert again.extra["total_nodes"] == stopped.extra["nodes"] + again.extra["nodes"]
+    assert again.certified and set(again.stats_dict()) >= EXTRA | CARRIED | {"carried_open_nodes"}
+    assert not set(again.stats_dict()) & (STOPPED | SPLIT)
+    assert (
+        again.stat(CarryStats).total_nodes
+        == stopped.stat(WindowStats).nodes + again.stat(WindowStats).nodes
+    )
 
 
 def test_no_false_certificate_from_the_window_alone(fast):
@@ -214,8 +222,8 @@ def test_a_search_that_searched_nothing_still_gets_the_fallback(monkeypatch):
     monkeypatch.setattr(window, "local_executor", lambda threads: _StoppedAtOnce())
     problem = fuzz_instance(0)
     alone = WindowOracle(search_seconds=0.0).solve(problem, Budget.unlimited()).certificate
-    assert alone.status is Status.TIME_LIMIT and alone.extra["stopped"] == "stopped at once"
-    assert alone.extra["nodes"] == 0
+    assert alone.status is Status.TIME_LIMIT and alone.stat(TreeStats).stopped == "stopped at once"
+    assert alone.stat(WindowStats).nodes == 0
     solution = on_limits(make_oracle("window", time_limit=30.0), problem)
     cert = solution.certificate
     assert cert.certified and "reference" in cert.fallback

@@ -15,6 +15,7 @@ import pytest
 from core.problem import Box, Problem
 from oracles.base import OracleError, Status
 from oracles.budget import Budget
+from oracles.stats import CarryStats, WindowStats
 from oracles.window.checkpoint import Carry, CarryStore, problem_key
 from oracles.window.engine import InProcess, Threads
 from oracles.window.oracle import WindowOracle
@@ -122,5 +123,5 @@ def test_a_carried_state_with_no_open_node_certifies_its_best_at_once(
     c = solution.certificate
     assert c.certified and c.status is Status.OPTIMAL, c.message
     assert truth.value_at(solution.w) == truth.minimum
-    assert c.extra["carried_open_nodes"] == 0 and c.extra["nodes"] == 0
-    assert c.extra["attempts"] == 2 and store.load(problem) is None
+    assert c.stat(WindowStats).carried_open_nodes == 0 and c.stat(WindowStats).nodes == 0
+    assert c.stat(CarryStats).attempts == 2 and store.load(problem) is None

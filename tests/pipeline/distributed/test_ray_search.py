@@ -16,6 +16,7 @@ import pytest
 from core.problem import Problem
 from oracles.budget import Budget
 from oracles.registry import make_oracle
+from oracles.stats import ClusterStats, WindowStats
 from oracles.window.engine import InProcess
 from oracles.window.oracle import WindowOracle, answer
 from oracles.window.plan import plan
@@ -72,7 +73,7 @@ def test_without_ray_it_is_the_one_process_search(problem, monkeypatch):
     driver = RaySearch(chunk=2, min_levels=1, grow_every=0.0)
     a = _check_same(start, _run(driver, start), problem)
     assert driver.extras == 0 and driver.grown_at is None
-    assert a.extra["nodes"] == _one(start).certificate.extra["nodes"]
+    assert a.stat(WindowStats).nodes == _one(start).certificate.stat(WindowStats).nodes
 
 
 def test_in_a_window_search_it_reports_the_best_a_valid_bound_and_the_cost_to_certify(
@@ -131,7 +132,7 @@ def test_grown_it_still_reports_the_best_a_valid_bound_and_its_cpus(local_ray):
     assert all(p.incumbent >= cert.objective - 1e-9 for p in grown)
     assert all(p.bound <= cert.objective + 1e-9 for p in grown)
     assert all(p.bound > -math.inf for p in grown)  # the bound proven when it grew
-    assert cert.extra["elastic_extras"] >= 1 and cert.extra["elastic_nodes"] == 1  # one machine
+    assert cert.stat(ClusterStats).extras >= 1 and cert.stat(ClusterStats).nodes == 1  # one machine
 
 
 @pytest.mark.integration
@@ -361,7 +362,7 @@ def test_fixed_extras_on_ray_give_the_one_process_answer(local_ray, problem):
     searched = _run(driver, start)
     a = _check_same(start, searched, problem)
     assert driver.extras == 2 and searched.workers >= 2
-    assert sum(r.nodes for r in searched.records) == a.extra["nodes"]
+    assert sum(r.nodes for r in searched.records) == a.stat(WindowStats).nodes
 
 
 @pytest.mark.integration
@@ -398,7 +399,7 @@ def test_a_worker_gets_the_cpus_it_holds_as_threads(local_ray):
     oracle = WindowOracle(search_seconds=0.02, executor=RaySearch(1, grow=False, cpus_per_task=2))
     cert = oracle.solve(medium_instance(13), Budget.from_limit(60.0)).certificate
     assert cert.certified, cert.message
-    assert cert.threads == 2 or cert.extra["elastic_extras"] == 1, cert
+    assert cert.threads == 2 or cert.stat(ClusterStats).extras == 1, cert
 
 
 def test_an_extra_holds_at_least_one_cpu():
@@ -418,11 +419,11 @@ def test_a_solve_on_ray_returns_within_its_limit_and_counts_its_workers_cpu(loca
         cert = oracle.solve(hard_instance(), oracle.budget()).certificate
     assert not cert.certified, cert.message
     assert_returns_near(2.0, took.wall, cert.cpu_seconds, took.slowdown, cpus=2)
-    if cert.extra["remote_cpu_seconds"] == 0.0:
+    if cert.stat(WindowStats).remote_cpu_seconds == 0.0:
         # on a loaded machine the extra may not have started before the 2 s deadline: it is
         # then cancelled, its lease left open, never counted as searched
-        assert took.slowdown > 1.5, cert.extra
-    assert cert.cpu_seconds >= cert.extra["remote_cpu_seconds"]
+        assert took.slowdown > 1.5, cert.stats
+    assert cert.cpu_seconds >= cert.stat(WindowStats).remote_cpu_seconds
 
 
 @pytest.mark.integration
@@ -437,7 +438,7 @@ def test_extras_the_cluster_never_starts_are_cancelled_at_the_deadline(local_ray
     # the driver waits out the grace on the wall clock; the slack is a loaded machine's
     assert took.wall <= 1.0 + ray_search.PART_GRACE_SECONDS + 5.0 * took.slowdown, took.wall
     assert cert.status.value == "time_limit" and driver.cancelled == 2
-    assert cert.extra["remote_cpu_seconds"] == 0.0 and cert.bound <= cert.objective
+    assert cert.stat(WindowStats).remote_cpu_seconds == 0.0 and cert.bound <= cert.objective
 
 
 @pytest.mark.integration
