@@ -43,6 +43,17 @@ def _cli(args, out: Path, env_extra=None, timeout=600) -> subprocess.CompletedPr
     )
 
 
+def _start(args, out: Path) -> subprocess.Popen:
+    """``python -m pipeline ARGS`` into ``out``, started with its output piped (text)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -489,13 +500,7 @@ def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
         "mechanisms.expmech.max_points=10",
         "cluster.num_cpus=1",
     ]
-    first = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    first = _start(args, out)
     streams: dict[str, str] = {}
     reader = threading.Thread(
         target=lambda: streams.update(zip(("stdout", "stderr"), first.communicate(timeout=600)))
@@ -538,13 +543,7 @@ def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
 def _sigterm_when(args, out: Path, said: str, then: float = 0.0):
     """Start ``python -m pipeline ARGS``, send SIGTERM ``then`` seconds after its stdout says
     ``said``; (exit code, stdout, stderr)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _start(args, out)
     lines: list[str] = []
     errors: list[str] = []
     seen = threading.Event()
