@@ -359,8 +359,10 @@ def test_one_solve_split_into_ray_tasks_across_the_cluster(ray_cluster, tmp_path
     assert all(row["privacy_holds"] == "True" for row in rows), rows
 
 
-def test_ray_job_submit(ray_cluster, tmp_path):
-    out = tmp_path / "job-out"  # absolute: the job's driver runs in a copy of the working dir
+def _job_submit(ray_cluster, cwd, args) -> str:
+    """``ray job submit`` of ``python -m pipeline ARGS`` to the cluster from ``cwd``; its stdout
+    and stderr. A fresh head's job agent can take a while to come up on a busy machine: the
+    submission is tried again (24 times, 5 s apart) while no agent is there."""
     command = [
         str(BIN / "ray"),
         "job",
@@ -373,22 +375,22 @@ def test_ray_job_submit(ray_cluster, tmp_path):
         "python",
         "-m",
         "pipeline",
-        *SMALL,
-        f"hydra.run.dir={out}",
+        *args,
     ]
-    for _ in range(24):  # a fresh head's job agent can take a while to come up on a busy machine
+    for _ in range(24):
         result = subprocess.run(
-            command,
-            env=ray_cluster["env"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=tmp_path,
+            command, env=ray_cluster["env"], capture_output=True, text=True, timeout=600, cwd=cwd
         )
         if "No available agent to submit job" not in result.stdout + result.stderr:
             break
         time.sleep(5)
-    assert "succeeded" in result.stdout + result.stderr, (result.stdout + result.stderr)[-3000:]
+    return result.stdout + result.stderr
+
+
+def test_ray_job_submit(ray_cluster, tmp_path):
+    out = tmp_path / "job-out"  # absolute: the job's driver runs in a copy of the working dir
+    output = _job_submit(ray_cluster, tmp_path, [*SMALL, f"hydra.run.dir={out}"])
+    assert "succeeded" in output, output[-3000:]
     assert len(read_rows(out / "results.csv")) == SMALL_RUNS
     assert (out / "fig1a_accuracy.png").stat().st_size > 0
 
@@ -484,33 +486,7 @@ def test_missing_ray_token_is_one_clear_line(ray_cluster, tmp_path):
 def test_ray_job_submit_with_a_relative_output_dir_is_refused(ray_cluster, tmp_path):
     """The default relative output directory would land in Ray's temporary
     copy of the working directory and vanish with the cluster; the job fails and says so."""
-    command = [
-        str(BIN / "ray"),
-        "job",
-        "submit",
-        "--address",
-        ray_cluster["dashboard"],
-        "--working-dir",
-        str(REPO),
-        "--",
-        "python",
-        "-m",
-        "pipeline",
-        *SMALL,
-    ]
-    for _ in range(24):
-        result = subprocess.run(
-            command,
-            env=ray_cluster["env"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=tmp_path,
-        )
-        if "No available agent to submit job" not in result.stdout + result.stderr:
-            break
-        time.sleep(5)
-    output = result.stdout + result.stderr
+    output = _job_submit(ray_cluster, tmp_path, SMALL)
     assert "failed" in output and "succeeded" not in output, output[-3000:]
     assert (
         "error: hydra.run.dir: under `ray job submit` the driver runs in Ray's temporary copy"
