@@ -291,11 +291,12 @@ def _nodes_alive(ray: str, dashboard: int, environ: dict[str, str]) -> int:
         return 0
 
 
-def test_tasks_land_on_both_nodes(ray_cluster, tmp_path):
-    out = tmp_path / "out"
+def _cluster_rows(ray_cluster, out: Path, overrides: list[str]) -> list[dict]:
+    """The results.csv rows of a sweep with ``overrides`` at epsilon 1 and two seeds on the
+    two-node cluster, once it has exited 0."""
     result = pipeline(
         [
-            "+sweep=smoke",
+            *overrides,
             "sweep.epsilons=[1.0]",
             "sweep.seeds=2",
             f"cluster.address={ray_cluster['address']}",
@@ -304,7 +305,11 @@ def test_tasks_land_on_both_nodes(ray_cluster, tmp_path):
         environ=ray_cluster["env"],
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = read_rows(out / "results.csv")
+    return read_rows(out / "results.csv")
+
+
+def test_tasks_land_on_both_nodes(ray_cluster, tmp_path):
+    rows = _cluster_rows(ray_cluster, tmp_path / "out", ["+sweep=smoke"])
     assert len(rows) == 14
     nodes = {node for row in rows for node in row["node"].split(",") if node}
     assert len(nodes) == 2, nodes
@@ -336,22 +341,14 @@ def test_one_solve_split_into_ray_tasks_across_the_cluster(ray_cluster, tmp_path
     oracle, each cut into 2 parts run as Ray tasks on the two-node cluster; every run is
     certified (privacy holds)."""
     out = tmp_path / "split-out"
-    result = pipeline(
-        [
-            "+sweep=table",
-            *_generic_table(tmp_path / "wide.csv"),
-            "sweep.mechanisms=[opdisc,rspm_gaussian]",
-            "sweep.epsilons=[1.0]",
-            "sweep.seeds=2",
-            "oracle.parts=2",
-            "oracle.time_limit=120",
-            f"cluster.address={ray_cluster['address']}",
-        ],
-        out,
-        environ=ray_cluster["env"],
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    rows = read_rows(out / "results.csv")
+    overrides = [
+        "+sweep=table",
+        *_generic_table(tmp_path / "wide.csv"),
+        "sweep.mechanisms=[opdisc,rspm_gaussian]",
+        "oracle.parts=2",
+        "oracle.time_limit=120",
+    ]
+    rows = _cluster_rows(ray_cluster, out, overrides)
     assert len(rows) == 4
     assert {row["oracle_backends"] for row in rows} == {"window"}, [
         (row["key"], row["oracle_fallbacks"]) for row in rows
