@@ -365,6 +365,36 @@ Literal = tuple[int, int]
 Conjunction = tuple[Literal, ...]
 
 
+def _checked_levels(levels: Any) -> tuple[int, ...]:
+    """The levels of a product domain of attributes, each an integer >= 1 (the conjunction and
+    selection problems share the domain)."""
+    levels = tuple(int(k) for k in levels)
+    if not levels:
+        raise ValueError("levels must list at least one attribute")
+    for a, k in enumerate(levels):
+        check_int(f"levels[{a}]", k)
+    return levels
+
+
+def _finite_coefs(coefs: Any, size: int, what: str = "") -> np.ndarray:
+    """``coefs`` as ``size`` finite floats; the message ends with ``what`` (what one is per)."""
+    coefs = np.asarray(coefs, dtype=float)
+    if coefs.shape != (size,) or not np.isfinite(coefs).all():
+        raise ValueError(f"coefs must be {size} finite numbers{what}")
+    return coefs
+
+
+def _level_weights(name: str, weights: Any, levels: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """One finite weight per level of each attribute (none given: all zero), as float arrays."""
+    weights = weights or tuple(np.zeros(k) for k in levels)
+    weights = tuple(np.asarray(n, dtype=float) for n in weights)
+    if [n.shape for n in weights] != [(k,) for k in levels] or not all(
+        np.isfinite(n).all() for n in weights
+    ):
+        raise ValueError(f"{name} must hold one finite weight per level of each attribute")
+    return weights
+
+
 @dataclass(frozen=True)
 class ConjunctionProblem:
     """max_x sum_c coef_c q_c(x) + <noise, b(x)> (``oracles.conjunctions``' docstring)."""
@@ -376,11 +406,7 @@ class ConjunctionProblem:
     noise: tuple[np.ndarray, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        levels = tuple(int(k) for k in self.levels)
-        if not levels:
-            raise ValueError("levels must list at least one attribute")
-        for a, k in enumerate(levels):
-            check_int(f"levels[{a}]", k)
+        levels = _checked_levels(self.levels)
         object.__setattr__(self, "levels", levels)
         conjunctions = tuple(tuple((int(a), int(v)) for a, v in c) for c in self.conjunctions)
         for c in conjunctions:
@@ -391,17 +417,8 @@ class ConjunctionProblem:
                 if not (0 <= a < len(levels) and 0 <= v < levels[a]):
                     raise ValueError(f"literal ({a}, {v}) is outside the levels {levels}")
         object.__setattr__(self, "conjunctions", conjunctions)
-        coefs = np.asarray(self.coefs, dtype=float)
-        if coefs.shape != (len(conjunctions),) or not np.isfinite(coefs).all():
-            raise ValueError(f"coefs must be {len(conjunctions)} finite numbers")
-        object.__setattr__(self, "coefs", coefs)
-        noise = self.noise or tuple(np.zeros(k) for k in levels)
-        noise = tuple(np.asarray(n, dtype=float) for n in noise)
-        if [n.shape for n in noise] != [(k,) for k in levels] or not all(
-            np.isfinite(n).all() for n in noise
-        ):
-            raise ValueError("noise must hold one finite weight per level of each attribute")
-        object.__setattr__(self, "noise", noise)
+        object.__setattr__(self, "coefs", _finite_coefs(self.coefs, len(conjunctions)))
+        object.__setattr__(self, "noise", _level_weights("noise", self.noise, levels))
 
     @property
     def size(self) -> int:
@@ -470,11 +487,7 @@ class SelectionProblem:
     first_on_ties: bool = True
 
     def __post_init__(self) -> None:
-        levels = tuple(int(k) for k in self.levels)
-        if not levels:
-            raise ValueError("levels must list at least one attribute")
-        for a, k in enumerate(levels):
-            check_int(f"levels[{a}]", k)
+        levels = _checked_levels(self.levels)
         object.__setattr__(self, "levels", levels)
         check_int("max_literals", self.max_literals)
         if self.max_literals > len(levels):
@@ -485,18 +498,9 @@ class SelectionProblem:
         if (records < 0).any() or (records >= np.array(levels)).any():
             raise ValueError(f"records must hold level codes within the levels {levels}")
         object.__setattr__(self, "records", records)
-        coefs = np.asarray(self.coefs, dtype=float)
-        if coefs.shape != (len(records),) or not np.isfinite(coefs).all():
-            raise ValueError(f"coefs must be {len(records)} finite numbers, one per record")
+        coefs = _finite_coefs(self.coefs, len(records), ", one per record")
         object.__setattr__(self, "coefs", coefs)
-        noise = self.literal_noise or tuple(np.zeros(k) for k in levels)
-        noise = tuple(np.asarray(n, dtype=float) for n in noise)
-        if [n.shape for n in noise] != [(k,) for k in levels] or not all(
-            np.isfinite(n).all() for n in noise
-        ):
-            raise ValueError(
-                "literal_noise must hold one finite weight per level of each attribute"
-            )
+        noise = _level_weights("literal_noise", self.literal_noise, levels)
         object.__setattr__(self, "literal_noise", noise)
         if not math.isfinite(self.sign_noise):
             raise ValueError(f"sign_noise must be finite, found {self.sign_noise!r}")

@@ -52,7 +52,7 @@ from mechanisms.entries import ClassifierEntry, Entry, Labelled, Request
 from mechanisms.privacy import warn_data_dependent
 from mechanisms.release import Release
 from oracles.base import Configured
-from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Budget
+from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Limited
 from oracles.registry import make_oracle
 from oracles.routing import DEFAULT_ROUTE
 
@@ -250,27 +250,6 @@ def _needs_delta(entry: Entry) -> bool:
 
 
 @dataclass(frozen=True)
-class _OnLimits:
-    """A caller's own strategy object (``oracle=``, not a route) on the estimator's
-    ``time_limit`` and ``threads``: each solve's budget is made from them when it starts
-    (``oracles.base.Configured``)."""
-
-    oracle: Any
-    time_limit: float | None
-    threads: int
-
-    @property
-    def name(self) -> str:
-        return self.oracle.name
-
-    def budget(self) -> Budget:
-        return Budget.from_limit(self.time_limit, self.threads)
-
-    def solve(self, problem: Any, budget: Budget) -> Any:
-        return self.oracle.solve(problem, budget)
-
-
-@dataclass(frozen=True)
 class _Oracles:
     """An estimator's oracles (``mechanisms.entries.Oracles``): its ``oracle`` (an oracle
     object, the caller's own, or a name for the registry) and any route its entry asks for by
@@ -285,7 +264,9 @@ class _Oracles:
         if isinstance(oracle, Configured):  # a route (make_oracle's): its own limits
             return oracle
         e = self.estimator
-        return _OnLimits(oracle, e.time_limit, e.threads)
+        # the caller's own strategy object on the estimator's limits: each solve's budget is
+        # made from them when it starts
+        return Limited(oracle, e.time_limit, e.threads)
 
     def route(self, name: str) -> Any:
         e = self.estimator

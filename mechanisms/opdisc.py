@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -32,8 +31,7 @@ from mechanisms.calibration import check_calibration
 from mechanisms.opdisc_calibration import opdisc_epsilon, opdisc_sigma, opdisc_sigma_paper
 from mechanisms.privacy import TargetRecord
 from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret
-from mechanisms.runner import exact_argmin_release
-from oracles.base import Solution
+from mechanisms.runner import ExactArgminRelease
 
 
 def opdisc_domain(d: int, tau: float = 1.0, B: float | None = None, D: float | None = None):
@@ -88,11 +86,12 @@ class OPDiscNoise(Noise):
 
 
 @dataclass(frozen=True)
-class OPDisc(NoFeatureBound):
+class OPDisc(ExactArgminRelease, NoFeatureBound):
     """OPDisc as three steps (mechanisms.runner): draw eta, build the one problem, release."""
 
     params: OPDiscParams
     name: str = "opdisc"
+    argmin_of = "OPDisc"
 
     def calibrate(self, d: int) -> OPDiscCalibration:
         """sigma by the configured calibration, and the (epsilon, delta) proven for it."""
@@ -124,18 +123,6 @@ class OPDisc(NoFeatureBound):
 
     def problems(self, rows: MergedRows, noise: OPDiscNoise) -> list[Problem]:
         return [opdisc_problem(rows, noise.eta.value, self.params, label=self.name)]
-
-    def finish(
-        self,
-        rows: MergedRows,
-        noise: OPDiscNoise,
-        solutions: Sequence[Solution],
-        rng: np.random.Generator,
-        timings: dict[str, float],
-    ) -> Release:
-        return exact_argmin_release(
-            self.name, self.params, noise, solutions, timings, needs="OPDisc needs the exact argmin"
-        )
 
 
 def opdisc_problem(

@@ -21,7 +21,7 @@ Weights may be negative. Privacy needs the exact argmin (SPEC section 8).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -31,15 +31,14 @@ from core.validation import check_choice, check_real, check_shape
 from mechanisms.bounds import NoFeatureBound
 from mechanisms.calibration import check_calibration
 from mechanisms.privacy import ApproximateTarget, PrivacyTarget, TargetRecord
-from mechanisms.release import Calibration, Noise, Release, Secret
+from mechanisms.release import Calibration, Noise, Secret
 from mechanisms.rspm_calibration import (
     rspm_gaussian_epsilon,
     rspm_gaussian_sigma,
     rspm_gaussian_sigma_paper,
     rspm_laplace_scale,
 )
-from mechanisms.runner import exact_argmin_release
-from oracles.base import Solution
+from mechanisms.runner import ExactArgminRelease
 
 
 def separator_set(d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -87,8 +86,9 @@ class RSPMNoise(Noise):
 
 
 @dataclass(frozen=True)
-class RSPM(NoFeatureBound):
+class RSPM(ExactArgminRelease, NoFeatureBound):
     params: RSPMParams
+    argmin_of = "RSPM"
 
     @property
     def name(self) -> str:
@@ -129,18 +129,6 @@ class RSPM(NoFeatureBound):
 
     def problems(self, rows: MergedRows, noise: RSPMNoise) -> list[Problem]:
         return [rspm_problem(rows, noise.eta.value, margin=self.params.margin, label=self.name)]
-
-    def finish(
-        self,
-        rows: MergedRows,
-        noise: RSPMNoise,
-        solutions: Sequence[Solution],
-        rng: np.random.Generator,
-        timings: dict[str, float],
-    ) -> Release:
-        return exact_argmin_release(
-            self.name, self.params, noise, solutions, timings, needs="RSPM needs the exact argmin"
-        )
 
 
 def rspm_problem(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Protocol, Sequence
 
 import numpy as np
 
@@ -106,6 +106,24 @@ def run(
     solved = time.perf_counter()
     timings = {"prepare": prepared.seconds, "solve": solved - built}
     return mechanism.finish(prepared.rows, prepared.noise, solutions, rng, timings)
+
+
+class ExactArgminRelease:
+    """The ``finish`` step of a mechanism whose privacy rests on one exact argmin (OPDisc, RSPM):
+    ``exact_argmin_release``, whose claim's reason names the mechanism by ``argmin_of``."""
+
+    argmin_of: ClassVar[str]
+
+    def finish(
+        self,
+        rows: MergedRows,
+        noise: Noise,
+        solutions: Sequence[Solution],
+        rng: np.random.Generator,
+        timings: dict[str, float],
+    ) -> Release:
+        needs = f"{self.argmin_of} needs the exact argmin"
+        return exact_argmin_release(self.name, self.params, noise, solutions, timings, needs=needs)
 
 
 def exact_argmin_release(

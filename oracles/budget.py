@@ -205,10 +205,33 @@ def check_limits(time_limit: Any, threads: Any, node_limit: Any = None) -> None:
         check_int("node_limit", node_limit)
 
 
+@dataclass(frozen=True)
+class Limited:
+    """``strategy`` on ``seconds`` (None: no deadline) and ``threads``: ``budget()`` is one
+    solve's budget from now, as a route makes it (``oracles.base.Configured``). Strategies never
+    read a time limit; this carries one for a strategy used alone (an estimator given its own
+    oracle object, tests that call one strategy as a route would)."""
+
+    strategy: Any
+    seconds: float | None = None
+    threads: int = 1
+
+    @property
+    def name(self) -> str:
+        return self.strategy.name
+
+    def budget(self) -> Budget:
+        return Budget.from_limit(self.seconds, self.threads)
+
+    def solve(self, problem: Any, budget: Budget) -> Any:
+        return self.strategy.solve(problem, budget)
+
+
 __all__ = [
     "DEFAULT_THREADS",
     "DEFAULT_TIME_LIMIT",
     "Budget",
+    "Limited",
     "MIN_SOLVER_SECONDS",
     "Shared",
     "check_limits",

@@ -154,33 +154,41 @@ OPDISC_HIGH_DIMS = (5, 23, 100, 200)
 RSPM_HIGH_DIMS = (5, 25, 50)
 
 
-def _opdisc_high_dim() -> MechanismAudit:
-    # B = 1: the grid {-1, 0, 1}^d, with the paper's D = sqrt(d) (SPEC 3); the calibration
-    # depends on (d, D, tau) only, so the claim is the one OPDisc makes at that d and D
+def _sum_cut_audit(name: str, params: Any, make_sampler, dims, default_samples: int):
+    """A d >= 5 audit of the (EPSILON, DELTA) replacement claim on the sum-cut pairs at ``dims``
+    (``mechanisms.audit.highdim``); the slow audit draws 1,000,000 samples a dataset."""
     return MechanismAudit(
-        "opdisc_d5",
-        _params("opdisc", B=1.0),
+        name,
+        params,
         EPSILON,
         DELTA,
         "replace",
-        lambda p: SumCutOPDiscSampler(OPDisc(p)),
-        lambda: [sum_cut_pair(d) for d in OPDISC_HIGH_DIMS],
-        40_000,
+        make_sampler,
+        lambda: [sum_cut_pair(d) for d in dims],
+        default_samples,
         1_000_000,
     )
 
 
+def _opdisc_high_dim() -> MechanismAudit:
+    # B = 1: the grid {-1, 0, 1}^d, with the paper's D = sqrt(d) (SPEC 3); the calibration
+    # depends on (d, D, tau) only, so the claim is the one OPDisc makes at that d and D
+    return _sum_cut_audit(
+        "opdisc_d5",
+        _params("opdisc", B=1.0),
+        lambda p: SumCutOPDiscSampler(OPDisc(p)),
+        OPDISC_HIGH_DIMS,
+        40_000,
+    )
+
+
 def _rspm_high_dim() -> MechanismAudit:
-    return MechanismAudit(
+    return _sum_cut_audit(
         "rspm_gaussian_d5",
         _params("rspm_gaussian"),
-        EPSILON,
-        DELTA,
-        "replace",
         lambda p: SumCutRSPMSampler(RSPM(p)),
-        lambda: [sum_cut_pair(d) for d in RSPM_HIGH_DIMS],
+        RSPM_HIGH_DIMS,
         30_000,
-        1_000_000,
     )
 
 
@@ -191,34 +199,30 @@ def _rspm_high_dim() -> MechanismAudit:
 GAME_PARAMS = FEMParams(EPSILON, DELTA, rounds=4, samples=1, noise_scale=0.1)
 
 
-def _fem() -> MechanismAudit:
+def _game_audit(name: str, params: FEMParams, statistic: str = "records") -> MechanismAudit:
+    """The game's (EPSILON, DELTA) replacement claim on its pairs, read off ``statistic``
+    (``mechanisms.audit.game_sampler``: the synthetic table, or one round's selection)."""
     return MechanismAudit(
-        "fem",
-        GAME_PARAMS,
+        name,
+        params,
         EPSILON,
         DELTA,
         "replace",
-        lambda p: GameSampler(p, GAME_WORKLOAD),
+        lambda p: GameSampler(p, GAME_WORKLOAD, statistic=statistic),
         game_pairs,
         200_000,
         2_000_000,
     )
+
+
+def _fem() -> MechanismAudit:
+    return _game_audit("fem", GAME_PARAMS)
 
 
 def _fem_round() -> MechanismAudit:
     """One round's selection alone (the exponential mechanism at eps0), read off the game's
     transcript: with T = 1 its eps0 is the whole claim."""
-    return MechanismAudit(
-        "fem_round",
-        dataclasses.replace(GAME_PARAMS, rounds=1),
-        EPSILON,
-        DELTA,
-        "replace",
-        lambda p: GameSampler(p, GAME_WORKLOAD, statistic="selection"),
-        game_pairs,
-        200_000,
-        2_000_000,
-    )
+    return _game_audit("fem_round", dataclasses.replace(GAME_PARAMS, rounds=1), "selection")
 
 
 #: The game with RSPM's query player (docs/synthetic.md section 4): its class every conjunction
@@ -230,32 +234,12 @@ RSPM_ROUND_PARAMS = dataclasses.replace(RSPM_GAME_PARAMS, rounds=1)
 
 def _fem_rspm() -> MechanismAudit:
     """The whole game with RSPM's query player (T = 4), the synthetic table as the statistic."""
-    return MechanismAudit(
-        "fem_rspm",
-        RSPM_GAME_PARAMS,
-        EPSILON,
-        DELTA,
-        "replace",
-        lambda p: GameSampler(p, GAME_WORKLOAD),
-        game_pairs,
-        200_000,
-        2_000_000,
-    )
+    return _game_audit("fem_rspm", RSPM_GAME_PARAMS)
 
 
 def _rspm_round() -> MechanismAudit:
     """One round's RSPM selection (docs/synthetic.md section 4), read off the game's transcript."""
-    return MechanismAudit(
-        "rspm_round",
-        RSPM_ROUND_PARAMS,
-        EPSILON,
-        DELTA,
-        "replace",
-        lambda p: GameSampler(p, GAME_WORKLOAD, statistic="selection"),
-        game_pairs,
-        200_000,
-        2_000_000,
-    )
+    return _game_audit("rspm_round", RSPM_ROUND_PARAMS, "selection")
 
 
 AUDITS: dict[str, Callable[[], MechanismAudit]] = {

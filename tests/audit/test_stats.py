@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from mechanisms.audit.core import NeighbouringPair, audit_pair
+from mechanisms.audit.core import NeighbouringPair
 from mechanisms.audit.stats import (
     choose_event,
     cp_lower,
@@ -20,6 +20,7 @@ from mechanisms.audit.stats import (
     epsilon_lower_bound,
     per_bound_alpha,
 )
+from tests.audit.audit_checks import audit_one
 
 
 def test_per_bound_alpha_is_bonferroni_over_four_bounds():
@@ -118,16 +119,13 @@ PAIR = NeighbouringPair("flip", np.zeros((1, 1)), np.array([1]), np.zeros((1, 1)
 
 @pytest.mark.parametrize("true_epsilon", [0.5, 1.0, 2.0])
 def test_audit_is_below_and_close_to_the_exact_epsilon_of_randomized_response(true_epsilon):
-    report = audit_pair(
+    report = audit_one(
         RandomizedResponse(true_epsilon),
         PAIR,
+        200_000,
         mechanism="rr",
         variant="correct",
         epsilon=true_epsilon,
-        delta=0.0,
-        samples=200_000,
-        confidence=0.95,
-        seed=0,
     )
     print(report.line())
     assert report.eps_lb <= true_epsilon
@@ -140,16 +138,8 @@ def test_a_plain_function_plugs_in_as_a_sampler():
     def laplace_count(X, y, size, rng):  # sum of labels + Lap(2 / eps): eps-DP under replacement
         return float(np.sum(y)) + rng.laplace(0.0, 2.0 / 1.0, size=size)
 
-    report = audit_pair(
-        FunctionSampler(laplace_count),
-        PAIR,
-        mechanism="laplace",
-        variant="correct",
-        epsilon=1.0,
-        delta=0.0,
-        samples=200_000,
-        confidence=0.95,
-        seed=0,
+    report = audit_one(
+        FunctionSampler(laplace_count), PAIR, 200_000, mechanism="laplace", variant="correct"
     )
     print(report.line())
     assert 0.8 <= report.eps_lb <= 1.0
@@ -158,16 +148,6 @@ def test_a_plain_function_plugs_in_as_a_sampler():
 
 
 def test_audit_catches_randomized_response_claiming_half_its_epsilon():
-    report = audit_pair(
-        RandomizedResponse(2.0),
-        PAIR,
-        mechanism="rr",
-        variant="mutant",
-        epsilon=1.0,
-        delta=0.0,
-        samples=100_000,
-        confidence=0.95,
-        seed=0,
-    )
+    report = audit_one(RandomizedResponse(2.0), PAIR, 100_000, mechanism="rr", variant="mutant")
     print(report.line())
     assert report.exceeds_claim, report.line()

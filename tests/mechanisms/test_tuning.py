@@ -38,19 +38,24 @@ def test_unaccounted_search_warns_and_does_not_claim_privacy():
     )
 
 
+def _accounted(X, y, grid, mean_runs):
+    """The accounted search over ``grid`` at (1, 1e-5) with seed 0."""
+    return tune_dpsgd(
+        X,
+        y,
+        ApproximateTarget(1.0, 1e-5),
+        grid,
+        np.random.default_rng(0),
+        accounted=True,
+        mean_runs=mean_runs,
+    )
+
+
 def test_accounted_search_is_within_budget_and_does_not_warn():
     X, y = toy()
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        r = tune_dpsgd(
-            X,
-            y,
-            ApproximateTarget(1.0, 1e-5),
-            SMALL_GRID,
-            np.random.default_rng(0),
-            accounted=True,
-            mean_runs=3,
-        )
+        r = _accounted(X, y, SMALL_GRID, mean_runs=3)
     assert r.privacy.holds and r.params["selection"] == "repeat_and_select"
     assert 0.99 <= r.privacy.accounted_epsilon <= 1.0
     assert r.noise["accountant"] == "rdp_group" and "RdpAccountant" in r.privacy.reason
@@ -80,24 +85,8 @@ def test_accounted_search_is_within_budget_and_does_not_warn():
 
 def test_several_batch_sizes_are_accounted_conservatively():
     X, y = toy()
-    one = tune_dpsgd(
-        X,
-        y,
-        ApproximateTarget(1.0, 1e-5),
-        SMALL_GRID,
-        np.random.default_rng(0),
-        accounted=True,
-        mean_runs=2,
-    )
-    two = tune_dpsgd(
-        X,
-        y,
-        ApproximateTarget(1.0, 1e-5),
-        DPSGDGrid((1.0,), (40, 80), (1.0,), epochs=2),
-        np.random.default_rng(0),
-        accounted=True,
-        mean_runs=2,
-    )
+    one = _accounted(X, y, SMALL_GRID, mean_runs=2)
+    two = _accounted(X, y, DPSGDGrid((1.0,), (40, 80), (1.0,), epochs=2), mean_runs=2)
     assert two.noise["noise_multiplier"] > one.noise["noise_multiplier"]
     assert two.privacy.accounted_epsilon <= 1.0
 

@@ -72,14 +72,23 @@ def opdisc_instance(rng: np.random.Generator, norm_sign: float) -> Problem:
     radius_sq = domain.norm_sq_max * float(rng.choice([1.0, 1.5]))
     eta = rng.normal(0.0, 0.5 * n + 1.0, d + 1)
     eta[d] = norm_sign * abs(eta[d])
+    return opdisc_shaped(rows.points, rows.pos, rows.neg, domain, eta, radius_sq, label="opdisc")
+
+
+def opdisc_shaped(X, pos, neg, domain, eta: np.ndarray, radius_sq: float, **options) -> Problem:
+    """OPDisc's problem (SPEC section 3) on the rows (X, pos, neg) for the noise ``eta`` (d linear
+    terms, then the norm's): the linear and norm terms divided by the radius D = sqrt(radius_sq)."""
+    d = domain.d
     D = np.sqrt(radius_sq)
-    return Problem.from_rows(
-        rows,
+    return Problem(
+        X,
+        pos,
+        neg,
         domain,
         linear=-eta[:d] / D,
         norm_coef=-eta[d] / D,
         norm_radius_sq=radius_sq,
-        label="opdisc",
+        **options,
     )
 
 
@@ -165,27 +174,47 @@ def box_grid_minimum(problem: Problem, per_axis: int) -> float:
     return float(np.min(problem.objective(W)))
 
 
-def hard_instance(d: int = 16, seed: int = 7) -> Problem:
+def hard_instance(
+    d: int = 16,
+    seed: int = 7,
+    *,
+    n: int = 300,
+    noise: float = 1.0,
+    norm_coef: float = -0.5,
+    label: str = "",
+) -> Problem:
     """A d = 16 OPDisc-shaped instance (9^16 grid points, 300 rows) that no backend certifies in
     a few seconds. Weak noise and d = 16, so that the window oracle's branch and bound is slow
     too: with the vectorized kernel (about 2 million nodes a CPU second) it did not certify in
     32 s (43.7M nodes, about 1.2e8 left by its estimate), where the d = 12 version of this
     instance certified in 2 s (0.96M nodes). Gurobi and HiGHS left the d = 8 version
-    uncertified after 60 s. Smaller ``d``: the same shape, easier (certified in 2 s at 12)."""
+    uncertified after 60 s. Smaller ``d``: the same shape, easier (certified in 2 s at 12).
+    ``n`` rows, the linear noise's scale ``noise`` and ``norm_coef`` give the same shape at other
+    sizes and noise (test_solve_progress's instances)."""
     rng = np.random.default_rng(seed)
-    n = 300
     return Problem(
         np.round(rng.normal(size=(n, d)), 2),
         rng.integers(0, 3, n),
         rng.integers(0, 3, n),
         IntegerGrid(d, 4, 1.0, float(d)),
-        linear=rng.normal(0.0, 1.0, d),
-        norm_coef=-0.5,
+        linear=rng.normal(0.0, noise, d),
+        norm_coef=norm_coef,
         norm_radius_sq=float(d),
+        label=label,
     )
 
 
 # --- the contract ------------------------------------------------------------------------------
+
+
+def solve_unless_refused(supported, oracle, problem):
+    """The oracle's solution of ``problem`` when it ``supported`` the feature the problem needs;
+    otherwise None, once the oracle has refused the problem with an OracleError."""
+    if not supported:
+        with pytest.raises(OracleError):
+            oracle.solve(problem, oracle.budget())
+        return None
+    return oracle.solve(problem, oracle.budget())
 
 
 class OracleContract:
@@ -254,11 +283,9 @@ class OracleContract:
     @pytest.mark.parametrize("seed", range(12))
     def test_box_is_at_least_as_good_as_a_fine_grid(self, oracle, seed):
         problem = box_instance(seed)
-        if not self.supports_box:
-            with pytest.raises(OracleError):
-                oracle.solve(problem, oracle.budget())
+        solution = solve_unless_refused(self.supports_box, oracle, problem)
+        if solution is None:
             return
-        solution = oracle.solve(problem, oracle.budget())
         cert = solution.certificate
         assert cert.status is Status.OPTIMAL and cert.certified, cert
         assert problem.domain.contains(solution.w)
@@ -275,11 +302,9 @@ class OracleContract:
             Box(2, 0.25, 1.0),
             linear=[-1.0, 0.5],
         )
-        if not self.supports_box:
-            with pytest.raises(OracleError):
-                oracle.solve(problem, oracle.budget())
+        solution = solve_unless_refused(self.supports_box, oracle, problem)
+        if solution is None:
             return
-        solution = oracle.solve(problem, oracle.budget())
         cert = solution.certificate
         assert cert.status is Status.OPTIMAL and cert.certified, cert
         # rows 0 and 1 always +1 (pay 3 + 1), row 2 always -1 (pays 2); linear min at (1, 0.25)
@@ -289,11 +314,9 @@ class OracleContract:
     def test_time_limit_is_not_certified(self):
         problem = hard_instance()
         oracle = self.make_oracle(time_limit=0.2)
-        if not self.supports_time_limit:
-            with pytest.raises(OracleError):
-                oracle.solve(problem, oracle.budget())
+        solution = solve_unless_refused(self.supports_time_limit, oracle, problem)
+        if solution is None:
             return
-        solution = oracle.solve(problem, oracle.budget())
         cert = solution.certificate
         assert cert.status in (Status.TIME_LIMIT, Status.NO_SOLUTION), cert
         assert not cert.certified

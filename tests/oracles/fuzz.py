@@ -35,7 +35,6 @@ HiGHS 1.16 with that reduction on certifies false optima on such instances
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
@@ -46,6 +45,7 @@ import numpy as np
 from core.objective import MergedRows
 from core.problem import IntegerGrid, Problem
 from oracles.base import OBJECTIVE_TOL, budget_of
+from tests.oracles.contract import opdisc_shaped
 
 KINDS = ("opdisc", "erm", "rspm", "near")
 #: Offsets of the rows placed near the margin: 0 puts a score on mu (as near as floats allow).
@@ -300,13 +300,13 @@ def fuzz_instance(seed: int, *, max_points: int = 800) -> Problem:
     sigma = float(rng.choice([0.3, 2.0, 10.0]))
     eta = rng.normal(0.0, sigma, d + 1)
     eta[d] = (1.0 if (seed // len(KINDS)) % 2 == 0 else -1.0) * abs(eta[d])  # both signs
-    D = math.sqrt(radius_sq)
-    return Problem.from_rows(
-        rows,
+    return opdisc_shaped(
+        rows.points,
+        rows.pos,
+        rows.neg,
         domain,
-        linear=-eta[:d] / D,
-        norm_coef=-eta[d] / D,
-        norm_radius_sq=radius_sq,
+        eta,
+        radius_sq,
         margin=margin,
         label=f"{kind}/{seed}",
     )
@@ -356,18 +356,7 @@ def parallel_instance(seed: int, *, max_points: int = 800) -> Problem:
     sigma = float(rng.choice([1e-3, 0.05, 0.3, 2.0]))
     eta = rng.normal(0.0, sigma, d + 1)
     eta[d] = (1.0 if (seed // len(KINDS)) % 2 == 0 else -1.0) * abs(eta[d])  # both signs
-    D = math.sqrt(radius_sq)
-    return Problem(
-        X,
-        pos,
-        neg,
-        domain,
-        linear=-eta[:d] / D,
-        norm_coef=-eta[d] / D,
-        norm_radius_sq=radius_sq,
-        margin=margin,
-        label=label,
-    )
+    return opdisc_shaped(X, pos, neg, domain, eta, radius_sq, margin=margin, label=label)
 
 
 #: The instance families by name: ``run_fuzz`` and the fuzz tests draw from both.

@@ -2,36 +2,16 @@
 
 Strategies keep the one contract ``solve(problem, budget)`` and never read a time limit; a route
 makes each solve's budget from its limit (``oracles.routing.Route.solve``). ``limited(strategy,
-seconds, threads)`` does the same for one strategy alone, without the route's chain.
+seconds, threads)`` does the same for one strategy alone, without the route's chain
+(``oracles.budget.Limited``, which an estimator given its own oracle object uses too).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from oracles.base import Solution
-from oracles.budget import Budget
-
-
-@dataclass(frozen=True)
-class Limited:
-    """``strategy`` on ``seconds`` (None: no deadline) and ``threads``: ``budget()`` is one
-    solve's budget from now (``oracles.base.Configured``, as a route's)."""
-
-    strategy: Any
-    seconds: float | None = None
-    threads: int = 1
-
-    @property
-    def name(self) -> str:
-        return self.strategy.name
-
-    def budget(self) -> Budget:
-        return Budget.from_limit(self.seconds, self.threads)
-
-    def solve(self, problem: Any, budget: Budget) -> Solution:
-        return self.strategy.solve(problem, budget)
+from oracles.budget import Limited
 
 
 def limited(strategy: Any, seconds: float | None = None, threads: int = 1) -> Limited:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from oracles.budget import MIN_SOLVER_SECONDS, Budget, check_limits, now
+from oracles.budget import MIN_SOLVER_SECONDS, Budget, Limited, check_limits, now
 
 
 @pytest.mark.parametrize(
@@ -98,3 +98,26 @@ def test_node_chunks_come_from_the_budget():
     assert (
         Budget.unlimited().chunk(10**12, 7) == 7 and Budget.unlimited().after(5).node_limit is None
     )
+
+
+class _Recording:
+    """A strategy that answers with the budget it was handed."""
+
+    name = "recording"
+
+    def solve(self, problem, budget):
+        return problem, budget
+
+
+def test_a_limited_strategy_makes_each_solves_budget_from_its_limits_when_asked():
+    oracle = Limited(_Recording(), 30.0, 2)
+    assert oracle.name == "recording"
+    before = now()
+    budget = oracle.budget()
+    assert (budget.seconds, budget.threads, budget.node_limit) == (30.0, 2, None)
+    assert before + 30.0 <= budget.deadline <= now() + 30.0
+    assert oracle.solve("p", budget) == ("p", budget)  # the budget handed over, not its own
+    unlimited = Limited(_Recording()).budget()
+    assert (unlimited.seconds, unlimited.threads) == (math.inf, 1)
+    with pytest.raises(ValueError, match="threads must be >= 1, found 0"):
+        Limited(_Recording(), 1.0, 0).budget()

@@ -26,27 +26,30 @@ from oracles.mip import (
 from tests.oracles.contract import N_INSTANCES, box_instance, edge_instances, make_instance
 
 
-@pytest.mark.parametrize("seed", range(0, N_INSTANCES, 2))
-def test_every_grid_point_encodes_feasibly_with_objective_f(seed):
-    problem = make_instance(seed)
+def _check_every_point_encodes(problem):
+    """Every grid point w of ``problem`` encodes to a feasible x of its MILP with objective
+    f(w); the MILP and the (w, x) pairs."""
     milp = build_milp(problem)
     W, F = all_objectives(problem)
+    encoded = []
     for w, f in zip(W, F):
         x = milp.encode(w)
         assert milp.max_violation(x) <= 1e-12
         assert milp.objective_value(x) == pytest.approx(f, abs=1e-9)
+        encoded.append((w, x))
+    return milp, encoded
+
+
+@pytest.mark.parametrize("seed", range(0, N_INSTANCES, 2))
+def test_every_grid_point_encodes_feasibly_with_objective_f(seed):
+    milp, encoded = _check_every_point_encodes(make_instance(seed))
+    for w, x in encoded:
         np.testing.assert_array_equal(milp.decode_w(x), w)
 
 
 @pytest.mark.parametrize("case", sorted(edge_instances()))
 def test_edge_cases_encode_with_objective_f(case):
-    problem = edge_instances()[case]
-    milp = build_milp(problem)
-    W, F = all_objectives(problem)
-    for w, f in zip(W, F):
-        x = milp.encode(w)
-        assert milp.max_violation(x) <= 1e-12
-        assert milp.objective_value(x) == pytest.approx(f, abs=1e-9)
+    _check_every_point_encodes(edge_instances()[case])
 
 
 @settings(max_examples=40, deadline=None)

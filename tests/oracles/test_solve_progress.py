@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from core.problem import IntegerGrid, Problem
+from core.problem import Problem
 from oracles import solve_progress
 from oracles.base import Status
 from oracles.solve_progress import SolveProgress, listening, reporter
+from tests.oracles.contract import hard_instance
 from tests.oracles.limited import limited
 
 
@@ -117,17 +118,7 @@ def test_guarded_swallows_what_the_callback_raises():
 def slow_instance(n: int = 200, d: int = 6, seed: int = 7) -> Problem:
     """``contract.hard_instance`` made smaller: HiGHS certifies it in 2.5 to 4 s (one thread,
     one core of a 2-core VM), Gurobi in about 1 s; at n = 130 HiGHS takes about 1.3 s."""
-    rng = np.random.default_rng(seed)
-    return Problem(
-        np.round(rng.normal(size=(n, d)), 2),
-        rng.integers(0, 3, n),
-        rng.integers(0, 3, n),
-        IntegerGrid(d, 4, 1.0, float(d)),
-        linear=rng.normal(0.0, 20.0, d),
-        norm_coef=-10.0,
-        norm_radius_sq=float(d),
-        label="slow",
-    )
+    return hard_instance(d, seed, n=n, noise=20.0, norm_coef=-10.0, label="slow")
 
 
 def same_answer(a, b, *, extra: bool = True) -> None:
@@ -234,18 +225,8 @@ def test_the_window_search_reports_its_best_and_a_valid_bound(monkeypatch):
     monkeypatch.setattr(window, "ESTIMATE_EVERY", 0.0)  # its cost to certify at every report
     monkeypatch.setattr(engine, "WORKER_CHUNK", 50)  # a look at the pool every 50 nodes
 
-    rng = np.random.default_rng(7)  # weak noise, d = 8: the search runs for a fraction of a second
-    n, d = 300, 8
-    problem = Problem(
-        np.round(rng.normal(size=(n, d)), 2),
-        rng.integers(0, 3, n),
-        rng.integers(0, 3, n),
-        IntegerGrid(d, 4, 1.0, float(d)),
-        linear=rng.normal(0.0, 1.0, d),
-        norm_coef=-0.5,
-        norm_radius_sq=float(d),
-        label="weak",
-    )
+    # weak noise, d = 8: the search runs for a fraction of a second
+    problem = hard_instance(8, 7, label="weak")
     oracle = limited(WindowOracle(search_seconds=0.05), 120.0)
     plain, heard, seen = _solve_with_and_without(oracle, problem, interval=0.0)
     assert plain.certificate.certified

@@ -7,22 +7,16 @@ import re
 import time
 
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigAttributeError, ValidationError
 
-from pipeline.cli import CONFIG_DIR
 from pipeline.config import Config, ConfigError, sweep_id, validate
 from pipeline.data.schema import AdultDatasetConfig, SyntheticDatasetConfig
-
-
-def _compose(overrides):
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
-        return compose(config_name="config", overrides=overrides)
+from tests.pipeline.configs import assert_config_error, compose_config
 
 
 def test_default_config_is_adult_without_sweep():
-    config = validate(_compose([]))
+    config = validate(compose_config([]))
     assert isinstance(config, Config)
     assert isinstance(config.dataset, AdultDatasetConfig)
     assert config.sweep is None
@@ -31,7 +25,7 @@ def test_default_config_is_adult_without_sweep():
 def test_a_validated_config_is_read_only_to_its_leaves():
     """Hydra writes the schemas while it composes, ``check`` while it normalizes; once
     ``validate`` returns, a write anywhere in the tree is refused (pipeline.read_only)."""
-    config = validate(_compose(["+sweep=smoke"]))
+    config = validate(compose_config(["+sweep=smoke"]))
     writes = [
         (config, "margin", 2.0),
         (config.oracle, "threads", 3),
@@ -51,13 +45,13 @@ def test_a_validated_config_is_read_only_to_its_leaves():
 
 
 def test_smoke_sweep_switches_to_synthetic():
-    config = validate(_compose(["+sweep=smoke"]))
+    config = validate(compose_config(["+sweep=smoke"]))
     assert isinstance(config.dataset, SyntheticDatasetConfig)
     assert config.sweep.name == "smoke" and config.sweep.seeds >= 1
 
 
 def test_adult_sweep_is_the_paper_grid():
-    config = validate(_compose(["+sweep=adult"]))
+    config = validate(compose_config(["+sweep=adult"]))
     assert isinstance(config.dataset, AdultDatasetConfig)
     assert config.sweep.epsilons == [0.1, 0.3, 0.5, 0.7, 1.0]
     assert config.sweep.seeds == 15
@@ -70,7 +64,7 @@ def test_adult_sweep_is_the_paper_grid():
 def test_every_oracle_option_composes_and_builds(name):
     from pipeline.tasks import mechanism_oracle
 
-    config = validate(_compose([f"oracle={name}", "oracle.time_limit=5"]))
+    config = validate(compose_config([f"oracle={name}", "oracle.time_limit=5"]))
     assert config.oracle.name == name
     oracle = mechanism_oracle(config.oracle)
     assert oracle.name == name
@@ -81,12 +75,12 @@ def test_oracle_parts_run_the_window_search_on_that_many_ray_workers(name):
     from pipeline.distributed.ray_search import RaySearch
     from pipeline.tasks import mechanism_oracle
 
-    config = validate(_compose([f"oracle={name}", "oracle.parts=4", "oracle.threads=2"]))
+    config = validate(compose_config([f"oracle={name}", "oracle.parts=4", "oracle.threads=2"]))
     search = mechanism_oracle(config.oracle).strategy("window")  # the route's window search
     assert isinstance(search.executor, RaySearch)
     assert search.executor.fixed == 3 and not search.executor.grow  # worker 0 and 3 extras
     assert search.executor.cpus_per_task == 2  # a worker holds the CPUs of the oracle's threads
-    plain = mechanism_oracle(validate(_compose([f"oracle={name}"])).oracle).strategy("window")
+    plain = mechanism_oracle(validate(compose_config([f"oracle={name}"])).oracle).strategy("window")
     assert isinstance(plain.executor, RaySearch)  # idle CPUs, no config
     assert plain.executor.fixed == 0 and plain.executor.grow
 
@@ -103,17 +97,17 @@ def test_oracle_parts_run_the_window_search_on_that_many_ray_workers(name):
 )
 def test_oracle_parts_are_checked(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
-        validate(_compose(override.split()))
+        validate(compose_config(override.split()))
 
 
 def test_overrides_reach_the_typed_config():
-    config = validate(_compose(["+sweep=smoke", "dataset.n=123", "sweep.epsilons=[0.2]"]))
+    config = validate(compose_config(["+sweep=smoke", "dataset.n=123", "sweep.epsilons=[0.2]"]))
     assert config.dataset.n == 123 and config.sweep.epsilons == [0.2]
 
 
 def test_wrong_type_names_the_field():
     with pytest.raises(ConfigCompositionException) as err:
-        _compose(["+sweep=smoke", "dataset.n=abc"])
+        compose_config(["+sweep=smoke", "dataset.n=abc"])
     cause = err.value.__cause__
     assert isinstance(cause, ValidationError)
     assert "Value 'abc' of type 'str' could not be converted to Integer" in str(cause)
@@ -122,7 +116,7 @@ def test_wrong_type_names_the_field():
 
 def test_unknown_key_names_the_field():
     with pytest.raises(ConfigCompositionException) as err:
-        _compose(["dataset.nn=3"])
+        compose_config(["dataset.nn=3"])
     assert isinstance(err.value.__cause__, ConfigAttributeError)
     assert "full_key: dataset.nn" in str(err.value.__cause__)
     assert "Key 'nn' not in 'AdultDatasetConfig'" in str(err.value.__cause__)
@@ -130,7 +124,7 @@ def test_unknown_key_names_the_field():
 
 def test_unknown_option_lists_the_options():
     with pytest.raises(Exception) as err:
-        _compose(["dataset=nope"])
+        compose_config(["dataset=nope"])
     assert "Could not find 'dataset/nope'" in str(err.value)
 
 
@@ -160,18 +154,16 @@ def test_unknown_option_lists_the_options():
     ],
 )
 def test_bad_values_name_the_field(overrides, message):
-    with pytest.raises(ConfigError) as err:
-        validate(_compose(overrides))
-    assert str(err.value).startswith(message)
+    assert_config_error(overrides, message)
 
 
 def test_the_largest_epsilon_is_taken_and_keeps_its_seed_below_the_references():
     from pipeline.config import MAX_EPSILON
 
-    config = validate(_compose(["+sweep=smoke", f"sweep.epsilons=[{MAX_EPSILON!r}]"]))
+    config = validate(compose_config(["+sweep=smoke", f"sweep.epsilons=[{MAX_EPSILON!r}]"]))
     assert config.sweep.epsilons == [MAX_EPSILON] and round(MAX_EPSILON * 1e9) <= 2**63
     with pytest.raises(ConfigError, match="sweep.epsilons: every epsilon must be <= 9.22e"):
-        validate(_compose(["+sweep=smoke", "sweep.epsilons=[1e10]"]))
+        validate(compose_config(["+sweep=smoke", "sweep.epsilons=[1e10]"]))
 
 
 def test_a_grid_beyond_max_runs_is_refused_with_its_count_in_a_second():
@@ -179,25 +171,25 @@ def test_a_grid_beyond_max_runs_is_refused_with_its_count_in_a_second():
     when the config is checked, before any key of it exists."""
     start = time.perf_counter()
     with pytest.raises(ConfigError) as raised:
-        validate(_compose(["+sweep=smoke", "sweep.seeds=100000000"]))
+        validate(compose_config(["+sweep=smoke", "sweep.seeds=100000000"]))
     assert time.perf_counter() - start < 5
     assert str(raised.value) == (
         "sweep.seeds: the grid holds 1,200,000,002 runs (6 private mechanism(s) x 2 epsilon(s) "
         "x 100,000,000 seeds, + 2 reference(s)), more than sweep.max_runs=10,000; lower "
         "sweep.seeds (or the epsilons, the mechanisms), or raise sweep.max_runs, found 100000000"
     )
-    big = validate(_compose(["+sweep=smoke", "sweep.seeds=2000", "sweep.max_runs=24002"]))
+    big = validate(compose_config(["+sweep=smoke", "sweep.seeds=2000", "sweep.max_runs=24002"]))
     assert big.sweep.runs() == 24_002 == 6 * 2 * 2000 + 2
 
 
 def test_the_run_count_is_the_number_of_keys_and_max_runs_is_not_the_sweeps_identity():
     from pipeline.tasks import sweep_keys
 
-    config = validate(_compose(["+sweep=smoke", "sweep.seeds=3"]))
+    config = validate(compose_config(["+sweep=smoke", "sweep.seeds=3"]))
     assert config.sweep.runs() == len(sweep_keys(config)) == 6 * 2 * 3 + 2
     resolved = dataclasses.asdict(config)
     raised = dataclasses.asdict(
-        validate(_compose(["+sweep=smoke", "sweep.seeds=3", "sweep.max_runs=99"]))
+        validate(compose_config(["+sweep=smoke", "sweep.seeds=3", "sweep.max_runs=99"]))
     )
     assert sweep_id(resolved) == sweep_id(raised)
 
@@ -205,15 +197,17 @@ def test_the_run_count_is_the_number_of_keys_and_max_runs_is_not_the_sweeps_iden
 def test_the_time_limit_and_carrying_on_are_not_the_sweeps_identity():
     # the same command with a longer limit, or oracle.carry_on, carries the sweep on in its own
     # directory (docs/privacy.md, "Carrying on"); the oracle itself is part of it
-    base = sweep_id(dataclasses.asdict(validate(_compose(["+sweep=smoke"]))))
+    base = sweep_id(dataclasses.asdict(validate(compose_config(["+sweep=smoke"]))))
     longer = ["+sweep=smoke", "oracle.time_limit=1800", "oracle.carry_on=true"]
-    assert sweep_id(dataclasses.asdict(validate(_compose(longer)))) == base
-    other = sweep_id(dataclasses.asdict(validate(_compose(["+sweep=smoke", "oracle=window"]))))
+    assert sweep_id(dataclasses.asdict(validate(compose_config(longer)))) == base
+    other = sweep_id(
+        dataclasses.asdict(validate(compose_config(["+sweep=smoke", "oracle=window"])))
+    )
     assert other != base
 
 
 def test_oracle_estimate_is_on_by_default_and_not_the_sweeps_identity():
-    config = validate(_compose(["+sweep=smoke"]))
-    off = validate(_compose(["+sweep=smoke", "oracle.estimate=false"]))
+    config = validate(compose_config(["+sweep=smoke"]))
+    off = validate(compose_config(["+sweep=smoke", "oracle.estimate=false"]))
     assert config.oracle.estimate is True and off.oracle.estimate is False
     assert sweep_id(dataclasses.asdict(config)) == sweep_id(dataclasses.asdict(off))

@@ -112,23 +112,27 @@ def test_the_runs_to_come_are_taken_by_the_first_free_slot():
     assert makespan([], [], slots=2) == 0.0
 
 
+def _last_run_eta(finished, running, slots, unlimited=()):
+    """The ETA with ``running`` (kind, elapsed) the last run, under a 600 s time limit that the
+    ``unlimited`` kinds (calling no oracle) do not have."""
+    return estimate_eta(
+        finished=finished,
+        running=[running],
+        pending=[],
+        slots=slots,
+        limit=600.0,
+        unlimited=unlimited,
+    )
+
+
 def test_the_last_run_of_a_kind_not_measured_may_end_now_or_at_its_limit():
     """The smoke sweep's case: every run done in seconds but the exact ERM's one run, which
     went on for 30 s while the ETA read ``eta 0s``/``4s``: its kind has no finished run, so
     it may end at any moment or run on to its 600 s time limit."""
     finished = [("opdisc", 3.0)] * 20
-    eta = estimate_eta(
-        finished=finished, running=[("erm_01", 10.0)], pending=[], slots=2, limit=600.0
-    )
+    eta = _last_run_eta(finished, ("erm_01", 10.0), slots=2)
     assert eta == Eta(0.0, 590.0) and eta.text() == "0-590s"
-    eta = estimate_eta(
-        finished=finished,
-        running=[("expmech", 10.0)],
-        pending=[],
-        slots=2,
-        limit=600.0,
-        unlimited={"expmech"},
-    )
+    eta = _last_run_eta(finished, ("expmech", 10.0), slots=2, unlimited={"expmech"})
     assert eta == Eta(0.0, 10.0)  # no limit: as long again as it has run
 
 
@@ -530,18 +534,9 @@ def test_a_run_that_calls_no_oracle_has_no_time_limit_in_its_line_nor_its_eta(cl
         "  expmech/eps=1/run=0 40s: running (calls no oracle)",
     ]
     finished = [("opdisc", 10.0), ("expmech", 10.0)]
-    eta = estimate_eta(
-        finished=finished, running=[("expmech", 40.0)], pending=[], slots=1, limit=600.0
-    )
+    eta = _last_run_eta(finished, ("expmech", 40.0), slots=1)
     assert eta == Eta(0.0, 560.0)
-    eta = estimate_eta(
-        finished=finished,
-        running=[("expmech", 40.0)],
-        pending=[],
-        slots=1,
-        limit=600.0,
-        unlimited={"expmech"},
-    )
+    eta = _last_run_eta(finished, ("expmech", 40.0), slots=1, unlimited={"expmech"})
     assert eta == Eta(0.0, 40.0)  # past twice its 10 s, but no limit: as long again
 
 

@@ -22,19 +22,14 @@ import time
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
-from pipeline.cli import CONFIG_DIR, ExitCode, exit_code
+from pipeline.cli import ExitCode, exit_code
 from pipeline.config import ConfigError, validate
 from tests.conftest import REPO
+from tests.pipeline.configs import assert_config_error, compose_config
 
 #: A line of Ray's C++ logging: ``[2026-11-27 22:53:17,758 E 32530 32705] task_manager.cc:...``.
 RAY_CORE_LOG = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [A-Z] \d+ \d+\] ")
-
-
-def _compose(overrides, hydra=False):
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
-        return compose(config_name="config", overrides=overrides, return_hydra_config=hydra)
 
 
 def _cli(args, out: Path, env_extra=None, timeout=600) -> subprocess.CompletedProcess:
@@ -45,6 +40,17 @@ def _cli(args, out: Path, env_extra=None, timeout=600) -> subprocess.CompletedPr
         capture_output=True,
         text=True,
         timeout=timeout,
+    )
+
+
+def _start(args, out: Path) -> subprocess.Popen:
+    """``python -m pipeline ARGS`` into ``out``, started with its output piped (text)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -67,9 +73,7 @@ def _closed_port() -> int:
     ],
 )
 def test_keys_added_with_plus_are_rejected_not_dropped(override, message):
-    with pytest.raises(ConfigError) as err:
-        validate(_compose(["+sweep=smoke", override]))
-    assert str(err.value).startswith(message)
+    assert_config_error(["+sweep=smoke", override], message)
 
 
 @pytest.mark.integration
@@ -107,9 +111,7 @@ def test_run_keys_tell_close_epsilons_apart_and_keep_short_forms():
     ],
 )
 def test_duplicate_grid_entries_are_rejected(override, message):
-    with pytest.raises(ConfigError) as err:
-        validate(_compose(["+sweep=smoke", override]))
-    assert str(err.value).startswith(message)
+    assert_config_error(["+sweep=smoke", override], message)
 
 
 # --- item 7: one output directory per grid -------------------------------------------------------
@@ -119,13 +121,13 @@ def test_each_grid_has_its_own_default_output_directory():
     from pipeline.config import sweep_id
 
     def run_dir(overrides):
-        return str(_compose(overrides, hydra=True).hydra.run.dir)
+        return str(compose_config(overrides, hydra=True).hydra.run.dir)
 
     full = run_dir(["+sweep=smoke"])
     reduced = run_dir(["+sweep=smoke", "sweep.epsilons=[1.0]"])
     assert full.startswith("outputs/sweep-smoke-") and reduced != full
     assert run_dir(["+sweep=smoke", "cluster.num_cpus=1"]) == full  # same sweep, same place
-    config = validate(_compose(["+sweep=smoke"]))
+    config = validate(compose_config(["+sweep=smoke"]))
     assert full.endswith(sweep_id(dataclasses.asdict(config))[:8])
 
 
@@ -187,7 +189,7 @@ def test_unreachable_tracking_server_stops_the_run_before_anything_is_written(tm
     out = tmp_path / "out"
     uri = f"http://127.0.0.1:{_closed_port()}"
     config = validate(
-        _compose(["+sweep=smoke", f"tracking.tracking_uri={uri}", f"output_dir={out}"])
+        compose_config(["+sweep=smoke", f"tracking.tracking_uri={uri}", f"output_dir={out}"])
     )
     start = time.monotonic()
     with pytest.raises(ServiceError) as raised:  # main: exit code 5, "error: " + this message
@@ -231,7 +233,7 @@ def test_job_output_inside_the_working_dir_copy_is_refused(tmp_path, monkeypatch
 def test_tiny_epsilon_is_refused_before_ray_and_many_oracle_calls_warn(caplog):
     from pipeline.preflight import check_oracle_calls
 
-    config = validate(_compose(["+sweep=smoke"]))
+    config = validate(compose_config(["+sweep=smoke"]))
     # refused by the calibration's own check (m beyond 2**53 oracle calls), before Ray
     with pytest.raises(
         ConfigError,
@@ -242,7 +244,7 @@ def test_tiny_epsilon_is_refused_before_ray_and_many_oracle_calls_warn(caplog):
     with caplog.at_level(logging.WARNING, logger="pipeline.preflight"):
         calls = check_oracle_calls(config, [1.0, 0.01], n=400, d=8)
     assert calls[0.01] > 100 and "oracle calls (Ray tasks) per run" in caplog.text
-    tight = validate(_compose(["+sweep=smoke", "sweep.max_oracle_calls=10"]))
+    tight = validate(compose_config(["+sweep=smoke", "sweep.max_oracle_calls=10"]))
     with pytest.raises(ConfigError, match="more than sweep.max_oracle_calls=10"):
         check_oracle_calls(tight, [0.01], n=400, d=8)
 
@@ -376,7 +378,7 @@ def tracking_db(tmp_path_factory):
 
 def _small_config(tracking_db, out, experiment):
     return validate(
-        _compose(
+        compose_config(
             [
                 "+sweep=smoke",
                 "sweep.mechanisms=[expmech,logistic_regression]",
@@ -498,13 +500,7 @@ def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
         "mechanisms.expmech.max_points=10",
         "cluster.num_cpus=1",
     ]
-    first = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    first = _start(args, out)
     streams: dict[str, str] = {}
     reader = threading.Thread(
         target=lambda: streams.update(zip(("stdout", "stderr"), first.communicate(timeout=600)))
@@ -547,13 +543,7 @@ def test_cli_failing_sweep_exits_3_and_a_second_driver_is_refused(tmp_path):
 def _sigterm_when(args, out: Path, said: str, then: float = 0.0):
     """Start ``python -m pipeline ARGS``, send SIGTERM ``then`` seconds after its stdout says
     ``said``; (exit code, stdout, stderr)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={out}"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _start(args, out)
     lines: list[str] = []
     errors: list[str] = []
     seen = threading.Event()

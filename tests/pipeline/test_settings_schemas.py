@@ -11,24 +11,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS, SYNTHETIC
 from oracles.routing import CONVEX, chain_for
 from pipeline.cli import CONFIG_DIR
-from pipeline.config import ConfigError, register, validate
+from pipeline.config import ConfigError, validate
 from pipeline.data import Dataset, load_dataset
 from pipeline.settings_schemas import SCHEMAS
 from pipeline.tasks import RunKey, mechanism_oracle, run_one, run_release
+from tests.pipeline.configs import assert_config_error, compose_config
 
 CONF = Path(CONFIG_DIR)
-
-
-def _compose(overrides):
-    register()
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
-        return compose(config_name="config", overrides=overrides)
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -50,7 +44,7 @@ def test_the_composed_defaults_are_the_mechanisms_own():
     from mechanisms.dpsgd import DPSGDParams
     from mechanisms.opsamp import OPSampParams
 
-    config = validate(_compose([]))
+    config = validate(compose_config([]))
     assert config.mechanisms["dpsgd_lr"].clip_norm == DPSGDParams(1.0, 1e-5).clip_norm == 2.0
     assert config.mechanisms["opsamp"].beta == OPSampParams(1.0, 1e-5).beta
     assert set(config.mechanisms) == set(CATALOG)
@@ -107,7 +101,7 @@ def test_each_time_limit_default_is_written_once():
     for module in ("oracles", "mechanisms", "pipeline"):
         for path in (repo / module).rglob("*.py"):
             assert "time_limit: float = 600" not in path.read_text(), path
-    assert validate(_compose([])).oracle.time_limit == DEFAULT_TIME_LIMIT
+    assert validate(compose_config([])).oracle.time_limit == DEFAULT_TIME_LIMIT
 
 
 @pytest.mark.parametrize(
@@ -137,13 +131,11 @@ def test_each_time_limit_default_is_written_once():
     ],
 )
 def test_a_setting_the_mechanism_refuses_is_a_config_error_naming_it(override, message):
-    with pytest.raises(ConfigError) as err:
-        validate(_compose(["+sweep=smoke", override]))
-    assert str(err.value).startswith(message)
+    assert_config_error(["+sweep=smoke", override], message)
 
 
 def test_settings_pickle_by_reference():
-    config = validate(_compose(["+sweep=smoke"]))
+    config = validate(compose_config(["+sweep=smoke"]))
     settings = config.mechanisms["opsamp"]
     blob = pickle.dumps(settings)
     assert b"pipeline.settings_schemas" in blob and pickle.loads(blob) == settings
@@ -163,7 +155,7 @@ def test_the_catalog_says_which_oracle_and_how_each_runs():
         "real_table",
     }
     assert SYNTHETIC == {"fem", "fem_rspm", "mst", "aim", "mwem", "real_table"}
-    config = validate(_compose(["oracle=highs", "oracle.time_limit=7"]))
+    config = validate(compose_config(["oracle=highs", "oracle.time_limit=7"]))
     opsamp = config.mechanisms["opsamp"]
     logistic = mechanism_oracle(config.oracle, mechanism=opsamp)
     assert logistic.name == "highs" and chain_for(logistic.name, CONVEX)[0].strategy == "convex"
@@ -179,7 +171,7 @@ def test_the_catalog_says_which_oracle_and_how_each_runs():
 @pytest.fixture(scope="module")
 def tiny():
     config = validate(
-        _compose(
+        compose_config(
             [
                 "+sweep=smoke",
                 "dataset.n=80",
@@ -219,7 +211,7 @@ def tiny():
     ],
 )
 def test_a_setting_reaches_the_release(tiny, override, mechanism, check):
-    config = validate(_compose(["+sweep=smoke", "oracle=enumerate", override]))
+    config = validate(compose_config(["+sweep=smoke", "oracle=enumerate", override]))
     key = RunKey(mechanism, 1.0 if mechanism not in NON_PRIVATE else math.inf, 0)
     release = run_release(config, key, tiny)
     assert check(release), (release.params, dict(release.noise), release.privacy)
@@ -241,7 +233,7 @@ def _records(n: int, seed: int) -> Dataset:
 
 def test_a_synthetic_table_is_made_over_the_records_domain_and_scored_on_the_workload():
     config = validate(
-        _compose(
+        compose_config(
             [
                 "+sweep=synth_adult",
                 "sweep.workload_k=2",
@@ -278,4 +270,4 @@ def test_a_synthetic_table_is_made_over_the_records_domain_and_scored_on_the_wor
 
 def test_a_synthetic_data_mechanism_refuses_a_backend_it_has_not():
     with pytest.raises(ConfigError, match=r"mechanisms.fem: backend must be one of \['search', "):
-        validate(_compose(["+sweep=synth_adult", "mechanisms.fem.backend=gurobi"]))
+        validate(compose_config(["+sweep=synth_adult", "mechanisms.fem.backend=gurobi"]))

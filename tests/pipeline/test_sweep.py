@@ -301,11 +301,12 @@ def _nodes_alive(ray: str, dashboard: int, environ: dict[str, str]) -> int:
         return 0
 
 
-def test_tasks_land_on_both_nodes(ray_cluster, tmp_path):
-    out = tmp_path / "out"
+def _cluster_rows(ray_cluster, out: Path, overrides: list[str]) -> list[dict]:
+    """The results.csv rows of a sweep with ``overrides`` at epsilon 1 and two seeds on the
+    two-node cluster, once it has exited 0."""
     result = pipeline(
         [
-            "+sweep=smoke",
+            *overrides,
             "sweep.epsilons=[1.0]",
             "sweep.seeds=2",
             f"cluster.address={ray_cluster['address']}",
@@ -314,7 +315,11 @@ def test_tasks_land_on_both_nodes(ray_cluster, tmp_path):
         environ=ray_cluster["env"],
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = read_rows(out / "results.csv")
+    return read_rows(out / "results.csv")
+
+
+def test_tasks_land_on_both_nodes(ray_cluster, tmp_path):
+    rows = _cluster_rows(ray_cluster, tmp_path / "out", ["+sweep=smoke"])
     assert len(rows) == 14
     nodes = {node for row in rows for node in row["node"].split(",") if node}
     assert len(nodes) == 2, nodes
@@ -346,22 +351,14 @@ def test_one_solve_split_into_ray_tasks_across_the_cluster(ray_cluster, tmp_path
     oracle, each cut into 2 parts run as Ray tasks on the two-node cluster; every run is
     certified (privacy holds)."""
     out = tmp_path / "split-out"
-    result = pipeline(
-        [
-            "+sweep=table",
-            *_generic_table(tmp_path / "wide.csv"),
-            "sweep.mechanisms=[opdisc,rspm_gaussian]",
-            "sweep.epsilons=[1.0]",
-            "sweep.seeds=2",
-            "oracle.parts=2",
-            "oracle.time_limit=120",
-            f"cluster.address={ray_cluster['address']}",
-        ],
-        out,
-        environ=ray_cluster["env"],
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    rows = read_rows(out / "results.csv")
+    overrides = [
+        "+sweep=table",
+        *_generic_table(tmp_path / "wide.csv"),
+        "sweep.mechanisms=[opdisc,rspm_gaussian]",
+        "oracle.parts=2",
+        "oracle.time_limit=120",
+    ]
+    rows = _cluster_rows(ray_cluster, out, overrides)
     assert len(rows) == 4
     assert {row["oracle_backends"] for row in rows} == {"window"}, [
         (row["key"], row["oracle_fallbacks"]) for row in rows
@@ -369,8 +366,10 @@ def test_one_solve_split_into_ray_tasks_across_the_cluster(ray_cluster, tmp_path
     assert all(row["privacy_holds"] == "True" for row in rows), rows
 
 
-def test_ray_job_submit(ray_cluster, tmp_path):
-    out = tmp_path / "job-out"  # absolute: the job's driver runs in a copy of the working dir
+def _job_submit(ray_cluster, cwd, args) -> str:
+    """``ray job submit`` of ``python -m pipeline ARGS`` to the cluster from ``cwd``; its stdout
+    and stderr. A fresh head's job agent can take a while to come up on a busy machine: the
+    submission is tried again (24 times, 5 s apart) while no agent is there."""
     command = [
         str(BIN / "ray"),
         "job",
@@ -383,22 +382,22 @@ def test_ray_job_submit(ray_cluster, tmp_path):
         "python",
         "-m",
         "pipeline",
-        *SMALL,
-        f"hydra.run.dir={out}",
+        *args,
     ]
-    for _ in range(24):  # a fresh head's job agent can take a while to come up on a busy machine
+    for _ in range(24):
         result = subprocess.run(
-            command,
-            env=ray_cluster["env"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=tmp_path,
+            command, env=ray_cluster["env"], capture_output=True, text=True, timeout=600, cwd=cwd
         )
         if "No available agent to submit job" not in result.stdout + result.stderr:
             break
         time.sleep(5)
-    assert "succeeded" in result.stdout + result.stderr, (result.stdout + result.stderr)[-3000:]
+    return result.stdout + result.stderr
+
+
+def test_ray_job_submit(ray_cluster, tmp_path):
+    out = tmp_path / "job-out"  # absolute: the job's driver runs in a copy of the working dir
+    output = _job_submit(ray_cluster, tmp_path, [*SMALL, f"hydra.run.dir={out}"])
+    assert "succeeded" in output, output[-3000:]
     assert len(read_rows(out / "results.csv")) == SMALL_RUNS
     assert (out / "fig1a_accuracy.png").stat().st_size > 0
 
@@ -494,33 +493,7 @@ def test_missing_ray_token_is_one_clear_line(ray_cluster, tmp_path):
 def test_ray_job_submit_with_a_relative_output_dir_is_refused(ray_cluster, tmp_path):
     """The default relative output directory would land in Ray's temporary
     copy of the working directory and vanish with the cluster; the job fails and says so."""
-    command = [
-        str(BIN / "ray"),
-        "job",
-        "submit",
-        "--address",
-        ray_cluster["dashboard"],
-        "--working-dir",
-        str(REPO),
-        "--",
-        "python",
-        "-m",
-        "pipeline",
-        *SMALL,
-    ]
-    for _ in range(24):
-        result = subprocess.run(
-            command,
-            env=ray_cluster["env"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=tmp_path,
-        )
-        if "No available agent to submit job" not in result.stdout + result.stderr:
-            break
-        time.sleep(5)
-    output = result.stdout + result.stderr
+    output = _job_submit(ray_cluster, tmp_path, SMALL)
     assert "failed" in output and "succeeded" not in output, output[-3000:]
     assert (
         "error: hydra.run.dir: under `ray job submit` the driver runs in Ray's temporary copy"

@@ -37,19 +37,26 @@ def test_the_readme_states_the_python_the_package_requires():
     assert set(re.findall(r"Python (3\.\d+)", readme)) == {required}
 
 
-def test_an_older_python_is_refused_before_anything_is_made(tmp_path):
-    fake = tmp_path / "python3.10"
-    fake.write_text('#!/bin/sh\n[ "$1" = -c ] && echo 3.10 && exit 0\nexit 1\n')
-    fake.chmod(0o755)
+def _install_with(python, tmp_path):
+    """install.sh into tmp_path/venv with the interpreter script ``python`` (made executable)
+    as PYTHON: the finished process and the venv's path."""
+    python.chmod(0o755)
     venv = tmp_path / "venv"
     done = subprocess.run(
         ["bash", str(INSTALL), str(venv)],
-        env={**os.environ, "PYTHON": str(fake)},
+        env={**os.environ, "PYTHON": str(python)},
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+    return done, venv
+
+
+def test_an_older_python_is_refused_before_anything_is_made(tmp_path):
+    fake = tmp_path / "python3.10"
+    fake.write_text('#!/bin/sh\n[ "$1" = -c ] && echo 3.10 && exit 0\nexit 1\n')
+    done, venv = _install_with(fake, tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == (
         f"error: this project needs Python 3.11 or newer; {fake} is 3.10 (set PYTHON=python3.11)"
@@ -64,16 +71,7 @@ def test_a_broken_interpreter_is_one_error_line_naming_it(tmp_path):
         '#!/bin/sh\necho "pyenv: python2: command not found" >&2\n'
         'echo "The \\`python2\' command exists in these Python versions:" >&2\nexit 127\n'
     )
-    shim.chmod(0o755)
-    venv = tmp_path / "venv"
-    done = subprocess.run(
-        ["bash", str(INSTALL), str(venv)],
-        env={**os.environ, "PYTHON": str(shim)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done, venv = _install_with(shim, tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         f"error: this project needs Python 3.11 or newer; {shim} does not run (exit 127: a "
