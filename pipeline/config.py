@@ -71,10 +71,11 @@ class OracleConfig(ReadOnly):
     #: docs/privacy.md, "Carrying on"); a larger ``time_limit`` than the sweep's last one does
     #: the same. The time limit and this are not part of the sweep's identity.
     carry_on: bool = False
-    #: Before any run, estimate the window search's tree on each (mechanism, epsilon) of OPDisc
-    #: and RSPM whose problem this oracle sends to it, and warn when it is not expected to
-    #: certify within ``time_limit`` (``pipeline.preflight.check_tree_sizes``, at most
-    #: ``ESTIMATE_SECONDS``); false: no estimate.
+    #: Before any run, estimate the window search's tree on each run of OPDisc and RSPM whose
+    #: problem this oracle sends to it (every (mechanism, epsilon)'s run 0 first), and warn of
+    #: each (mechanism, epsilon) with a run not expected to certify within ``time_limit``
+    #: (``pipeline.preflight.check_tree_sizes``, at most ``ESTIMATE_SECONDS``, then a line
+    #: says how many runs were not estimated); false: no estimate.
     estimate: bool = True
 
     def check(self) -> None:

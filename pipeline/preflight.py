@@ -21,9 +21,10 @@ cannot run leaves no FAILED parent and no empty report:
   assumes (OPSamp's ``x_max``, mechanisms.bounds): data beyond it are refused in one line naming
   the setting, the row and the feature, rather than failing every run of the sweep.
 * ``check_tree_sizes``: for OPDisc and RSPM on an oracle that sends their problem to the window
-  search, the search's tree estimated on each (mechanism, epsilon) of the grid
-  (``oracles.window.tree_size``); a warning line for each that is not expected to certify within
-  ``oracle.time_limit`` (``oracle.estimate=false``: no estimate).
+  search, the search's tree estimated on each run of the grid it can within ``ESTIMATE_SECONDS``
+  (``oracles.window.tree_size``); a warning line for each (mechanism, epsilon) with a run not
+  expected to certify within ``oracle.time_limit``, and one saying how many runs were not
+  estimated (``oracle.estimate=false``: no estimate).
 """
 
 from __future__ import annotations
@@ -55,7 +56,15 @@ from oracles.routing import Route
 from oracles.window.plan import plan
 from oracles.window.tree_size import TreeEstimate, estimate_tree, size_message
 from pipeline.config import ConfigError
-from pipeline.tasks import RunKey, format_epsilon, privacy_delta, run_data, run_request
+from pipeline.tasks import (
+    RunKey,
+    format_epsilon,
+    launch_order,
+    privacy_delta,
+    run_data,
+    run_request,
+    sweep_keys,
+)
 
 log = logging.getLogger(__name__)
 
@@ -361,59 +370,98 @@ def check_tree_sizes(
     rate: float | None = None,
     seconds: float = ESTIMATE_SECONDS,
 ) -> list[str]:
-    """Warn of the shapes whose window search is not expected to certify within the limit.
+    """Warn of the (mechanism, epsilon) whose window search is not expected to certify within
+    the limit.
 
-    For each (mechanism, epsilon) of the grid whose mechanism is OPDisc or RSPM
-    (``TREE_MECHANISMS``) and whose problem the configured oracle's route sends to the window
-    search (``oracles.routing.Route.plan``, the chain the run takes: the ``structured`` route only for a
-    generic table with noise, the ``window`` and ``portfolio`` routes for every grid): run 0's
+    For each run of the grid whose mechanism is OPDisc or RSPM (``TREE_MECHANISMS``) and whose
+    problem the configured oracle's route sends to the window search
+    (``oracles.routing.Route.plan``, the chain the run takes: the ``structured`` route only for a
+    generic table with noise, the ``window`` and ``portfolio`` routes for every grid): the run's
     problem built exactly as that run builds it (``pipeline.tasks.run_request``, its own
     generator, ``ClassifierEntry.prepare``), planned as the window search plans it
     (``oracles.window.plan.plan``, a grid search of ``PLAN_SECONDS``), and its tree below the
-    plan's incumbent estimated (``oracles.window.tree_size.estimate_tree``, seed 0). A shape whose
-    estimate is not certified within ``oracle.time_limit`` CPU seconds on the solve's CPUs
-    (``oracle.threads``, times ``oracle.parts`` when the parts run as tasks) at ``rate`` nodes a
-    CPU second (default ``oracles.window.tree_size.TYPICAL_RATE``) gets one warning line. After
-    ``seconds`` the rest are not estimated, and a line says so. Nothing when
-    ``oracle.estimate`` is false. Returns the lines (each also logged as a warning).
+    plan's incumbent estimated (``oracles.window.tree_size.estimate_tree``, seed 0). Runs are
+    estimated in the sweep's launch order (``pipeline.tasks.launch_order``: run 0 of every
+    (mechanism, epsilon) first, then run 1 of each, ...), so a short budget still sees every
+    shape. A (mechanism, epsilon) with a run whose estimate is not certified within
+    ``oracle.time_limit`` CPU seconds on the solve's CPUs (``oracle.threads``, times
+    ``oracle.parts`` when the parts run as tasks) at ``rate`` nodes a CPU second (default
+    ``oracles.window.tree_size.TYPICAL_RATE``) gets one warning line: its dearest run's
+    estimate, and which of its estimated runs are not expected to certify. After ``seconds``
+    the rest are not estimated, and a line says how many. Nothing when ``oracle.estimate`` is
+    false. Returns the lines (each also logged as a warning).
 
-    Privacy: the estimate reads the private training data and run 0's noise, and what it says
+    Privacy: the estimate reads the private training data and the runs' noise, and what it says
     (a tree's size) depends on both, like a certificate's gap. It goes only to the operator
     running the sweep (the driver's log), never into a release, a run's record, MLflow or the
-    report. It draws nothing from any run's generator: run 0's is made afresh here, and the run
-    makes its own, which draws the same noise.
+    report. It draws nothing from any run's generator: each run's is made afresh here, and the
+    run makes its own, which draws the same noise.
     """
     if not config.oracle.estimate or config.sweep is None:
         return []
-    names = [m for m in config.sweep.mechanisms if config.mechanisms[m].name in TREE_MECHANISMS]
-    shapes = [(name, float(eps)) for name in names for eps in config.sweep.epsilons]
+    keys = [k for k in launch_order(sweep_keys(config)) if k.mechanism in _tree_names(config)]
     rate = tree_size.TYPICAL_RATE if rate is None else rate
     cpus = config.oracle.threads * config.oracle.parts
     limit = config.oracle.time_limit
     start = time.monotonic()
-    lines: list[str] = []
-    for done, (name, eps) in enumerate(shapes):
+    estimated: dict[tuple[str, float], dict[int, TreeEstimate]] = {}
+    stopped = len(keys)
+    for done, key in enumerate(keys):
         left = seconds - (time.monotonic() - start)
         if left <= 0:
-            lines.append(
-                f"stopped estimating the window search's trees after {seconds:g} s: "
-                f"{len(shapes) - done} of {len(shapes)} (mechanism, epsilon) not estimated "
-                "(oracle.estimate=false turns the estimate off)"
-            )
-            log.warning("%s", lines[-1])
+            stopped = done
             break
-        estimate = shape_tree(config, train, RunKey(name, eps, 0), min(PLAN_SECONDS, left))
-        if estimate is None or estimate.certifies_within(limit * cpus, rate):
-            continue
-        on = f" on {cpus} CPUs" if cpus > 1 else ""
+        estimate = shape_tree(config, train, key, min(PLAN_SECONDS, left))
+        if estimate is not None:
+            estimated.setdefault((key.mechanism, key.epsilon), {})[key.run_index] = estimate
+    lines = [
+        line
+        for (name, eps), runs in estimated.items()
+        if (line := _beyond_line(name, eps, runs, limit, cpus, rate))
+    ]
+    if stopped < len(keys):
+        cells = {(k.mechanism, k.epsilon) for k in keys[stopped:]} - {
+            (k.mechanism, k.epsilon) for k in keys[:stopped]
+        }
+        none = f", {len(cells)} (mechanism, epsilon) with none" if cells else ""
         lines.append(
-            f"{name} at epsilon {format_epsilon(eps)}: the window search is estimated at "
-            f"{size_message(estimate, rate)}: it is not expected to certify within "
-            f"oracle.time_limit={limit:g} s{on}; give a longer limit, more CPUs, or carry on "
-            "(oracle.carry_on=true)"
+            f"stopped estimating the window search's trees after {seconds:g} s: "
+            f"{len(keys) - stopped} of {len(keys)} runs not estimated{none} "
+            "(oracle.estimate=false turns the estimate off)"
         )
-        log.warning("%s", lines[-1])
+    for line in lines:
+        log.warning("%s", line)
     return lines
+
+
+def _tree_names(config) -> set[str]:
+    """The sweep's mechanisms whose problem the window search may solve (``TREE_MECHANISMS``)."""
+    return {m for m in config.sweep.mechanisms if config.mechanisms[m].name in TREE_MECHANISMS}
+
+
+def _beyond_line(
+    name: str, eps: float, runs: dict[int, TreeEstimate], limit: float, cpus: int, rate: float
+) -> str:
+    """The warning for a (mechanism, epsilon) whose estimated ``runs`` (by run index) include
+    some not expected to certify within ``limit`` on ``cpus`` at ``rate``; "" when none."""
+    beyond = [i for i, e in sorted(runs.items()) if not e.certifies_within(limit * cpus, rate)]
+    if not beyond:
+        return ""
+    dearest = max(beyond, key=lambda i: runs[i].nodes)
+    which = (
+        ""
+        if len(runs) == 1
+        else f" (run {dearest}, the dearest; {len(beyond)} of the {len(runs)} runs estimated "
+        f"are not expected to certify: run{'s' if len(beyond) > 1 else ''} "
+        f"{', '.join(map(str, beyond))})"
+    )
+    on = f" on {cpus} CPUs" if cpus > 1 else ""
+    return (
+        f"{name} at epsilon {format_epsilon(eps)}: the window search is estimated at "
+        f"{size_message(runs[dearest], rate)}{which}: it is not expected to certify within "
+        f"oracle.time_limit={limit:g} s{on}; give a longer limit, more CPUs, or carry on "
+        "(oracle.carry_on=true)"
+    )
 
 
 def shape_tree(config, train, key: RunKey, plan_seconds: float) -> TreeEstimate | None:

@@ -17,7 +17,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -457,13 +457,16 @@ def summary_text(
     missing: Sequence[str] = (),
     data: dict[str, Any] | None = None,
     cpus: int | None = None,
+    beyond_limit: Sequence[str] = (),
 ) -> str:
     """summary.md: the verdict, what the data is (``data``, ``data_lines``), the tables; an
-    uncertified run's cost to certify on ``cpus`` CPUs (default: this machine's)."""
+    uncertified run's cost to certify on ``cpus`` CPUs (default: this machine's);
+    ``beyond_limit``: the carried runs that could not certify within the limit when the attempt
+    started (``beyond_limit_lines``)."""
     cpus = cpus if cpus is not None else os.cpu_count()
     lines = [f"# {title}", "", *outcome_lines(outcome, missing), *data_lines(data)]
     if frame.empty:
-        return "\n".join(lines + ["No run finished."]) + "\n"
+        return "\n".join(lines + ["No run finished.", *carried_lines(beyond_limit)]) + "\n"
     requested = f" of {outcome.requested} requested" if outcome is not None else ""
     lines += [f"{len(frame)}{requested} runs finished.", ""]
     for section, part in sections(frame):
@@ -475,7 +478,20 @@ def summary_text(
     for r in not_private.head(10).itertuples():
         cost = to_certify_text(getattr(r, "oracle_cpu_seconds_to_certify", math.nan), cpus)
         lines.append(f"- {r.key}: {r.privacy_reason}{cost}")
+    lines += carried_lines(beyond_limit)
     return "\n".join(lines) + "\n"
+
+
+def carried_lines(beyond_limit: Sequence[str]) -> list[str]:
+    """summary.md's word on the carried runs that could not certify within the limit."""
+    if not beyond_limit:
+        return []
+    return [
+        "",
+        f"Carried on: {len(beyond_limit)} run(s) could not certify within oracle.time_limit "
+        "when this attempt started (their price from the last attempt, and what would):",
+        *(f"- {line}" for line in beyond_limit),
+    ]
 
 
 def to_certify_text(seconds: float, cpus: int | None) -> str:
@@ -488,6 +504,40 @@ def to_certify_text(seconds: float, cpus: int | None) -> str:
     if cpus is not None and cpus > 1:
         text += f"; on {cpus} CPUs about {_duration(seconds / cpus)}"
     return text + " (carry on: the same command with a longer oracle.time_limit)"
+
+
+def beyond_limit_lines(prices: Mapping[str, float], limit: float, cpus: int | None) -> list[str]:
+    """One line for each carried run that cannot certify within ``limit`` (``oracle.time_limit``,
+    seconds) even on all the sweep's ``cpus`` (None: 1): its price (``prices``, by run key: the
+    CPU seconds its last attempt estimated it still needs, ``carry_order``) and what would do:
+    the limit on those CPUs, or the CPUs at that limit. A run without a known price gets no
+    line. The dearest first.
+
+    A solve's CPU seconds within its limit are at most ``limit`` times the CPUs it can hold: its
+    own and, as it grows onto idle CPUs, at most the rest of the sweep's (pipeline.distributed),
+    so a price above ``limit * cpus`` is not met in this attempt, whatever the order."""
+    cpus = max(1, int(cpus or 1))
+    lines = []
+    dear = [(p, k) for k, p in prices.items() if p is not None and math.isfinite(p)]
+    for price, key in sorted(dear, key=lambda pk: (-pk[0], pk[1])):
+        if price <= limit * cpus:
+            continue
+        on = f"{cpus} CPUs" if cpus > 1 else "1 CPU"
+        lines.append(
+            f"{key}: about {_duration(price)} of CPU left to certify: it cannot certify within "
+            f"oracle.time_limit={limit:g} s on {on}; oracle.time_limit="
+            f"{_round_up(price / cpus)} would on {on}, or {math.ceil(price / limit):,} CPUs at "
+            f"{limit:g} s"
+        )
+    return lines
+
+
+def _round_up(x: float) -> str:
+    """``x`` rounded up to two significant figures, as a config value (``21000``, ``950``)."""
+    if x <= 10:
+        return f"{math.ceil(x)}"
+    scale = 10 ** (math.floor(math.log10(x)) - 1)
+    return f"{math.ceil(x / scale) * scale:.0f}"
 
 
 def _duration(seconds: float) -> str:
@@ -639,6 +689,7 @@ def write_report(
     missing: Sequence[str] = (),
     data: dict[str, Any] | None = None,
     cpus: int | None = None,
+    beyond_limit: Sequence[str] = (),
 ) -> list[Path]:
     """results.csv, fig1a.png, fig1b.png and summary.md in ``output_dir``.
 
@@ -646,7 +697,7 @@ def write_report(
     summary.json describes the data) says next what the tables are of; figures of an earlier,
     fuller report are removed rather than left beside a smaller results.csv. ``cpus``: the
     CPUs the sweep has (its Ray's, a cluster's when it runs on one), which an uncertified run's
-    price is divided over (None: this machine's).
+    price is divided over (None: this machine's); ``beyond_limit``: ``summary_text``'s.
     """
     frame = results_frame(rows)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -668,7 +719,9 @@ def write_report(
             paths.append(drawn[name])
         else:
             path.unlink(missing_ok=True)
-    paths.append(write_summary(frame, output_dir, title, outcome, missing, data, cpus))
+    paths.append(
+        write_summary(frame, output_dir, title, outcome, missing, data, cpus, beyond_limit)
+    )
     return paths
 
 
@@ -680,13 +733,15 @@ def write_summary(
     missing: Sequence[str] = (),
     data: dict[str, Any] | None = None,
     cpus: int | None = None,
+    beyond_limit: Sequence[str] = (),
 ) -> Path:
     """summary.md alone (``summary_text``), as the last words of a sweep a full disk stopped
     write it when the figures do not fit (pipeline.run). Written whole or not at all: into a
     temporary file, then renamed over the old one, so that a disk that fills meanwhile leaves
     the last summary.md (or none), never a cut or empty one."""
     summary = output_dir / "summary.md"
-    write_atomically(summary, summary_text(frame, title, outcome, missing, data, cpus))
+    text = summary_text(frame, title, outcome, missing, data, cpus, beyond_limit)
+    write_atomically(summary, text)
     return summary
 
 

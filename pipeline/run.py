@@ -45,7 +45,13 @@ from pipeline.preflight import (
     probe_tracking_store,
 )
 from pipeline.progress import Phase
-from pipeline.report import best_accuracy_note, results_frame, write_report, write_summary
+from pipeline.report import (
+    best_accuracy_note,
+    beyond_limit_lines,
+    results_frame,
+    write_report,
+    write_summary,
+)
 from pipeline.sweep import cluster_cpus, init_ray, largest_node_cpus, run_sweep
 from pipeline.tasks import RunKey, sweep_keys
 from pipeline.tracking import RunStatus, SweepTracker, default_tracking_uri, results_from_mlflow
@@ -204,6 +210,9 @@ class DriverState:
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
     interrupted: bool = False
     terminated: bool = False
+    #: the carried runs' prices (``carried_prices``) and those beyond the limit, in words
+    prices: dict[str, float] = dataclasses.field(default_factory=dict)
+    beyond_limit: list[str] = dataclasses.field(default_factory=list)
 
 
 def _claim_output_dir(output_dir: Path, sid: str) -> bool:
@@ -382,6 +391,12 @@ def _run_leased(plan: SweepPlan, state: DriverState, planning: Phase, lease) -> 
         with Phase("starting Ray"):
             init_ray(config)  # connect (or fail, in one line) before the parent exists
         _check_cluster_cpus(config, plan.output_dir, fresh)
+        # before any run starts: the carried runs no order or CPU of this sweep certifies
+        state.beyond_limit = beyond_limit_lines(
+            state.prices, config.oracle.time_limit, _sweep_cpus(config)
+        )
+        for line in state.beyond_limit:
+            log.warning("%s", line)
     # SIGTERM (`ray job stop`, a scheduler's timeout) ends the sweep like Ctrl-C: with a
     # report of what finished and a KILLED parent, not a RUNNING one forever
     state.parent = state.tracker.start_parent(config.sweep.name, sid, plan.resolved)
@@ -441,10 +456,11 @@ def _open_tracker(
     elif carry_on:
         log.info(
             "carrying on: the runs whose oracle did not certify run again, each window search "
-            "from the state it kept (oracle.time_limit %g s%s)",
+            "from the state it kept, the cheapest to certify first (oracle.time_limit %g s%s)",
             config.oracle.time_limit,
             "" if before is None else f", before {before:g} s",
         )
+        state.prices = carried_prices(state.tracker, todo)
     log.info(
         "sweep %s: %d runs, %d already finished, %d to run",
         config.sweep.name,
@@ -453,6 +469,18 @@ def _open_tracker(
         len(todo),
     )
     return todo
+
+
+def carried_prices(tracker: SweepTracker, todo: list[RunKey]) -> dict[str, float]:
+    """The price of each run in ``todo`` that finished uncertified before (its last attempt's
+    ``oracle_cpu_seconds_to_certify``: CPU seconds its window search estimated it still needs,
+    the kept state's own estimate), by run key; NaN where none was measured."""
+    wanted = {str(k) for k in todo}
+    return {
+        r.key: float(r.oracle_cpu_seconds_to_certify)
+        for r in results_from_mlflow(tracker)
+        if r.key in wanted
+    }
 
 
 def _close_left_running(tracker: SweepTracker, previous: dict | None) -> None:
@@ -491,7 +519,7 @@ def _run_todo(plan: SweepPlan, state: DriverState, todo: list[RunKey]) -> None:
         plan.sweep_id,
         tracker.view_url(),
     )
-    _, state.failed = run_sweep(config, plan.train, plan.test, tracker, todo)
+    _, state.failed = run_sweep(config, plan.train, plan.test, tracker, todo, state.prices)
 
 
 def _report_title(plan: SweepPlan) -> str:
@@ -543,6 +571,7 @@ def _report(plan: SweepPlan, state: DriverState) -> dict[str, Any]:
         missing=missing,
         data=_data_description(plan),
         cpus=_sweep_cpus(plan.config),
+        beyond_limit=state.beyond_limit,
     )
     metrics = {
         "runs": float(len(results)),

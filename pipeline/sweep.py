@@ -27,7 +27,7 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE
 from mechanisms.release import Release
@@ -50,7 +50,7 @@ from pipeline.progress import (
     reporting,
 )
 from pipeline.run_record import RunResult
-from pipeline.tasks import RunKey, launch_order, run_one, sweep_keys
+from pipeline.tasks import RunKey, carry_order, launch_order, run_one, sweep_keys
 from pipeline.tracking import HEARTBEAT
 
 log = logging.getLogger(__name__)
@@ -380,8 +380,11 @@ def run_sweep(
     test: Dataset | None,
     tracker,
     todo: list[RunKey] | None = None,
+    prices: Mapping[str, float] | None = None,
 ) -> tuple[list[RunResult], dict[str, str]]:
-    """Run ``todo`` (default: every run not yet FINISHED).
+    """Run ``todo`` (default: every run not yet FINISHED); ``prices``: a carried-on sweep's
+    prices of its carried runs (``pipeline.run.carried_prices``), which start cheapest first
+    (``carry_order``).
 
     Returns (results of this call's runs, {key: one-line reason} of the runs that failed). A
     KeyboardInterrupt propagates; the runs finished until then are already in MLflow.
@@ -394,7 +397,9 @@ def run_sweep(
         todo = [k for k in keys if str(k) not in done]
     if not todo:
         return [], {}
-    todo = launch_order(todo)  # every cell's first run early: the ETA measures every kind
+    # carried on: the cheapest to certify first; else every cell's first run early (the ETA
+    # measures every kind)
+    todo = carry_order(todo, prices) if prices else launch_order(todo)
     init_ray(config)
     run_task, solve_task = _remote_functions(config.cluster.cpus_per_task, config.oracle.threads)
     train_ref = ray.put(train)  # the dataset goes into the object store once

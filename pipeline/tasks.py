@@ -13,7 +13,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -113,6 +113,30 @@ def launch_order(keys: Sequence[RunKey]) -> list[RunKey]:
         cells.setdefault((key.mechanism, key.epsilon), []).append(key)
     rounds = itertools.zip_longest(*cells.values())
     return [key for row in rounds for key in row if key is not None]
+
+
+def carry_order(keys: Sequence[RunKey], prices: Mapping[str, float]) -> list[RunKey]:
+    """``keys`` in the order a carried-on sweep starts them: the runs with a price (``prices``,
+    by run key: the CPU seconds their last attempt's window search estimated it still needs to
+    certify, ``RunResult.oracle_cpu_seconds_to_certify``) cheapest first, then the rest
+    (no price known, or a run that never finished) in ``launch_order``.
+
+    A carried-on sweep is bought in certified releases: a run that certifies in 5 CPU minutes
+    waiting behind two priced at hours certifies only after they stopped at their limit (issue
+    45: an RSPM run at 5 CPU minutes waited 900 s behind OPDisc runs at 5.8 CPU-hours and 13 CPU
+    minutes). Cheapest first spends the first CPU hours where they certify. Ties keep
+    ``launch_order``; a run's noise comes from its key alone, so the order changes no result."""
+    ordered = launch_order(keys)
+    rank = {key: i for i, key in enumerate(ordered)}
+
+    def price(key: RunKey) -> float:
+        value = prices.get(str(key), math.nan)
+        return float(value) if value is not None and math.isfinite(value) else math.nan
+
+    priced = sorted(
+        (k for k in ordered if not math.isnan(price(k))), key=lambda k: (price(k), rank[k])
+    )
+    return priced + [k for k in ordered if math.isnan(price(k))]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,16 @@ ends quickly costs no more than in one process. Two things move it onto the clus
   runs wait and no CPU is idle, extras are RECALLED: each gives its open nodes back to the pool
   and ends, so the waiting run gets its CPU.
 
+  The idle CPUs go to the solve nearest to certifying first (issue 45: two solves priced at
+  hours took both CPUs while one priced at 5 CPU minutes waited). A solve that would grow
+  first, or that has run ``PRICE_AFTER`` seconds, prices itself (``price_of``: the tree below
+  its open nodes, ``tree_size``, at its own node rate; it grows from the next look on, ranked at
+  that price) and says its price to the ``Demand`` at every look; the ``Demand`` answers its
+  RANK, how many running solves are cheaper. A solve grows only while more CPUs are idle than
+  its rank: the cheapest takes the first idle CPU, the next the second, and so on, so an idle
+  CPU still goes to someone when the cheapest cannot take it. A price not said again within
+  ``PRICE_HOLDS`` seconds (a solve that ended or died) no longer counts.
+
 Every worker runs the one loop (``engine.search``) against the one pool: worker 0 through a
 client that starts local and moves with the pool (``Moving``), the extras through
 ``ray_pool.RayClient``. The answer and certificate are the one-process ones whichever CPU a node
@@ -27,6 +37,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,6 +55,8 @@ from oracles.window.engine import (
     searched,
 )
 from oracles.window.pool import LocalClient, Look, Pool
+from oracles.window.tree import Nodes, Tables
+from oracles.window.tree_size import estimate_tree
 from oracles.window.worker import MIN_LEVELS_LEFT, Worker
 from pipeline.distributed.ray_pool import Pending, RayClient, node_id, worker_task
 
@@ -60,20 +73,53 @@ PART_GRACE_SECONDS = 5.0
 MAX_RELAUNCHES = 4
 #: The name of a sweep's ``Demand`` actor (in the sweep's own Ray namespace).
 DEMAND_NAME = "sweep-demand"
+#: Seconds a solve's price counts on the ``Demand`` after it last said it (it says it at every
+#: look, about every ``GROW_EVERY`` seconds): a solve that ended or died stops counting.
+PRICE_HOLDS = 10.0
+#: Seconds after its start a solve prices itself (``price_of``) whether or not it may grow, so
+#: that the solves running when a CPU falls idle have their prices said (a shorter one never
+#: pays for the estimate); one that may grow earlier prices itself then.
+PRICE_AFTER = 2.0
+#: The estimate of a solve's price (``price_of``): ``oracles.window.oracle.cost_left``'s
+#: width and runs (about 0.2 s below 40 open nodes at 24 levels), once a solve.
+PRICE_WIDTH = 50
+PRICE_RUNS = 4
 
 
 class Demand:
     """How many of the sweep's runs wait for a CPU (a Ray actor the sweep's driver keeps up to
-    date: the runs not finished beyond the sweep's slots, ``pipeline.sweep.run_sweep``)."""
+    date: the runs not finished beyond the sweep's slots, ``pipeline.sweep.run_sweep``), and
+    the running solves' prices, which say whose turn it is to grow (module docstring)."""
 
-    def __init__(self, waiting: int = 0) -> None:
+    def __init__(self, waiting: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
         self.runs = int(waiting)
+        self.clock = clock
+        self.prices: dict[str, tuple[float, float]] = {}  # solve: (CPU seconds left, said at)
 
     def set(self, waiting: int) -> None:
         self.runs = max(0, int(waiting))
 
     def waiting(self) -> int:
         return self.runs
+
+    def look(self, solve: str, price: float = math.nan) -> tuple[int, int]:
+        """(runs waiting, ``solve``'s rank): its ``price`` (CPU seconds it still needs to
+        certify; NaN: not known, not recorded) kept, and how many other solves whose price
+        holds are cheaper (ties: the lesser name first). An unpriced solve ranks after every
+        priced one."""
+        now = self.clock()
+        if math.isfinite(price):
+            self.prices[solve] = (float(price), now)
+        self.prices = {k: v for k, v in self.prices.items() if now - v[1] <= PRICE_HOLDS}
+        own = self.prices.get(solve)
+        others = [(p, k) for k, (p, _) in self.prices.items() if k != solve]
+        if own is None:
+            return self.runs, len(others)
+        return self.runs, sum((p, k) < (own[0], solve) for p, k in others)
+
+    def gone(self, solve: str) -> None:
+        """``solve`` ended: its price no longer counts."""
+        self.prices.pop(solve, None)
 
 
 def demand_actor(ray: Any, waiting: int) -> Any | None:
@@ -98,33 +144,95 @@ def set_waiting(demand: Any | None, waiting: int) -> None:
 
 class Cluster:
     """What the solve reads about the cluster without blocking: idle CPUs now, and the runs
-    waiting as last read from the sweep's ``Demand`` (0 without one; 1 until its first answer
-    arrives: no growth on a guess)."""
+    waiting and the solve's rank (``Demand.look``) as last read from the sweep's ``Demand``
+    (0 and 0 without one; 1 waiting until its first answer arrives: no growth on a guess).
+    ``solve``: the name this solve's price goes under."""
 
-    def __init__(self, ray: Any) -> None:
+    def __init__(self, ray: Any, solve: str | None = None) -> None:
         self.ray = ray
+        self.solve = solve or uuid.uuid4().hex
         try:
             self.demand = ray.get_actor(DEMAND_NAME)
         except Exception:  # noqa: BLE001 - none (ValueError), or a Ray that has no actors
             self.demand = None
         self.pending: Pending | None = None
         self.waiting = 0 if self.demand is None else 1
+        self.rank = 0
 
-    def look(self) -> tuple[int, int]:
+    def look(self, price: float = math.nan) -> tuple[int, int, int]:
+        """(idle CPUs, runs waiting, rank), saying ``price`` to the ``Demand``."""
         if self.demand is not None:
             if self.pending is not None and self.pending.ready():
                 try:
-                    self.waiting = int(self.pending.value())
+                    self.waiting, self.rank = map(int, self.pending.value())
                 except self.ray.exceptions.RayError:
-                    self.demand = None
+                    self.demand, self.rank = None, 0
                 self.pending = None
             if self.pending is None and self.demand is not None:
-                self.pending = Pending(self.demand.waiting.remote())
+                self.pending = Pending(self.demand.look.remote(self.solve, price))
         try:
             idle = int(self.ray.available_resources().get("CPU", 0.0))
         except Exception:  # noqa: BLE001 - a Ray that cannot say: never grow on a guess
             idle = 0
-        return idle, self.waiting
+        return idle, self.waiting, self.rank
+
+    def say(self, price: float) -> None:
+        """Tell the ``Demand`` this solve's ``price`` now, not at the next look (best effort):
+        a solve that just priced itself counts in the others' ranks at once."""
+        if self.demand is not None:
+            try:
+                self.demand.look.remote(self.solve, price)
+            except Exception as err:  # noqa: BLE001 - said again at the next look
+                log.debug("the demand did not hear solve %s's price: %r", self.solve, err)
+
+    def gone(self) -> None:
+        """The solve ended: its price no longer counts (best effort)."""
+        if self.demand is not None:
+            try:
+                self.demand.gone.remote(self.solve)
+            except Exception as err:  # noqa: BLE001 - the price lapses after PRICE_HOLDS anyway
+                log.debug("the demand did not hear that solve %s ended: %r", self.solve, err)
+
+
+def price_of(
+    tables: Tables, left: Sequence[np.ndarray], best: float, made: int, cpu_seconds: float
+) -> float:
+    """A solve's price: the CPU seconds its tree below the open nodes ``left`` (as
+    ``oracles.window.oracle.cost_left`` estimates it) takes at its own rate (``made`` nodes in
+    ``cpu_seconds``); 0 with no node left, NaN before any node was made (no rate yet)."""
+    starts = [Nodes.from_states(tables, states) for states in left if len(states)]
+    if not starts:
+        return 0.0
+    if made <= 0 or cpu_seconds <= 0:
+        return math.nan
+    estimate = estimate_tree(
+        tables,
+        best,
+        rng=np.random.default_rng(0),
+        width=PRICE_WIDTH,
+        runs=PRICE_RUNS,
+        start=starts,
+    )
+    return float(estimate.nodes) / (made / cpu_seconds)
+
+
+class Price:
+    """A solve's price as it goes on: estimated once (``price_of``) when it first may grow,
+    then less the CPU it has got since (its own, and about a CPU a second for each extra
+    running: the extras' CPU is counted when they return)."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None  # the price when estimated
+        self.cpu = self.wall = 0.0  # this process's CPU, the wall clock, then
+
+    def now(self, extras: int) -> float:
+        if self.at is None:
+            return math.nan
+        spent = time.process_time() - self.cpu + extras * (time.perf_counter() - self.wall)
+        return max(0.0, self.at - spent)
+
+    def estimate(self, value: float) -> None:
+        self.at, self.cpu, self.wall = value, time.process_time(), time.perf_counter()
 
 
 class Moving:
@@ -191,6 +299,8 @@ class RaySearch(Executor):
         self.done: list[WorkerResult] = []
         self._started: Pending | None = None
         self._seen = 0
+        self.price = Price()
+        self._begun = time.perf_counter()
 
     def accepts(self, budget: Budget, racing: bool) -> bool:
         """A race stops its search through this process's pool, and a solve of several CPUs
@@ -225,6 +335,7 @@ class RaySearch(Executor):
         worker = Worker(tables, 0, best, self.min_levels)
         client = Moving(LocalClient(local, 0, stop=job.stop))
         cluster = Cluster(ray) if ray.is_initialized() else None
+        solve_cpu = time.process_time()
         self.nodes = {node_id()} if cluster is not None else set()
         cpu_at_grow = 0.0
         looked = start
@@ -251,13 +362,26 @@ class RaySearch(Executor):
             if self.actor is not None:
                 self._collect(ray, budget, block=False)
             if self.grow:
-                self._resize(ray, cluster, move)
+
+                def priced() -> float:
+                    """This solve's price, while its nodes are all here (before it grows)."""
+                    left = w.open() + tuple(states for _, states in local.queued())
+                    spent = time.process_time() - solve_cpu
+                    return price_of(tables, left, min(local.best, w.best), w.made, spent)
+
+                self._resize(ray, cluster, move, priced)
 
         if self.fixed and cluster is not None:
             move()
             for _ in range(self.fixed):
                 self._launch(ray)
-        own = drive(worker, client, budget, chunk=self.chunk, hook=hook, clock=time.process_time)
+        try:
+            own = drive(
+                worker, client, budget, chunk=self.chunk, hook=hook, clock=time.process_time
+            )
+        finally:
+            if cluster is not None:
+                cluster.gone()
         known = min(best, local.best)
         if self.actor is None:
             left = local.left()
@@ -293,21 +417,40 @@ class RaySearch(Executor):
         ref = task.remote(self.shared, self.extras, self.actor, self.chunk, self.min_levels)
         self.running[ref] = (self.extras, Pending(ref))
 
-    def _resize(self, ray: Any, cluster: Cluster, move: Callable[[], None]) -> None:
-        """Grow onto idle CPUs while no run waits, recall extras while runs wait and no CPU is
-        idle (module docstring)."""
-        idle, waiting = cluster.look()
+    def _resize(
+        self,
+        ray: Any,
+        cluster: Cluster,
+        move: Callable[[], None],
+        priced: Callable[[], float] | None = None,
+    ) -> None:
+        """Grow onto idle CPUs while no run waits, the idle CPUs beyond this solve's rank
+        (``Demand.look``: the cheaper solves grow first), recall extras while runs wait and no
+        CPU is idle (module docstring). ``priced``: this solve's price, estimated the first
+        time it may grow while its nodes are all in this process."""
+        idle, waiting, rank = cluster.look(self.price.now(len(self.running)))
         if self.actor is not None:  # how many extras have started (worker 0 counts: it looks)
             if self._started is None:
                 self._started = Pending(self.actor.started.remote())
             elif self._started.ready():
                 self._seen, self._started = self._started.value(), None
-        if idle >= 1 and waiting == 0:
+        wants = idle >= 1 and waiting == 0
+        unpriced = self.price.at is None and priced is not None and self.actor is None
+        if unpriced and (wants or time.perf_counter() - self._begun >= PRICE_AFTER):
+            value = priced()
+            if not math.isnan(value):
+                self.price.estimate(value)
+                cluster.say(value)
+                if wants:
+                    return  # grow once the Demand ranks this solve at its price
+        if wants:
             room = (
                 idle if self.max_extras is None else min(idle, self.max_extras - len(self.running))
             )
             if room < 1 or (self.actor is not None and self._seen < self.extras + 1):
                 return  # Ray's idle CPUs lag: wait until the last extra started
+            if idle <= rank:
+                return  # the idle CPUs go to the cheaper solves first
             if self.actor is None:
                 move()
             self._launch(ray)  # one a look: Ray's count of idle CPUs lags
@@ -355,10 +498,14 @@ __all__ = [
     "GROW_EVERY",
     "MAX_RELAUNCHES",
     "PART_GRACE_SECONDS",
+    "PRICE_AFTER",
+    "PRICE_HOLDS",
     "Cluster",
     "Demand",
     "Moving",
+    "Price",
     "RaySearch",
     "demand_actor",
+    "price_of",
     "set_waiting",
 ]

@@ -11,6 +11,7 @@ import socket
 import sqlite3
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -280,7 +281,9 @@ def test_a_tree_that_does_not_certify_within_the_limit_warns_once_per_shape(capl
     for line in lines:
         assert re.fullmatch(
             r"rspm_gaussian at epsilon 1?0?: the window search is estimated at about \d+ nodes, "
-            r"about [\d.e+-]+ CPU-hours at 0.001 nodes/s: it is not expected to certify within "
+            r"about [\d.e+-]+ CPU-hours at 0.001 nodes/s \(run [01], the dearest; 2 of the 2 "
+            r"runs estimated are not expected to certify: runs 0, 1\): it is not expected to "
+            r"certify within "
             r"oracle.time_limit=300 s; give a longer limit, more CPUs, or carry on "
             r"\(oracle.carry_on=true\)",
             line,
@@ -327,9 +330,58 @@ def test_the_estimate_stops_after_its_time_and_says_so():
     config = _tree_config("sweep.epsilons=[1.0,2.0]", "sweep.mechanisms=[opdisc,rspm_laplace]")
     (line,) = check_tree_sizes(config, _generic_table(), seconds=0.0)
     assert line == (
-        "stopped estimating the window search's trees after 0 s: 4 of 4 (mechanism, epsilon) "
-        "not estimated (oracle.estimate=false turns the estimate off)"
+        "stopped estimating the window search's trees after 0 s: 8 of 8 runs not estimated, "
+        "4 (mechanism, epsilon) with none (oracle.estimate=false turns the estimate off)"
     )
+
+
+class _Clock:
+    """``time.monotonic`` for check_tree_sizes: each estimate takes ``step`` seconds."""
+
+    def __init__(self, step: float) -> None:
+        self.t, self.step = 0.0, step
+
+    def monotonic(self) -> float:
+        return self.t
+
+
+def test_every_run_is_estimated_within_the_budget_run_0_of_every_shape_first(monkeypatch):
+    """Issue 45, item 3: each run the budget allows, not run 0 of each (mechanism, epsilon)
+    only, in launch order (every shape's run 0 first); the runs not estimated are counted."""
+    clock = _Clock(10.0)
+    asked = []
+    dear = {RunKey("opdisc", 2.0, 2)}  # only run 2 of one shape is beyond the limit
+
+    def fake_shape_tree(config, train, key, plan_seconds):
+        asked.append(key)
+        clock.t += clock.step
+        nodes = 1e12 if key in dear else 1.0
+        return types.SimpleNamespace(
+            nodes=nodes, certifies_within=lambda cpu, rate: nodes / rate <= cpu
+        )
+
+    monkeypatch.setattr(preflight, "shape_tree", fake_shape_tree)
+    monkeypatch.setattr(preflight, "time", clock)
+    monkeypatch.setattr(preflight, "size_message", lambda e, rate: f"{e.nodes:g} nodes")
+    config = _tree_config(
+        "sweep.epsilons=[1.0,2.0]", "sweep.mechanisms=[opdisc,rspm_laplace,erm_01]", "sweep.seeds=3"
+    )
+    lines = check_tree_sizes(config, _generic_table(), seconds=1000.0)  # room for all 12
+    assert len(asked) == 12 and len(set(asked)) == 12
+    assert [k.run_index for k in asked] == [0] * 4 + [1] * 4 + [2] * 4  # every shape's run 0
+    assert lines == [
+        "opdisc at epsilon 2: the window search is estimated at 1e+12 nodes (run 2, the dearest; "
+        "1 of the 3 runs estimated are not expected to certify: run 2): it is not expected to "
+        "certify within oracle.time_limit=600 s; give a longer limit, more CPUs, or carry on "
+        "(oracle.carry_on=true)"
+    ]
+    asked.clear()
+    clock.t = 0.0
+    lines = check_tree_sizes(config, _generic_table(), seconds=55.0)  # 6 estimates fit
+    assert len(asked) == 6 and lines == [
+        "stopped estimating the window search's trees after 55 s: 6 of 12 runs not estimated "
+        "(oracle.estimate=false turns the estimate off)"
+    ]  # opdisc at 2, run 2 was not estimated: no warning of it
 
 
 def test_the_tree_is_estimated_on_run_0s_own_problem(monkeypatch):

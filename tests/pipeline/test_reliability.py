@@ -396,7 +396,7 @@ def _fake_sweep(stop_after: int, fail: set[str] = frozenset(), interrupt: bool =
     """run_sweep without Ray: runs keys in-process, logs them, fails or stops on request."""
     from pipeline.tasks import run_one
 
-    def run_sweep(config, train, test, tracker, todo):
+    def run_sweep(config, train, test, tracker, todo, prices=None):
         failed = {}
         for i, key in enumerate(todo):
             if i == stop_after:

@@ -17,6 +17,7 @@ from pipeline.report import (
     ReferenceBound,
     aggregate,
     best_accuracy_note,
+    beyond_limit_lines,
     figure_1a,
     figure_1b,
     oracle_verdict,
@@ -523,3 +524,36 @@ def test_summary_md_that_cannot_be_written_leaves_the_last_one_whole(tmp_path, m
         report.write_summary(frame, tmp_path, "Sweep t")
     assert (tmp_path / "summary.md").read_text() == before and before.startswith("# Sweep t")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.md"]
+
+
+def test_a_carried_run_that_cannot_certify_within_the_limit_gets_its_price_and_what_would():
+    """Issue 45, item 3: before a carried-on sweep starts, one line for each carried run whose
+    price exceeds the limit on all the sweep's CPUs, the dearest first; none for the others."""
+    prices = {
+        "opdisc/eps=10/run=0": 5.8 * 3600,  # 20,880 CPU s
+        "opdisc/eps=10/run=1": 13 * 60,  # 780 CPU s: within 900 s on 1 CPU
+        "rspm_gaussian/eps=10/run=0": 1900.0,  # within 900 s on 3 CPUs, not on 2
+        "rspm_gaussian/eps=10/run=1": math.nan,  # no price: no line
+    }
+    lines = beyond_limit_lines(prices, 900.0, 2)
+    assert lines == [
+        "opdisc/eps=10/run=0: about 5.8 h of CPU left to certify: it cannot certify within "
+        "oracle.time_limit=900 s on 2 CPUs; oracle.time_limit=11000 would on 2 CPUs, or 24 CPUs "
+        "at 900 s",
+        "rspm_gaussian/eps=10/run=0: about 32 min of CPU left to certify: it cannot certify "
+        "within oracle.time_limit=900 s on 2 CPUs; oracle.time_limit=950 would on 2 CPUs, or 3 "
+        "CPUs at 900 s",
+    ]
+    # what each line says would do, does: the limit on those CPUs, the CPUs at that limit
+    for key, line in zip(["opdisc/eps=10/run=0", "rspm_gaussian/eps=10/run=0"], lines):
+        limit = float(line.split("oracle.time_limit=")[2].split()[0])
+        cpus = int(line.split(", or ")[1].split()[0])
+        assert limit * 2 >= prices[key] and cpus * 900 >= prices[key]
+        assert (cpus - 1) * 900 < prices[key]
+    assert len(beyond_limit_lines(prices, 900.0, 24)) == 0
+    assert len(beyond_limit_lines(prices, 900.0, None)) == 2  # 1 CPU: 1900 > 900 as well
+    text = summary_text(results_frame([_row(i=0)]), "T", beyond_limit=lines)
+    assert "Carried on: 2 run(s) could not certify within oracle.time_limit" in text
+    assert f"- {lines[0]}" in text and f"- {lines[1]}" in text
+    assert "Carried on" not in summary_text(results_frame([_row(i=0)]), "T")
+    assert f"- {lines[0]}" in summary_text(pd.DataFrame(), "T", beyond_limit=lines)

@@ -252,6 +252,8 @@ class FakeTracker:
         return "http://127.0.0.1:5000/#/experiments/1/runs"
 
     def finished_keys(self, carry_on: bool = False) -> set[str]:
+        if carry_on:  # an uncertified run is not done: it runs again
+            return {r.key for r in self.store.rows if r.oracle_certified is not False}
         return {result.key for result in self.store.rows}
 
     def time_limit_before(self) -> float | None:
@@ -303,11 +305,13 @@ def services(monkeypatch):
     def init_ray(config):
         store.events.append("init_ray")
 
-    def run_sweep(config, train, test, tracker, todo):
-        store.todo = list(todo)
+    def run_sweep(config, train, test, tracker, todo, prices=None):
+        store.todo, store.prices = list(todo), prices
         return store.sweep(todo, tracker)
 
-    def write_report(rows, output_dir, title, outcome=None, missing=(), data=None, cpus=None):
+    def write_report(
+        rows, output_dir, title, outcome=None, missing=(), data=None, cpus=None, beyond_limit=()
+    ):
         store.reports.append(
             {
                 "rows": list(rows),
@@ -315,6 +319,7 @@ def services(monkeypatch):
                 "missing": list(missing),
                 "data": data,
                 "cpus": cpus,
+                "beyond_limit": list(beyond_limit),
             }
         )
         path = Path(output_dir) / "summary.md"
@@ -502,6 +507,37 @@ def test_carrying_on_with_nothing_uncertified_says_so_and_starts_no_ray(services
     assert result["status"] == "complete"
 
 
+def test_a_carried_on_sweep_prices_its_carried_runs_and_names_those_beyond_the_limit(
+    services, tmp_path, caplog, monkeypatch
+):
+    """Issue 45, item 3: the carried runs' prices (their last attempt's) go to run_sweep, which
+    starts them cheapest first, and before any run starts the driver's log and summary.md
+    name each carried run that cannot certify within the limit on the sweep's CPUs."""
+    monkeypatch.setattr(run_module, "cluster_cpus", lambda: 2)
+    config = _sweep_config(tmp_path)
+    oracle = dataclasses.replace(config.oracle, carry_on=True, time_limit=60.0)
+    config = dataclasses.replace(config, oracle=oracle)
+    keys = sweep_keys(config)
+    dear, cheap = RunKey("opdisc", 0.5, 0), RunKey("opdisc", 1.0, 0)
+    uncertified = {"oracle_calls": 1, "oracle_certified": False}
+    services.rows = [result_for(k) for k in keys if k not in (dear, cheap)] + [
+        result_for(dear, holds=False, oracle_cpu_seconds_to_certify=5000.0, **uncertified),
+        result_for(cheap, holds=False, oracle_cpu_seconds_to_certify=100.0, **uncertified),
+    ]
+    services.parent = "parent-1"
+    services.sweep = _logging_every_run()
+    with caplog.at_level(logging.INFO, logger="pipeline.run"):
+        run_module.run_sweep_and_report(config, tmp_path)
+    assert sorted(services.todo, key=str) == [dear, cheap]
+    assert services.prices == {str(dear): 5000.0, str(cheap): 100.0}
+    (line,) = services.reports[-1]["beyond_limit"]  # 100 CPU s fits in 60 s on 2 CPUs
+    assert line.startswith(f"{dear}: about 83 min of CPU left to certify: it cannot certify ")
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert line in warned
+    said = [r.getMessage() for r in caplog.records]
+    assert said.index(line) < said.index(next(m for m in said if m.startswith("MLflow: ")))
+
+
 def test_the_report_divides_a_price_over_the_sweeps_cpus(services, tmp_path, monkeypatch):
     monkeypatch.setattr(run_module, "cluster_cpus", lambda: 48)  # joined a 48-CPU cluster
     services.sweep = _logging_every_run()
@@ -642,7 +678,7 @@ def test_a_disk_fault_mid_sweep_is_one_line_and_leaves_a_resumable_store(
 
     half_logged = []
 
-    def run_sweep(config, train, test, tracker, todo):
+    def run_sweep(config, train, test, tracker, todo, prices=None):
         run = tracker.client.create_run(  # a child the fault cut off half-way through its logging
             tracker.experiment_id,
             tags={"mlflow.parentRunId": tracker.parent_id, "run_key": str(todo[0])},
@@ -734,7 +770,7 @@ def _filling_the_disk(disk: FullDisk, finished: int, seen: dict):
     """run_sweep: ``finished`` runs logged, one child created, then the disk full under it."""
     from pipeline.tasks import run_one
 
-    def run_sweep(config, train, test, tracker, todo):
+    def run_sweep(config, train, test, tracker, todo, prices=None):
         reserve = disk.reserve.stat()
         seen["reserved"] = reserve.st_size, reserve.st_blocks * 512
         cheap = [k for k in todo if k.mechanism != "opdisc"][:finished]
@@ -798,7 +834,7 @@ def test_a_disk_still_full_leaves_the_sweep_run_to_the_next_start(tmp_path, monk
     )
     disk.filled = False  # space freed
     monkeypatch.setattr(
-        run_module, "run_sweep", lambda config, train, test, tracker, todo: ([], {})
+        run_module, "run_sweep", lambda config, train, test, tracker, todo, prices=None: ([], {})
     )
     result = run_module.run_sweep_and_report(config, tmp_path)
     assert result["runs"] == 1 and result["status"] == "incomplete"
@@ -858,7 +894,7 @@ def test_the_next_driver_closes_what_a_killed_driver_left_running(tmp_path, monk
     driver closes both first, with a reason that names the dead driver (its lock file's)."""
     monkeypatch.setattr(run_module, "init_ray", lambda config: None)
     monkeypatch.setattr(
-        run_module, "run_sweep", lambda config, train, test, tracker, todo: ([], {})
+        run_module, "run_sweep", lambda config, train, test, tracker, todo, prices=None: ([], {})
     )
     config = _sweep_config(tmp_path)
     run_module.run_sweep_and_report(config, tmp_path)  # creates the store and the sweep run
@@ -890,7 +926,7 @@ def test_the_next_driver_closes_what_a_killed_driver_left_running(tmp_path, monk
 
 
 def test_a_fault_that_is_not_the_disks_is_raised_as_it_is(tmp_path, monkeypatch):
-    def run_sweep(config, train, test, tracker, todo):
+    def run_sweep(config, train, test, tracker, todo, prices=None):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(run_module, "init_ray", lambda config: None)

@@ -107,3 +107,37 @@ def test_a_sweep_starts_a_run_of_every_cell_in_turn():
         "a/eps=1/run=2",
     ]
     assert tasks.launch_order([]) == []
+
+
+def test_a_carried_on_sweep_starts_its_cheapest_run_to_certify_first():
+    """Issue 45, item 3: the runs with a price (CPU seconds left to certify) cheapest first,
+    ties in launch order, then those without a price (not measured, never finished) in
+    launch order."""
+    keys = [tasks.RunKey("opdisc", 10.0, i) for i in range(3)]
+    keys += [tasks.RunKey("rspm_gaussian", 10.0, i) for i in range(3)]
+    prices = {
+        "opdisc/eps=10/run=0": 5.8 * 3600,  # the issue's sweep: hours, minutes, minutes
+        "opdisc/eps=10/run=1": 13 * 60,
+        "rspm_gaussian/eps=10/run=0": 5 * 60,
+        "rspm_gaussian/eps=10/run=1": math.nan,  # its search was too short to price
+        "rspm_gaussian/eps=10/run=2": 13 * 60,  # a tie: launch order (rspm run 2 after opdisc 1)
+    }
+    order = [str(k) for k in tasks.carry_order(keys, prices)]
+    assert order == [
+        "rspm_gaussian/eps=10/run=0",
+        "opdisc/eps=10/run=1",
+        "rspm_gaussian/eps=10/run=2",
+        "opdisc/eps=10/run=0",
+        "rspm_gaussian/eps=10/run=1",  # no price: in launch order (round-robin over cells)
+        "opdisc/eps=10/run=2",
+    ]
+    # without prices it is the launch order, and every run appears once whatever the prices
+    assert tasks.carry_order(keys, {}) == tasks.launch_order(keys)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        drawn = {str(k): float(rng.exponential(100)) for k in keys if rng.random() < 0.7}
+        ordered = tasks.carry_order(keys, drawn)
+        assert sorted(map(str, ordered)) == sorted(map(str, keys))
+        priced = [drawn[str(k)] for k in ordered if str(k) in drawn]
+        assert priced == sorted(drawn.values())
+        assert all(str(k) in drawn for k in ordered[: len(drawn)])

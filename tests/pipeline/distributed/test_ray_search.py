@@ -21,7 +21,7 @@ from oracles.window.engine import InProcess
 from oracles.window.oracle import WindowOracle, answer
 from oracles.window.plan import plan
 from pipeline.distributed import ray_search
-from pipeline.distributed.ray_search import RaySearch, demand_actor
+from pipeline.distributed.ray_search import Demand, RaySearch, demand_actor
 from tests.oracles.contract import hard_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 from tests.pipeline.own_ray import own_ray
@@ -463,3 +463,117 @@ def test_attempts_stopped_after_one_node_carry_on_on_ray_to_the_uninterrupted_an
     )
     assert attempts > 2  # stopped at one node, and carried on
     _judge_carried(problem, truth, whole, solution, attempts)
+
+
+# --- the idle CPUs to the solve nearest to certifying (Demand.look, price_of) -------------------
+
+
+def test_the_demand_ranks_each_solve_by_its_price_and_forgets_a_silent_one():
+    clock = [0.0]
+    demand = Demand(0, clock=lambda: clock[0])
+    assert demand.look("dear", 20000.0) == (0, 0)  # alone: first
+    assert demand.look("cheap", 300.0) == (0, 0)
+    assert demand.look("dear", 20000.0) == (0, 1)  # one cheaper
+    assert demand.look("new") == (0, 2)  # no price: after every priced one
+    assert demand.look("tie", 300.0) == (0, 1)  # a tie: the lesser name first
+    assert demand.look("cheap", 300.0) == (0, 0)
+    demand.gone("cheap")
+    assert demand.look("dear", 20000.0) == (0, 1)
+    clock[0] = ray_search.PRICE_HOLDS + 1.0  # "tie" said nothing since: it no longer counts
+    assert demand.look("dear", 19000.0) == (0, 0)
+    demand.set(3)
+    assert demand.look("dear", 19000.0) == (3, 0)
+
+
+class _FakeCluster:
+    """``Cluster`` on a plain ``Demand`` (no Ray): ``idle`` CPUs, answers at once."""
+
+    def __init__(self, demand: Demand, solve: str, idle: list[int]) -> None:
+        self.demand, self.solve, self.idle = demand, solve, idle
+
+    def look(self, price: float = math.nan) -> tuple[int, int, int]:
+        waiting, rank = self.demand.look(self.solve, price)
+        return self.idle[0], waiting, rank
+
+    def say(self, price: float) -> None:
+        self.demand.look(self.solve, price)
+
+
+def test_idle_cpus_go_to_the_solve_nearest_to_certifying_first():
+    """Issue 45, item 3: two solves priced at 20,000 and 300 CPU seconds; one CPU falls idle:
+    the cheap one takes it whichever looks first; two more: the dear one gets the second (an
+    idle CPU is never kept from everyone), the cheap one the third."""
+    demand, idle, launched, priced = Demand(0), [0], [], []
+    solves = {}
+    for name, price in (("dear", 20000.0), ("cheap", 300.0)):
+        driver = RaySearch(grow_every=0.0)
+
+        def launch(ray, name=name):
+            launched.append(name)
+            idle[0] -= 1
+
+        driver._launch = launch
+        solves[name] = (driver, _FakeCluster(demand, name, idle), price)
+
+    def look_all():
+        for name, (driver, cluster, price) in solves.items():  # the dear one looks first
+            driver._resize(
+                None, cluster, lambda: None, lambda p=price, n=name: priced.append(n) or p
+            )
+
+    look_all()
+    assert launched == [] and priced == []  # nothing idle, too early to price
+    idle[0] = 1
+    look_all()
+    assert launched == [] and priced == ["dear", "cheap"]  # each priced itself first
+    look_all()
+    assert launched == ["cheap"] and idle[0] == 0
+    idle[0] = 2
+    look_all()
+    assert launched == ["cheap", "dear", "cheap"] and idle[0] == 0
+    assert priced == ["dear", "cheap"]  # once a solve
+
+
+def test_a_solve_prices_itself_after_a_while_even_with_nothing_idle():
+    demand = Demand(0)
+    driver = RaySearch(grow_every=0.0)
+    cluster = _FakeCluster(demand, "a", [0])
+    driver._resize(None, cluster, lambda: None, lambda: 50.0)
+    assert driver.price.at is None
+    driver._begun -= ray_search.PRICE_AFTER
+    driver._resize(None, cluster, lambda: None, lambda: 50.0)
+    assert driver.price.at == 50.0 and demand.prices["a"][0] == 50.0  # said at once
+    driver._resize(None, cluster, lambda: None, lambda: 50.0)
+    assert 0.0 <= demand.prices["a"][0] <= 50.0  # less what it spent since
+
+
+def test_a_solves_price_is_its_tree_below_its_open_nodes_at_its_own_rate():
+    start = _plan(medium_instance())
+    est = ray_search.estimate_tree(
+        start.tables,
+        start.incumbent,
+        rng=np.random.default_rng(0),
+        width=ray_search.PRICE_WIDTH,
+        runs=ray_search.PRICE_RUNS,
+        start=[ray_search.Nodes.from_states(start.tables, u) for u in start.units],
+    )
+    price = ray_search.price_of(start.tables, start.units, start.incumbent, 1000, 0.5)
+    assert price == pytest.approx(est.nodes / 2000.0) and price > 0
+    assert ray_search.price_of(start.tables, (), start.incumbent, 1000, 0.5) == 0.0
+    assert math.isnan(ray_search.price_of(start.tables, start.units, start.incumbent, 0, 0.0))
+
+
+def test_a_cluster_says_its_price_to_the_sweeps_demand_and_reads_its_rank(local_ray):
+    demand = demand_actor(local_ray, 0)
+    try:
+        local_ray.get(demand.look.remote("cheaper", 1.0))
+        cluster = ray_search.Cluster(local_ray, "ours")
+        deadline = time.monotonic() + 30
+        while cluster.look(5.0)[1:] != (0, 1):
+            assert time.monotonic() < deadline, "the demand never answered"
+            time.sleep(0.05)
+        cluster.gone()
+        assert local_ray.get(demand.look.remote("cheaper", 1.0)) == (0, 0)
+        assert "ours" not in local_ray.get(demand.look.remote("x"))  # (waiting, rank) only
+    finally:
+        local_ray.kill(demand)
