@@ -117,14 +117,17 @@ def measure(
     row = Measured(instance.name, incumbent, start.seconds, plan_cpu, preflight)
     if survey:
         return row
+
+    def estimate_at(best: float) -> TreeEstimate:
+        """The tree below ``best`` as a stopped solve would estimate it."""
+        return estimate_tree(t, best, rng=np.random.default_rng([seed, 1]), width=width, runs=runs)
+
     cpu, wall = time.process_time(), time.perf_counter()
     out = run(start, Budget(now() + limit))  # limit <= 0: none left
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     if not out.finished:  # what a stopped solve would say: the tree below its best, less made
         best = min(incumbent, out.value)
-        at_stop = estimate_tree(
-            t, best, rng=np.random.default_rng([seed, 1]), width=width, runs=runs
-        )
+        at_stop = estimate_at(best)
         return Measured(
             row.name,
             incumbent,
@@ -140,7 +143,7 @@ def measure(
         )
     tenth = run(start, Budget.unlimited().with_nodes(max(out.nodes // 10, 1)))
     best = min(incumbent, tenth.value)
-    at_tenth = estimate_tree(t, best, rng=np.random.default_rng([seed, 1]), width=width, runs=runs)
+    at_tenth = estimate_at(best)
     return Measured(
         row.name,
         incumbent,

@@ -285,41 +285,30 @@ def tables(t) -> tuple:
     return (t.unary, t.comp, t.room, t.steps, t.weight, t.minorant, t.span, t.bound, t.cap)
 
 
+def nodes(C, P, Y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes' costs, square sums and scores as the compiled functions take them (contiguous,
+    float64, int64 and float32)."""
+    return (
+        np.ascontiguousarray(C, dtype=np.float64),
+        np.ascontiguousarray(P, np.int64),
+        np.ascontiguousarray(Y, np.float32),
+    )
+
+
 def expand_nodes(t, level, C, P, Y, T):
     """``_expand`` on numpy arrays: (parent index, value, C, P, Y, lb) of the children kept."""
     m = len(C) * (2 * t.bound + 1)
     parent, value = np.empty(m, np.int64), np.empty(m, np.int8)
     C2, P2 = np.empty(m), np.empty(m, np.int64)
     Y2, lb2 = np.empty((m, Y.shape[1]), np.float32), np.empty(m)
-    n = _expand(
-        level,
-        np.ascontiguousarray(C, dtype=np.float64),
-        np.ascontiguousarray(P, np.int64),
-        np.ascontiguousarray(Y, np.float32),
-        float(T),
-        tables(t),
-        parent,
-        value,
-        C2,
-        P2,
-        Y2,
-        lb2,
-    )
+    n = _expand(level, *nodes(C, P, Y), float(T), tables(t), parent, value, C2, P2, Y2, lb2)
     return parent[:n], value[:n], C2[:n], P2[:n], Y2[:n], lb2[:n]
 
 
 def node_bounds(t, level, C, P, Y, T=np.inf):
     """``_node_bounds`` on numpy arrays."""
     out = np.empty(len(C))
-    _node_bounds(
-        level,
-        np.ascontiguousarray(C, dtype=np.float64),
-        np.ascontiguousarray(P, np.int64),
-        np.ascontiguousarray(Y, np.float32),
-        float(T),
-        tables(t),
-        out,
-    )
+    _node_bounds(level, *nodes(C, P, Y), float(T), tables(t), out)
     return out
 
 
@@ -377,6 +366,7 @@ __all__ = [
     "State",
     "expand_nodes",
     "node_bounds",
+    "nodes",
     "open_node",
     "run",
     "tables",

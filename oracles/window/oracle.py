@@ -169,27 +169,20 @@ def answer(start: Plan, searched: Searched, seconds: float, backend: str = BACKE
     stats = (window,) if searched.cluster is None else (window, searched.cluster)
     bound = min(value, searched.bound)
     if searched.finished:
-        return certify(
-            start.problem,
-            w,
-            status=Status.OPTIMAL,
-            bound=bound,
-            seconds=seconds,
-            backend=backend,
-            threads=searched.threads,
-            solver_objective=value,
-            stats=stats,
-        )
-    status = Status.ERROR if searched.errors else Status.TIME_LIMIT
+        status, message = Status.OPTIMAL, ""
+    else:  # both lower bounds hold: the plan's and what the search proved
+        status = Status.ERROR if searched.errors else Status.TIME_LIMIT
+        bound, message = min(max(bound, start.lagrange_bound), value), searched.message
     return certify(
         start.problem,
         w,
         status=status,
-        bound=min(max(bound, start.lagrange_bound), value),  # both lower bounds hold
+        bound=bound,
         seconds=seconds,
         backend=backend,
         threads=searched.threads,
-        message=searched.message,
+        solver_objective=value if searched.finished else None,
+        message=message,
         stats=stats,
     )
 
@@ -217,15 +210,8 @@ def kept(
         start.lagrange_iterations,
     )
     now = before.spent(searched.nodes, spent_cpu, time.perf_counter() - t0)
-    carry = CarryStats(
-        attempts=now.attempts,
-        carried_nodes=before.nodes,
-        carried_cpu_seconds=before.cpu_seconds,
-        carried_seconds=before.seconds,
-        total_nodes=now.nodes,
-        total_cpu_seconds=now.cpu_seconds,
-        total_seconds=now.seconds,
-    )
+    spent = (before.nodes, before.cpu_seconds, before.seconds, now.nodes, now.cpu_seconds)
+    carry = CarryStats(now.attempts, *spent, now.seconds)  # carried_* then total_*
     if c.certified:
         store.drop(start.problem)
     elif c.status is Status.TIME_LIMIT:

@@ -4,7 +4,6 @@ that no single move improves, and answers no worse than its starts."""
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -23,11 +22,15 @@ from oracles.window.incumbent import (
 from oracles.window.minorant import grid_cap
 from tests.oracles.contract import make_instance
 from tests.oracles.fuzz import fuzz_instance
+from tests.oracles.window.test_minorant import _points
 
 
 def _grid_ks(grid: IntegerGrid) -> np.ndarray:
-    K = np.array(list(itertools.product(range(-grid.bound, grid.bound + 1), repeat=grid.d)))
-    return K[(K * K).sum(axis=1) <= grid_cap(grid)]
+    """Every integer k of the grid inside its norm bound (``test_minorant._points``), which
+    is the set ``grid_cap`` bounds."""
+    K = _points(grid)
+    assert ((K * K).sum(axis=1) <= grid_cap(grid)).all()
+    return K
 
 
 def _inside(grid: IntegerGrid, k: np.ndarray) -> bool:

@@ -25,6 +25,7 @@ from oracles.window.engine import InProcess, Threads
 from oracles.window.minorant import decompose_objective, row_minorants, separable_argmin, tighten
 from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
+from tests.oracles.test_stats import CARRIED, STOPPED, WINDOW
 from tests.oracles.limited import limited, on_limits
 
 FAST_SEEDS = range(120)
@@ -61,35 +62,8 @@ def test_no_false_certificate_on_two_threads(fast):
 
 
 #: What every window certificate's stats hold (release.json's ``extra`` keys,
-#: ``Certificate.stats_dict``), and what a stopped one adds.
-EXTRA = {
-    "incumbent",
-    "lagrange_bound",
-    "workers",
-    "donations",
-    "nodes",
-    "leaves",
-    "worker_cpu_seconds",
-    "remote_cpu_seconds",
-}
-STOPPED = {
-    "stopped",
-    "to_certify",
-    "nodes_per_cpu_second",
-    "tree_nodes",
-    "tree_nodes_low",
-    "tree_nodes_high",
-    "tree_estimate_seconds",
-}
-CARRIED = {
-    "attempts",
-    "carried_nodes",
-    "carried_cpu_seconds",
-    "carried_seconds",
-    "total_nodes",
-    "total_cpu_seconds",
-    "total_seconds",
-}
+#: ``Certificate.stats_dict``), and what a stopped and a carried one add: tests/oracles/test_stats.py's.
+EXTRA = WINDOW
 #: The fixed split's keys: gone with it (issue 44).
 SPLIT = {"parts", "parts_unfinished", "part_cpu_seconds", "parts_asked"}
 
