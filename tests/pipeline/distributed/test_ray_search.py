@@ -209,10 +209,10 @@ def _hard_tail(seconds: float, busy: float) -> dict:
         "node": ray.get_runtime_context().get_node_id(),
         "grown_at": grown,
         "grew_at_time": None if grown is None else started + grown,
-        "seconds": None if grown is None else grown + record["elastic_tail_seconds"],
+        "seconds": None if record is None else grown + record.tail_seconds,
         "extras": driver.extras,
-        "tail_worker_seconds": record.get("elastic_tail_worker_seconds"),
-        "tail_cpu_seconds": record.get("elastic_tail_cpu_seconds"),
+        "tail_worker_seconds": None if record is None else record.tail_worker_seconds,
+        "tail_cpu_seconds": None if record is None else record.tail_cpu_seconds,
         "status": cert.status.name,
         "bound_ok": cert.bound <= cert.objective,
     }
