@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -270,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--grid-seconds", type=float, default=5.0)
     parser.add_argument("--out", default="docs/results/parts_balance.md")
+    argv = sys.argv[1:] if argv is None else argv  # the results file names the command run
     args = parser.parse_args(argv)
     if min(args.parts + args.cpus + [args.chunk, args.thread_chunk]) < 1:
         parser.error("--parts, --cpus, --chunk and --thread-chunk must be >= 1")
