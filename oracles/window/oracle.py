@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -45,7 +46,7 @@ from oracles.window.checkpoint import Carry, CarryStore, problem_key
 from oracles.window.engine import Executor, Searched, least_bound, local_executor
 from oracles.window.plan import Plan, plan, resume
 from oracles.window.pool import Pool
-from oracles.window.tree import ESTIMATE_EVERY, Nodes
+from oracles.window.tree import ESTIMATE_EVERY, Nodes, Tables
 from oracles.window.tree_size import TreeEstimate, estimate_tree, remaining_message
 from oracles.window.worker import Worker
 
@@ -138,7 +139,9 @@ class WindowOracle:
             return solution
         spent = time.process_time() - cpu + searched.remote_cpu_seconds  # every worker's
         rate = searched.nodes / max(spent, 1e-9)
-        estimate = cost_left(start_plan, searched.open, min(cert.objective, start_plan.incumbent))
+        estimate = cost_left(
+            start_plan.tables, searched.open, min(cert.objective, start_plan.incumbent)
+        )
         tree = TreeStats(
             stopped=searched.message or cert.message,
             **estimate.to_metrics(),
@@ -280,7 +283,7 @@ class Progress:
         if now - self.noted >= ESTIMATE_EVERY:
             left = worker.open() + tuple(states for _, states in pool.queued())
             rate = worker.made / max(time.process_time() - self.cpu, 1e-9)
-            estimate = cost_left(self.plan, left, found)
+            estimate = cost_left(self.plan.tables, left, found)
             self.note, self.noted = "to certify: " + remaining_message(estimate, 0, rate), now
         self.progress.report(found, least, note=self.note)
 
@@ -299,13 +302,13 @@ ESTIMATE_WIDTH = 50
 ESTIMATE_RUNS = 4
 
 
-def cost_left(start: Plan, left: tuple[np.ndarray, ...], best: float) -> TreeEstimate:
+def cost_left(tables: Tables, left: Sequence[np.ndarray], best: float) -> TreeEstimate:
     """What a stopped search's certificate would still cost: the estimated tree below its open
     nodes ``left`` and its best value (``oracles.window.tree_size``; the nodes it made are not
     in it). It reads the tables only: the answer and its certificate are unchanged."""
-    starts = [Nodes.from_states(start.tables, states) for states in left]
+    starts = [Nodes.from_states(tables, states) for states in left]
     return estimate_tree(
-        start.tables,
+        tables,
         best,
         rng=np.random.default_rng(0),
         width=ESTIMATE_WIDTH,

@@ -54,9 +54,9 @@ from oracles.window.engine import (
     drive,
     searched,
 )
+from oracles.window.oracle import cost_left
 from oracles.window.pool import LocalClient, Look, Pool
-from oracles.window.tree import Nodes, Tables
-from oracles.window.tree_size import estimate_tree
+from oracles.window.tree import Tables
 from oracles.window.worker import MIN_LEVELS_LEFT, Worker
 from pipeline.distributed.ray_pool import Pending, RayClient, node_id, worker_task
 
@@ -80,10 +80,6 @@ PRICE_HOLDS = 10.0
 #: that the solves running when a CPU falls idle have their prices said (a shorter one never
 #: pays for the estimate); one that may grow earlier prices itself then.
 PRICE_AFTER = 2.0
-#: The estimate of a solve's price (``price_of``): ``oracles.window.oracle.cost_left``'s
-#: width and runs (about 0.2 s below 40 open nodes at 24 levels), once a solve.
-PRICE_WIDTH = 50
-PRICE_RUNS = 4
 
 
 class Demand:
@@ -197,23 +193,16 @@ class Cluster:
 def price_of(
     tables: Tables, left: Sequence[np.ndarray], best: float, made: int, cpu_seconds: float
 ) -> float:
-    """A solve's price: the CPU seconds its tree below the open nodes ``left`` (as
-    ``oracles.window.oracle.cost_left`` estimates it) takes at its own rate (``made`` nodes in
+    """A solve's price: the CPU seconds its tree below the open nodes ``left`` (the estimate
+    of a stopped search's cost, ``oracles.window.oracle.cost_left``, about 0.2 s below 40 open
+    nodes at 24 levels, once a solve) takes at its own rate (``made`` nodes in
     ``cpu_seconds``); 0 with no node left, NaN before any node was made (no rate yet)."""
-    starts = [Nodes.from_states(tables, states) for states in left if len(states)]
-    if not starts:
+    left = [states for states in left if len(states)]
+    if not left:
         return 0.0
     if made <= 0 or cpu_seconds <= 0:
         return math.nan
-    estimate = estimate_tree(
-        tables,
-        best,
-        rng=np.random.default_rng(0),
-        width=PRICE_WIDTH,
-        runs=PRICE_RUNS,
-        start=starts,
-    )
-    return float(estimate.nodes) / (made / cpu_seconds)
+    return float(cost_left(tables, left, best).nodes) / (made / cpu_seconds)
 
 
 class Price:

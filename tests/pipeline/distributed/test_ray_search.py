@@ -18,7 +18,7 @@ from oracles.budget import Budget
 from oracles.registry import make_oracle
 from oracles.stats import ClusterStats, WindowStats
 from oracles.window.engine import InProcess
-from oracles.window.oracle import WindowOracle, answer
+from oracles.window.oracle import WindowOracle, answer, cost_left
 from oracles.window.plan import plan
 from pipeline.distributed import ray_search
 from pipeline.distributed.ray_search import Demand, RaySearch, demand_actor
@@ -549,14 +549,7 @@ def test_a_solve_prices_itself_after_a_while_even_with_nothing_idle():
 
 def test_a_solves_price_is_its_tree_below_its_open_nodes_at_its_own_rate():
     start = _plan(medium_instance())
-    est = ray_search.estimate_tree(
-        start.tables,
-        start.incumbent,
-        rng=np.random.default_rng(0),
-        width=ray_search.PRICE_WIDTH,
-        runs=ray_search.PRICE_RUNS,
-        start=[ray_search.Nodes.from_states(start.tables, u) for u in start.units],
-    )
+    est = cost_left(start.tables, start.units, start.incumbent)
     price = ray_search.price_of(start.tables, start.units, start.incumbent, 1000, 0.5)
     assert price == pytest.approx(est.nodes / 2000.0) and price > 0
     assert ray_search.price_of(start.tables, (), start.incumbent, 1000, 0.5) == 0.0
