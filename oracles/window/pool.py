@@ -27,6 +27,7 @@ run on P simulated CPUs (``bench.parts_balance``).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import threading
@@ -185,8 +186,8 @@ class Pool:
         with self._lock:
             self._seen.add(worker)
             return Look(
-                max(0, len(self._hungry) - len(self._queue)),
-                not self._queue and not self._leases,
+                self._wanted(),
+                self._finished(),
                 self.best,
                 worker in self._recalled,
                 self._stopped,
@@ -197,13 +198,19 @@ class Pool:
         with self._lock:
             return len(self._seen - {-1})
 
+    def _wanted(self) -> int:
+        return max(0, len(self._hungry) - len(self._queue))
+
+    def _finished(self) -> bool:
+        return not self._queue and not self._leases
+
     def wanted(self) -> int:
         with self._lock:
-            return max(0, len(self._hungry) - len(self._queue))
+            return self._wanted()
 
     def finished(self) -> bool:
         with self._lock:
-            return not self._queue and not self._leases
+            return self._finished()
 
     def left(self) -> tuple[np.ndarray, ...]:
         """The units no worker searches: the queue's, and those still leased (a lost worker's
@@ -287,7 +294,7 @@ class LocalClient:
         look = self.pool.look(self.worker)
         stopped = self._stop() if self._stop is not None else ""
         if stopped and not look.stopped:
-            return Look(look.wanted, look.finished, look.best, look.recalled, stopped)
+            return dataclasses.replace(look, stopped=stopped)
         return look
 
     def take(self, nodes: int) -> np.ndarray | _Signal:
