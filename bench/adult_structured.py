@@ -5,12 +5,12 @@ commit's, solve by solve, in one process.
         [--epsilons 0.1 1.0] [--runs 15] [--override KEY=VALUE ...] [--each]
 
 The problems are those of ``python -m pipeline +sweep=adult`` (``sweep_seed`` 0): each run's
-request made as the sweep makes it (``pipeline.tasks.run_request``: its settings, its own
+request made as the sweep makes it (``pipeline.sweep.one_run.run_request``: its settings, its own
 generator, the sweep's oracle settings) and its problem built by the mechanism's own code
-(``ClassifierEntry.prepare``, as ``pipeline.preflight.shape_tree`` does), then solved by the
+(``ClassifierEntry.prepare``, as ``pipeline.sweep.preflight.shape_tree`` does), then solved by the
 route's structured oracle (``Route.strategy("structured")``, on a budget of the route's time
 limit and threads) and by the structured oracle of commit ``--base``, whose three modules
-(``oracles/structured*.py``) are read with ``git show`` and imported from a temporary
+(``oracles/structured*.py`` at that commit) are read with ``git show`` and imported from a temporary
 directory. ``--override`` adds Hydra overrides after ``+sweep=adult`` (the bench's test runs it
 on the synthetic dataset).
 
@@ -51,13 +51,13 @@ from hydra import compose, initialize_config_dir
 from bench.machine import describe_machine, load_loadavg
 from mechanisms.catalog import CATALOG
 from mechanisms.privacy import PrivacyLeakWarning
-from oracles import structured
-from oracles.budget import Budget
-from oracles.highs import LinearModel, run_highs
+from oracles.structured import oracle as structured
+from oracles.contract.budget import Budget
+from oracles.mip.highs import LinearModel, run_highs
 from pipeline.cli import CONFIG_DIR  # its import stores the config schemas (register)
 from pipeline.config import validate
 from pipeline.data import load_dataset
-from pipeline.tasks import run_request, sweep_keys
+from pipeline.sweep.one_run import run_request, sweep_keys
 
 #: The commit this bench compares against by default: main before the compiled search.
 DEFAULT_BASE = "a9f9241"
@@ -65,6 +65,18 @@ DEFAULT_BASE = "a9f9241"
 MECHANISMS = ("opdisc", "rspm_gaussian")
 #: Two codes' certified objectives agree when they differ by at most this.
 OBJECTIVE_EQUAL = 1e-9
+#: Where a module of the flat oracles/ of older commits lives now (each family in its folder):
+#: an old structured oracle imports the contract and HiGHS under their old names.
+FLAT_TO_FAMILY = {
+    "budget": "contract.budget",
+    "stats": "contract.stats",
+    "solve_progress": "contract.progress",
+    "highs": "mip.highs",
+    "mip": "mip.formulation",
+    "margin_band": "mip.margin_band",
+    "structured_search": "structured.search",
+}
+
 #: The modules of the structured oracle, in import order (each imports the ones before it).
 #: The modules loaded from the commit compared against, in import order: its ``base`` too, whose
 #: certificates the old oracle builds (an ``extra`` dict before the typed stats of issue 44).
@@ -118,6 +130,8 @@ def base_modules(commit: str, folder: Path) -> ModuleType:
             raise SystemExit(f"error: cannot read oracles/{name}.py of {commit!r}: {err}") from None
         for other in MODULES:
             source = source.replace(f"from oracles.{other} import", f"from {prefix}{other} import")
+        for flat, family in FLAT_TO_FAMILY.items():
+            source = source.replace(f"from oracles.{flat} import", f"from oracles.{family} import")
         path = folder / f"{prefix}{name}.py"
         path.write_text(source)
         spec = importlib.util.spec_from_file_location(prefix + name, path)

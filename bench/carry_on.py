@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from bench.generic_instances import Instance, make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg
 from bench.tree_size import family
-from oracles.budget import Budget
-from oracles.stats import CarryStats, WindowStats
+from oracles.contract.budget import Budget
+from oracles.contract.stats import CarryStats, WindowStats
 from oracles.window.oracle import WindowOracle
 
 

@@ -12,7 +12,7 @@ same runs, side by side: certified releases per CPU hour.
 2. That directory is copied twice, byte for byte (``<state>/cheapest``, ``<state>/launch``), and
    each copy is carried on with ``oracle.time_limit=--total`` (``oracle.carry_on=true``), one
    after the other (never side by side: they would share the CPUs): ``cheapest`` as the sweep
-   runs now (``pipeline.tasks.carry_order``), ``launch`` with the carried runs started in
+   runs now (``pipeline.sweep.one_run.carry_order``), ``launch`` with the carried runs started in
    ``launch_order`` instead (today's order before issue 45; the driver's ``carry_order`` is
    replaced by the launch order for that run alone, nothing else changes: both grow onto idle
    CPUs by price, ``pipeline.distributed.ray_search``). The copies' MLflow stores are their own
@@ -44,11 +44,11 @@ import pandas as pd
 from bench.generic_instances import TABLES, write_table
 from bench.machine import describe_machine, load_loadavg
 from pipeline.cli import ExitCode
-from pipeline.run_record import Certified, certified_text
+from pipeline.tracking.run_record import Certified, certified_text
 
 #: The carry-on of the launch order: the driver with ``carry_order`` replaced, nothing else.
 LAUNCH_ORDER_DRIVER = (
-    "import sys, pipeline.sweep as s, pipeline.tasks as t; "
+    "import sys, pipeline.sweep.fan_out as s, pipeline.sweep.one_run as t; "
     "s.carry_order = lambda keys, prices: t.launch_order(keys); "
     "from pipeline import cli; cli.entry(sys.argv[1:])"
 )

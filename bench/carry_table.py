@@ -37,8 +37,8 @@ from pathlib import Path
 
 from bench.generic_instances import TABLES, sweep_instance
 from bench.machine import describe_machine, load_loadavg
-from oracles.budget import Budget
-from oracles.stats import CarryStats, TreeStats, WindowStats
+from oracles.contract.budget import Budget
+from oracles.contract.stats import CarryStats, TreeStats, WindowStats
 from oracles.window.checkpoint import CarryStore
 from oracles.window.oracle import WindowOracle
 

@@ -40,7 +40,7 @@ from core.problem import Problem
 from mechanisms.catalog import CATALOG
 from mechanisms.opdisc import ExactERM
 from pipeline.data.table import load_table
-from pipeline.tasks import RunKey, run_generator
+from pipeline.sweep.one_run import RunKey, run_generator
 
 MECHANISMS = ("opdisc", "rspm", "erm")
 #: The private mechanisms of ``MECHANISMS``: their names here and their catalog entries.
@@ -187,7 +187,7 @@ def sweep_instance(
     mechanism: str, epsilon: float, run: int, table: str = "breast_cancer", sweep_seed: int = 0
 ) -> Instance:
     """The problem of run ``run`` of ``+sweep=table`` on ``table`` (noise from
-    ``pipeline.tasks.run_generator``, as the sweep draws it; mechanism opdisc or rspm)."""
+    ``pipeline.sweep.one_run.run_generator``, as the sweep draws it; mechanism opdisc or rspm)."""
     rows = table_rows(table)
     rng = run_generator(sweep_seed, RunKey(CATALOG_NAMES[mechanism], float(epsilon), int(run)))
     mech = make_mechanism(mechanism, epsilon, rows.n)

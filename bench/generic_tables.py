@@ -11,7 +11,7 @@ on B = floor(sqrt(d)), D^2 = d; Gaussian RSPM on {-1, 0, 1}^d; exact 0/1 ERM on 
 delta = 1/n^2; noise from numpy.random.default_rng(seed)). Oracles, each run on every
 instance in turn, in one process:
 
-* ``structured``: the default oracle (``oracles.structured``): on these tables it has no shape
+* ``structured``: the default oracle (``oracles.structured.oracle``): on these tables it has no shape
   to use and hands OPDisc's and RSPM's problems to the window oracle's branch and bound
   (``oracles.window.oracle``, falling back to the reference MIP when its search does not end), exact
   ERM's to the reference;
@@ -34,8 +34,8 @@ import time
 
 from bench.generic_instances import MECHANISMS, TABLES, make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg, print_header
-from oracles.base import OBJECTIVE_TOL
-from oracles.registry import make_oracle
+from oracles.contract.certificate import OBJECTIVE_TOL
+from oracles.routing.registry import make_oracle
 
 ORACLES = ("structured", "reference", "window", "highs", "gurobi")
 

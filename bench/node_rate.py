@@ -53,7 +53,7 @@ from types import ModuleType
 from bench.generic_instances import make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg
 from bench.tree_size import family
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 from oracles.window import kernel as branch_kernel
 from oracles.window.engine import InProcess
 from oracles.window.plan import plan
@@ -97,7 +97,7 @@ try:
     from oracles.window.tree import Nodes, Tables, descend
 except ImportError:
     from oracles.branch import Nodes, Tables, descend
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 import oracles
 print(json.dumps({"oracles": oracles.__file__}), flush=True)
 for line in sys.stdin:

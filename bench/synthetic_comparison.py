@@ -23,7 +23,7 @@ import pandas as pd
 
 from bench.machine import describe_machine
 from mechanisms.catalog import NON_PRIVATE
-from pipeline.report import aggregate, private_means_frame
+from pipeline.tracking.report import aggregate, private_means_frame
 
 COLUMNS = (
     "| mechanism | epsilon | proven (max) | runs | max marginal error | mean marginal error "
@@ -33,7 +33,7 @@ COLUMNS = (
 
 def comparison(frame: pd.DataFrame) -> list[str]:
     """The markdown rows of the table (module docstring) for the runs of ``frame``: the
-    report's aggregate (``pipeline.report.aggregate``) of the runs whose privacy holds."""
+    report's aggregate (``pipeline.tracking.report.aggregate``) of the runs whose privacy holds."""
     lines = [COLUMNS, "| " + " | ".join(["---"] * 8) + " |"]
     kept = private_means_frame(frame)
     dropped = len(frame) - len(kept)

@@ -46,7 +46,7 @@ from mechanisms.synthetic.baselines import (
 from mechanisms.synthetic.domain import ConjunctionClass, Workload
 from mechanisms.synthetic.evaluate import marginal_errors
 from mechanisms.synthetic.fem import FEMParams, run_fem
-from oracles.registry import make_oracle
+from oracles.routing.registry import make_oracle
 from pipeline.data.adult_domain import load_adult_records
 
 MECHANISMS = ("fem_rspm", "fem", "aim", "mwem", "mst")

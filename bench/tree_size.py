@@ -45,7 +45,7 @@ import numpy as np
 
 from bench.generic_instances import TABLES, Instance, make_instance, table_rows
 from bench.machine import describe_machine, load_loadavg, print_header
-from oracles.budget import Budget, now
+from oracles.contract.budget import Budget, now
 from oracles.window.engine import InProcess, Searched
 from oracles.window.plan import Plan, plan
 from oracles.window.tree_size import TreeEstimate, estimate_tree, remaining_message

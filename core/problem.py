@@ -7,17 +7,17 @@ A mechanism's ``Problem`` (its domain, a grid or a box, and its weighted rows):
            + norm_coef * sqrt(D^2 - ||w||^2)                            (OPDisc's last coordinate)
 
 The mechanisms build these records (SPEC sections 3 to 5) and the oracles solve them
-(``oracles.base`` has the certificate that comes back). F is evaluated by the exact rule of SPEC
+(``oracles.contract.certificate`` has the certificate that comes back). F is evaluated by the exact rule of SPEC
 section 2 (``core.objective``).
 
 Beside it, the problems of the other strategies (each strategy declares the classes it
-``accepts``; ``oracles.routing`` routes by them):
+``accepts``; ``oracles.routing.routes`` routes by them):
 
 * ``ConvexProblem``: OPSamp's surrogate over a box (SPEC section 5; solved by
   ``oracles.convex``, whose docstring has the loss and its scale);
 * ``ConjunctionProblem`` / ``ConjunctionBatch``: the data player's best record of synthetic
-  data, one noise vector or a round of them (``oracles.conjunctions``);
-* ``SelectionProblem``: RSPM's selection of a conjunction and sign (``oracles.conjunction_select``,
+  data, one noise vector or a round of them (``oracles.synthetic.data_player``);
+* ``SelectionProblem``: RSPM's selection of a conjunction and sign (``oracles.synthetic.query_player``,
   whose docstring has the class order that ``conjunction_index`` numbers).
 
 They live here, not in the strategies' modules, so that a mechanism imports the problem it
@@ -397,7 +397,7 @@ def _level_weights(name: str, weights: Any, levels: tuple[int, ...]) -> tuple[np
 
 @dataclass(frozen=True)
 class ConjunctionProblem:
-    """max_x sum_c coef_c q_c(x) + <noise, b(x)> (``oracles.conjunctions``' docstring)."""
+    """max_x sum_c coef_c q_c(x) + <noise, b(x)> (``oracles.synthetic.data_player``' docstring)."""
 
     levels: tuple[int, ...]
     conjunctions: tuple[Conjunction, ...]
@@ -470,7 +470,7 @@ class ConjunctionBatch:
 
 @dataclass(frozen=True, eq=False)
 class SelectionProblem:
-    """The maximization of ``oracles.conjunction_select``'s docstring."""
+    """The maximization of ``oracles.synthetic.query_player``'s docstring."""
 
     levels: tuple[int, ...]
     max_literals: int
@@ -530,7 +530,7 @@ def cells(levels: tuple[int, ...], size: int) -> int:
 
 
 def conjunction_index(levels, max_literals: int, conjunction: Conjunction) -> int:
-    """The position of ``conjunction`` in the class order (``oracles.conjunction_select``'s
+    """The position of ``conjunction`` in the class order (``oracles.synthetic.query_player``'s
     docstring), from 0."""
     levels = tuple(int(k) for k in levels)
     conjunction = tuple(sorted((int(a), int(v)) for a, v in conjunction))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The screenshot docs/mlflow-run-list.png: the run list of a smoke sweep in the MLflow UI, in the
-# view the sweep stores (pipeline/mlflow_log.py, RUN_LIST_VIEW), at 1280 x 800. Needs chromium
+# view the sweep stores (pipeline/tracking/mlflow_log.py, RUN_LIST_VIEW), at 1280 x 800. Needs chromium
 # (scripts/install.sh installs it) and this project on PYTHONPATH.
 # Usage: docs/screenshot_mlflow.sh [OUTPUT_DIR]
 set -euo pipefail
@@ -19,7 +19,7 @@ experiment=$(python -c "
 from mlflow import MlflowClient
 print(MlflowClient('sqlite:///$out/mlflow.db').get_experiment_by_name('oracle-dp').experiment_id)
 " 2>/dev/null)
-url=$(python -c "from pipeline.mlflow_log import view_url; print(view_url('http://127.0.0.1:$port', '$experiment'))")
+url=$(python -c "from pipeline.tracking.mlflow_log import view_url; print(view_url('http://127.0.0.1:$port', '$experiment'))")
 # a laptop's screen, beside MLflow's navigation and its assistant panel (docs/mlflow.md)
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \

@@ -59,7 +59,7 @@ from mechanisms.synthetic.baselines import (
 from mechanisms.synthetic.domain import ConjunctionClass
 from mechanisms.synthetic.fem import FEMParams, SyntheticRelease, run_fem
 from mechanisms.synthetic.reference import RealTableParams, release_real_table
-from oracles.routing import CONJUNCTIONS, route_for
+from oracles.routing.routes import CONJUNCTIONS, route_for
 
 # --- how each mechanism runs whole -------------------------------------------------------------
 
@@ -147,7 +147,7 @@ CATALOG: dict[str, Entry] = {
             OPSampParams,
             build=OPSamp,
             # the logistic loss's surrogate goes to the convex solver on every route, the
-            # zero_one loss's problem to the route's own chain (oracles.routing's table)
+            # zero_one loss's problem to the route's own chain (oracles.routing.routes's table)
             oracle=_configured,
         ),
         ClassifierEntry(

@@ -55,7 +55,7 @@ class Oracles(Protocol):
         """The caller's own choice: a sweep's ``oracle`` config, an estimator's ``oracle=``."""
 
     def route(self, name: str) -> Any:
-        """The oracle of the route ``name`` (``oracles.routing``: ``conjunctions_highs``,
+        """The oracle of the route ``name`` (``oracles.routing.routes``: ``conjunctions_highs``,
         ``conjunctions_search``, ...), whatever the caller configured."""
 
 
@@ -123,7 +123,7 @@ class ClassifierScores:
     test_accuracy: float
 
 
-#: The scores of a run, by kind of entry (the payload of ``pipeline.run_record.RunResult``).
+#: The scores of a run, by kind of entry (the payload of ``pipeline.tracking.run_record.RunResult``).
 Scores = ClassifierScores | TableScores
 
 

@@ -10,7 +10,7 @@ the entry's one path (``Entry.release``). A mechanism added to the catalog has i
 
 ``delta`` defaults to 1/n^2 (SPEC section 9; n is public under replace-one neighbouring), so
 ``fit`` needs n >= 2 unless ``delta`` is given (or the mechanism takes none).
-``oracle`` is an oracle object or a name for ``oracles.registry.make_oracle`` (used where the
+``oracle`` is an oracle object or a name for ``oracles.routing.registry.make_oracle`` (used where the
 entry lets the caller choose; OPSamp's logistic loss always takes the convex oracle).
 ``random_state`` is None, an int seed >= 0 or a ``numpy.random.Generator``; anything else is a
 one-line TypeError (ValueError for a negative seed) naming it. A ``batch_size`` (DP-SGD's,
@@ -51,10 +51,10 @@ from mechanisms.catalog import BY_KIND, CATALOG
 from mechanisms.entries import ClassifierEntry, Entry, Labelled, Request
 from mechanisms.privacy import warn_data_dependent
 from mechanisms.release import Release
-from oracles.base import Configured
-from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Limited
-from oracles.registry import make_oracle
-from oracles.routing import DEFAULT_ROUTE
+from oracles.contract.certificate import Configured
+from oracles.contract.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT, Limited
+from oracles.routing.registry import make_oracle
+from oracles.routing.routes import DEFAULT_ROUTE
 
 #: The oracle an estimator uses where its entry lets the caller choose.
 DEFAULT_ORACLE = DEFAULT_ROUTE

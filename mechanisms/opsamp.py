@@ -69,7 +69,7 @@ from mechanisms.opsamp_calibration import (
 )
 from mechanisms.privacy import ApproximateTarget, TargetRecord
 from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret
-from oracles.base import Solution
+from oracles.contract.certificate import Solution
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from core.objective import DEFAULT_MARGIN, predict
-from oracles.base import Certificate
+from oracles.contract.certificate import Certificate
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -21,7 +21,7 @@ import numpy as np
 
 from core.objective import MergedRows, check_data
 from mechanisms.release import Noise, PrivacyClaim, Release, check_rng
-from oracles.base import Configured, Solution, budget_of
+from oracles.contract.certificate import Configured, Solution, budget_of
 
 
 class OracleMechanism(Protocol):
@@ -74,7 +74,7 @@ def prepare(
 ) -> Prepared:
     """The steps of a run before its oracle calls (module docstring): the data checked against
     the mechanism's bounds, the noise drawn from ``rng``, the problems built. ``run`` is this
-    and then the calls; a preflight (``pipeline.preflight.check_tree_sizes``) builds the very
+    and then the calls; a preflight (``pipeline.sweep.preflight.check_tree_sizes``) builds the very
     problems a run solves with it."""
     X, y = check_data(X, y)
     rng = check_rng(rng)

@@ -43,15 +43,15 @@ from scipy.optimize import minimize
 
 from core.problem import ConvexProblem, check_loss
 from core.validation import check_int, check_real
-from oracles.base import (
+from oracles.contract.certificate import (
     Certificate,
     OracleError,
     Solution,
     Status,
     counts_cpu,
 )
-from oracles.budget import Budget
-from oracles.stats import ConvexStats
+from oracles.contract.budget import Budget
+from oracles.contract.stats import ConvexStats
 
 #: Default certified gap (normalized objective) below which a solve is OPTIMAL.
 DEFAULT_TOL = 1e-6
@@ -73,7 +73,7 @@ class ConvexOracle:
     tol: float = DEFAULT_TOL
     max_iter: int = 20_000
     name: str = "convex"
-    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    #: The problem classes it solves (``oracles.routing.routes`` checks its rows against them).
     accepts: ClassVar[tuple[type, ...]] = (ConvexProblem,)
 
     def __post_init__(self) -> None:

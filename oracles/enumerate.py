@@ -14,8 +14,8 @@ from typing import ClassVar
 import numpy as np
 
 from core.problem import IntegerGrid, Problem
-from oracles.base import OracleError, Solution, Status, certify, counts_cpu
-from oracles.budget import Budget
+from oracles.contract.certificate import OracleError, Solution, Status, certify, counts_cpu
+from oracles.contract.budget import Budget
 
 #: Refuse grids larger than this (points): enumeration is for small instances.
 DEFAULT_MAX_POINTS = 5_000_000
@@ -47,14 +47,14 @@ def _product_chunks(base: int, d: int, chunk: int):
 class EnumerationOracle:
     """Exact minimization by evaluating every point of an IntegerGrid.
 
-    The budget (``oracles.budget``) means what it means for every oracle: past its deadline,
+    The budget (``oracles.contract.budget``) means what it means for every oracle: past its deadline,
     the best point found so far is returned uncertified (``Status.TIME_LIMIT``, bound -inf),
     checked between chunks of points. It runs on one thread whatever the budget's threads.
     """
 
     max_points: int = DEFAULT_MAX_POINTS
     name: str = "enumerate"
-    #: The problem classes it solves (``oracles.routing`` checks its rows against them).
+    #: The problem classes it solves (``oracles.routing.routes`` checks its rows against them).
     accepts: ClassVar[tuple[type, ...]] = (Problem,)
 
     @counts_cpu

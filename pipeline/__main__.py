@@ -1,13 +1,13 @@
 """``python -m pipeline``: see pipeline.cli.
 
-SIGTERM ends the driver as Ctrl-C does from its first moment (pipeline.faults.Terminated): the
+SIGTERM ends the driver as Ctrl-C does from its first moment (pipeline.sweep.faults.Terminated): the
 handler is set before the packages load, which takes seconds, and a stop then is one line.
 """
 
 import signal
 import sys
 
-from pipeline.faults import stop_on_sigterm, stopped_before_start
+from pipeline.sweep.faults import stop_on_sigterm, stopped_before_start
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, stop_on_sigterm)

@@ -35,7 +35,7 @@ from omegaconf.errors import (
 
 from pipeline.config import ConfigError, register, sweep_id, unknown_key, validate, with_content
 from pipeline.data import DataError
-from pipeline.faults import (
+from pipeline.sweep.faults import (
     INTERRUPTED_EXIT,
     RESERVE_BYTES,
     TERMINATED_EXIT,
@@ -44,8 +44,8 @@ from pipeline.faults import (
     stop_on_sigterm,
     stopped_before_start,
 )
-from pipeline.lease import SweepBusyError, another_sweep, sweep_in
-from pipeline.preflight import ServiceError
+from pipeline.sweep.dir_lock import SweepBusyError, another_sweep, sweep_in
+from pipeline.sweep.preflight import ServiceError
 from pipeline.read_only import freeze
 from pipeline.run import run
 from pipeline.settings_schemas import SCHEMAS
@@ -357,7 +357,7 @@ def _check_writable(run_dir: Path) -> Path:
 
 def _check_reserve_fits(run_dir: Path, existing: Path) -> None:
     """A sweep keeps ``RESERVE_BYTES`` back on its disk for its last words when the disk fills
-    (pipeline.faults.SpaceReserve): a disk without that much free is refused now, before
+    (pipeline.sweep.faults.SpaceReserve): a disk without that much free is refused now, before
     anything is written, with what to do."""
     try:
         stat = os.statvfs(existing)
@@ -395,7 +395,7 @@ def entry(args: Sequence[str]) -> None:
     """``python -m pipeline ARGS``: the command line checked first (``check_command_line``, or
     ``check_flags`` when it has a flag: ``--help``, ``--cfg``, ``-m``, ... go to Hydra as they
     are), then Hydra's ``main``. SIGTERM ends the driver as Ctrl-C does, wherever it comes
-    (pipeline.faults.Terminated)."""
+    (pipeline.sweep.faults.Terminated)."""
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     try:
         if any(a.startswith("-") for a in args):
@@ -423,12 +423,12 @@ def main(cfg: DictConfig) -> None:
     global composed
     composed = True
     # a log line that cannot be written (a full disk under cli.log) is not worth a traceback on
-    # stderr per line: the sweep reports the fault itself, in one line (pipeline.faults)
+    # stderr per line: the sweep reports the fault itself, in one line (pipeline.sweep.faults)
     logging.raiseExceptions = False
     # MLflow logs a database error with its traceback before raising it; the driver reports
     # every error it raises itself, in one line or with the traceback of a bug
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
-    # the driver starts or joins Ray itself (pipeline.sweep.init_ray): a run thread still
+    # the driver starts or joins Ray itself (pipeline.sweep.fan_out.init_ray): a run thread still
     # waiting on Ray when a stopped driver exits must not start a Ray connection of its own
     os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
     try:

@@ -5,7 +5,7 @@ schemas); ``validate`` then checks values, naming the full key of a bad one. The
 ``conf/`` extend the schemas through their defaults lists (``- /schema/<group>/<name>@_here_``)
 and hold only what differs from them. The schemas come from where their defaults live: a
 mechanism's from its parameter dataclass (pipeline.settings_schemas), a dataset's from
-pipeline.data.schema, the oracle's defaults from oracles.base; numbers are checked by
+pipeline.data.schema, the oracle's defaults from oracles.contract.certificate; numbers are checked by
 core.validation.
 """
 
@@ -31,9 +31,9 @@ from mechanisms.audit import AUDITS
 from mechanisms.catalog import CATALOG, NON_PRIVATE
 from mechanisms.entries import DATA_TEXT
 from mechanisms.privacy import ApproximateTarget, PrivacyTarget
-from oracles import registry
-from oracles.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
-from oracles.routing import DEFAULT_ROUTE
+from oracles.routing import registry
+from oracles.contract.budget import DEFAULT_THREADS, DEFAULT_TIME_LIMIT
+from oracles.routing.routes import DEFAULT_ROUTE
 from pipeline.data.schema import DATASET_SCHEMAS, DatasetConfig
 from pipeline.data.table_reading import content_id
 from pipeline.read_only import ReadOnly, freeze
@@ -74,7 +74,7 @@ class OracleConfig(ReadOnly):
     #: Before any run, estimate the window search's tree on each run of OPDisc and RSPM whose
     #: problem this oracle sends to it (every (mechanism, epsilon)'s run 0 first), and warn of
     #: each (mechanism, epsilon) with a run not expected to certify within ``time_limit``
-    #: (``pipeline.preflight.check_tree_sizes``, at most ``ESTIMATE_SECONDS``, then a line
+    #: (``pipeline.sweep.preflight.check_tree_sizes``, at most ``ESTIMATE_SECONDS``, then a line
     #: says how many runs were not estimated); false: no estimate.
     estimate: bool = True
 
@@ -102,7 +102,7 @@ class OracleConfig(ReadOnly):
 
 
 #: The largest epsilon a sweep takes: a run's key and noise seed take epsilon in units of 1e-9 as
-#: an integer (``pipeline.tasks.run_generator``), below the 2**63 that stands for the non-private
+#: an integer (``pipeline.sweep.one_run.run_generator``), below the 2**63 that stands for the non-private
 #: references' infinite epsilon. A larger one (1e308) overflowed that conversion; no privacy
 #: accounting means anything there.
 MAX_EPSILON = 2**63 / 1e9
@@ -133,7 +133,7 @@ class SweepConfig(ReadOnly):
     privacy_delta: Optional[float] = None
     #: Most oracle calls (Ray tasks) one run may need: OPSamp's m grows like 1/epsilon, and a
     #: tiny epsilon is refused before anything runs. An operational limit, not part of the
-    #: sweep's identity (pipeline.tracking.sweep_id leaves it out).
+    #: sweep's identity (pipeline.tracking.mlflow_runs.sweep_id leaves it out).
     max_oracle_calls: int = 10_000
     #: k of the workload of synthetic data: every k-way marginal of the records' public domain.
     #: The synthetic-data mechanisms answer it and every synthetic table is measured on it
@@ -150,7 +150,7 @@ class SweepConfig(ReadOnly):
     max_runs: int = 10_000
 
     def runs(self) -> int:
-        """The grid's run count (``pipeline.tasks.sweep_keys``), without making its keys."""
+        """The grid's run count (``pipeline.sweep.one_run.sweep_keys``), without making its keys."""
         private = sum(m not in NON_PRIVATE for m in self.mechanisms)
         return private * len(self.epsilons) * self.seeds + len(self.mechanisms) - private
 

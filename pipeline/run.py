@@ -1,8 +1,8 @@
 """What ``python -m pipeline`` does with a validated config.
 
 Without a sweep: load, encode and summarize the dataset (``summary.json``). With a sweep: run
-it on Ray, record it in MLflow and write its report (pipeline.sweep, pipeline.tracking,
-pipeline.report). Every path is made absolute first: under ``ray job submit`` the driver runs
+it on Ray, record it in MLflow and write its report (pipeline.sweep.fan_out, pipeline.tracking.mlflow_runs,
+pipeline.tracking.report). Every path is made absolute first: under ``ray job submit`` the driver runs
 in a temporary copy of the working directory.
 """
 
@@ -23,7 +23,7 @@ from mechanisms.catalog import NON_PRIVATE
 from pipeline.config import Config, ConfigError, sweep_id, with_content
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
-from pipeline.faults import (
+from pipeline.sweep.faults import (
     HOW_TO_RESUME,
     SpaceReserve,
     StorageError,
@@ -31,8 +31,8 @@ from pipeline.faults import (
     stop_on_sigterm,
     storage_fault,
 )
-from pipeline.lease import DriverLease, another_sweep, holder_text, sweep_in, this_driver
-from pipeline.preflight import (
+from pipeline.sweep.dir_lock import DriverLease, another_sweep, holder_text, sweep_in, this_driver
+from pipeline.sweep.preflight import (
     check_data_bounds,
     check_job_output_dir,
     check_oracle_calls,
@@ -44,17 +44,22 @@ from pipeline.preflight import (
     probe_ray_address,
     probe_tracking_store,
 )
-from pipeline.progress import Phase
-from pipeline.report import (
+from pipeline.sweep.progress import Phase
+from pipeline.tracking.report import (
     best_accuracy_note,
     beyond_limit_lines,
     results_frame,
     write_report,
     write_summary,
 )
-from pipeline.sweep import cluster_cpus, init_ray, largest_node_cpus, run_sweep
-from pipeline.tasks import RunKey, sweep_keys
-from pipeline.tracking import RunStatus, SweepTracker, default_tracking_uri, results_from_mlflow
+from pipeline.sweep.fan_out import cluster_cpus, init_ray, largest_node_cpus, run_sweep
+from pipeline.sweep.one_run import RunKey, sweep_keys
+from pipeline.tracking.mlflow_runs import (
+    RunStatus,
+    SweepTracker,
+    default_tracking_uri,
+    results_from_mlflow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +111,9 @@ class SweepOutcome:
     failed: dict[str, str]
     interrupted: bool
     private_not_holding: tuple[str, ...]
-    #: interrupted by SIGTERM (pipeline.faults.Terminated), not by Ctrl-C
+    #: interrupted by SIGTERM (pipeline.sweep.faults.Terminated), not by Ctrl-C
     terminated: bool = False
-    #: stopped by a full or read-only disk: what pipeline.faults.storage_fault said of it
+    #: stopped by a full or read-only disk: what pipeline.sweep.faults.storage_fault said of it
     storage_fault: str = ""
 
     @property
@@ -427,7 +432,7 @@ def _open_tracker(
 ) -> list[RunKey]:
     """The tracker (``state.tracker``) on a store that exists, the sweep's datasets described
     once, no other live driver, nothing left RUNNING by a driver that is gone (``previous``:
-    the one the lock file named, pipeline.lease); returns the runs not yet FINISHED, and says
+    the one the lock file named, pipeline.sweep.dir_lock); returns the runs not yet FINISHED, and says
     the plan's line."""
     config = plan.config
     planning.now("opening the MLflow store")

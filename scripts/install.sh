@@ -4,7 +4,7 @@
 # 1. a virtualenv of Python 3.11 or newer ($PYTHON, default python3; an older one is refused);
 # 2. the package with its extras: pip install -e ".[test,datasets,baselines]";
 # 3. the synthetic-data baselines' library without its pins (scripts/install_baselines.sh);
-# 4. the browser of the MLflow view's screenshot test (tests/pipeline/test_mlflow_log.py):
+# 4. the browser of the MLflow view's screenshot test (tests/pipeline/tracking/test_mlflow_log.py):
 #    Debian's chromium, with apt-get when run as root and no chromium is on the PATH;
 #    otherwise it says what to install (the test skips without it, and fails under CI).
 # It ends with the seconds it took. .ci/run installs with this same command.

@@ -5,5 +5,5 @@
 * ``accounting``: the guarantee of T adaptive rounds, and the per-round epsilon calibrated to a
   target (epsilon, delta);
 * ``fem``: the game, a private query player against a data player that follows the perturbed
-  leader with the oracles of ``oracles.conjunctions``.
+  leader with the oracles of ``oracles.synthetic.data_player``.
 """

@@ -5,11 +5,11 @@ Every attribute has finite levels stated in advance (a categorical column's valu
 column's public bins): the domain is public, so nothing about it is read off the private data. A
 record is coded as one level index per attribute. A k-way marginal over attributes (a_1..a_k) is
 the fraction of records in each cell (v_1..v_k): the conjunction "x_{a_1} = v_1 and ... and
-x_{a_k} = v_k" (oracles.conjunctions), a statistical query of sensitivity 1/n.
+x_{a_k} = v_k" (oracles.synthetic.data_player), a statistical query of sensitivity 1/n.
 
 ``ConjunctionClass`` is every conjunction of 1 to k literals (37.6 million on Adult at k = 5):
 never listed. Its largest error is found by the exact branch and bound of
-``oracles.conjunction_select`` with zero noise, its mean error is taken over the cells of the
+``oracles.synthetic.query_player`` with zero noise, its mean error is taken over the cells of the
 k-way marginals (docs/synthetic.md, section 5).
 """
 
@@ -24,10 +24,10 @@ import numpy as np
 
 from core.problem import Conjunction, SelectionProblem
 from core.validation import check_int
-from oracles.base import Certificate
-from oracles.budget import Budget
-from oracles.registry import make_oracle
-from oracles.routing import SELECTION, route_for
+from oracles.contract.certificate import Certificate
+from oracles.contract.budget import Budget
+from oracles.routing.registry import make_oracle
+from oracles.routing.routes import SELECTION, route_for
 
 
 @dataclass(frozen=True)

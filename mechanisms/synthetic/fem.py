@@ -10,11 +10,11 @@ For t = 1..T, with S the synthetic records of the query player's window, its las
    the exponential mechanism with parameter eps0 (accounting) over the workload and its
    negations; ``"rspm"``: RSPM over every conjunction of at most ``max_literals`` literals
    (``selection``, docs/synthetic.md section 4), an exact argmax by an oracle of
-   ``oracles.conjunction_select``, private only when that oracle certifies it;
+   ``oracles.synthetic.query_player``, private only when that oracle certifies it;
 2. the data player follows the perturbed leader: ``samples`` records, each
    argmax_x sum_{i <= t} s_i q_i(x) + <sigma, b(x)>, sigma ~ Exp(perturbation) per level of
-   each attribute, fresh for each record, solved by an oracle of ``oracles.conjunctions`` or
-   ``oracles.conjunction_search`` (a round at once).
+   each attribute, fresh for each record, solved by an oracle of ``oracles.synthetic.data_player`` or
+   ``oracles.synthetic.data_search`` (a round at once).
 
 The output is the records of the last rounds (every round unless the schedule says otherwise);
 T, eps0, the records a round, the perturbation, the query player's window and the output are
@@ -47,7 +47,7 @@ from mechanisms.synthetic.domain import (
     check_codes,
     conjunction_count,
 )
-from oracles.base import Certificate, budget_of
+from oracles.contract.certificate import Certificate, budget_of
 
 #: Each query player's per-round guarantee (accounting.ZCDP_DIVISOR): the exponential mechanism
 #: is eps0-bounded range, RSPM's selection eps0-DP.
@@ -317,7 +317,7 @@ def check_listed(workload: Workload | ConjunctionClass) -> None:
     """The exponential mechanism (fem's query player) scores every query of its workload, so it
     needs one that is listed: a ``ConjunctionClass`` (every conjunction of up to k literals,
     never listed) is a ValueError. The one refusal: ``run_fem`` and the sweep's driver
-    (``pipeline.tasks.run_data``, before any run) both call it."""
+    (``pipeline.sweep.one_run.run_data``, before any run) both call it."""
     if isinstance(workload, ConjunctionClass):  # a value it cannot take, not a wrong type
         raise ValueError(  # noqa: TRY004
             f"fem's exponential mechanism scores every query of its workload, and the "
@@ -335,9 +335,9 @@ def run_fem(
     selector: Any = None,
 ) -> SyntheticRelease:
     """The game of the module docstring on the private records ``codes`` (level codes of
-    ``workload``'s domain), with ``oracle`` the data player's (``oracles.conjunctions``) and
-    ``selector`` RSPM's (``oracles.conjunction_select``; by default ``oracle``, whose route's
-    row for a selection says how, ``oracles.routing``).
+    ``workload``'s domain), with ``oracle`` the data player's (``oracles.synthetic.data_player``) and
+    ``selector`` RSPM's (``oracles.synthetic.query_player``; by default ``oracle``, whose route's
+    row for a selection says how, ``oracles.routing.routes``).
     With ``query_player="rspm"`` only the workload's domain (``sizes``) is used. n, the domain
     and the workload's size are public and fix the schedule (``FEMParams.public_table``: RSPM's
     rounds, the exponential mechanism's regime); the exponential mechanism lists its workload,

@@ -44,8 +44,8 @@ from typing import Protocol
 import numpy as np
 
 from core.validation import check_int
-from oracles.budget import Budget
-from oracles.stats import ClusterStats
+from oracles.contract.budget import Budget
+from oracles.contract.stats import ClusterStats
 from oracles.window.pool import (
     DONE,
     IDLE,

@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from core.problem import IntegerGrid, Problem
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 from oracles.window.minorant import grid_cap, norm_table, separable_argmin
 
 #: ``improve`` stops after this many restarts in a row without a better point.

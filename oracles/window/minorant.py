@@ -40,7 +40,7 @@ import numpy as np
 
 from core.objective import exact_positive
 from core.problem import IntegerGrid, Problem
-from oracles.mip import norm_cap, row_score_range
+from oracles.mip.formulation import norm_cap, row_score_range
 
 #: Relative slack of the window's threshold against floating-point error (``threshold_slack``).
 WINDOW_REL_SLACK = 1e-9

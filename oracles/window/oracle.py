@@ -14,15 +14,15 @@ a function of ||w||^2, and the data's 0/1 loss L (``oracles.window.minorant``). 
    evaluated with the exact rule (``Problem.objective``). Where the workers run is the
    executor's business (this process, threads, or a cluster's Ray tasks), never the answer's;
 3. the answer: when no node is left, the best is the exact minimum, certified through
-   ``oracles.base.certify`` with itself as the bound. Every minimizer lies in the noise WINDOW
+   ``oracles.contract.certificate.certify`` with itself as the bound. Every minimizer lies in the noise WINDOW
    {N_lam <= F(incumbent)}, which is what makes the search small when the noise is strong.
 
-When the search does not end before its budget's deadline (``oracles.budget``) or its node
+When the search does not end before its budget's deadline (``oracles.contract.budget``) or its node
 limit, the oracle does not certify: it returns the best point found, uncertified (TIME_LIMIT),
-with the search's proven bound, its ``TreeStats`` (``oracles.stats``) saying why it stopped
+with the search's proven bound, its ``TreeStats`` (``oracles.contract.stats``) saying why it stopped
 (``stopped``) and what the certificate would still cost (``to_certify``) (``oracles.window.tree_size``); with ``carry`` its open
 nodes are kept for the next attempt. It is one strategy and builds no other oracle: the routing
-table (``oracles.routing``) gives the search a share of the solve's budget and hands a stopped
+table (``oracles.routing.routes``) gives the search a share of the solve's budget and hands a stopped
 search over to the reference formulation on the rest.
 """
 
@@ -38,10 +38,10 @@ from typing import ClassVar
 import numpy as np
 
 from core.problem import IntegerGrid, Problem
-from oracles.base import OracleError, Solution, Status, certify, counts_cpu
-from oracles.budget import Budget
-from oracles.solve_progress import Reporter, reporter
-from oracles.stats import CarryStats, TreeStats, WindowStats, merged
+from oracles.contract.certificate import OracleError, Solution, Status, certify, counts_cpu
+from oracles.contract.budget import Budget
+from oracles.contract.progress import Reporter, reporter
+from oracles.contract.stats import CarryStats, TreeStats, WindowStats, merged
 from oracles.window.checkpoint import Carry, CarryStore, problem_key
 from oracles.window.engine import Executor, Searched, least_bound, local_executor
 from oracles.window.plan import Plan, plan, resume
@@ -74,7 +74,7 @@ class WindowOracle:
             starts over.
     """
 
-    #: The problem types it solves (``oracles.routing.accepts``): a Problem; its domain must be
+    #: The problem types it solves (``oracles.routing.routes.accepts``): a Problem; its domain must be
     #: an IntegerGrid (a Box is refused with an OracleError).
     accepts: ClassVar[tuple[type, ...]] = (Problem,)
 
@@ -101,7 +101,7 @@ class WindowOracle:
     @counts_cpu
     def solve(self, problem: Problem, budget: Budget) -> Solution:
         """The search on ``budget``. A budget that shares a race's stop (``Budget.shared``,
-        ``oracles.race``) stops the search when the rival certified."""
+        ``oracles.routing.race``) stops the search when the rival certified."""
         start, cpu = time.perf_counter(), time.process_time()
         if not isinstance(problem.domain, IntegerGrid):
             raise OracleError(f"the window oracle needs an IntegerGrid, found {problem.domain!r}")
@@ -119,7 +119,7 @@ class WindowOracle:
                 search_seconds=min(self.search_seconds, GRID_SEARCH_SHARE * budget.seconds),
                 lagrange_iterations=self.lagrange_iterations,
             )
-        progress = reporter(problem.label, self.name)  # oracles.solve_progress
+        progress = reporter(problem.label, self.name)  # oracles.contract.progress
         report = Progress(start_plan, progress, cpu) if progress.active else None
         searched = self.executor_for(budget).run(
             start_plan.tables,
@@ -248,7 +248,7 @@ def stopped(problem, w_best, cert, seconds: float, tree: TreeStats, backend: str
 
 
 class Progress:
-    """A search's progress line (``oracles.solve_progress``): after every chunk of worker 0,
+    """A search's progress line (``oracles.contract.progress``): after every chunk of worker 0,
     when due, the best value known and the least bound of the nodes left (one worker: its
     open nodes and the pool's units; several: the bound the search started from, with how
     many search), and every ``ESTIMATE_EVERY`` seconds the cost to certify."""

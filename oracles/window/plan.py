@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.problem import IntegerGrid, Problem
-from oracles.base import OracleError
-from oracles.budget import Budget
+from oracles.contract.certificate import OracleError
+from oracles.contract.budget import Budget
 from oracles.window.checkpoint import Carry
 from oracles.window.incumbent import improve
 from oracles.window.minorant import tightened_decomposition

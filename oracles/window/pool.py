@@ -277,7 +277,7 @@ StopSignal = Callable[[], str]
 class LocalClient:
     """A worker's client of a ``Pool`` in this process. ``pause``: seconds an idle worker waits
     before its next look (0: the driver steps the workers in turn, ``engine.InProcess``);
-    ``stop``: a race's stop signal, looked at with every look (``oracles.race.RaceStop``)."""
+    ``stop``: a race's stop signal, looked at with every look (``oracles.routing.race.RaceStop``)."""
 
     def __init__(
         self,

@@ -1,7 +1,7 @@
 """The window search's pool on Ray: the actor, a worker's client of it, and the worker's task.
 
 The pool is ``oracles.window.pool.Pool`` itself, made a Ray actor holding no CPU (like
-``pipeline.progress.ProgressBoard``). A worker talks to it through ``RayClient``, the
+``pipeline.sweep.progress.ProgressBoard``). A worker talks to it through ``RayClient``, the
 ``PoolClient`` of the one loop (``oracles.window.engine.search``) over Ray, which NEVER blocks
 on the actor while the worker holds work: a task in ``ray.get`` or ``ray.wait`` (even with
 timeout 0) lends its CPU to another task (measured on a one-CPU Ray: a second task started

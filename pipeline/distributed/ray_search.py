@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from oracles.budget import Budget, now
-from oracles.stats import ClusterStats
+from oracles.contract.budget import Budget, now
+from oracles.contract.stats import ClusterStats
 from oracles.window.engine import (
     WORKER_CHUNK,
     Executor,
@@ -84,7 +84,7 @@ PRICE_AFTER = 2.0
 
 class Demand:
     """How many of the sweep's runs wait for a CPU (a Ray actor the sweep's driver keeps up to
-    date: the runs not finished beyond the sweep's slots, ``pipeline.sweep.run_sweep``), and
+    date: the runs not finished beyond the sweep's slots, ``pipeline.sweep.fan_out.run_sweep``), and
     the running solves' prices, which say whose turn it is to grow (module docstring)."""
 
     def __init__(self, waiting: int = 0, clock: Callable[[], float] = time.monotonic) -> None:

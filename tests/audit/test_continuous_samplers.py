@@ -15,7 +15,7 @@ from mechanisms.audit.mutants import DPSGDNoClipping, OPSampNoOutputNoise
 from mechanisms.audit.sampler_base import AuditError, with_draws
 from mechanisms.dpsgd import DPSGDParams, run_dpsgd, train_dpsgd
 from mechanisms.opsamp import OPSamp, OPSampParams
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 
 
 def _sequential_draws(seed, n, d, steps):

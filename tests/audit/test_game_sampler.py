@@ -20,7 +20,7 @@ from mechanisms.audit.game_sampler import GAME_WORKLOAD, GameSampler, game_pairs
 from mechanisms.audit.mutants import FEMOneRound, FEMRSPMOneBit
 from mechanisms.audit.sampler_base import AuditError
 from mechanisms.synthetic.fem import run_fem
-from oracles.registry import make_oracle
+from oracles.routing.registry import make_oracle
 
 #: Real games (``run_fem``) and batched games per test; effective size 1,548 (module docstring).
 RUNS = 1600

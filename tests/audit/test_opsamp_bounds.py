@@ -12,7 +12,7 @@ from core.objective import MergedRows
 from mechanisms.audit.opsamp_bounds import opsamp_paper_bounds
 from mechanisms.audit.sampler_base import with_draws
 from mechanisms.opsamp import OPSamp, OPSampParams
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 
 
 def test_one_row_instance_premise_holds_with_the_convex_oracle():

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from bench.adult_structured import DEFAULT_BASE, Solved, base_modules, main, report
-from oracles import structured
-from pipeline.tasks import RunKey
+from oracles.structured import oracle as structured
+from pipeline.sweep.one_run import RunKey
 
 TINY = ["--epsilons", "1.0", "--runs", "1", "--override", "dataset=synthetic"]
 

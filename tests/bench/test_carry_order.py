@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-import pipeline.sweep
+import pipeline.sweep.fan_out
 from bench import carry_order
 
 
@@ -63,5 +63,5 @@ def test_the_carried_runs_are_those_left_uncertified_and_counted_per_cpu_hour(tm
 
 
 def test_the_launch_order_driver_replaces_a_name_the_sweep_has():
-    assert callable(pipeline.sweep.carry_order)  # what LAUNCH_ORDER_DRIVER replaces
+    assert callable(pipeline.sweep.fan_out.carry_order)  # what LAUNCH_ORDER_DRIVER replaces
     assert "s.carry_order = " in carry_order.LAUNCH_ORDER_DRIVER

@@ -20,7 +20,7 @@ from bench.generic_instances import (
 from mechanisms.opdisc import OPDisc, OPDiscParams
 from mechanisms.rspm import RSPM, RSPMParams
 from pipeline.data.table import load_table
-from pipeline.tasks import RunKey, run_generator
+from pipeline.sweep.one_run import RunKey, run_generator
 from tests.bench.conftest import TINY_ROWS
 
 

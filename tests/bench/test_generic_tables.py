@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bench.generic_tables import _summary, check, main, make
-from oracles.highs import HighsOracle
-from oracles.routing import Route
+from oracles.mip.highs import HighsOracle
+from oracles.routing.routes import Route
 
 
 def test_oracles_are_made_by_name_with_the_limits_given():

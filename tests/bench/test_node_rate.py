@@ -20,7 +20,7 @@ from bench.node_rate import (
     same_search,
     search,
 )
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 from oracles.window import kernel as branch_kernel
 from oracles.window.minorant import tightened_decomposition
 from oracles.window.plan import plan

@@ -11,14 +11,14 @@ import re
 import pytest
 
 from bench.parts_balance import counts, deal, dealt, fixed_split, instance_spec, main, measure
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 from oracles.window.plan import plan
 from oracles.window.tree import Nodes
-from tests.oracles.contract import hard_instance
+from tests.oracles.oracle_contract import hard_instance
 
 
 def medium_instance(d: int = 10, seed: int = 7):
-    """``tests.oracles.contract.hard_instance``'s shape at d = 10: the window search certifies
+    """``tests.oracles.oracle_contract.hard_instance``'s shape at d = 10: the window search certifies
     it in about 6.3e4 nodes."""
     return hard_instance(d, seed)
 

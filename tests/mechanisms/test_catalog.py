@@ -22,7 +22,7 @@ from mechanisms.catalog import (
 from mechanisms.entries import Labelled, Request, Table
 from mechanisms.estimators import CLASSIFIERS
 from mechanisms.synthetic.domain import Domain, Workload
-from oracles.registry import make_oracle
+from oracles.routing.registry import make_oracle
 
 
 class _Asked:

@@ -16,7 +16,7 @@ from mechanisms.opdisc_calibration import opdisc_delta, opdisc_epsilon, opdisc_s
 from mechanisms.privacy import ApproximateTarget
 from mechanisms.runner import run
 from oracles.enumerate import EnumerationOracle, all_objectives
-from oracles.registry import make_oracle
+from oracles.routing.registry import make_oracle
 from tests.mechanisms.input_space import (
     ANY_INT,
     DELTA,

@@ -17,7 +17,7 @@ from mechanisms.release import Calibration, Noise, PrivacyClaim, Release, Secret
 from mechanisms.rspm import RSPM, RSPMParams
 from mechanisms.rspm_calibration import rspm_gaussian_sigma
 from mechanisms.runner import run
-from oracles.base import OBJECTIVE_TOL, Certificate, Solution, Status
+from oracles.contract.certificate import OBJECTIVE_TOL, Certificate, Solution, Status
 from oracles.convex import ConvexOracle
 from oracles.enumerate import EnumerationOracle
 

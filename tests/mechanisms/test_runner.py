@@ -8,7 +8,7 @@ import pytest
 from mechanisms.opdisc import OPDisc, OPDiscCalibration, OPDiscNoise, OPDiscParams
 from mechanisms.release import Secret
 from mechanisms.runner import exact_argmin_release, run, solve_sequentially
-from oracles.base import Certificate, Solution, Status
+from oracles.contract.certificate import Certificate, Solution, Status
 from oracles.enumerate import EnumerationOracle
 
 

@@ -13,7 +13,7 @@ The brute force is written from SPEC sections 2 to 4 alone and shares no code wi
   equal to that precision, i.e. exactly up to an irrational coincidence.
 
 A certified answer is FALSE when F(w) exceeds the brute-force minimum by more than the stated
-certificate tolerance ``OBJECTIVE_TOL`` (``oracles.base``), or when the objective the oracle
+certificate tolerance ``OBJECTIVE_TOL`` (``oracles.contract.certificate``), or when the objective the oracle
 reports is not F(w); a certified answer within that tolerance but not a minimizer is counted
 apart as a NEAR TIE. An uncertified answer is acceptable, a false certificate never.
 
@@ -29,7 +29,7 @@ each other (x and c x, c of either sign: parallel indicator rows); repeated coor
 (identical feature columns: parallel w columns); features on a coarse grid of a few values so
 that many rows share coordinates; and noise from tiny (near ties broken by 1e-4) to large.
 HiGHS 1.16 with that reduction on certifies false optima on such instances
-(``tests/oracles/test_highs_presolve.py`` measures how often).
+(``tests/oracles/mip/test_highs_presolve.py`` measures how often).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ import numpy as np
 
 from core.objective import MergedRows
 from core.problem import IntegerGrid, Problem
-from oracles.base import OBJECTIVE_TOL, budget_of
-from tests.oracles.contract import opdisc_shaped
+from oracles.contract.certificate import OBJECTIVE_TOL, budget_of
+from tests.oracles.oracle_contract import opdisc_shaped
 
 KINDS = ("opdisc", "erm", "rspm", "near")
 #: Offsets of the rows placed near the margin: 0 puts a score on mu (as near as floats allow).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.problem import IntegerGrid, Problem
-from oracles.gurobi import ERRNO_NO_LICENSE, GurobiOracle, LicenceLimitError
+from oracles.mip.gurobi import ERRNO_NO_LICENSE, GurobiOracle, LicenceLimitError
 from tests.oracles.limited import limited, on_limits
 from tests.requirements import missing
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.problem import IntegerGrid
-from tests.oracles.contract import KINDS, N_INSTANCES, make_instance
+from tests.oracles.oracle_contract import KINDS, N_INSTANCES, make_instance
 
 # --- the suite's instances cover what it claims ------------------------------------------------
 

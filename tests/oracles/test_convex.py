@@ -10,10 +10,10 @@ import pytest
 
 from core.objective import MergedRows
 from core.problem import Box, ConvexProblem, Problem, box_radius, loss_scale, surrogate_value
-from oracles.base import OracleError, Status
-from oracles.budget import Budget
+from oracles.contract.certificate import OracleError, Status
+from oracles.contract.budget import Budget
 from oracles.convex import ConvexOracle
-from oracles.stats import ConvexStats
+from oracles.contract.stats import ConvexStats
 
 
 def _data(n=200, d=4, seed=0):

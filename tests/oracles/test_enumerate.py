@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from core.problem import Box, IntegerGrid, Problem
-from oracles.base import OracleError, Status
-from oracles.budget import Budget
+from oracles.contract.certificate import OracleError, Status
+from oracles.contract.budget import Budget
 from oracles.enumerate import EnumerationOracle, all_objectives, grid_points
-from oracles.registry import make_oracle
-from tests.oracles.contract import OracleContract
+from oracles.routing.registry import make_oracle
+from tests.oracles.oracle_contract import OracleContract
 
 
 class TestEnumerate(OracleContract):

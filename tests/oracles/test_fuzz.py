@@ -18,10 +18,10 @@ import pytest
 
 from core.objective import MergedRows
 from core.problem import IntegerGrid, Problem
-from oracles.base import Status, budget_of
-from oracles.budget import Budget
-from oracles.registry import make_oracle
-from oracles.stats import WindowStats
+from oracles.contract.certificate import Status, budget_of
+from oracles.contract.budget import Budget
+from oracles.routing.registry import make_oracle
+from oracles.contract.stats import WindowStats
 from oracles.window.engine import InProcess, Threads
 from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import (

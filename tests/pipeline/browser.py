@@ -1,5 +1,5 @@
 """A real MLflow server on 127.0.0.1 and a headless Chromium to look at its pages, for the
-screenshot test of the run list's view (tests/pipeline/test_mlflow_log.py).
+screenshot test of the run list's view (tests/pipeline/tracking/test_mlflow_log.py).
 
 The browser is Debian's ``chromium`` (scripts/install.sh installs it; ``$CHROMIUM`` names
 another), driven by Playwright's Python package (the ``test`` extra): Playwright's own browser

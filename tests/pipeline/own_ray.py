@@ -6,13 +6,13 @@ import contextlib
 import os
 from typing import Iterator
 
-from pipeline.sweep import workers_at_driver_niceness
+from pipeline.sweep.fan_out import workers_at_driver_niceness
 
 
 @contextlib.contextmanager
 def own_ray(num_cpus: int) -> Iterator[object]:
     """A local Ray with ``num_cpus`` CPUs and no dashboard, its workers at this process's
-    niceness as the pipeline's own Ray (``pipeline.sweep.workers_at_driver_niceness``), shut down
+    niceness as the pipeline's own Ray (``pipeline.sweep.fan_out.workers_at_driver_niceness``), shut down
     afterwards.
 
     ``ray.init`` writes RAY_AUTH_MODE=token (and more) into os.environ; every later test that

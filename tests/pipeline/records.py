@@ -1,4 +1,4 @@
-"""Run-result records for tests that fake the runs (pipeline.run_record.RunResult)."""
+"""Run-result records for tests that fake the runs (pipeline.tracking.run_record.RunResult)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 
 from mechanisms.catalog import CATALOG
 from mechanisms.entries import ClassifierScores, Labelled
-from pipeline.run_record import RunResult, privacy_status
+from pipeline.tracking.run_record import RunResult, privacy_status
 
 
 def result_for(key: Any, holds: bool = True, **fields: Any) -> RunResult:

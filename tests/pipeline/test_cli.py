@@ -25,7 +25,7 @@ from pipeline import cli
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, validate
 from pipeline.data import DataError
-from pipeline.faults import Terminated
+from pipeline.sweep.faults import Terminated
 from tests.conftest import REPO
 
 

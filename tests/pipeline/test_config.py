@@ -62,7 +62,7 @@ def test_adult_sweep_is_the_paper_grid():
 
 @pytest.mark.parametrize("name", ["structured", "auto", "highs", "gurobi", "enumerate", "window"])
 def test_every_oracle_option_composes_and_builds(name):
-    from pipeline.tasks import mechanism_oracle
+    from pipeline.sweep.one_run import mechanism_oracle
 
     config = validate(compose_config([f"oracle={name}", "oracle.time_limit=5"]))
     assert config.oracle.name == name
@@ -73,7 +73,7 @@ def test_every_oracle_option_composes_and_builds(name):
 @pytest.mark.parametrize("name", ["structured", "window"])
 def test_oracle_parts_run_the_window_search_on_that_many_ray_workers(name):
     from pipeline.distributed.ray_search import RaySearch
-    from pipeline.tasks import mechanism_oracle
+    from pipeline.sweep.one_run import mechanism_oracle
 
     config = validate(compose_config([f"oracle={name}", "oracle.parts=4", "oracle.threads=2"]))
     search = mechanism_oracle(config.oracle).strategy("window")  # the route's window search
@@ -183,7 +183,7 @@ def test_a_grid_beyond_max_runs_is_refused_with_its_count_in_a_second():
 
 
 def test_the_run_count_is_the_number_of_keys_and_max_runs_is_not_the_sweeps_identity():
-    from pipeline.tasks import sweep_keys
+    from pipeline.sweep.one_run import sweep_keys
 
     config = validate(compose_config(["+sweep=smoke", "sweep.seeds=3"]))
     assert config.sweep.runs() == len(sweep_keys(config)) == 6 * 2 * 3 + 2

@@ -94,7 +94,7 @@ def test_cli_rejects_unknown_keys_with_exit_code_2(tmp_path):
 
 
 def test_run_keys_tell_close_epsilons_apart_and_keep_short_forms():
-    from pipeline.tasks import RunKey
+    from pipeline.sweep.one_run import RunKey
 
     assert str(RunKey("opdisc", 1.0, 0)) == "opdisc/eps=1/run=0"  # existing sweeps' keys
     assert str(RunKey("opdisc", 0.1, 3)) == "opdisc/eps=0.1/run=3"
@@ -144,7 +144,7 @@ def test_an_output_directory_holding_another_grid_is_refused(tmp_path):
 
 
 def test_unreachable_tracking_server_fails_in_seconds():
-    from pipeline.preflight import ServiceError, probe_tracking_store
+    from pipeline.sweep.preflight import ServiceError, probe_tracking_store
 
     start = time.monotonic()
     with pytest.raises(ServiceError, match=r"tracking server http://127\.0\.0\.1:\d+ unreachable"):
@@ -153,7 +153,7 @@ def test_unreachable_tracking_server_fails_in_seconds():
 
 
 def test_unwritable_sqlite_store_fails_in_seconds(tmp_path):
-    from pipeline.preflight import ServiceError, probe_tracking_store
+    from pipeline.sweep.preflight import ServiceError, probe_tracking_store
 
     # /proc accepts no new files, even from root (chmod alone does not stop root)
     with pytest.raises(ServiceError, match="does not exist"):
@@ -165,7 +165,7 @@ def test_unwritable_sqlite_store_fails_in_seconds(tmp_path):
 
 
 def test_unreachable_ray_address_fails_in_seconds(monkeypatch):
-    from pipeline.preflight import ServiceError, probe_ray_address, ray_connect_error
+    from pipeline.sweep.preflight import ServiceError, probe_ray_address, ray_connect_error
 
     # the hint depends on RAY_AUTH_MODE, which an in-process ray.init earlier in the run may set
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
@@ -183,7 +183,7 @@ def test_unreachable_ray_address_fails_in_seconds(monkeypatch):
 
 
 def test_unreachable_tracking_server_stops_the_run_before_anything_is_written(tmp_path):
-    from pipeline.preflight import ServiceError
+    from pipeline.sweep.preflight import ServiceError
     from pipeline.run import run
 
     out = tmp_path / "out"
@@ -218,7 +218,7 @@ def test_cli_unreachable_tracking_server_exits_5_and_leaves_nothing(tmp_path):
 
 
 def test_job_output_inside_the_working_dir_copy_is_refused(tmp_path, monkeypatch):
-    from pipeline.preflight import check_job_output_dir
+    from pipeline.sweep.preflight import check_job_output_dir
 
     check_job_output_dir(tmp_path / "outputs", cwd=tmp_path)  # not under a job: fine
     monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")
@@ -231,7 +231,7 @@ def test_job_output_inside_the_working_dir_copy_is_refused(tmp_path, monkeypatch
 
 
 def test_tiny_epsilon_is_refused_before_ray_and_many_oracle_calls_warn(caplog):
-    from pipeline.preflight import check_oracle_calls
+    from pipeline.sweep.preflight import check_oracle_calls
 
     config = validate(compose_config(["+sweep=smoke"]))
     # refused by the calibration's own check (m beyond 2**53 oracle calls), before Ray
@@ -241,7 +241,7 @@ def test_tiny_epsilon_is_refused_before_ray_and_many_oracle_calls_warn(caplog):
         r"epsilon 1e-300 .*more than 2\*\*53",
     ):
         check_oracle_calls(config, [1e-300], n=400, d=8)
-    with caplog.at_level(logging.WARNING, logger="pipeline.preflight"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.sweep.preflight"):
         calls = check_oracle_calls(config, [1.0, 0.01], n=400, d=8)
     assert calls[0.01] > 100 and "oracle calls (Ray tasks) per run" in caplog.text
     tight = validate(compose_config(["+sweep=smoke", "sweep.max_oracle_calls=10"]))
@@ -253,7 +253,7 @@ def test_tiny_epsilon_is_refused_before_ray_and_many_oracle_calls_warn(caplog):
 
 
 def test_a_second_driver_is_refused_while_the_first_holds_the_directory(tmp_path):
-    from pipeline.lease import DriverLease, SweepBusyError
+    from pipeline.sweep.dir_lock import DriverLease, SweepBusyError
 
     with DriverLease(tmp_path, "abcd"):
         with pytest.raises(SweepBusyError, match=r"another driver is running in .*sweep abcd"):
@@ -265,8 +265,8 @@ def test_a_second_driver_is_refused_while_the_first_holds_the_directory(tmp_path
 def test_a_live_driver_elsewhere_holds_the_sweep_through_the_tracking_store(tracking_db):
     import socket
 
-    from pipeline.lease import SweepBusyError
-    from pipeline.tracking import DRIVER_TTL, SweepTracker
+    from pipeline.sweep.dir_lock import SweepBusyError
+    from pipeline.tracking.mlflow_runs import DRIVER_TTL, SweepTracker
 
     tracker = SweepTracker(tracking_db, "lease", None)
     tracker.start_parent("x", "sid-lease", {"a": 1})
@@ -291,7 +291,7 @@ def test_a_live_driver_elsewhere_holds_the_sweep_through_the_tracking_store(trac
 
 
 def _row(mechanism, eps, i, acc, holds=True, certified=True, gap=0.0):
-    from pipeline.run_record import privacy_status
+    from pipeline.tracking.run_record import privacy_status
 
     return {
         "key": f"{mechanism}/eps={eps:g}/run={i}",
@@ -316,7 +316,7 @@ def _row(mechanism, eps, i, acc, holds=True, certified=True, gap=0.0):
 
 
 def test_uncertified_reference_is_flagged_not_drawn_as_the_ceiling(tmp_path):
-    from pipeline.report import reference_label, results_frame, write_report
+    from pipeline.tracking.report import reference_label, results_frame, write_report
 
     rows = [_row("opdisc", 1.0, i, 0.75) for i in range(3)]
     rows += [_row("rspm_gaussian", 1.0, i, 0.74) for i in range(2)]
@@ -333,7 +333,7 @@ def test_uncertified_reference_is_flagged_not_drawn_as_the_ceiling(tmp_path):
 def test_figure_1b_integer_counts_and_every_colour_in_the_legend(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
-    from pipeline.report import figure_1b, results_frame
+    from pipeline.tracking.report import figure_1b, results_frame
 
     seen = {}
     monkeypatch.setattr(plt.Figure, "savefig", lambda fig, *a, **k: seen.setdefault("fig", fig))
@@ -353,7 +353,7 @@ def test_figure_1b_integer_counts_and_every_colour_in_the_legend(tmp_path, monke
 def test_progress_line_fits_the_terminal(monkeypatch):
     import shutil
 
-    from pipeline.sweep import Progress
+    from pipeline.sweep.fan_out import Progress
 
     class Tty(io.StringIO):
         def isatty(self):
@@ -394,7 +394,7 @@ def _small_config(tracking_db, out, experiment):
 
 def _fake_sweep(stop_after: int, fail: set[str] = frozenset(), interrupt: bool = False):
     """run_sweep without Ray: runs keys in-process, logs them, fails or stops on request."""
-    from pipeline.tasks import run_one
+    from pipeline.sweep.one_run import run_one
 
     def run_sweep(config, train, test, tracker, todo, prices=None):
         failed = {}

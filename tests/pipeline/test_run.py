@@ -22,24 +22,24 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-import pipeline.faults as faults
-import pipeline.preflight
-import pipeline.progress
-import pipeline.report
+import pipeline.sweep.faults as faults
+import pipeline.sweep.preflight
+import pipeline.sweep.progress
+import pipeline.tracking.report
 import pipeline.run as run_module
-import pipeline.sweep
-import pipeline.tracking
+import pipeline.sweep.fan_out
+import pipeline.tracking.mlflow_runs
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import Config, ConfigError, SweepConfig, TrackingConfig, validate
 from pipeline.data import load_dataset
 from pipeline.data.record import Dataset
 from pipeline.data.schema import SyntheticDatasetConfig, TableRecordsConfig
 from pipeline.data.table_records import load_table_records
-from pipeline.faults import StorageError
+from pipeline.sweep.faults import StorageError
 from pipeline.run import SweepOutcome, SweepStatus
 from pipeline.settings_schemas import SCHEMAS
-from pipeline.tasks import RunKey, sweep_keys
-from pipeline.tracking import RunStatus
+from pipeline.sweep.one_run import RunKey, sweep_keys
+from pipeline.tracking.mlflow_runs import RunStatus
 from tests.pipeline.records import result_for
 
 # --- SweepOutcome ----------------------------------------------------------------------------
@@ -392,7 +392,9 @@ def test_a_complete_sweep_finishes_its_parent_with_its_counts(services, tmp_path
     assert (tmp_path / ".sweep_id").read_text().strip() == result["sweep_id"]
     (report,) = services.reports
     assert report["outcome"].status == "complete" and report["missing"] == []
-    data = report["data"]  # what summary.md names its tables by (pipeline.report.data_lines)
+    data = report[
+        "data"
+    ]  # what summary.md names its tables by (pipeline.tracking.report.data_lines)
     assert data["dataset"] == "synthetic" and data["train"] == {"n": 40, "d": 5}
     assert data["test"] is None and len(data["feature_names"]) == 5
     assert data["provenance"]["label_noise"] == 0.1
@@ -552,11 +554,11 @@ def test_the_report_divides_a_price_over_the_sweeps_cpus(services, tmp_path, mon
 
 def test_a_cluster_that_cannot_start_leaves_no_parent(services, tmp_path, monkeypatch):
     def init_ray(config):
-        raise pipeline.preflight.ServiceError("cannot connect to the Ray cluster at x:1")
+        raise pipeline.sweep.preflight.ServiceError("cannot connect to the Ray cluster at x:1")
 
     monkeypatch.setattr(run_module, "init_ray", init_ray)
     services.sweep = _logging_every_run()
-    with pytest.raises(pipeline.preflight.ServiceError):
+    with pytest.raises(pipeline.sweep.preflight.ServiceError):
         run_module.run_sweep_and_report(_sweep_config(tmp_path), tmp_path)
     assert "start_parent" not in services.events and services.reports == []
 
@@ -768,7 +770,7 @@ class FullDisk:
 
 def _filling_the_disk(disk: FullDisk, finished: int, seen: dict):
     """run_sweep: ``finished`` runs logged, one child created, then the disk full under it."""
-    from pipeline.tasks import run_one
+    from pipeline.sweep.one_run import run_one
 
     def run_sweep(config, train, test, tracker, todo, prices=None):
         reserve = disk.reserve.stat()
@@ -1052,7 +1054,7 @@ def test_a_table_sweeps_folder_id_is_its_logged_sweep_id_and_an_edited_file_anot
 
 
 def test_slow_loading_and_planning_say_so_until_the_plan(services, tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(pipeline.progress, "PHASE_EVERY", 0.05)
+    monkeypatch.setattr(pipeline.sweep.progress, "PHASE_EVERY", 0.05)
     config = _sweep_config(tmp_path)
 
     def slow_load(dataset):

@@ -14,12 +14,12 @@ import pytest
 from omegaconf import OmegaConf
 
 from mechanisms.catalog import CATALOG, NON_ORACLE, NON_PRIVATE, RUN_FIELDS, SYNTHETIC
-from oracles.routing import CONVEX, chain_for
+from oracles.routing.routes import CONVEX, chain_for
 from pipeline.cli import CONFIG_DIR
 from pipeline.config import ConfigError, validate
 from pipeline.data import Dataset, load_dataset
 from pipeline.settings_schemas import SCHEMAS
-from pipeline.tasks import RunKey, mechanism_oracle, run_one, run_release
+from pipeline.sweep.one_run import RunKey, mechanism_oracle, run_one, run_release
 from tests.pipeline.configs import assert_config_error, compose_config
 
 CONF = Path(CONFIG_DIR)
@@ -93,7 +93,7 @@ def test_conf_holds_only_what_differs_from_the_schema(path):
 
 
 def test_each_time_limit_default_is_written_once():
-    from oracles.budget import DEFAULT_TIME_LIMIT
+    from oracles.contract.budget import DEFAULT_TIME_LIMIT
 
     repo = CONF.parent
     text = "\n".join(p.read_text() for p in repo.glob("conf/**/*.yaml"))

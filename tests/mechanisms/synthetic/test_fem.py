@@ -28,12 +28,12 @@ from mechanisms.synthetic.fem import (
     selection_precision,
     window_sampling_error,
 )
-from oracles.base import Status
-from oracles.budget import Budget, now
-from oracles.conjunction_search import SearchConjunctionOracle
-from oracles.conjunction_select import HighsSelectionOracle, SearchSelectionOracle
-from oracles.conjunctions import EnumerationConjunctionOracle
-from oracles.registry import make_oracle
+from oracles.contract.certificate import Status
+from oracles.contract.budget import Budget, now
+from oracles.synthetic.data_search import SearchConjunctionOracle
+from oracles.synthetic.query_player import HighsSelectionOracle, SearchSelectionOracle
+from oracles.synthetic.data_player import EnumerationConjunctionOracle
+from oracles.routing.registry import make_oracle
 
 SIZES = (3, 2, 4)
 

@@ -12,9 +12,9 @@ import time
 import numpy as np
 import pytest
 
-from oracles.base import OBJECTIVE_TOL, Status
-from oracles.budget import Budget
-from oracles.stats import CarryStats, TreeStats, WindowStats
+from oracles.contract.certificate import OBJECTIVE_TOL, Status
+from oracles.contract.budget import Budget
+from oracles.contract.stats import CarryStats, TreeStats, WindowStats
 from oracles.window.checkpoint import Carry, CarryStore, problem_key
 from oracles.window.engine import InProcess, Threads, WorkerResult, gather
 from oracles.window.oracle import WindowOracle, answer, kept

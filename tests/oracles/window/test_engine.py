@@ -15,10 +15,10 @@ import time
 import numpy as np
 import pytest
 
-from oracles.base import Status
-from oracles.budget import Budget
-from oracles.race import RaceStop
-from oracles.stats import TreeStats, WindowStats
+from oracles.contract.certificate import Status
+from oracles.contract.budget import Budget
+from oracles.routing.race import RaceStop
+from oracles.contract.stats import TreeStats, WindowStats
 from oracles.window.engine import (
     InProcess,
     Threads,

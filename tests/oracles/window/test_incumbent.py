@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core.problem import Box, IntegerGrid, Problem
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 from oracles.window.incumbent import (
     improve,
     local_search,
@@ -20,7 +20,7 @@ from oracles.window.incumbent import (
     starting_points,
 )
 from oracles.window.minorant import grid_cap
-from tests.oracles.contract import make_instance
+from tests.oracles.oracle_contract import make_instance
 from tests.oracles.fuzz import fuzz_instance
 from tests.oracles.window.test_minorant import _points
 

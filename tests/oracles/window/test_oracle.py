@@ -17,15 +17,15 @@ import numpy as np
 import pytest
 
 from core.problem import IntegerGrid, Problem
-from oracles.base import Status
-from oracles.budget import Budget
-from oracles.registry import make_oracle
-from oracles.stats import CarryStats, TreeStats, WindowStats
+from oracles.contract.certificate import Status
+from oracles.contract.budget import Budget
+from oracles.routing.registry import make_oracle
+from oracles.contract.stats import CarryStats, TreeStats, WindowStats
 from oracles.window.engine import InProcess, Threads
 from oracles.window.minorant import decompose_objective, row_minorants, separable_argmin, tighten
 from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
-from tests.oracles.test_stats import CARRIED, STOPPED, WINDOW
+from tests.oracles.contract.test_stats import CARRIED, STOPPED, WINDOW
 from tests.oracles.limited import limited, on_limits
 
 FAST_SEEDS = range(120)
@@ -62,7 +62,7 @@ def test_no_false_certificate_on_two_threads(fast):
 
 
 #: What every window certificate's stats hold (release.json's ``extra`` keys,
-#: ``Certificate.stats_dict``), and what a stopped and a carried one add: tests/oracles/test_stats.py's.
+#: ``Certificate.stats_dict``), and what a stopped and a carried one add: tests/oracles/contract/test_stats.py's.
 EXTRA = WINDOW
 #: The fixed split's keys: gone with it (issue 44).
 SPLIT = {"parts", "parts_unfinished", "part_cpu_seconds", "parts_asked"}
@@ -170,7 +170,7 @@ def test_row_minorants_are_valid_for_every_lambda():
 
 def test_the_oracle_refuses_a_box():
     from core.problem import Box
-    from oracles.base import OracleError
+    from oracles.contract.certificate import OracleError
 
     problem = Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2))
     with pytest.raises(OracleError, match="IntegerGrid"):

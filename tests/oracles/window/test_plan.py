@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from core.problem import Box, Problem
-from oracles.base import OracleError, Status
-from oracles.budget import Budget
-from oracles.stats import CarryStats, WindowStats
+from oracles.contract.certificate import OracleError, Status
+from oracles.contract.budget import Budget
+from oracles.contract.stats import CarryStats, WindowStats
 from oracles.window.checkpoint import Carry, CarryStore, problem_key
 from oracles.window.engine import InProcess, Threads
 from oracles.window.oracle import WindowOracle

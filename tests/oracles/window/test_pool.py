@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 from oracles.window.engine import RECALLED, drive, gather
 from oracles.window.plan import plan
 from oracles.window.pool import DONE, IDLE, LocalClient, Pool, UnitRecord, replay_makespan

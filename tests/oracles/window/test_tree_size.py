@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 from oracles.window.engine import InProcess
 from oracles.window.tree import Nodes, build_tables
 from oracles.window.kernel import DONE, State, open_node, run

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 from oracles.window.engine import InProcess
 from oracles.window.plan import plan
 from oracles.window.pool import Pool

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from oracles.budget import Budget
+from oracles.contract.budget import Budget
 from oracles.window.engine import InProcess, Job
 from oracles.window.plan import plan
 from oracles.window.pool import DONE, IDLE, Pool

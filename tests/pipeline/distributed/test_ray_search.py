@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 
 from core.problem import Problem
-from oracles.budget import Budget
-from oracles.registry import make_oracle
-from oracles.stats import ClusterStats, WindowStats
+from oracles.contract.budget import Budget
+from oracles.routing.registry import make_oracle
+from oracles.contract.stats import ClusterStats, WindowStats
 from oracles.window.engine import InProcess
 from oracles.window.oracle import WindowOracle, answer, cost_left
 from oracles.window.plan import plan
 from pipeline.distributed import ray_search
 from pipeline.distributed.ray_search import Demand, RaySearch, demand_actor
-from tests.oracles.contract import hard_instance
+from tests.oracles.oracle_contract import hard_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance, parallel_instance
 from tests.pipeline.own_ray import own_ray
 from tests.timing import assert_returns_near, timed
@@ -33,7 +33,7 @@ PROBLEMS = [fuzz_instance(s, max_points=3200) for s in (0, 5)] + [
 
 
 def medium_instance(d: int = 11, seed: int = 7) -> Problem:
-    """``tests.oracles.contract.hard_instance``'s shape at d = 11: the window search certifies
+    """``tests.oracles.oracle_contract.hard_instance``'s shape at d = 11: the window search certifies
     it in about 2.9e5 nodes (measured: 1.8 CPU s with the plan)."""
     return hard_instance(d, seed)
 
@@ -79,10 +79,10 @@ def test_without_ray_it_is_the_one_process_search(problem, monkeypatch):
 def test_in_a_window_search_it_reports_the_best_a_valid_bound_and_the_cost_to_certify(
     monkeypatch,
 ):
-    """As the search in this process does (tests/oracles/test_solve_progress.py)."""
+    """As the search in this process does (tests/oracles/contract/test_progress.py)."""
     from oracles.window import oracle as window
     from tests.oracles.limited import limited
-    from tests.oracles.test_solve_progress import _solve_with_and_without, same_answer
+    from tests.oracles.contract.test_progress import _solve_with_and_without, same_answer
 
     monkeypatch.setattr(window, "ESTIMATE_EVERY", 0.0)  # its cost to certify at every report
     elastic = RaySearch(chunk=2000)
@@ -117,7 +117,7 @@ def test_grown_onto_idle_cpus_it_gives_the_one_process_answer(local_ray, problem
 def test_grown_it_still_reports_the_best_a_valid_bound_and_its_cpus(local_ray):
     """After the growth the progress line hears the best known, a bound the certified minimum
     does not fall below, and how many CPUs the search is on (no longer "no solver report")."""
-    from oracles.solve_progress import listening
+    from oracles.contract.progress import listening
     from tests.oracles.limited import limited
 
     elastic = RaySearch(chunk=200, grow_every=0.0)
@@ -182,10 +182,10 @@ def test_extras_give_their_nodes_back_when_runs_wait(local_ray):
 @pytest.fixture(scope="module")
 def two_nodes():
     """A head and a worker node on 127.0.0.1, one CPU each, token authentication, this
-    worktree's code on the workers' path (``tests.pipeline.test_sweep.two_node_cluster``);
+    worktree's code on the workers' path (``tests.pipeline.sweep.test_fan_out.two_node_cluster``);
     stopped by its own handles, never `ray stop`."""
     from tests.conftest import REPO
-    from tests.pipeline.test_sweep import two_node_cluster
+    from tests.pipeline.sweep.test_fan_out import two_node_cluster
 
     with two_node_cluster(cwd=REPO, PYTHONPATH=str(REPO)) as cluster:
         yield cluster

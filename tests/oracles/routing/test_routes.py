@@ -1,0 +1,565 @@
+"""oracles.routing.routes: the one routing table (its rows are docs/oracles.md's), how a problem is
+classified, how a chain hands a problem on and what its certificate records, the ``auto`` route
+(the reference formulation on Gurobi, else HiGHS: SPEC section 8), and that every route returns
+within 1.1 x its time limit plus 5 s on a problem it cannot finish."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.objective import MergedRows
+from core.problem import (
+    Box,
+    ConjunctionBatch,
+    ConjunctionProblem,
+    IntegerGrid,
+    Problem,
+    SelectionProblem,
+)
+from oracles.routing import routes as routing
+from oracles.structured import oracle as structured_module
+from oracles.contract.certificate import HandOff, OracleError, Status, certify
+from oracles.contract.budget import Budget, now
+from oracles.synthetic.query_player import HighsSelectionOracle
+from oracles.mip.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError
+from oracles.mip.highs import HighsOracle
+from oracles.mip.formulation import SolverUnavailableError
+from oracles.routing.registry import DISCRETE, make_oracle
+from oracles.routing.routes import (
+    BOX,
+    CONVEX,
+    EVERY,
+    EXACT_GRID,
+    GRID,
+    NOISY_GRID,
+    ROUND,
+    ROUTE_NAMES,
+    ROUTES,
+    SELECTION,
+    SHAPED_GRID,
+    STRATEGIES,
+    Route,
+    chain_for,
+    classify,
+)
+from oracles.contract.stats import MipStats, RouteStats, TreeStats
+from oracles.structured.oracle import StructuredOracle
+from oracles.structured.shape import decompose
+from pipeline.data.synthetic import make_linear_threshold
+from tests.oracles.oracle_contract import OracleContract, hard_instance, make_instance
+from tests.oracles.fuzz import brute_force, fuzz_instance
+from tests.oracles.licence import require_gurobi_licence
+from tests.oracles.limited import limited, on_limits
+from tests.timing import assert_returns_near, timed
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "oracles.md"
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+def _doc_rows() -> list[tuple[str, str, str]]:
+    """(route, problem, chain) of each row of docs/oracles.md's routing table."""
+    text = DOC.read_text()
+    section = text[text.index("## Routing\n") :]
+    section = section[: section.index("\n## ", 1)]
+    rows = []
+    for line in section.splitlines():
+        match = re.fullmatch(r"\| `([a-z_]+|\*)` \| (.+?) \| (.+?) \|", line.strip())
+        if match:
+            rows.append(match.groups())
+    return rows
+
+
+def test_the_docs_table_is_the_modules():
+    """docs/oracles.md shows the routing table as written, not generated: it must name exactly
+    the routes the module defines, each row with its problem class and chain."""
+    rows = _doc_rows()
+    assert {route for route, _, _ in rows} == {*ROUTE_NAMES, EVERY}
+    assert rows == [(row.route, row.problem, row.text()) for row in ROUTES]
+
+
+def test_every_step_is_a_strategy_or_a_route():
+    for row in ROUTES:
+        for step in row.chain:
+            assert step.strategy in STRATEGIES or step.strategy in ROUTE_NAMES, step
+            assert 0 < step.share <= 1
+
+
+def test_a_route_has_no_chain_for_a_problem_it_does_not_take():
+    with pytest.raises(OracleError, match="the window route takes an IntegerGrid, not a box"):
+        chain_for("window", BOX)
+    with pytest.raises(ValueError, match="unknown route 'cplex'"):
+        chain_for("cplex", GRID)
+    problem = Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2))
+    with pytest.raises(OracleError, match="IntegerGrid"):
+        on_limits(make_oracle("window"), problem)
+
+
+def test_the_auto_chain_follows_prefer():
+    assert [s.strategy for s in chain_for("auto", GRID, ("highs",))] == ["highs"]
+    chain = chain_for("auto", GRID, ("highs", "gurobi"))
+    assert [(s.strategy, s.when) for s in chain] == [("highs", "first"), ("gurobi", "unavailable")]
+
+
+# --- classification ----------------------------------------------------------------------------
+
+
+def _erm(problem: Problem) -> Problem:
+    return dataclasses.replace(problem, linear=np.zeros(problem.d), norm_coef=0.0)
+
+
+def test_the_structured_route_classifies_by_shape_noise_and_domain():
+    budget = Budget.from_limit(600.0)
+    shaped = classify("structured", fuzz_instance(0), StructuredOracle(), budget)
+    assert shaped.problem_class == SHAPED_GRID and not shaped.reason
+    tight = StructuredOracle(max_combos=1)
+    noisy = classify("structured", fuzz_instance(0), tight, budget)
+    assert noisy.problem_class == NOISY_GRID and "max_combos=1" in noisy.reason
+    exact = classify("structured", _erm(fuzz_instance(0)), tight, budget)
+    assert exact.problem_class == EXACT_GRID and "max_combos=1" in exact.reason
+    box = classify("structured", Problem(np.eye(2), np.ones(2), np.zeros(2), Box(2)), tight, budget)
+    assert box.problem_class == BOX and "not an IntegerGrid (Box)" in box.reason
+    # the other routes do not read the shape
+    assert classify("window", fuzz_instance(0), tight, budget).problem_class == GRID
+    with pytest.raises(OracleError, match="the highs route cannot solve a object"):
+        classify("highs", object(), tight, budget)
+
+
+def test_the_shape_read_to_classify_is_the_one_searched(monkeypatch):
+    problem, budget = fuzz_instance(0), Budget.from_limit(600.0)
+    kind = classify("structured", problem, StructuredOracle(), budget)
+    assert kind.shape is not None and kind.shape.problem is problem
+    reads = []
+    monkeypatch.setattr(
+        structured_module, "decompose", lambda p, **caps: reads.append(p) or decompose(p, **caps)
+    )
+    solution = on_limits(make_oracle("structured", time_limit=600.0), problem)
+    assert solution.certificate.backend == "structured" and solution.certificate.certified
+    assert reads == [problem]  # read once, to classify; the search was given it
+    with pytest.raises(ValueError, match="the shape was read from another problem"):
+        StructuredOracle().search(fuzz_instance(1), kind.shape, budget)
+
+
+def test_every_kind_of_problem_is_routed_by_the_table():
+    # OPSamp's surrogate goes to the convex solver on every route a config may name
+    for route in DISCRETE:
+        assert [s.strategy for s in chain_for(route, CONVEX)] == ["convex"]
+    # the selection beside a data player follows the data player's kind
+    assert chain_for("conjunctions_enumerate", SELECTION)[0].strategy == "selection_enumerate"
+    for route in ("conjunctions_highs", "conjunctions_search", "selection"):
+        assert chain_for(route, SELECTION)[0].strategy == "selection_search"
+    for route in ("conjunctions_highs", "conjunctions_enumerate", "conjunctions_search"):
+        assert chain_for(route, ROUND)[0].strategy == route
+    with pytest.raises(OracleError, match="the selection route takes"):
+        chain_for("selection", GRID)
+
+
+def test_a_route_solves_the_whole_game_of_its_data_player():
+    rng = np.random.default_rng(3)
+    levels = (2, 3, 2)
+    conjunctions = (((0, 1),), ((1, 2), (2, 0)))
+    problem = ConjunctionProblem(levels, conjunctions, np.array([1.0, -2.0]))
+    noises = rng.normal(size=(4, sum(levels)))
+    records = SelectionProblem(levels, 2, rng.integers(0, 2, (5, 3)), rng.normal(size=5))
+    for name in ("conjunctions_enumerate", "conjunctions_search", "conjunctions_highs"):
+        route = make_oracle(name, time_limit=30.0)
+        batch = route.solve(ConjunctionBatch(problem, noises), route.budget())
+        assert batch.certificate.certified and batch.records.shape == (4, 3)
+        single = route.solve(ConjunctionBatch(problem, noises).row(2), route.budget())
+        assert single.record.tolist() == batch.records[2].tolist()
+        chosen = route.solve(records, route.budget())
+        assert chosen.certificate.certified and chosen.sign in (1, -1)
+
+
+# --- chains: hand-overs and what the certificate records --------------------------------------
+
+
+class _HandsOver(StructuredOracle):
+    """The structured search, reading the shape as it does, that cannot finish exactly."""
+
+    def search(self, problem, shape, budget, start=None):  # solve's, and the route's with the
+        raise HandOff("scores at the margin left a gap")  # shape it classified by
+
+
+class _Stops:
+    """A window search that stops at the origin with a proven bound of ``bound``."""
+
+    name = "window"
+
+    def __init__(self, bound: float):
+        self.bound = bound
+
+    def solve(self, problem, budget):
+        w = np.zeros(problem.d)
+        return certify(
+            problem,
+            w,
+            status=Status.TIME_LIMIT,
+            bound=self.bound,
+            seconds=0.0,
+            backend="window",
+            message="search stopped (test)",
+            stats=(TreeStats("test", 1.0, 1.0, 1.0, 0.0, 1.0, "about 1 node left"),),
+        )
+
+
+def _with(route: Route, **strategies) -> Route:
+    return dataclasses.replace(route, strategies={**route.strategies, **strategies})
+
+
+def test_a_hand_over_goes_to_the_reference_and_says_why():
+    problem = fuzz_instance(4)
+    route = _with(make_oracle("structured", reference=("highs",)), structured=_HandsOver())
+    cert = route.solve(problem, route.budget()).certificate
+    assert cert.backend == "highs" and cert.certified
+    assert cert.fallback == "structured: scores at the margin left a gap -> highs"
+    assert abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9
+
+
+class _SlowHandOver(StructuredOracle):
+    """A structured search that spends a while before it hands over."""
+
+    def search(self, problem, shape, budget, start=None):
+        time.sleep(0.2)
+        raise HandOff("slow")
+
+
+class _Recorded:
+    """The reference formulation on HiGHS, recording the budget it was given."""
+
+    name = "highs"
+
+    def __init__(self):
+        self.budgets = []
+
+    def solve(self, problem, budget):
+        self.budgets.append(budget)
+        return HighsOracle().solve(problem, budget)
+
+
+def test_a_hand_over_gets_what_is_left_of_the_budget():
+    # the fuzz's 82.8 s on a 60 s limit: a reference after a hand-over must not start a limit
+    # of its own
+    recorded = _Recorded()
+    route = _with(
+        make_oracle("structured", reference=("highs",)), structured=_SlowHandOver(), highs=recorded
+    )
+    budget = Budget.from_limit(30.0)
+    cert = route.solve(fuzz_instance(4), budget).certificate
+    assert cert.certified and cert.fallback == "structured: slow -> highs"
+    (given,) = recorded.budgets
+    assert given.deadline == budget.deadline and given.left() < 30.0 - 0.2
+
+
+def test_a_reference_with_too_little_time_left_is_not_run_and_the_certificate_says_so():
+    # a 0.5 s budget never leaves the reference its MIN_REFERENCE_SECONDS after a search
+    route = _with(make_oracle("window", reference=("highs",)), window=_Stops(-1e9))
+    cert = route.solve(fuzz_instance(0), Budget.from_limit(0.5)).certificate
+    assert cert.status is Status.TIME_LIMIT and cert.fallback is None and cert.bound == -1e9
+    note = cert.stat(RouteStats).reference_skipped
+    assert note.startswith("not run: ") and note.endswith("it needs more than 1 s"), note
+
+
+def test_a_stopped_search_is_joined_with_the_reference():
+    problem = fuzz_instance(0)
+    minimum = float(brute_force(problem).minimum)
+    route = _with(make_oracle("window", time_limit=30.0, reference=("highs",)), window=_Stops(-1e9))
+    cert = route.solve(problem, route.budget()).certificate
+    assert cert.backend == "window" and cert.certified  # the reference's point and bound
+    assert cert.fallback == "search stopped; reference on auto"
+    assert (
+        cert.stat(RouteStats).fallback_status == "optimal"
+        and cert.stat(TreeStats).stopped == "test"
+    )
+    assert abs(cert.objective - minimum) <= 1e-9
+    # the search alone (fallback=None): its point, uncertified, with its own bound
+    alone = on_limits(_with(make_oracle("window", fallback=None), window=_Stops(-1e9)), problem)
+    assert alone.certificate.status is Status.TIME_LIMIT and alone.certificate.bound == -1e9
+    assert alone.certificate.fallback is None
+    # through the structured route, the chain says where it started
+    structured = _with(
+        make_oracle("structured", time_limit=30.0, max_combos=1, reference=("highs",)),
+        window=_Stops(-1e9),
+    )
+    cert = structured.solve(problem, structured.budget()).certificate
+    assert cert.fallback.startswith("structured: ") and cert.certified
+    assert cert.fallback.endswith(" -> window -> search stopped; reference on auto")
+
+
+def test_no_reference_after_a_search_that_left_a_second_or_less():
+    problem = fuzz_instance(0)
+    route = _with(make_oracle("window", reference=("highs",)), window=_Stops(-1e9))
+    budget = Budget(now() + 0.5, seconds=10.0)  # the search left half a second
+    cert = route.solve(problem, budget).certificate
+    assert cert.status is Status.TIME_LIMIT and cert.fallback is None
+
+
+def test_a_route_records_the_cpu_its_solve_got():
+    cert = on_limits(make_oracle("structured"), make_instance(0)).certificate
+    assert cert.certified and 0.0 <= cert.cpu_seconds <= cert.seconds * cert.threads + 0.5
+    assert cert.to_params()["cpu_seconds"] == cert.cpu_seconds
+    cert = on_limits(make_oracle("highs"), make_instance(0)).certificate
+    assert 0.0 <= cert.cpu_seconds and math.isfinite(cert.cpu_seconds)
+
+
+# --- the auto route (the reference formulation: Gurobi, else HiGHS) ----------------------------
+
+
+class TestAuto(OracleContract):
+    @classmethod
+    def make_oracle(cls, **options):
+        return make_oracle("auto", **options)
+
+
+def test_missing_gurobipy_falls_back_to_highs(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gurobipy", None)  # makes `import gurobipy` fail
+    cert = on_limits(make_oracle("auto"), make_instance(3)).certificate
+    assert cert.backend == "highs" and cert.certified
+    assert cert.fallback.startswith("gurobi: gurobipy is not importable (")
+    assert cert.fallback.endswith(") -> highs")
+
+
+def test_no_fallback_when_the_first_backend_runs():
+    cert = on_limits(make_oracle("auto", prefer=("highs",)), make_instance(4)).certificate
+    assert cert.backend == "highs" and cert.fallback is None
+
+
+def test_every_backend_unavailable_raises_with_the_chain(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gurobipy", None)
+    with pytest.raises(SolverUnavailableError, match="no backend of \\('gurobi',\\) could run"):
+        on_limits(make_oracle("auto", prefer=("gurobi",)), make_instance(0))
+
+
+def test_a_time_limit_is_reported_not_retried_elsewhere():
+    """An uncertified answer is returned as it is: no silent retry on another backend."""
+    oracle = make_oracle("auto", time_limit=0.2, prefer=("highs", "gurobi"))
+    cert = oracle.solve(hard_instance(), oracle.budget()).certificate
+    assert cert.backend == "highs" and cert.fallback is None
+    assert cert.status in (Status.TIME_LIMIT, Status.NO_SOLUTION) and not cert.certified
+
+
+@pytest.mark.parametrize("prefer", [(), ("cplex",), ("highs", "highs")])
+def test_prefer_is_validated_with_the_value_quoted(prefer):
+    with pytest.raises(ValueError, match="prefer must be distinct names"):
+        make_oracle("auto", prefer=prefer)
+
+
+def test_options_reach_every_backend():
+    oracle = make_oracle("auto", time_limit=12.0, threads=2, strict_eps=1e-5, prefer="highs")
+    assert oracle.prefer == ("highs",) and (oracle.time_limit, oracle.threads) == (12.0, 2)
+    assert all(oracle.strategy(b).strict_eps == 1e-5 for b in ("highs", "gurobi"))
+
+
+def test_gurobi_over_its_licence_after_the_first_model_is_not_retried_elsewhere(monkeypatch):
+    """Band cuts (a second model) over the licence: Gurobi ran, so the answer is its own,
+    uncertified, and the route does not hand the problem to HiGHS (SPEC section 8)."""
+    require_gurobi_licence()
+    problem = fuzz_instance(7)  # Gurobi needs a second model (band cuts) on this one
+    assert (
+        GurobiOracle().solve(problem, Budget.unlimited()).certificate.stat(MipStats).band_rounds
+        == 2
+    )
+    real = GurobiOracle._run
+    calls = []
+
+    def run(self, gp, milp, budget):
+        calls.append(milp.n_cols)
+        if len(calls) > 1:
+            raise LicenceLimitError(ERRNO_SIZE_LIMIT, 2001, 2001)
+        return real(self, gp, milp, budget)
+
+    monkeypatch.setattr(GurobiOracle, "_run", run)
+    cert = on_limits(make_oracle("auto", time_limit=30.0), problem).certificate
+    assert len(calls) == 2
+    assert cert.backend == "gurobi" and cert.fallback is None
+    assert cert.status is Status.ERROR and not cert.certified
+    assert "took the model over Gurobi's licence" in cert.message
+
+
+# --- limits: every path returns within 1.1 x its limit + 5 s (idle; tests/timing.py) -------------
+
+
+def _within(limit: float, solve) -> tuple[object, object]:
+    """The solve's times (``tests.timing.timed``) and answer, once it is shown to return near ``limit``: its CPU within
+    1.1 x limit + 5 s, its wall-clock time too, plus the slack a loaded machine takes
+    (tests/timing.py: at load 7 to 14 on 2 cores a 1 s solve took 6.4 s of wall-clock)."""
+    with timed() as took:
+        solution = solve()
+    assert_returns_near(limit, took.wall, took.cpu, took.slowdown)
+    return took, solution
+
+
+def _shaped_erm() -> Problem:
+    """Exact 0/1 ERM with the structured shape (one-hot groups, 3 continuous columns, 1,971
+    distinct rows): one subproblem alone takes HiGHS more than 2 s."""
+    data = make_linear_threshold(2000, 3, groups=(5, 5, 4, 4), levels=6, label_noise=0.2, seed=1)
+    rows = MergedRows.from_xy(data.features, data.labels)
+    return Problem.from_rows(rows, IntegerGrid(rows.d, 4, 1.0, float(rows.d)), label="shaped")
+
+
+def _enumeration_problem() -> Problem:
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(300, 13)), 2)
+    return Problem(X, rng.integers(0, 3, 300), rng.integers(0, 3, 300), IntegerGrid(13, 1))
+
+
+#: (route, options, problem, limit, the backend that answers, the start of its fallback)
+PATHS = {
+    "structured subproblems": (
+        "structured",
+        {"max_work": math.inf},
+        _shaped_erm,
+        1.0,
+        "structured",
+    ),
+    "structured -> window": ("structured", {}, hard_instance, 1.0, "window"),
+    "structured -> reference": ("structured", {}, lambda: _erm(hard_instance()), 1.0, None),
+    "window -> reference": ("window", {"max_nodes": 2000}, hard_instance, 2.0, "window"),
+    "window threads": ("window", {"fallback": None}, hard_instance, 1.0, "window"),
+    "highs, second opinion": ("highs", {}, hard_instance, 1.0, "highs"),
+    "auto": ("auto", {"prefer": ("highs",)}, hard_instance, 1.0, "highs"),
+    "enumerate": ("enumerate", {"max_points": 2_000_000}, _enumeration_problem, 1.0, "enumerate"),
+}
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """The window search's compiled kernel (``oracles.window.kernel``, numba), compiled before
+    the clock starts: numba compiles it once per machine and source version (its cache), and
+    that first compilation, seconds long, is not a solve's."""
+    on_limits(make_oracle("window", time_limit=60.0, fallback=None), fuzz_instance(0))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_every_path_returns_within_its_limit(path, compiled):
+    route, options, problem, limit, backend = PATHS[path]
+    threads = 3 if path == "window threads" else 1  # the search's workers on 3 threads
+    oracle = make_oracle(route, time_limit=limit, threads=threads, **options)
+    took, solution = _within(limit, lambda: oracle.solve(problem(), oracle.budget()))
+    cert = solution.certificate
+    assert not cert.certified and cert.status in (Status.TIME_LIMIT, Status.NO_SOLUTION)
+    if backend is not None:
+        assert cert.backend == backend, cert
+    if route == "window" and "max_nodes" in options:  # the search stopped, the MIP followed
+        if cert.fallback is None and took.slowdown > 1.5:
+            # a loaded machine can leave less than the reference's minimum after the search:
+            # then the certificate says so (measured at load 12-16), and nothing else changes
+            assert cert.stat(RouteStats).reference_skipped.startswith("not run: "), cert.stats
+        else:
+            assert cert.fallback == "search stopped; reference on auto"
+
+
+def test_gurobi_returns_within_its_limit():
+    require_gurobi_licence()
+    _, solution = _within(
+        1.0, lambda: on_limits(make_oracle("gurobi", time_limit=1.0), hard_instance())
+    )
+    assert not solution.certificate.certified
+
+
+def test_the_selection_milp_shares_one_budget_between_its_signs():
+    rng = np.random.default_rng(0)
+    levels = (6, 5, 5, 4, 4, 3, 3, 2)
+    records = np.column_stack([rng.integers(0, k, 3000) for k in levels])
+    problem = SelectionProblem(
+        levels,
+        3,
+        records,
+        rng.normal(0, 1, 3000),
+        tuple(rng.normal(0, 1, k) for k in levels),
+        0.0,
+    )
+    _within(1.0, lambda: on_limits(limited(HighsSelectionOracle(), 1.0), problem))
+
+
+def test_the_data_players_milp_returns_within_its_limit():
+    rng = np.random.default_rng(0)
+    levels = (6,) * 10
+    conjunctions = tuple(
+        tuple((int(a), int(rng.integers(0, 6))) for a in rng.choice(10, 3, replace=False))
+        for _ in range(3000)
+    )
+    problem = ConjunctionProblem(levels, conjunctions, rng.normal(0, 1, len(conjunctions)))
+    oracle = make_oracle("conjunctions_highs", time_limit=1.0)
+    _within(1.0, lambda: oracle.solve(problem, oracle.budget()))
+
+
+# --- the table against the strategies' declarations (CVXPY's ``accepts``) ----------------------
+
+
+def _classes_of(row: routing.Row) -> tuple[str, ...]:
+    """The problem classes a row matches (ANY and GRID stand for several)."""
+    if row.problem == routing.ANY:
+        return routing.PROBLEM_CLASSES
+    if row.problem == routing.GRID:
+        return routing.GRID_CLASSES
+    return (row.problem,)
+
+
+def test_every_row_runs_only_strategies_that_accept_its_problem_class():
+    checked = 0
+    for row in routing.ROUTES:
+        for problem_class in _classes_of(row):
+            for name in routing.steps_of(row.chain, problem_class):
+                assert issubclass(routing.CLASS_TYPES[problem_class], routing.accepts(name)), (
+                    row,
+                    name,
+                )
+                checked += 1
+    assert checked > len(routing.ROUTES)  # every row was read, nested routes too
+
+
+def test_every_problem_a_route_can_take_has_its_row():
+    # a user can hand a route any problem that one of its strategies accepts: it has a chain
+    for route in routing.ROUTE_NAMES:
+        names = {
+            name
+            for row in routing.ROUTES
+            if row.route == route
+            for problem_class in _classes_of(row)
+            for name in routing.steps_of(row.chain, problem_class)
+        }
+        types = {t for name in names for t in routing.accepts(name)}
+        # the classes ``classify`` gives on this route: the shapes only where a row reads them
+        shaped = any(r.route == route and r.problem == routing.SHAPED_GRID for r in routing.ROUTES)
+        grids = (routing.SHAPED_GRID, routing.NOISY_GRID, routing.EXACT_GRID)
+        # a box is refused in one line by the routes whose search takes grids only (window,
+        # portfolio, enumerate: ``accepts`` names types, not domains), so grids are checked
+        given = (*grids, routing.BOX) if shaped else (routing.GRID,)
+        others = tuple(c for _, c in routing.KINDS)
+        for problem_class in (*given, *others):
+            if routing.CLASS_TYPES[problem_class] in types:
+                assert routing.chain_for(route, problem_class), (route, problem_class)
+
+
+def test_a_strategy_that_accepts_nothing_of_a_row_is_caught():
+    # the check above can fail: a row sending a selection to the convex oracle is refused
+    row = routing.Row("x", routing.SELECTION, (routing.Step("convex"),))
+    names = routing.steps_of(row.chain, routing.SELECTION)
+    assert not issubclass(routing.CLASS_TYPES[routing.SELECTION], routing.accepts(names[0]))
+
+
+def test_route_for_reads_the_table_defaults_and_backends():
+    assert routing.route_for(routing.SHAPED_GRID) == routing.DEFAULT_ROUTE == "structured"
+    assert routing.route_for(routing.SELECTION) == "selection"
+    assert routing.route_for(routing.CONVEX) == "convex"
+    for backend in ("search", "highs", "enumerate"):  # the data player's backends (catalog)
+        assert routing.route_for(routing.CONJUNCTIONS, backend=backend) == f"conjunctions_{backend}"
+    with pytest.raises(ValueError, match="known: \\['enumerate', 'highs', 'search'\\]"):
+        routing.route_for(routing.CONJUNCTIONS, backend="gurobi")
+
+
+def test_the_plan_is_the_chain_the_route_runs():
+    problem = make_instance(0)
+    plan = make_oracle("window", time_limit=5.0).plan(problem, Budget.from_limit(5.0))
+    assert plan.chain == routing.chain_for("window", routing.GRID)
+    assert plan.strategies == ("window", "gurobi", "highs")
