@@ -31,7 +31,7 @@ from pipeline.sweep.faults import (
     stop_on_sigterm,
     storage_fault,
 )
-from pipeline.sweep.dir_lock import DriverLease, another_sweep, holder_text, sweep_in, this_driver
+from pipeline.sweep.dir_lock import DirectoryLock, another_sweep, holder_text, sweep_in, this_driver
 from pipeline.sweep.preflight import (
     check_data_bounds,
     check_job_output_dir,
@@ -188,7 +188,7 @@ class SweepOutcome:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SweepPlan:
-    """A sweep as planned before the driver's lease: what it runs, on what, tracked where."""
+    """A sweep as planned before the driver's lock: what it runs, on what, tracked where."""
 
     config: Config
     output_dir: Path
@@ -206,7 +206,7 @@ class SweepPlan:
 
 @dataclasses.dataclass
 class DriverState:
-    """How far the driver got under its lease, for the report and for a fault's line: the
+    """How far the driver got under its lock, for the report and for a fault's line: the
     tracker once it exists, the sweep run, the runs that failed, and whether a signal stopped
     the runs (``interrupted``; ``terminated``: SIGTERM, not Ctrl-C)."""
 
@@ -276,7 +276,7 @@ def run_sweep_and_report(
         state = DriverState()
         try:
             return _run_locked(plan, state, planning)
-        except StorageError:  # said under the lease, in the space it kept back
+        except StorageError:  # said under the lock, in the space it kept back
             raise
         except Exception as e:
             fault = storage_fault(e)
@@ -362,15 +362,15 @@ def _write_stopped_report(plan: SweepPlan, results: list, outcome: SweepOutcome)
 
 
 def _run_locked(plan: SweepPlan, state: DriverState, planning: Phase) -> dict[str, Any]:
-    """The sweep under the driver's lease: the tracker, the parent, the runs, the report
+    """The sweep under the driver's lock: the tracker, the parent, the runs, the report
     (``planning``: the phase that ends with the plan's line)."""
     planning.now("taking the output directory")
     with (
-        DriverLease(plan.output_dir, plan.sweep_id) as lease,
+        DirectoryLock(plan.output_dir, plan.sweep_id) as lock,
         SpaceReserve(_written_dirs(plan)) as space,
     ):
         try:
-            return _run_leased(plan, state, planning, lease)
+            return _run_locked_in(plan, state, planning, lock)
         except Exception as e:
             fault = storage_fault(e)
             if fault is None:
@@ -387,11 +387,11 @@ def _written_dirs(plan: SweepPlan) -> list[Path]:
     return dirs
 
 
-def _run_leased(plan: SweepPlan, state: DriverState, planning: Phase, lease) -> dict[str, Any]:
-    """``_run_locked``'s work, under the lease ``lease``."""
+def _run_locked_in(plan: SweepPlan, state: DriverState, planning: Phase, lock) -> dict[str, Any]:
+    """``_run_locked``'s work, under the lock ``lock``."""
     config, sid = plan.config, plan.sweep_id
     fresh = _claim_output_dir(plan.output_dir, sid)
-    todo = _open_tracker(plan, state, planning, lease.previous)
+    todo = _open_tracker(plan, state, planning, lock.previous)
     if todo:
         with Phase("starting Ray"):
             init_ray(config)  # connect (or fail, in one line) before the parent exists

@@ -5,11 +5,11 @@ FINISHED) and, started together, raced to create the sqlite store. A driver ther
 exclusive, non-blocking ``flock`` on ``OUTPUT_DIR/.driver.lock`` before it touches the tracking
 store. A second driver refuses at once with a one-line message that names the holder (host, pid,
 start time, sweep id); nothing waits, nothing is duplicated. The kernel drops the lock when its
-holder exits, even by ``kill -9``, so there is never a stale lease to clear by hand: rerun the
+holder exits, even by ``kill -9``, so there is never a stale lock to clear by hand: rerun the
 command and it resumes.
 
 The file keeps naming its last holder after the lock is gone. A driver that takes the lock reads
-that name first (``DriverLease.previous``): a driver killed with ``kill -9`` (or out of memory,
+that name first (``DirectoryLock.previous``): a driver killed with ``kill -9`` (or out of memory,
 or left without a disk to write its last words on) cannot close its runs in the tracking store,
 so the next driver closes what it left RUNNING, and says whose they were (pipeline.run).
 
@@ -38,8 +38,8 @@ class SweepBusyError(RuntimeError):
     """Another driver holds the output directory; the message names it."""
 
 
-class DriverLease:
-    """``with DriverLease(output_dir, sweep_id):`` holds the directory or raises SweepBusyError."""
+class DirectoryLock:
+    """``with DirectoryLock(output_dir, sweep_id):`` holds the directory or raises SweepBusyError."""
 
     def __init__(self, output_dir: Path, sweep_id: str) -> None:
         self.path = Path(output_dir) / LOCK_NAME
@@ -78,7 +78,7 @@ class DriverLease:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> "DriverLease":
+    def __enter__(self) -> "DirectoryLock":
         self.acquire()
         return self
 

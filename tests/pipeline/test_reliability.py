@@ -253,12 +253,12 @@ def test_tiny_epsilon_is_refused_before_ray_and_many_oracle_calls_warn(caplog):
 
 
 def test_a_second_driver_is_refused_while_the_first_holds_the_directory(tmp_path):
-    from pipeline.sweep.dir_lock import DriverLease, SweepBusyError
+    from pipeline.sweep.dir_lock import DirectoryLock, SweepBusyError
 
-    with DriverLease(tmp_path, "abcd"):
+    with DirectoryLock(tmp_path, "abcd"):
         with pytest.raises(SweepBusyError, match=r"another driver is running in .*sweep abcd"):
-            DriverLease(tmp_path, "abcd").acquire()
-    with DriverLease(tmp_path, "abcd"):  # released on exit (the kernel does so on kill -9 too)
+            DirectoryLock(tmp_path, "abcd").acquire()
+    with DirectoryLock(tmp_path, "abcd"):  # released on exit (the kernel does so on kill -9 too)
         pass
 
 

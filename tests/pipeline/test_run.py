@@ -941,7 +941,7 @@ def test_an_output_directory_that_cannot_be_written_runs_nothing(tmp_path, monke
     def lease(output_dir, sid):
         raise PermissionError(errno.EACCES, "Permission denied", str(output_dir / ".driver.lock"))
 
-    monkeypatch.setattr(run_module, "DriverLease", lease)
+    monkeypatch.setattr(run_module, "DirectoryLock", lease)
     with pytest.raises(
         StorageError,
         match=r"cannot be written: permission denied \(.*\.driver\.lock\); nothing was run",

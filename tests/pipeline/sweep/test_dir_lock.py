@@ -11,13 +11,13 @@ import socket
 
 import pytest
 
-from pipeline.sweep.dir_lock import LOCK_NAME, DriverLease, SweepBusyError, this_driver
+from pipeline.sweep.dir_lock import LOCK_NAME, DirectoryLock, SweepBusyError, this_driver
 
 
 def test_the_holder_is_written_into_the_lock_file(tmp_path):
     out = tmp_path / "a" / "b"  # created on acquire
     assert not out.parent.exists()
-    with DriverLease(out, "sid-1") as lease:
+    with DirectoryLock(out, "sid-1") as lease:
         assert lease.path == out / LOCK_NAME
         holder = json.loads((out / LOCK_NAME).read_text())
     assert holder["host"] == socket.gethostname() and holder["pid"] == os.getpid()
@@ -25,9 +25,9 @@ def test_the_holder_is_written_into_the_lock_file(tmp_path):
 
 
 def test_a_second_lease_is_refused_by_name_until_the_first_is_released(tmp_path):
-    first = DriverLease(tmp_path, "sid-1")
+    first = DirectoryLock(tmp_path, "sid-1")
     first.acquire()
-    second = DriverLease(tmp_path, "sid-2")
+    second = DirectoryLock(tmp_path, "sid-2")
     with pytest.raises(SweepBusyError) as err:
         second.acquire()
     message = str(err.value)
@@ -46,15 +46,15 @@ def test_a_second_lease_is_refused_by_name_until_the_first_is_released(tmp_path)
 
 def test_a_shorter_holder_replaces_a_longer_record_whole(tmp_path):
     (tmp_path / LOCK_NAME).write_text(json.dumps({"host": "x" * 500, "pid": 1}))
-    with DriverLease(tmp_path, "s"):
+    with DirectoryLock(tmp_path, "s"):
         assert json.loads((tmp_path / LOCK_NAME).read_text())["sweep_id"] == "s"
 
 
 def test_the_lease_is_released_when_the_body_raises(tmp_path):
     with pytest.raises(RuntimeError, match="boom"):
-        with DriverLease(tmp_path, "s"):
+        with DirectoryLock(tmp_path, "s"):
             raise RuntimeError("boom")
-    with DriverLease(tmp_path, "t"):  # free again
+    with DirectoryLock(tmp_path, "t"):  # free again
         pass
 
 
@@ -66,7 +66,7 @@ def test_a_holder_that_wrote_nothing_readable_is_unknown(tmp_path, content):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a driver that has not written yet
         with pytest.raises(SweepBusyError, match=r"\(holder unknown\)"):
-            DriverLease(tmp_path, "s").acquire()
+            DirectoryLock(tmp_path, "s").acquire()
     finally:
         os.close(fd)
 

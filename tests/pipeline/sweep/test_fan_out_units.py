@@ -638,7 +638,7 @@ def test_run_sweep_logs_each_run_and_each_failure_with_one_line(local_ray):
         "solve_one": config.oracle.threads,
         "run_task": config.cluster.cpus_per_task,
     }
-    assert tracker.beats >= 1  # the driver's lease is renewed while it waits
+    assert tracker.beats >= 1  # the driver's lock is renewed while it waits
 
 
 def test_a_second_sweep_redoes_only_the_runs_that_did_not_finish(local_ray):
