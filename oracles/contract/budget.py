@@ -1,5 +1,5 @@
-"""A solve's budget: its deadline, its CPUs, an optional node limit and the race's shared best,
-validated once, where it is made.
+"""A solve's budget: its deadline, its CPUs and an optional node limit, validated once, where it
+is made.
 
 Every solve runs on one ``Budget``: a route makes it when the solve starts (``Budget.from_limit``
 on the route's ``time_limit`` and ``threads``; ``oracles.routing.routes``) and every strategy takes it
@@ -21,9 +21,9 @@ The deadline is on the monotonic clock (``time.monotonic``: never set back, the 
 ``time.perf_counter`` on Linux), so a budget means the same in one process whatever the wall
 clock does. A budget crosses to other processes (a race's rival, the parts of a split solve on
 Ray, possibly on other machines) by pickling, which hands the deadline over as wall-clock
-seconds and reads it back on the receiver's monotonic clock; a race's shared stop does not travel
-(it is a lock of this process: workers elsewhere share through their pool,
-``oracles.window.pool``).
+seconds and reads it back on the receiver's monotonic clock. A race's stop is not part of a
+budget: it is the window search's own argument (``Stop``, ``WindowOracle.solve(..., stop=)``), a
+lock of this process that workers elsewhere see through their pool (``oracles.window.pool``).
 
 A budget is frozen: ``share``, ``sub`` and ``with_threads`` return new budgets and never extend
 the deadline.
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from core.validation import check_int, check_real, require
@@ -53,9 +53,9 @@ def now() -> float:
     return time.monotonic()
 
 
-class Shared(Protocol):
-    """The stop signal shared by the members of a race (``oracles.routing.race.RaceStop``): called, it
-    says why the search is to stop ("" while it goes on)."""
+class Stop(Protocol):
+    """The stop signal of a race (``oracles.routing.race.RaceStop``), handed to the racing search as
+    an argument of its solve: called, it says why the search is to stop ("" while it goes on)."""
 
     def __call__(self) -> str: ...
 
@@ -69,15 +69,12 @@ class Budget:
         threads: the CPUs it holds (solver threads; a search in numpy uses one).
         node_limit: the most search nodes it may make (None: no limit but the deadline).
         seconds: the time it was given when made (a record's limit; ``left`` is what remains).
-        shared: the best value a race shares with its rival (``oracles.routing.routes.Route.race``;
-            None outside a race). Not compared, not pickled.
     """
 
     deadline: float
     threads: int = DEFAULT_THREADS
     node_limit: int | None = None
     seconds: float = math.inf
-    shared: Shared | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         require(
@@ -175,10 +172,6 @@ class Budget:
             return self
         return replace(self, node_limit=max(0, self.node_limit - nodes))
 
-    def with_shared(self, shared: Shared | None) -> Budget:
-        """The same budget, racing through ``shared``."""
-        return replace(self, shared=shared)
-
     def wall_deadline(self) -> float:
         """The deadline in wall-clock seconds (``time.time()``)."""
         return time.time() + self.left() if math.isfinite(self.deadline) else math.inf
@@ -233,7 +226,7 @@ __all__ = [
     "Budget",
     "Limited",
     "MIN_SOLVER_SECONDS",
-    "Shared",
+    "Stop",
     "check_limits",
     "now",
 ]

@@ -213,15 +213,16 @@ def counts_cpu(solve: SolveMethod) -> SolveMethod:
     records the CPU seconds the solve got (``Certificate.cpu_seconds``): ``time.process_time``
     before and after (every thread of this process, the solver's included), plus
     ``WindowStats.remote_cpu_seconds`` (its workers' in other processes). The answer is otherwise unchanged;
-    an outer solve's count replaces an inner one's (it includes it). The budget is required:
+    an outer solve's count replaces an inner one's (it includes it). Keyword options (the window
+    search's race ``stop``) pass through. The budget is required:
     a caller that means no limit says so (``Budget.unlimited()``)."""
 
     @functools.wraps(solve)
-    def measured(self, problem, budget: Budget):
+    def measured(self, problem, budget: Budget, **options):
         if not isinstance(budget, Budget):
             raise TypeError(f"budget must be an oracles.contract.budget.Budget, found {budget!r}")
         cpu = time.process_time()
-        solution = solve(self, problem, budget)
+        solution = solve(self, problem, budget, **options)
         c = solution.certificate
         window = c.stat(WindowStats)
         remote = window.remote_cpu_seconds if window is not None else 0.0

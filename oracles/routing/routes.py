@@ -554,17 +554,15 @@ class Route:
         least one), the search the rest (at least one); the one that certifies first stops the
         other, and two uncertified answers are joined."""
         rival_threads = max(1, budget.threads // 2)
-        shared = RaceStop()
+        stop = RaceStop()
         entry = Entry(
             dataclasses.replace(self, name=rival.strategy, strategies=self._reference()),
             problem,
-            budget.with_threads(rival_threads),  # its shared best stays here (not pickled)
+            budget.with_threads(rival_threads),
         )
         search_budget = budget.with_threads(max(1, budget.threads - rival_threads))
-        with Rival(entry, on_certified=lambda: shared.stop(f"{rival.strategy} certified")) as other:
-            searched = self.strategy(first.strategy).solve(
-                problem, search_budget.with_shared(shared)
-            )
+        with Rival(entry, on_certified=lambda: stop.stop(f"{rival.strategy} certified")) as other:
+            searched = self.strategy(first.strategy).solve(problem, search_budget, stop=stop)
             if searched.certificate.certified:
                 return handed_on(problem, searched, f"raced with {rival.strategy}: search first")
             answer = other.result(until=budget.deadline + GRACE)

@@ -352,7 +352,7 @@ class Job:
 class Executor(ABC):
     """Where a window search's workers run (module docstring): ``run`` gives the job to
     ``search``, each executor's own. ``accepts`` says whether it runs a solve on ``budget`` (a
-    race's shared stop or the budget's threads may need another)."""
+    race's stop or the budget's threads may need another)."""
 
     def accepts(self, budget: Budget, racing: bool) -> bool:
         return True

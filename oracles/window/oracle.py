@@ -39,7 +39,7 @@ import numpy as np
 
 from core.problem import IntegerGrid, Problem
 from oracles.contract.certificate import OracleError, Solution, Status, certify, counts_cpu
-from oracles.contract.budget import Budget
+from oracles.contract.budget import Budget, Stop
 from oracles.contract.progress import Reporter, reporter
 from oracles.contract.stats import CarryStats, TreeStats, WindowStats, merged
 from oracles.window.checkpoint import Carry, CarryStore, problem_key
@@ -90,22 +90,20 @@ class WindowOracle:
         if self.max_nodes < 1:
             raise ValueError(f"max_nodes must be >= 1, found {self.max_nodes!r}")
 
-    def executor_for(self, budget: Budget) -> Executor:
-        """The executor of a solve on ``budget``: this oracle's when it accepts it, else the
-        budget's CPUs in this process (``engine.local_executor``)."""
-        racing = budget.shared is not None
+    def executor_for(self, budget: Budget, racing: bool = False) -> Executor:
+        """The executor of a solve on ``budget`` (in a race when ``racing``): this oracle's when
+        it accepts it, else the budget's CPUs in this process (``engine.local_executor``)."""
         if self.executor is not None and self.executor.accepts(budget, racing):
             return self.executor
         return local_executor(budget.threads)
 
     @counts_cpu
-    def solve(self, problem: Problem, budget: Budget) -> Solution:
-        """The search on ``budget``. A budget that shares a race's stop (``Budget.shared``,
-        ``oracles.routing.race``) stops the search when the rival certified."""
+    def solve(self, problem: Problem, budget: Budget, stop: Stop | None = None) -> Solution:
+        """The search on ``budget``; in a race (``oracles.routing.race``), ``stop`` says when the
+        rival certified and the search stops."""
         start, cpu = time.perf_counter(), time.process_time()
         if not isinstance(problem.domain, IntegerGrid):
             raise OracleError(f"the window oracle needs an IntegerGrid, found {problem.domain!r}")
-        shared = budget.shared
         budget = budget.with_nodes(self.max_nodes)
         store = CarryStore(self.carry) if self.carry is not None else None
         carried = store.load(problem) if store is not None else None
@@ -121,12 +119,12 @@ class WindowOracle:
             )
         progress = reporter(problem.label, self.name)  # oracles.contract.progress
         report = Progress(start_plan, progress, cpu) if progress.active else None
-        searched = self.executor_for(budget).run(
+        searched = self.executor_for(budget, racing=stop is not None).run(
             start_plan.tables,
             start_plan.units,
             start_plan.incumbent,
             budget,
-            stop=shared,
+            stop=stop,
             report=report,
         )
         if report is not None:

@@ -72,7 +72,7 @@ def test_a_stopped_shared_best_stops_the_search_within_seconds():
     timer.start()
     start = time.perf_counter()
     solution = WindowOracle(search_seconds=1.0).solve(
-        problem, Budget.from_limit(120, 1).with_shared(shared)
+        problem, Budget.from_limit(120, 1), stop=shared
     )
     seconds = time.perf_counter() - start
     cert = solution.certificate

@@ -314,10 +314,10 @@ def test_a_races_stop_signal_stops_the_search(make, seed):
         assert result.message == "the rival certified" and not result.finished
         assert result.bound <= float(truth.minimum) + 1e-9
         _covers_every_better_point(problem, truth, start, result)
-    # through the oracle: a budget that shares a race's stop, the rival certified already
+    # through the oracle: the race's stop as the solve's argument, the rival certified already
     race = RaceStop()
     race.stop("the rival certified")
-    c = WindowOracle(search_seconds=0.0).solve(problem, Budget.unlimited().with_shared(race))
+    c = WindowOracle(search_seconds=0.0).solve(problem, Budget.unlimited(), stop=race)
     assert c.certificate.status is Status.TIME_LIMIT
     assert c.certificate.stat(TreeStats).stopped == "the rival certified"
     assert c.certificate.stat(WindowStats).nodes == 0
