@@ -183,6 +183,8 @@ class HighsAnswer:
         nodes: ``mip_node_count``.
         seconds: the run's wall seconds.
         options: the options it ran with.
+        row_dual: the rows' dual values when HiGHS has a valid dual solution (an LP: a model
+            without integer columns), else None.
     """
 
     status_name: str
@@ -193,6 +195,7 @@ class HighsAnswer:
     nodes: int
     seconds: float
     options: dict
+    row_dual: np.ndarray | None = None
 
     @property
     def has_solution(self) -> bool:
@@ -281,6 +284,9 @@ def run_highs(
     x = None
     if info.primal_solution_status == highspy.kSolutionStatusFeasible:
         x = np.asarray(h.getSolution().col_value, dtype=float)
+    row_dual = None
+    if info.dual_solution_status == highspy.kSolutionStatusFeasible:
+        row_dual = np.asarray(h.getSolution().row_dual, dtype=float)
     return HighsAnswer(
         status_name=h.getModelStatus().name,
         status_text=h.modelStatusToString(h.getModelStatus()),
@@ -290,6 +296,7 @@ def run_highs(
         nodes=int(getattr(info, "mip_node_count", 0)),
         seconds=seconds,
         options=settings,
+        row_dual=row_dual,
     )
 
 

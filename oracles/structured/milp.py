@@ -68,6 +68,9 @@ class SubMilp:
     values: np.ndarray  # the k of each b column block (|k| <= r)
     n_binary_cols: int  # |C|; b_jk is column j * len(values) + i
     n_breakpoints: int
+    #: the cell of each breakpoint; their rows are the model's last ``n_breakpoints`` rows
+    breakpoint_cells: np.ndarray
+    n_cells: int
 
     @property
     def n_cols(self) -> int:
@@ -150,6 +153,7 @@ def build_subproblem(shape: Shape, kP: np.ndarray, f_v: np.ndarray) -> SubMilp:
 
     # the cells' step functions
     n_breakpoints = 0
+    bp_cell = np.zeros(0, dtype=np.int64)
     if shape.n_cells:
         R = shape.cell_reach(Q)  # (nc,)
         cells = np.arange(shape.n_cells)
@@ -204,7 +208,39 @@ def build_subproblem(shape: Shape, kP: np.ndarray, f_v: np.ndarray) -> SubMilp:
         values=values,
         n_binary_cols=nC,
         n_breakpoints=n_breakpoints,
+        breakpoint_cells=bp_cell,
+        n_cells=shape.n_cells,
     )
+
+
+def lp_multipliers(sub: SubMilp, budget: Budget) -> np.ndarray | None:
+    """Multipliers for the compiled search's Lagrangian shift (``oracles.structured.search``),
+    one per cell, from the LP relaxation of ``sub``: the sum of the duals of the cell's
+    breakpoint rows, each of which holds K_c with coefficient 1. They are the LP's own prices
+    of K_c, so the shifted bound at them is at least the LP's bound (every part of the shifted
+    relaxation is then solved exactly, the LP solves them relaxed), where subgradient steps
+    from zero stop far below it (docs/results/structured_speed.md). None when HiGHS gives no
+    dual solution. Any multipliers give a valid bound: these only make it tight."""
+    if sub.n_breakpoints == 0:
+        return np.zeros(sub.n_cells)
+    model = LinearModel(
+        cost=sub.cost,
+        matrix=sub.matrix,
+        row_lower=sub.row_lower,
+        row_upper=sub.row_upper,
+        col_lower=np.zeros(sub.n_cols),
+        col_upper=np.ones(sub.n_cols),
+        integer=np.zeros(sub.n_cols, dtype=bool),
+        offset=sub.offset,
+    )
+    try:
+        answer = run_highs(model, budget, {"presolve": "off"})
+    except HighsModelRefused:
+        return None
+    if answer.status_name != "kOptimal" or answer.row_dual is None:
+        return None
+    duals = answer.row_dual[-sub.n_breakpoints :]
+    return np.bincount(sub.breakpoint_cells, weights=duals, minlength=sub.n_cells)
 
 
 @dataclass(frozen=True)
@@ -275,4 +311,11 @@ def solve_subproblem(sub: SubMilp, *, cutoff: float | None, budget: Budget) -> S
     return SubResult("error", -math.inf, None, None, seconds, status, nodes)
 
 
-__all__ = ["SubMilp", "SubResult", "build_subproblem", "solve_subproblem", "table_value"]
+__all__ = [
+    "SubMilp",
+    "SubResult",
+    "build_subproblem",
+    "lp_multipliers",
+    "solve_subproblem",
+    "table_value",
+]

@@ -14,7 +14,8 @@ How (``oracles.structured.shape`` for the maths):
    (computed lazily: a cheaper bound with every row at its cheaper label comes first, and the
    cell tables are built only for combinations that bound does not rule out).
 3. Visit the combinations by increasing bound; solve each exactly below the incumbent by a
-   compiled depth-first search over the binary columns (``oracles.structured.search``), and
+   compiled depth-first search over the binary columns (``oracles.structured.search``; when it
+   needs more than a few thousand nodes, its bound is shifted by the LP relaxation's prices), and
    one that takes it more than ``max_search_nodes`` nodes as a small MILP over those columns
    (``oracles.structured.milp``, HiGHS) with the incumbent as a cutoff; stop when the next
    bound reaches the incumbent. Every combination is then either solved, proven no better
@@ -53,6 +54,7 @@ a count cap sized for Adult's 461 sent them to the reference, which does not cer
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -74,7 +76,12 @@ from oracles.contract.budget import Budget
 from oracles.mip.highs import threads_for
 from oracles.contract.progress import reporter
 from oracles.contract.stats import StructuredStats
-from oracles.structured.milp import build_subproblem, solve_subproblem, table_value
+from oracles.structured.milp import (
+    build_subproblem,
+    lp_multipliers,
+    solve_subproblem,
+    table_value,
+)
 from oracles.structured.search import column_order, search_combination
 from oracles.structured.shape import Shape, ShapeMismatch, cell_bounds, decompose, separable_bounds
 
@@ -246,6 +253,9 @@ class _CombinationSearch:
                 if borderline[i] and float(self.problem.objective(w)) > value + OBJECTIVE_TOL:
                     open_borderline = True  # the gap goes to the reference (below), not ERROR
                 continue
+            # built when first needed: for the search's multipliers (the LP's prices), then for
+            # HiGHS if the search hands the combination on
+            subproblem = functools.cache(lambda kP=kP, f_v=f_v: build_subproblem(shape, kP, f_v))
             if self.oracle.max_search_nodes > 0:  # the compiled search first
                 found = search_combination(
                     shape,
@@ -255,6 +265,7 @@ class _CombinationSearch:
                     self.best_value,
                     max_nodes=self.oracle.max_search_nodes,
                     budget=self.budget,
+                    multipliers=lambda: lp_multipliers(subproblem(), self.budget),
                 )
                 self.stats["searched"] += 1
                 self.stats["search_nodes"] += found.nodes
@@ -282,7 +293,7 @@ class _CombinationSearch:
                     notes.append(f"time limit in the search of k_P={kP.tolist()}")
                     break
                 self.stats["search_handed"] += 1  # node_limit: HiGHS takes it (below)
-            sub = build_subproblem(shape, kP, f_v)
+            sub = subproblem()
             self.stats["max_breakpoints"] = max(self.stats["max_breakpoints"], sub.n_breakpoints)
             cutoff = None
             if math.isfinite(self.best_value):

@@ -31,10 +31,15 @@ that is weak (a search past ``PLAIN_NODES`` nodes) the tables are shifted first:
 multipliers lambda_c, f_c(K) + lambda_c K and U_j(k) - mu_j k with mu_j = sum of lambda_c over
 the cells holding column j add up, over any point, to the point's own value (the shifts
 cancel, as K_c = sum_{j in c} k_j), so the search and its bounds run on them unchanged, and the
-leaves' values are the same. The multipliers come from subgradient steps on the root bound
-(``_lagrange``: the relaxation's cell scores against its columns' sums), on a dyadic grid so
-that integral tables stay exact; a root bound at or above the threshold closes the combination
-with no node at all.
+leaves' values are the same. The multipliers start from the prices the LP relaxation of the
+combination's MILP puts on each K_c (``oracles.structured.milp.lp_multipliers``, handed in by
+the oracle: a few milliseconds of HiGHS), then subgradient steps on the root bound improve on
+them (``_lagrange``: the relaxation's cell scores against its columns' sums); all on a dyadic
+grid so that integral tables stay exact. From zero, subgradient steps alone stopped far below
+the LP's bound on Adult's hard combinations (a root gap of hundreds where the LP's was tens) and
+the search took up to millions of nodes; from the LP's prices it takes thousands
+(docs/results/structured_speed.md). Any multipliers give a valid bound: they only change how
+tight it is. A root bound at or above the threshold closes the combination with no node at all.
 
 The search is capped at ``max_nodes``: a combination that needs more goes to HiGHS, as before
 (``oracles.structured.oracle``). The bound uses the tables' own floating-point sums (shifted: within
@@ -45,6 +50,7 @@ and ``Problem.objective``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,6 +119,7 @@ def search_combination(
     *,
     max_nodes: int,
     budget: Budget | None = None,
+    multipliers: Callable[[], np.ndarray | None] | None = None,
 ) -> SearchResult:
     """The exact minimum over k_C of F(v, k_C) (module docstring) if it is below ``threshold``
     (an objective value: offsets included), else "cutoff"; "node_limit" after ``max_nodes``
@@ -120,7 +127,9 @@ def search_combination(
 
     The search runs on the tables as they are for its first ``PLAIN_NODES`` nodes; a search
     that needs more starts again on the tables shifted by multipliers (module docstring, the
-    Lagrangian shift), below the best point the first found."""
+    Lagrangian shift), below the best point the first found. ``multipliers``: called then, the
+    shift's starting multipliers, one per cell (None: start from zero); subgradient steps
+    improve on them, and the best seen is kept."""
     qP = shape.combo_norm(kP)
     Q = shape.cap - qP
     r = shape.reach(Q)
@@ -143,9 +152,13 @@ def search_combination(
                 break  # finished plainly, or out of nodes
             if budget is not None and budget.expired():
                 break
+            lam0 = multipliers() if multipliers is not None else None
+            if lam0 is None or len(lam0) != f.shape[0] or not np.all(np.isfinite(lam0)):
+                lam0 = np.zeros(f.shape[0])
+            lam0 = np.round(np.asarray(lam0, dtype=np.float64) * LAMBDA_GRID) / LAMBDA_GRID
             lam, root = _lagrange(
                 f, plan.cell_ptr, plan.cell_idx, plan.cell_size, shape.score_offset, unary,
-                norm, reach, r, Q, best, LAGRANGE_ITERATIONS,
+                norm, reach, r, Q, best, LAGRANGE_ITERATIONS, lam0,
             )  # fmt: skip
             if not root < best:  # the shifted tables' root bound: nothing below best
                 status = DONE
@@ -216,15 +229,16 @@ def _columns_min(unary, mu, norm, r, Q, D, choice, k_out):
 
 
 @njit(cache=True)
-def _lagrange(f, cell_ptr, cell_idx, cell_size, off, unary, norm, reach, r, Q, target, iters):
+def _lagrange(f, cell_ptr, cell_idx, cell_size, off, unary, norm, reach, r, Q, target, iters, lam0):
     """Multipliers lambda_c for the cell scores' tie to the columns (module docstring, the
-    Lagrangian shift), by subgradient steps toward ``target``, and the best root bound seen:
+    Lagrangian shift), by subgradient steps from ``lam0`` (on the dyadic grid) toward
+    ``target``, and the best root bound seen:
     sum_c min_{|K| <= R_c} [f_c(K) + lambda_c K] + min over k of sum_j [U_j(k_j) - mu_j k_j]
     + N, mu_j = sum of lambda_c over the cells holding column j."""
     nc = f.shape[0]
     n = cell_ptr.shape[0] - 1
-    lam = np.zeros(nc)
-    best_lam = np.zeros(nc)
+    lam = lam0.copy()
+    best_lam = lam0.copy()
     best_bound = -np.inf
     g = np.zeros(nc)
     mu = np.zeros(n)

@@ -8,6 +8,7 @@ threshold just above it; every combination of every instance is checked that way
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -20,7 +21,7 @@ from mechanisms.rspm import rspm_problem
 from oracles.structured import search as structured_search
 from oracles.contract.budget import Budget
 from oracles.structured.oracle import StructuredOracle
-from oracles.structured.milp import table_value
+from oracles.structured.milp import build_subproblem, lp_multipliers, table_value
 from oracles.structured.search import column_order, search_combination
 from oracles.structured.shape import decompose
 from pipeline.data.synthetic import make_linear_threshold
@@ -82,14 +83,28 @@ def _brute(shape, kP, f_v) -> float:
     )
 
 
-@pytest.mark.parametrize("shifted", [False, True])
+def _multipliers(start: str, shape, kP, f_v, seed: int):
+    """The shift's starting multipliers: none (zero), the LP relaxation's prices, or random
+    ones of the LP's size and larger (any multipliers must give a valid bound)."""
+    if start == "zero":
+        return None
+    lam = lp_multipliers(build_subproblem(shape, kP, f_v), Budget.unlimited())
+    assert lam is not None and lam.shape == (shape.n_cells,)
+    if start == "random":
+        scale = 1.0 + 4.0 * float(np.abs(lam).max(initial=0.0))
+        lam = np.random.default_rng(seed).normal(0.0, scale, shape.n_cells)
+    return lambda: lam
+
+
+@pytest.mark.parametrize("shifted", [None, "zero", "lp", "random"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_combination_matches_brute_force_above_at_and_below_its_minimum(
     case, seed, shifted, monkeypatch
 ):
-    """Plainly (these trees are small), and on the shifted tables from the root on."""
-    if shifted:
+    """Plainly (these trees are small), and on the shifted tables from the root on, the shift
+    starting from zero, from the LP's prices (``lp_multipliers``) or from random multipliers."""
+    if shifted is not None:
         monkeypatch.setattr(structured_search, "PLAIN_NODES", 0)
     problem = CASES[case](seed)
     shape = decompose(problem)
@@ -108,15 +123,17 @@ def test_every_combination_matches_brute_force_above_at_and_below_its_minimum(
         if not np.isfinite(best):
             continue
         searched += 1
+        start = _multipliers(shifted, shape, kP, f_v, seed) if shifted is not None else None
+        search = functools.partial(search_combination, max_nodes=10**6, multipliers=start)
         for above in (best + 1e-6, best + 1.0, np.inf):
-            found = search_combination(shape, plan, kP, f_v, above, max_nodes=10**6)
+            found = search(shape, plan, kP, f_v, above)
             assert found.outcome == "solved", (kP, found)
             assert found.value == pytest.approx(best, abs=1e-9)
             assert table_value(shape, kP, found.kC, f_v) == pytest.approx(best, abs=1e-9)
         for below in (best - 1e-6, best - 1.0):
-            found = search_combination(shape, plan, kP, f_v, below, max_nodes=10**6)
+            found = search(shape, plan, kP, f_v, below)
             assert found.outcome == "cutoff" and found.kC is None, (kP, below, found)
-        found = search_combination(shape, plan, kP, f_v, best, max_nodes=10**6)
+        found = search(shape, plan, kP, f_v, best)
         if integral:  # sums of integers are exact: the tie is a tie, nothing strictly below
             assert found.outcome == "cutoff" and found.kC is None, (kP, found)
             ties += 1
