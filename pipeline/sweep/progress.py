@@ -133,6 +133,7 @@ class BoardEntry:
     tag: str
     seconds: float
     progress: SolveProgress | None = None
+    age: float = 0.0  # seconds since that report reached the board
 
 
 class ProgressBoard:
@@ -141,6 +142,7 @@ class ProgressBoard:
     def __init__(self) -> None:
         self.started: dict[str, float] = {}
         self.latest: dict[str, SolveProgress] = {}
+        self.arrived: dict[str, float] = {}  # when each latest report came
 
     def start(self, tag: str) -> None:
         self.started[tag] = time.monotonic()
@@ -149,6 +151,7 @@ class ProgressBoard:
     def report(self, tag: str, progress: SolveProgress) -> None:
         if tag in self.started:  # a report that arrives after its task ended is dropped
             self.latest[tag] = progress
+            self.arrived[tag] = time.monotonic()
 
     def done(self, tag: str) -> None:
         self.started.pop(tag, None)
@@ -157,7 +160,7 @@ class ProgressBoard:
     def snapshot(self) -> list[BoardEntry]:
         now = time.monotonic()
         return [
-            BoardEntry(tag, now - start, self.latest.get(tag))
+            BoardEntry(tag, now - start, self.latest.get(tag), now - self.arrived.get(tag, now))
             for tag, start in self.started.items()
         ]
 
@@ -482,8 +485,12 @@ def running_line(
         return f"{head}: {'no solver report yet' if oracle else 'running (calls no oracle)'}"
     gap = f"{p.gap:.4g}" if math.isfinite(p.gap) else "-"
     note = f"; {p.note}" if p.note else ""
+    # the report's own time was shown again while no new one came (``window 232s`` at 236, 266
+    # and 296 s): the solver's time counts on, and an old report says how old it is
+    age = entry.age + since_read
+    stale = f" (last report {age:.0f}s ago)" if age > 2 * REPORT_EVERY else ""
     return (
-        f"{head}: {p.backend} {p.elapsed:.0f}s incumbent {_number(p.incumbent)} "
+        f"{head}: {p.backend} {p.elapsed + age:.0f}s{stale} incumbent {_number(p.incumbent)} "
         f"bound {_number(p.bound)} gap {gap}{note}"
     )
 

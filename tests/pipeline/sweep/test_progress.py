@@ -190,7 +190,7 @@ def test_the_board_keeps_the_latest_report_of_each_running_task(clock):
     board.report("a", p2)
     board.report("zombie", p1)  # never started (or already done): dropped
     clock.now += 1
-    assert board.snapshot() == [BoardEntry("a", 6.0, p2), BoardEntry("b#0", 1.0, None)]
+    assert board.snapshot() == [BoardEntry("a", 6.0, p2, 1.0), BoardEntry("b#0", 1.0, None)]
     board.done("a")
     board.report("a", p1)  # late: after its task ended
     assert [e.tag for e in board.snapshot()] == ["b#0"]
@@ -625,3 +625,23 @@ def test_progress_measures_a_run_from_when_its_thread_took_it(clock):
     progress.update("done", keys[0])
     assert progress.finished == [("opdisc", 3.0)] and progress.threads == 4
     assert progress.running() == {str(k): 3.0 for k in keys[1:4]}
+
+
+def test_a_solver_report_s_age_counts_on_and_an_old_one_says_so(clock):
+    """Issue 45, item 4: ``window 232s`` at 236, 266 and 296 s: the last report's own time was
+    shown again while the solve went on without a new one. The board knows when each report
+    came: the solver's time counts on, and a report older than two intervals says its age."""
+    board = ProgressBoard()
+    board.start("opdisc/eps=1/run=0")
+    clock.now += 232
+    board.report("opdisc/eps=1/run=0", SolveProgress("o", "window", 232.0, 9.0, 4.0))
+    clock.now += 4
+    (entry,) = board.snapshot()
+    assert running_line(entry) == (
+        "  opdisc/eps=1/run=0 236s: window 236s incumbent 9 bound 4 gap 5"
+    )
+    clock.now += 60
+    (entry,) = board.snapshot()
+    assert running_line(entry, since_read=30.0) == (
+        "  opdisc/eps=1/run=0 326s: window 326s (last report 94s ago) incumbent 9 bound 4 gap 5"
+    )
