@@ -18,36 +18,35 @@ then ignored, and nothing here changes what a run computes or records.
 The ETA (``estimate_eta``, a pure function of the runs' times; ``eta_at`` of recorded start
 and end times) is a range, ``Eta(low, high)``, or ``eta ?`` (as tqdm and Ray Tune say before
 they know) while nothing measures what is left: until every kind (mechanism) with runs left
-has a finished run, or ``MIN_FINISHED`` runs have finished. Each run left gets a likely and a
-longest duration from its kind's measured runs:
+has a finished run, or ``MIN_FINISHED`` runs have finished. It counts in a driver thread's
+time: a run's time is from when its thread took it to its result (its wait for a CPU, the
+driver's part and its tasks), the one clock the driver reads exactly. The sweep keeps its
+``threads`` runs in flight until the runs run out, so the work left is done ``threads``
+thread-seconds a second, whatever the CPUs, their load and the driver's share (Little's law):
 
-* a finished run's duration is from its task's start (board) or its driver thread's start to
-  its result. A kind's LIKELY duration is the median of its finished runs and of its running
-  runs already past that median, counted at what they have run (a lower bound of their own
-  duration: the runs that finish first are the short ones); its LONGEST, the longest of them;
-* a run not started yet takes its kind's likely (low) and longest (high) duration; of a kind
-  without a finished run, the median of all finished runs (low) and up to its time limit
-  (high; a kind that calls no oracle has none: the longest run yet);
-* a running run that has run e seconds, measured against its kind's finished runs alone, has
-  likely - e left (low; 0 past it), so the ETA is never below what the running runs need by
-  what their kinds have shown; and up to max(longest, 2 x likely) - e (high). Past that, or
-  of a kind without a finished run, it may go on to its time limit (high: limit - e; without
-  a limit, as long again as it has run): the smoke sweep's exact ERM, alone at the end, reads
-  ``0-590s``, not ``eta 0s``;
-* each end is the makespan (``makespan``) of those durations on the slots in use (the
-  cluster's CPUs over the CPUs a task holds, or more if more runs are running): the running
-  runs first, then each run to come, in the sweep's order, taken by the first slot free. So
-  the last runs are not divided by slots they cannot fill.
+* a run to come costs its kind's mean duration, of all its finished runs or of its latest
+  half (``recent``), the fewer for the low end, the more for the high end (a sweep's pace
+  changes: its first runs wait for Ray's workers, a shared machine's load moves); the sum's
+  variance is the runs' own and the error of a mean of few runs (``work_of_pending``);
+* a running run that has run e seconds has what its kind's runs longer than e took beyond it
+  left (a run already long is one of the long ones), up to the longer of its kind's longest
+  and twice its mean; past that, or of a kind without a finished run, up to its time limit
+  (without a limit, as long again as it has run): the smoke sweep's exact ERM, alone at the
+  end, reads ``0-590s``, not ``eta 0s`` (``work_of_running``);
+* low = (likely work - SPREAD sd) / threads; high = (likely work + SPREAD sd) / threads plus
+  the longest any one run left may take (it may start last: Graham's bound).
 
-Replayed on a recorded smoke sweep (``tests/pipeline/sweep/test_progress.py``), the true time left
-lies inside the range at every 0.1 s after the first 2.5 s (``?``); the estimator before said
-``7799s`` at 0.4 s of a 43 s sweep (every run at its time limit) and ``17s`` with 38 s left.
+Replayed as each sweep ran live (``tests/pipeline/sweep/test_progress.py``: recorded smoke,
+table and Adult sweeps, the estimator fed at each progress line exactly what it had), the true
+time left lies in the range at 23/24, 57/57, 261/273 and 276/276 of the lines after the first
+10 % of runs; the estimator before (which timed a run from when it "took a slot", a fiction
+with 4 runs in flight on 2 CPUs, and planned every run to come at its kind's longest)
+held 20/24, 35/57, 166/273 and 216/276, and live on the Adult sweep 86/273, with high ends
+of 1000 s on a 67 s sweep.
 ``Eta.text`` shows one number when the two ends are close, else ``low-high``.
 
-The board's snapshot is read every ``PROGRESS_EVERY`` seconds (a run its driver thread took
-since, while a slot is free, counts as running from then: read before it started, the last
-run read ``eta 0s`` as one to come); a task's time on it counts up
-from the read (``since_read``), and when the board does not answer the block says how old its
+The board's snapshot is read every ``PROGRESS_EVERY`` seconds for the block of running solves
+(the ETA does not use it); a task's time on it counts up from the read (``since_read``), and when the board does not answer the block says how old its
 snapshot is instead of showing the old one's seconds again. Each running line says how far
 its run is towards the time limit (``36s of 600s``); on a terminal the bar (elapsed, ETA) is
 redrawn every ``REDRAW_EVERY`` seconds (``redraw``), not only when a run ends.
@@ -55,6 +54,7 @@ redrawn every ``REDRAW_EVERY`` seconds (``redraw``), not only when a run ends.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import shutil
@@ -133,6 +133,7 @@ class BoardEntry:
     tag: str
     seconds: float
     progress: SolveProgress | None = None
+    age: float = 0.0  # seconds since that report reached the board
 
 
 class ProgressBoard:
@@ -141,6 +142,7 @@ class ProgressBoard:
     def __init__(self) -> None:
         self.started: dict[str, float] = {}
         self.latest: dict[str, SolveProgress] = {}
+        self.arrived: dict[str, float] = {}  # when each latest report came
 
     def start(self, tag: str) -> None:
         self.started[tag] = time.monotonic()
@@ -149,6 +151,7 @@ class ProgressBoard:
     def report(self, tag: str, progress: SolveProgress) -> None:
         if tag in self.started:  # a report that arrives after its task ended is dropped
             self.latest[tag] = progress
+            self.arrived[tag] = time.monotonic()
 
     def done(self, tag: str) -> None:
         self.started.pop(tag, None)
@@ -157,7 +160,7 @@ class ProgressBoard:
     def snapshot(self) -> list[BoardEntry]:
         now = time.monotonic()
         return [
-            BoardEntry(tag, now - start, self.latest.get(tag))
+            BoardEntry(tag, now - start, self.latest.get(tag), now - self.arrived.get(tag, now))
             for tag, start in self.started.items()
         ]
 
@@ -247,13 +250,18 @@ def run_of(tag: str) -> str:
 #: Finished runs (of any kinds) after which a kind with none of its own finished is estimated
 #: from the others' (its likely duration) and its time limit (its longest); fewer: ``eta ?``.
 MIN_FINISHED = 3
+#: Standard deviations of the work left between its likely sum and each end of the range:
+#: 3, not 2, as a sweep's pace changes in ways no finished run shows yet (its start: the live
+#: Adult sweep's first 14 s ran at half the pace of the rest; with 2 its low end was above the
+#: truth at 19 of 273 lines, with 3 at 12).
+SPREAD = 3.0
 
 
 @dataclass(frozen=True)
 class Eta:
-    """Seconds until the sweep ends: ``low`` if every run takes its kind's likely (median)
-    duration, ``high`` if every run takes the longest its kind has taken or may take (module
-    docstring)."""
+    """Seconds until the sweep ends: ``low`` if the work left is at the low end of what its
+    kinds' finished runs make likely, ``high`` at the high end, plus the longest one run may
+    take, which may be the last (module docstring)."""
 
     low: float
     high: float
@@ -268,9 +276,10 @@ class Eta:
 
 @dataclass(frozen=True)
 class RunTimes:
-    """A run as the ETA sees it: its ``kind`` (mechanism), when it ``start``-ed and ``end``-ed
-    on the sweep's clock (None: not yet) and the longest it may take (``limit``: the oracle's
-    time limit; None: a run that calls no oracle, which has none)."""
+    """A run as the ETA sees it: its ``kind`` (mechanism), when a driver thread took it
+    (``start``) and when its result came (``end``) on the sweep's clock (None: not yet), and
+    the longest its oracle may take (``limit``: the oracle's time limit; None: a run that calls
+    no oracle, which has none)."""
 
     kind: Hashable
     start: float | None = None
@@ -285,47 +294,87 @@ def _median(values: Sequence[float]) -> float:
 
 
 @dataclass(frozen=True)
-class KindTimes:
-    """What a kind's runs take, measured: ``likely`` (the median of its finished runs and of
-    its running runs already longer than that median, counted at what they have run: a lower
-    bound of their own duration) and ``longest`` (the longest of those)."""
+class Work:
+    """Seconds of driver-thread time still to spend on some runs: its likely sum as the fewest
+    (``least``) and the most (``most``) of the estimates of it, ``var`` the variance of that
+    sum (the runs' own spread and the error of a mean measured on few runs), ``longest`` the
+    longest one of these runs may take."""
 
-    likely: float
-    longest: float
+    least: float = 0.0
+    most: float = 0.0
+    var: float = 0.0
+    longest: float = 0.0
+
+    def __add__(self, other: Work) -> Work:
+        return Work(
+            self.least + other.least,
+            self.most + other.most,
+            self.var + other.var,
+            max(self.longest, other.longest),
+        )
 
 
-def kind_times(finished: Sequence[float], elapsed: Sequence[float]) -> KindTimes:
-    """``KindTimes`` of a kind with ``finished`` durations (at least one) and running runs that
-    have run ``elapsed`` seconds so far."""
-    first = _median(finished)
-    longer = [e for e in elapsed if e > first]
-    return KindTimes(_median([*finished, *longer]), max([*finished, *longer]))
+def _mean(seconds: Sequence[float]) -> float:
+    return sum(seconds) / len(seconds)
 
 
-def left_of_running(
-    elapsed: float, times: KindTimes | None, limit: float | None, guess: float = 0.0
-) -> tuple[float, float]:
-    """(likely, longest) seconds left of a run that has run ``elapsed`` seconds, of a kind
-    measured as ``times`` (None: none of its runs has finished; ``guess``: the median of all
-    finished runs). Likely: what its kind's likely duration (or ``guess``) leaves, 0 past it,
-    so never less than what it needs by what its kind has shown. Longest: what the longer of
-    its kind's longest and twice its likely duration leaves; past that, or for a kind not
-    measured, up to the time ``limit``; without a limit, as long again as it has run."""
-    likely = max(0.0, (times.likely if times is not None else guess) - elapsed)
-    if times is not None and elapsed < max(times.longest, 2 * times.likely):
-        return likely, max(times.longest, 2 * times.likely) - elapsed
+def _spread(seconds: Sequence[float]) -> float:
+    """The standard deviation of a kind's durations; of one run, the run's own duration (one
+    run says nothing of the spread: as uncertain as the value itself)."""
+    if len(seconds) < 2:
+        return seconds[0] if seconds else 0.0
+    mean = _mean(seconds)
+    return math.sqrt(sum((s - mean) ** 2 for s in seconds) / (len(seconds) - 1))
+
+
+#: Finished runs of a kind below which its latest runs are all of them; above, its latest half.
+RECENT = 3
+
+
+def recent(seconds: Sequence[float]) -> list[float]:
+    """The latest of a kind's finished runs' ``seconds`` (in the order they ended): its latest
+    half, at least RECENT. A sweep speeds up after its first runs (Ray starts its workers, the
+    first tasks load the data: the Adult sweep's first three rounds took 1 to 5 s a run, the
+    same kinds' later runs 0.1 to 0.8 s), and a shared machine's load changes both ways."""
+    keep = max(min(len(seconds), RECENT), (len(seconds) + 1) // 2)
+    return list(seconds[len(seconds) - keep :])
+
+
+def work_of_pending(count: int, seconds: Sequence[float]) -> Work:
+    """``count`` runs not started of a kind whose finished runs took ``seconds`` (at least
+    one, in the order they ended): each its kind's mean, of all its runs or of its latest
+    (``recent``), whichever is less (``least``) or more (``most``): a sweep's pace changes (its
+    start, the machine's load). The sum's variance: its runs' own (count x sd^2) and the error
+    of a mean of n runs carried on every one of them (count^2 x sd^2 / n); the longest: the
+    longest of its kind yet."""
+    n, sd = len(seconds), _spread(seconds)
+    means = (_mean(seconds), _mean(recent(seconds)))
+    return Work(
+        count * min(means),
+        count * max(means),
+        count * sd**2 + count**2 * sd**2 / n,
+        max(seconds),
+    )
+
+
+def work_of_running(
+    elapsed: float, seconds: Sequence[float], limit: float | None, guess: float
+) -> Work:
+    """A run that has run ``elapsed`` seconds, of a kind whose finished runs took ``seconds``
+    (none: not measured; ``guess``: the median of all finished runs). Likely left: the mean of
+    what its kind's runs longer than ``elapsed`` took beyond it (a run already long is one of
+    the long ones), else what ``guess`` leaves, 0 past it. Longest: up to the longer of its
+    kind's longest and twice its mean; past that, or not measured, up to the time ``limit``;
+    without a limit, as long again as it has run."""
+    if seconds:
+        beyond = [s - elapsed for s in seconds if s > elapsed]
+        reach = max(max(seconds), 2 * _mean(seconds))
+        if elapsed < reach:
+            likely = _mean(beyond) if beyond else 0.0
+            return Work(likely, likely, _spread(beyond) ** 2 if beyond else 0.0, reach - elapsed)
     longest = max(0.0, limit - elapsed) if limit is not None else elapsed
-    return likely, max(likely, longest)
-
-
-def makespan(busy: Sequence[float], durations: Sequence[float], slots: int) -> float:
-    """When the last run ends: the slots busy for ``busy`` seconds more (one per running run),
-    the others free, and each run still to come, in order, taken by the first slot free."""
-    free = sorted([*busy, *[0.0] * max(0, slots - len(busy))])
-    for seconds in durations:
-        free[0] += seconds
-        free.sort()
-    return max(free, default=0.0)
+    likely = max(0.0, guess - elapsed) if not seconds else 0.0
+    return Work(likely, likely, 0.0, longest)
 
 
 def estimate_eta(
@@ -333,15 +382,23 @@ def estimate_eta(
     finished: Sequence[tuple[Hashable, float]],
     running: Sequence[tuple[Hashable, float]],
     pending: Sequence[Hashable],
-    slots: int,
+    threads: int,
     limit: float | None = None,
     unlimited: Iterable[Hashable] = (),
 ) -> Eta | None:
-    """Seconds until the sweep ends, likely (low) and longest (high), or None (``eta ?``) when
-    nothing yet measures a kind that has runs left (module docstring). ``finished``: (kind,
-    seconds); ``running``: (kind, elapsed); ``pending``: the kinds of the runs not started, in
-    the order they will start; ``slots``: the runs that execute at once (more if more run
-    now); ``unlimited``: the kinds that call no oracle (the time ``limit`` is not theirs)."""
+    """Seconds until the sweep ends, low and high, or None (``eta ?``) when nothing yet
+    measures a kind that has runs left (module docstring). Every time is a driver thread's:
+    from when it took a run to the run's result. ``finished``: (kind, seconds) in the order
+    they ended; ``running``: (kind, seconds so far); ``pending``: the kinds of the runs not
+    started; ``threads``: the runs in flight at once; ``unlimited``: the kinds that call no
+    oracle (the time ``limit`` is not theirs).
+
+    The ``threads`` threads are busy until the runs run out, so the work left (``Work``) is
+    done ``threads`` thread-seconds a second: a thread's time holds the run's wait for a CPU
+    and the driver's share, so this holds however many CPUs there are and however loaded they
+    are. low: (least - SPREAD sd) / threads; high: (most + SPREAD sd) / threads plus the
+    longest one run may take (it may be the last to start: Graham's bound on a list
+    schedule)."""
     if not running and not pending:
         return Eta(0.0, 0.0)
     unlimited = frozenset(unlimited)
@@ -351,31 +408,34 @@ def estimate_eta(
     left = {k for k, _ in running} | set(pending)
     if any(k not in own for k in left) and len(finished) < MIN_FINISHED:
         return None
-    times = {k: kind_times(own[k], [e for g, e in running if g == k]) for k in left if k in own}
-    everyone = _median([s for _, s in finished])
-    seen_longest = max(s for _, s in finished)
+    everyone = [s for _, s in finished]
+    guess = _median(everyone)
 
     def limit_of(kind: Hashable) -> float | None:
         return None if kind in unlimited else limit
 
-    def pending_times(kind: Hashable) -> tuple[float, float]:
-        if kind in times:
-            return times[kind].likely, times[kind].longest
-        bound = limit_of(kind)  # a kind not measured yet: the others' median, up to its limit
-        return everyone, bound if bound is not None else max(everyone, seen_longest)
+    work = Work()
+    for kind, elapsed in running:
+        work += work_of_running(elapsed, own.get(kind, []), limit_of(kind), guess)
+    counts: dict[Hashable, int] = {}
+    for kind in pending:
+        counts[kind] = counts.get(kind, 0) + 1
+    for kind, count in counts.items():
+        if kind in own:
+            work += work_of_pending(count, own[kind])
+        else:  # not measured: the others' runs, up to its limit (no limit: the longest seen)
+            bound = limit_of(kind)
+            longest = bound if bound is not None else max(everyone)
+            work += dataclasses.replace(work_of_pending(count, everyone), longest=longest)
+    width = max(1, threads, len(running))
+    sd = math.sqrt(work.var)
+    low = max(0.0, work.least - SPREAD * sd) / width
+    return Eta(low, max(low, (work.most + SPREAD * sd) / width + work.longest))
 
-    # a running run is measured against its kind's finished runs alone, not its own time
-    alone = {k: kind_times(own[k], []) for k in times}
-    lefts = [left_of_running(e, alone.get(k), limit_of(k), everyone) for k, e in running]
-    durations = [pending_times(k) for k in pending]
-    width = max(1, slots, len(running))
-    ends = [makespan([left[i] for left in lefts], [d[i] for d in durations], width) for i in (0, 1)]
-    return Eta(ends[0], max(ends))
 
-
-def eta_at(runs: Sequence[RunTimes], now: float, slots: int) -> Eta | None:
+def eta_at(runs: Sequence[RunTimes], now: float, threads: int) -> Eta | None:
     """``estimate_eta`` at time ``now`` of a sweep whose runs are ``runs`` (those not started
-    in the order they will start), on ``slots`` slots: what the progress line shows then. A
+    in the order they will start), ``threads`` in flight: what the progress line shows then. A
     run's times after ``now`` are not looked at."""
     finished, running, pending = [], [], []
     for run in runs:
@@ -390,7 +450,7 @@ def eta_at(runs: Sequence[RunTimes], now: float, slots: int) -> Eta | None:
         finished=finished,
         running=running,
         pending=pending,
-        slots=slots,
+        threads=threads,
         limit=max(limits) if limits else None,
         unlimited={r.kind for r in runs if r.limit is None},
     )
@@ -425,8 +485,12 @@ def running_line(
         return f"{head}: {'no solver report yet' if oracle else 'running (calls no oracle)'}"
     gap = f"{p.gap:.4g}" if math.isfinite(p.gap) else "-"
     note = f"; {p.note}" if p.note else ""
+    # the report's own time was shown again while no new one came (``window 232s`` at 236, 266
+    # and 296 s): the solver's time counts on, and an old report says how old it is
+    age = entry.age + since_read
+    stale = f" (last report {age:.0f}s ago)" if age > 2 * REPORT_EVERY else ""
     return (
-        f"{head}: {p.backend} {p.elapsed:.0f}s incumbent {_number(p.incumbent)} "
+        f"{head}: {p.backend} {p.elapsed + age:.0f}s{stale} incumbent {_number(p.incumbent)} "
         f"bound {_number(p.bound)} gap {gap}{note}"
     )
 
@@ -464,8 +528,7 @@ class Progress:
         self.groups = {str(k): _group(k) for k in keys}
         self.labels = {str(k): _label(k) for k in keys}
         self.threads_started: dict[str, float] = {}  # run -> when its driver thread took it
-        self.executing: dict[str, float] = {}  # run -> when it took a slot (``started``)
-        self.queued: list[str] = []  # runs taken, waiting for a slot, the longest first
+        self.threads = self.slots  # the most runs in flight at once yet (``started``)
         self.finished: list[tuple[Hashable, float]] = []  # (mechanism, seconds) of each
         self.finished_keys: set[str] = set()
         self.board: list[BoardEntry] | None = None  # the last snapshot read, and when
@@ -477,54 +540,20 @@ class Progress:
     # -- what the sweep tells it --
 
     def started(self, key: Any) -> None:
-        """A driver thread took ``key``. It may still queue for a CPU on the cluster: while
-        ``slots`` runs execute, it is counted as waiting, and as executing from the moment one
-        of them ends (Ray hands the freed CPUs to the task that waited longest). Counted from
-        the thread's start, a run's wait in the queue was counted as its own time: with 4 runs
-        in flight on 2 slots the smoke sweep's short runs measured about twice their length,
-        and the ETA's low end was above the true time left from 11/26 to 23/26 runs."""
+        """A driver thread took ``key``: the run counts from now (its wait for a CPU, its
+        driver's part and its tasks alike: the ETA measures and plans in a thread's time,
+        ``estimate_eta``). The most runs ever in flight at once are the sweep's ``threads``."""
         with self.lock:
             self.groups.setdefault(str(key), _group(key))
             self.labels.setdefault(str(key), _label(key))
-            now = time.perf_counter()
-            self.threads_started[str(key)] = now
-            if len(self.executing) < self.slots:
-                self.executing[str(key)] = now
-            else:
-                self.queued.append(str(key))
-
-    def _ended(self, key: str) -> float | None:
-        """``key`` ended now: when it began executing (None: it was still counted as waiting),
-        and the run that waited longest takes its slot."""
-        now = time.perf_counter()
-        began = self.executing.pop(key, None)
-        if began is None and key in self.queued:
-            self.queued.remove(key)
-        while self.queued and len(self.executing) < self.slots:
-            self.executing[self.queued.pop(0)] = now
-        return began
+            self.threads_started[str(key)] = time.perf_counter()
+            self.threads = max(self.threads, len(self.threads_started))
 
     def running(self) -> dict[str, float]:
-        """Run key -> seconds it has executed: its longest task on the board, counted on since
-        the board was read; a run the board does not show (it began executing since the board
-        was read, or there is no board) from when it took a slot (``started``). Runs waiting
-        for a slot have not started."""
+        """Run key -> seconds since its driver thread took it."""
         now = time.perf_counter()
         with self.lock:
-            threads = set(self.threads_started)
-            executing = dict(self.executing)
-        if self.board is None:
-            return {k: now - t for k, t in executing.items()}
-        since_read = now - self.board_read_at
-        out: dict[str, float] = {}
-        for entry in self.board:
-            run = run_of(entry.tag)
-            if run in threads:
-                out[run] = max(out.get(run, 0.0), entry.seconds + since_read)
-        later = sorted((t, k) for k, t in executing.items() if t > self.board_read_at)
-        for t, k in later[: max(0, self.slots - len(out))]:
-            out.setdefault(k, now - t)
-        return out
+            return {k: now - t for k, t in self.threads_started.items()}
 
     def name_of(self, tag: str) -> str:
         """A board tag (``key`` or ``key#i``) with its run's label."""
@@ -536,42 +565,38 @@ class Progress:
         return None if self.groups.get(run_of(tag)) in self.unlimited else self.limit
 
     def eta(self) -> Eta | None:
-        """``estimate_eta`` now: the finished runs' durations, the running runs' times so far
-        (``running``), the runs not started in the sweep's order; runs ended without a known
-        duration count at the sweep's throughput (elapsed x slots / done)."""
+        """``estimate_eta`` now: the finished runs' thread times, the running runs' times so
+        far (``running``), the runs not started in the sweep's order; runs ended without a
+        known duration count at the sweep's pace (elapsed x threads / done)."""
         running = self.running()
         elapsed = time.perf_counter() - self.start
         with self.lock:
             finished = list(self.finished)
             waiting = [k for k in self.groups if k not in running and k not in self.finished_keys]
+            threads = self.threads
         n_pending = max(0, self.total - self.done - len(running))
         pending = [self.groups[k] for k in waiting][:n_pending]
         pending += [None] * (n_pending - len(pending))
         unknown = self.done - len(finished)
         if unknown > 0:
-            finished += [(None, elapsed * self.slots / self.done)] * unknown
+            finished += [(None, elapsed * threads / self.done)] * unknown
         return estimate_eta(
             finished=finished,
             running=[(self.groups.get(k), e) for k, e in running.items()],
             pending=pending,
-            slots=self.slots,
+            threads=threads,
             limit=self.limit,
             unlimited=self.unlimited,
         )
 
     def update(self, label: str, key: Any = None) -> None:
-        """A run ended (``key``: which, to learn its duration: what it executed, on the board or
-        since it took a slot; not its wait for one)."""
+        """A run ended (``key``: which, to learn its duration: since its driver thread took it)."""
         if key is not None:
-            run_seconds = self.running().get(str(key))
             with self.lock:
                 started = self.threads_started.pop(str(key), None)
-                began = self._ended(str(key))
-                if run_seconds is None:
-                    began = began if began is not None else started
-                    run_seconds = None if began is None else time.perf_counter() - began
-                if run_seconds is not None:
-                    self.finished.append((self.groups.get(str(key)), run_seconds))
+                if started is not None:
+                    seconds = time.perf_counter() - started
+                    self.finished.append((self.groups.get(str(key)), seconds))
                 self.finished_keys.add(str(key))
         self.done += 1
         self._write_line(label)
