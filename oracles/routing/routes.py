@@ -671,7 +671,8 @@ def account(
     state_of = next((a.number for a in reversed(before) if a.kept is not None), None)
     of = f" of attempt {state_of}" if state_of is not None else ""
     if window is not None and window.carried_open_nodes is not None:
-        what = kept or f"{window.carried_open_nodes:,} open nodes"
+        n = window.carried_open_nodes  # (a state kept beside no header: its nodes alone)
+        what = kept or f"{n:,} open node{'' if n == 1 else 's'}"
         started = f"kept state{of} ({what})"
     else:  # the window search when it ran (whichever backend the route's answer names)
         started = f"from scratch on {'window' if window is not None else c.backend}"

@@ -160,7 +160,8 @@ class Attempt:
 def kept_text(open_nodes: int, bound: float) -> str:
     """A kept state (its open nodes and proven bound) as an attempt's ``kept`` and a
     certificate's ``started_from`` name it."""
-    return f"{int(open_nodes):,} open nodes, bound {float(bound):.6g}"
+    nodes = f"{int(open_nodes):,} open node{'' if int(open_nodes) == 1 else 's'}"
+    return f"{nodes}, bound {float(bound):.6g}"
 
 
 @dataclass(frozen=True)
@@ -320,10 +321,10 @@ class CarryStore:
 
 __all__ = [
     "ATTEMPTS_LAYOUT",
-    "Attempt",
-    "CarryError",
     "LAYOUT",
+    "Attempt",
     "Carry",
+    "CarryError",
     "CarryStore",
     "kept_text",
     "problem_key",

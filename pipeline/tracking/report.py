@@ -500,12 +500,11 @@ def attempts_lines(frame: pd.DataFrame) -> list[str]:
     ]
     if not said:
         return []
-    lines = [
-        "",
+    head = (
         f"Carried on over attempts: {len(said)} run(s) (the attempt that ended each, from what, "
-        "and the CPU of all its attempts):",
-        *(f"- {key}: {text}" for key, text in said[:ATTEMPTS_SHOWN]),
-    ]
+        "and the CPU of all its attempts):"
+    )
+    lines = ["", head, *(f"- {key}: {text}" for key, text in said[:ATTEMPTS_SHOWN])]
     if len(said) > ATTEMPTS_SHOWN:
         lines.append(f"- ... and {len(said) - ATTEMPTS_SHOWN} more (results.csv, oracle_attempts)")
     return lines
