@@ -39,11 +39,11 @@ counts (``Carry.attempts``, ``cpu_seconds``, ``seconds``) stand for the attempts
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import tempfile
-import dataclasses
 from dataclasses import dataclass, replace
 from pathlib import Path
 
