@@ -500,13 +500,23 @@ class Route:
     def solve(self, problem: Any, budget: Budget) -> Solution:
         """``problem`` by its chain, on ``budget`` (a caller's own, or ``self.budget()``); with a
         carry directory, one attempt of the problem's account (``account``): the attempts
-        before it are read first, and this one is recorded whatever its chain returns."""
+        before it are read first, and this one is recorded whatever its chain returns (or
+        raises: then with the CPU this process spent, so the next attempt counts it)."""
         store = self.store(problem)
         if store is None:
             return self._solve(problem, budget)
         before = store.attempts(problem)  # a file it cannot read stops here, before any work
         kept = store.summary(problem)
-        return account(store, problem, before, kept, self._solve(problem, budget))
+        cpu, start = time.process_time(), time.perf_counter()
+        try:
+            solution = self._solve(problem, budget)
+        except Exception as error:  # what it spent counts too (this process's CPU), then it fails
+            spent = (time.process_time() - cpu, time.perf_counter() - start)
+            failed = f"failed ({type(error).__name__})"
+            number = (before[-1].number if before else 0) + 1
+            store.record(problem, (*before, Attempt(number, 0, *spent, failed, False, failed)))
+            raise
+        return account(store, problem, before, kept, solution)
 
     def store(self, problem: Any) -> CarryStore | None:
         """Where this solve's account is kept: the carry directory, for a mechanism's problem

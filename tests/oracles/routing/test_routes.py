@@ -703,3 +703,29 @@ def test_an_uncertified_attempt_that_did_not_reach_the_kept_state_says_so_and_ke
     total = first.cpu_seconds + c.cpu_seconds + done.cpu_seconds
     assert done.stat(CarryStats).total_cpu_seconds == total
     assert abs(done.objective - float(brute_force(problem).minimum)) <= 1e-9
+
+
+class _Fails(StructuredOracle):
+    """The structured search, reading the shape as it does, that fails after a while."""
+
+    def search(self, problem, shape, budget, start=None):
+        deadline = time.process_time() + 0.05
+        while time.process_time() < deadline:  # CPU spent before it fails
+            pass
+        raise OracleError("a search that fails")
+
+
+def test_an_attempt_that_fails_is_counted_by_the_next(tmp_path, monkeypatch):
+    problem, directory = fuzz_instance(0), str(tmp_path)
+    _chain_row(monkeypatch, Step("structured"))
+    failing = _with(make_oracle("structured", carry=directory), structured=_Fails())
+    with pytest.raises(OracleError, match="a search that fails"):
+        on_limits(failing, problem)
+    (failed,) = CarryStore(directory).attempts(problem)
+    assert failed.backend == "failed (OracleError)" and failed.cpu_seconds >= 0.05
+    monkeypatch.undo()
+    cert = on_limits(make_oracle("structured", carry=directory), problem).certificate
+    assert cert.certified and abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9
+    carry = cert.stat(CarryStats)
+    assert carry.attempts == 2 and carry.started_from == "from scratch on structured"
+    assert carry.total_cpu_seconds == failed.cpu_seconds + cert.cpu_seconds
