@@ -106,9 +106,15 @@ class ClusterStats(Stats):
 
 @dataclass(frozen=True)
 class CarryStats(Stats):
-    """A search that keeps its state (``oracle.carry``): its ``attempts`` so far, what the ones
-    before this spent (``carried_*``) and all of them with this one (``total_*``), and ``carry``,
-    the path of the state it kept when it stopped (None when it certified)."""
+    """A solve of a problem carried over attempts (``oracles.window.checkpoint``): its
+    ``attempts`` so far, this one included (so this attempt's number), what the ones before this
+    spent (``carried_*``) and all of them with this one (``total_*``: ``total_cpu_seconds`` is
+    the attempts' CPU in all), ``carry``, the path of the state it kept when it stopped (None
+    when it certified or kept none), and ``started_from``, what this attempt started from: "kept
+    state of attempt k (N open nodes, bound B)", or "from scratch on <backend>" (saying when a
+    kept window state was not needed or not reached). A route with a carry directory writes it
+    whatever strategy ended the attempt (``oracles.routing.routes.Route.solve``); a window search
+    used alone writes it without ``started_from``."""
 
     attempts: int
     carried_nodes: int
@@ -118,6 +124,7 @@ class CarryStats(Stats):
     total_cpu_seconds: float
     total_seconds: float
     carry: str | None = None
+    started_from: str | None = None
 
 
 @dataclass(frozen=True)

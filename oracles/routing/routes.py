@@ -97,9 +97,17 @@ from oracles.mip.gurobi import GurobiOracle
 from oracles.mip.highs import HighsOracle
 from oracles.mip.formulation import DEFAULT_STRICT_EPS, SolverUnavailableError
 from oracles.routing.race import GRACE, Entry, RaceStop, Rival
-from oracles.contract.stats import RouteStats, merged
+from oracles.contract.stats import (
+    CarryStats,
+    ClusterStats,
+    RouteStats,
+    TreeStats,
+    WindowStats,
+    merged,
+)
 from oracles.structured.oracle import StructuredOracle, has_noise
 from oracles.structured.shape import Shape, ShapeMismatch
+from oracles.window.checkpoint import Attempt, CarryStore, problem_key
 from oracles.window.engine import Executor
 from oracles.window.oracle import WindowOracle
 
@@ -465,6 +473,10 @@ class Route:
             ``STRATEGIES`` (a missing one runs with its defaults).
         prefer: the reference formulation's backends in order (the ``auto`` step).
         fallback: False ends a chain at a stopped search (the search alone).
+        carry: the directory of the problems' kept states and attempts
+            (``oracles.window.checkpoint``; the route's window search is built with the same):
+            a solve of a mechanism's problem on an IntegerGrid reads the attempts made before
+            it and records its own, whatever strategy ends it (``solve``); None: no account.
     """
 
     name: str
@@ -473,6 +485,7 @@ class Route:
     strategies: dict[str, Any] = field(default_factory=dict)
     prefer: tuple[str, ...] = REFERENCE
     fallback: bool = True
+    carry: str | None = None
 
     def strategy(self, name: str) -> Any:
         """The strategy ``name`` with this route's options."""
@@ -485,8 +498,32 @@ class Route:
         return Budget.from_limit(self.time_limit, self.threads)
 
     def solve(self, problem: Any, budget: Budget) -> Solution:
-        """``problem`` by its chain, on ``budget`` (a caller's own, or ``self.budget()``)."""
-        return self._solve(problem, budget)
+        """``problem`` by its chain, on ``budget`` (a caller's own, or ``self.budget()``); with a
+        carry directory, one attempt of the problem's account (``account``): the attempts
+        before it are read first, and this one is recorded whatever its chain returns (or
+        raises: then with the CPU this process spent, so the next attempt counts it)."""
+        store = self.store(problem)
+        if store is None:
+            return self._solve(problem, budget)
+        before = store.attempts(problem)  # a file it cannot read stops here, before any work
+        kept = store.summary(problem)
+        cpu, start = time.process_time(), time.perf_counter()
+        try:
+            solution = self._solve(problem, budget)
+        except Exception as error:  # what it spent counts too (this process's CPU), then it fails
+            spent = (time.process_time() - cpu, time.perf_counter() - start)
+            failed = f"failed ({type(error).__name__})"
+            number = (before[-1].number if before else 0) + 1
+            store.record(problem, (*before, Attempt(number, 0, *spent, failed, False, failed)))
+            raise
+        return account(store, problem, before, kept, solution)
+
+    def store(self, problem: Any) -> CarryStore | None:
+        """Where this solve's account is kept: the carry directory, for a mechanism's problem
+        on an IntegerGrid (what a state is keyed by, ``problem_key``); else None."""
+        if self.carry is None or not isinstance(problem, Problem):
+            return None
+        return CarryStore(self.carry) if isinstance(problem.domain, IntegerGrid) else None
 
     def plan(self, problem: Any, budget: Budget) -> Plan:
         """Which chain runs ``problem`` on this route (module docstring, steps 1 and 2): its
@@ -556,7 +593,10 @@ class Route:
         rival_threads = max(1, budget.threads // 2)
         stop = RaceStop()
         entry = Entry(
-            dataclasses.replace(self, name=rival.strategy, strategies=self._reference()),
+            # the rival keeps no account: this route's solve records the attempt
+            dataclasses.replace(
+                self, name=rival.strategy, strategies=self._reference(), carry=None
+            ),
             problem,
             budget.with_threads(rival_threads),
         )
@@ -620,6 +660,71 @@ class Route:
         return strategy.solve(problem, budget)
 
 
+def account(
+    store: CarryStore,
+    problem: Problem,
+    before: tuple[Attempt, ...],
+    kept: str | None,
+    solution: Solution,
+) -> Solution:
+    """``solution``, one attempt of ``problem``, with the account of every attempt in its
+    ``CarryStats`` (``oracles.window.checkpoint``): ``before``, the attempts recorded before it,
+    and ``kept``, the window state kept when it started (``CarryStore.summary``). It says what
+    this attempt started from: the kept state, when its window search resumed it (wherever the
+    chain reached the search), else from scratch on the backend that answered (and why the kept
+    state was not used: not needed when it certified, not reached when no window search ran).
+    Certified, the problem's state and attempts are removed (``CarryStore.finish``: nothing is
+    resumed or counted twice later); else this attempt is recorded, with the state it kept."""
+    c = solution.certificate
+    number = (before[-1].number if before else 0) + 1
+    window, searched = c.stat(WindowStats), c.stat(CarryStats)  # the window search's own
+    state_of = next((a.number for a in reversed(before) if a.kept is not None), None)
+    of = f" of attempt {state_of}" if state_of is not None else ""
+    if window is not None and window.carried_open_nodes is not None:
+        n = window.carried_open_nodes  # (a state kept beside no header: its nodes alone)
+        what = kept or f"{n:,} open node{'' if n == 1 else 's'}"
+        started = f"kept state{of} ({what})"
+    else:  # the window search when it ran (whichever backend the route's answer names)
+        started = f"from scratch on {'window' if window is not None else c.backend}"
+        if kept is not None:
+            why = "not needed" if c.certified else "not reached" if window is None else "not used"
+            started += f" (the kept window state{of} {why})"
+    nodes = window.nodes if window is not None else 0
+    carried_nodes = sum(a.nodes for a in before)
+    carried_cpu = float(sum(a.cpu_seconds for a in before))
+    carried_seconds = float(sum(a.seconds for a in before))
+    path = None
+    if c.certified:
+        store.finish(problem)
+    else:
+        wrote = searched is not None and searched.carry is not None  # this attempt's search
+        left = store.summary(problem)
+        this = Attempt(
+            number,
+            nodes,
+            c.cpu_seconds,
+            c.seconds,
+            c.backend,
+            False,
+            started,
+            left if wrote else None,
+        )
+        store.record(problem, (*before, this))
+        path = str(store.path(problem_key(problem))) if left is not None else None
+    stats = CarryStats(
+        number,
+        carried_nodes,
+        carried_cpu,
+        carried_seconds,
+        carried_nodes + nodes,
+        carried_cpu + c.cpu_seconds,
+        carried_seconds + c.seconds,
+        carry=path,
+        started_from=started,
+    )
+    return dataclasses.replace(solution, certificate=c.with_stats(stats))
+
+
 def handed_on(problem: Problem, solution: Solution, fallback: str) -> Solution:
     """``solution`` of the step a problem was handed on to, certified again as the route's
     answer (the same certificate) with the chain ``fallback``."""
@@ -639,10 +744,18 @@ def handed_on(problem: Problem, solution: Solution, fallback: str) -> Solution:
     )
 
 
+#: The window search's records (``oracles.contract.stats``), which ``join`` keeps from the step
+#: that followed a stopped one that made none of their kind.
+SEARCH_RECORDS = (WindowStats, ClusterStats, CarryStats, TreeStats)
+
+
 def join(problem: Problem, searched: Solution, reference: Solution, fallback: str) -> Solution:
     """A stopped search and the reference formulation that followed it or raced it (module
     docstring): the better point, the larger proven bound (the reference's only when it ended
-    optimal or at a limit), certified only when the point meets it; ``fallback`` says how."""
+    optimal or at a limit), certified only when the point meets it; ``fallback`` says how. The
+    stats are the stopped step's, with how the other ended (``RouteStats``) and, when a window
+    search followed a stopped structured search, the search's own records (``SEARCH_RECORDS``:
+    what the CPU count and the carried account read)."""
     s, r = searched.certificate, reference.certificate
     route = RouteStats(
         fallback_status=r.status.value, fallback_bound=r.bound, fallback_objective=r.objective
@@ -653,6 +766,8 @@ def join(problem: Problem, searched: Solution, reference: Solution, fallback: st
         (reference.w, r.objective) if r.objective < s.objective else (searched.w, s.objective)
     )
     status = Status.OPTIMAL if value - bound <= OBJECTIVE_TOL else Status.TIME_LIMIT
+    kinds = {type(record) for record in s.stats}
+    followed = [x for x in r.stats if type(x) in SEARCH_RECORDS and type(x) not in kinds]
     return certify(
         problem,
         w,
@@ -662,7 +777,7 @@ def join(problem: Problem, searched: Solution, reference: Solution, fallback: st
         backend=s.backend,
         fallback=fallback,
         message=r.message,
-        stats=merged(s.stats, route),
+        stats=merged(s.stats, *followed, route),
     )
 
 
@@ -692,6 +807,7 @@ def structured_route(
             "window": WindowOracle(executor=executor, carry=carry),
         },
         check_prefer(reference),
+        carry=carry,
     )
 
 
@@ -714,6 +830,7 @@ def window_route(
         {"window": WindowOracle(**search)},
         check_prefer(reference),
         fallback=fallback is not None,
+        carry=search.get("carry"),
     )
 
 
@@ -733,6 +850,7 @@ def portfolio_route(
         threads,
         {"window": WindowOracle(**search)},
         check_prefer(reference),
+        carry=search.get("carry"),
     )
 
 
@@ -742,26 +860,29 @@ def auto_route(
     threads: int = DEFAULT_THREADS,
     prefer: Any = REFERENCE,
     strict_eps: float = DEFAULT_STRICT_EPS,
+    carry: str | None = None,
 ) -> Route:
     """The ``auto`` route: the reference formulation on the first backend of ``prefer`` that can
-    run (``strict_eps``: every backend's, ``oracles.mip.formulation``)."""
+    run (``strict_eps``: every backend's, ``oracles.mip.formulation``); ``carry``: the
+    problems' attempts (``Route``)."""
     backends = {name: STRATEGIES[name](strict_eps=strict_eps) for name in REFERENCE}
-    return Route("auto", time_limit, threads, backends, check_prefer(prefer))
+    return Route("auto", time_limit, threads, backends, check_prefer(prefer), carry=carry)
 
 
 def _strategy(name: str) -> Callable:
     """The route ``name`` of one strategy of the same name: its options are that strategy's
-    (``STRATEGIES[name]``), the other strategies its rows name (a data player's selection) run
-    with their defaults."""
+    (``STRATEGIES[name]``) but ``carry``, the route's (the problems' attempts: ``Route``); the
+    other strategies its rows name (a data player's selection) run with their defaults."""
     cls = STRATEGIES[name]
 
     def build(
         *,
         time_limit: float | None = DEFAULT_TIME_LIMIT,
         threads: int = DEFAULT_THREADS,
+        carry: str | None = None,
         **options: Any,
     ) -> Route:
-        return Route(name, time_limit, threads, {name: cls(**options)})
+        return Route(name, time_limit, threads, {name: cls(**options)}, carry=carry)
 
     build.__name__ = f"{name}_route"
     build.__doc__ = f"The {name} route: the {cls.__name__} strategy (its options)."
@@ -792,7 +913,7 @@ BUILDERS: dict[str, Callable[..., Route]] = {
     "conjunctions_search": _strategy("conjunctions_search"),
     "selection": selection_route,
 }
-#: The routes that run the window search (they take ``executor`` and ``carry``).
+#: The routes that run the window search (they take ``executor``; every route takes ``carry``).
 SPLIT = tuple(
     name
     for name in ROUTE_NAMES

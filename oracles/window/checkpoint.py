@@ -22,10 +22,24 @@ weights, the noise terms, the margin, the grid), so a state is only ever read fo
 was made for: the release is the argmin of the same noisy objective whatever the attempts. A
 ``CarryStore`` is a directory of states by key (``<key>.npz``), written atomically; a state that
 certifies is removed.
+
+A kept state belongs to the problem, not to the route that wrote it (issue 45): a later solve
+may take another route (a longer limit lets the structured search read the problem's shape and
+certify it before any window search), so the store also keeps the problem's ATTEMPTS
+(``<key>.attempts.json``, ``Attempt``): what each solve through a carrying route
+(``oracles.routing.routes.Route``) spent, how it ended, what it started from and what state it
+left. That route reads them before it solves and records its own after, whatever strategy ended
+it, so the CPU of every attempt adds up in the certificate (``CarryStats``). When a problem
+certifies, its state AND its attempts are removed (``CarryStore.finish``): the certificate that
+certified holds the whole account, and a later solve of the same problem (a new sweep in the
+same directory) neither resumes a finished search nor counts its CPU twice. A state kept before
+the attempts were recorded (or by a ``WindowOracle`` used alone) still carries on: its own
+counts (``Carry.attempts``, ``cpu_seconds``, ``seconds``) stand for the attempts that made it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -39,6 +53,12 @@ from core.problem import IntegerGrid, Problem
 
 #: The version of the file layout (a state of another layout is not read).
 LAYOUT = 1
+#: The version of the attempts' file layout (a file of another layout is refused: ``CarryError``).
+ATTEMPTS_LAYOUT = 1
+
+
+class CarryError(ValueError):
+    """A kept file that cannot be read as this version writes it (one line: which file, why)."""
 
 
 def problem_key(problem: Problem) -> str:
@@ -111,6 +131,40 @@ class Carry:
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """One solve of a problem through a carrying route (module docstring).
+
+    Attributes:
+        number: its place among the problem's attempts (1 for the first).
+        nodes: the window search's nodes in it (0 when no window search ran).
+        cpu_seconds, seconds: the CPU it got (``Certificate.cpu_seconds``) and its wall time.
+        backend: the strategy whose answer it returned (the certificate's ``backend``).
+        certified: whether it certified.
+        started_from: what it started from (``CarryStats.started_from``).
+        kept: the window state it left, ``"N open nodes, bound B"``; None when it left none.
+    """
+
+    number: int
+    nodes: int
+    cpu_seconds: float
+    seconds: float
+    backend: str
+    certified: bool
+    started_from: str
+    kept: str | None = None
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def kept_text(open_nodes: int, bound: float) -> str:
+    """A kept state (its open nodes and proven bound) as an attempt's ``kept`` and a
+    certificate's ``started_from`` name it."""
+    nodes = f"{int(open_nodes):,} open node{'' if int(open_nodes) == 1 else 's'}"
+    return f"{nodes}, bound {float(bound):.6g}"
+
+
+@dataclass(frozen=True)
 class CarryStore:
     """The states of stopped searches in ``directory``, one file a problem key."""
 
@@ -156,6 +210,7 @@ class CarryStore:
             "best": carry.best,
             "bound": carry.bound,  # json writes -inf as -Infinity and reads it back
             "levels": len(carry.open),
+            "open_nodes": carry.open_nodes,  # read alone by ``summary``
             "nodes": carry.nodes,
             "cpu_seconds": carry.cpu_seconds,
             "seconds": carry.seconds,
@@ -176,9 +231,101 @@ class CarryStore:
         os.replace(temporary, target)
         return target
 
+    def summary(self, problem: Problem) -> str | None:
+        """The state kept for ``problem`` as ``kept_text`` writes it, read from its header
+        (the open nodes themselves only for a state written before the header counted them);
+        None when there is none."""
+        key = problem_key(problem)
+        path = self.path(key)
+        if not path.exists():
+            return None
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+        if meta.get("layout") != LAYOUT or meta.get("key") != key:
+            return None
+        if "open_nodes" not in meta:
+            carry = self.load(problem)
+            return kept_text(carry.open_nodes, carry.bound) if carry is not None else None
+        return kept_text(meta["open_nodes"], meta["bound"])
+
     def drop(self, problem: Problem) -> None:
         """Forget the state of ``problem`` (its search certified)."""
         self.path(problem_key(problem)).unlink(missing_ok=True)
 
+    # --- the problem's attempts (module docstring) ----------------------------------------
 
-__all__ = ["LAYOUT", "Carry", "CarryStore", "problem_key"]
+    def attempts_path(self, key: str) -> Path:
+        return Path(self.directory) / f"{key}.attempts.json"
+
+    def attempts(self, problem: Problem) -> tuple[Attempt, ...]:
+        """The attempts recorded for ``problem``, in order; without a record, a kept state's own
+        counts as one entry numbered by its attempts (a state kept before attempts were
+        recorded, or by a ``WindowOracle`` used alone), else none. A file this version cannot
+        read raises ``CarryError`` naming it: its CPU would otherwise be lost silently."""
+        key = problem_key(problem)
+        path = self.attempts_path(key)
+        if not path.exists():
+            carry = self.load(problem)
+            if carry is None:
+                return ()
+            older = "a state kept before attempts were recorded"
+            return (
+                Attempt(
+                    carry.attempts,
+                    carry.nodes,
+                    carry.cpu_seconds,
+                    carry.seconds,
+                    "window",
+                    False,
+                    older,
+                    kept_text(carry.open_nodes, carry.bound),
+                ),
+            )
+        try:
+            record = json.loads(path.read_text())
+            if record.get("layout") != ATTEMPTS_LAYOUT or record.get("key") != key:
+                raise ValueError(f"layout {record.get('layout')!r}, key {record.get('key')!r}")
+            return tuple(Attempt(**entry) for entry in record["attempts"])
+        except (ValueError, TypeError, KeyError, AttributeError) as why:
+            raise CarryError(
+                f"{path}: not a record of attempts this version reads ({why}); "
+                "move it away to start this problem's account afresh"
+            ) from None
+
+    def record(self, problem: Problem, attempts: tuple[Attempt, ...]) -> Path:
+        """Keep ``attempts`` as the record of ``problem``'s attempts (atomically)."""
+        key = problem_key(problem)
+        folder = Path(self.directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(
+            {
+                "layout": ATTEMPTS_LAYOUT,
+                "key": key,
+                "attempts": [a.to_json() for a in attempts],
+            },
+            indent=1,
+        )
+        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".json.partial")
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        target = self.attempts_path(key)
+        os.replace(temporary, target)
+        return target
+
+    def finish(self, problem: Problem) -> None:
+        """``problem`` certified: forget its state and its attempts (module docstring)."""
+        key = problem_key(problem)
+        self.path(key).unlink(missing_ok=True)
+        self.attempts_path(key).unlink(missing_ok=True)
+
+
+__all__ = [
+    "ATTEMPTS_LAYOUT",
+    "LAYOUT",
+    "Attempt",
+    "Carry",
+    "CarryError",
+    "CarryStore",
+    "kept_text",
+    "problem_key",
+]

@@ -175,16 +175,19 @@ def oracle_for(
     (default ``cfg.threads``). A route that runs the window search runs it on Ray
     (``pipeline.distributed.ray_search.RaySearch``): ``cfg.parts`` > 1 starts that many workers
     sharing its work (a lost one's work is searched again), else the search grows onto the
-    cluster's idle CPUs while no run of the sweep waits; ``carry``: the directory where a window
-    search that stops keeps its state and a later solve of the same problem carries on
-    (``oracles.window.checkpoint``, ``carry_directory``)."""
+    cluster's idle CPUs while no run of the sweep waits; ``carry``: the directory where a
+    problem's attempts are counted and a window search that stops keeps its state, so that a
+    later solve of the same problem counts every attempt's CPU whatever route ends it and
+    resumes the state wherever its route reaches the window search (``oracles.window.checkpoint``,
+    ``oracles.routing.routes.Route.solve``, ``carry_directory``). Every route of a mechanism's
+    problem (``registry.DISCRETE``) takes it."""
     threads = threads or cfg.threads
     options: dict[str, Any] = {}
     if name in registry.SPLIT:
         extras = cfg.parts - 1
         options["executor"] = RaySearch(extras, grow=extras == 0, cpus_per_task=threads)
-        if carry is not None:
-            options["carry"] = carry
+    if carry is not None and name in registry.DISCRETE:
+        options["carry"] = carry
     return registry.make_oracle(name, time_limit=cfg.time_limit, threads=threads, **options)
 
 

@@ -478,8 +478,36 @@ def summary_text(
     for r in not_private.head(10).itertuples():
         cost = to_certify_text(getattr(r, "oracle_cpu_seconds_to_certify", math.nan), cpus)
         lines.append(f"- {r.key}: {r.privacy_reason}{cost}")
+    lines += attempts_lines(frame)
     lines += carried_lines(beyond_limit)
     return "\n".join(lines) + "\n"
+
+
+#: The most runs carried on over attempts that summary.md names (results.csv has them all).
+ATTEMPTS_SHOWN = 10
+
+
+def attempts_lines(frame: pd.DataFrame) -> list[str]:
+    """summary.md's word on the runs carried on over attempts (``RunResult.oracle_attempts``):
+    which attempt ended each, certified or not, from what (the kept state of which attempt, or
+    from scratch), and the CPU of all its attempts; nothing for a results.csv without them."""
+    if "oracle_attempts" not in frame:
+        return []
+    said = [
+        (r.key, r.oracle_attempts)
+        for r in frame.itertuples()
+        if isinstance(r.oracle_attempts, str) and r.oracle_attempts
+    ]
+    if not said:
+        return []
+    head = (
+        f"Carried on over attempts: {len(said)} run(s) (the attempt that ended each, from what, "
+        "and the CPU of all its attempts):"
+    )
+    lines = ["", head, *(f"- {key}: {text}" for key, text in said[:ATTEMPTS_SHOWN])]
+    if len(said) > ATTEMPTS_SHOWN:
+        lines.append(f"- ... and {len(said) - ATTEMPTS_SHOWN} more (results.csv, oracle_attempts)")
+    return lines
 
 
 def carried_lines(beyond_limit: Sequence[str]) -> list[str]:

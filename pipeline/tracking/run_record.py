@@ -83,6 +83,7 @@ COLUMNS = (
     "real_positive_rate",
     "oracle_total_cpu_seconds",
     "oracle_cpu_seconds_to_certify",
+    "oracle_attempts",
 )
 #: The fields logged as params (the run's identity and its privacy claim).
 PARAMS = (
@@ -224,6 +225,10 @@ class RunResult:
     #: window search's estimated tree left at the nodes a CPU second it ran at
     #: (``oracles.window.tree_size``); 0 when every answer certified, nan when not known.
     oracle_cpu_seconds_to_certify: float = math.nan
+    #: How a solve carried on over attempts ended (``attempts_text``): which attempt, certified
+    #: or not, from what, and the CPU of all its attempts; "" when every solve was a first
+    #: attempt. A tag of the child run.
+    oracle_attempts: str = ""
 
     @classmethod
     def of(
@@ -272,6 +277,7 @@ class RunResult:
             oracle_cpu_seconds=release.oracle_cpu_seconds,
             oracle_total_cpu_seconds=total_cpu_seconds(certificates),
             oracle_cpu_seconds_to_certify=cpu_seconds_to_certify(certificates),
+            oracle_attempts=attempts_text(certificates),
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -308,6 +314,8 @@ class RunResult:
         }
         if self.oracle_fallbacks:
             tags["oracle_fallback"] = self.oracle_fallbacks
+        if self.oracle_attempts:
+            tags["oracle_attempts"] = self.oracle_attempts[:MAX_TAG]
         for name, value in self.metric_values().items():
             if not math.isfinite(value):
                 tags[f"nonfinite.{name}"] = repr(float(value))
@@ -387,21 +395,41 @@ class RunResult:
             oracle_cpu_seconds=number("oracle_cpu_seconds", math.nan),
             oracle_total_cpu_seconds=number("oracle_total_cpu_seconds", math.nan),
             oracle_cpu_seconds_to_certify=number("oracle_cpu_seconds_to_certify", math.nan),
+            oracle_attempts=t.get("oracle_attempts", ""),
         )
 
 
 def total_cpu_seconds(certificates) -> float:
     """The CPU seconds the solves got over all their attempts (``RunResult``): each solve's
-    own (its whole route's) and what its window search's earlier attempts spent."""
+    own (its whole route's) and what the problem's earlier attempts spent, whatever route
+    ended them (``CarryStats.carried_cpu_seconds``)."""
     if not certificates:
         return 0.0
     return float(sum(c.cpu_seconds + _carried_cpu_seconds(c) for c in certificates))
 
 
 def _carried_cpu_seconds(c: Certificate) -> float:
-    """What the earlier attempts of a carried-on window search spent (0: none)."""
+    """What the earlier attempts of a carried-on solve spent (0: none)."""
     carry = c.stat(CarryStats)
     return carry.carried_cpu_seconds if carry is not None else 0.0
+
+
+def attempts_text(certificates) -> str:
+    """How each solve carried on over attempts ended (``CarryStats``, written by a route with a
+    carry directory: ``oracles.routing.routes.account``), e.g. "attempt 2 certified: kept state
+    of attempt 1 (12 open nodes, bound 3.2); 0.99 CPU s over 2 attempts"; the solves of a run
+    joined by " | "; "" for a run whose solves were all first attempts (nothing to say)."""
+    said = []
+    for c in certificates:
+        carry = c.stat(CarryStats)
+        if carry is None or carry.attempts <= 1 or carry.started_from is None:
+            continue
+        verdict = "certified" if c.certified else "not certified"
+        said.append(
+            f"attempt {carry.attempts} {verdict}: {carry.started_from}; "
+            f"{carry.total_cpu_seconds:.3g} CPU s over {carry.attempts} attempts"
+        )
+    return " | ".join(said)
 
 
 def cpu_seconds_to_certify(certificates) -> float:

@@ -17,7 +17,8 @@ from oracles.window import oracle as window
 from oracles.contract.certificate import OBJECTIVE_TOL, Status
 from oracles.contract.budget import Budget, now
 from oracles.routing.registry import make_oracle
-from oracles.contract.stats import TreeStats
+from oracles.contract.stats import CarryStats, TreeStats
+from oracles.window.checkpoint import CarryStore
 from oracles.window.engine import InProcess
 from oracles.window.oracle import WindowOracle
 from tests.oracles.fuzz import brute_force, fuzz_instance
@@ -146,3 +147,23 @@ def test_the_portfolio_returns_within_its_limit_on_a_hard_problem():
     seconds = time.perf_counter() - start
     assert not cert.certified and seconds <= 1.1 * 6 + 5, seconds
     assert cert.fallback == "raced with auto" and math.isfinite(cert.bound)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("seed", [0, 3])
+def test_a_raced_window_search_resumes_the_state_another_route_kept(tmp_path, seed):
+    # a kept state belongs to the problem: the window route's first attempt left it, the
+    # portfolio's raced search carries it on (issue 45)
+    problem, directory = fuzz_instance(seed), str(tmp_path)
+    first = make_oracle("window", fallback=None, search_seconds=0.0, carry=directory)
+    stopped = first.solve(problem, Budget.from_limit(0.5).with_nodes(1)).certificate
+    assert stopped.status is Status.TIME_LIMIT
+    kept = CarryStore(directory).summary(problem)
+    portfolio = make_oracle("portfolio", time_limit=30, threads=2, carry=directory)
+    solution = on_limits(portfolio, problem)
+    cert, truth = solution.certificate, brute_force(problem)
+    assert cert.certified and float(truth.value_at(solution.w) - truth.minimum) <= OBJECTIVE_TOL
+    carry = cert.stat(CarryStats)
+    assert carry.attempts == 2 and carry.started_from == f"kept state of attempt 1 ({kept})"
+    assert carry.total_cpu_seconds == stopped.cpu_seconds + cert.cpu_seconds
+    assert list(tmp_path.iterdir()) == []

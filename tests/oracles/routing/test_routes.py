@@ -26,7 +26,7 @@ from core.problem import (
 )
 from oracles.routing import routes as routing
 from oracles.structured import oracle as structured_module
-from oracles.contract.certificate import HandOff, OracleError, Status, certify
+from oracles.contract.certificate import Certificate, HandOff, OracleError, Status, certify
 from oracles.contract.budget import Budget, now
 from oracles.synthetic.query_player import HighsSelectionOracle
 from oracles.mip.gurobi import ERRNO_SIZE_LIMIT, GurobiOracle, LicenceLimitError
@@ -39,20 +39,26 @@ from oracles.routing.routes import (
     EVERY,
     EXACT_GRID,
     GRID,
+    HANDED_OVER,
     NOISY_GRID,
     ROUND,
     ROUTE_NAMES,
     ROUTES,
     SELECTION,
     SHAPED_GRID,
+    SPLIT,
+    STOPPED,
     STRATEGIES,
     Route,
+    Row,
+    Step,
     chain_for,
     classify,
 )
-from oracles.contract.stats import MipStats, RouteStats, TreeStats
+from oracles.contract.stats import CarryStats, MipStats, RouteStats, TreeStats, WindowStats
 from oracles.structured.oracle import StructuredOracle
 from oracles.structured.shape import decompose
+from oracles.window.checkpoint import CarryStore, problem_key
 from pipeline.data.synthetic import make_linear_threshold
 from tests.oracles.oracle_contract import OracleContract, hard_instance, make_instance
 from tests.oracles.fuzz import brute_force, fuzz_instance
@@ -563,3 +569,163 @@ def test_the_plan_is_the_chain_the_route_runs():
     plan = make_oracle("window", time_limit=5.0).plan(problem, Budget.from_limit(5.0))
     assert plan.chain == routing.chain_for("window", routing.GRID)
     assert plan.strategies == ("window", "gurobi", "highs")
+
+
+# --- carrying on: a problem's attempts, whatever route ends them (issue 45) ------------------
+
+
+def _first_attempt(route: Route, problem: Problem) -> Certificate:
+    """An attempt stopped after a node (and too short for a reference to follow): it keeps the
+    window search's state and records itself."""
+    cert = route.solve(problem, Budget.from_limit(0.5).with_nodes(1)).certificate
+    assert cert.status is Status.TIME_LIMIT, cert.message
+    carry = cert.stat(CarryStats)
+    assert carry.attempts == 1 and carry.started_from == "from scratch on window"
+    assert carry.total_cpu_seconds == cert.cpu_seconds > 0.0 and carry.carried_cpu_seconds == 0.0
+    assert carry.carry is not None and Path(carry.carry).exists()
+    return cert
+
+
+def test_every_route_with_a_window_search_takes_a_carry_directory_and_gives_it_the_search(
+    tmp_path,
+):
+    for name in SPLIT:
+        route = make_oracle(name, carry=str(tmp_path))
+        assert route.carry == str(tmp_path) and route.strategy("window").carry == str(tmp_path)
+    for name in DISCRETE:  # every route of a mechanism's problem keeps the account
+        assert make_oracle(name, carry=str(tmp_path)).carry == str(tmp_path)
+    assert make_oracle("highs").carry is None
+
+
+def test_a_structured_step_that_certifies_after_a_kept_state_counts_every_attempt(tmp_path):
+    # issue 45: a short limit left the window search's state (the shape unread: max_combos=1
+    # here); a longer one let the structured search certify from scratch
+    problem, directory = fuzz_instance(0), str(tmp_path)
+    first = _first_attempt(
+        make_oracle("structured", max_combos=1, reference=("highs",), carry=directory), problem
+    )
+    second = on_limits(make_oracle("structured", reference=("highs",), carry=directory), problem)
+    c = second.certificate
+    assert c.certified and c.backend == "structured"
+    assert abs(c.objective - float(brute_force(problem).minimum)) <= 1e-9
+    carry = c.stat(CarryStats)
+    assert carry.attempts == 2 and carry.carry is None
+    assert carry.started_from == (
+        "from scratch on structured (the kept window state of attempt 1 not needed)"
+    )
+    assert carry.carried_cpu_seconds == first.cpu_seconds  # each attempt measured, as recorded
+    assert carry.total_cpu_seconds == first.cpu_seconds + c.cpu_seconds
+    assert carry.total_seconds == pytest.approx(first.seconds + c.seconds)
+    assert list(tmp_path.iterdir()) == []  # certified: nothing to resume or count again
+    third = on_limits(make_oracle("structured", reference=("highs",), carry=directory), problem)
+    assert third.certificate.stat(CarryStats).attempts == 1  # a new account
+
+
+def _chain_row(monkeypatch, *chain: Step) -> None:
+    """The structured route's row for a shaped grid replaced by ``chain``."""
+    row = Row("structured", SHAPED_GRID, chain, default=True)
+    assert routing.ROUTES[0].problem == SHAPED_GRID
+    monkeypatch.setattr(routing, "ROUTES", (row, *routing.ROUTES[1:]))
+
+
+class _StructuredStops(StructuredOracle):
+    """The structured search, reading the shape as it does, that stops without a proof."""
+
+    def search(self, problem, shape, budget, start=None):
+        w = np.zeros(problem.d)
+        return certify(
+            problem, w, status=Status.TIME_LIMIT, bound=-1e9, seconds=0.0, backend="structured"
+        )
+
+
+#: How a route reaches the window search: first (the window route; the structured route on a
+#: generic grid), after the structured search handed over, after it stopped. A race (the
+#: portfolio) is tests/oracles/routing/test_race.py's, behind ``integration``.
+REACHED = {
+    "first on the window route": lambda mp, d: make_oracle(
+        "window", fallback=None, search_seconds=0.0, carry=d
+    ),
+    "first on the structured route's generic grid": lambda mp, d: make_oracle(
+        "structured", max_combos=1, reference=("highs",), carry=d
+    ),
+    "after a hand-over": lambda mp, d: (
+        _chain_row(mp, Step("structured"), Step("window", HANDED_OVER))
+        or _with(make_oracle("structured", carry=d), structured=_HandsOver())
+    ),
+    "after the structured search stopped": lambda mp, d: (
+        _chain_row(mp, Step("structured"), Step("window", STOPPED))
+        or _with(make_oracle("structured", carry=d), structured=_StructuredStops())
+    ),
+}
+
+
+@pytest.mark.parametrize("reached", sorted(REACHED))
+@pytest.mark.parametrize("seed", [0, 3])
+def test_the_window_search_resumes_the_kept_state_wherever_its_route_reaches_it(
+    tmp_path, monkeypatch, reached, seed
+):
+    problem, directory = fuzz_instance(seed), str(tmp_path)
+    route = REACHED[reached](monkeypatch, directory)
+    first = _first_attempt(route, problem)
+    store = CarryStore(directory)
+    kept = store.summary(problem)
+    state = store.load(problem)
+    second = route.solve(problem, Budget.unlimited()).certificate
+    assert second.certified and second.stat(WindowStats).carried_open_nodes == state.open_nodes
+    assert abs(second.objective - float(brute_force(problem).minimum)) <= 1e-9
+    carry = second.stat(CarryStats)
+    assert carry.attempts == 2 and carry.started_from == f"kept state of attempt 1 ({kept})"
+    assert carry.total_cpu_seconds == first.cpu_seconds + second.cpu_seconds
+    assert carry.total_nodes == (first.stat(WindowStats).nodes + second.stat(WindowStats).nodes)
+    assert store.summary(problem) is None and store.attempts(problem) == ()
+
+
+def test_an_uncertified_attempt_that_did_not_reach_the_kept_state_says_so_and_keeps_it(
+    tmp_path, monkeypatch
+):
+    problem, directory = fuzz_instance(0), str(tmp_path)
+    first = _first_attempt(make_oracle("structured", max_combos=1, carry=directory), problem)
+    _chain_row(monkeypatch, Step("structured"))
+    second = _with(make_oracle("structured", carry=directory), structured=_StructuredStops())
+    c = on_limits(second, problem).certificate
+    assert c.status is Status.TIME_LIMIT and c.backend == "structured"
+    carry = c.stat(CarryStats)
+    assert carry.started_from == (
+        "from scratch on structured (the kept window state of attempt 1 not reached)"
+    )
+    assert carry.carry == str(CarryStore(directory).path(problem_key(problem)))
+    assert carry.total_cpu_seconds == first.cpu_seconds + c.cpu_seconds
+    # the third attempt still resumes the first's state, and counts all three
+    third = make_oracle("structured", max_combos=1, carry=directory)
+    done = third.solve(problem, Budget.unlimited()).certificate
+    assert done.certified and done.stat(CarryStats).attempts == 3
+    assert done.stat(CarryStats).started_from.startswith("kept state of attempt 1 (")
+    total = first.cpu_seconds + c.cpu_seconds + done.cpu_seconds
+    assert done.stat(CarryStats).total_cpu_seconds == total
+    assert abs(done.objective - float(brute_force(problem).minimum)) <= 1e-9
+
+
+class _Fails(StructuredOracle):
+    """The structured search, reading the shape as it does, that fails after a while."""
+
+    def search(self, problem, shape, budget, start=None):
+        deadline = time.process_time() + 0.05
+        while time.process_time() < deadline:  # CPU spent before it fails
+            pass
+        raise OracleError("a search that fails")
+
+
+def test_an_attempt_that_fails_is_counted_by_the_next(tmp_path, monkeypatch):
+    problem, directory = fuzz_instance(0), str(tmp_path)
+    _chain_row(monkeypatch, Step("structured"))
+    failing = _with(make_oracle("structured", carry=directory), structured=_Fails())
+    with pytest.raises(OracleError, match="a search that fails"):
+        on_limits(failing, problem)
+    (failed,) = CarryStore(directory).attempts(problem)
+    assert failed.backend == "failed (OracleError)" and failed.cpu_seconds >= 0.05
+    monkeypatch.undo()
+    cert = on_limits(make_oracle("structured", carry=directory), problem).certificate
+    assert cert.certified and abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9
+    carry = cert.stat(CarryStats)
+    assert carry.attempts == 2 and carry.started_from == "from scratch on structured"
+    assert carry.total_cpu_seconds == failed.cpu_seconds + cert.cpu_seconds

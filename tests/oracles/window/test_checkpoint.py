@@ -6,6 +6,7 @@ attempts stopped by node budgets as small as one node, resumed on every executor
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import time
 
@@ -15,7 +16,15 @@ import pytest
 from oracles.contract.certificate import OBJECTIVE_TOL, Status
 from oracles.contract.budget import Budget
 from oracles.contract.stats import CarryStats, TreeStats, WindowStats
-from oracles.window.checkpoint import Carry, CarryStore, problem_key
+from oracles.routing.registry import make_oracle
+from oracles.window.checkpoint import (
+    Attempt,
+    Carry,
+    CarryError,
+    CarryStore,
+    kept_text,
+    problem_key,
+)
 from oracles.window.engine import InProcess, Threads, WorkerResult, gather
 from oracles.window.oracle import WindowOracle, answer, kept
 from oracles.window.plan import resume
@@ -263,3 +272,66 @@ def test_attempts_carried_on_on_every_executor_end_at_the_uninterrupted_answer(t
                 _judge_carried(problem, truth, whole, solution, attempts)
             except AssertionError as err:
                 raise AssertionError(f"{family} seed {seed} on {name}: {err}") from err
+
+
+# --- the problem's attempts (CarryStore.attempts, record, finish) ------------------------------
+
+
+def _as_written_before_attempts(store: CarryStore, problem) -> None:
+    """The kept state rewritten as the layout was before the attempts were recorded: no
+    ``open_nodes`` in its header, no record of attempts beside it."""
+    path = store.path(problem_key(problem))
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files}
+    meta = json.loads(str(arrays["meta"]))
+    del meta["open_nodes"]
+    arrays["meta"] = np.array(json.dumps(meta))
+    with open(path, "wb") as out:
+        np.savez(out, **arrays)
+    store.attempts_path(problem_key(problem)).unlink(missing_ok=True)
+
+
+def test_a_state_kept_before_attempts_were_recorded_carries_on_through_a_route(tmp_path):
+    problem, directory = fuzz_instance(3), str(tmp_path)
+    store = CarryStore(directory)
+    stopped = WindowOracle(search_seconds=0.0, carry=directory).solve(
+        problem, Budget.unlimited().with_nodes(1)
+    )
+    assert stopped.certificate.status is Status.TIME_LIMIT
+    _as_written_before_attempts(store, problem)
+    state = store.load(problem)
+    assert store.summary(problem) == kept_text(state.open_nodes, state.bound)
+    (older,) = store.attempts(problem)  # the state's own counts stand for its attempts
+    assert older.number == 1 and older.cpu_seconds == state.cpu_seconds
+    route = make_oracle("window", fallback=None, search_seconds=0.0, carry=directory)
+    solution = route.solve(problem, Budget.unlimited())
+    c, truth = solution.certificate, brute_force(problem)
+    assert c.certified and float(truth.value_at(solution.w) - truth.minimum) <= OBJECTIVE_TOL
+    carry = c.stat(CarryStats)
+    assert carry.attempts == 2 and carry.carried_cpu_seconds == state.cpu_seconds
+    kept = kept_text(state.open_nodes, state.bound)
+    assert carry.started_from == f"kept state of attempt 1 ({kept})"
+    assert store.load(problem) is None and store.attempts(problem) == ()
+
+
+def test_the_attempts_survive_the_file_and_one_it_cannot_read_is_refused_in_one_line(tmp_path):
+    problem, store = fuzz_instance(0), CarryStore(str(tmp_path))
+    assert store.attempts(problem) == ()
+    attempts = (
+        Attempt(
+            1, 3, 0.25, 0.5, "window", False, "from scratch on window", "2 open nodes, bound 1"
+        ),
+        Attempt(2, 0, 0.125, 0.25, "structured", False, "from scratch on structured"),
+    )
+    store.record(problem, attempts)
+    assert store.attempts(problem) == attempts
+    path = store.attempts_path(problem_key(problem))
+    path.write_text(json.dumps({"layout": 99, "key": problem_key(problem), "attempts": []}))
+    with pytest.raises(CarryError) as refused:
+        store.attempts(problem)
+    assert str(refused.value).startswith(str(path)) and "\n" not in str(refused.value)
+    path.write_text("{not json")
+    with pytest.raises(CarryError, match="not a record of attempts this version reads"):
+        store.attempts(problem)
+    store.finish(problem)
+    assert not path.exists() and store.attempts(problem) == ()

@@ -84,7 +84,10 @@ def test_a_sweeps_window_searches_keep_their_states_in_its_output_directory(tmp_
     assert oracle.strategy("window").carry == str(tmp_path.absolute() / "carry")
     assert tasks.carry_directory(dataclasses.replace(config, output_dir=None)) is None
     highs = tasks.oracle_for(config.oracle, "highs", 1, tasks.carry_directory(config))
-    assert "window" not in highs.strategies  # no window search: nothing to keep
+    assert "window" not in highs.strategies  # no window search: no state to keep
+    assert highs.carry == oracle.carry == tasks.carry_directory(config)  # but every attempt counts
+    conjunctions = tasks.oracle_for(config.oracle, "conjunctions_search", 1, str(tmp_path))
+    assert conjunctions.carry is None  # not a mechanism's problem: nothing to count
 
 
 def test_a_sweep_starts_a_run_of_every_cell_in_turn():

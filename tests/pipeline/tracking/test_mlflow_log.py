@@ -15,6 +15,7 @@ import pytest
 
 from mechanisms.release import PrivacyClaim, Release
 from oracles.contract.certificate import Certificate, Status
+from oracles.contract.stats import CarryStats
 from pipeline.data.record import Dataset
 from pipeline.tracking.mlflow_log import (
     CREATED,
@@ -24,6 +25,7 @@ from pipeline.tracking.mlflow_log import (
     RUN_NAME,
     VERDICTS,
     VIEW_KEY,
+    release_json,
     view_url,
 )
 from pipeline.sweep.one_run import RunKey
@@ -281,3 +283,26 @@ def test_a_model_is_logged_when_the_working_directory_was_replaced(logged, tmp_p
     run_id = tracker.log_child(result, release, {"name": "opdisc", "tau": 1.0})
     assert tracker.client.get_run(run_id).info.status == "FINISHED"
     assert os.getcwd() == str(job)  # back at the job's directory, by its path
+
+
+def test_release_json_says_which_attempt_certified_and_from_what_beside_its_old_keys():
+    carry = CarryStats(
+        2, 3, 0.904, 2.5, 3, 0.99, 3.0, started_from="kept state of attempt 1 (2 open nodes)"
+    )
+    release = _release()
+    certificate = dataclasses.replace(release.certificates[0], stats=(carry,))
+    record = json.loads(
+        release_json(dataclasses.replace(release, certificates=(certificate,)), {"tau": 1.0})
+    )
+    (written,) = record["certificates"]
+    assert written["status"] == "optimal" and written["backend"] == "highs"
+    assert written["extra"] == {
+        "attempts": 2,
+        "carried_nodes": 3,
+        "carried_cpu_seconds": 0.904,
+        "carried_seconds": 2.5,
+        "total_nodes": 3,
+        "total_cpu_seconds": 0.99,
+        "total_seconds": 3.0,
+        "started_from": "kept state of attempt 1 (2 open nodes)",
+    }

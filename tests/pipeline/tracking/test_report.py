@@ -557,3 +557,22 @@ def test_a_carried_run_that_cannot_certify_within_the_limit_gets_its_price_and_w
     assert f"- {lines[0]}" in text and f"- {lines[1]}" in text
     assert "Carried on" not in summary_text(results_frame([_row(i=0)]), "T")
     assert f"- {lines[0]}" in summary_text(pd.DataFrame(), "T", beyond_limit=lines)
+
+
+def test_the_summary_says_which_attempt_ended_a_carried_run_and_from_what():
+    said = (
+        "attempt 2 certified: kept state of attempt 1 (12 open nodes, bound 3.2); "
+        "0.99 CPU s over 2 attempts"
+    )
+    rows = [_row(i=i, oracle_attempts=said if i == 1 else "") for i in range(3)]
+    frame = results_frame(rows)
+    text = summary_text(frame, "t")
+    assert (
+        "Carried on over attempts: 1 run(s) (the attempt that ended each, from what, and the "
+        "CPU of all its attempts):\n- opdisc/eps=1.0/run=1: " + said
+    ) in text
+    many = results_frame([_row(i=i, oracle_attempts=said) for i in range(12)])
+    assert "- ... and 2 more (results.csv, oracle_attempts)" in summary_text(many, "t")
+    # a results.csv written before the column, or with no run carried on: not a word
+    assert "Carried on over" not in summary_text(results_frame([_row()]), "t")
+    assert "Carried on over" not in summary_text(results_frame(rows[:1]), "t")

@@ -75,6 +75,18 @@ class _Data:
         self.labels = rng.choice([-1, 1], size=n)
 
 
+#: A second attempt that certified from scratch on the structured search (issue 45).
+CARRIED = CarryStats(
+    2,
+    3,
+    0.904,
+    2.5,
+    3,
+    0.99,
+    3.0,
+    started_from="from scratch on structured (the kept window state of attempt 1 not needed)",
+)
+
 CASES = {
     "private, certified": (RunKey("opdisc", 0.5, 3), [_certificate(0.0)], {}, True),
     "not certified, infinite gap, fallback, no test set": (
@@ -96,6 +108,12 @@ CASES = {
         True,
     ),
     "a private run without an oracle call": (RunKey("dpsgd_lr", 1.0, 0), [], {}, True),
+    "carried on: certified by its second attempt": (
+        RunKey("opdisc", 30.0, 0),
+        [dataclasses.replace(_certificate(0.0), stats=(CARRIED,))],
+        {},
+        True,
+    ),
     "a gap of floating-point noise below zero": (
         RunKey("rspm_laplace", 0.5, 0),
         [Certificate(Status.OPTIMAL, 162.925506, 162.925506 + 2.842171e-14, 0.1, "highs")],
@@ -322,3 +340,30 @@ def test_a_run_records_what_its_attempts_spent_and_what_certifying_would_cost():
     assert cpu_seconds_to_certify((certified,)) == 0.0 and total_cpu_seconds(()) == 0.0
     unknown = Certificate(Status.TIME_LIMIT, 2.0, 1.0, 60.0, "highs")  # no tree to estimate
     assert math.isnan(cpu_seconds_to_certify((unknown,)))
+
+
+def test_a_run_carried_on_says_which_attempt_ended_it_from_what_and_the_cpu_of_all():
+    first = Certificate(Status.OPTIMAL, 3.0, 3.0, 0.1, "highs", cpu_seconds=0.1)
+    certified = dataclasses.replace(_certificate(0.0), stats=(CARRIED,))
+    stopped = Certificate(
+        Status.TIME_LIMIT,
+        3.0,
+        1.0,
+        0.5,
+        "window",
+        cpu_seconds=0.25,
+        stats=(CarryStats(3, 9, 1.0, 2.0, 12, 1.25, 2.5, started_from="kept state of attempt 2"),),
+    )
+    release = _release([first, certified, stopped])
+    result = classifier_result(RunKey("opdisc", 30.0, 0), release, _Data(30), None, 1.5)
+    assert result.oracle_attempts == (
+        "attempt 2 certified: from scratch on structured (the kept window state of attempt 1 "
+        "not needed); 0.99 CPU s over 2 attempts | attempt 3 not certified: kept state of "
+        "attempt 2; 1.25 CPU s over 3 attempts"
+    )
+    # every attempt's CPU: this attempt's (the certificate's) and the ones before (carried)
+    assert result.oracle_total_cpu_seconds == 0.1 + (0.2 + 0.904) + (0.25 + 1.0)
+    assert result.to_row()["oracle_attempts"] == result.oracle_attempts
+    assert result.to_tags(None)["oracle_attempts"] == result.oracle_attempts
+    alone = classifier_result(RunKey("opdisc", 30.0, 0), _release([first]), _Data(30), None, 1.5)
+    assert alone.oracle_attempts == "" and "oracle_attempts" not in alone.to_tags(None)
