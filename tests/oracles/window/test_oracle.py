@@ -19,6 +19,7 @@ import pytest
 from core.problem import IntegerGrid, Problem
 from oracles.contract.certificate import Status
 from oracles.contract.budget import Budget
+from oracles.contract.progress import listening
 from oracles.routing.registry import make_oracle
 from oracles.contract.stats import CarryStats, TreeStats, WindowStats
 from oracles.window.engine import InProcess, Threads
@@ -202,3 +203,22 @@ def test_a_search_that_searched_nothing_still_gets_the_fallback(monkeypatch):
     cert = solution.certificate
     assert cert.certified and "reference" in cert.fallback
     assert abs(cert.objective - float(brute_force(problem).minimum)) <= 1e-9
+
+
+def test_a_carried_on_search_reports_the_kept_bound_from_its_first_line(tmp_path):
+    """Issue 45 item 4: after carrying on, the progress line showed ``bound -inf`` for the whole
+    attempt. Every report of the carried-on attempt has a bound, at least the kept one (bounds
+    only rise) and at most the minimum."""
+    problem = fuzz_instance(7)
+    truth = float(brute_force(problem).minimum)
+    carrying = WindowOracle(search_seconds=0.0, carry=str(tmp_path))
+    stopped = carrying.solve(problem, Budget.unlimited().with_nodes(3)).certificate
+    assert stopped.status is Status.TIME_LIMIT and math.isfinite(stopped.bound)
+    seen = []
+    with listening(seen.append, interval=0.0):
+        again = carrying.solve(problem, Budget.unlimited()).certificate
+    assert again.certified and again.objective == pytest.approx(truth, abs=1e-9)
+    assert seen, "no progress report"
+    assert all(stopped.bound - 1e-9 <= p.bound <= truth + 1e-9 for p in seen), [
+        (p.bound, p.incumbent) for p in seen
+    ]
