@@ -106,8 +106,8 @@ SECOND_OPINION_OPTIONS = {"presolve": "off"}
 #: The HiGHS thread count fixed by the first solve in this process (None before it).
 _THREADS_IN_FORCE: int | None = None
 
-#: HiGHS model statuses (by name) that mean "stopped at a limit", not "failed".
-_LIMIT_STATUSES = frozenset(
+#: HiGHS model statuses (by name) of a run stopped by a limit of its own or an interrupt.
+STOPPED_STATUSES = frozenset(
     {
         "kTimeLimit",
         "kIterationLimit",
@@ -115,6 +115,12 @@ _LIMIT_STATUSES = frozenset(
         "kInterrupt",
         "kHighsInterrupt",
         "kMemoryLimit",
+    }
+)
+#: HiGHS model statuses (by name) that mean "stopped at a limit", not "failed": those, and a
+#: run that stopped at the objective bound or target it was given.
+_LIMIT_STATUSES = STOPPED_STATUSES | frozenset(
+    {
         "kObjectiveBound",
         "kObjectiveTarget",
     }

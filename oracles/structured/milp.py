@@ -35,23 +35,13 @@ import numpy as np
 import scipy.sparse
 
 from oracles.contract.budget import Budget
-from oracles.mip.highs import HighsModelRefused, LinearModel, run_highs
+from oracles.mip.highs import STOPPED_STATUSES, HighsModelRefused, LinearModel, run_highs
 from oracles.mip.formulation import attainable_square_sums
 from oracles.structured.shape import Shape
 
 #: Breakpoints whose step is smaller than this (relative to the table's scale) are rounding.
 STEP_REL_TOL = 1e-12
 
-_LIMIT_STATUSES = frozenset(
-    {
-        "kTimeLimit",
-        "kIterationLimit",
-        "kSolutionLimit",
-        "kInterrupt",
-        "kHighsInterrupt",
-        "kMemoryLimit",
-    }
-)
 _CUTOFF_STATUSES = frozenset({"kInfeasible", "kObjectiveBound"})
 
 
@@ -75,6 +65,20 @@ class SubMilp:
     @property
     def n_cols(self) -> int:
         return int(self.cost.shape[0])
+
+    def model(self, integer: bool) -> LinearModel:
+        """The model HiGHS solves: every column binary (``integer``) or its LP relaxation, every
+        column in [0, 1]."""
+        return LinearModel(
+            cost=self.cost,
+            matrix=self.matrix,
+            row_lower=self.row_lower,
+            row_upper=self.row_upper,
+            col_lower=np.zeros(self.n_cols),
+            col_upper=np.ones(self.n_cols),
+            integer=np.full(self.n_cols, integer, dtype=bool),
+            offset=self.offset,
+        )
 
     def decode(self, x: np.ndarray) -> np.ndarray:
         nk = len(self.values)
@@ -223,18 +227,8 @@ def lp_multipliers(sub: SubMilp, budget: Budget) -> np.ndarray | None:
     dual solution. Any multipliers give a valid bound: these only make it tight."""
     if sub.n_breakpoints == 0:
         return np.zeros(sub.n_cells)
-    model = LinearModel(
-        cost=sub.cost,
-        matrix=sub.matrix,
-        row_lower=sub.row_lower,
-        row_upper=sub.row_upper,
-        col_lower=np.zeros(sub.n_cols),
-        col_upper=np.ones(sub.n_cols),
-        integer=np.zeros(sub.n_cols, dtype=bool),
-        offset=sub.offset,
-    )
     try:
-        answer = run_highs(model, budget, {"presolve": "off"})
+        answer = run_highs(sub.model(integer=False), budget, {"presolve": "off"})
     except HighsModelRefused:
         return None
     if answer.status_name != "kOptimal" or answer.row_dual is None:
@@ -274,19 +268,9 @@ def solve_subproblem(sub: SubMilp, *, cutoff: float | None, budget: Budget) -> S
     }
     if cutoff is not None:
         options["objective_bound"] = float(cutoff)
-    model = LinearModel(
-        cost=sub.cost,
-        matrix=sub.matrix,
-        row_lower=sub.row_lower,
-        row_upper=sub.row_upper,
-        col_lower=np.zeros(sub.n_cols),
-        col_upper=np.ones(sub.n_cols),
-        integer=np.ones(sub.n_cols, dtype=bool),
-        offset=sub.offset,
-    )
     start = time.perf_counter()
     try:
-        answer = run_highs(model, budget, options)
+        answer = run_highs(sub.model(integer=True), budget, options)
     except HighsModelRefused:
         return SubResult("error", -math.inf, None, None, 0.0, "passModel failed", 0)
     seconds = time.perf_counter() - start
@@ -302,7 +286,7 @@ def solve_subproblem(sub: SubMilp, *, cutoff: float | None, budget: Budget) -> S
     if cutoff is not None and (status in _CUTOFF_STATUSES or status == "kOptimal"):
         # the whole tree was searched with every node above the cutoff pruned
         return SubResult("cutoff", float(cutoff), kC, value, seconds, status, nodes)
-    if status in _LIMIT_STATUSES:
+    if status in STOPPED_STATUSES:
         bound = answer.dual_bound
         bound = bound if math.isfinite(bound) else -math.inf
         if cutoff is not None:

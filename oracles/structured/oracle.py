@@ -211,6 +211,23 @@ class _CombinationSearch:
         if value < self.best_value:
             self.best_w, self.best_value, self.best_model = w, value, model_value
 
+    def take(
+        self, kP: np.ndarray, kC: np.ndarray, claimed: float | None, f_v, borderline, who: str
+    ) -> tuple[float, bool]:
+        """A point k_C of combination ``kP`` that ``who`` (the search, HiGHS) found at value
+        ``claimed``: its tables' value, which must agree with the claim (else HandOff), offered
+        as the incumbent; and whether, its combination being borderline, the point's exact
+        value lies above the tables' (a gap the reference must close)."""
+        model = table_value(self.shape, kP, kC, f_v)
+        if claimed is not None and abs(model - claimed) > 1e-6 * max(1, abs(model)):
+            raise HandOff(
+                f"{who} on the combination k_P={kP.tolist()}: value {claimed!r} != table "
+                f"value {model!r}"
+            )
+        w = self.shape.weights(kP, kC)
+        self.offer(w, model if not borderline else None)
+        return model, bool(borderline) and float(self.problem.objective(w)) > model + OBJECTIVE_TOL
+
     def run(self) -> Solution:
         shape = self.shape
         threads, thread_note = threads_for(self.budget.threads)
@@ -246,12 +263,10 @@ class _CombinationSearch:
             f_v = shape.tables(kP)[0][0] if shape.n_cells else np.zeros((0, 1))
             if len(shape.binary_cols) == 0:  # nothing left to choose: the value is the bound's
                 kC = np.zeros(0, dtype=np.int64)
-                value = table_value(shape, kP, kC, f_v)
-                lower[i] = value  # a lower bound; exact unless the combination is borderline
-                w = shape.weights(kP, kC)
-                self.offer(w, value if not borderline[i] else None)
-                if borderline[i] and float(self.problem.objective(w)) > value + OBJECTIVE_TOL:
-                    open_borderline = True  # the gap goes to the reference (below), not ERROR
+                # a lower bound, exact unless the combination is borderline (then the gap goes
+                # to the reference, below, not ERROR)
+                lower[i], gap = self.take(kP, kC, None, f_v, borderline[i], "the tables")
+                open_borderline |= gap
                 continue
             # built when first needed: for the search's multipliers (the LP's prices), then for
             # HiGHS if the search hands the combination on
@@ -271,16 +286,8 @@ class _CombinationSearch:
                 self.stats["search_nodes"] += found.nodes
                 threshold = self.best_value
                 if found.kC is not None:
-                    model = table_value(shape, kP, found.kC, f_v)
-                    if abs(model - found.value) > 1e-6 * max(1, abs(model)):
-                        raise HandOff(  # pragma: no cover - the search sums the same tables
-                            f"search of k_P={kP.tolist()}: value {found.value!r} != table "
-                            f"value {model!r}"
-                        )
-                    w = shape.weights(kP, found.kC)
-                    self.offer(w, model if not borderline[i] else None)
-                    if borderline[i] and float(self.problem.objective(w)) > model + OBJECTIVE_TOL:
-                        open_borderline = True
+                    model, gap = self.take(kP, found.kC, found.value, f_v, borderline[i], "search")
+                    open_borderline |= gap
                 if found.outcome in ("solved", "cutoff"):
                     # solved: its minimum (the search's sum or the tables', the lesser);
                     # cutoff: nothing below the incumbent it was given
@@ -307,16 +314,8 @@ class _CombinationSearch:
                     f"HiGHS failed on the subproblem of k_P={kP.tolist()} ({res.status_name})"
                 )
             if res.kC is not None and res.outcome in ("solved", "time_limit"):
-                model = table_value(shape, kP, res.kC, f_v)
-                if res.value is not None and abs(model - res.value) > 1e-6 * max(1, abs(model)):
-                    raise HandOff(
-                        f"subproblem of k_P={kP.tolist()}: HiGHS objective "
-                        f"{res.value!r} != table value {model!r}"
-                    )
-                w = shape.weights(kP, res.kC)
-                self.offer(w, model if not borderline[i] else None)
-                if borderline[i] and float(self.problem.objective(w)) > model + OBJECTIVE_TOL:
-                    open_borderline = True
+                _, gap = self.take(kP, res.kC, res.value, f_v, borderline[i], "HiGHS")
+                open_borderline |= gap
             lower[i] = max(lower[i], res.bound)
             if res.outcome == "time_limit":
                 status = Status.TIME_LIMIT

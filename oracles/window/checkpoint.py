@@ -173,19 +173,29 @@ class CarryStore:
     def path(self, key: str) -> Path:
         return Path(self.directory) / f"{key}.npz"
 
-    def load(self, problem: Problem) -> Carry | None:
-        """The state kept for ``problem`` (None when there is none)."""
+    def header(self, problem: Problem) -> tuple[Path, dict] | None:
+        """The file of the state kept for ``problem`` and its header (None when there is none,
+        or it is another layout's or another problem's)."""
         key = problem_key(problem)
         path = self.path(key)
         if not path.exists():
             return None
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
-            if meta.get("layout") != LAYOUT or meta.get("key") != key:
-                return None
+        if meta.get("layout") != LAYOUT or meta.get("key") != key:
+            return None
+        return path, meta
+
+    def load(self, problem: Problem) -> Carry | None:
+        """The state kept for ``problem`` (None when there is none)."""
+        found = self.header(problem)
+        if found is None:
+            return None
+        path, meta = found
+        with np.load(path, allow_pickle=False) as data:
             levels = int(meta["levels"])
             return Carry(
-                key,
+                meta["key"],
                 float(meta["upper"]),
                 data["w_upper"].copy(),
                 float(meta["best"]),
@@ -235,14 +245,10 @@ class CarryStore:
         """The state kept for ``problem`` as ``kept_text`` writes it, read from its header
         (the open nodes themselves only for a state written before the header counted them);
         None when there is none."""
-        key = problem_key(problem)
-        path = self.path(key)
-        if not path.exists():
+        found = self.header(problem)
+        if found is None:
             return None
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-        if meta.get("layout") != LAYOUT or meta.get("key") != key:
-            return None
+        _, meta = found
         if "open_nodes" not in meta:
             carry = self.load(problem)
             return kept_text(carry.open_nodes, carry.bound) if carry is not None else None
