@@ -387,9 +387,14 @@ def check_tree_sizes(
     ``oracle.time_limit`` CPU seconds on the solve's CPUs (``oracle.threads``, times
     ``oracle.parts`` when the parts run as tasks) at ``rate`` nodes a CPU second (default
     ``oracles.window.tree_size.TYPICAL_RATE``) gets one warning line: its dearest run's
-    estimate, and which of its estimated runs are not expected to certify. After ``seconds``
-    the rest are not estimated, and a line says how many. Nothing when ``oracle.estimate`` is
-    false. Returns the lines (each also logged as a warning).
+    estimate, and which of its estimated runs are not expected to certify. A (mechanism,
+    epsilon) whose first run's problem the route does not send to the window search is not
+    read further: the route's choice (``Route.plan``) rests on what its runs share, the data's
+    shape and the cell's grid and budget, not on their noise (every OPDisc and RSPM problem
+    carries noise), so its other runs go where the first went; on Adult this skips building
+    140 problems that go to the structured search. After ``seconds`` the rest are not
+    estimated, and a line says how many. Nothing when ``oracle.estimate`` is false. Returns the
+    lines (each also logged as a warning).
 
     Privacy: the estimate reads the private training data and the runs' noise, and what it says
     (a tree's size) depends on both, like a certificate's gap. It goes only to the operator
@@ -405,28 +410,37 @@ def check_tree_sizes(
     limit = config.oracle.time_limit
     start = time.monotonic()
     estimated: dict[tuple[str, float], dict[int, TreeEstimate]] = {}
+    elsewhere: set[tuple[str, float]] = set()  # cells whose first run's route has no window
     stopped = len(keys)
     for done, key in enumerate(keys):
+        cell = (key.mechanism, key.epsilon)
+        if cell in elsewhere:
+            continue
         left = seconds - (time.monotonic() - start)
         if left <= 0:
             stopped = done
             break
         estimate = shape_tree(config, train, key, min(PLAN_SECONDS, left))
         if estimate is not None:
-            estimated.setdefault((key.mechanism, key.epsilon), {})[key.run_index] = estimate
+            estimated.setdefault(cell, {})[key.run_index] = estimate
+        elif cell not in estimated:
+            elsewhere.add(cell)
     lines = [
         line
         for (name, eps), runs in estimated.items()
         if (line := _beyond_line(name, eps, runs, limit, cpus, rate))
     ]
-    if stopped < len(keys):
-        cells = {(k.mechanism, k.epsilon) for k in keys[stopped:]} - {
-            (k.mechanism, k.epsilon) for k in keys[:stopped]
+    # the runs it would have estimated: not those of a cell the route sends elsewhere
+    seen = [k for k in keys[:stopped] if (k.mechanism, k.epsilon) not in elsewhere]
+    missed = [k for k in keys[stopped:] if (k.mechanism, k.epsilon) not in elsewhere]
+    if missed:
+        cells = {(k.mechanism, k.epsilon) for k in missed} - {
+            (k.mechanism, k.epsilon) for k in seen
         }
         none = f", {len(cells)} (mechanism, epsilon) with none" if cells else ""
         lines.append(
             f"stopped estimating the window search's trees after {seconds:g} s: "
-            f"{len(keys) - stopped} of {len(keys)} runs not estimated{none} "
+            f"{len(missed)} of {len(seen) + len(missed)} runs not estimated{none} "
             "(oracle.estimate=false turns the estimate off)"
         )
     for line in lines:

@@ -384,6 +384,47 @@ def test_every_run_is_estimated_within_the_budget_run_0_of_every_shape_first(mon
     ]  # opdisc at 2, run 2 was not estimated: no warning of it
 
 
+def test_a_cell_whose_first_run_goes_elsewhere_is_not_read_further(monkeypatch):
+    """The route's choice rests on what a (mechanism, epsilon)'s runs share (the data's shape,
+    the grid, the budget), not their noise: once its first run is not sent to the window
+    search, its other runs are not built (on Adult: 140 problems of the structured search)."""
+    asked = []
+    window_cells = {("opdisc", 1.0)}
+
+    def fake_shape_tree(config, train, key, plan_seconds):
+        asked.append(key)
+        if (key.mechanism, key.epsilon) not in window_cells:
+            return None
+        return types.SimpleNamespace(nodes=1.0, certifies_within=lambda cpu, rate: True)
+
+    monkeypatch.setattr(preflight, "shape_tree", fake_shape_tree)
+    config = _tree_config(
+        "sweep.epsilons=[1.0,2.0]", "sweep.mechanisms=[opdisc,rspm_laplace]", "sweep.seeds=3"
+    )
+    assert check_tree_sizes(config, _generic_table(), seconds=1000.0) == []
+    assert sorted((k.mechanism, k.epsilon, k.run_index) for k in asked) == [
+        ("opdisc", 1.0, 0),
+        ("opdisc", 1.0, 1),
+        ("opdisc", 1.0, 2),
+        ("opdisc", 2.0, 0),
+        ("rspm_laplace", 1.0, 0),
+        ("rspm_laplace", 2.0, 0),
+    ]
+    # the count of runs not estimated counts the window search's runs only
+    clock = _Clock(10.0)
+    monkeypatch.setattr(preflight, "time", clock)
+
+    def slow_shape_tree(config, train, key, plan_seconds):
+        clock.t += clock.step
+        return fake_shape_tree(config, train, key, plan_seconds)
+
+    monkeypatch.setattr(preflight, "shape_tree", slow_shape_tree)
+    asked.clear()
+    (line,) = check_tree_sizes(config, _generic_table(), seconds=45.0)  # 5 estimates fit
+    assert len(asked) == 5
+    assert "1 of 3 runs not estimated" in line, line  # of the 3 the window search would take
+
+
 def test_the_tree_is_estimated_on_run_0s_own_problem(monkeypatch):
     """The preflight's problem is the one run 0 solves: same data, same noise, drawn from a
     generator of its own (run 0 draws the same again)."""
