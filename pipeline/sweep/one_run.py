@@ -103,10 +103,10 @@ def launch_order(keys: Sequence[RunKey]) -> list[RunKey]:
     epsilon, a reference), a run of each cell in turn, cells in the order they first appear.
 
     Every cell's first run starts early, so the ETA (``pipeline.sweep.progress``) measures every kind
-    of run before it has to guess one from another's times: on the Adult sweep's recorded times
-    (opdisc's runs 2-17 s, the others' 0.4-2 s) the ETA at half-way read ``948-48491s`` with 329 s
-    left when each mechanism's runs came together, and ``211-1454s`` with 339 s left in this order
-    (tests/pipeline/sweep/test_progress.py). The long references start in the first round, not last.
+    of run before it has to guess one from another's times (a kind with no finished run is
+    planned at its time limit), and the runs of each kind are spread over the whole sweep, so the
+    mean of its finished runs stands for the ones to come. The long references start in the first
+    round, not last.
     A run's noise comes from its key alone (``run_generator``), so the order changes no result."""
     cells: dict[tuple[str, float], list[RunKey]] = {}
     for key in keys:
