@@ -40,12 +40,42 @@ SOLVER_INFINITY = 1e100
 
 
 @dataclass(frozen=True)
+class Price:
+    """What a running solve's certificate would still cost, as its backend estimates it (the
+    window search: ``oracles.window.tree_size``): ``cpu_seconds`` its likely CPU seconds left,
+    ``cpu_seconds_high`` the high end of its estimate (the estimator's spread, not a bound), and
+    ``cpu_share`` the CPU seconds the solve has had a wall second so far (the wall time left is
+    about ``cpu_seconds / cpu_share``; a loaded machine gives less than 1)."""
+
+    cpu_seconds: float
+    cpu_seconds_high: float
+    cpu_share: float
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_seconds", "cpu_seconds_high", "cpu_share"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, found {value!r}")
+        if self.cpu_seconds_high < self.cpu_seconds:
+            raise ValueError(
+                f"cpu_seconds_high ({self.cpu_seconds_high}) is below cpu_seconds "
+                f"({self.cpu_seconds})"
+            )
+
+    def wall_seconds_high(self, least_share: float) -> float:
+        """The wall seconds left at the high end, at the solve's CPU share so far (at least
+        ``least_share``: a solve measured on a starved instant is not planned at 0 CPU)."""
+        return self.cpu_seconds_high / max(self.cpu_share, least_share)
+
+
+@dataclass(frozen=True)
 class SolveProgress:
     """Where one solve stands: ``incumbent`` is the objective of its best feasible point so far
     (+inf without one), ``bound`` its proven lower bound on the minimum (-inf without one), in
     the backend's own model (before ``oracles.contract.certificate.certify`` re-evaluates anything), after
     ``elapsed`` seconds. The minimum lies in [bound, incumbent]. ``note``: what the backend
-    adds (the window search: what certifying would still cost, ``oracles.window.tree_size``)."""
+    adds (the window search: what certifying would still cost, ``oracles.window.tree_size``),
+    and ``price`` the same cost as numbers when the backend has one (None: not estimated)."""
 
     label: str
     backend: str
@@ -53,6 +83,7 @@ class SolveProgress:
     incumbent: float
     bound: float
     note: str = ""
+    price: Price | None = None
 
     @property
     def gap(self) -> float:
@@ -136,10 +167,16 @@ class Reporter:
         return self.clock() - self._last >= self._registration.interval
 
     def report(
-        self, incumbent: object, bound: object, *, force: bool = False, note: str = ""
+        self,
+        incumbent: object,
+        bound: object,
+        *,
+        force: bool = False,
+        note: str = "",
+        price: Price | None = None,
     ) -> None:
-        """Pass on (incumbent, bound) and ``note`` if an interval has passed since the last
-        report (or ``force``). Never raises."""
+        """Pass on (incumbent, bound), ``note`` and ``price`` if an interval has passed since
+        the last report (or ``force``). Never raises."""
         registration = self._registration
         if registration is None:
             return
@@ -155,6 +192,7 @@ class Reporter:
                 _as_value(incumbent, math.inf),
                 _as_value(bound, -math.inf),
                 str(note),
+                price,
             )
             registration.listener(progress)
         except Exception as err:  # noqa: BLE001 - progress must never fail a solve
@@ -187,6 +225,7 @@ def guarded(callback: Callable[..., None]) -> Callable[..., None]:
 __all__ = [
     "DEFAULT_INTERVAL",
     "Listener",
+    "Price",
     "Reporter",
     "SolveProgress",
     "guarded",

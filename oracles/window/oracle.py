@@ -40,7 +40,7 @@ import numpy as np
 from core.problem import IntegerGrid, Problem
 from oracles.contract.certificate import OracleError, Solution, Status, certify, counts_cpu
 from oracles.contract.budget import Budget, Stop
-from oracles.contract.progress import Reporter, reporter
+from oracles.contract.progress import Price, Reporter, reporter
 from oracles.contract.stats import CarryStats, TreeStats, WindowStats, merged
 from oracles.window.checkpoint import Carry, CarryStore, problem_key
 from oracles.window.engine import Executor, Searched, least_bound, local_executor
@@ -254,8 +254,10 @@ class Progress:
     def __init__(self, start: Plan, progress: Reporter, cpu: float) -> None:
         self.plan, self.progress, self.cpu = start, progress, cpu
         self.started = time.perf_counter()
+        self.cpu_started = time.process_time()  # the CPU share is of the search's own time
         self.noted = self.started
         self.note = ""
+        self.price: Price | None = None  # the note's cost as numbers (the sweep's ETA)
         self._bounds: dict[int, float] = {}  # a queued unit's least bound, by its id
         self.proven = start.lagrange_bound  # the last bound reported while one worker searched
 
@@ -280,10 +282,13 @@ class Progress:
         now = time.perf_counter()
         if now - self.noted >= ESTIMATE_EVERY:
             left = worker.open() + tuple(states for _, states in pool.queued())
-            rate = worker.made / max(time.process_time() - self.cpu, 1e-9)
+            cpu = max(time.process_time() - self.cpu, 1e-9)
+            rate = worker.made / cpu
             estimate = cost_left(self.plan.tables, left, found)
             self.note, self.noted = "to certify: " + remaining_message(estimate, 0, rate), now
-        self.progress.report(found, least, note=self.note)
+            share = (time.process_time() - self.cpu_started) / max(now - self.started, 1e-9)
+            self.price = price_of(estimate, rate, share)
+        self.progress.report(found, least, note=self.note, price=self.price)
 
     def finish(self, searched: Searched) -> None:
         """The last word: what the search proved."""
@@ -298,6 +303,17 @@ class Progress:
 #: and 8 runs took 3.4 s and gave 1.09e7 (1.06e7 to 1.12e7).
 ESTIMATE_WIDTH = 50
 ESTIMATE_RUNS = 4
+
+
+def price_of(estimate: TreeEstimate, rate: float, cpu_share: float) -> Price | None:
+    """The cost to certify of ``estimate`` as numbers (``oracles.contract.progress.Price``)
+    at ``rate`` nodes a CPU second, the search having had ``cpu_share`` CPU seconds a wall
+    second; None before the search has a rate (no node made yet)."""
+    if not (rate > 0 and math.isfinite(rate)):
+        return None
+    likely = estimate.left(0) / rate
+    high = max(estimate.high, estimate.nodes) / rate
+    return Price(likely, high, min(max(cpu_share, 0.0), 1e3))
 
 
 def cost_left(tables: Tables, left: Sequence[np.ndarray], best: float) -> TreeEstimate:
@@ -315,4 +331,12 @@ def cost_left(tables: Tables, left: Sequence[np.ndarray], best: float) -> TreeEs
     )
 
 
-__all__ = ["BACKEND", "GRID_SEARCH_SHARE", "Progress", "WindowOracle", "answer", "cost_left"]
+__all__ = [
+    "BACKEND",
+    "GRID_SEARCH_SHARE",
+    "Progress",
+    "WindowOracle",
+    "answer",
+    "cost_left",
+    "price_of",
+]

@@ -32,7 +32,10 @@ thread-seconds a second, whatever the CPUs, their load and the driver's share (L
   left (a run already long is one of the long ones), up to the longer of its kind's longest
   and twice its mean; past that, or of a kind without a finished run, up to its time limit
   (without a limit, as long again as it has run): the smoke sweep's exact ERM, alone at the
-  end, reads ``0-590s``, not ``eta 0s`` (``work_of_running``);
+  end, reads ``0-590s``, not ``eta 0s`` (``work_of_running``); a run whose solve reports a
+  price (the window search's cost to certify, ``oracles.contract.progress.Price``) has at most
+  what that price leaves it, with a margin (``price_left``): a run priced at a minute is not
+  planned to its 600 s limit;
 * low = (likely work - SPREAD sd) / threads; high = (likely work + SPREAD sd) / threads plus
   the longest any one run left may take (it may start last: Graham's bound).
 
@@ -358,14 +361,29 @@ def work_of_pending(count: int, seconds: Sequence[float]) -> Work:
 
 
 def work_of_running(
-    elapsed: float, seconds: Sequence[float], limit: float | None, guess: float
+    elapsed: float,
+    seconds: Sequence[float],
+    limit: float | None,
+    guess: float,
+    at_most: float | None = None,
 ) -> Work:
     """A run that has run ``elapsed`` seconds, of a kind whose finished runs took ``seconds``
     (none: not measured; ``guess``: the median of all finished runs). Likely left: the mean of
     what its kind's runs longer than ``elapsed`` took beyond it (a run already long is one of
     the long ones), else what ``guess`` leaves, 0 past it. Longest: up to the longer of its
     kind's longest and twice its mean; past that, or not measured, up to the time ``limit``;
-    without a limit, as long again as it has run."""
+    without a limit, as long again as it has run. ``at_most``: the most its solve's price
+    leaves it (``price_left``), which caps both."""
+    work = _work_of_running(elapsed, seconds, limit, guess)
+    if at_most is None:
+        return work
+    likely = min(work.least, at_most)
+    return Work(likely, min(work.most, at_most), work.var, min(work.longest, at_most))
+
+
+def _work_of_running(
+    elapsed: float, seconds: Sequence[float], limit: float | None, guess: float
+) -> Work:
     if seconds:
         beyond = [s - elapsed for s in seconds if s > elapsed]
         reach = max(max(seconds), 2 * _mean(seconds))
@@ -375,6 +393,29 @@ def work_of_running(
     longest = max(0.0, limit - elapsed) if limit is not None else elapsed
     likely = max(0.0, guess - elapsed) if not seconds else 0.0
     return Work(likely, likely, 0.0, longest)
+
+
+#: A running solve's price (``oracles.contract.progress.Price``) is an estimate, not a bound:
+#: the ETA plans its run to end within PRICE_MARGIN times the wall time of the price's high end.
+#: On breast cancer at epsilon 10 (docs/results/carry_order.md, launch order), the 8 runs priced
+#: after 60 s that certified when carried on to 300 s took 0.67 to 1.07 times their price.
+PRICE_MARGIN = 2.0
+#: The least CPU share a wall second a price is converted at (a solve measured on a starved
+#: instant is not planned at no CPU at all: at a share below it the run's limit caps anyway).
+LEAST_SHARE = 0.05
+#: Driver-thread seconds a run takes after its solve ends (its evaluation and its MLflow
+#: record), added to a price's wall time.
+AFTER_SOLVE = 30.0
+
+
+def price_left(progress: SolveProgress | None) -> float | None:
+    """The most driver-thread seconds a run whose one solve last reported ``progress`` may
+    still take, from its price (None: no price): PRICE_MARGIN x the price's high end in wall
+    seconds at the solve's CPU share, plus AFTER_SOLVE. The report's age is not taken off
+    (the run can only be nearer its end)."""
+    if progress is None or progress.price is None:
+        return None
+    return PRICE_MARGIN * progress.price.wall_seconds_high(LEAST_SHARE) + AFTER_SOLVE
 
 
 def estimate_eta(
@@ -389,7 +430,8 @@ def estimate_eta(
     """Seconds until the sweep ends, low and high, or None (``eta ?``) when nothing yet
     measures a kind that has runs left (module docstring). Every time is a driver thread's:
     from when it took a run to the run's result. ``finished``: (kind, seconds) in the order
-    they ended; ``running``: (kind, seconds so far); ``pending``: the kinds of the runs not
+    they ended; ``running``: (kind, seconds so far) or (kind, seconds so far, at most left:
+    ``price_left``, or None); ``pending``: the kinds of the runs not
     started; ``threads``: the runs in flight at once; ``unlimited``: the kinds that call no
     oracle (the time ``limit`` is not theirs).
 
@@ -405,7 +447,7 @@ def estimate_eta(
     own: dict[Hashable, list[float]] = {}
     for kind, seconds in finished:
         own.setdefault(kind, []).append(seconds)
-    left = {k for k, _ in running} | set(pending)
+    left = {run[0] for run in running} | set(pending)
     if any(k not in own for k in left) and len(finished) < MIN_FINISHED:
         return None
     everyone = [s for _, s in finished]
@@ -415,8 +457,10 @@ def estimate_eta(
         return None if kind in unlimited else limit
 
     work = Work()
-    for kind, elapsed in running:
-        work += work_of_running(elapsed, own.get(kind, []), limit_of(kind), guess)
+    for kind, elapsed, *at_most in running:
+        work += work_of_running(
+            elapsed, own.get(kind, []), limit_of(kind), guess, at_most[0] if at_most else None
+        )
     counts: dict[Hashable, int] = {}
     for kind in pending:
         counts[kind] = counts.get(kind, 0) + 1
@@ -564,11 +608,24 @@ class Progress:
         """The time limit of a board tag's run: the oracle's, None for a mechanism without."""
         return None if self.groups.get(run_of(tag)) in self.unlimited else self.limit
 
+    def priced(self) -> dict[str, float]:
+        """Run key -> the most it may still take by its solve's price (``price_left``), of the
+        runs of one solve whose last report on the board read has a price."""
+        with self.lock:
+            board = list(self.board or [])
+        return {
+            e.tag: left
+            for e in board
+            if "#" not in e.tag and (left := price_left(e.progress)) is not None
+        }
+
     def eta(self) -> Eta | None:
         """``estimate_eta`` now: the finished runs' thread times, the running runs' times so
-        far (``running``), the runs not started in the sweep's order; runs ended without a
-        known duration count at the sweep's pace (elapsed x threads / done)."""
+        far (``running``) and what their solves' prices leave them (``priced``), the runs not
+        started in the sweep's order; runs ended without a known duration count at the sweep's
+        pace (elapsed x threads / done)."""
         running = self.running()
+        priced = self.priced()
         elapsed = time.perf_counter() - self.start
         with self.lock:
             finished = list(self.finished)
@@ -582,7 +639,7 @@ class Progress:
             finished += [(None, elapsed * threads / self.done)] * unknown
         return estimate_eta(
             finished=finished,
-            running=[(self.groups.get(k), e) for k, e in running.items()],
+            running=[(self.groups.get(k), e, priced.get(k)) for k, e in running.items()],
             pending=pending,
             threads=threads,
             limit=self.limit,

@@ -11,7 +11,7 @@ import pytest
 from core.problem import Problem
 from oracles.contract import progress as solve_progress
 from oracles.contract.certificate import Status
-from oracles.contract.progress import SolveProgress, listening, reporter
+from oracles.contract.progress import Price, SolveProgress, listening, reporter
 from tests.oracles.oracle_contract import hard_instance
 from tests.oracles.limited import limited
 
@@ -237,3 +237,32 @@ def test_the_window_search_reports_its_best_and_a_valid_bound(monkeypatch):
     assert all(p.bound <= p.incumbent for p in seen)
     notes = [p.note for p in seen if p.note]
     assert notes and all(n.startswith("to certify: about ") and "CPU-hours" in n for n in notes)
+    # the note's cost as numbers (the sweep's ETA reads them): the same CPU-hours, a high end
+    # at least as dear, the search's CPU share a wall second
+    priced = [p for p in seen if p.note]
+    assert all(p.price is not None for p in priced)
+    for p in priced:
+        hours = p.note.split(", about ")[1].split(" CPU-hours")[0]
+        assert f"{p.price.cpu_seconds / 3600.0:.2g}" == hours
+        assert p.price.cpu_seconds_high >= p.price.cpu_seconds >= 0.0
+        assert 0.0 < p.price.cpu_share <= 2.0
+
+
+@pytest.mark.parametrize(
+    "cpu, high, share",
+    [
+        (-1.0, 1.0, 1.0),
+        (1.0, math.inf, 1.0),
+        (1.0, 1.0, math.nan),
+        (2.0, 1.0, 1.0),
+        ("1", 1.0, 1.0),
+    ],
+)
+def test_a_price_is_finite_non_negative_and_its_high_end_not_below_it(cpu, high, share):
+    with pytest.raises(ValueError, match="cpu_seconds|cpu_share"):
+        Price(cpu, high, share)
+
+
+def test_a_price_in_wall_seconds_is_at_the_solve_s_cpu_share_at_least_the_least():
+    assert Price(10.0, 20.0, 0.5).wall_seconds_high(0.05) == pytest.approx(40.0)
+    assert Price(10.0, 20.0, 0.0).wall_seconds_high(0.05) == pytest.approx(400.0)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from oracles.contract.progress import SolveProgress, reporter
+from oracles.contract.progress import Price, SolveProgress, reporter
 from pipeline.sweep import progress as pp
 from pipeline.sweep.progress import (
     BoardEntry,
@@ -122,6 +122,73 @@ def test_a_running_run_has_what_its_kind_s_longer_runs_took_beyond_it_left():
     assert work_of_running(8.0, [1.0, 2.0, 5.0, 7.0], None, 3.0).longest == 8.0
     not_measured = work_of_running(1.0, [], 600.0, guess=3.0)
     assert (not_measured.least, not_measured.longest) == (2.0, 599.0)
+
+
+def _priced(cpu: float, high: float, share: float) -> SolveProgress:
+    return SolveProgress("o", "window", 90.0, 9.0, 4.0, "to certify: ...", Price(cpu, high, share))
+
+
+def test_a_running_solve_s_price_caps_what_its_run_may_still_take():
+    """Issue 45, item 11: a run past its kind's longest ran towards its 600 s limit whatever
+    its price said. A price of 10 CPU s (15 at its high end) at half a CPU is 30 wall seconds,
+    planned at PRICE_MARGIN times that plus AFTER_SOLVE; a run's own measure stays when it is
+    the smaller; no price, or a price dearer than the limit, leaves the limit."""
+    left = pp.price_left(_priced(10.0, 15.0, 0.5))
+    assert left == pytest.approx(pp.PRICE_MARGIN * 30.0 + pp.AFTER_SOLVE)
+    assert pp.price_left(SolveProgress("o", "highs", 9.0, 9.0, 4.0)) is None
+    assert pp.price_left(None) is None
+    starved = pp.price_left(_priced(10.0, 15.0, 0.0))  # a starved instant: at LEAST_SHARE
+    assert starved == pytest.approx(pp.PRICE_MARGIN * 15.0 / pp.LEAST_SHARE + pp.AFTER_SOLVE)
+
+    seconds = [1.0, 2.0, 5.0, 7.0]
+    assert work_of_running(100.0, seconds, 600.0, 3.0).longest == 500.0  # before: the limit
+    capped = work_of_running(100.0, seconds, 600.0, 3.0, at_most=left)
+    assert capped.longest == pytest.approx(left) and capped.least == 0.0
+    assert work_of_running(3.0, seconds, 600.0, 3.0, at_most=left) == work_of_running(
+        3.0, seconds, 600.0, 3.0
+    )
+    assert work_of_running(100.0, seconds, 600.0, 3.0, at_most=1e6).longest == 500.0
+
+    finished = [("opdisc", 3.0)] * 20
+    unpriced = estimate_eta(
+        finished=finished, running=[("opdisc", 100.0)], pending=[], threads=4, limit=600.0
+    )
+    priced = estimate_eta(
+        finished=finished, running=[("opdisc", 100.0, left)], pending=[], threads=4, limit=600.0
+    )
+    assert unpriced.high == pytest.approx(500.0)
+    assert priced.high == pytest.approx(left) and priced.low == 0.0
+
+
+def test_the_sweep_s_eta_reads_the_prices_on_the_board(clock):
+    """``Progress.eta`` caps a running run by the price its solve last reported on the board
+    read (a run of several solves, ``key#i``, is not capped: its other solves are not priced)."""
+    keys = [RunKey("opdisc", 1.0, i) for i in range(5)]
+    progress = Progress(5, stream=io.StringIO(), keys=keys, slots=2, limit=600.0)
+    for key in keys[:3]:
+        progress.started(key)
+        clock.now += 3.0
+        progress.update("done", key)
+    for key in keys[3:]:
+        progress.started(key)
+    clock.now += 100.0
+    before = progress.eta()
+    assert before.high == pytest.approx(500.0 + 2 * 0.0, abs=1.0)  # each may go to its limit
+    progress.show_running(
+        [
+            BoardEntry(str(keys[3]), 100.0, _priced(10.0, 15.0, 1.0)),
+            BoardEntry(str(keys[4]), 100.0, _priced(10.0, 15.0, 1.0)),
+        ]
+    )
+    after = progress.eta()
+    assert after.high == pytest.approx(pp.PRICE_MARGIN * 15.0 + pp.AFTER_SOLVE)
+    progress.show_running(
+        [
+            BoardEntry(str(keys[3]) + "#0", 100.0, _priced(10.0, 15.0, 1.0)),
+            BoardEntry(str(keys[4]), 100.0, _priced(10.0, 15.0, 1.0)),
+        ]
+    )
+    assert progress.eta().high == pytest.approx(before.high, abs=1.0)
 
 
 def test_the_work_left_is_done_at_a_thread_second_a_second_per_thread():
