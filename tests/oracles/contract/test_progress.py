@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.problem import Problem
-from oracles.contract import progress as solve_progress
+from oracles.contract import progress
 from oracles.contract.certificate import Status
 from oracles.contract.progress import Price, SolveProgress, listening, reporter
 from tests.oracles.oracle_contract import hard_instance
@@ -109,7 +109,7 @@ def test_guarded_swallows_what_the_callback_raises():
     def boom(*args):
         raise RuntimeError("no")
 
-    assert solve_progress.guarded(boom)(1, 2) is None
+    assert progress.guarded(boom)(1, 2) is None
 
 
 # --- real solves -----------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def test_a_failing_channel_does_not_fail_a_highs_solve(where, monkeypatch):
         raise RuntimeError("channel down")
 
     if where == "reporter":
-        monkeypatch.setattr(solve_progress.Reporter, "report", broken)
+        monkeypatch.setattr(progress.Reporter, "report", broken)
     oracle, problem = limited(HighsOracle(), 60.0), slow_instance(n=60)
     with listening(broken, interval=0.0):
         heard = oracle.solve(problem, oracle.budget())

@@ -24,7 +24,7 @@ from core.problem import (
     Problem,
     SelectionProblem,
 )
-from oracles.routing import routes as routing
+from oracles.routing import routes
 from oracles.structured import oracle as structured_module
 from oracles.contract.certificate import Certificate, HandOff, OracleError, Status, certify
 from oracles.contract.budget import Budget, now
@@ -502,72 +502,72 @@ def test_the_data_players_milp_returns_within_its_limit():
 # --- the table against the strategies' declarations (CVXPY's ``accepts``) ----------------------
 
 
-def _classes_of(row: routing.Row) -> tuple[str, ...]:
+def _classes_of(row: routes.Row) -> tuple[str, ...]:
     """The problem classes a row matches (ANY and GRID stand for several)."""
-    if row.problem == routing.ANY:
-        return routing.PROBLEM_CLASSES
-    if row.problem == routing.GRID:
-        return routing.GRID_CLASSES
+    if row.problem == routes.ANY:
+        return routes.PROBLEM_CLASSES
+    if row.problem == routes.GRID:
+        return routes.GRID_CLASSES
     return (row.problem,)
 
 
 def test_every_row_runs_only_strategies_that_accept_its_problem_class():
     checked = 0
-    for row in routing.ROUTES:
+    for row in routes.ROUTES:
         for problem_class in _classes_of(row):
-            for name in routing.steps_of(row.chain, problem_class):
-                assert issubclass(routing.CLASS_TYPES[problem_class], routing.accepts(name)), (
+            for name in routes.steps_of(row.chain, problem_class):
+                assert issubclass(routes.CLASS_TYPES[problem_class], routes.accepts(name)), (
                     row,
                     name,
                 )
                 checked += 1
-    assert checked > len(routing.ROUTES)  # every row was read, nested routes too
+    assert checked > len(routes.ROUTES)  # every row was read, nested routes too
 
 
 def test_every_problem_a_route_can_take_has_its_row():
     # a user can hand a route any problem that one of its strategies accepts: it has a chain
-    for route in routing.ROUTE_NAMES:
+    for route in routes.ROUTE_NAMES:
         names = {
             name
-            for row in routing.ROUTES
+            for row in routes.ROUTES
             if row.route == route
             for problem_class in _classes_of(row)
-            for name in routing.steps_of(row.chain, problem_class)
+            for name in routes.steps_of(row.chain, problem_class)
         }
-        types = {t for name in names for t in routing.accepts(name)}
+        types = {t for name in names for t in routes.accepts(name)}
         # the classes ``classify`` gives on this route: the shapes only where a row reads them
-        shaped = any(r.route == route and r.problem == routing.SHAPED_GRID for r in routing.ROUTES)
-        grids = (routing.SHAPED_GRID, routing.NOISY_GRID, routing.EXACT_GRID)
+        shaped = any(r.route == route and r.problem == routes.SHAPED_GRID for r in routes.ROUTES)
+        grids = (routes.SHAPED_GRID, routes.NOISY_GRID, routes.EXACT_GRID)
         # a box is refused in one line by the routes whose search takes grids only (window,
         # portfolio, enumerate: ``accepts`` names types, not domains), so grids are checked
-        given = (*grids, routing.BOX) if shaped else (routing.GRID,)
-        others = tuple(c for _, c in routing.KINDS)
+        given = (*grids, routes.BOX) if shaped else (routes.GRID,)
+        others = tuple(c for _, c in routes.KINDS)
         for problem_class in (*given, *others):
-            if routing.CLASS_TYPES[problem_class] in types:
-                assert routing.chain_for(route, problem_class), (route, problem_class)
+            if routes.CLASS_TYPES[problem_class] in types:
+                assert routes.chain_for(route, problem_class), (route, problem_class)
 
 
 def test_a_strategy_that_accepts_nothing_of_a_row_is_caught():
     # the check above can fail: a row sending a selection to the convex oracle is refused
-    row = routing.Row("x", routing.SELECTION, (routing.Step("convex"),))
-    names = routing.steps_of(row.chain, routing.SELECTION)
-    assert not issubclass(routing.CLASS_TYPES[routing.SELECTION], routing.accepts(names[0]))
+    row = routes.Row("x", routes.SELECTION, (routes.Step("convex"),))
+    names = routes.steps_of(row.chain, routes.SELECTION)
+    assert not issubclass(routes.CLASS_TYPES[routes.SELECTION], routes.accepts(names[0]))
 
 
 def test_route_for_reads_the_table_defaults_and_backends():
-    assert routing.route_for(routing.SHAPED_GRID) == routing.DEFAULT_ROUTE == "structured"
-    assert routing.route_for(routing.SELECTION) == "selection"
-    assert routing.route_for(routing.CONVEX) == "convex"
+    assert routes.route_for(routes.SHAPED_GRID) == routes.DEFAULT_ROUTE == "structured"
+    assert routes.route_for(routes.SELECTION) == "selection"
+    assert routes.route_for(routes.CONVEX) == "convex"
     for backend in ("search", "highs", "enumerate"):  # the data player's backends (catalog)
-        assert routing.route_for(routing.CONJUNCTIONS, backend=backend) == f"conjunctions_{backend}"
+        assert routes.route_for(routes.CONJUNCTIONS, backend=backend) == f"conjunctions_{backend}"
     with pytest.raises(ValueError, match="known: \\['enumerate', 'highs', 'search'\\]"):
-        routing.route_for(routing.CONJUNCTIONS, backend="gurobi")
+        routes.route_for(routes.CONJUNCTIONS, backend="gurobi")
 
 
 def test_the_plan_is_the_chain_the_route_runs():
     problem = make_instance(0)
     plan = make_oracle("window", time_limit=5.0).plan(problem, Budget.from_limit(5.0))
-    assert plan.chain == routing.chain_for("window", routing.GRID)
+    assert plan.chain == routes.chain_for("window", routes.GRID)
     assert plan.strategies == ("window", "gurobi", "highs")
 
 
@@ -624,8 +624,8 @@ def test_a_structured_step_that_certifies_after_a_kept_state_counts_every_attemp
 def _chain_row(monkeypatch, *chain: Step) -> None:
     """The structured route's row for a shaped grid replaced by ``chain``."""
     row = Row("structured", SHAPED_GRID, chain, default=True)
-    assert routing.ROUTES[0].problem == SHAPED_GRID
-    monkeypatch.setattr(routing, "ROUTES", (row, *routing.ROUTES[1:]))
+    assert routes.ROUTES[0].problem == SHAPED_GRID
+    monkeypatch.setattr(routes, "ROUTES", (row, *routes.ROUTES[1:]))
 
 
 class _StructuredStops(StructuredOracle):
