@@ -411,28 +411,28 @@ def check_tree_sizes(
     start = time.monotonic()
     estimated: dict[tuple[str, float], dict[int, TreeEstimate]] = {}
     elsewhere: set[tuple[str, float]] = set()  # cells whose first run's route has no window
-    stopped = len(keys)
-    for done, key in enumerate(keys):
+    seen: list[RunKey] = []  # the runs read (of cells the route sends to the window search)
+    missed: list[RunKey] = []  # the runs it would have read when its time ran out
+    for key in keys:
         cell = (key.mechanism, key.epsilon)
         if cell in elsewhere:
             continue
         left = seconds - (time.monotonic() - start)
-        if left <= 0:
-            stopped = done
-            break
+        if missed or left <= 0:
+            missed.append(key)
+            continue
         estimate = shape_tree(config, train, key, min(PLAN_SECONDS, left))
+        if estimate is None and cell not in estimated:
+            elsewhere.add(cell)
+            continue
+        seen.append(key)
         if estimate is not None:
             estimated.setdefault(cell, {})[key.run_index] = estimate
-        elif cell not in estimated:
-            elsewhere.add(cell)
     lines = [
         line
         for (name, eps), runs in estimated.items()
         if (line := _beyond_line(name, eps, runs, limit, cpus, rate))
     ]
-    # the runs it would have estimated: not those of a cell the route sends elsewhere
-    seen = [k for k in keys[:stopped] if (k.mechanism, k.epsilon) not in elsewhere]
-    missed = [k for k in keys[stopped:] if (k.mechanism, k.epsilon) not in elsewhere]
     if missed:
         cells = {(k.mechanism, k.epsilon) for k in missed} - {
             (k.mechanism, k.epsilon) for k in seen
