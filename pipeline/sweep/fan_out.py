@@ -374,6 +374,17 @@ def failure_reason(error: BaseException) -> str:
     return (f"{name}: {lines[0]}" if lines else name)[:300]
 
 
+def runs_in_flight(cpus: int, slots: int, *, carried: bool) -> int:
+    """How many runs a sweep keeps in driver threads at once on ``cpus`` CPUs, ``slots`` solves
+    at a time. A sweep: ``max(4, 2 * cpus)``, so that a run's driver part (its data, its
+    problem) overlaps the others' solves. A carried-on sweep: ``slots``, one run a slot, so that
+    its runs start cheapest first exactly: with more in flight Ray starts the queued solves in
+    the order their driver parts end, and on breast cancer at epsilon 10 the run priced at 15 CPU
+    seconds waited 133 s behind runs priced at 98 and 122 (a run's driver part is seconds, its
+    carried-on solve minutes)."""
+    return max(1, slots) if carried else max(4, 2 * cpus)
+
+
 def run_sweep(
     config: Config,
     train: Dataset,
@@ -405,9 +416,9 @@ def run_sweep(
     train_ref = ray.put(train)  # the dataset goes into the object store once
     test_ref = ray.put(test)
     cpus = int(ray.cluster_resources().get("CPU", 1))
-    in_flight = max(4, 2 * cpus)
-    board = make_board()  # the running solves' progress (pipeline.sweep.progress); None: without
     slots = max(1, cpus // config.oracle.threads)
+    in_flight = runs_in_flight(cpus, slots, carried=bool(prices))
+    board = make_board()  # the running solves' progress (pipeline.sweep.progress); None: without
     # how many runs wait for a CPU: a running solve grows onto idle CPUs only while none does,
     # and gives them back when some do (pipeline.elastic_solve)
     unfinished = [len(todo)]

@@ -295,6 +295,35 @@ def test_in_threads_runs_at_most_in_flight_at_a_time():
     assert most[0] == in_flight
 
 
+def test_a_carried_on_sweep_starts_a_run_only_when_one_before_it_has_ended():
+    """Issue 45, item 3: carried on, the cheapest first, exactly. One run a slot in flight, so a
+    run starts only when an earlier one in the order has ended: never queued for a CPU beside
+    a dearer one whose driver part happened to end first (a fresh sweep keeps more in flight,
+    to overlap the driver parts)."""
+    assert sweep.runs_in_flight(2, 2, carried=True) == 2
+    assert sweep.runs_in_flight(8, 4, carried=True) == 4  # 2 threads a solve: 4 slots
+    assert sweep.runs_in_flight(2, 2, carried=False) == 4
+    assert sweep.runs_in_flight(8, 8, carried=False) == 16
+    slots = sweep.runs_in_flight(2, 2, carried=True)
+    lock, events = threading.Lock(), []
+    rng = np.random.default_rng(0)
+    pause = {key: float(rng.uniform(0.0, 0.02)) for key in range(8)}
+
+    def work(key):
+        with lock:
+            events.append(("start", key))
+        time.sleep(pause[key])
+        with lock:
+            events.append(("end", key))
+        return key
+
+    items = list(sweep._in_threads(list(range(8)), slots, work, heartbeat=lambda: None))
+    assert sorted(key for key, _, _ in items) == list(range(8))
+    for i, (what, key) in enumerate(events):
+        if what == "start" and key >= slots:  # the (key - slots + 1)-th end came before it
+            assert sum(w == "end" for w, _ in events[:i]) >= key - slots + 1
+
+
 def test_in_threads_beats_the_heart_while_a_run_is_still_going(monkeypatch):
     monkeypatch.setattr(sweep, "HEARTBEAT", 0.01)
     beats = threading.Semaphore(0)
