@@ -60,6 +60,7 @@ from pipeline.tracking.mlflow_runs import (
     default_tracking_uri,
     results_from_mlflow,
 )
+from pipeline.tracking.run_record import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,9 @@ class SweepOutcome:
     terminated: bool = False
     #: stopped by a full or read-only disk: what pipeline.sweep.faults.storage_fault said of it
     storage_fault: str = ""
+    #: a carry-on: the uncertified runs it set out to run again, and how many of them did
+    carrying: int = 0
+    carried: int = 0
 
     @property
     def status(self) -> SweepStatus:
@@ -147,6 +151,13 @@ class SweepOutcome:
             )
         if self.status == SweepStatus.INTERRUPTED:
             by = " by SIGTERM" if self.terminated else ""
+            if self.carrying and not missing:  # every run finished once: "0 not run" says nothing
+                left = self.carrying - self.carried
+                return (
+                    f"sweep interrupted{by} while carrying on: {self.carried} of the "
+                    f"{self.carrying} uncertified runs ran again, {left} did not (each keeps "
+                    "its state); rerun the same command to carry on"
+                )
             return (
                 f"sweep interrupted{by}: {self.finished} of {self.requested} requested runs "
                 f"finished, {missing} not run; rerun the same command to resume"
@@ -217,6 +228,10 @@ class DriverState:
     terminated: bool = False
     #: the carried runs' prices (``carried_prices``) and those beyond the limit, in words
     prices: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: a carry-on's runs (their keys), and when this driver began (ms since the epoch): a run
+    #: logged since then ran again
+    carrying: tuple[str, ...] = ()
+    began_ms: int = dataclasses.field(default_factory=lambda: int(time.time() * 1000))
     beyond_limit: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -466,6 +481,7 @@ def _open_tracker(
             "" if before is None else f", before {before:g} s",
         )
         state.prices = carried_prices(state.tracker, todo)
+        state.carrying = tuple(str(k) for k in todo)
     log.info(
         "sweep %s: %d runs, %d already finished, %d to run",
         config.sweep.name,
@@ -474,6 +490,13 @@ def _open_tracker(
         len(todo),
     )
     return todo
+
+
+def carried_again(results: list[RunResult], carrying: tuple[str, ...], began_ms: int) -> int:
+    """How many of a carry-on's runs (``carrying``) have a record logged since this driver
+    began (``began_ms``): those that ran again before the sweep ended or stopped."""
+    wanted = set(carrying)
+    return sum(1 for r in results if r.key in wanted and r.start_time_ms >= began_ms)
 
 
 def carried_prices(tracker: SweepTracker, todo: list[RunKey]) -> dict[str, float]:
@@ -565,6 +588,8 @@ def _report(plan: SweepPlan, state: DriverState) -> dict[str, Any]:
         interrupted=state.interrupted,
         private_not_holding=tuple(r.key for r in private if not r.privacy_holds),
         terminated=state.terminated,
+        carrying=len(state.carrying),
+        carried=carried_again(results, state.carrying, state.began_ms),
     )
     finished_keys = {r.key for r in results}
     missing = [str(k) for k in keys if str(k) not in finished_keys]

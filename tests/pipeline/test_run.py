@@ -86,6 +86,31 @@ def test_the_sweep_runs_mlflow_status_follows_its_outcome(
     assert json.dumps({"status": outcome.status}) == f'{{"status": "{outcome.status.value}"}}'
 
 
+def test_an_interrupted_carry_on_says_how_many_uncertified_runs_ran_again():
+    """Stopped while carrying on, every run had finished once: "30 of 30 requested runs
+    finished, 0 not run" said nothing of the 9 carried runs that had not run again. Now the line
+    counts the carried runs logged since this driver began (``carried_again``)."""
+    keys = [RunKey("opdisc", 10.0, i) for i in range(4)]
+    began = 1_000_000
+    results = [
+        result_for(keys[0], start_time_ms=began + 5),  # carried, ran again
+        result_for(keys[1], start_time_ms=began - 5),  # carried, its earlier attempt's record
+        result_for(keys[2], start_time_ms=began + 9),  # not carried (certified before)
+        result_for(keys[3], start_time_ms=began),  # carried, ran again at the first instant
+    ]
+    carrying = (str(keys[0]), str(keys[1]), str(keys[3]))
+    assert run_module.carried_again(results, carrying, began) == 2
+    outcome = SweepOutcome(30, 30, {}, True, (), terminated=True, carrying=15, carried=6)
+    assert outcome.reason == (
+        "sweep interrupted by SIGTERM while carrying on: 6 of the 15 uncertified runs ran "
+        "again, 9 did not (each keeps its state); rerun the same command to carry on"
+    )
+    # a carry-on stopped with runs not finished at all: what the fresh sweep says
+    assert SweepOutcome(30, 28, {}, True, (), carrying=15, carried=6).reason.startswith(
+        "sweep interrupted: 28 of 30 requested runs finished, 2 not run"
+    )
+
+
 def test_outcome_texts_say_what_is_wrong_and_what_to_do():
     interrupted = SweepOutcome(5, 3, {}, True, ())
     assert interrupted.reason == (
