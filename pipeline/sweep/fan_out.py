@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
+import math
 import os
 import queue
 import threading
@@ -430,6 +431,9 @@ def run_sweep(
         limit=config.oracle.time_limit,
         every=PROGRESS_EVERY,
         unlimited={k.mechanism for k in todo if config.mechanisms[k.mechanism].name in NON_ORACLE},
+        # carried on: each run planned by its price (NaN: unknown, up to its limit), not by the
+        # cheaper runs that finish first
+        prices={str(k): prices.get(str(k), math.nan) for k in todo} if prices else None,
     )
     failed: dict[str, str] = {}
     results: list[RunResult] = []

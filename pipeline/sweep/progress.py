@@ -36,8 +36,14 @@ thread-seconds a second, whatever the CPUs, their load and the driver's share (L
   price (the window search's cost to certify, ``oracles.contract.progress.Price``) has at most
   what that price leaves it, with a margin (``price_left``): a run priced at a minute is not
   planned to its 600 s limit;
+* a carry-on's runs are planned by their own prices (``work_of_priced``): it runs the
+  cheapest first, so the runs that finished are no guide to the dearer ones to come (live,
+  ``eta 31-698s`` with 9 runs left, 3 of them bound for their 600 s limit);
 * low = (likely work - SPREAD sd) / threads; high = (likely work + SPREAD sd) / threads plus
-  the longest any one run left may take (it may start last: Graham's bound).
+  the longest any one run left may take (it may start last: Graham's bound). A run's time
+  ends when the driver has logged it, by when its thread has taken the next, so the threads
+  are between the mean in flight and the most at once: the low end divides by the most, the
+  high end by the mean (``Progress.mean_in_flight``).
 
 Replayed as each sweep ran live (``tests/pipeline/sweep/test_progress.py``: recorded smoke,
 table and Adult sweeps, the estimator fed at each progress line exactly what it had), the true
@@ -408,6 +414,28 @@ LEAST_SHARE = 0.05
 AFTER_SOLVE = 30.0
 
 
+def work_of_priced(price: float, elapsed: float, limit: float | None, share: float = 1.0) -> Work:
+    """A carried-on run's driver-thread seconds left, from its ``price`` (the CPU seconds its
+    certificate would cost when this attempt began, ``pipeline.run.carried_prices``; NaN: not
+    known), ``elapsed`` seconds into it, up to the oracle's time ``limit``, its solve having
+    ``share`` CPU seconds a wall second. A carry-on runs its cheapest first, so the runs that
+    finished first are no guide to those that follow (a kind's mean would plan a run priced at
+    an hour like one priced at 15 s): each is planned by its own price, between 1/PRICE_MARGIN
+    and PRICE_MARGIN times it (plus AFTER_SOLVE), at most its limit; past that high end (the
+    price was wrong), or without a price, up to its limit (without a limit, as long again as it
+    has run)."""
+    bound = math.inf if limit is None else limit
+    least, most = 0.0, bound
+    if math.isfinite(price):
+        least = min(price / PRICE_MARGIN, bound)
+        most = min(PRICE_MARGIN * price / max(share, LEAST_SHARE) + AFTER_SOLVE, bound)
+        if elapsed >= most:
+            most = bound
+    left = max(0.0, most - elapsed) if math.isfinite(most) else elapsed
+    low = min(max(0.0, least - elapsed), left)
+    return Work(low, left, 0.0, left)
+
+
 def price_left(progress: SolveProgress | None) -> float | None:
     """The most driver-thread seconds a run whose one solve last reported ``progress`` may
     still take, from its price (None: no price): PRICE_MARGIN x the price's high end in wall
@@ -423,17 +451,24 @@ def estimate_eta(
     finished: Sequence[tuple[Hashable, float]],
     running: Sequence[tuple[Hashable, float]],
     pending: Sequence[Hashable],
-    threads: int,
+    threads: float | tuple[float, float],
     limit: float | None = None,
     unlimited: Iterable[Hashable] = (),
+    priced: Sequence[Work] = (),
 ) -> Eta | None:
     """Seconds until the sweep ends, low and high, or None (``eta ?``) when nothing yet
-    measures a kind that has runs left (module docstring). Every time is a driver thread's:
+    measures a kind that has runs left (module docstring). ``priced``: the work left of the
+    runs planned by their own prices (a carry-on's, ``work_of_priced``), running or not, which
+    are in neither ``running`` nor ``pending``. Every time is a driver thread's:
     from when it took a run to the run's result. ``finished``: (kind, seconds) in the order
     they ended; ``running``: (kind, seconds so far) or (kind, seconds so far, at most left:
     ``price_left``, or None); ``pending``: the kinds of the runs not
-    started; ``threads``: the runs in flight at once; ``unlimited``: the kinds that call no
-    oracle (the time ``limit`` is not theirs).
+    started; ``threads``: the runs in flight at once, or (fewest, most) of them: a run's time
+    ends when the driver has logged it, and its thread has by then taken the next run, so
+    between the mean number in flight and the most at once (``Progress.mean_in_flight``; a
+    carry-on of one run a slot has 2 in flight and briefly 3); the low end takes the most,
+    the high end the fewest; ``unlimited``: the kinds that call no oracle (the time ``limit``
+    is not theirs).
 
     The ``threads`` threads are busy until the runs run out, so the work left (``Work``) is
     done ``threads`` thread-seconds a second: a thread's time holds the run's wait for a CPU
@@ -441,7 +476,7 @@ def estimate_eta(
     are. low: (least - SPREAD sd) / threads; high: (most + SPREAD sd) / threads plus the
     longest one run may take (it may be the last to start: Graham's bound on a list
     schedule)."""
-    if not running and not pending:
+    if not running and not pending and not priced:
         return Eta(0.0, 0.0)
     unlimited = frozenset(unlimited)
     own: dict[Hashable, list[float]] = {}
@@ -451,12 +486,14 @@ def estimate_eta(
     if any(k not in own for k in left) and len(finished) < MIN_FINISHED:
         return None
     everyone = [s for _, s in finished]
-    guess = _median(everyone)
+    guess = _median(everyone) if everyone else 0.0  # read only for a kind not measured
 
     def limit_of(kind: Hashable) -> float | None:
         return None if kind in unlimited else limit
 
     work = Work()
+    for one in priced:
+        work += one
     for kind, elapsed, *at_most in running:
         work += work_of_running(
             elapsed, own.get(kind, []), limit_of(kind), guess, at_most[0] if at_most else None
@@ -471,10 +508,12 @@ def estimate_eta(
             bound = limit_of(kind)
             longest = bound if bound is not None else max(everyone)
             work += dataclasses.replace(work_of_pending(count, everyone), longest=longest)
-    width = max(1, threads, len(running))
+    fewest, most = threads if isinstance(threads, tuple) else (threads, threads)
+    narrow = max(1, fewest, len(running))
+    width = max(1, most, len(running))
     sd = math.sqrt(work.var)
     low = max(0.0, work.least - SPREAD * sd) / width
-    return Eta(low, max(low, (work.most + SPREAD * sd) / width + work.longest))
+    return Eta(low, max(low, (work.most + SPREAD * sd) / narrow + work.longest))
 
 
 def eta_at(runs: Sequence[RunTimes], now: float, threads: int) -> Eta | None:
@@ -563,12 +602,15 @@ class Progress:
         limit: float | None = None,
         every: float = PROGRESS_EVERY,
         unlimited: Iterable[Hashable] = (),
+        prices: dict[str, float] | None = None,
     ) -> None:
         stream = sys.stderr if stream is None else stream  # the one in force now, not at import
         self.total, self.done, self.start, self.stream = total, 0, time.perf_counter(), stream
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.slots, self.limit, self.every = max(1, int(slots)), limit, float(every)
         self.unlimited = frozenset(unlimited)  # mechanisms without an oracle: no time limit
+        # a carry-on's runs, each with its price in CPU seconds (NaN: not known): planned by it
+        self.prices = {str(k): float(v) for k, v in (prices or {}).items()}
         self.groups = {str(k): _group(k) for k in keys}
         self.labels = {str(k): _label(k) for k in keys}
         self.threads_started: dict[str, float] = {}  # run -> when its driver thread took it
@@ -580,8 +622,29 @@ class Progress:
         self.last_block = self.start
         self.last_label = ""
         self.lock = threading.Lock()
+        self.in_flight_seconds = 0.0  # the runs in flight, integrated over time
+        self.counted_at: float | None = None  # until when (None: before the first run)
 
     # -- what the sweep tells it --
+
+    def _count_in_flight(self) -> None:
+        """Add the runs in flight since the last count to ``in_flight_seconds`` (under the
+        lock, before the runs in flight change)."""
+        now = time.perf_counter()
+        if self.counted_at is not None:
+            self.in_flight_seconds += len(self.threads_started) * (now - self.counted_at)
+        self.counted_at = now
+
+    def mean_in_flight(self) -> float:
+        """The runs in flight on average since the first began (Little's L: the thread-seconds
+        of run time the sweep does a second); the most at once before any time has passed."""
+        with self.lock:
+            if self.counted_at is None:
+                return float(self.threads)
+            now = time.perf_counter()
+            area = self.in_flight_seconds + len(self.threads_started) * (now - self.counted_at)
+            span = now - self.first_started
+        return area / span if span > 0 else float(self.threads)
 
     def started(self, key: Any) -> None:
         """A driver thread took ``key``: the run counts from now (its wait for a CPU, its
@@ -590,6 +653,9 @@ class Progress:
         with self.lock:
             self.groups.setdefault(str(key), _group(key))
             self.labels.setdefault(str(key), _label(key))
+            self._count_in_flight()
+            if not hasattr(self, "first_started"):
+                self.first_started = self.counted_at
             self.threads_started[str(key)] = time.perf_counter()
             self.threads = max(self.threads, len(self.threads_started))
 
@@ -619,37 +685,63 @@ class Progress:
             if "#" not in e.tag and (left := price_left(e.progress)) is not None
         }
 
+    def share(self) -> float:
+        """The CPU seconds a wall second the running solves have had, the least of the prices
+        on the board read (1 without one, at most 1: a carried run holds one slot)."""
+        with self.lock:
+            board = list(self.board or [])
+        shares = [e.progress.price.cpu_share for e in board if e.progress and e.progress.price]
+        return min([1.0, *shares])
+
     def eta(self) -> Eta | None:
         """``estimate_eta`` now: the finished runs' thread times, the running runs' times so
         far (``running``) and what their solves' prices leave them (``priced``), the runs not
         started in the sweep's order; runs ended without a known duration count at the sweep's
         pace (elapsed x threads / done)."""
         running = self.running()
-        priced = self.priced()
+        at_most = self.priced()
         elapsed = time.perf_counter() - self.start
         with self.lock:
             finished = list(self.finished)
             waiting = [k for k in self.groups if k not in running and k not in self.finished_keys]
             threads = self.threads
+        # the work left is done at between the mean and the most runs in flight a second
+        widths = (min(self.mean_in_flight(), threads), threads)
         n_pending = max(0, self.total - self.done - len(running))
-        pending = [self.groups[k] for k in waiting][:n_pending]
-        pending += [None] * (n_pending - len(pending))
+        waiting = waiting[:n_pending]
+        share = self.share()
+        priced = []  # a carry-on's runs, by their prices
+        for key in [k for k in running if k in self.prices] + [
+            k for k in waiting if k in self.prices
+        ]:
+            work = work_of_priced(
+                self.prices[key], running.get(key, 0.0), self.limit_of(key), share
+            )
+            if key in at_most:  # its solve's price now, fresher than the attempt's
+                cap = at_most[key]
+                work = Work(min(work.least, cap), min(work.most, cap), 0.0, min(work.longest, cap))
+            priced.append(work)
+        running = {k: e for k, e in running.items() if k not in self.prices}
+        pending = [self.groups[k] for k in waiting if k not in self.prices]
+        pending += [None] * (n_pending - len(waiting))
         unknown = self.done - len(finished)
         if unknown > 0:
             finished += [(None, elapsed * threads / self.done)] * unknown
         return estimate_eta(
             finished=finished,
-            running=[(self.groups.get(k), e, priced.get(k)) for k, e in running.items()],
+            running=[(self.groups.get(k), e, at_most.get(k)) for k, e in running.items()],
             pending=pending,
-            threads=threads,
+            threads=widths,
             limit=self.limit,
             unlimited=self.unlimited,
+            priced=priced,
         )
 
     def update(self, label: str, key: Any = None) -> None:
         """A run ended (``key``: which, to learn its duration: since its driver thread took it)."""
         if key is not None:
             with self.lock:
+                self._count_in_flight()
                 started = self.threads_started.pop(str(key), None)
                 if started is not None:
                     seconds = time.perf_counter() - started
