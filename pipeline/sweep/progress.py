@@ -624,6 +624,7 @@ class Progress:
         self.lock = threading.Lock()
         self.in_flight_seconds = 0.0  # the runs in flight, integrated over time
         self.counted_at: float | None = None  # until when (None: before the first run)
+        self.first_started: float | None = None
 
     # -- what the sweep tells it --
 
@@ -639,7 +640,7 @@ class Progress:
         """The runs in flight on average since the first began (Little's L: the thread-seconds
         of run time the sweep does a second); the most at once before any time has passed."""
         with self.lock:
-            if self.counted_at is None:
+            if self.counted_at is None or self.first_started is None:
                 return float(self.threads)
             now = time.perf_counter()
             area = self.in_flight_seconds + len(self.threads_started) * (now - self.counted_at)
@@ -654,7 +655,7 @@ class Progress:
             self.groups.setdefault(str(key), _group(key))
             self.labels.setdefault(str(key), _label(key))
             self._count_in_flight()
-            if not hasattr(self, "first_started"):
+            if self.first_started is None:
                 self.first_started = self.counted_at
             self.threads_started[str(key)] = time.perf_counter()
             self.threads = max(self.threads, len(self.threads_started))
