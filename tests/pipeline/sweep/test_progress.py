@@ -748,6 +748,20 @@ def test_a_carry_on_s_eta_holds_with_its_runs_prices(seed, monkeypatch):
     assert held < 0.95 * judged, (held, judged)
 
 
+def test_the_runs_in_flight_on_average_are_integrated_over_time(clock):
+    """Two runs in flight for 10 s, then one for 10 s: 1.5 on average (the most at once: 2);
+    the ETA's high end divides the work left by it, its low end by the most."""
+    keys = [RunKey("opdisc", 1.0, i) for i in range(3)]
+    progress = Progress(3, stream=io.StringIO(), keys=keys, slots=1, limit=600.0)
+    assert progress.mean_in_flight() == 1.0  # before any run: the slots
+    progress.started(keys[0])
+    progress.started(keys[1])
+    clock.now += 10
+    progress.update("done", keys[0])
+    clock.now += 10
+    assert progress.mean_in_flight() == pytest.approx(1.5) and progress.threads == 2
+
+
 def test_progress_measures_a_run_from_when_its_thread_took_it(clock):
     """A run's time is its driver thread's, its wait for a CPU included: the ETA plans the runs
     to come on the threads in flight (the most ever at once), in the same time."""
