@@ -50,6 +50,10 @@ LIVE = {
     "adult": Path(__file__).with_name("adult_live_sweep.csv"),
     # the same on commit a9f9241 (slower oracles: 171 s)
     "adult-slow": Path(__file__).with_name("adult_live_slow_sweep.csv"),
+    # bench.carry_order's cheapest-first carry-on of breast cancer at epsilon 10 from 60 s to
+    # 600 s (15 runs, 2842 s), one run a slot, its runs' prices at 60 s (with the window
+    # search's old node limit, which stopped four runs priced at 252-418 CPU s at their limit)
+    "carry": Path(__file__).with_name("carry_live_sweep.csv"),
 }
 
 
@@ -681,7 +685,8 @@ def test_the_live_eta_holds_the_true_time_left_at_95_percent_of_its_lines(name, 
     """Issue 45, item 11: live, the range's low end was above the true time left most of the
     Adult sweep (scored on its printed lines: 86 of 273 held). Replayed as it ran live, the
     estimator before held 20/24 (smoke), 35/57 (table), 166/273 (Adult) and 216/276 (Adult,
-    slower commit) lines; now 23/24, 57/57, 261/273 and 276/276. Its high end is no longer a
+    slower commit) lines; now 23/24, 57/57, 261/273 and 276/276; the carried-on sweep, by its
+    runs' prices, 106/106 (as printed live, before: 60/105). Its high end is no longer a
     run's time limit while the runs in flight have shown how long their kinds take: its median
     on the Adult sweeps is under the sweep's whole length (live: 1000 s of a 67 s sweep)."""
     lines, total = _live(monkeypatch, LIVE[name])
