@@ -314,6 +314,12 @@ class Work:
     var: float = 0.0
     longest: float = 0.0
 
+    def capped(self, seconds: float) -> Work:
+        """The same work, none of it beyond ``seconds`` (what a solve's price leaves a run)."""
+        return Work(
+            min(self.least, seconds), min(self.most, seconds), self.var, min(self.longest, seconds)
+        )
+
     def __add__(self, other: Work) -> Work:
         return Work(
             self.least + other.least,
@@ -383,8 +389,7 @@ def work_of_running(
     work = _work_of_running(elapsed, seconds, limit, guess)
     if at_most is None:
         return work
-    likely = min(work.least, at_most)
-    return Work(likely, min(work.most, at_most), work.var, min(work.longest, at_most))
+    return work.capped(at_most)
 
 
 def _work_of_running(
@@ -719,8 +724,7 @@ class Progress:
                 self.prices[key], running.get(key, 0.0), self.limit_of(key), share
             )
             if key in at_most:  # its solve's price now, fresher than the attempt's
-                cap = at_most[key]
-                work = Work(min(work.least, cap), min(work.most, cap), 0.0, min(work.longest, cap))
+                work = work.capped(at_most[key])
             priced.append(work)
         running = {k: e for k, e in running.items() if k not in self.prices}
         pending = [self.groups[k] for k in waiting if k not in self.prices]
