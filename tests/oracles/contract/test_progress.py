@@ -4,6 +4,7 @@ return exactly what they return without a listener."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -245,7 +246,40 @@ def test_the_window_search_reports_its_best_and_a_valid_bound(monkeypatch):
         hours = p.note.split(", about ")[1].split(" CPU-hours")[0]
         assert f"{p.price.cpu_seconds / 3600.0:.2g}" == hours
         assert p.price.cpu_seconds_high >= p.price.cpu_seconds >= 0.0
-        assert 0.0 < p.price.cpu_share <= 2.0
+        assert 0.0 < p.price.cpu_share <= 1.0  # one worker: one CPU at most
+
+
+class _CoarseClock:
+    """``time`` as a machine whose process CPU clock moves in steps of 0.1 s (CI's did): the
+    wall clock is the real one."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+
+    def perf_counter(self) -> float:
+        return time.perf_counter()
+
+    def process_time(self) -> float:
+        self.cpu += 0.1
+        return self.cpu
+
+
+def test_a_coarse_cpu_clock_does_not_give_a_search_more_than_its_one_cpu(monkeypatch):
+    """CI: 0.107 CPU s in 4.8 ms of wall read as a share of 22 CPUs, which would put the run's
+    wall time left at a 22nd of its CPU time left."""
+    from oracles.window import engine
+    from oracles.window import oracle as window
+    from oracles.window.oracle import WindowOracle
+
+    monkeypatch.setattr(window, "ESTIMATE_EVERY", 0.0)
+    monkeypatch.setattr(engine, "WORKER_CHUNK", 50)
+    monkeypatch.setattr(window, "time", _CoarseClock())
+    problem = hard_instance(8, 7, label="weak")
+    _, _, seen = _solve_with_and_without(
+        limited(WindowOracle(search_seconds=0.05), 120.0), problem, interval=0.0
+    )
+    shares = [p.price.cpu_share for p in seen if p.price is not None]
+    assert shares and all(0.0 < share <= 1.0 for share in shares)
 
 
 @pytest.mark.parametrize(

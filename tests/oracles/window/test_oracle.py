@@ -235,3 +235,20 @@ def test_the_window_search_has_no_node_limit_of_its_own():
     solution = WindowOracle(max_nodes=2000).solve(hard_instance(), Budget.unlimited())
     assert not solution.certificate.certified
     assert solution.certificate.stat(TreeStats).stopped == "more than 2000 nodes"
+
+
+@pytest.mark.parametrize(
+    "cpu, wall, share",
+    [
+        (0.107, 0.0048, 1.0),  # CI's coarse clock: too short a wall to measure, one CPU
+        (22.0, 10.0, 1.0),  # the process's other threads are not the one worker's share
+        (5.0, 10.0, 0.5),  # a loaded machine
+        (0.0, 10.0, 0.0),
+        (0.3, 0.999, 1.0),
+        (0.3, 1.0, 0.3),
+    ],
+)
+def test_a_one_worker_searchs_cpu_share_is_at_most_one_and_measured_over_a_second(cpu, wall, share):
+    from oracles.window.oracle import search_share
+
+    assert search_share(cpu, wall) == pytest.approx(share)
