@@ -232,9 +232,11 @@ class ConjunctionStats(Stats):
 class RouteStats(Stats):
     """The routing table's (``oracles.routing.routes``): why the reference formulation did not follow a
     stopped search (``reference_skipped``), or how the one that followed or raced it ended
-    (``fallback_status``, ``fallback_bound``, ``fallback_objective``)."""
+    (``fallback_status``, ``fallback_bound``, ``fallback_objective``); ``went_on``: why a
+    stopped window search went on from its kept state (``Route.go_on``)."""
 
     reference_skipped: str | None = None
+    went_on: str | None = None
     fallback_status: str | None = None
     fallback_bound: float | None = None
     fallback_objective: float | None = None

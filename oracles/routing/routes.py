@@ -40,7 +40,12 @@ How a problem is routed (``Route.solve``):
      TIME_LIMIT); when more than ``min_seconds`` are left the next step solves the problem and
      the two are joined: the better point, the larger of the two proven bounds (each is a lower
      bound on the same minimum), certified only if the point meets it (``certify``). The
-     search's backend stays, fallback ``search stopped; reference on auto``;
+     search's backend stays, fallback ``search stopped; reference on auto``. A window search
+     that kept its state (a route with a carry directory: every sweep's) first goes on from it
+     on the rest of the budget when its own price fits there (``Route.go_on``, ``goes_on``:
+     GO_ON_MARGIN x its likely CPU seconds to certify, and the estimate's high end, within the
+     CPU left at the share it had); the reference follows only a search that did not go on or
+     stopped again, and ``RouteStats.went_on`` says why it went on;
    * ``raced``: the step runs beside the step before from the start, in another process
      (``Route.race``, ``oracles.routing.race``): the one that certifies first stops the other, and two
      uncertified answers are joined as after a stop, fallback ``raced with auto``.
@@ -53,7 +58,7 @@ Privacy (SPEC section 8): the route a problem takes depends on the problem's cla
 whether it carries noise, its shape: the data's size and structure, never the noise's values)
 and on three events only, the hand-overs the oracles made before the table existed: a backend
 that cannot run (before it runs), a structured search that cannot finish exactly, and a search
-that stops. In a race (``raced``) which member ends first depends on time, and changes which
+that stops (and whether its price fits the rest of its budget). In a race (``raced``) which member ends first depends on time, and changes which
 proof is returned, not what it proves. A certificate is a proof whatever the route (``oracles.contract.certificate.certify``), never a retry
 with other noise.
 """
@@ -61,6 +66,7 @@ with other noise.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -76,6 +82,7 @@ from core.problem import (
 from core.validation import check_choice
 from oracles.contract.certificate import (
     OBJECTIVE_TOL,
+    Certificate,
     HandOff,
     OracleError,
     Solution,
@@ -101,6 +108,7 @@ from oracles.contract.stats import (
     CarryStats,
     ClusterStats,
     RouteStats,
+    Stats,
     TreeStats,
     WindowStats,
     merged,
@@ -209,6 +217,15 @@ REFERENCE = ("gurobi", "highs")
 SEARCH_SHARE = 0.8
 #: A stopped search is handed to the reference formulation only with this much time left.
 MIN_REFERENCE_SECONDS = 1.0
+#: A window search stopped at its share goes on from its kept state (``Route.go_on``) when
+#: GO_ON_MARGIN x its likely CPU seconds to certify, and its estimate's high end, fit in the CPU
+#: the rest of the budget gives it at the CPU share it had. In the 600 s carry-on on breast
+#: cancer at epsilon 10 (docs/results/carry_order.md) the reference formulation's rest certified
+#: none of the searches it followed, while one (opdisc run 9) was priced at 34 CPU s with about
+#: 120 s left. The margin is the sweep's (``pipeline.sweep.progress.PRICE_MARGIN``).
+GO_ON_MARGIN = 2.0
+#: The least CPU share a go-on plans with (a search measured on a starved instant).
+GO_ON_LEAST_SHARE = 0.05
 
 #: THE routing table: (route, problem class, chain). docs/oracles.md shows it; its test checks
 #: that the doc names exactly these routes.
@@ -565,6 +582,9 @@ class Route:
             return handed_on(problem, handed, f"{group[0].strategy}: {why} -> {chain_text(handed)}")
         stopped = solution.certificate.status is Status.TIME_LIMIT
         if following is not None and following.when == STOPPED and stopped:
+            solution = self.go_on(group[0], problem, budget, solution)
+            if solution.certificate.status is not Status.TIME_LIMIT:
+                return solution
             left = budget.left()
             if left > following.min_seconds:
                 reference = self.run(rest, problem, budget, kind)
@@ -584,6 +604,29 @@ class Route:
             skipped = RouteStats(reference_skipped=note)
             return dataclasses.replace(solution, certificate=c.with_stats(skipped))
         return solution
+
+    def go_on(self, step: Step, problem: Problem, budget: Budget, solution: Solution) -> Solution:
+        """A window search ``step`` that stopped (``solution``) and kept its state, on the rest of
+        ``budget`` from that state for as long as its price fits the rest (``goes_on``); else
+        ``solution`` as it is, for the reference formulation. Every go-on is one search with
+        the stopped one (``gone_on``)."""
+        while True:
+            c = solution.certificate
+            carried = c.stat(CarryStats)
+            if step.strategy != "window" or carried is None or carried.carry is None:
+                return solution  # no kept state to go on from (a route without a carry store)
+            if budget.node_limit is not None:
+                return solution  # the caller bounded the solve's work by its nodes
+            if c.status is not Status.TIME_LIMIT:
+                return solution
+            why = goes_on(c, budget.left(), budget.threads)
+            if why is None:
+                return solution
+            went = self.strategy(step.strategy).solve(problem, budget)
+            window = went.certificate.stat(WindowStats)
+            solution = gone_on(solution, went, why)
+            if window is None or window.nodes == 0:  # no progress: the budget is spent
+                return solution
 
     def race(self, first: Step, rival: Step, problem: Problem, budget: Budget) -> Solution:
         """``first`` (the window search) here and ``rival`` (a route, run whole) in another
@@ -723,6 +766,57 @@ def account(
         started_from=started,
     )
     return dataclasses.replace(solution, certificate=c.with_stats(stats))
+
+
+def goes_on(certificate: Certificate, left: float, threads: int) -> str | None:
+    """Why a window search that stopped with ``certificate`` goes on from its kept state on the
+    ``left`` seconds of its budget on ``threads`` CPUs, or None when it does not: its price
+    (``TreeStats``: the tree left over the nodes a CPU second it made), GO_ON_MARGIN x likely
+    and the high end, fits in the CPU seconds left at the CPU share the search had (at most
+    one a thread, at least GO_ON_LEAST_SHARE)."""
+    tree = certificate.stat(TreeStats)
+    if tree is None or not (tree.nodes_per_cpu_second > 0 and math.isfinite(left)):
+        return None
+    likely = tree.tree_nodes / tree.nodes_per_cpu_second
+    high = max(tree.tree_nodes_high, tree.tree_nodes) / tree.nodes_per_cpu_second
+    held = certificate.seconds * max(certificate.threads, 1)
+    share = certificate.cpu_seconds / held if held > 0 else 1.0
+    share = min(max(share, GO_ON_LEAST_SHARE), 1.0)
+    can = max(left, 0.0) * threads * share
+    need = max(GO_ON_MARGIN * likely, high)
+    if not (math.isfinite(need) and need <= can):
+        return None
+    return (
+        f"went on from its kept state: about {likely:.3g} CPU s to certify "
+        f"(high {high:.3g}) with {can:.3g} CPU s left"
+    )
+
+
+def gone_on(stopped: Solution, went: Solution, why: str) -> Solution:
+    """A window search that stopped (``stopped``) and went on from its kept state (``went``,
+    its answer: the better point of both, the larger bound): one search, its nodes, leaves and
+    CPU the two steps' sums, started as the first started (``carried_open_nodes``), the go-on
+    said in ``RouteStats.went_on``."""
+    first, then = stopped.certificate.stat(WindowStats), went.certificate.stat(WindowStats)
+    c = went.certificate
+    records: list[Stats] = [RouteStats(went_on=why)]
+    if first is not None and then is not None:
+        records.append(
+            dataclasses.replace(
+                then,
+                incumbent=first.incumbent,
+                lagrange_bound=first.lagrange_bound,
+                nodes=first.nodes + then.nodes,
+                leaves=first.leaves + then.leaves,
+                worker_cpu_seconds=first.worker_cpu_seconds + then.worker_cpu_seconds,
+                remote_cpu_seconds=first.remote_cpu_seconds + then.remote_cpu_seconds,
+                carried_open_nodes=first.carried_open_nodes,
+            )
+        )
+    seconds = stopped.certificate.seconds + c.seconds
+    return dataclasses.replace(
+        went, certificate=dataclasses.replace(c.with_stats(*records), seconds=seconds)
+    )
 
 
 def handed_on(problem: Problem, solution: Solution, fallback: str) -> Solution:

@@ -59,9 +59,10 @@ from oracles.contract.stats import CarryStats, MipStats, RouteStats, TreeStats, 
 from oracles.structured.oracle import StructuredOracle
 from oracles.structured.shape import decompose
 from oracles.window.checkpoint import CarryStore, problem_key
+from oracles.window.oracle import WindowOracle
 from pipeline.data.synthetic import make_linear_threshold
 from tests.oracles.oracle_contract import OracleContract, hard_instance, make_instance
-from tests.oracles.fuzz import brute_force, fuzz_instance
+from tests.oracles.fuzz import Tally, brute_force, fuzz_instance, judge
 from tests.oracles.licence import require_gurobi_licence
 from tests.oracles.limited import limited, on_limits
 from tests.timing import assert_returns_near, timed
@@ -729,3 +730,124 @@ def test_an_attempt_that_fails_is_counted_by_the_next(tmp_path, monkeypatch):
     carry = cert.stat(CarryStats)
     assert carry.attempts == 2 and carry.started_from == "from scratch on structured"
     assert carry.total_cpu_seconds == failed.cpu_seconds + cert.cpu_seconds
+
+
+# --- a stopped window search goes on when its price fits the rest (Route.go_on) ----------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _StopsAfterNodes(WindowOracle):
+    """The window search whose first solve stops after ``first_nodes`` nodes (as a search
+    stops at its share of the time), the later ones on their budgets; ``calls`` its budgets."""
+
+    first_nodes: int = 5
+    calls: list = dataclasses.field(default_factory=list)
+
+    def solve(self, problem, budget, stop=None):
+        self.calls.append(budget)
+        if len(self.calls) == 1:
+            budget = budget.with_nodes(self.first_nodes)
+        return super().solve(problem, budget, stop=stop)
+
+
+def test_a_stopped_search_whose_price_fits_goes_on_from_its_state_and_certifies(tmp_path):
+    problem = fuzz_instance(0)  # its search makes 34 nodes
+    window, reference = _StopsAfterNodes(carry=str(tmp_path)), _Recorded()
+    route = _with(
+        make_oracle("window", time_limit=30.0, reference=("highs",), carry=str(tmp_path)),
+        window=window,
+        highs=reference,
+    )
+    budget = route.budget()
+    c = route.solve(problem, budget).certificate
+    assert c.certified and c.backend == "window" and c.fallback is None
+    assert abs(c.objective - float(brute_force(problem).minimum)) <= 1e-9
+    assert len(window.calls) == 2 and reference.budgets == []  # no reference ran
+    first, then = window.calls
+    assert first.deadline < then.deadline == budget.deadline  # its share, then all the rest
+    went = c.stat(RouteStats).went_on
+    assert went.startswith("went on from its kept state: about ") and "CPU s left" in went
+    # one search: its nodes the two steps' (the first stopped after 5 a worker and a few more
+    # in flight), one attempt from scratch, nothing kept
+    searched, carry = c.stat(WindowStats), c.stat(CarryStats)
+    assert searched.nodes > window.first_nodes and searched.carried_open_nodes is None
+    assert carry.attempts == 1 and carry.started_from == "from scratch on window"
+    assert carry.total_nodes == searched.nodes and carry.carry is None
+    assert carry.total_cpu_seconds == c.cpu_seconds
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_a_kept_state_a_stopped_search_goes_to_the_reference_as_before():
+    problem = fuzz_instance(0)
+    window, reference = _StopsAfterNodes(), _Recorded()  # no carry directory: no state
+    route = _with(
+        make_oracle("window", time_limit=30.0, reference=("highs",)),
+        window=window,
+        highs=reference,
+    )
+    c = route.solve(problem, route.budget()).certificate
+    assert len(window.calls) == 1 and len(reference.budgets) == 1
+    assert c.certified and c.fallback == "search stopped; reference on auto"
+    assert c.stat(RouteStats).went_on is None
+
+
+def _stopped_at(cpu: float, seconds: float, nodes: float, high: float, rate: float):
+    """A window certificate stopped after ``seconds`` (``cpu`` CPU s on one thread), its tree
+    ``nodes`` left (high end ``high``) at ``rate`` nodes a CPU second."""
+    problem = fuzz_instance(0)
+    tree = TreeStats("time limit", nodes, 0.0, high, 0.0, rate, "words")
+    c = certify(
+        problem,
+        np.zeros(problem.d),
+        status=Status.TIME_LIMIT,
+        bound=-1e9,
+        seconds=seconds,
+        backend="window",
+        stats=(tree,),
+    ).certificate
+    return dataclasses.replace(c, cpu_seconds=cpu)
+
+
+@pytest.mark.parametrize(
+    "cert, left, threads, goes",
+    [
+        # 34 CPU s likely, 40 high, at full CPU: 2 x 34 = 68 <= 120 on one thread
+        (_stopped_at(480.0, 480.0, 34e6, 40e6, 1e6), 120.0, 1, True),
+        (_stopped_at(480.0, 480.0, 34e6, 40e6, 1e6), 67.0, 1, False),  # the margin: 68 > 67
+        (_stopped_at(480.0, 480.0, 34e6, 40e6, 1e6), 34.0, 2, True),  # two threads: 68
+        (_stopped_at(480.0, 480.0, 10e6, 90e6, 1e6), 89.0, 1, False),  # the high end: 90
+        (_stopped_at(240.0, 480.0, 34e6, 40e6, 1e6), 120.0, 1, False),  # half a CPU: 60 < 68
+        (_stopped_at(240.0, 480.0, 34e6, 40e6, 1e6), 136.0, 1, True),  # 68 of 136 s at half
+        (_stopped_at(960.0, 480.0, 34e6, 40e6, 1e6), 67.0, 1, False),  # share at most 1
+        (_stopped_at(480.0, 480.0, 34e6, 40e6, 0.0), 1e9, 1, False),  # no rate: no price
+        (_stopped_at(480.0, 480.0, math.inf, math.inf, 1e6), 1e9, 1, False),
+    ],
+)
+def test_a_stopped_search_goes_on_only_when_its_price_fits_the_cpu_left(cert, left, threads, goes):
+    why = routes.goes_on(cert, left, threads)
+    assert (why is not None) == goes, why
+    if goes:
+        assert why.startswith("went on from its kept state: about 34 CPU s to certify")
+    assert routes.goes_on(dataclasses.replace(cert, stats=()), left, threads) is None
+
+
+def test_no_false_certificate_from_a_search_that_went_on(tmp_path):
+    """60 random small instances (the fuzz's kinds, ties at the margin among them), each search
+    stopped after 1 to 8 nodes a worker and gone on from its kept state: every certificate
+    against the brute force; every one certified by the window search itself."""
+    tally, went = Tally("window, gone on"), 0
+    for seed in range(60):
+        problem, directory = fuzz_instance(seed), tmp_path / str(seed)
+        window = _StopsAfterNodes(first_nodes=1 + seed % 8, carry=str(directory))
+        route = _with(
+            make_oracle("window", time_limit=30.0, reference=("highs",), carry=str(directory)),
+            window=window,
+        )
+        solution = route.solve(problem, route.budget())
+        judge(tally, seed, problem, brute_force(problem), solution)
+        went += solution.certificate.stat(RouteStats) is not None
+        assert solution.certificate.fallback is None  # never the reference
+    print(tally.line(), f"{went} went on")
+    assert tally.false == 0, "\n".join(tally.failures)
+    assert tally.certified == tally.instances
+    assert went >= 30  # measured: 39 went on; the others certified within their first nodes
