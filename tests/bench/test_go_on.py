@@ -1,0 +1,42 @@
+"""bench.go_on: the same problems by the route with and without going on, side by side."""
+
+from __future__ import annotations
+
+import math
+
+from bench import go_on
+from bench.generic_instances import sweep_instance
+from oracles.routing import routes
+
+
+def test_going_on_switched_off_is_an_infinite_margin_and_comes_back():
+    kept = routes.GO_ON_MARGIN
+    with go_on.going_on(False):
+        assert routes.GO_ON_MARGIN == math.inf
+    assert routes.GO_ON_MARGIN == kept
+    with go_on.going_on(True):
+        assert routes.GO_ON_MARGIN == kept
+
+
+def test_both_variants_solve_each_problem_and_the_totals_count_them(capsys):
+    # crime at epsilon 10: searches of a second or so (docs/results/carry_table.md)
+    instances = [sweep_instance("rspm", 10.0, run, "crime") for run in (0, 1)]
+    rows = go_on.run(instances, at=0.85, max_seconds=60.0)
+    assert [r.variant for r in rows] == ["go on", "hand over", "hand over", "go on"]
+    assert all(r.limit == r.alone_seconds / 0.85 for r in rows)
+    assert all(r.instance == instances[i // 2].name for i, r in enumerate(rows))
+    assert not any(r.went_on for r in rows if r.variant == "hand over")
+    out = capsys.readouterr().out
+    assert out.count("| rspm") == 4 and "load" not in out.split("|")[-2]
+    text = go_on.totals(rows)
+    assert text.splitlines()[0].startswith("go on: ") and " of 2 certified" in text
+
+
+def test_a_bad_at_is_refused(capsys):
+    try:
+        go_on.main(["--at", "1.5"])
+    except SystemExit as stop:
+        assert stop.code == 2
+    else:
+        raise AssertionError("--at 1.5 was accepted")
+    assert "--at must be in (0, 1]" in capsys.readouterr().err
