@@ -34,7 +34,7 @@ from oracles.window.oracle import WindowOracle
 
 VARIANTS = ("go on", "hand over")
 HEADER = (
-    "| instance | alone: wall s | limit s | variant | certified | went on | by | wall s | CPU s "
+    "| instance | alone: wall s | limit s | variant | certified | went on | ran | wall s | CPU s "
     "| gap | load |\n| --- | ---: | ---: | --- | --- | --- | --- | ---: | ---: | ---: | --- |"
 )
 
@@ -84,15 +84,16 @@ def solve(instance: Instance, limit: float, variant: str, alone_seconds: float) 
     with tempfile.TemporaryDirectory() as carry, going_on(variant == "go on"):
         route = make_oracle("structured", time_limit=limit, threads=1, carry=carry)
         cert = route.solve(instance.problem, route.budget()).certificate
-    went = cert.stat(RouteStats)
-    by = "window" if cert.fallback is None else "window + reference"
+    route_stats = cert.stat(RouteStats)
+    referenced = route_stats is not None and route_stats.fallback_status is not None
+    by = "window + reference" if referenced else "window"
     return Row(
         instance.name,
         alone_seconds,
         limit,
         variant,
         cert.certified,
-        went is not None and went.went_on is not None,
+        route_stats is not None and route_stats.went_on is not None,
         by,
         cert.seconds,
         cert.cpu_seconds,
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.0 < args.at <= 1.0:
         parser.error(f"--at must be in (0, 1], found {args.at}")
     print(describe_machine())
-    print(f"table {args.table}, epsilon {args.epsilon:g}, at {args.at:g}, load {load_loadavg()}")
+    print(f"table {args.table}, epsilon {args.epsilon:g}, at {args.at:g}, {load_loadavg()}")
     print(HEADER)
     instances = [
         sweep_instance(m, args.epsilon, r, args.table) for m in args.mechanisms for r in args.runs

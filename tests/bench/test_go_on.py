@@ -26,6 +26,7 @@ def test_both_variants_solve_each_problem_and_the_totals_count_them(capsys):
     assert all(r.limit == r.alone_seconds / 0.85 for r in rows)
     assert all(r.instance == instances[i // 2].name for i, r in enumerate(rows))
     assert not any(r.went_on for r in rows if r.variant == "hand over")
+    assert all(r.by == "window" for r in rows if r.went_on)  # no reference after a go-on
     out = capsys.readouterr().out
     assert out.count("| rspm") == 4 and "load" not in out.split("|")[-2]
     text = go_on.totals(rows)
