@@ -10,6 +10,7 @@
     python -m bench.carry_on --family TABLE:MECHANISM:EPSILON [--seeds ...] [--stops 5]
     python -m bench.carry_table --state /abs/DIR [--tables ...] [--first 300] [--total 1800]
     python -m bench.carry_order --state /abs/DIR [--table NAME] [--first 60] [--total 600]
+    python -m bench.go_on [--table NAME] [--epsilon 10] [--runs ...] [--at 0.85]
     python -m bench.node_rate [--family TABLE:MECHANISM:EPSILON ...] [--base COMMIT] \
         [--engine-base COMMIT] [--compare kernel engine]
     python -m bench.parts_balance [--parts 8 32 128] [--cpus 16 64 256] [--threads 2,4,8]
@@ -26,7 +27,9 @@ checks the window search's tree-size estimate (``oracles.window.tree_size``) aga
 searches made; ``carry_on`` checks a search stopped and carried on against the search run
 whole (``oracles.window.checkpoint``); ``carry_table`` carries hard solves on from a first limit to a total
 one, beside the cost each first stop estimated; ``carry_order`` carries a table sweep on
-cheapest first beside launch order (certified releases per CPU hour); ``node_rate`` measures the compiled search's
+cheapest first beside launch order (certified releases per CPU hour); ``go_on`` solves
+problems whose window search stops just short of its certificate with the route going on from
+the kept state and with the rest handed to the reference; ``node_rate`` measures the compiled search's
 nodes per CPU second beside another commit's kernel, and the whole engine's beside another
 commit's, on the same trees; ``parts_balance`` measures how donating workers (in process and on
 threads) share a search's nodes beside a fixed split's, and replays them on P CPUs; ``adult_structured`` solves the Adult sweep's OPDisc and RSPM problems with the structured
