@@ -58,9 +58,10 @@ Privacy (SPEC section 8): the route a problem takes depends on the problem's cla
 whether it carries noise, its shape: the data's size and structure, never the noise's values)
 and on three events only, the hand-overs the oracles made before the table existed: a backend
 that cannot run (before it runs), a structured search that cannot finish exactly, and a search
-that stops (and whether its price fits the rest of its budget). In a race (``raced``) which member ends first depends on time, and changes which
-proof is returned, not what it proves. A certificate is a proof whatever the route (``oracles.contract.certificate.certify``), never a retry
-with other noise.
+that stops (and whether its price fits the rest of its budget). In a race (``raced``) which
+member ends first depends on time, and changes which proof is returned, not what it proves. A
+certificate is a proof whatever the route (``oracles.contract.certificate.certify``), never a
+retry with other noise.
 """
 
 from __future__ import annotations
@@ -851,8 +852,12 @@ def join(problem: Problem, searched: Solution, reference: Solution, fallback: st
     search followed a stopped structured search, the search's own records (``SEARCH_RECORDS``:
     what the CPU count and the carried account read)."""
     s, r = searched.certificate, reference.certificate
+    before = s.stat(RouteStats)  # a search that went on before it stopped says so still
     route = RouteStats(
-        fallback_status=r.status.value, fallback_bound=r.bound, fallback_objective=r.objective
+        went_on=before.went_on if before is not None else None,
+        fallback_status=r.status.value,
+        fallback_bound=r.bound,
+        fallback_objective=r.objective,
     )
     trusted = r.status in (Status.OPTIMAL, Status.TIME_LIMIT)
     bound = max(s.bound, r.bound) if trusted else s.bound

@@ -851,3 +851,15 @@ def test_no_false_certificate_from_a_search_that_went_on(tmp_path):
     assert tally.false == 0, "\n".join(tally.failures)
     assert tally.certified == tally.instances
     assert went >= 30  # measured: 39 went on; the others certified within their first nodes
+
+
+def test_a_search_that_went_on_and_stopped_again_keeps_saying_so_beside_the_reference():
+    problem = fuzz_instance(0)
+    went = _Stops(-1e9).solve(problem, Budget.from_limit(1.0))
+    went = dataclasses.replace(
+        went, certificate=went.certificate.with_stats(RouteStats(went_on="went on: test"))
+    )
+    reference = HighsOracle().solve(problem, Budget.from_limit(30.0))
+    joined = routes.join(problem, went, reference, "search stopped; reference on auto")
+    route = joined.certificate.stat(RouteStats)
+    assert route.went_on == "went on: test" and route.fallback_status == "optimal"
