@@ -8,8 +8,9 @@ window search first runs alone to its certificate (``S`` wall seconds, at most
 route then solves it with a time limit of ``S / at`` (``--at`` 0.85: its window step, 80% of
 that, stops at about 94% of the search) twice, in alternating order, each with a carry
 directory of its own: once as it is (the search goes on when its price fits the rest) and once
-with going on switched off (the rest to the reference formulation, as before). One thread,
-wall-clock limits: run it on a quiet machine; the load is printed beside every solve.
+with going on switched off (the rest to the reference formulation, as before). ``--limit L``
+solves every problem at L seconds instead, without the run alone. One thread, wall-clock
+limits: run it on a quiet machine; the load is printed beside every solve.
 
     python -m bench.go_on --table breast_cancer --epsilon 10 --mechanisms opdisc rspm \\
         --runs 0 1 2 3 4 5
@@ -102,18 +103,21 @@ def solve(instance: Instance, limit: float, variant: str, alone_seconds: float) 
     )
 
 
-def run(instances: list[Instance], at: float, max_seconds: float) -> list[Row]:
+def run(
+    instances: list[Instance], at: float, max_seconds: float, limit: float | None = None
+) -> list[Row]:
     """Every instance the search certifies alone within ``max_seconds``, by both variants in
-    alternating order; each row printed as it ends."""
+    alternating order at ``S / at``; with a ``limit``, every instance at that limit (no run
+    alone); each row printed as it ends."""
     rows: list[Row] = []
     for i, instance in enumerate(instances):
-        seconds = alone(instance, max_seconds)
+        seconds = alone(instance, max_seconds) if limit is None else math.nan
         if seconds is None:
             print(f"| {instance.name} | not certified alone within {max_seconds:g} s: left out |")
             continue
         order = VARIANTS if i % 2 == 0 else VARIANTS[::-1]
         for variant in order:
-            row = solve(instance, seconds / at, variant, seconds)
+            row = solve(instance, seconds / at if limit is None else limit, variant, seconds)
             print(row.line(), flush=True)
             rows.append(row)
     return rows
@@ -141,16 +145,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--at", type=float, default=0.85, help="the limit is S / at")
     parser.add_argument("--max-seconds", type=float, default=120.0)
+    parser.add_argument(
+        "--limit", type=float, default=None, help="one time limit for all (no run alone)"
+    )
     args = parser.parse_args(argv)
     if not 0.0 < args.at <= 1.0:
         parser.error(f"--at must be in (0, 1], found {args.at}")
+    if args.limit is not None and not (math.isfinite(args.limit) and args.limit > 0):
+        parser.error(f"--limit must be a number of seconds > 0, found {args.limit}")
     print(describe_machine())
     print(f"table {args.table}, epsilon {args.epsilon:g}, at {args.at:g}, {load_loadavg()}")
     print(HEADER)
     instances = [
         sweep_instance(m, args.epsilon, r, args.table) for m in args.mechanisms for r in args.runs
     ]
-    rows = run(instances, args.at, args.max_seconds)
+    rows = run(instances, args.at, args.max_seconds, args.limit)
     print(totals(rows))
     return 0
 

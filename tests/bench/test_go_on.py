@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from bench import go_on
 from bench.generic_instances import sweep_instance
 from oracles.routing import routes
@@ -33,11 +35,18 @@ def test_both_variants_solve_each_problem_and_the_totals_count_them(capsys):
     assert text.splitlines()[0].startswith("go on: ") and " of 2 certified" in text
 
 
-def test_a_bad_at_is_refused(capsys):
-    try:
-        go_on.main(["--at", "1.5"])
-    except SystemExit as stop:
-        assert stop.code == 2
-    else:
-        raise AssertionError("--at 1.5 was accepted")
-    assert "--at must be in (0, 1]" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    "argv, says",
+    [(["--at", "1.5"], "--at must be in (0, 1]"), (["--limit", "0"], "--limit must be")],
+)
+def test_a_bad_option_is_refused(argv, says, capsys):
+    with pytest.raises(SystemExit) as stop:
+        go_on.main(argv)
+    assert stop.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_a_fixed_limit_solves_every_problem_at_it_without_a_run_alone(monkeypatch):
+    monkeypatch.setattr(go_on, "alone", lambda *a: (_ for _ in ()).throw(AssertionError("alone")))
+    instances = [sweep_instance("opdisc", 10.0, 0, "crime")]
+    rows = go_on.run(instances, at=0.85, max_seconds=60.0, limit=5.0)
+    assert [r.limit for r in rows] == [5.0, 5.0] and all(math.isnan(r.alone_seconds) for r in rows)
