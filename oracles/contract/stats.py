@@ -16,6 +16,7 @@ writes a record flat under the keys release.json and MLflow had before (``FLAT_P
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -141,6 +142,19 @@ class TreeStats(Stats):
     tree_estimate_seconds: float
     nodes_per_cpu_second: float
     to_certify: str
+
+    def cpu_seconds(self) -> float:
+        """The likely CPU seconds left to certify: the tree left at the search's rate (nan
+        without a rate)."""
+        return self._at_rate(self.tree_nodes)
+
+    def cpu_seconds_high(self) -> float:
+        """The high end of those CPU seconds (the estimate's spread, not a bound)."""
+        return self._at_rate(max(self.tree_nodes_high, self.tree_nodes))
+
+    def _at_rate(self, nodes: float) -> float:
+        rate = float(self.nodes_per_cpu_second)
+        return float(nodes) / rate if rate > 0 else math.nan
 
 
 # --- the other strategies -----------------------------------------------------------------------

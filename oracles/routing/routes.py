@@ -611,15 +611,13 @@ class Route:
         ``budget`` from that state for as long as its price fits the rest (``goes_on``); else
         ``solution`` as it is, for the reference formulation. Every go-on is one search with
         the stopped one (``gone_on``)."""
+        if step.strategy != "window" or budget.node_limit is not None:
+            return solution  # a node limit: the caller bounded the solve's work by its nodes
         while True:
             c = solution.certificate
             carried = c.stat(CarryStats)
-            if step.strategy != "window" or carried is None or carried.carry is None:
+            if carried is None or carried.carry is None or c.status is not Status.TIME_LIMIT:
                 return solution  # no kept state to go on from (a route without a carry store)
-            if budget.node_limit is not None:
-                return solution  # the caller bounded the solve's work by its nodes
-            if c.status is not Status.TIME_LIMIT:
-                return solution
             why = goes_on(c, budget.left(), budget.threads)
             if why is None:
                 return solution
@@ -776,10 +774,9 @@ def goes_on(certificate: Certificate, left: float, threads: int) -> str | None:
     and the high end, fits in the CPU seconds left at the CPU share the search had (at most
     one a thread, at least GO_ON_LEAST_SHARE)."""
     tree = certificate.stat(TreeStats)
-    if tree is None or not (tree.nodes_per_cpu_second > 0 and math.isfinite(left)):
+    if tree is None or not math.isfinite(left):
         return None
-    likely = tree.tree_nodes / tree.nodes_per_cpu_second
-    high = max(tree.tree_nodes_high, tree.tree_nodes) / tree.nodes_per_cpu_second
+    likely, high = tree.cpu_seconds(), tree.cpu_seconds_high()  # nan without a rate
     held = certificate.seconds * max(certificate.threads, 1)
     share = certificate.cpu_seconds / held if held > 0 else 1.0
     share = min(max(share, GO_ON_LEAST_SHARE), 1.0)

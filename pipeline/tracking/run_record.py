@@ -439,9 +439,9 @@ def cpu_seconds_to_certify(certificates) -> float:
         if c.certified:
             continue
         tree = c.stat(TreeStats)
-        if tree is None or not tree.nodes_per_cpu_second:
+        if tree is None:
             return math.nan
-        left += float(tree.tree_nodes) / float(tree.nodes_per_cpu_second)
+        left += tree.cpu_seconds()  # nan without a rate
     return left
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -279,3 +280,12 @@ def _names(func: ast.expr) -> set[str]:
     if isinstance(func, ast.Attribute):
         return {func.attr}
     return set()
+
+
+def test_a_stopped_trees_cpu_seconds_are_its_nodes_at_the_searchs_rate():
+    tree = TreeStats("time limit", 3e6, 1e6, 5e6, 0.1, 1e6, "words")
+    assert tree.cpu_seconds() == 3.0 and tree.cpu_seconds_high() == 5.0
+    narrow = dataclasses.replace(tree, tree_nodes_high=2e6)  # a high end below: the likely
+    assert narrow.cpu_seconds_high() == 3.0
+    unrated = dataclasses.replace(tree, nodes_per_cpu_second=0.0)
+    assert math.isnan(unrated.cpu_seconds()) and math.isnan(unrated.cpu_seconds_high())
